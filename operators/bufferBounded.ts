@@ -1,0 +1,125 @@
+import { asyncScheduler, from, Observable, type ObservableInput, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+
+/** Configuration of {@link bufferBounded}. */
+export interface BufferBoundedConfig<T> {
+  /** Most items in one batch (acta's finalizer: 128). */
+  maxCount: number;
+  /** Most bytes in one batch, by `sizeOf` (acta: 4 MiB). A single larger item goes alone. */
+  maxBytes: number;
+  /** Extra wait to fill a batch, only when the read that starts it found a backlog (acta: 50 ms). */
+  maxWaitMs: number;
+  /** Size of an item in bytes (default 0: only the count bounds a batch). */
+  sizeOf?: (item: T) => number;
+  /** Time source (default asyncScheduler); a TestScheduler runs it in virtual time. */
+  scheduler?: SchedulerLike;
+}
+
+/**
+ * A bounded buffer in front of a serial writer. Items wait in the buffer while `write` is busy;
+ * when it is free the operator reads one item, then everything already waiting, up to `maxCount`
+ * items or `maxBytes` bytes, and calls `write(batch)`, subscribing to the next write only after
+ * the previous one completed. If that first read found a backlog (more than one item waiting) and
+ * the batch is not full, it waits up to `maxWaitMs` more to fill it, writing early when it fills;
+ * a lone item never waits. An item larger than `maxBytes` is written alone. When the source
+ * completes, everything left is written (no window wait) and then the output completes. Errors of
+ * the source or of a write go downstream at once. Emits what the writes emit.
+ *
+ * ```
+ * source:  a--------bcd-----e|       (write takes 3 frames, maxWaitMs 5, maxCount 3)
+ * writes:  [a]---(busy)
+ *                    [bcd]-(busy)     b,c,d waited: backlog, but the batch is full: no wait
+ *                              [e]|   lone item at completion: written at once
+ * ```
+ * (see test/operators/bufferBounded.spec.ts for the exact marbles)
+ *
+ * Source of the rule: shared/DESIGN.md, "Finalizer"; seed 000 ("Batch window").
+ */
+export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, config: BufferBoundedConfig<T>): OperatorFunction<T, R> {
+  const { maxCount, maxBytes, maxWaitMs } = config;
+  const sizeOf = config.sizeOf ?? (() => 0);
+  const scheduler = config.scheduler ?? asyncScheduler;
+  if (!(maxCount >= 1)) throw new RangeError(`maxCount must be ≥ 1, got ${maxCount}`);
+  return (source) =>
+    new Observable<R>((subscriber) => {
+      const queue: { item: T; bytes: number }[] = [];
+      let queuedBytes = 0;
+      let writing = false;
+      let window: Subscription | null = null;
+      let sourceDone = false;
+      let inner: Subscription | null = null;
+
+      const full = () => queue.length >= maxCount || queuedBytes >= maxBytes;
+
+      const takeBatch = (): T[] => {
+        const first = queue.shift()!;
+        queuedBytes -= first.bytes;
+        const batch = [first.item];
+        let bytes = first.bytes;
+        if (bytes > maxBytes) return batch;
+        while (queue.length > 0 && batch.length < maxCount && bytes + queue[0].bytes <= maxBytes) {
+          const next = queue.shift()!;
+          queuedBytes -= next.bytes;
+          bytes += next.bytes;
+          batch.push(next.item);
+        }
+        return batch;
+      };
+
+      const flush = () => {
+        window?.unsubscribe();
+        window = null;
+        const batch = takeBatch();
+        writing = true;
+        let done = false;
+        inner = from(write(batch)).subscribe({
+          next: (value) => subscriber.next(value),
+          error: (err) => subscriber.error(err),
+          complete: () => {
+            done = true;
+            writing = false;
+            inner = null;
+            pump();
+          },
+        });
+        if (done) inner = null;
+      };
+
+      const pump = () => {
+        if (writing || window) return;
+        if (queue.length === 0) {
+          if (sourceDone) subscriber.complete();
+          return;
+        }
+        if (queue.length > 1 && !full() && !sourceDone && maxWaitMs > 0) {
+          window = scheduler.schedule(() => {
+            window = null;
+            flush();
+          }, maxWaitMs);
+          return;
+        }
+        flush();
+      };
+
+      const sourceSubscription = source.subscribe({
+        next: (item) => {
+          const bytes = sizeOf(item);
+          queue.push({ item, bytes });
+          queuedBytes += bytes;
+          if (window && full()) flush();
+          else pump();
+        },
+        error: (err) => subscriber.error(err),
+        complete: () => {
+          sourceDone = true;
+          if (window) flush();
+          else pump();
+        },
+      });
+
+      return () => {
+        sourceSubscription.unsubscribe();
+        window?.unsubscribe();
+        inner?.unsubscribe();
+      };
+    });
+}

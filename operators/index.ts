@@ -1,0 +1,3 @@
+/** Generic RxJS operators of acta. They import only rxjs. */
+export { bufferBounded, type BufferBoundedConfig } from './bufferBounded';
+export { backoffDelay, retryBackoff, type RetryBackoffConfig } from './retryBackoff';

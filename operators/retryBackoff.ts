@@ -1,0 +1,51 @@
+import { asyncScheduler, type MonoTypeOperatorFunction, retry, type SchedulerLike, throwError, timer } from 'rxjs';
+
+/** Configuration of {@link retryBackoff}. */
+export interface RetryBackoffConfig {
+  /** Delay before the first retry, ms (acta's completion write: 1 000). */
+  initialMs: number;
+  /** Cap of the doubling delay, ms (acta: 30 000). */
+  maxMs: number;
+  /** Relative jitter: each delay is scaled by a factor in [1 - jitter, 1 + jitter] (acta: 0.25). */
+  jitter?: number;
+  /** Retries at most this many times (default: without end). */
+  maxRetries?: number;
+  /** Errors for which this returns false are not retried (default: all are). */
+  shouldRetry?: (err: unknown) => boolean;
+  /** Called before each retry with the error, the retry number (1-based) and the delay in ms. */
+  onRetry?: (err: unknown, retry: number, delayMs: number) => void;
+  /** Uniform [0, 1) source for the jitter (default Math.random). */
+  random?: () => number;
+  scheduler?: SchedulerLike;
+}
+
+/** The delay before retry number `n` (1-based): initialMs·2^(n-1), capped at maxMs, jittered. */
+export function backoffDelay(n: number, config: Pick<RetryBackoffConfig, 'initialMs' | 'maxMs' | 'jitter'>, random = Math.random): number {
+  const base = Math.min(config.maxMs, config.initialMs * 2 ** Math.min(n - 1, 30));
+  const jitter = config.jitter ?? 0;
+  return Math.max(0, Math.round(base * (1 + jitter * (2 * random() - 1))));
+}
+
+/**
+ * Resubscribes to the source after an error, waiting a capped, jittered exponential delay;
+ * the count restarts for every subscription.
+ *
+ * ```
+ * source:   --#            (each subscription fails after 2 frames)
+ * delays:      1s, 2s, 4s, ... 30s, 30s   (±jitter)
+ * result:   --------- ... until a subscription completes, or maxRetries is spent (then #)
+ * ```
+ */
+export function retryBackoff<T>(config: RetryBackoffConfig): MonoTypeOperatorFunction<T> {
+  const scheduler = config.scheduler ?? asyncScheduler;
+  const random = config.random ?? Math.random;
+  return retry<T>({
+    count: config.maxRetries,
+    delay: (err, n) => {
+      if (config.shouldRetry && !config.shouldRetry(err)) return throwError(() => err);
+      const delayMs = backoffDelay(n, config, random);
+      config.onRetry?.(err, n, delayMs);
+      return timer(delayMs, scheduler);
+    },
+  });
+}

@@ -1,0 +1,73 @@
+-- acta.complete_executions: write the outcomes of a batch of attempts, of mixed shapes, in one call.
+--
+-- Contract: parallel arrays, one element per attempt. p_outcomes[i] is one of
+--   succeeded    -> Succeeded, result stored, attempt charged;
+--   failed       -> Ready again at now() + p_retry_delays_ms[i] while attempts remain, else
+--                   Failed; attempt charged; error stored;
+--   failed_final -> Failed without further attempts (e.g. a result that cannot be stored);
+--   handed_back  -> Ready at now(), attempt NOT charged (graceful shutdown, DESIGN.md delivery).
+-- Fence: an element is applied only if its row is still Executing with the same execution
+-- number; otherwise it changes nothing and comes back with status 'stale'.
+-- Returns one row per element: job_id, execution, and the row's new status or 'stale'.
+-- Ledger: each applied element inserts its attempt's row into acta.executions.
+-- Locks: row locks on the applied rows for the rest of the transaction.
+create or replace function acta.complete_executions(
+  p_worker          uuid,
+  p_ids             bigint[],
+  p_executions      integer[],
+  p_outcomes        text[],
+  p_results         jsonb[],
+  p_errors          jsonb[],
+  p_retry_delays_ms integer[]
+) returns table (job_id bigint, execution integer, status text)
+language plpgsql as $$
+#variable_conflict use_column
+begin
+  return query
+  with input as (
+    select u.*
+    from unnest(p_ids, p_executions, p_outcomes, p_results, p_errors, p_retry_delays_ms)
+      as u(id, execution, outcome, result, error, delay_ms)
+  ),
+  decided as (
+    select i.*,
+           case
+             when i.outcome = 'succeeded' then 'succeeded'
+             when i.outcome = 'handed_back' then 'ready'
+             when i.outcome = 'failed' and j.attempts + 1 < j.max_attempts then 'ready'
+             else 'failed'
+           end as new_status
+    from input i
+    join acta.jobs j on j.id = i.id
+  ),
+  done as (
+    update acta.jobs j
+    set status = d.new_status,
+        attempts = j.attempts + case when d.outcome = 'handed_back' then 0 else 1 end,
+        run_at = case
+                   when d.outcome = 'handed_back' then now()
+                   when d.new_status = 'ready' then now() + coalesce(d.delay_ms, 0) * interval '1 millisecond'
+                   else j.run_at
+                 end,
+        result = case when d.outcome = 'succeeded' then d.result else j.result end,
+        error = coalesce(d.error, j.error),
+        lease_holder = null,
+        lease_expires_at = null,
+        started = false,
+        finished_at = case when d.new_status in ('succeeded', 'failed') then now() end
+    from decided d
+    where j.id = d.id and j.execution = d.execution and j.status = 'executing'
+    returning j.id, j.execution, j.status, j.claimed_at, d.outcome, d.error
+  ),
+  ledger as (
+    insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
+    select d.id, d.execution, p_worker, d.claimed_at,
+           case when d.outcome = 'failed' and d.status = 'failed' then 'failed_final' else d.outcome end,
+           d.outcome <> 'handed_back', d.error
+    from done d
+  )
+  select i.id, i.execution, coalesce(d.status, 'stale')
+  from input i
+  left join done d on d.id = i.id and d.execution = i.execution;
+end
+$$;

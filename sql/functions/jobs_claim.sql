@@ -1,0 +1,63 @@
+-- acta.claim_jobs: claim up to p_limit due rows of the given definitions for one worker.
+--
+-- Contract: each claimed row moves straight to Executing (the claim starts the execution; there
+-- is no separate start write), its execution number (the fence) goes up by one, its lease is set
+-- to now() + p_lease_ms and its holder to p_worker. Returns the claimed rows in claim order.
+-- When nothing is claimable it returns exactly one row whose job_id is null and whose
+-- next_due_in_ms is the time until the earliest future row of those definitions is due (null
+-- when there is none), measured on the database clock (DESIGN.md: the claimer's idle sleep).
+-- Locks: FOR UPDATE SKIP LOCKED on the rows taken, so concurrent claimers never wait on or
+-- double-take a row. Uses jobs_claim_idx (partial, in claim order): no dependence on statistics.
+create or replace function acta.claim_jobs(
+  p_namespace   text,
+  p_worker      uuid,
+  p_definitions text[],
+  p_limit       integer,
+  p_lease_ms    integer
+) returns table (
+  job_id          bigint,
+  definition      text,
+  payload         jsonb,
+  execution       integer,
+  attempts        integer,
+  max_attempts    integer,
+  priority        integer,
+  next_due_in_ms  double precision
+)
+language plpgsql as $$
+#variable_conflict use_column
+begin
+  return query
+  with picked as (
+    select j.id
+    from acta.jobs j
+    where j.namespace = p_namespace and j.status = 'ready' and j.run_at <= now()
+      and j.definition = any (p_definitions)
+    order by j.priority desc, j.run_at, j.id
+    limit p_limit
+    for update skip locked
+  )
+  update acta.jobs j
+  set status = 'executing',
+      execution = j.execution + 1,
+      lease_holder = p_worker,
+      lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+      claimed_at = now(),
+      started = false
+  from picked
+  where j.id = picked.id
+  returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.priority,
+            null::double precision;
+
+  if not found then
+    return query
+    select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
+           null::integer,
+           (extract(epoch from (due.run_at - now())) * 1000)::double precision
+    from (select min(j.run_at) as run_at
+          from acta.jobs j
+          where j.namespace = p_namespace and j.status = 'ready'
+            and j.definition = any (p_definitions)) due;
+  end if;
+end
+$$;

@@ -1,0 +1,51 @@
+-- acta.enqueue_jobs: insert a batch of jobs in one statement and wake idle workers once.
+--
+-- Contract: parallel arrays, one element per job (null priority / run_at / max_attempts take
+-- the defaults 0 / now() / 25). Returns one row per input element, in input order: the job id
+-- and whether this call created it. An element whose idempotency key already names a job in the
+-- namespace creates nothing and returns that job's id (null only if the other job was inserted
+-- by a transaction that committed after this statement began).
+-- Locks: row locks on the inserted rows only; a conflicting key waits for its inserter.
+-- Wakeup: one pg_notify('acta_jobs', namespace) per call when any job is due now; PostgreSQL
+-- delivers it at commit, so enqueue inside a caller's transaction wakes workers only then.
+create or replace function acta.enqueue_jobs(
+  p_namespace        text,
+  p_definitions      text[],
+  p_payloads         jsonb[],
+  p_priorities       integer[],
+  p_run_ats          timestamptz[],
+  p_max_attempts     integer[],
+  p_idempotency_keys text[]
+) returns table (id bigint, created boolean)
+language plpgsql as $$
+#variable_conflict use_column
+begin
+  return query
+  with input as (
+    select u.*, nextval(pg_get_serial_sequence('acta.jobs', 'id')) as new_id
+    from unnest(p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys)
+      with ordinality as u(definition, payload, priority, run_at, max_attempts, idempotency_key, ord)
+  ),
+  inserted as (
+    insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts, idempotency_key)
+    overriding system value
+    select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
+           coalesce(i.run_at, now()), coalesce(i.max_attempts, 25), i.idempotency_key
+    from input i
+    order by i.ord
+    on conflict (namespace, idempotency_key) where idempotency_key is not null do nothing
+    returning acta.jobs.id, acta.jobs.idempotency_key
+  )
+  select coalesce(ins.id, dup.id, existing.id), ins.id is not null
+  from input i
+  left join inserted ins on ins.id = i.new_id
+  left join inserted dup on ins.id is null and dup.idempotency_key = i.idempotency_key
+  left join acta.jobs existing on ins.id is null and dup.id is null
+    and existing.namespace = p_namespace and existing.idempotency_key = i.idempotency_key
+  order by i.ord;
+
+  if exists (select 1 from unnest(p_run_ats) r where r is null or r <= now()) then
+    perform pg_notify('acta_jobs', p_namespace);
+  end if;
+end
+$$;

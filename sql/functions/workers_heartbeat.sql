@@ -1,0 +1,69 @@
+-- acta.heartbeat: renew every lease a worker holds, in one call, and take the namespace's
+-- recovery pass when it is due.
+--
+-- Contract: p_ids/p_executions are the (job, execution) pairs in the worker's registry;
+-- p_started[i] says whether that attempt's handler has started (recovery charges only started
+-- attempts). Returns one row per pair with state
+--   renewed -> lease now() + p_lease_ms (the caller re-arms the attempt deadline);
+--   locked  -> the row matches the fence but another transaction holds its lock (e.g. this
+--              worker's own completion write): nothing changed, the deadline stays;
+--   lost    -> the row has moved past this attempt (recovered, fenced): cancel the attempt.
+-- plus, when this call found the recovery pass due, one row (null, null, 'recovery_due'): the
+-- pass's clock was moved one lease on in this same statement, so exactly one worker takes it
+-- (DESIGN.md, lease clock: recovery interval = lease).
+-- Also stamps the worker's last_heartbeat_at. Locks: SKIP LOCKED on the renewed rows (never waits).
+create or replace function acta.heartbeat(
+  p_worker     uuid,
+  p_namespace  text,
+  p_ids        bigint[],
+  p_executions integer[],
+  p_started    boolean[],
+  p_lease_ms   integer
+) returns table (job_id bigint, execution integer, state text)
+language plpgsql as $$
+#variable_conflict use_column
+begin
+  update acta.workers set last_heartbeat_at = now(), status = 'alive'
+  where id = p_worker and status <> 'stopped';
+
+  return query
+  with input as (
+    select * from unnest(p_ids, p_executions, p_started) as u(id, execution, started)
+  ),
+  held as (
+    select j.id
+    from acta.jobs j
+    join input i on i.id = j.id and i.execution = j.execution
+    where j.status = 'executing'
+  ),
+  lockable as (
+    select j.id
+    from acta.jobs j
+    where j.id in (select id from held) and j.status = 'executing'
+    for update skip locked
+  ),
+  renewed as (
+    update acta.jobs j
+    set lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+        started = j.started or i.started
+    from lockable l, input i
+    where j.id = l.id and i.id = l.id
+    returning j.id
+  )
+  select i.id, i.execution,
+         case
+           when r.id is not null then 'renewed'
+           when h.id is not null then 'locked'
+           else 'lost'
+         end
+  from input i
+  left join renewed r on r.id = i.id
+  left join held h on h.id = i.id;
+
+  return query
+  update acta.namespaces n
+  set recovery_due_at = now() + p_lease_ms * interval '1 millisecond'
+  where n.name = p_namespace and n.recovery_due_at <= now()
+  returning null::bigint, null::integer, 'recovery_due'::text;
+end
+$$;

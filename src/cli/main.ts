@@ -1,0 +1,153 @@
+import * as path from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { createClient } from '../client';
+import { connect, describeTarget } from '../db/connect';
+import type { Db } from '../db/Db';
+import { migrate } from '../db/migrator';
+import type { Definition } from '../definition';
+import { ActaError } from '../errors';
+import { createLogger } from '../logger';
+import { createWorker } from '../worker';
+
+const int = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError(`${name} must be an integer`);
+  return n;
+};
+
+/** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
+export function loadDefinitions(modulePath: string): Definition[] {
+  const resolved = path.resolve(modulePath);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mod = require(resolved) as Record<string, unknown>;
+  const isDefinition = (v: unknown): v is Definition =>
+    !!v && typeof v === 'object' && typeof (v as Definition).name === 'string' && typeof (v as Definition).handler === 'function';
+  const candidates = [mod.definitions, mod.default, (mod.default as Record<string, unknown> | undefined)?.definitions];
+  for (const c of candidates) if (Array.isArray(c) && c.every(isDefinition) && c.length > 0) return c;
+  const found = Object.values(mod).filter(isDefinition);
+  if (found.length === 0) throw new ActaError('ACTA_NO_DEFINITIONS', `${resolved} exports no job definitions ({ name, handler })`);
+  return found;
+}
+
+async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const db = await connect();
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+export function program(): Command {
+  const cli = new Command('acta').description('acta: a durable job queue on PostgreSQL (DATABASE_URL) or embedded PGlite (ACTA_DATA_DIR, default ./.acta/data)');
+
+  cli
+    .command('migrate')
+    .description('apply the schema (idempotent; safe to run from many processes at once)')
+    .action(async () => {
+      const applied = await withDb((db) => migrate(db));
+      console.log(applied.length ? `applied ${applied.length}: ${applied.join(', ')}` : 'schema up to date');
+    });
+
+  cli
+    .command('enqueue <definition> <json>')
+    .description('enqueue one job; prints its id')
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--run-at <iso>', 'when the job becomes due (ISO 8601)')
+    .option('--priority <n>', 'higher runs first', int('priority'))
+    .option('--max-attempts <n>', 'attempts before Failed', int('max-attempts'))
+    .option('--idempotency-key <key>', 'at most one job per key')
+    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: string; priority?: number; maxAttempts?: number; idempotencyKey?: string }) => {
+      let payload: unknown;
+      try {
+        payload = JSON.parse(json);
+      } catch (err) {
+        throw new InvalidArgumentError(`payload is not JSON: ${(err as Error).message}`);
+      }
+      const runAt = opts.runAt ? new Date(opts.runAt) : undefined;
+      const result = await withDb((db) =>
+        createClient({ db, namespace: opts.namespace }).enqueue(definition, payload, {
+          runAt,
+          priority: opts.priority,
+          maxAttempts: opts.maxAttempts,
+          idempotencyKey: opts.idempotencyKey,
+        }),
+      );
+      console.log(JSON.stringify(result));
+    });
+
+  cli
+    .command('worker <module>')
+    .description('run a worker for the job definitions a module exports, until SIGINT/SIGTERM')
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--executors <n>', 'executor count N (default 4 per core, 8..64)', int('executors'))
+    .option('--heartbeat <ms>', 'heartbeat interval H in ms (default 45000)', int('heartbeat'))
+    .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int('safety-poll'))
+    .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int('shutdown-timeout'))
+    .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int('metrics-port'))
+    .option('--redis <url>', 'also take wakeups from Redis pub/sub')
+    .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
+    .action(async (modulePath: string, opts: Record<string, unknown>) => {
+      const logger = createLogger();
+      const definitions = loadDefinitions(modulePath);
+      const db = await connect();
+      let redis: { quit(): Promise<unknown> } | undefined;
+      if (typeof opts.redis === 'string') {
+        const { Redis } = await import('ioredis');
+        redis = new Redis(opts.redis);
+      }
+      const worker = createWorker({
+        db,
+        definitions,
+        namespace: opts.namespace as string,
+        executors: opts.executors as number | undefined,
+        heartbeatIntervalMs: opts.heartbeat as number | undefined,
+        safetyPollMs: opts.safetyPoll as number | undefined,
+        shutdownTimeoutMs: opts.shutdownTimeout as number | undefined,
+        metricsPort: opts.metricsPort as number | undefined,
+        listen: opts.listen as boolean,
+        redis: redis as never,
+        logger,
+      });
+      let signals = 0;
+      const onSignal = (signal: NodeJS.Signals) => {
+        signals++;
+        if (signals > 1) {
+          logger.warn({ signal }, 'second signal: exiting at once; held rows return through recovery');
+          process.exit(1);
+        }
+        logger.info({ signal }, 'signal: stopping gracefully (send it again to exit at once)');
+        void worker.stop();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      await worker.start();
+      logger.info({ target: describeTarget() }, 'acta worker running');
+      try {
+        await worker.done;
+        await redis?.quit().catch(() => undefined);
+        await db.close();
+        process.exit(0);
+      } catch (err) {
+        logger.error({ err }, 'worker stopped on a fatal error: exiting 1 for the supervisor to restart it');
+        process.exit(1);
+      }
+    });
+
+  return cli;
+}
+
+export async function main(argv = process.argv): Promise<void> {
+  try {
+    await program().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof ActaError) {
+      console.error(`acta: ${err.message}`);
+    } else {
+      console.error(err);
+    }
+    process.exitCode = 1;
+  }
+}
+
+if (require.main === module) void main();

@@ -1,0 +1,108 @@
+import type { Db, Queryable } from './db/Db';
+import { enqueueJobs, type JobId } from './db/functions';
+import { ConfigError } from './errors';
+import { toJsonText } from './json';
+
+/** Options of one job at enqueue. */
+export interface EnqueueOptions {
+  /** When the job becomes due (absolute time). Default: now, on the database clock. */
+  runAt?: Date;
+  /** Higher runs first. Integer, default 0. */
+  priority?: number;
+  /** Attempts before the job ends Failed, ≥ 1. Default: the definition's, else 25. */
+  maxAttempts?: number;
+  /**
+   * At most one job per key in the namespace, ever (until the row is deleted): a second enqueue
+   * with the same key creates nothing and returns the first job's id with `created: false`.
+   */
+  idempotencyKey?: string;
+  /**
+   * Enqueue inside the caller's own transaction: a `pg` client (or any Queryable) on which the
+   * caller ran BEGIN. The job exists, and workers are woken, only when that transaction commits.
+   */
+  tx?: Queryable;
+}
+
+/** What enqueue returns for each job. */
+export interface EnqueueResult {
+  /** The job's id (bigint as a decimal string). */
+  id: JobId;
+  /** false when an idempotency key matched an existing job. */
+  created: boolean;
+}
+
+/** One element of enqueueMany. */
+export interface EnqueueItem<P = unknown> extends Omit<EnqueueOptions, 'tx'> {
+  definition: string;
+  payload: P;
+}
+
+/** Receives a wakeup after each enqueue that committed (e.g. Redis PUBLISH), in addition to NOTIFY. */
+export type WakeupPublisher = (namespace: string) => void;
+
+export interface ClientOptions {
+  db: Db;
+  /** Queue namespace, default "default". */
+  namespace?: string;
+  /** Extra wakeup channel (Redis) for setups where NOTIFY does not reach workers. */
+  publishWakeup?: WakeupPublisher;
+}
+
+export interface Client {
+  /**
+   * Enqueues one job. Throws InvalidJsonError (nothing written) when the payload cannot be
+   * stored as jsonb, ConfigError on a bad option.
+   */
+  enqueue<P = unknown>(definition: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult>;
+  /**
+   * Enqueues a batch in ONE statement (and one NOTIFY). All payloads are checked first: one bad
+   * payload refuses the whole batch with InvalidJsonError and nothing is written.
+   * Results are in input order.
+   */
+  enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
+}
+
+/** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
+export function createClient(options: ClientOptions): Client {
+  const namespace = options.namespace ?? 'default';
+  const enqueueMany = async (items: EnqueueItem[], opts: { tx?: Queryable } = {}): Promise<EnqueueResult[]> => {
+    if (items.length === 0) return [];
+    const rows = {
+      definitions: [] as string[],
+      payloads: [] as string[],
+      priorities: [] as (number | null)[],
+      runAts: [] as (Date | null)[],
+      maxAttempts: [] as (number | null)[],
+      idempotencyKeys: [] as (string | null)[],
+    };
+    for (const item of items) {
+      if (typeof item.definition !== 'string' || item.definition.length === 0) {
+        throw new ConfigError('definition must be a non-empty string');
+      }
+      if (item.priority !== undefined && !Number.isInteger(item.priority)) throw new ConfigError(`priority must be an integer, got ${item.priority}`);
+      if (item.maxAttempts !== undefined && (!Number.isInteger(item.maxAttempts) || item.maxAttempts < 1)) {
+        throw new ConfigError(`maxAttempts must be an integer ≥ 1, got ${item.maxAttempts}`);
+      }
+      if (item.runAt !== undefined && !(item.runAt instanceof Date && !Number.isNaN(item.runAt.getTime()))) {
+        throw new ConfigError('runAt must be a valid Date');
+      }
+      rows.definitions.push(item.definition);
+      rows.payloads.push(toJsonText(item.payload));
+      rows.priorities.push(item.priority ?? null);
+      rows.runAts.push(item.runAt ?? null);
+      rows.maxAttempts.push(item.maxAttempts ?? null);
+      rows.idempotencyKeys.push(item.idempotencyKey ?? null);
+    }
+    const result = await enqueueJobs(opts.tx ?? options.db, namespace, rows);
+    if (!opts.tx) options.publishWakeup?.(namespace);
+    return result.map((r) => ({ id: r.id as JobId, created: r.created }));
+  };
+  return {
+    async enqueue(definition, payload, opts = {}) {
+      const { tx, ...rest } = opts;
+      const [result] = await enqueueMany([{ definition, payload, ...rest }], { tx });
+      return result;
+    },
+    enqueueMany,
+  };
+}

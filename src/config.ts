@@ -1,0 +1,79 @@
+import * as os from 'node:os';
+import { ConfigError } from './errors';
+
+/**
+ * The lease clock: every timing derives from one knob, the heartbeat interval H
+ * (shared/DESIGN.md, "The lease clock"; seed 000, "Every cap and threshold").
+ */
+export interface LeaseClock {
+  /** H, ms. Default 45 000. */
+  heartbeatIntervalMs: number;
+  /** 4 H, ms: how long a row stays a worker's without a renewal. */
+  leaseMs: number;
+  /** (H + 4 H) / 2 = 2.5 H, ms, after the last confirmed renewal's start: the handler is cancelled there. */
+  attemptDeadlineMs: number;
+  /** 7 H, ms: no heartbeat for this long and recovery marks the worker dead. */
+  workerDeadAfterMs: number;
+  /** = lease, ms: how often a namespace's recovery pass runs. */
+  recoveryIntervalMs: number;
+}
+
+/** Default heartbeat interval H (DESIGN.md): 45 s. */
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 45_000;
+
+/** Derives the lease clock from H (ms). Throws ConfigError unless 100 ≤ H ≤ 3 600 000. */
+export function leaseClock(heartbeatIntervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS): LeaseClock {
+  if (!Number.isFinite(heartbeatIntervalMs) || heartbeatIntervalMs < 100 || heartbeatIntervalMs > 3_600_000) {
+    throw new ConfigError(`heartbeatIntervalMs must be between 100 and 3600000, got ${heartbeatIntervalMs}`);
+  }
+  const h = heartbeatIntervalMs;
+  return {
+    heartbeatIntervalMs: h,
+    leaseMs: 4 * h,
+    attemptDeadlineMs: (h + 4 * h) / 2,
+    workerDeadAfterMs: 7 * h,
+    recoveryIntervalMs: 4 * h,
+  };
+}
+
+/** Constants of the pipeline (DESIGN.md, "The pipeline inside one worker"; seed 000). */
+export const PIPELINE = {
+  /** Completions in one complete_executions call. */
+  batchMaxCount: 128,
+  /** Result bytes in one call; a larger single result is written alone. */
+  batchMaxBytes: 4 * 1024 * 1024,
+  /** Extra wait to fill a batch, only when its first read found a backlog. */
+  batchWindowMs: 50,
+  /** Shortest idle sleep of the claimer. */
+  pollFloorMs: 50,
+  /** Spread added to the idle sleep so idle workers do not claim in lockstep. */
+  idleJitterMs: 100,
+  /** Completion write repeat: first back-off, cap, jitter (±25 %), warnings before errors. */
+  writeRetryInitialMs: 1_000,
+  writeRetryMaxMs: 30_000,
+  writeRetryJitter: 0.25,
+  writeRetryWarnings: 3,
+  /** Default per-attempt execution timeout (seed 000: 300 s), settable per definition. */
+  executionTimeoutMs: 300_000,
+  /** Default maximum attempts of a job (graphile-worker's default, also the schema default). */
+  maxAttempts: 25,
+} as const;
+
+/** Default safety poll (DESIGN.md): the longest idle sleep and the failed-claim back-off, ms. */
+export const DEFAULT_SAFETY_POLL_MS = 1_000;
+
+/** Default shutdown timeout (seed 001): how long stop() waits for running handlers, ms. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+
+/** Executor count N: 4 per core, clamped to 8..64 (DESIGN.md; seed 000 `MaxConcurrentExecutors`). */
+export function defaultExecutors(cores = os.availableParallelism?.() ?? os.cpus().length): number {
+  return Math.min(64, Math.max(8, 4 * cores));
+}
+
+/** Validates a positive integer option; throws ConfigError naming the option. */
+export function positiveInt(name: string, value: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!Number.isInteger(value) || value < 1 || value > max) {
+    throw new ConfigError(`${name} must be an integer between 1 and ${max}, got ${value}`);
+  }
+  return value;
+}

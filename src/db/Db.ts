@@ -1,0 +1,29 @@
+/**
+ * The database access seam (shared/DESIGN.md, "Storage"): the rest of acta sees only this, and
+ * is blind to whether a PostgreSQL server or embedded PGlite is behind it.
+ */
+
+/** Anything that runs one parameterised statement: a Db, a transaction, or a caller's `pg` client. */
+export interface Queryable {
+  query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: R[] }>;
+}
+
+/** Callbacks of a LISTEN subscription. */
+export interface ListenHandlers {
+  /** A NOTIFY arrived on the channel, with its payload. */
+  onNotify(payload: string): void;
+  /** The listening connection was (re)established: notifications sent while it was down are lost, so catch up. */
+  onConnect?(): void;
+  /** The listening connection failed; it reconnects by itself and never gives up. */
+  onError?(err: Error): void;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs `fn` inside BEGIN/COMMIT on one connection; ROLLBACK and rethrow if it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** LISTEN on `channel` until the returned function is called. */
+  listen(channel: string, handlers: ListenHandlers): Promise<() => Promise<void>>;
+  /** Closes every connection (and, for PGlite, the instance and its lock file). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,191 @@
+import type { Queryable } from './Db';
+
+/**
+ * Typed wrappers of the SQL functions in sql/functions/, one round trip each. `SIGNATURES` holds
+ * each function's identity arguments as the catalog prints them
+ * (`pg_get_function_identity_arguments`); a test holds them against the live catalog.
+ */
+export const SIGNATURES = {
+  enqueue_jobs:
+    'p_namespace text, p_definitions text[], p_payloads jsonb[], p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[]',
+  claim_jobs: 'p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer',
+  complete_executions:
+    'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
+  heartbeat: 'p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer',
+  recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
+  register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[]',
+  stop_worker: 'p_worker uuid',
+} as const;
+
+/** Job ids are PostgreSQL bigint, carried as decimal strings (pg returns int8 as string). */
+export type JobId = string;
+
+export interface EnqueueRows {
+  definitions: string[];
+  /** JSON texts, already checked by toJsonText. */
+  payloads: string[];
+  priorities: (number | null)[];
+  runAts: (Date | null)[];
+  maxAttempts: (number | null)[];
+  idempotencyKeys: (string | null)[];
+}
+
+/** acta.enqueue_jobs: one row per input element, in order. */
+export async function enqueueJobs(q: Queryable, namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]> {
+  const result = await q.query<{ id: string | null; created: boolean }>(
+    'select id, created from acta.enqueue_jobs($1, $2, $3::jsonb[], $4, $5, $6, $7)',
+    [namespace, rows.definitions, rows.payloads, rows.priorities, rows.runAts, rows.maxAttempts, rows.idempotencyKeys],
+  );
+  return result.rows;
+}
+
+/** A row as the claim returns it. */
+export interface ClaimedRow {
+  id: JobId;
+  definition: string;
+  payload: unknown;
+  execution: number;
+  attempts: number;
+  maxAttempts: number;
+  priority: number;
+}
+
+export interface ClaimResult {
+  rows: ClaimedRow[];
+  /** Only when nothing was claimed: ms until the next row of these definitions is due (null: none). */
+  nextDueInMs: number | null;
+}
+
+/** acta.claim_jobs. */
+export async function claimJobs(
+  q: Queryable,
+  args: { namespace: string; workerId: string; definitions: string[]; limit: number; leaseMs: number },
+): Promise<ClaimResult> {
+  const { rows } = await q.query<{
+    job_id: string | null;
+    definition: string;
+    payload: unknown;
+    execution: number;
+    attempts: number;
+    max_attempts: number;
+    priority: number;
+    next_due_in_ms: number | null;
+  }>('select * from acta.claim_jobs($1, $2, $3, $4, $5)', [args.namespace, args.workerId, args.definitions, args.limit, args.leaseMs]);
+  if (rows.length === 1 && rows[0].job_id === null) return { rows: [], nextDueInMs: rows[0].next_due_in_ms };
+  return {
+    rows: rows.map((r) => ({
+      id: r.job_id as string,
+      definition: r.definition,
+      payload: r.payload,
+      execution: r.execution,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      priority: r.priority,
+    })),
+    nextDueInMs: null,
+  };
+}
+
+/** The shapes a completion can take (sql/functions/executions_complete.sql). */
+export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back';
+
+export interface CompletionRow {
+  id: JobId;
+  execution: number;
+  outcome: CompletionOutcome;
+  /** JSON text of the result (succeeded) or null. */
+  result: string | null;
+  /** JSON text of the error (failed*) or null. */
+  error: string | null;
+  /** Back-off before the retry, ms (failed only). */
+  retryDelayMs: number;
+}
+
+/** New status per element, or 'stale' when the fence rejected it. */
+export interface CompletionAck {
+  id: JobId;
+  execution: number;
+  status: 'succeeded' | 'failed' | 'ready' | 'stale';
+}
+
+/** acta.complete_executions: the whole batch in one call. */
+export async function completeExecutions(q: Queryable, workerId: string, batch: CompletionRow[]): Promise<CompletionAck[]> {
+  const { rows } = await q.query<{ job_id: string; execution: number; status: CompletionAck['status'] }>(
+    'select * from acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7)',
+    [
+      workerId,
+      batch.map((c) => c.id),
+      batch.map((c) => c.execution),
+      batch.map((c) => c.outcome),
+      batch.map((c) => c.result),
+      batch.map((c) => c.error),
+      batch.map((c) => Math.max(0, Math.round(c.retryDelayMs))),
+    ],
+  );
+  return rows.map((r) => ({ id: r.job_id, execution: r.execution, status: r.status }));
+}
+
+export interface HeldPair {
+  id: JobId;
+  execution: number;
+  started: boolean;
+}
+
+export interface HeartbeatResult {
+  renewed: HeldPair[];
+  locked: HeldPair[];
+  lost: HeldPair[];
+  /** This call took the namespace's recovery pass: run it now. */
+  recoveryDue: boolean;
+}
+
+/** acta.heartbeat: renew every held pair in one call. */
+export async function heartbeat(
+  q: Queryable,
+  args: { workerId: string; namespace: string; held: HeldPair[]; leaseMs: number },
+): Promise<HeartbeatResult> {
+  const { rows } = await q.query<{ job_id: string | null; execution: number | null; state: string }>(
+    'select * from acta.heartbeat($1, $2, $3, $4, $5, $6)',
+    [args.workerId, args.namespace, args.held.map((h) => h.id), args.held.map((h) => h.execution), args.held.map((h) => h.started), args.leaseMs],
+  );
+  const byKey = new Map(args.held.map((h) => [`${h.id}:${h.execution}`, h]));
+  const out: HeartbeatResult = { renewed: [], locked: [], lost: [], recoveryDue: false };
+  for (const r of rows) {
+    if (r.state === 'recovery_due') {
+      out.recoveryDue = true;
+      continue;
+    }
+    const pair = byKey.get(`${r.job_id}:${r.execution}`);
+    if (pair) out[r.state as 'renewed' | 'locked' | 'lost'].push(pair);
+  }
+  return out;
+}
+
+export interface RecoveredRow {
+  id: JobId;
+  execution: number;
+  status: 'ready' | 'failed';
+  charged: boolean;
+}
+
+/** acta.recover_jobs: one recovery pass (up to `limit` rows). */
+export async function recoverJobs(q: Queryable, args: { namespace: string; deadAfterMs: number; limit?: number }): Promise<RecoveredRow[]> {
+  const { rows } = await q.query<{ job_id: string; execution: number; status: 'ready' | 'failed'; charged: boolean }>(
+    'select * from acta.recover_jobs($1, $2, $3)',
+    [args.namespace, args.deadAfterMs, args.limit ?? 10_000],
+  );
+  return rows.map((r) => ({ id: r.job_id, execution: r.execution, status: r.status, charged: r.charged }));
+}
+
+/** acta.register_worker. */
+export async function registerWorker(
+  q: Queryable,
+  args: { workerId: string; namespace: string; hostname: string; pid: number; definitions: string[] },
+): Promise<void> {
+  await q.query('select acta.register_worker($1, $2, $3, $4, $5)', [args.workerId, args.namespace, args.hostname, args.pid, args.definitions]);
+}
+
+/** acta.stop_worker. */
+export async function stopWorker(q: Queryable, workerId: string): Promise<void> {
+  await q.query('select acta.stop_worker($1)', [workerId]);
+}

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SchemaNotMigratedError } from '../errors';
+import type { Db, Queryable } from './Db';
+
+/** pg_advisory_xact_lock key of the migrator: "acta" in ASCII, so it is recognisable in pg_locks. */
+export const MIGRATION_LOCK_KEY = 0x61637461;
+
+/** One SQL file the migrator applies: a numbered migration (once) or a function (when it changed). */
+export interface SqlFile {
+  /** `migrations/0001_core.sql` or `functions/jobs_claim.sql`. */
+  name: string;
+  text: string;
+  checksum: string;
+}
+
+/** Finds the package's `sql/` folder (from src/ under ts, or dist/src/ once built). */
+export function sqlDir(): string {
+  let dir = __dirname;
+  for (let i = 0; i < 5; i++) {
+    const candidate = path.join(dir, 'sql');
+    if (fs.existsSync(path.join(candidate, 'migrations'))) return candidate;
+    dir = path.dirname(dir);
+  }
+  throw new Error(`acta: cannot find the sql/ folder above ${__dirname}`);
+}
+
+/** Migrations in number order, then functions in name order. */
+export function loadSqlFiles(dir = sqlDir()): SqlFile[] {
+  const read = (sub: string) =>
+    fs
+      .readdirSync(path.join(dir, sub))
+      .filter((f) => f.endsWith('.sql'))
+      .sort()
+      .map((f) => {
+        const text = fs.readFileSync(path.join(dir, sub, f), 'utf8');
+        return { name: `${sub}/${f}`, text, checksum: createHash('sha256').update(text).digest('hex') };
+      });
+  return [...read('migrations'), ...read('functions')];
+}
+
+const BOOTSTRAP = `
+create schema if not exists acta;
+create table if not exists acta.migrations (
+  name        text primary key,
+  checksum    text not null,
+  applied_at  timestamptz not null default now()
+)`;
+
+/**
+ * Brings the schema up to date in one transaction, under an advisory lock so many workers may
+ * start at once: each numbered migration is applied once (forward-only: a changed checksum of an
+ * applied one is reported, never re-run); each function file is (re)applied when its checksum
+ * differs from the recorded one. Returns the names applied this time.
+ */
+export async function migrate(db: Db, files = loadSqlFiles()): Promise<string[]> {
+  return db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await tx.query(BOOTSTRAP);
+    const applied = await recorded(tx);
+    const done: string[] = [];
+    for (const file of files) {
+      const checksum = applied.get(file.name);
+      if (checksum === file.checksum) continue;
+      if (checksum !== undefined && file.name.startsWith('migrations/')) {
+        throw new Error(`acta: migration ${file.name} was changed after it was applied; migrations are forward-only`);
+      }
+      await tx.query(file.text);
+      await tx.query(
+        `insert into acta.migrations (name, checksum) values ($1, $2)
+         on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`,
+        [file.name, file.checksum],
+      );
+      done.push(file.name);
+    }
+    return done;
+  });
+}
+
+async function recorded(q: Queryable): Promise<Map<string, string>> {
+  const { rows } = await q.query<{ name: string; checksum: string }>('select name, checksum from acta.migrations');
+  return new Map(rows.map((r) => [r.name, r.checksum]));
+}
+
+/**
+ * Throws SchemaNotMigratedError unless every migration and function of this build is applied
+ * as recorded. Workers call it before they start.
+ */
+export async function assertMigrated(db: Queryable, files = loadSqlFiles()): Promise<void> {
+  const { rows } = await db.query<{ present: boolean }>(`select to_regclass('acta.migrations') is not null as present`);
+  if (!rows[0]?.present) throw new SchemaNotMigratedError('no acta.migrations table');
+  const applied = await recorded(db);
+  const missing = files.filter((f) => applied.get(f.name) !== f.checksum).map((f) => f.name);
+  if (missing.length > 0) throw new SchemaNotMigratedError(`not applied or out of date: ${missing.join(', ')}`);
+}

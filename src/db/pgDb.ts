@@ -1,0 +1,83 @@
+import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import createSubscriber from 'pg-listen';
+import type { Db, ListenHandlers, Queryable } from './Db';
+
+/** Options of a Db on a PostgreSQL server. */
+export interface PgDbOptions {
+  /** `postgres://user@host:port/db`; or give `pool`. */
+  connectionString?: string;
+  /** Pool size (default 10; a worker uses at most claim + finalizer + heartbeat + recovery at once). */
+  max?: number;
+  /** Bring your own pool (it is ended by close() only if `ownsPool`). */
+  pool?: Pool;
+  ownsPool?: boolean;
+}
+
+/** Runs `fn` in a transaction on a client taken from `pool`. */
+export async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  const client: PoolClient = await pool.connect();
+  let broken = false;
+  try {
+    await client.query('begin');
+    const value = await fn(client);
+    await client.query('commit');
+    return value;
+  } catch (err) {
+    try {
+      await client.query('rollback');
+    } catch {
+      broken = true;
+    }
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
+ * A Db on a PostgreSQL server through `pg.Pool`; LISTEN through `pg-listen` on its own
+ * connection, set never to give up reconnecting (its default gives up after 3 s:
+ * shared/TOOLCHAIN.md) and calling `onConnect` on every (re)connect for a catch-up claim.
+ */
+export function createPgDb(options: PgDbOptions): Db {
+  const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10 };
+  const pool = options.pool ?? new Pool(poolConfig);
+  const ownsPool = options.pool ? options.ownsPool === true : true;
+  // An idle client that loses its connection emits 'error' on the pool; without a listener that
+  // would crash the process. The next query on the pool reconnects.
+  pool.on('error', () => undefined);
+  const subscribers = new Set<ReturnType<typeof createSubscriber>>();
+  return {
+    kind: 'postgres',
+    query: (text, params) => pool.query(text, params as unknown[]) as never,
+    transaction: (fn) => inTransaction(pool, fn),
+    async listen(channel: string, handlers: ListenHandlers) {
+      const subscriber = createSubscriber(
+        { connectionString: options.connectionString ?? (pool as unknown as { options: PoolConfig }).options.connectionString },
+        {
+          retryTimeout: 0, // 0 = never give up (the default, 3000, gives up for good)
+          retryLimit: Infinity,
+          retryInterval: (attempt: number) => Math.min(2_000, 100 * 2 ** attempt),
+          paranoidChecking: 5_000,
+          parse: (text: string) => text, // payloads are namespace names, not JSON
+        },
+      );
+      subscriber.notifications.on(channel, (payload: unknown) => handlers.onNotify(typeof payload === 'string' ? payload : String(payload ?? '')));
+      subscriber.events.on('connected', () => handlers.onConnect?.());
+      subscriber.events.on('reconnect', () => undefined);
+      subscriber.events.on('error', (err: Error) => handlers.onError?.(err));
+      subscribers.add(subscriber);
+      await subscriber.connect();
+      await subscriber.listenTo(channel);
+      return async () => {
+        subscribers.delete(subscriber);
+        await subscriber.close().catch(() => undefined);
+      };
+    },
+    async close() {
+      await Promise.all([...subscribers].map((s) => s.close().catch(() => undefined)));
+      subscribers.clear();
+      if (ownsPool) await pool.end();
+    },
+  };
+}

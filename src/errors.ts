@@ -1,0 +1,77 @@
+/**
+ * Typed errors of acta. Every error a user can meet has its own class, a stable `code`, and a
+ * message that says what to do.
+ */
+
+/** Base class: `code` is stable and safe to switch on. */
+export class ActaError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * A payload or result that cannot be stored as PostgreSQL `jsonb`: not JSON-serialisable
+ * (BigInt, a circular reference, a function or undefined at the top), or a string holding
+ * `\u0000` or a lone UTF-16 surrogate, which jsonb rejects. `path` locates the bad value
+ * (`$.a[2].b`). Thrown by enqueue before anything is written.
+ */
+export class InvalidJsonError extends ActaError {
+  constructor(
+    readonly path: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super('ACTA_INVALID_JSON', `value at ${path} cannot be stored as jsonb: ${reason}`, options);
+  }
+}
+
+/** The database has not been migrated to the schema this build of acta needs. */
+export class SchemaNotMigratedError extends ActaError {
+  constructor(detail: string) {
+    super('ACTA_SCHEMA_NOT_MIGRATED', `the acta schema is not migrated (${detail}): run \`npx acta migrate\` first`);
+  }
+}
+
+/** A configuration value out of its allowed range. */
+export class ConfigError extends ActaError {
+  constructor(message: string) {
+    super('ACTA_CONFIG', message);
+  }
+}
+
+/** An embedded (PGlite) data directory already open in another live process. */
+export class DataDirLockedError extends ActaError {
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number,
+  ) {
+    super('ACTA_DATA_DIR_LOCKED', `the data directory ${dataDir} is in use by process ${pid}; one process per data directory`);
+  }
+}
+
+/** A handler ran past its definition's `timeoutMs` or its lease-derived attempt deadline. */
+export class AttemptTimeoutError extends ActaError {
+  constructor(message: string) {
+    super('ACTA_ATTEMPT_TIMEOUT', message);
+  }
+}
+
+/** The attempt was cancelled: its lease was lost (recovered or fenced) or the worker is stopping. */
+export class AttemptCancelledError extends ActaError {
+  constructor(message: string) {
+    super('ACTA_ATTEMPT_CANCELLED', message);
+  }
+}
+
+/** An unknown definition name at enqueue time, when the client was given its definitions. */
+export class UnknownDefinitionError extends ActaError {
+  constructor(name: string) {
+    super('ACTA_UNKNOWN_DEFINITION', `no job definition named "${name}"`);
+  }
+}

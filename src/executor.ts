@@ -1,0 +1,165 @@
+import { defer, type Observable, type SchedulerLike } from 'rxjs';
+import type { Logger } from 'pino';
+import { PIPELINE } from './config';
+import type { CompletionRow } from './db/functions';
+import { backoffMs, type Definition } from './definition';
+import { AttemptCancelledError, AttemptTimeoutError, InvalidJsonError } from './errors';
+import { toJsonText } from './json';
+import type { Entry, Registry } from './registry';
+
+/** A completion record: what the finalizer writes for one attempt, and the entry it settles. */
+export interface Completion {
+  entry: Entry;
+  row: CompletionRow;
+  /** Result plus error bytes (the finalizer's 4 MiB bound). */
+  bytes: number;
+}
+
+export interface ExecutorDeps {
+  definitions: ReadonlyMap<string, Definition>;
+  registry: Registry;
+  logger: Logger;
+  scheduler: SchedulerLike;
+  /** Hands the completion to the finalizer. */
+  hand: (completion: Completion) => void;
+  /** Called when an attempt ends, by outcome (metrics). */
+  onOutcome?: (completion: Completion) => void;
+}
+
+/**
+ * Runs one entry (shared/DESIGN.md, "Executor"): skips it if its deadline already fired (the row
+ * goes back uncharged), runs the handler with an AbortSignal and the definition's timeout, builds
+ * the completion record and hands it to the finalizer. The returned Observable never errors: per
+ * job, errors are values. The caller returns the permit when it completes, i.e. only after the
+ * hand-off.
+ */
+export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<never> {
+  return defer(async () => {
+    const completion = await execute(entry, deps);
+    entry.state = 'finalizing';
+    deps.onOutcome?.(completion);
+    deps.hand(completion);
+  }) as Observable<never>;
+}
+
+async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
+  const { row } = entry;
+  const definition = deps.definitions.get(row.definition);
+  if (!definition || entry.controller.signal.aborted || deps.scheduler.now() >= entry.deadlineAt) {
+    // Never started: back to Ready, uncharged (an unknown definition cannot happen: the claim
+    // asks only for the worker's own definitions).
+    return complete(entry, 'handed_back', null, null, 0);
+  }
+  entry.state = 'executing';
+  const attempt = row.attempts + 1;
+  const logger = deps.logger.child({ jobId: row.id, definition: row.definition, attempt });
+  const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
+  const timeout = deps.scheduler.schedule(() => deps.registry.abort(entry, 'timeout'), timeoutMs);
+  const { signal } = entry.controller;
+  try {
+    const value = await untilAborted(
+      Promise.resolve().then(() =>
+        definition.handler(row.payload, { signal, jobId: row.id, attempt, execution: row.execution, definition: row.definition, logger }),
+      ),
+      signal,
+    );
+    let text: string;
+    try {
+      text = toJsonText(value === undefined ? null : value);
+    } catch (err) {
+      // A result that cannot be stored fails its job without retry (DEVELOPERS.md, bad input).
+      logger.error({ err }, 'result cannot be stored: job fails without retry');
+      return complete(entry, 'failed_final', null, errorJson(err, 'UnstorableResult'), 0);
+    }
+    return complete(entry, 'succeeded', text, null, 0);
+  } catch (err) {
+    if (entry.abortCause === 'shutdown') return complete(entry, 'handed_back', null, null, 0);
+    const reported = abortError(entry, timeoutMs) ?? err;
+    logger.warn({ err: reported }, 'attempt failed');
+    const lastAttempt = attempt >= Math.min(row.maxAttempts, definition.maxAttempts ?? Infinity);
+    return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(reported), backoffMs(definition.backoff, attempt));
+  } finally {
+    timeout.unsubscribe();
+  }
+}
+
+function complete(entry: Entry, outcome: CompletionRow['outcome'], result: string | null, error: string | null, retryDelayMs: number): Completion {
+  return {
+    entry,
+    row: { id: entry.row.id, execution: entry.row.execution, outcome, result, error, retryDelayMs },
+    bytes: (result?.length ?? 0) + (error?.length ?? 0),
+  };
+}
+
+/** Resolves or rejects with `work`, or rejects as soon as `signal` aborts (a handler that ignores its signal is not waited for; its late write is fenced out). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function abortError(entry: Entry, timeoutMs: number): Error | undefined {
+  switch (entry.abortCause) {
+    case 'timeout':
+      return new AttemptTimeoutError(`attempt exceeded its timeout of ${timeoutMs} ms`);
+    case 'deadline':
+      return new AttemptTimeoutError('attempt deadline passed: its lease was not renewed in time');
+    case 'lost':
+      return new AttemptCancelledError('attempt cancelled: its lease was lost (recovered or fenced)');
+    default:
+      return undefined;
+  }
+}
+
+const UNSTORABLE = /[\u0000]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** A string jsonb accepts: NUL and lone surrogates become U+FFFD. */
+function storable(s: string): string {
+  return s.replace(UNSTORABLE, '\uFFFD');
+}
+
+/**
+ * The error of an attempt as storable JSON text: `{ name, message, code?, stack? }`. Never throws:
+ * a thrown non-Error becomes `{ name: 'NonError', message: <its best string form> }`.
+ */
+export function errorJson(err: unknown, name?: string): string {
+  let out: Record<string, unknown>;
+  if (err instanceof Error) {
+    out = { name: storable(name ?? err.name), message: storable(err.message) };
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' || typeof code === 'number') out.code = code;
+    if (err instanceof InvalidJsonError) out.path = storable(err.path);
+    if (err.stack) out.stack = storable(err.stack);
+  } else {
+    out = { name: 'NonError', message: storable(describe(err)) };
+  }
+  return JSON.stringify(out);
+}
+
+function describe(value: unknown): string {
+  try {
+    if (typeof value === 'string') return value;
+    if (typeof value === 'bigint') return `${value}n`;
+    const json = JSON.stringify(value);
+    if (json !== undefined) return json;
+  } catch {
+    /* circular or BigInt inside: fall through */
+  }
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * acta — a durable job queue for Node.js on PostgreSQL, with an RxJS worker pipeline.
+ * The public API and nothing else.
+ */
+export { createClient, type Client, type ClientOptions, type EnqueueItem, type EnqueueOptions, type EnqueueResult } from './client';
+export { createWorker, type Worker, type WorkerOptions } from './worker';
+export { defineJob, backoffMs, type Backoff, type Definition, type JobContext } from './definition';
+export { connect, describeTarget, DEFAULT_DATA_DIR } from './db/connect';
+export { createPgDb, type PgDbOptions } from './db/pgDb';
+export { createPgliteDb, type PgliteDbOptions } from './db/pgliteDb';
+export type { Db, Queryable, ListenHandlers } from './db/Db';
+export { migrate, assertMigrated } from './db/migrator';
+export type { JobId } from './db/functions';
+export { leaseClock, defaultExecutors, type LeaseClock } from './config';
+export { redisPublisher, type RedisLike } from './wakeups';
+export { createLogger } from './logger';
+export {
+  ActaError,
+  AttemptCancelledError,
+  AttemptTimeoutError,
+  ConfigError,
+  DataDirLockedError,
+  InvalidJsonError,
+  SchemaNotMigratedError,
+  UnknownDefinitionError,
+} from './errors';

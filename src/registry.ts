@@ -1,0 +1,73 @@
+import type { ClaimedRow, HeldPair, JobId } from './db/functions';
+
+/** Entry states (shared/DESIGN.md, "Registry"): Claimed → Executing → Finalizing → removed. */
+export type EntryState = 'claimed' | 'executing' | 'finalizing';
+
+/** Why an attempt was aborted, carried as its AbortSignal's reason. */
+export type AbortCause = 'timeout' | 'deadline' | 'lost' | 'shutdown';
+
+/** One held claim. */
+export interface Entry {
+  readonly row: ClaimedRow;
+  state: EntryState;
+  /** Aborts the handler; `abortCause` says why. */
+  readonly controller: AbortController;
+  abortCause?: AbortCause;
+  /** Scheduler time (ms) at which the attempt deadline fires unless a renewal re-arms it. */
+  deadlineAt: number;
+}
+
+/**
+ * The in-flight registry: every claim is held from the moment it is taken until its completion
+ * has committed. The heartbeat renews exactly what it holds.
+ */
+export class Registry {
+  private readonly entries = new Map<JobId, Entry>();
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Adds freshly claimed rows in state Claimed with the given deadline. */
+  addClaimed(rows: ClaimedRow[], deadlineAt: number): Entry[] {
+    return rows.map((row) => {
+      const entry: Entry = { row, state: 'claimed', controller: new AbortController(), deadlineAt };
+      this.entries.set(row.id, entry);
+      return entry;
+    });
+  }
+
+  get(id: JobId): Entry | undefined {
+    return this.entries.get(id);
+  }
+
+  /** Removes an entry once its completion has committed (or was fenced out). */
+  remove(id: JobId, execution: number): void {
+    const entry = this.entries.get(id);
+    if (entry && entry.row.execution === execution) this.entries.delete(id);
+  }
+
+  /** Every entry (a snapshot). */
+  snapshot(): Entry[] {
+    return [...this.entries.values()];
+  }
+
+  /** The (job, execution) pairs to renew: every entry, Claimed ones too (no row may lose its lease in a buffer). */
+  heldPairs(entries = this.snapshot()): HeldPair[] {
+    return entries.map((e) => ({ id: e.row.id, execution: e.row.execution, started: e.state !== 'claimed' }));
+  }
+
+  /** Counts by state, for `acta_jobs_inflight{state}`. */
+  countByState(): Record<EntryState, number> {
+    const counts: Record<EntryState, number> = { claimed: 0, executing: 0, finalizing: 0 };
+    for (const e of this.entries.values()) counts[e.state]++;
+    return counts;
+  }
+
+  /** Aborts an entry's attempt (once; the first cause wins). */
+  abort(entry: Entry, cause: AbortCause): void {
+    if (entry.controller.signal.aborted) return;
+    entry.abortCause = cause;
+    entry.controller.abort(cause);
+  }
+}

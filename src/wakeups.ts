@@ -1,0 +1,81 @@
+import { Observable } from 'rxjs';
+import type { Logger } from 'pino';
+import type { Db } from './db/Db';
+
+/** The NOTIFY channel acta.enqueue_jobs signals; the payload is the namespace. */
+export const NOTIFY_CHANNEL = 'acta_jobs';
+
+/** Redis channel of a namespace's wakeups. */
+export function redisChannel(namespace: string): string {
+  return `acta:wakeup:${namespace}`;
+}
+
+/**
+ * Wakeups by LISTEN/NOTIFY (pg-listen on a server, PGlite's listen embedded). Emits on every
+ * notification for `namespace`, and on every (re)connect of the listening connection (a catch-up
+ * claim: notifications sent while it was down are lost). A wakeup never carries truth; SQL
+ * polling does. Never errors: failures are logged and the connection retries by itself.
+ */
+export function notifyWakeups(db: Db, namespace: string, logger: Logger): Observable<'notify' | 'connect'> {
+  return new Observable((subscriber) => {
+    let unlisten: (() => Promise<void>) | null = null;
+    let closed = false;
+    db.listen(NOTIFY_CHANNEL, {
+      onNotify: (payload) => {
+        if (payload === namespace) subscriber.next('notify');
+      },
+      onConnect: () => {
+        logger.debug('LISTEN connected');
+        subscriber.next('connect');
+      },
+      onError: (err) => logger.warn({ err }, 'LISTEN connection failed; reconnecting'),
+    }).then(
+      (stop) => {
+        if (closed) void stop();
+        else unlisten = stop;
+      },
+      (err) => logger.warn({ err }, 'LISTEN could not start; relying on the safety poll'),
+    );
+    return () => {
+      closed = true;
+      void unlisten?.();
+    };
+  });
+}
+
+/** The part of an ioredis client acta uses (so users pass their own `new Redis(...)`). */
+export interface RedisLike {
+  duplicate(): RedisLike;
+  subscribe(channel: string): Promise<unknown>;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'ready', listener: () => void): unknown;
+  publish(channel: string, message: string): Promise<unknown>;
+  quit(): Promise<unknown>;
+}
+
+/**
+ * Wakeups by Redis pub/sub, for setups where NOTIFY does not reach workers (e.g. behind a
+ * transaction-pooling proxy). Subscribes on a duplicate of `redis`; emits on each message and on
+ * each (re)connect. Never errors.
+ */
+export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger): Observable<'redis'> {
+  return new Observable((subscriber) => {
+    const sub = redis.duplicate();
+    const channel = redisChannel(namespace);
+    sub.on('message', (ch: string) => {
+      if (ch === channel) subscriber.next('redis');
+    });
+    sub.on('ready', () => subscriber.next('redis'));
+    sub.subscribe(channel).catch((err: unknown) => logger.warn({ err }, 'Redis SUBSCRIBE failed; relying on the safety poll'));
+    return () => {
+      void sub.quit().catch(() => undefined);
+    };
+  });
+}
+
+/** A client-side publisher for {@link redisWakeups}: fire and forget. */
+export function redisPublisher(redis: RedisLike): (namespace: string) => void {
+  return (namespace) => {
+    redis.publish(redisChannel(namespace), '1').catch(() => undefined);
+  };
+}

@@ -1,0 +1,324 @@
+import { randomUUID } from 'node:crypto';
+import * as os from 'node:os';
+import type { Server } from 'node:http';
+import {
+  asyncScheduler,
+  BehaviorSubject,
+  combineLatest,
+  defer,
+  EMPTY,
+  finalize,
+  firstValueFrom,
+  map,
+  merge,
+  mergeMap,
+  type SchedulerLike,
+  Subject,
+  type Subscription,
+  takeUntil,
+  timer,
+} from 'rxjs';
+import type { Registry as PromRegistry } from 'prom-client';
+import { claimer } from './claimer';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, leaseClock, PIPELINE, positiveInt } from './config';
+import type { Db } from './db/Db';
+import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, stopWorker } from './db/functions';
+import { assertMigrated } from './db/migrator';
+import type { Definition } from './definition';
+import { ConfigError } from './errors';
+import { runEntry } from './executor';
+import { Finalizer } from './finalizer';
+import { heartbeat } from './heartbeat';
+import { createLogger, type Logger } from './logger';
+import { serveMetrics, WorkerMetrics } from './metrics';
+import { Permits } from './permits';
+import { recoveryPass } from './recovery';
+import { Registry } from './registry';
+import { notifyWakeups, type RedisLike, redisWakeups } from './wakeups';
+
+/** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (DESIGN.md). */
+export interface WorkerOptions {
+  db: Db;
+  /** The definitions this worker runs; it claims only these. */
+  definitions: Definition<any, any>[];
+  /** Executor count N (default 4 per core, clamped to 8..64; DESIGN.md). */
+  executors?: number;
+  /** Queue namespace (default "default"). */
+  namespace?: string;
+  /** Heartbeat interval H, ms (default 45 000); lease 4 H, deadline 2.5 H, dead after 7 H. */
+  heartbeatIntervalMs?: number;
+  /** Safety poll, ms (default 1 000): the longest idle sleep. */
+  safetyPollMs?: number;
+  /** How long stop() waits for running handlers before aborting them, ms (default 10 000). */
+  shutdownTimeoutMs?: number;
+  /** LISTEN for NOTIFY wakeups (default true). */
+  listen?: boolean;
+  /** Also take wakeups from Redis pub/sub (an ioredis client). */
+  redis?: RedisLike;
+  /** Serve Prometheus metrics on this port at /metrics (default: not served). */
+  metricsPort?: number;
+  /** prom-client registry to register into (default: a registry of this worker's own). */
+  metricsRegistry?: PromRegistry;
+  logger?: Logger;
+  scheduler?: SchedulerLike;
+}
+
+/** A running worker. */
+export interface Worker {
+  /** This incarnation's id (a fresh UUID per start; DESIGN.md: a restarted process never renews its old rows). */
+  readonly id: string;
+  readonly metrics: WorkerMetrics;
+  /** Checks the schema, registers, and starts the pipeline. Throws SchemaNotMigratedError on an unmigrated schema. */
+  start(): Promise<void>;
+  /**
+   * Graceful stop: claims nothing more, hands back unstarted claims at once, waits up to the
+   * shutdown timeout for running handlers, then aborts them and hands their rows back uncharged,
+   * writes every completion, and marks the worker stopped. Idempotent.
+   */
+  stop(): Promise<void>;
+  /** Resolves after stop(); rejects if the worker had to stop itself (no heartbeat for a lease, non-transient error). */
+  readonly done: Promise<void>;
+  /** Ends the claimer's idle sleep now (e.g. after enqueueing in the same process). */
+  wake(): void;
+  /** The metrics server's port, when `metricsPort` was given. */
+  readonly metricsServerPort?: number;
+}
+
+/**
+ * Creates a worker: the pipeline of shared/DESIGN.md — permits and wakeups drive the claimer, whose
+ * rows go to executors as `mergeMap(run, N)`, whose completions go through the finalizer's bounded
+ * buffer into one complete_executions call per batch; the heartbeat renews what the registry holds.
+ */
+export function createWorker(options: WorkerOptions): Worker {
+  const names = options.definitions.map((d) => d.name);
+  if (names.length === 0) throw new ConfigError('a worker needs at least one definition');
+  if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
+  const executors = positiveInt('executors', options.executors ?? defaultExecutors(), 10_000);
+  const safetyPollMs = positiveInt('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS);
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  const clock = leaseClock(options.heartbeatIntervalMs);
+  const namespace = options.namespace ?? 'default';
+  const scheduler = options.scheduler ?? asyncScheduler;
+  const root = options.logger ?? createLogger();
+  const id = randomUUID();
+  const logger = root.child({ workerId: id });
+  const { db } = options;
+  const definitions = new Map(options.definitions.map((d) => [d.name, d as Definition]));
+
+  const registry = new Registry();
+  const permits = new Permits(executors);
+  const metrics = new WorkerMetrics({ inflight: registry, permits }, options.metricsRegistry);
+  const wakeups = new Subject<void>();
+  const healthy = new BehaviorSubject<boolean>(true);
+  const stopClaiming = new Subject<void>();
+  const stopAll = new Subject<void>();
+  const subscriptions: Subscription[] = [];
+  let claimInFlight: Promise<unknown> = Promise.resolve();
+  let metricsServer: Server | undefined;
+  let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  let stopping: Promise<void> | undefined;
+  let resolveDone!: () => void;
+  let rejectDone!: (err: unknown) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    resolveDone = resolve;
+    rejectDone = reject;
+  });
+  done.catch(() => undefined); // a caller that never awaits `done` must not see an unhandled rejection
+
+  const finalizer = new Finalizer({
+    executors,
+    logger: logger.child({ component: 'finalizer' }),
+    scheduler,
+    write: (rows) => completeExecutions(db, id, rows),
+    onRetry: () => metrics.writeRetries.inc(),
+    onWritten: (batch, acks) => {
+      metrics.batchSize.observe(batch.length);
+      let retried = false;
+      for (let i = 0; i < batch.length; i++) {
+        const { row } = batch[i];
+        const ack = acks[i];
+        registry.remove(row.id, row.execution);
+        if (!ack || ack.status === 'stale') {
+          metrics.completionsStale.inc();
+          logger.warn({ jobId: row.id, execution: row.execution, outcome: row.outcome }, 'completion fenced out: the row had moved on');
+        } else {
+          metrics.completions.inc({ outcome: row.outcome });
+          if (ack.status === 'ready' && row.retryDelayMs === 0) retried = true;
+        }
+      }
+      if (retried) wakeups.next();
+    },
+  });
+
+  const claim = (n: number) =>
+    defer(() => {
+      const startedAt = scheduler.now();
+      const end = metrics.claimDuration.startTimer();
+      const call = claimJobs(db, { namespace, workerId: id, definitions: names, limit: n, leaseMs: clock.leaseMs }).then((result) => {
+        end();
+        metrics.claimRowsAsked.inc(n);
+        metrics.claimRowsClaimed.inc(result.rows.length);
+        registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs);
+        return result;
+      });
+      claimInFlight = call.catch(() => undefined);
+      return call;
+    });
+
+  const fatal = (err: unknown) => {
+    if (state === 'stopped') return;
+    logger.error({ err }, 'worker stopping: fatal error');
+    for (const entry of registry.snapshot()) registry.abort(entry, 'lost');
+    teardown();
+    state = 'stopped';
+    rejectDone(err);
+  };
+
+  const teardown = () => {
+    stopClaiming.next();
+    stopAll.next();
+    for (const s of subscriptions) s.unsubscribe();
+    subscriptions.length = 0;
+    metricsServer?.close();
+  };
+
+  const worker: Worker = {
+    id,
+    metrics,
+    done,
+    get metricsServerPort() {
+      const address = metricsServer?.address();
+      return address && typeof address === 'object' ? address.port : undefined;
+    },
+    wake: () => wakeups.next(),
+
+    async start() {
+      if (state !== 'new') throw new ConfigError('a worker starts once; create another to start again');
+      await assertMigrated(db);
+      await registerWorker(db, { workerId: id, namespace, hostname: os.hostname(), pid: process.pid, definitions: names });
+      state = 'running';
+      const startedAt = scheduler.now();
+
+      const wakeup$ = merge(
+        wakeups,
+        options.listen === false ? EMPTY : notifyWakeups(db, namespace, logger.child({ component: 'wakeups' })),
+        options.redis ? redisWakeups(options.redis, namespace, logger.child({ component: 'wakeups' })) : EMPTY,
+      );
+      const intakeOpen$ = combineLatest([finalizer.intakeOpen$, healthy]).pipe(map(([room, ok]) => room && ok));
+      const claimerLogger = logger.child({ component: 'claimer' });
+      const executorLogger = logger.child({ component: 'executor' });
+
+      const executors$ = claimer({
+        permits,
+        wakeup$,
+        intakeOpen$,
+        claim,
+        safetyPollMs,
+        pollFloorMs: PIPELINE.pollFloorMs,
+        jitterMs: PIPELINE.idleJitterMs,
+        scheduler,
+        onClaimError: (err) => claimerLogger.warn({ err }, 'claim failed; backing off one safety poll'),
+      }).pipe(
+        takeUntil(stopClaiming),
+        mergeMap((rows) => rows),
+        mergeMap((row) => {
+          const entry = registry.get(row.id);
+          if (!entry) return EMPTY;
+          return runEntry(entry, {
+            definitions,
+            registry,
+            logger: executorLogger,
+            scheduler,
+            hand: (completion) => finalizer.push(completion),
+          }).pipe(finalize(() => permits.release(1)));
+        }, executors),
+      );
+
+      const runRecovery = () => {
+        subscriptions.push(
+          recoveryPass(
+            (limit) => recoverJobs(db, { namespace, deadAfterMs: clock.workerDeadAfterMs, limit }),
+            logger.child({ component: 'recovery' }),
+            (rows) => {
+              for (const r of rows) metrics.recovered.inc({ charged: String(r.charged) });
+              wakeups.next();
+            },
+          ).subscribe(),
+        );
+      };
+
+      finalizerDone = new Promise<void>((resolve) => {
+        subscriptions.push(finalizer.written$.subscribe({ error: fatal, complete: resolve }));
+      });
+      subscriptions.push(
+        heartbeat({
+          registry,
+          clock,
+          beat: (held) => heartbeatCall(db, { workerId: id, namespace, held, leaseMs: clock.leaseMs }),
+          startRecovery: runRecovery,
+          onHealth: (ok) => {
+            if (!ok) metrics.heartbeatFailures.inc();
+            healthy.next(ok);
+          },
+          onFatal: fatal,
+          logger: logger.child({ component: 'heartbeat' }),
+          scheduler,
+          startedAt,
+        })
+          .pipe(takeUntil(stopAll))
+          .subscribe({ error: fatal }),
+      );
+      executorsDone = new Promise<void>((resolve) => {
+        subscriptions.push(executors$.subscribe({ error: fatal, complete: resolve }));
+      });
+      // The first heartbeat comes after H: run a due recovery pass now, a catch-up for a fleet
+      // that was down (the pass is still taken through the namespace clock, by one worker).
+      heartbeatCall(db, { workerId: id, namespace, held: [], leaseMs: clock.leaseMs }).then(
+        (r) => r.recoveryDue && runRecovery(),
+        (err) => logger.warn({ err }, 'first heartbeat failed'),
+      );
+      if (options.metricsPort !== undefined) metricsServer = await serveMetrics(metrics.registry, options.metricsPort);
+      logger.info({ namespace, executors, heartbeatIntervalMs: clock.heartbeatIntervalMs, definitions: names }, 'worker started');
+    },
+
+    stop() {
+      if (state === 'new') {
+        state = 'stopped';
+        resolveDone();
+        return Promise.resolve();
+      }
+      if (stopping) return stopping;
+      if (state === 'stopped') return done.catch(() => undefined);
+      state = 'stopping';
+      stopping = (async () => {
+        logger.info('worker stopping');
+        stopClaiming.next();
+        await claimInFlight;
+        // Claimed but not started: back at once, uncharged.
+        for (const entry of registry.snapshot()) if (entry.state === 'claimed') registry.abort(entry, 'shutdown');
+        const drained = await Promise.race([executorsDone.then(() => true), firstValueFrom(timer(shutdownTimeoutMs, scheduler)).then(() => false)]);
+        if (!drained) {
+          const running = registry.snapshot().filter((e) => e.state === 'executing');
+          logger.warn({ running: running.length }, 'shutdown timeout: aborting running handlers; their rows go back uncharged');
+          for (const entry of running) registry.abort(entry, 'shutdown');
+          await executorsDone;
+        }
+        finalizer.close();
+        const written = await Promise.race([finalizerDone.then(() => true), firstValueFrom(timer(shutdownTimeoutMs, scheduler)).then(() => false)]);
+        if (!written) {
+          logger.error({ backlog: finalizer.backlog }, 'completions could not be written before the shutdown timeout; their rows will be recovered');
+          finalizer.abandon();
+        }
+        teardown();
+        await stopWorker(db, id).catch((err) => logger.warn({ err }, 'could not mark the worker stopped'));
+        state = 'stopped';
+        logger.info('worker stopped');
+        resolveDone();
+      })();
+      return stopping;
+    },
+  };
+  let executorsDone: Promise<void> = Promise.resolve();
+  let finalizerDone: Promise<void> = Promise.resolve();
+  return worker;
+}
