@@ -25,6 +25,7 @@ export function lockDataDir(dataDir: string): () => void {
       fs.writeSync(fd, String(process.pid));
       fs.closeSync(fd);
       const release = () => {
+        process.removeListener('exit', release); // one listener per open folder, not one per open ever
         try {
           if (fs.readFileSync(lockPath, 'utf8') === String(process.pid)) fs.unlinkSync(lockPath);
         } catch {
@@ -67,22 +68,34 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     const pglite = await PGlite.create(inMemory ? options.dataDir : path.resolve(options.dataDir));
     const pool = new Pool(createPgConfig(pglite) as never);
     pool.on('error', () => undefined);
+    // PGlite has ONE session: its own LISTEN/UNLISTEN must not interleave with the adapter's
+    // parse/bind/execute messages ("unnamed prepared statement does not exist"), so they run
+    // while holding the pool's only client.
+    const exclusive = async <T>(fn: () => Promise<T>): Promise<T> => {
+      const client = await pool.connect();
+      try {
+        return await fn();
+      } finally {
+        client.release();
+      }
+    };
     const unlistens = new Set<() => Promise<void>>();
     return {
       kind: 'pglite',
       query: (text, params) => pool.query(text, params as unknown[]) as never,
       transaction: (fn) => inTransaction(pool, fn),
       async listen(channel: string, handlers: ListenHandlers) {
-        const unlisten = await pglite.listen(channel, (payload) => handlers.onNotify(payload));
-        unlistens.add(unlisten);
+        const unlisten = await exclusive(() => pglite.listen(channel, (payload) => handlers.onNotify(payload)));
+        const stop = () => exclusive(() => unlisten());
+        unlistens.add(stop);
         handlers.onConnect?.();
         return async () => {
-          unlistens.delete(unlisten);
-          await unlisten();
+          unlistens.delete(stop);
+          await stop();
         };
       },
       async close() {
-        for (const unlisten of unlistens) await unlisten().catch(() => undefined);
+        for (const stop of unlistens) await stop().catch(() => undefined);
         unlistens.clear();
         await pool.end();
         await pglite.close();

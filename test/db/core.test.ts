@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import { backoffMs, createClient, createWorker, defineJob, InvalidJsonError, UnknownDefinitionError, type Db } from '../../src';
+import { claimJobs } from '../../src/db/functions';
+import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
+
+let tdb: TestDatabase;
+let db: Db;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  db = tdb.open();
+});
+afterAll(() => tdb.drop());
+beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
+
+const row = async (id: string) =>
+  (await db.query<{ status: string; attempts: number; execution: number; result: unknown; error: { message?: string } | null }>(
+    'select status, attempts, execution, result, error from acta.jobs where id = $1', [id],
+  )).rows[0];
+
+test('enqueue → claim → complete: the handler runs once and its result is stored', async () => {
+  const seen: unknown[] = [];
+  const add = defineJob<{ a: number; b: number }, { sum: number }>({
+    name: 'add',
+    handler: async (p, ctx) => {
+      seen.push({ payload: p, attempt: ctx.attempt, jobId: ctx.jobId, aborted: ctx.signal.aborted });
+      return { sum: p.a + p.b };
+    },
+  });
+  const client = createClient({ db });
+  const { id, created } = await client.enqueue('add', { a: 2, b: 3 });
+  expect(created).toBe(true);
+  const worker = createWorker({ db, definitions: [add], logger: silentLogger, executors: 4 });
+  await worker.start();
+  await waitFor(async () => (await row(id)).status === 'succeeded', 'job to succeed');
+  await worker.stop();
+  expect(await row(id)).toMatchObject({ status: 'succeeded', attempts: 1, execution: 1, result: { sum: 5 } });
+  expect(seen).toEqual([{ payload: { a: 2, b: 3 }, attempt: 1, jobId: id, aborted: false }]);
+  const { rows } = await db.query('select job_id, execution, outcome, charged from acta.executions');
+  expect(rows).toEqual([{ job_id: id, execution: 1, outcome: 'succeeded', charged: true }]);
+});
+
+test('a payload jsonb cannot store is refused at enqueue with a typed error, and nothing is written', async () => {
+  const client = createClient({ db });
+  const circular: Record<string, unknown> = {};
+  circular.self = circular;
+  await expect(client.enqueue('x', { n: 10n })).rejects.toThrow(InvalidJsonError);
+  await expect(client.enqueue('x', circular)).rejects.toThrow(/circular/);
+  await expect(client.enqueue('x', { s: 'a\u0000b' })).rejects.toMatchObject({ code: 'ACTA_INVALID_JSON', path: '$.s' });
+  await expect(client.enqueueMany([{ definition: 'x', payload: { ok: 1 } }, { definition: 'x', payload: { bad: '\ud800' } }])).rejects.toThrow(/lone UTF-16 surrogate/);
+  const { rows } = await db.query<{ n: string }>('select count(*) as n from acta.jobs');
+  expect(rows[0].n).toBe('0');
+});
+
+test('a handler that always throws is retried with back-off up to maxAttempts, then the job is Failed', async () => {
+  const backoff = { delayMs: 50 };
+  let calls = 0;
+  const boom = defineJob({
+    name: 'boom',
+    backoff,
+    handler: async () => {
+      calls++;
+      throw new Error(`boom ${calls}`);
+    },
+  });
+  const { id } = await createClient({ db }).enqueue('boom', { x: 1 }, { maxAttempts: 3 });
+  const worker = createWorker({ db, definitions: [boom], logger: silentLogger, executors: 2 });
+  await worker.start();
+  await waitFor(async () => (await row(id)).status === 'failed', 'job to end failed');
+  await worker.stop();
+
+  expect(await row(id)).toMatchObject({ status: 'failed', attempts: 3, execution: 3, result: null, error: { name: 'Error', message: 'boom 3' } });
+  expect(calls).toBe(3);
+  // The gaps come from the database's own timestamps: the retry's run_at is the completion's
+  // now() + back-off, and the claim takes only rows whose run_at <= its now().
+  const { rows } = await db.query<{ execution: number; outcome: string; charged: boolean; message: string; gap_ms: number | null }>(
+    `select execution, outcome, charged, error->>'message' as message,
+            (extract(epoch from (lead(claimed_at) over (order by execution) - finished_at)) * 1000)::float8 as gap_ms
+       from acta.executions where job_id = $1 order by execution`,
+    [id],
+  );
+  expect(rows.map((r) => [r.execution, r.outcome, r.charged, r.message])).toEqual([
+    [1, 'failed', true, 'boom 1'],
+    [2, 'failed', true, 'boom 2'],
+    [3, 'failed_final', true, 'boom 3'],
+  ]);
+  expect(rows[0].gap_ms).toBeGreaterThanOrEqual(backoffMs(backoff, 1)); // 50 ms
+  expect(rows[1].gap_ms).toBeGreaterThanOrEqual(backoffMs(backoff, 2)); // 100 ms (factor 2)
+  expect(rows[2].gap_ms).toBeNull();
+});
+
+test("the definition's maxAttempts bounds a job enqueued without one, and a retry that then succeeds stores its result", async () => {
+  let calls = 0;
+  const flaky = defineJob({
+    name: 'flaky',
+    maxAttempts: 2,
+    backoff: { delayMs: 10 },
+    handler: async (p: { failFirst: number }) => {
+      calls++;
+      if (calls <= p.failFirst) throw new Error(`flaky ${calls}`);
+      return { calls };
+    },
+  });
+  const client = createClient({ db, definitions: [flaky] });
+  const once = await client.enqueue('flaky', { failFirst: 1 });
+  const worker = createWorker({ db, definitions: [flaky], logger: silentLogger, executors: 1 });
+  await worker.start();
+  await waitFor(async () => (await row(once.id)).status === 'succeeded', 'retried job to succeed');
+  calls = 0;
+  const always = await client.enqueue('flaky', { failFirst: 99 });
+  await waitFor(async () => (await row(always.id)).status === 'failed', 'job to fail after two attempts');
+  await worker.stop();
+
+  expect(await row(once.id)).toMatchObject({ status: 'succeeded', attempts: 2, execution: 2, result: { calls: 2 } });
+  expect(await row(always.id)).toMatchObject({ status: 'failed', attempts: 2, execution: 2, error: { message: 'flaky 2' } });
+  const { rows } = await db.query<{ job_id: string; outcome: string; max_attempts: number }>(
+    `select e.job_id, e.outcome, j.max_attempts from acta.executions e join acta.jobs j on j.id = e.job_id order by e.job_id, e.execution`,
+  );
+  expect(rows).toEqual([
+    { job_id: once.id, outcome: 'failed', max_attempts: 2 },
+    { job_id: once.id, outcome: 'succeeded', max_attempts: 2 },
+    { job_id: always.id, outcome: 'failed', max_attempts: 2 },
+    { job_id: always.id, outcome: 'failed_final', max_attempts: 2 },
+  ]);
+  await expect(client.enqueue('no-such-job', {})).rejects.toThrow(UnknownDefinitionError);
+});
+
+test('higher priority is claimed first; equal priorities in enqueue order', async () => {
+  const order: string[] = [];
+  const job = defineJob<{ tag: string }>({ name: 'prio', handler: async (p) => void order.push(p.tag) });
+  const input = [
+    { tag: 'p0-a', priority: 0 },
+    { tag: 'p5-a', priority: 5 },
+    { tag: 'p-3', priority: -3 },
+    { tag: 'p10', priority: 10 },
+    { tag: 'p5-b', priority: 5 },
+    { tag: 'p0-b', priority: undefined },
+  ];
+  await createClient({ db }).enqueueMany(input.map(({ tag, priority }) => ({ definition: 'prio', payload: { tag }, priority })));
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 1 });
+  await worker.start();
+  await waitFor(() => order.length === input.length, 'every job to run');
+  await worker.stop();
+  expect(order).toEqual(['p10', 'p5-a', 'p5-b', 'p0-a', 'p0-b', 'p-3']);
+  const { rows } = await db.query<{ tag: string }>(
+    `select j.payload->>'tag' as tag from acta.executions e join acta.jobs j on j.id = e.job_id order by e.claimed_at, e.job_id`,
+  );
+  expect(rows.map((r) => r.tag)).toEqual(order);
+});
+
+test('a job whose runAt is in the future is not claimed before it is due', async () => {
+  const client = createClient({ db });
+  const dbNow = async () => (await db.query<{ now: Date }>('select now() as now')).rows[0].now;
+  // Straight through the claim: a row due in a minute is not taken, and the claim says when it is due.
+  const far = await client.enqueue('later', { n: 0 }, { runAt: new Date((await dbNow()).getTime() + 60_000) });
+  const empty = await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['later'], limit: 10, leaseMs: 10_000 });
+  expect(empty.rows).toEqual([]);
+  expect(empty.nextDueInMs).toBeGreaterThan(50_000);
+  expect(empty.nextDueInMs).toBeLessThanOrEqual(60_000);
+  expect(await row(far.id)).toMatchObject({ status: 'ready', execution: 0 });
+  await db.query('delete from acta.jobs');
+
+  // Through a running worker: the job waits for its time, then runs.
+  const ran: string[] = [];
+  const later = defineJob({ name: 'later', handler: async (_p, ctx) => void ran.push(ctx.jobId) });
+  const worker = createWorker({ db, definitions: [later], logger: silentLogger, executors: 2 });
+  await worker.start();
+  const due = await client.enqueue('later', { n: 1 }, { runAt: new Date((await dbNow()).getTime() + 1_500) });
+  const now = await client.enqueue('later', { n: 2 });
+  await waitFor(() => ran.includes(now.id), 'the job due now to run');
+  const { rows: early } = await db.query<{ status: string; not_due: boolean }>('select status, run_at > now() as not_due from acta.jobs where id = $1', [due.id]);
+  if (early[0].not_due) expect(early[0].status).toBe('ready');
+  await waitFor(async () => (await row(due.id)).status === 'succeeded', 'the future job to run once due');
+  await worker.stop();
+  const { rows } = await db.query<{ on_time: boolean }>(
+    'select e.claimed_at >= j.run_at as on_time from acta.executions e join acta.jobs j on j.id = e.job_id where j.id = $1',
+    [due.id],
+  );
+  expect(rows).toEqual([{ on_time: true }]);
+  expect(ran).toEqual([now.id, due.id]);
+});
