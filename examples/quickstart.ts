@@ -1,0 +1,40 @@
+/**
+ * The README's API example, type-checked in CI. Run: `node dist/examples/quickstart.js`
+ * (PGlite in ./.acta/quickstart) or with DATABASE_URL=postgres://... for a server.
+ */
+import { connect, createClient, createWorker, defineJob, migrate } from '../src';
+
+const sendEmail = defineJob<{ to: string; subject: string }, { messageId: string }>({
+  name: 'send-email',
+  maxAttempts: 5,
+  backoff: { delayMs: 1_000, factor: 2, maxDelayMs: 60_000 },
+  timeoutMs: 30_000,
+  async handler(payload, { signal, attempt, logger }) {
+    logger.info({ to: payload.to, attempt }, 'sending');
+    signal.throwIfAborted(); // stop work when the attempt is cancelled
+    return { messageId: `msg-${payload.to}` };
+  },
+});
+
+async function main(): Promise<void> {
+  const db = await connect({ dataDir: '.acta/quickstart' }); // DATABASE_URL wins when set
+  await migrate(db);
+
+  const client = createClient({ db });
+  const { id } = await client.enqueue('send-email', { to: 'ada@example.com', subject: 'hi' }, { idempotencyKey: 'welcome:ada' });
+  await client.enqueueMany([
+    { definition: 'send-email', payload: { to: 'bob@example.com', subject: 'later' }, runAt: new Date(Date.now() + 1_000) },
+    { definition: 'send-email', payload: { to: 'eve@example.com', subject: 'urgent' }, priority: 10 },
+  ]);
+
+  const worker = createWorker({ db, definitions: [sendEmail] });
+  await worker.start();
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  await worker.stop();
+
+  const { rows } = await db.query('select id, status, result from acta.jobs where id = $1', [id]);
+  console.log(rows[0]);
+  await db.close();
+}
+
+if (require.main === module) void main();
