@@ -15,6 +15,7 @@ export const SIGNATURES = {
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[]',
   stop_worker: 'p_worker uuid',
+  record_step: 'p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
 } as const;
 
 /** Job ids are PostgreSQL bigint, carried as decimal strings (pg returns int8 as string). */
@@ -188,4 +189,26 @@ export async function registerWorker(
 /** acta.stop_worker. */
 export async function stopWorker(q: Queryable, workerId: string): Promise<void> {
   await q.query('select acta.stop_worker($1)', [workerId]);
+}
+
+/** What acta.record_step did. */
+export interface StepRecord {
+  status: 'recorded' | 'exists' | 'stale';
+  /** The step's result as stored (null when stale). */
+  result: unknown;
+}
+
+/** acta.record_step: record a step for the attempt (job, execution), fenced. `resultJson` is checked JSON text. */
+export async function recordStep(q: Queryable, args: { jobId: JobId; execution: number; name: string; resultJson: string }): Promise<StepRecord> {
+  const { rows } = await q.query<{ status: StepRecord['status']; result: unknown }>(
+    'select * from acta.record_step($1, $2, $3, $4::jsonb)',
+    [args.jobId, args.execution, args.name, args.resultJson],
+  );
+  return rows[0];
+}
+
+/** Every recorded step of a job: name → result. */
+export async function loadSteps(q: Queryable, jobId: JobId): Promise<Map<string, unknown>> {
+  const { rows } = await q.query<{ name: string; result: unknown }>('select name, result from acta.steps where job_id = $1', [jobId]);
+  return new Map(rows.map((r) => [r.name, r.result]));
 }

@@ -1,0 +1,40 @@
+-- acta.record_step: record a step's result for the attempt that ran it, fenced by (job, execution).
+--
+-- Contract: the step (p_job_id, p_name) is recorded with p_result only if the job row is still
+-- Executing with execution = p_execution (the attempt still owns the job). Returns one row:
+--   recorded -> this call wrote it; result = p_result;
+--   exists   -> an earlier attempt recorded it first; result = the recorded result (use it);
+--   stale    -> the attempt no longer owns the job (recovered, fenced): nothing written; the
+--               caller must abort the attempt.
+-- Locks: FOR SHARE on the job row for the rest of the transaction, so recovery (SKIP LOCKED)
+-- and a completion cannot move the row between the fence check and the insert.
+-- Steps are unique per (job, name): a recorded step never runs again (DESIGN.md, delivery).
+create or replace function acta.record_step(
+  p_job_id    bigint,
+  p_execution integer,
+  p_name      text,
+  p_result    jsonb
+) returns table (status text, result jsonb)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_result jsonb;
+begin
+  perform 1 from acta.jobs j
+  where j.id = p_job_id and j.execution = p_execution and j.status = 'executing'
+  for share;
+  if not found then
+    return query select 'stale'::text, null::jsonb;
+    return;
+  end if;
+  insert into acta.steps (job_id, name, execution, result)
+  values (p_job_id, p_name, p_execution, p_result)
+  on conflict (job_id, name) do nothing;
+  if found then
+    return query select 'recorded'::text, p_result;
+    return;
+  end if;
+  select s.result into v_result from acta.steps s where s.job_id = p_job_id and s.name = p_name;
+  return query select 'exists'::text, v_result;
+end
+$$;
