@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { JobId } from './db/functions';
+import type { Step } from './steps';
 
 /**
  * Back-off before a failed job's next attempt. An object gives `delayMs · factor^(attempt-1)`
@@ -31,6 +32,11 @@ export interface JobContext {
   definition: string;
   /** pino child logger with `{ jobId, definition, attempt }`. */
   logger: Logger;
+  /**
+   * A durable step: runs `fn` once and records its result; later attempts of this job get the
+   * recorded result without running `fn` (see src/steps.ts for exactly what is guaranteed).
+   */
+  step: Step;
 }
 
 /**

@@ -6,6 +6,7 @@ import { backoffMs, type Definition } from './definition';
 import { AttemptCancelledError, AttemptTimeoutError, InvalidJsonError } from './errors';
 import { toJsonText } from './json';
 import type { Entry, Registry } from './registry';
+import type { Step } from './steps';
 
 /** A completion record: what the finalizer writes for one attempt, and the entry it settles. */
 export interface Completion {
@@ -24,6 +25,8 @@ export interface ExecutorDeps {
   hand: (completion: Completion) => void;
   /** Called when an attempt ends, by outcome (metrics). */
   onOutcome?: (completion: Completion) => void;
+  /** Builds the attempt's `ctx.step` (src/steps.ts). */
+  stepFor: (entry: Entry) => Step;
 }
 
 /**
@@ -35,6 +38,7 @@ export interface ExecutorDeps {
  */
 export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<never> {
   return defer(async () => {
+    entry.taken = true;
     const completion = await execute(entry, deps);
     entry.state = 'finalizing';
     deps.onOutcome?.(completion);
@@ -59,7 +63,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   try {
     const value = await untilAborted(
       Promise.resolve().then(() =>
-        definition.handler(row.payload, { signal, jobId: row.id, attempt, execution: row.execution, definition: row.definition, logger }),
+        definition.handler(row.payload, { signal, jobId: row.id, attempt, execution: row.execution, definition: row.definition, logger, step: deps.stepFor(entry) }),
       ),
       signal,
     );
@@ -73,14 +77,27 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     }
     return complete(entry, 'succeeded', text, null, 0);
   } catch (err) {
-    if (entry.abortCause === 'shutdown') return complete(entry, 'handed_back', null, null, 0);
-    const reported = abortError(entry, timeoutMs) ?? err;
+    // Stopping gracefully, or giving up: the row goes back uncharged (seed 001, "Shutdown").
+    if (entry.abortCause === 'shutdown' || entry.abortCause === 'fatal') return complete(entry, 'handed_back', null, null, 0);
+    const aborted = abortError(entry, timeoutMs);
+    if (!aborted && !(err instanceof Error)) {
+      // A thrown non-Error carries no name, message or stack to store: the job fails without
+      // retry, with a readable error describing the value (issue 4).
+      logger.error({ thrown: describe(err) }, 'handler threw a non-Error value: job fails without retry');
+      return complete(entry, 'failed_final', null, errorJson(err), 0);
+    }
+    const reported = aborted ?? err;
     logger.warn({ err: reported }, 'attempt failed');
     const lastAttempt = attempt >= Math.min(row.maxAttempts, definition.maxAttempts ?? Infinity);
     return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(reported), backoffMs(definition.backoff, attempt));
   } finally {
     timeout.unsubscribe();
   }
+}
+
+/** The `handed_back` completion of an entry that never reached a handler (Ready at once, uncharged). */
+export function handBackCompletion(entry: Entry): Completion {
+  return complete(entry, 'handed_back', null, null, 0);
 }
 
 function complete(entry: Entry, outcome: CompletionRow['outcome'], result: string | null, error: string | null, retryDelayMs: number): Completion {
@@ -130,35 +147,59 @@ function storable(s: string): string {
   return s.replace(UNSTORABLE, '\uFFFD');
 }
 
+/** Reads `value[key]` as a string; a throwing getter or a non-string gives undefined. */
+function stringField(value: object, key: string): string | undefined {
+  try {
+    const v = (value as Record<string, unknown>)[key];
+    return typeof v === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * The error of an attempt as storable JSON text: `{ name, message, code?, stack? }`. Never throws:
- * a thrown non-Error becomes `{ name: 'NonError', message: <its best string form> }`.
+ * The error of an attempt as storable JSON text: `{ name, message, code?, path?, stack? }` for an
+ * Error; `{ name: 'NonErrorThrown', message: 'handler threw a non-Error value (<type>): <its best
+ * string form>' }` for anything else. NUL and lone surrogates become U+FFFD. Never throws.
  */
 export function errorJson(err: unknown, name?: string): string {
   let out: Record<string, unknown>;
   if (err instanceof Error) {
-    out = { name: storable(name ?? err.name), message: storable(err.message) };
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string' || typeof code === 'number') out.code = code;
+    out = {
+      name: storable(name ?? stringField(err, 'name') ?? 'Error'),
+      message: storable(stringField(err, 'message') ?? describe(err)),
+    };
+    let code: unknown;
+    try {
+      code = (err as { code?: unknown }).code;
+    } catch {
+      code = undefined;
+    }
+    if (typeof code === 'string') out.code = storable(code);
+    else if (typeof code === 'number' && Number.isFinite(code)) out.code = code;
     if (err instanceof InvalidJsonError) out.path = storable(err.path);
-    if (err.stack) out.stack = storable(err.stack);
+    const stack = stringField(err, 'stack');
+    if (stack) out.stack = storable(stack);
   } else {
-    out = { name: 'NonError', message: storable(describe(err)) };
+    const type = err === null ? 'null' : Array.isArray(err) ? 'array' : typeof err;
+    out = { name: name ?? 'NonErrorThrown', message: storable(`handler threw a non-Error value (${type}): ${describe(err)}`) };
   }
   return JSON.stringify(out);
 }
 
+/** The best short string form of any value (at most 1 000 characters). Never throws. */
 function describe(value: unknown): string {
+  const cut = (s: string) => (s.length > 1_000 ? `${s.slice(0, 1_000)}…` : s);
   try {
-    if (typeof value === 'string') return value;
+    if (typeof value === 'string') return cut(value);
     if (typeof value === 'bigint') return `${value}n`;
     const json = JSON.stringify(value);
-    if (json !== undefined) return json;
+    if (json !== undefined) return cut(json);
   } catch {
     /* circular or BigInt inside: fall through */
   }
   try {
-    return String(value);
+    return cut(String(value));
   } catch {
     return Object.prototype.toString.call(value);
   }

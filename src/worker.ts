@@ -16,7 +16,6 @@ import {
   Subject,
   type Subscription,
   takeUntil,
-  timer,
 } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
 import { claimer } from './claimer';
@@ -24,9 +23,10 @@ import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, 
 import type { Db } from './db/Db';
 import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, stopWorker } from './db/functions';
 import { assertMigrated } from './db/migrator';
+import { isTransientDbError } from './db/transient';
 import type { Definition } from './definition';
 import { ConfigError } from './errors';
-import { runEntry } from './executor';
+import { handBackCompletion, runEntry } from './executor';
 import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
 import { createLogger, type Logger } from './logger';
@@ -34,6 +34,9 @@ import { serveMetrics, WorkerMetrics } from './metrics';
 import { Permits } from './permits';
 import { recoveryPass } from './recovery';
 import { Registry } from './registry';
+import { createStep } from './steps';
+import { raceTimeout, shutdown } from './shutdown';
+import { retryBackoff } from '../operators';
 import { notifyWakeups, type RedisLike, redisWakeups } from './wakeups';
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (DESIGN.md). */
@@ -115,8 +118,14 @@ export function createWorker(options: WorkerOptions): Worker {
   const subscriptions: Subscription[] = [];
   let claimInFlight: Promise<unknown> = Promise.resolve();
   let metricsServer: Server | undefined;
-  let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  let state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
+  let starting: Promise<void> | undefined;
   let stopping: Promise<void> | undefined;
+  let executorsDone: Promise<void> = Promise.resolve();
+  let finalizerDone: Promise<void> = Promise.resolve();
+  /** Settles the two promises above when the pipeline is torn down instead of completing. */
+  const settleOnTeardown: (() => void)[] = [];
+  const recoveries = new Set<Subscription>();
   let resolveDone!: () => void;
   let rejectDone!: (err: unknown) => void;
   const done = new Promise<void>((resolve, reject) => {
@@ -165,22 +174,146 @@ export function createWorker(options: WorkerOptions): Worker {
       return call;
     });
 
-  const fatal = (err: unknown) => {
-    if (state === 'stopped') return;
-    logger.error({ err }, 'worker stopping: fatal error');
-    for (const entry of registry.snapshot()) registry.abort(entry, 'lost');
-    teardown();
-    state = 'stopped';
-    rejectDone(err);
-  };
-
   const teardown = () => {
     stopClaiming.next();
     stopAll.next();
     for (const s of subscriptions) s.unsubscribe();
     subscriptions.length = 0;
+    for (const s of recoveries) s.unsubscribe();
+    recoveries.clear();
+    for (const settle of settleOnTeardown.splice(0)) settle();
     metricsServer?.close();
   };
+
+  /**
+   * The worker gives up (no heartbeat for a whole lease, or a non-transient error): it stops
+   * claiming, aborts every handler (reason 'fatal'), tries ONCE, briefly, to hand its unfinished
+   * rows back uncharged (seed 001), and rejects `done`; whatever that write did not reach, the
+   * recovery pass of another worker returns once its lease expires.
+   */
+  const fatal = (err: unknown) => {
+    if (state === 'stopped' || state === 'new') return;
+    state = 'stopped';
+    logger.error({ err }, 'worker stopping: fatal error');
+    teardown();
+    const held = registry.snapshot();
+    for (const entry of held) registry.abort(entry, 'fatal');
+    const rows = held.filter((e) => e.state !== 'finalizing').map((e) => handBackCompletion(e).row);
+    const lastTry = rows.length === 0 ? Promise.resolve() : completeExecutions(db, id, rows).then(
+      () => logger.info({ handedBack: rows.length }, 'unfinished rows handed back'),
+      (writeErr) => logger.warn({ err: writeErr, rows: rows.length }, 'could not hand the unfinished rows back; recovery returns them after their lease'),
+    );
+    void raceTimeout(lastTry, Math.min(clock.heartbeatIntervalMs, 2_000), scheduler).then(() => rejectDone(err));
+  };
+
+  const runRecovery = () => {
+    if (recoveries.size > 0) return; // the pass still running sweeps on until it finds no more
+    const subscription = recoveryPass({
+      recover: (limit) => recoverJobs(db, { namespace, deadAfterMs: clock.workerDeadAfterMs, limit }),
+      logger: logger.child({ component: 'recovery' }),
+      onRecovered: (rows) => {
+        for (const r of rows) metrics.recovered.inc({ charged: String(r.charged) });
+        wakeups.next();
+      },
+      retryInitialMs: clock.heartbeatIntervalMs / 4,
+      retryMaxMs: clock.heartbeatIntervalMs,
+      scheduler,
+    })
+      .pipe(finalize(() => recoveries.delete(subscription)))
+      .subscribe();
+    if (!subscription.closed) recoveries.add(subscription);
+  };
+
+  /** Schema check and registration; a transient error is repeated with back-off for up to one lease. */
+  const register = () =>
+    firstValueFrom(
+      defer(async () => {
+        await assertMigrated(db);
+        await registerWorker(db, { workerId: id, namespace, hostname: os.hostname(), pid: process.pid, definitions: names });
+      }).pipe(
+        retryBackoff<void>({
+          initialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
+          maxMs: clock.heartbeatIntervalMs,
+          jitter: 0.25,
+          shouldRetry: (() => {
+            const since = scheduler.now();
+            return (err: unknown) => isTransientDbError(err) && scheduler.now() - since < clock.leaseMs;
+          })(),
+          onRetry: (err, retry, delayMs) => logger.warn({ err, retry, delayMs }, 'worker start: database unavailable; repeating'),
+          scheduler,
+        }),
+      ),
+      { defaultValue: undefined },
+    );
+
+  const run = () => {
+    const wakeup$ = merge(
+      wakeups,
+      options.listen === false ? EMPTY : notifyWakeups(db, namespace, logger.child({ component: 'wakeups' })),
+      options.redis ? redisWakeups(options.redis, namespace, logger.child({ component: 'wakeups' })) : EMPTY,
+    );
+    const intakeOpen$ = combineLatest([finalizer.intakeOpen$, healthy]).pipe(map(([room, ok]) => room && ok));
+    const claimerLogger = logger.child({ component: 'claimer' });
+    const executorLogger = logger.child({ component: 'executor' });
+    const heartbeatLogger = logger.child({ component: 'heartbeat' });
+
+    const executors$ = claimer({
+      permits,
+      wakeup$,
+      intakeOpen$,
+      claim,
+      safetyPollMs,
+      pollFloorMs: PIPELINE.pollFloorMs,
+      jitterMs: PIPELINE.idleJitterMs,
+      scheduler,
+      onClaimError: (err) => claimerLogger.warn({ err }, 'claim failed; backing off one safety poll'),
+    }).pipe(
+      takeUntil(stopClaiming),
+      mergeMap((rows) => rows),
+      mergeMap((row) => {
+        const entry = registry.get(row.id);
+        if (!entry) return EMPTY;
+        return runEntry(entry, {
+          definitions,
+          registry,
+          logger: executorLogger,
+          scheduler,
+          hand: (completion) => finalizer.push(completion),
+          stepFor: (entry) => createStep(db, entry, registry),
+        }).pipe(finalize(() => permits.release(1)));
+      }, executors),
+    );
+
+    finalizerDone = new Promise<void>((resolve) => {
+      settleOnTeardown.push(resolve);
+      subscriptions.push(finalizer.written$.subscribe({ error: fatal, complete: resolve }));
+    });
+    // The heartbeat beats at once (taking a recovery pass that is due: a catch-up for a fleet that
+    // was down), then every H.
+    subscriptions.push(
+      heartbeat({
+        registry,
+        clock,
+        beat: (held) => heartbeatCall(db, { workerId: id, namespace, held, leaseMs: clock.leaseMs }),
+        startRecovery: runRecovery,
+        onHealth: (ok) => {
+          if (!ok) metrics.heartbeatFailures.inc();
+          healthy.next(ok);
+        },
+        onFatal: fatal,
+        logger: heartbeatLogger,
+        scheduler,
+        startedAt: registeredAt,
+      })
+        .pipe(takeUntil(stopAll))
+        .subscribe({ error: fatal }),
+    );
+    executorsDone = new Promise<void>((resolve) => {
+      settleOnTeardown.push(resolve);
+      subscriptions.push(executors$.subscribe({ error: fatal, complete: resolve }));
+    });
+  };
+  let registeredAt = scheduler.now();
 
   const worker: Worker = {
     id,
@@ -192,93 +325,25 @@ export function createWorker(options: WorkerOptions): Worker {
     },
     wake: () => wakeups.next(),
 
-    async start() {
-      if (state !== 'new') throw new ConfigError('a worker starts once; create another to start again');
-      await assertMigrated(db);
-      await registerWorker(db, { workerId: id, namespace, hostname: os.hostname(), pid: process.pid, definitions: names });
-      state = 'running';
-      const startedAt = scheduler.now();
-
-      const wakeup$ = merge(
-        wakeups,
-        options.listen === false ? EMPTY : notifyWakeups(db, namespace, logger.child({ component: 'wakeups' })),
-        options.redis ? redisWakeups(options.redis, namespace, logger.child({ component: 'wakeups' })) : EMPTY,
-      );
-      const intakeOpen$ = combineLatest([finalizer.intakeOpen$, healthy]).pipe(map(([room, ok]) => room && ok));
-      const claimerLogger = logger.child({ component: 'claimer' });
-      const executorLogger = logger.child({ component: 'executor' });
-
-      const executors$ = claimer({
-        permits,
-        wakeup$,
-        intakeOpen$,
-        claim,
-        safetyPollMs,
-        pollFloorMs: PIPELINE.pollFloorMs,
-        jitterMs: PIPELINE.idleJitterMs,
-        scheduler,
-        onClaimError: (err) => claimerLogger.warn({ err }, 'claim failed; backing off one safety poll'),
-      }).pipe(
-        takeUntil(stopClaiming),
-        mergeMap((rows) => rows),
-        mergeMap((row) => {
-          const entry = registry.get(row.id);
-          if (!entry) return EMPTY;
-          return runEntry(entry, {
-            definitions,
-            registry,
-            logger: executorLogger,
-            scheduler,
-            hand: (completion) => finalizer.push(completion),
-          }).pipe(finalize(() => permits.release(1)));
-        }, executors),
-      );
-
-      const runRecovery = () => {
-        subscriptions.push(
-          recoveryPass(
-            (limit) => recoverJobs(db, { namespace, deadAfterMs: clock.workerDeadAfterMs, limit }),
-            logger.child({ component: 'recovery' }),
-            (rows) => {
-              for (const r of rows) metrics.recovered.inc({ charged: String(r.charged) });
-              wakeups.next();
-            },
-          ).subscribe(),
-        );
-      };
-
-      finalizerDone = new Promise<void>((resolve) => {
-        subscriptions.push(finalizer.written$.subscribe({ error: fatal, complete: resolve }));
-      });
-      subscriptions.push(
-        heartbeat({
-          registry,
-          clock,
-          beat: (held) => heartbeatCall(db, { workerId: id, namespace, held, leaseMs: clock.leaseMs }),
-          startRecovery: runRecovery,
-          onHealth: (ok) => {
-            if (!ok) metrics.heartbeatFailures.inc();
-            healthy.next(ok);
-          },
-          onFatal: fatal,
-          logger: logger.child({ component: 'heartbeat' }),
-          scheduler,
-          startedAt,
-        })
-          .pipe(takeUntil(stopAll))
-          .subscribe({ error: fatal }),
-      );
-      executorsDone = new Promise<void>((resolve) => {
-        subscriptions.push(executors$.subscribe({ error: fatal, complete: resolve }));
-      });
-      // The first heartbeat comes after H: run a due recovery pass now, a catch-up for a fleet
-      // that was down (the pass is still taken through the namespace clock, by one worker).
-      heartbeatCall(db, { workerId: id, namespace, held: [], leaseMs: clock.leaseMs }).then(
-        (r) => r.recoveryDue && runRecovery(),
-        (err) => logger.warn({ err }, 'first heartbeat failed'),
-      );
-      if (options.metricsPort !== undefined) metricsServer = await serveMetrics(metrics.registry, options.metricsPort);
-      logger.info({ namespace, executors, heartbeatIntervalMs: clock.heartbeatIntervalMs, definitions: names }, 'worker started');
+    start() {
+      if (state !== 'new') return Promise.reject(new ConfigError('a worker starts once; create another to start again'));
+      state = 'starting';
+      starting = (async () => {
+        registeredAt = scheduler.now();
+        try {
+          await register();
+          if (options.metricsPort !== undefined) metricsServer = await serveMetrics(metrics.registry, options.metricsPort);
+        } catch (err) {
+          state = 'stopped';
+          resolveDone();
+          throw err;
+        }
+        if (state !== 'starting') return; // stop() was called meanwhile: it waits for us
+        state = 'running';
+        run();
+        logger.info({ namespace, executors, heartbeatIntervalMs: clock.heartbeatIntervalMs, leaseMs: clock.leaseMs, definitions: names }, 'worker started');
+      })();
+      return starting;
     },
 
     stop() {
@@ -289,26 +354,37 @@ export function createWorker(options: WorkerOptions): Worker {
       }
       if (stopping) return stopping;
       if (state === 'stopped') return done.catch(() => undefined);
+      const wasStarting = state === 'starting';
       state = 'stopping';
       stopping = (async () => {
-        logger.info('worker stopping');
-        stopClaiming.next();
-        await claimInFlight;
-        // Claimed but not started: back at once, uncharged.
-        for (const entry of registry.snapshot()) if (entry.state === 'claimed') registry.abort(entry, 'shutdown');
-        const drained = await Promise.race([executorsDone.then(() => true), firstValueFrom(timer(shutdownTimeoutMs, scheduler)).then(() => false)]);
-        if (!drained) {
-          const running = registry.snapshot().filter((e) => e.state === 'executing');
-          logger.warn({ running: running.length }, 'shutdown timeout: aborting running handlers; their rows go back uncharged');
-          for (const entry of running) registry.abort(entry, 'shutdown');
-          await executorsDone;
+        if (wasStarting) {
+          await starting?.catch(() => undefined);
+          if (registry.size === 0 && subscriptions.length === 0) {
+            metricsServer?.close();
+            await stopWorker(db, id).catch(() => undefined);
+            state = 'stopped';
+            resolveDone();
+            return;
+          }
         }
-        finalizer.close();
-        const written = await Promise.race([finalizerDone.then(() => true), firstValueFrom(timer(shutdownTimeoutMs, scheduler)).then(() => false)]);
-        if (!written) {
-          logger.error({ backlog: finalizer.backlog }, 'completions could not be written before the shutdown timeout; their rows will be recovered');
-          finalizer.abandon();
-        }
+        logger.info({ shutdownTimeoutMs }, 'worker stopping');
+        await shutdown({
+          registry,
+          logger,
+          scheduler,
+          shutdownTimeoutMs,
+          stopClaiming: () => stopClaiming.next(),
+          claimInFlight: () => claimInFlight,
+          handBack: (entry) => {
+            entry.state = 'finalizing';
+            finalizer.push(handBackCompletion(entry));
+          },
+          executorsDone: () => executorsDone,
+          closeFinalizer: () => finalizer.close(),
+          finalizerDone: () => finalizerDone,
+          abandonFinalizer: () => finalizer.abandon(),
+        });
+        if (state !== 'stopping') return; // a fatal error ended it meanwhile
         teardown();
         await stopWorker(db, id).catch((err) => logger.warn({ err }, 'could not mark the worker stopped'));
         state = 'stopped';
@@ -318,7 +394,5 @@ export function createWorker(options: WorkerOptions): Worker {
       return stopping;
     },
   };
-  let executorsDone: Promise<void> = Promise.resolve();
-  let finalizerDone: Promise<void> = Promise.resolve();
   return worker;
 }

@@ -1,0 +1,46 @@
+import type { Queryable } from './db/Db';
+import { loadSteps, recordStep } from './db/functions';
+import { AttemptCancelledError, ConfigError } from './errors';
+import { toJsonText } from './json';
+import type { Entry, Registry } from './registry';
+
+/**
+ * `ctx.step(name, fn)`: a durable step inside a handler (issue 6; DESIGN.md, "Delivery").
+ *
+ * The first time a job reaches step `name`, `fn` runs and its result is recorded in acta.steps
+ * by acta.record_step, in the same statement that checks the attempt still owns the job (the
+ * `(job, execution)` fence). Any later attempt of the same job gets the recorded result back
+ * without running `fn`. Results pass through jsonb, so what comes back is the JSON form
+ * (a Date comes back as its ISO string).
+ *
+ * What "a step ran" means: the step's record committed. What is at-least-once: `fn` itself. If
+ * the attempt dies (crash, lost lease, transient database error) after `fn` ran and before its
+ * record committed, a later attempt runs `fn` again. So `fn` should be idempotent toward the
+ * outside world, or itself use an idempotency key. A step may not rely on a transaction shared
+ * with its record (the record is acta's own statement), and must not call another step.
+ *
+ * Throws AttemptCancelledError (and aborts the attempt) when the record is refused because the
+ * attempt lost its lease; InvalidJsonError when `fn`'s result cannot be stored; ConfigError on a
+ * bad name. Recorded steps are read once per attempt, at the first `step` call.
+ */
+export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
+
+export function createStep(db: Queryable, entry: Entry, registry: Registry): Step {
+  let recorded: Promise<Map<string, unknown>> | undefined;
+  return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
+    if (typeof name !== 'string' || name.length === 0) throw new ConfigError('a step needs a non-empty name');
+    recorded ??= loadSteps(db, entry.row.id);
+    const steps = await recorded;
+    if (steps.has(name)) return steps.get(name) as T;
+    entry.controller.signal.throwIfAborted();
+    const value = await fn();
+    const resultJson = toJsonText(value === undefined ? null : value);
+    const outcome = await recordStep(db, { jobId: entry.row.id, execution: entry.row.execution, name, resultJson });
+    if (outcome.status === 'stale') {
+      registry.abort(entry, 'lost');
+      throw new AttemptCancelledError(`step "${name}" could not be recorded: the attempt no longer owns job ${entry.row.id}`);
+    }
+    steps.set(name, outcome.result);
+    return outcome.result as T;
+  };
+}

@@ -1,0 +1,80 @@
+import { AttemptCancelledError, createClient, createWorker, defineJob, type Db } from '../../src';
+import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
+
+let tdb: TestDatabase;
+let db: Db;
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  db = tdb.open();
+});
+afterAll(() => tdb.drop());
+
+const status = async (id: string) => (await db.query<{ status: string }>('select status from acta.jobs where id = $1', [id])).rows[0].status;
+
+test('a recorded step never runs again: a retried attempt gets its recorded result', async () => {
+  const runs: string[] = [];
+  let attempts = 0;
+  const job = defineJob<{}, { a: number; b: string }>({
+    name: 'two-steps',
+    backoff: { delayMs: 10 },
+    async handler(_p, ctx) {
+      attempts++;
+      const a = await ctx.step('a', async () => {
+        runs.push(`a@${ctx.execution}`);
+        return 41 + ctx.execution; // differs per attempt: shows which one was recorded
+      });
+      if (ctx.attempt === 1) throw new Error('fail after step a');
+      const b = await ctx.step('b', () => {
+        runs.push(`b@${ctx.execution}`);
+        return { at: new Date(0) };
+      });
+      return { a, b: (b as unknown as { at: string }).at };
+    },
+  });
+  const { id } = await createClient({ db }).enqueue('two-steps', {});
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 2 });
+  await worker.start();
+  await waitFor(async () => (await status(id)) === 'succeeded', 'the job to succeed');
+  await worker.stop();
+  expect(attempts).toBe(2);
+  expect(runs).toEqual(['a@1', 'b@2']);
+  const { rows } = await db.query<{ result: unknown }>('select result from acta.jobs where id = $1', [id]);
+  expect(rows[0].result).toEqual({ a: 42, b: '1970-01-01T00:00:00.000Z' }); // a from attempt 1; b through jsonb
+  const steps = await db.query<{ name: string; execution: number }>('select name, execution from acta.steps where job_id = $1 order by name', [id]);
+  expect(steps.rows).toEqual([{ name: 'a', execution: 1 }, { name: 'b', execution: 2 }]);
+});
+
+test('a step whose record is refused because the attempt lost the job aborts the attempt', async () => {
+  let seen: unknown;
+  let signalAborted = false;
+  const job = defineJob({
+    name: 'loses-lease',
+    maxAttempts: 1,
+    async handler(_p, ctx) {
+      try {
+        await ctx.step('s', async () => {
+          // Meanwhile the row moved on (as if recovered and claimed by another worker).
+          await db.query(`update acta.jobs set execution = execution + 1 where id = $1`, [ctx.jobId]);
+          return 1;
+        });
+      } catch (err) {
+        seen = err;
+        signalAborted = ctx.signal.aborted;
+        throw err;
+      }
+    },
+  });
+  const { id } = await createClient({ db }).enqueue('loses-lease', {});
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 2 });
+  await worker.start();
+  await waitFor(() => seen, 'the step to be refused');
+  await waitFor(async () => (await db.query(`select 1 from acta.jobs where id = $1 and lease_holder is not null`, [id])).rows.length === 1, 'the row to still be held');
+  await worker.stop();
+  expect(seen).toBeInstanceOf(AttemptCancelledError);
+  expect(signalAborted).toBe(true);
+  expect((await db.query('select * from acta.steps where job_id = $1', [id])).rows).toEqual([]);
+  // The attempt's completion was fenced out: nothing in the ledger for it.
+  expect((await db.query('select * from acta.executions where job_id = $1', [id])).rows).toEqual([]);
+});
