@@ -1,4 +1,4 @@
-import { asyncScheduler, from, Observable, type ObservableInput, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, defer, Observable, type ObservableInput, type OperatorFunction, type SchedulerLike, Subscription } from 'rxjs';
 
 /** Configuration of {@link bufferBounded}. */
 export interface BufferBoundedConfig<T> {
@@ -22,16 +22,20 @@ export interface BufferBoundedConfig<T> {
  * the batch is not full, it waits up to `maxWaitMs` more to fill it, writing early when it fills;
  * a lone item never waits. An item larger than `maxBytes` is written alone. When the source
  * completes, everything left is written (no window wait) and then the output completes. Errors of
- * the source or of a write go downstream at once. Emits what the writes emit.
+ * the source or of a write (thrown or emitted) go downstream at once. Emits what the writes emit.
  *
+ * The first test of test/operators/bufferBounded.spec.ts is exactly this diagram
+ * (maxCount 3, maxWaitMs 5, every write takes 3 ms and emits its batch joined):
  * ```
- * source:  a--------bcd-----e|       (write takes 3 frames, maxWaitMs 5, maxCount 3)
- * writes:  [a]---(busy)
- *                    [bcd]-(busy)     b,c,d waited: backlog, but the batch is full: no wait
- *                              [e]|   lone item at completion: written at once
+ * source:  abc-d----efg---------hij--|
+ * writes:  [a]                              a alone: nothing waiting, no wait
+ *             [bcd]                         b,c waited: window 3..8, d fills it at 4
+ *                   [e]                     e alone
+ *                      ......[fg]           f,g waited: the window runs out at 17
+ *                               [h]         h alone
+ *                                  ..[ij]   i,j waited: completion at 26 ends the window
+ * output:  ---A---B----E-------F---H----(I|)   A=a B=bcd E=e F=fg H=h I=ij
  * ```
- * (see test/operators/bufferBounded.spec.ts for the exact marbles)
- *
  * Source of the rule: shared/DESIGN.md, "Finalizer"; seed 000 ("Batch window").
  */
 export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, config: BufferBoundedConfig<T>): OperatorFunction<T, R> {
@@ -70,18 +74,21 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
         window = null;
         const batch = takeBatch();
         writing = true;
-        let done = false;
-        inner = from(write(batch)).subscribe({
-          next: (value) => subscriber.next(value),
-          error: (err) => subscriber.error(err),
-          complete: () => {
-            done = true;
-            writing = false;
-            inner = null;
-            pump();
-          },
-        });
-        if (done) inner = null;
+        // `current` is known before the write subscribes, so a write that completes synchronously
+        // (and starts the next one from pump) cannot clobber the reference to the newer write.
+        const current = new Subscription();
+        inner = current;
+        current.add(
+          defer(() => write(batch)).subscribe({
+            next: (value) => subscriber.next(value),
+            error: (err) => subscriber.error(err),
+            complete: () => {
+              if (inner === current) inner = null;
+              writing = false;
+              pump();
+            },
+          }),
+        );
       };
 
       const pump = () => {

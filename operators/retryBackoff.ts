@@ -16,6 +16,7 @@ export interface RetryBackoffConfig {
   onRetry?: (err: unknown, retry: number, delayMs: number) => void;
   /** Uniform [0, 1) source for the jitter (default Math.random). */
   random?: () => number;
+  /** Time source of the delays (default asyncScheduler); a TestScheduler runs them in virtual time. */
   scheduler?: SchedulerLike;
 }
 
@@ -27,14 +28,23 @@ export function backoffDelay(n: number, config: Pick<RetryBackoffConfig, 'initia
 }
 
 /**
- * Resubscribes to the source after an error, waiting a capped, jittered exponential delay;
- * the count restarts for every subscription.
+ * Resubscribes to the source after an error, waiting a capped, jittered exponential delay
+ * (`backoffDelay`: initialMs·2^(n-1), capped at maxMs, then scaled by a factor in
+ * [1 - jitter, 1 + jitter]). The retry count is per subscription: every subscription starts at
+ * retry 1. An error for which `shouldRetry` returns false, or the error after `maxRetries`
+ * retries, goes downstream at once. Time runs on `scheduler` only.
  *
+ * The first test of test/operators/retryBackoff.spec.ts is exactly this diagram
+ * (initialMs 1000, maxMs 30000, jitter 0.25 with random() = 0.5, i.e. no spread; maxRetries 3):
  * ```
- * source:   --#            (each subscription fails after 2 frames)
- * delays:      1s, 2s, 4s, ... 30s, 30s   (±jitter)
- * result:   --------- ... until a subscription completes, or maxRetries is spent (then #)
+ * source:         --#                       every subscription errors 2 ms in
+ * subscriptions:  ^-!
+ *                 1002ms ^-!                retry 1, 1 s after the error at 2
+ *                 3004ms ^-!                retry 2, 2 s after the error at 1004
+ *                 7006ms ^-!                retry 3, 4 s after the error at 3006
+ * result:         7008ms #                  maxRetries spent: the error goes on
  * ```
+ * Later delays: 8 s, 16 s, 30 s, 30 s, ... (each ± 25 %).
  */
 export function retryBackoff<T>(config: RetryBackoffConfig): MonoTypeOperatorFunction<T> {
   const scheduler = config.scheduler ?? asyncScheduler;

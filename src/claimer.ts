@@ -1,4 +1,4 @@
-import { asyncScheduler, type Observable as Obs, Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, defer, type Observable as Obs, Observable, type SchedulerLike, Subscription } from 'rxjs';
 import type { ClaimedRow, ClaimResult } from './db/functions';
 import type { Permits } from './permits';
 
@@ -25,24 +25,37 @@ export interface ClaimerConfig {
 }
 
 /**
- * The claimer (shared/DESIGN.md, "Claimer"; seed 000). Emits each non-empty claim's rows.
+ * The claimer (shared/DESIGN.md, "Claimer"; seed 000, "What each stage decides"). Emits each
+ * non-empty claim's rows; never errors, never completes (unsubscribe to stop it).
  *
  * - Waits for one permit, then takes every other free one, and claims that many rows in one call.
- *   Unused permits go back at once.
- * - After a claim that found work it collects: it does not claim again with the permits already
- *   free, but waits until an executor frees one (then one more scheduler tick, to gather the
- *   others freed in the same burst), a wakeup arrives, or a safety poll passes; so the next claim
- *   asks for all of them instead of the one or two free at that instant.
- * - An empty claim sleeps until the next row is due (as the claim reported), at least
- *   `pollFloorMs`, at most `safetyPollMs`, plus up to `jitterMs`; a wakeup ends the sleep early.
- * - A failed claim backs off one safety poll (wakeups do not shorten it).
- * - A wakeup that arrives while a claim is in flight causes exactly one more claim afterwards
- *   (several collapse into one).
- * - While `intakeOpen$` is false, nothing is claimed.
+ *   A permit freed while no claim is pending brings a claim one scheduler tick later, so the
+ *   permits freed in the same burst go into the same claim.
+ * - After a claim that found work it collects: the rows go to the executors first, the permits the
+ *   claim did not use go back at once (`giveBack`, silent), and it claims again only a tick after
+ *   an executor frees a permit (or freed one while the claim was in flight), asking for every
+ *   permit free then, not once per freed permit. With free permits left over (a partial claim)
+ *   and nothing else happening, it claims again at the latest one safety poll later.
+ * - An empty claim gives every permit back and sleeps until the next row is due (as the claim
+ *   reported; null: the safety poll), at least `pollFloorMs`, at most `safetyPollMs`, plus
+ *   random() · `jitterMs`; a wakeup ends the sleep at once.
+ * - A failed claim (an error, a throw, or a call that completes without an answer) gives every
+ *   permit back, reports the error to `onClaimError`, and backs off exactly one safety poll;
+ *   wakeups do not shorten the back-off.
+ * - Wakeups during a claim in flight cause exactly one more claim after it (several collapse into
+ *   one): at once after an empty claim, a tick after a claim that found work (or, when it used
+ *   every permit, when the next permit frees).
+ * - While `intakeOpen$` is false nothing is claimed; when it turns true claiming resumes.
+ * - Unsubscribing cancels the claim in flight (its permits go back) and every timer.
  *
+ * The first test of test/claimer.spec.ts is exactly this diagram (2 permits, every claim call
+ * takes 2 ms, each executor runs 3 ms, random() = 0, safety poll 1 000 ms):
  * ```
- * permits: 2 free      claim(2) → [a, b]    executors free 1 at frame 5, 1 at frame 5
- * claims:  c(2)---------------------c(2)     one claim for both, a tick after the first release
+ * claims:   c----c 1001ms c             c = claim(2) at 0, at 5, at 1007
+ * answers:  --R----E                    R = 2 rows at 2, E = empty (next due: null) at 7
+ * released: -----(11)                   both executors free their permit at 5
+ * output:   --R                         ONE claim(2) a tick after the releases, not claim(1) twice;
+ *                                       after E it sleeps min(1000, max(50, 1000)) + 0 · 100 = 1000
  * ```
  */
 export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
@@ -54,9 +67,12 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
     // collecting: after a productive claim; sleeping: after an empty claim; backoff: after a failed one.
     let state: 'ready' | 'claiming' | 'collecting' | 'sleeping' | 'backoff' = 'ready';
     let intakeOpen = true;
+    /** A wakeup arrived while the claim was in flight. */
     let wakeupPending = false;
+    /** An executor freed a permit while the claim was in flight. */
+    let releasedDuringClaim = false;
     let timer: Subscription | null = null;
-    let claimSubscription: Subscription | null = null;
+    let inFlight: { asked: number; subscription: Subscription } | null = null;
 
     const setTimer = (ms: number, fn: () => void) => {
       timer?.unsubscribe();
@@ -69,8 +85,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
       timer?.unsubscribe();
       timer = null;
     };
-
-    /** Move to ready after one tick (gathers permits freed in the same burst), then claim. */
+    /** Ready after one tick: gathers the permits freed in the same burst, then claims. */
     const readyNextTick = () => {
       state = 'ready';
       setTimer(0, tryClaim);
@@ -81,74 +96,98 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
       const asked = permits.takeAll();
       state = 'claiming';
       wakeupPending = false;
-      let settled = false;
-      claimSubscription = config.claim(asked).subscribe({
-        next: (result) => {
-          if (settled) return;
-          settled = true;
-          onClaimed(asked, result);
-        },
-        error: (err) => {
-          settled = true;
-          claimSubscription = null;
-          permits.giveBack(asked);
-          config.onClaimError?.(err);
-          state = 'backoff';
-          setTimer(config.safetyPollMs, () => {
-            state = 'ready';
-            tryClaim();
-          });
-        },
-        complete: () => {
-          claimSubscription = null;
-        },
+      releasedDuringClaim = false;
+      // `call` exists before the claim subscribes, so an answer that comes synchronously (and may
+      // start the next claim) cannot be confused with the next call.
+      const call = { asked, subscription: new Subscription() };
+      inFlight = call;
+      let answered = false;
+      const settle = () => {
+        answered = true;
+        if (inFlight === call) inFlight = null;
+        call.subscription.unsubscribe();
+      };
+      call.subscription.add(
+        defer(() => config.claim(asked)).subscribe({
+          next: (result) => {
+            if (answered) return;
+            settle();
+            onClaimed(asked, result);
+          },
+          error: (err) => {
+            if (answered) return;
+            settle();
+            onFailed(asked, err);
+          },
+          complete: () => {
+            if (answered) return;
+            settle();
+            onFailed(asked, new Error('the claim call completed without an answer'));
+          },
+        }),
+      );
+    };
+
+    const onFailed = (asked: number, err: unknown) => {
+      permits.giveBack(asked);
+      state = 'backoff';
+      setTimer(config.safetyPollMs, () => {
+        state = 'ready';
+        tryClaim();
       });
+      config.onClaimError?.(err);
     };
 
     const onClaimed = (asked: number, result: ClaimResult) => {
       const got = result.rows.length;
-      if (got > 0) {
-        // Hand the rows over first, so the executors take them before any permit comes back.
-        state = 'collecting';
-        subscriber.next(result.rows);
-      }
-      if (subscriber.closed) return;
-      if (got > 0) {
-        state = 'collecting';
-        permits.giveBack(asked - got);
-        if (wakeupPending && permits.available > 0) {
-          readyNextTick();
-        } else if (permits.available > 0) {
-          // Free permits from a partial claim: new work is found by a freed permit, a wakeup,
-          // or at the latest the safety poll.
-          setTimer(config.safetyPollMs, () => {
-            state = 'ready';
-            tryClaim();
-          });
+      if (got === 0) {
+        permits.giveBack(asked);
+        if (wakeupPending) {
+          state = 'ready';
+          tryClaim();
+          return;
         }
+        const due = result.nextDueInMs ?? config.safetyPollMs;
+        const sleepMs = Math.max(config.pollFloorMs, Math.min(config.safetyPollMs, due)) + random() * config.jitterMs;
+        state = 'sleeping';
+        setTimer(sleepMs, () => {
+          state = 'ready';
+          tryClaim();
+        });
         return;
       }
-      permits.giveBack(asked);
-      if (wakeupPending) {
-        state = 'ready';
-        tryClaim();
-        return;
-      }
-      const due = result.nextDueInMs ?? config.safetyPollMs;
-      const sleepMs = Math.min(config.safetyPollMs, Math.max(config.pollFloorMs, due)) + random() * config.jitterMs;
-      state = 'sleeping';
-      setTimer(sleepMs, () => {
-        state = 'ready';
-        tryClaim();
-      });
+      state = 'collecting';
+      // Hand the rows over first, so the executors take them before any permit comes back.
+      subscriber.next(result.rows);
+      permits.giveBack(Math.max(0, asked - got));
+      // A release during the hand-over has already scheduled the next claim.
+      if (subscriber.closed || state !== 'collecting' || timer) return;
+      if (permits.available < 1) return; // every permit is busy: the next release claims
+      if (wakeupPending || releasedDuringClaim) readyNextTick();
+      // Free permits from a partial claim: still collecting; new work is found by a freed permit,
+      // a wakeup, or at the latest the safety poll.
+      else
+        setTimer(config.safetyPollMs, () => {
+          state = 'ready';
+          tryClaim();
+        });
     };
 
     const releasedSubscription = permits.released$.subscribe(() => {
-      if (state === 'collecting') {
-        clearTimer();
-        readyNextTick();
-      } else if (state === 'ready' && !timer) {
-        setTimer(0, tryClaim);
+      switch (state) {
+        case 'claiming':
+          releasedDuringClaim = true;
+          break;
+        case 'collecting':
+          readyNextTick();
+          break;
+        case 'ready':
+          if (!timer) readyNextTick();
+          break;
+        default:
+          // sleeping: the last claim found nothing, the permit waits for the next one;
+          // backoff: the database is failing, keep the back-off.
+          break;
       }
     });
 
@@ -163,10 +202,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
           tryClaim();
           break;
         case 'collecting':
-          if (permits.available > 0) {
-            clearTimer();
-            readyNextTick();
-          }
+          if (permits.available > 0) readyNextTick();
           break;
         default:
           // ready: a free permit claims anyway; backoff: the database is failing, keep the back-off.
@@ -186,7 +222,12 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
       releasedSubscription.unsubscribe();
       wakeupSubscription.unsubscribe();
       intakeSubscription.unsubscribe();
-      claimSubscription?.unsubscribe();
+      if (inFlight) {
+        const { asked, subscription } = inFlight;
+        inFlight = null;
+        subscription.unsubscribe();
+        permits.giveBack(asked);
+      }
     };
   });
 }

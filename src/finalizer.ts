@@ -1,21 +1,34 @@
-import { BehaviorSubject, defer, type Observable, type SchedulerLike, Subject, takeUntil } from 'rxjs';
+import { BehaviorSubject, catchError, concat, defer, map, type Observable, type ObservableInput, reduce, type SchedulerLike, Subject, take, takeUntil, throwIfEmpty } from 'rxjs';
 import type { Logger } from 'pino';
 import { bufferBounded, retryBackoff } from '../operators';
 import { PIPELINE } from './config';
 import type { CompletionAck, CompletionRow } from './db/functions';
-import { isTransientDbError } from './db/transient';
 import type { Completion } from './executor';
 import { errorJson } from './executor';
 
-/** Writes one batch of completion rows in one call (acta.complete_executions). */
-export type WriteCompletions = (rows: CompletionRow[]) => Promise<CompletionAck[]>;
+/** Writes one batch of completion rows in one call (acta.complete_executions): a Promise or an Observable of the acks, in row order. */
+export type WriteCompletions = (rows: CompletionRow[]) => ObservableInput<CompletionAck[]>;
+
+/**
+ * True when the database refused a write for the values it carries (SQLSTATE class 22 "data
+ * exception", e.g. 22P05 untranslatable character, 22021 bad byte sequence; class 54 "program
+ * limit exceeded", e.g. a jsonb value too large): writing the same rows again cannot succeed,
+ * but the other rows of the batch can land. Any other error (a lost connection, a missing
+ * function, a permission) says nothing about the rows and the call is repeated as it is.
+ */
+export function isContentError(err: unknown): boolean {
+  const code = err !== null && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code.length === 5 && (code.startsWith('22') || code.startsWith('54'));
+}
 
 export interface FinalizerConfig {
   write: WriteCompletions;
   /** Executor count N: the completed channel holds 128 + N (DESIGN.md, "Backpressure"). */
   executors: number;
   logger: Logger;
+  /** Time source of the batch window and the write repeats (worker: its scheduler; tests: a TestScheduler). */
   scheduler: SchedulerLike;
+  /** Uniform [0, 1) for the repeat jitter (default Math.random). */
   random?: () => number;
   /** After a batch committed (or was fenced out): registry removal, metrics, wakeups. */
   onWritten: (batch: Completion[], acks: CompletionAck[]) => void;
@@ -29,16 +42,23 @@ export interface WrittenBatch {
 }
 
 /**
- * The finalizer (shared/DESIGN.md, "Finalizer"): one per worker. Completions wait in the
- * completed channel; `bufferBounded` reads one, then everything already waiting, up to 128 or
- * 4 MiB, waiting up to 50 ms more only when the first read found a backlog, and hands each batch
- * to ONE complete_executions call. The write repeats until it lands (1 s → 30 s, ±25 %; Warning
- * for three tries, then Error) or the worker gives up at shutdown. A batch that the database
- * refuses for its content (not a transient error) is split to find the rows it cannot store;
- * those end Failed without retry and the rest land.
+ * The finalizer (shared/DESIGN.md, "Finalizer"; seed 000): one per worker. Completions wait in
+ * the completed channel; `bufferBounded` reads one, then everything already waiting, up to 128
+ * completions or 4 MiB of result bytes, waiting up to 50 ms more only when the first read found
+ * a backlog (a lone completion is written at once), and hands each batch to ONE
+ * complete_executions call, the next only after the previous one landed.
  *
- * `intakeOpen$` is false while the channel holds 128 + N completions or more (not yet committed):
- * the claimer stops claiming until it drains.
+ * The write repeats until it lands: 1 s, 2 s, 4 s, ... capped at 30 s, each ±25 %; logged as a
+ * warning for the first three repeats, then as an error; `abandon()` gives up (shutdown). A
+ * batch the database refuses for its content ({@link isContentError}) is bisected: each half is
+ * written on its own, so the clean completions land, and a single completion it refuses is
+ * rewritten as failed_final with an `UnstorableOutcome` error and no result (seed 001: "an
+ * outcome that cannot be stored at all ends the job failed without new attempts"). A part that
+ * landed is never written again: only the call that failed is repeated.
+ *
+ * Backpressure: `intakeOpen$` (starts true) turns false when the channel holds 128 + N
+ * completions not yet committed (N = executors) and true again as soon as a write brings it
+ * below that; the claimer stops claiming meanwhile.
  */
 export class Finalizer {
   private readonly channel = new Subject<Completion>();
@@ -92,48 +112,58 @@ export class Finalizer {
   }
 
   private writeBatch(batch: Completion[]): Observable<WrittenBatch> {
-    const { logger } = this.config;
-    return defer(async () => {
-      const acks = await this.writeSplitting(batch.map((c) => c.row));
-      this.pending -= batch.length;
-      this.updateIntake();
-      this.config.onWritten(batch, acks);
-      return { batch, acks };
-    }).pipe(
-      retryBackoff<WrittenBatch>({
-        initialMs: PIPELINE.writeRetryInitialMs,
-        maxMs: PIPELINE.writeRetryMaxMs,
-        jitter: PIPELINE.writeRetryJitter,
-        random: this.config.random,
-        scheduler: this.config.scheduler,
-        onRetry: (err, retry, delayMs) => {
-          const level = retry <= PIPELINE.writeRetryWarnings ? 'warn' : 'error';
-          logger[level]({ err, retry, delayMs, batchSize: batch.length }, 'completion write failed; repeating');
-          this.config.onRetry?.(err, retry, delayMs);
-        },
+    return this.writeRows(batch.map((c) => c.row)).pipe(
+      map((acks) => {
+        this.pending -= batch.length;
+        this.updateIntake();
+        this.config.onWritten(batch, acks);
+        return { batch, acks };
       }),
     );
   }
 
   /**
-   * One call for the batch; if the database refuses it for its content, bisect to find the rows
-   * it cannot store, and write those as failed_final with a readable error. Transient errors
-   * propagate (the whole batch is repeated).
+   * Writes `rows` (one call, repeated until it lands); if the database refuses them for their
+   * content, writes each half on its own, and a single refused row as failed_final. Never errors.
    */
-  private async writeSplitting(rows: CompletionRow[]): Promise<CompletionAck[]> {
-    try {
-      return await this.config.write(rows);
-    } catch (err) {
-      if (isTransientDbError(err)) throw err;
-      if (rows.length > 1) {
-        const half = Math.ceil(rows.length / 2);
-        return [...(await this.writeSplitting(rows.slice(0, half))), ...(await this.writeSplitting(rows.slice(half)))];
-      }
-      const [row] = rows;
-      if (row.outcome === 'failed_final' && row.result === null && row.error !== null && row.error.includes('UnstorableOutcome')) throw err;
-      this.config.logger.error({ err, jobId: row.id }, 'outcome cannot be stored: job fails without retry');
-      const replacement: CompletionRow = { ...row, outcome: 'failed_final', result: null, error: errorJson(err, 'UnstorableOutcome'), retryDelayMs: 0 };
-      return this.config.write([replacement]);
-    }
+  private writeRows(rows: CompletionRow[]): Observable<CompletionAck[]> {
+    const { logger } = this.config;
+    return this.call(rows, (err) => !isContentError(err)).pipe(
+      catchError((err: unknown) => {
+        if (rows.length > 1) {
+          logger.warn({ err, batchSize: rows.length }, 'completion batch refused for its content; writing each half on its own');
+          const half = Math.ceil(rows.length / 2);
+          return concat(this.writeRows(rows.slice(0, half)), this.writeRows(rows.slice(half))).pipe(
+            reduce((all: CompletionAck[], acks: CompletionAck[]) => all.concat(acks), []),
+          );
+        }
+        const [row] = rows;
+        logger.error({ err, jobId: row.id, execution: row.execution, outcome: row.outcome }, 'outcome cannot be stored: job fails without retry');
+        const replacement: CompletionRow = { ...row, outcome: 'failed_final', result: null, error: errorJson(err, 'UnstorableOutcome'), retryDelayMs: 0 };
+        return this.call([replacement], () => true);
+      }),
+    );
+  }
+
+  /** One complete_executions call, repeated with back-off while `repeat(err)` holds; an answer without acks counts as a failure. */
+  private call(rows: CompletionRow[], repeat: (err: unknown) => boolean): Observable<CompletionAck[]> {
+    const { logger } = this.config;
+    return defer(() => this.config.write(rows)).pipe(
+      take(1),
+      throwIfEmpty(() => new Error('complete_executions answered nothing')),
+      retryBackoff<CompletionAck[]>({
+        initialMs: PIPELINE.writeRetryInitialMs,
+        maxMs: PIPELINE.writeRetryMaxMs,
+        jitter: PIPELINE.writeRetryJitter,
+        random: this.config.random,
+        scheduler: this.config.scheduler,
+        shouldRetry: repeat,
+        onRetry: (err, retry, delayMs) => {
+          const level = retry <= PIPELINE.writeRetryWarnings ? 'warn' : 'error';
+          logger[level]({ err, retry, delayMs, batchSize: rows.length }, 'completion write failed; repeating');
+          this.config.onRetry?.(err, retry, delayMs);
+        },
+      }),
+    );
   }
 }

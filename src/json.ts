@@ -44,8 +44,14 @@ function findBadValue(value: unknown): { path: string; reason: string } | undefi
   const ancestors = new Set<unknown>();
   const walk = (v: unknown, path: string): { path: string; reason: string } | undefined => {
     if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
-      v = (v as { toJSON: () => unknown }).toJSON();
+      try {
+        v = (v as { toJSON: () => unknown }).toJSON();
+      } catch (err) {
+        return { path, reason: `toJSON threw: ${err instanceof Error ? err.message : String(err)}` };
+      }
     }
+    // Boxed primitives serialise as their primitive (new String('…'), Object(1n)), as in JSON.stringify.
+    if (v instanceof String || v instanceof Number || v instanceof Boolean || v instanceof BigInt) v = v.valueOf();
     if (typeof v === 'bigint') return { path, reason: 'BigInt is not JSON (convert it to a string or number)' };
     if (typeof v === 'string') {
       const reason = badString(v);

@@ -9,7 +9,7 @@ import { Observable, Subject } from 'rxjs';
 export class Permits {
   private free: number;
   private readonly released = new Subject<number>();
-  /** Emits the count of each release by an executor (or after a failed claim). */
+  /** Emits the count of each release by an executor. `giveBack` (the claimer's unused permits) does not emit. */
   readonly released$: Observable<number> = this.released.asObservable();
 
   constructor(readonly total: number) {
@@ -28,18 +28,26 @@ export class Permits {
     return n;
   }
 
-  /** An executor returns its permit (`n` = 1), or `n` come back after a failed claim: emits on released$. */
+  /**
+   * Executors return `n` permits (an executor returns its one permit after handing its completion
+   * to the finalizer): emits `n` on released$, which the claimer collects before claiming again.
+   * Throws RangeError if that would make more than `total` free, or `n` is not a whole number ≥ 0.
+   */
   release(n: number): void {
     if (this.add(n)) this.released.next(n);
   }
 
-  /** The claimer gives back the permits a claim did not use: silent, it is not work finishing. */
+  /**
+   * The claimer gives back the permits a claim did not use (or all of them after an empty or
+   * failed claim): silent, it is not work finishing. Throws like `release`.
+   */
   giveBack(n: number): void {
     this.add(n);
   }
 
   private add(n: number): boolean {
-    if (n <= 0) return false;
+    if (!Number.isInteger(n) || n < 0) throw new RangeError(`permits: cannot return ${n}`);
+    if (n === 0) return false;
     if (this.free + n > this.total) throw new RangeError(`permits: returning ${n} would exceed ${this.total}`);
     this.free += n;
     return true;

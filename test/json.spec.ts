@@ -1,0 +1,111 @@
+import { InvalidJsonError } from '../src/errors';
+import { toJsonText } from '../src/json';
+
+/** The InvalidJsonError toJsonText throws for `value` (fails the test if it does not throw one). */
+function refusal(value: unknown): InvalidJsonError {
+  try {
+    toJsonText(value);
+  } catch (err) {
+    expect(err).toBeInstanceOf(InvalidJsonError);
+    return err as InvalidJsonError;
+  }
+  throw new Error(`toJsonText accepted ${String(value)}`);
+}
+
+describe('toJsonText', () => {
+  it('serialises plain JSON like JSON.stringify', () => {
+    const value = { a: [1, 'two', { b: null, c: true }], d: 'é✓', e: 1.5 };
+    expect(toJsonText(value)).toBe(JSON.stringify(value));
+    expect(toJsonText(null)).toBe('null');
+    expect(toJsonText('x')).toBe('"x"');
+  });
+
+  it('follows JSON.stringify for undefined members, non-finite numbers and toJSON', () => {
+    expect(toJsonText({ a: undefined, b: [undefined, () => 1], c: NaN, d: Infinity })).toBe('{"b":[null,null],"c":null,"d":null}');
+    expect(toJsonText({ at: new Date(0) })).toBe('{"at":"1970-01-01T00:00:00.000Z"}');
+  });
+
+  it('refuses a BigInt and names its path', () => {
+    const err = refusal({ a: [0, 1, { b: 10n }] });
+    expect(err.path).toBe('$.a[2].b');
+    expect(err.message).toMatch(/BigInt/);
+    expect(err.code).toBe('ACTA_INVALID_JSON');
+    expect(refusal(1n).path).toBe('$');
+  });
+
+  it('refuses a circular reference and names where it closes', () => {
+    const a: Record<string, unknown> = { x: 1 };
+    a.list = [0, { back: a }];
+    const err = refusal({ root: a });
+    expect(err.path).toBe('$.root.list[1].back');
+    expect(err.message).toMatch(/circular/);
+  });
+
+  it('accepts a shared (non-circular) reference', () => {
+    const shared = { v: 1 };
+    expect(toJsonText({ a: shared, b: [shared] })).toBe('{"a":{"v":1},"b":[{"v":1}]}');
+  });
+
+  it('refuses \\u0000 in a value', () => {
+    const err = refusal({ a: [0, 1, { b: 'x\u0000y' }] });
+    expect(err.path).toBe('$.a[2].b');
+    expect(err.message).toMatch(/\\u0000/);
+    expect(refusal('\u0000').path).toBe('$');
+  });
+
+  it('refuses \\u0000 in a key', () => {
+    const err = refusal({ a: { 'k\u0000': 1 } });
+    expect(err.path).toBe('$.a.k\u0000');
+    expect(err.message).toMatch(/key/);
+  });
+
+  it('refuses a lone high surrogate and a lone low surrogate, in values and keys', () => {
+    expect(refusal({ s: 'a\uD83D' }).path).toBe('$.s'); // high, at the end
+    expect(refusal({ s: '\uD83Dz' }).path).toBe('$.s'); // high, followed by a non-surrogate
+    expect(refusal({ s: ['\uDE00a'] }).path).toBe('$.s[0]'); // low, alone
+    expect(refusal({ s: '\uDE00\uD83D' }).path).toBe('$.s'); // reversed pair: both lone
+    const key = refusal({ ['\uDC00']: 1 });
+    expect(key.path).toBe('$.\uDC00');
+    expect(key.message).toMatch(/surrogate/);
+  });
+
+  it('accepts a valid surrogate pair', () => {
+    expect(toJsonText({ emoji: '\uD83D\uDE00', ['\uD83D\uDE00']: 'k' })).toBe('{"emoji":"😀","😀":"k"}');
+  });
+
+  it('accepts an escaped backslash followed by "u0000" and "ud800" (text, not an escape)', () => {
+    expect(toJsonText({ s: '\\u0000' })).toBe('{"s":"\\\\u0000"}');
+    expect(toJsonText({ s: '\\ud800', t: '\\\\\\u0000' })).toBe(JSON.stringify({ s: '\\ud800', t: '\\\\\\u0000' }));
+    // …but a backslash followed by a real NUL is still refused.
+    expect(refusal({ s: '\\\u0000' }).path).toBe('$.s');
+  });
+
+  it('refuses undefined, a function and a symbol at the top level', () => {
+    for (const value of [undefined, () => 1, Symbol('s')]) {
+      const err = refusal(value);
+      expect(err.path).toBe('$');
+      expect(err.message).toMatch(/not JSON/);
+    }
+  });
+
+  it('honours toJSON when it searches the path', () => {
+    const err = refusal({ a: { toJSON: () => ({ inner: [1n] }) } });
+    expect(err.path).toBe('$.a.inner[0]');
+  });
+});
+
+describe('toJsonText, odd inputs', () => {
+  it('looks inside boxed strings and BigInts as JSON.stringify does', () => {
+    expect(toJsonText({ s: new String('ok') })).toBe('{"s":"ok"}');
+    expect(refusal({ s: [new String('a\u0000')] }).path).toBe('$.s[0]');
+    const boxed = refusal({ n: Object(5n) });
+    expect(boxed.path).toBe('$.n');
+    expect(boxed.message).toMatch(/BigInt/);
+  });
+
+  it('reports a throwing toJSON as InvalidJsonError at its path', () => {
+    const err = refusal({ a: [{ toJSON: () => { throw new Error('nope'); } }] });
+    expect(err.path).toBe('$.a[0]');
+    expect(err.message).toMatch(/toJSON threw: nope/);
+  });
+});
