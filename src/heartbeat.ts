@@ -1,9 +1,10 @@
-import { defer, exhaustMap, interval, merge, type Observable, type SchedulerLike, tap } from 'rxjs';
+import { catchError, defer, EMPTY, exhaustMap, interval, merge, type Observable, type SchedulerLike, takeWhile, tap, timer } from 'rxjs';
 import type { Logger } from 'pino';
 import { retryBackoff } from '../operators';
 import type { LeaseClock } from './config';
 import type { HeartbeatResult, HeldPair } from './db/functions';
-import { isTransientDbError } from './db/transient';
+import { isSchemaError, isTransientDbError } from './db/transient';
+import { SchemaNotMigratedError } from './errors';
 import type { Registry } from './registry';
 
 export interface HeartbeatConfig {
@@ -19,90 +20,154 @@ export interface HeartbeatConfig {
   onFatal: (err: unknown) => void;
   logger: Logger;
   scheduler: SchedulerLike;
-  /** Scheduler time of the last confirmed renewal's start (the worker's registration). */
+  /** Scheduler time of the last confirmed renewal's start (the start of the worker's registration). */
   startedAt: number;
   random?: () => number;
 }
 
+/** Raised (through onFatal) when no heartbeat succeeded for a whole lease. */
+export class HeartbeatLostError extends Error {
+  override readonly name = 'HeartbeatLostError';
+  constructor(
+    readonly sinceMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`no heartbeat succeeded for ${sinceMs} ms (a whole lease): this worker's leases are gone; stopping`, options);
+  }
+}
+
 /**
- * The heartbeat (shared/DESIGN.md, "Heartbeat"; lease clock): every H it snapshots the registry
- * and makes ONE call with the held (job, execution) pairs, Claimed ones included. A renewed row
- * re-arms its entry's deadline (2.5 H after this beat's start); a row locked by another
- * transaction keeps its deadline; a row not answered (lost) aborts a Claimed or Executing entry,
- * while a Finalizing one is left to its write. The beat that took the namespace's recovery pass
- * starts it beside the loop. A failing call is repeated with capped, jittered back-off while the
- * worker stops claiming; after a whole lease without success (or on a non-transient error) the
- * worker is told to stop. Every H/4 the deadlines are checked: a passed one aborts its attempt.
- * The returned Observable never errors.
+ * The heartbeat (shared/DESIGN.md, "Heartbeat" and "The lease clock"; issue 4).
+ *
+ * ```
+ * beats:   B--------B--------B-x-x--x---x---x--!   at once, then every H ONE call; a failing call
+ *                                                   repeats (H/4 → H, ±25 %); meanwhile no claims
+ * renewed: deadline := start of the confirming try + 2.5 H
+ * locked:  deadline kept (another transaction holds the row: e.g. our own completion write)
+ * lost:    Claimed / Executing entry aborted (cause 'lost'); a Finalizing one is left to its write
+ * checks:  every H/4: a passed deadline aborts its attempt (cause 'deadline');
+ *          ! = no beat confirmed for a whole lease (4 H) while beats were failing or hanging:
+ *          onFatal(HeartbeatLostError)
+ * ```
+ *
+ * Every try snapshots the registry afresh (a try after a failure carries the rows claimed
+ * meanwhile), Claimed rows included: no row waiting in a buffer may lose its lease. The beat that
+ * took the namespace's recovery pass starts it beside the loop. A non-transient error stops the
+ * worker at once (a missing schema as SchemaNotMigratedError).
+ *
+ * "No heartbeat for a whole lease" is judged at the checks: the last confirmed renewal started at
+ * least a lease ago, AND the worker has spent at least H of its own running time trying to beat.
+ * Time the process spent stalled (a long GC pause, SIGSTOP, a frozen VM) counts at most H/2, so a
+ * worker that was merely stalled gets a fair try first: its first beat after the stall learns
+ * which leases it lost, and its deadlines have already aborted those handlers.
+ *
+ * The returned Observable never errors; it completes after a fatal error.
  */
 export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
   const { registry, clock, scheduler, logger } = config;
+  const H = clock.heartbeatIntervalMs;
   let lastSuccessAt = config.startedAt;
+  /** A beat is under way and has not succeeded yet. */
+  let beating = false;
+  /** Running time spent on the current beat (stalls count at most H/2 each). */
+  let tryingMs = 0;
+  let lastError: unknown;
   let healthy = true;
+  let fatal = false;
   const setHealthy = (value: boolean) => {
     if (value !== healthy) {
       healthy = value;
+      if (value) logger.info('heartbeat succeeded again: claiming resumes');
       config.onHealth(value);
     }
   };
+  const stop = (err: unknown) => {
+    if (fatal) return;
+    fatal = true;
+    config.onFatal(err);
+  };
 
   const beatOnce = () => {
-    const startedAt = scheduler.now();
-    const entries = registry.snapshot();
-    return defer(() => config.beat(registry.heldPairs(entries))).pipe(
+    let tryStartedAt = scheduler.now();
+    beating = true;
+    return defer(() => {
+      tryStartedAt = scheduler.now();
+      return config.beat(registry.heldPairs());
+    }).pipe(
       retryBackoff<HeartbeatResult>({
-        initialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
-        maxMs: clock.heartbeatIntervalMs,
+        initialMs: Math.min(1_000, H / 4),
+        maxMs: H,
         jitter: 0.25,
         random: config.random,
         scheduler,
         shouldRetry: (err) => {
+          if (fatal) return false;
+          lastError = err;
           setHealthy(false);
-          if (!isTransientDbError(err)) {
-            config.onFatal(err);
-            return false;
+          if (isTransientDbError(err)) return true;
+          if (isSchemaError(err)) {
+            logger.error({ err }, 'the acta schema is missing or out of date: stopping');
+            stop(new SchemaNotMigratedError(err instanceof Error ? err.message : String(err)));
+          } else {
+            logger.error({ err }, 'heartbeat failed with a non-transient error: stopping');
+            stop(err);
           }
-          if (scheduler.now() - lastSuccessAt >= clock.leaseMs) {
-            logger.error({ err }, 'no heartbeat succeeded for a whole lease: stopping');
-            config.onFatal(err);
-            return false;
-          }
-          return true;
+          return false;
         },
-        onRetry: (err, retry, delayMs) => logger.warn({ err, retry, delayMs }, 'heartbeat failed; repeating'),
+        onRetry: (err, retry, delayMs) => logger.warn({ err, retry, delayMs }, 'heartbeat failed (transient); repeating'),
       }),
       tap((result) => {
-        lastSuccessAt = startedAt;
+        if (fatal) return;
+        lastSuccessAt = Math.max(lastSuccessAt, tryStartedAt);
+        beating = false;
+        tryingMs = 0;
         setHealthy(true);
+        const deadlineAt = tryStartedAt + clock.attemptDeadlineMs;
         for (const pair of result.renewed) {
           const entry = registry.get(pair.id);
-          if (entry && entry.row.execution === pair.execution) entry.deadlineAt = startedAt + clock.attemptDeadlineMs;
+          if (entry && entry.row.execution === pair.execution) entry.deadlineAt = Math.max(entry.deadlineAt, deadlineAt);
         }
         for (const pair of result.lost) {
           const entry = registry.get(pair.id);
-          if (entry && entry.row.execution === pair.execution && entry.state !== 'finalizing') {
-            logger.warn({ jobId: pair.id, execution: pair.execution }, 'lease lost: cancelling the attempt');
-            registry.abort(entry, 'lost');
-          }
+          if (!entry || entry.row.execution !== pair.execution || entry.state === 'finalizing') continue;
+          logger.warn({ jobId: pair.id, execution: pair.execution, state: entry.state }, 'lease lost: cancelling the attempt');
+          registry.abort(entry, 'lost');
+          // Still in the claimer's hands: no executor will write for it, and the row has moved on.
+          if (!entry.taken) registry.remove(pair.id, pair.execution);
         }
         if (result.recoveryDue) config.startRecovery();
       }),
+      // Only a fatal error gets past the retry, and onFatal has it already.
+      catchError(() => EMPTY),
     );
   };
 
-  const beats$ = interval(clock.heartbeatIntervalMs, scheduler).pipe(
-    exhaustMap(() => beatOnce()),
-  );
-  const deadlines$ = interval(Math.max(10, clock.heartbeatIntervalMs / 4), scheduler).pipe(
+  // After a fatal error nothing more is started: the Observable completes.
+  const beats$ = timer(0, H, scheduler).pipe(takeWhile(() => !fatal), exhaustMap(() => beatOnce()));
+
+  let lastCheckAt = scheduler.now();
+  const checks$ = interval(Math.max(10, H / 4), scheduler).pipe(
+    takeWhile(() => !fatal),
     tap(() => {
       const now = scheduler.now();
+      const elapsed = Math.min(now - lastCheckAt, H / 2);
+      lastCheckAt = now;
       for (const entry of registry.snapshot()) {
-        if (entry.state !== 'finalizing' && now >= entry.deadlineAt) {
-          logger.warn({ jobId: entry.row.id, execution: entry.row.execution }, 'attempt deadline passed: aborting');
+        if (entry.state !== 'finalizing' && now >= entry.deadlineAt && !entry.controller.signal.aborted) {
+          logger.warn({ jobId: entry.row.id, execution: entry.row.execution, state: entry.state }, 'attempt deadline passed: aborting');
           registry.abort(entry, 'deadline');
         }
       }
+      if (!beating) return;
+      tryingMs += elapsed;
+      // A beat that neither succeeds nor fails (a connection that hangs) counts as failing.
+      if (tryingMs >= H) setHealthy(false);
+      const sinceMs = now - lastSuccessAt;
+      if (sinceMs >= clock.leaseMs && tryingMs >= H) {
+        logger.error({ err: lastError, sinceMs }, 'no heartbeat succeeded for a whole lease: stopping');
+        stop(new HeartbeatLostError(sinceMs, { cause: lastError }));
+      }
     }),
   );
-  return merge(beats$, deadlines$);
+  return merge(beats$, checks$);
 }

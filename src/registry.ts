@@ -3,8 +3,13 @@ import type { ClaimedRow, HeldPair, JobId } from './db/functions';
 /** Entry states (shared/DESIGN.md, "Registry"): Claimed → Executing → Finalizing → removed. */
 export type EntryState = 'claimed' | 'executing' | 'finalizing';
 
-/** Why an attempt was aborted, carried as its AbortSignal's reason. */
-export type AbortCause = 'timeout' | 'deadline' | 'lost' | 'shutdown';
+/**
+ * Why an attempt was aborted, carried as its AbortSignal's reason: its definition's timeout; its
+ * attempt deadline (no renewal confirmed for 2.5 H); its lease lost (recovered or fenced); the
+ * worker stopping gracefully (the row goes back uncharged); or the worker giving up (no heartbeat
+ * for a whole lease, or a fatal error: the row is left to recovery).
+ */
+export type AbortCause = 'timeout' | 'deadline' | 'lost' | 'shutdown' | 'fatal';
 
 /** One held claim. */
 export interface Entry {
@@ -15,6 +20,8 @@ export interface Entry {
   abortCause?: AbortCause;
   /** Scheduler time (ms) at which the attempt deadline fires unless a renewal re-arms it. */
   deadlineAt: number;
+  /** An executor has taken the entry (false: it is still in the claimer's hands). */
+  taken: boolean;
 }
 
 /**
@@ -31,7 +38,7 @@ export class Registry {
   /** Adds freshly claimed rows in state Claimed with the given deadline. */
   addClaimed(rows: ClaimedRow[], deadlineAt: number): Entry[] {
     return rows.map((row) => {
-      const entry: Entry = { row, state: 'claimed', controller: new AbortController(), deadlineAt };
+      const entry: Entry = { row, state: 'claimed', controller: new AbortController(), deadlineAt, taken: false };
       this.entries.set(row.id, entry);
       return entry;
     });

@@ -1,15 +1,25 @@
--- acta.recover_jobs: the recovery pass of one namespace (DESIGN.md, lease clock; issue 4).
+-- acta.recover_jobs: the recovery pass of one namespace (shared/DESIGN.md, "The lease clock" and
+-- "Delivery"; issue 4). Run by the worker whose heartbeat took the pass (acta.heartbeat).
 --
--- Contract: every Executing row whose own lease has expired (judged by now(), never by a join to
--- the workers table) goes back to Ready, or to Failed when it would be charged and its attempts
--- are used up (error "worker lost"). The attempt is charged only if it had started, with one
--- bound: a job's uncharged returns are capped at 3, after which every return is charged, so a
--- poison job that kills its worker before the first heartbeat cannot loop forever uncharged.
--- Each returned attempt gets its row in acta.executions (outcome lost | lost_uncharged).
--- Workers silent for longer than p_dead_after_ms are marked dead.
+-- Contract: every Executing row whose OWN lease has expired (lease_expires_at < now(), the
+-- database clock; never judged by a join to the workers table) goes back to Ready at now(), or
+-- to Failed when the return is charged and the job's attempts are then used up (error
+-- {"name": "WorkerLost", "message": "worker lost: ..."}), so nothing stays Executing forever.
+-- Charging: a return is charged (attempts + 1) only if the attempt had started (a heartbeat
+-- reported its handler running). Bound on uncharged returns: a job goes back uncharged at most
+-- 3 times in its life (jobs.uncharged_returns); from the 4th return on, every return is charged
+-- whether or not a start was reported, so a poison job that kills its worker before the first
+-- heartbeat cannot loop forever uncharged: it ends Failed within max_attempts + 3 recoveries.
+-- Hand-backs by a live worker (graceful shutdown) go through complete_executions and do not
+-- count against the bound.
+-- Ledger: each returned attempt gets its row in acta.executions (outcome 'lost', charged, with
+-- the WorkerLost error; or 'lost_uncharged'), with the worker that held the lease.
+-- Workers: alive workers silent for longer than p_dead_after_ms (7 H) are marked dead. That is
+-- bookkeeping only: rows are returned by their own lease, whatever their holder's status.
 -- Returns the rows it moved: job_id, execution (of the lost attempt), new status, charged.
--- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call; a row being completed right now
--- is skipped and its own write decides it.
+-- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
+-- returns p_limit rows); a row whose holder is renewing or completing it right now is skipped
+-- and decided by that write. Uses jobs_lease_idx (partial: Executing rows only).
 create or replace function acta.recover_jobs(
   p_namespace      text,
   p_dead_after_ms  integer,

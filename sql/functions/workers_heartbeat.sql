@@ -1,17 +1,25 @@
 -- acta.heartbeat: renew every lease a worker holds, in one call, and take the namespace's
--- recovery pass when it is due.
+-- recovery pass when it is due (shared/DESIGN.md, "The lease clock"; issue 4).
 --
--- Contract: p_ids/p_executions are the (job, execution) pairs in the worker's registry;
--- p_started[i] says whether that attempt's handler has started (recovery charges only started
--- attempts). Returns one row per pair with state
---   renewed -> lease now() + p_lease_ms (the caller re-arms the attempt deadline);
---   locked  -> the row matches the fence but another transaction holds its lock (e.g. this
---              worker's own completion write): nothing changed, the deadline stays;
---   lost    -> the row has moved past this attempt (recovered, fenced): cancel the attempt.
--- plus, when this call found the recovery pass due, one row (null, null, 'recovery_due'): the
--- pass's clock was moved one lease on in this same statement, so exactly one worker takes it
--- (DESIGN.md, lease clock: recovery interval = lease).
--- Also stamps the worker's last_heartbeat_at. Locks: SKIP LOCKED on the renewed rows (never waits).
+-- Contract: p_ids/p_executions are the (job, execution) pairs in the worker's registry, Claimed
+-- ones included (no row waiting in a worker's buffer may lose its lease); p_started[i] says
+-- whether that attempt's handler has started (recovery charges only started attempts). Returns
+-- one row per pair with state
+--   renewed -> lease_expires_at = now() + p_lease_ms (the caller re-arms the attempt deadline);
+--   locked  -> the row matches the fence but another transaction holds its lock (this worker's
+--              own completion write, or a recovery pass deciding it): nothing changed, the
+--              caller keeps the deadline and asks again next beat;
+--   lost    -> the row has moved past this attempt (recovered, completed, fenced): the caller
+--              cancels a Claimed or Executing entry and leaves a Finalizing one to its write.
+-- plus, when this call found the namespace's recovery pass due, one row (null, null,
+-- 'recovery_due'): the pass's clock was moved one lease on in this same statement, so exactly
+-- one worker takes each pass (DESIGN.md: recovery interval = lease).
+-- Fence: a pair is renewed only while its row is Executing with the same execution number AND
+-- is leased to p_worker. A row whose lease already ran out but that no recovery pass has taken
+-- yet is still this worker's and is renewed. Lease times come from now(): the database clock.
+-- Also stamps the worker's last_heartbeat_at (marking it alive again after a stall, unless it
+-- stopped). Locks: the worker's row; FOR UPDATE SKIP LOCKED on the renewed rows (never waits);
+-- the namespace row when the pass is due.
 create or replace function acta.heartbeat(
   p_worker     uuid,
   p_namespace  text,
@@ -34,12 +42,12 @@ begin
     select j.id
     from acta.jobs j
     join input i on i.id = j.id and i.execution = j.execution
-    where j.status = 'executing'
+    where j.status = 'executing' and j.lease_holder = p_worker
   ),
   lockable as (
     select j.id
     from acta.jobs j
-    where j.id in (select id from held) and j.status = 'executing'
+    where j.id in (select id from held) and j.status = 'executing' and j.lease_holder = p_worker
     for update skip locked
   ),
   renewed as (

@@ -1,33 +1,95 @@
 /**
- * Classifies database errors: a transient one (the database went away for a while, or a
- * transaction lost a race) is retried with back-off; any other stops the operation.
- * Source: PostgreSQL docs, Appendix A "PostgreSQL Error Codes" (SQLSTATE), and the network
- * errors node `pg` raises when a connection drops.
+ * Classifies database errors (issue 4; seed 001, "Database errors"): a transient one — the
+ * database went away for a while (connection loss, server restart or failover, too many
+ * connections) or a transaction lost a race (serialization failure, deadlock) — is logged and
+ * retried with back-off; any other stops the operation.
+ *
+ * Sources: PostgreSQL docs, Appendix A "PostgreSQL Error Codes" (SQLSTATE), and the errors node
+ * `pg` and `net` raise when a connection cannot be made or drops (they carry no SQLSTATE).
  */
 
-const TRANSIENT_SQLSTATE_CLASSES = ['08']; // connection exception
+/** SQLSTATE classes that are transient as a whole: 08 connection exception. */
+const TRANSIENT_SQLSTATE_CLASSES = new Set(['08']);
+
+/** Single transient SQLSTATEs. */
 const TRANSIENT_SQLSTATES = new Set([
-  '53300', // too_many_connections
-  '53400', // configuration_limit_exceeded
-  '57P01', // admin_shutdown (server stopping, pg_terminate_backend)
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now (starting up, recovery, failover)
   '40001', // serialization_failure
   '40P01', // deadlock_detected
-  '55P03', // lock_not_available
-  '25006', // read_only_sql_transaction (a failover's old primary)
+  '53000', // insufficient_resources
+  '53200', // out_of_memory
+  '53300', // too_many_connections
+  '53400', // configuration_limit_exceeded
+  '55P03', // lock_not_available (lock_timeout)
+  '57014', // query_canceled (statement_timeout)
+  '57P01', // admin_shutdown (server stopping, pg_terminate_backend)
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, in recovery, failing over)
+  '57P05', // idle_session_timeout
+  '25006', // read_only_sql_transaction (a failover's old primary, still answering)
 ]);
-const TRANSIENT_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ECONNABORTED']);
-const TRANSIENT_MESSAGES = [/Connection terminated/i, /not queryable/i, /timeout exceeded when trying to connect/i, /Client was closed/i, /terminating connection/i];
 
-/** True when `err` is a database error worth retrying (see module doc). */
-export function isTransientDbError(err: unknown): boolean {
-  if (!err || typeof err !== 'object') return false;
+/** Socket-level error codes of node's `net`/`dns`. */
+const TRANSIENT_NODE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/** Messages of `pg` errors that carry no code. */
+const TRANSIENT_MESSAGES = [
+  /Connection terminated/i, // "Connection terminated unexpectedly", "... due to connection timeout"
+  /not queryable/i, // "Client has encountered a connection error and is not queryable"
+  /timeout exceeded when trying to connect/i,
+  /Query read timeout/i,
+  /terminating connection/i,
+  /the database system is (starting up|shutting down|in recovery mode)/i,
+];
+
+/** SQLSTATEs that mean the acta schema (or one of its functions) is missing or out of date. */
+const SCHEMA_SQLSTATES = new Set([
+  '3F000', // invalid_schema_name
+  '42P01', // undefined_table
+  '42883', // undefined_function
+  '42703', // undefined_column
+]);
+
+/** The SQLSTATE (or node error code) of `err`, if it has one. */
+export function errorCode(err: unknown): string | undefined {
+  if (!err || typeof err !== 'object') return undefined;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') {
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * True when `err` is a database error worth retrying (see the module doc). An AggregateError
+ * (node's connect over several addresses) is transient when any of its errors is; a wrapped
+ * error is judged by its `cause`.
+ */
+export function isTransientDbError(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 4) return false;
+  const code = errorCode(err);
+  if (code !== undefined) {
     if (TRANSIENT_SQLSTATES.has(code) || TRANSIENT_NODE_CODES.has(code)) return true;
-    if (code.length === 5 && TRANSIENT_SQLSTATE_CLASSES.includes(code.slice(0, 2))) return true;
+    if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2));
   }
+  const inner = (err as { errors?: unknown }).errors;
+  if (Array.isArray(inner) && inner.some((e) => isTransientDbError(e, depth + 1))) return true;
   const message = (err as { message?: unknown }).message;
-  return typeof message === 'string' && TRANSIENT_MESSAGES.some((re) => re.test(message));
+  if (typeof message === 'string' && TRANSIENT_MESSAGES.some((re) => re.test(message))) return true;
+  const cause = (err as { cause?: unknown }).cause;
+  return cause !== undefined && cause !== err && isTransientDbError(cause, depth + 1);
+}
+
+/** True when `err` says the acta schema is missing or out of date (run `acta migrate`). */
+export function isSchemaError(err: unknown): boolean {
+  const code = errorCode(err);
+  return code !== undefined && SCHEMA_SQLSTATES.has(code);
 }

@@ -1,0 +1,115 @@
+/**
+ * The lease protocol in SQL (acta.heartbeat, acta.recover_jobs; issue 4), one call at a time so
+ * every state is exact: the bound on uncharged returns, "worker lost" when attempts are used up,
+ * the lease-holder fence of the heartbeat, one recovery pass per lease, and dead workers.
+ * Expiry is simulated by moving lease_expires_at into the past: the database clock decides.
+ */
+import { randomUUID } from 'node:crypto';
+import { createClient, type Db } from '../../src';
+import { claimJobs, heartbeat, recoverJobs, registerWorker } from '../../src/db/functions';
+import { createTestDatabase, type TestDatabase } from '../helpers/db';
+
+let tdb: TestDatabase;
+let db: Db;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  db = tdb.open();
+});
+afterAll(() => tdb.drop());
+beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers'));
+
+const LEASE_MS = 60_000;
+const DEAD_AFTER_MS = 105_000;
+
+const claimOne = async (workerId: string) => {
+  const { rows } = await claimJobs(db, { namespace: 'default', workerId, definitions: ['job'], limit: 1, leaseMs: LEASE_MS });
+  expect(rows).toHaveLength(1);
+  return rows[0];
+};
+const expire = (id: string) => db.query(`update acta.jobs set lease_expires_at = now() - interval '1 second' where id = $1`, [id]);
+const job = async (id: string) =>
+  (await db.query<{ status: string; attempts: number; execution: number; uncharged_returns: number; error: { name?: string; message?: string } | null }>(
+    'select status, attempts, execution, uncharged_returns, error from acta.jobs where id = $1',
+    [id],
+  )).rows[0];
+const ledger = async (id: string) =>
+  (await db.query<{ execution: number; outcome: string; charged: boolean }>('select execution, outcome, charged from acta.executions where job_id = $1 order by execution', [id])).rows;
+
+test('a job that never reports a start goes back uncharged at most 3 times; every later return is charged', async () => {
+  const { id } = await createClient({ db }).enqueue('job', {}, { maxAttempts: 2 });
+  const worker = randomUUID();
+  const seen: { status: string; charged: boolean }[] = [];
+  for (let i = 0; i < 5; i++) {
+    await claimOne(worker); // and the worker dies before its first heartbeat: started stays false
+    await expire(id);
+    const [r] = await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS });
+    seen.push({ status: r.status, charged: r.charged });
+    if (r.status === 'failed') break;
+  }
+  expect(seen).toEqual([
+    { status: 'ready', charged: false },
+    { status: 'ready', charged: false },
+    { status: 'ready', charged: false },
+    { status: 'ready', charged: true }, // attempt 1 of 2
+    { status: 'failed', charged: true }, // attempt 2 of 2: used up
+  ]);
+  expect(await job(id)).toMatchObject({ status: 'failed', attempts: 2, execution: 5, uncharged_returns: 3 });
+  expect((await job(id)).error).toMatchObject({ name: 'WorkerLost', message: expect.stringMatching(/^worker lost/) });
+  expect((await ledger(id)).map((e) => e.outcome)).toEqual(['lost_uncharged', 'lost_uncharged', 'lost_uncharged', 'lost', 'lost']);
+});
+
+test('a started attempt whose job has no attempts left is recovered to Failed, "worker lost"', async () => {
+  const { id } = await createClient({ db }).enqueue('job', {}, { maxAttempts: 1 });
+  const worker = randomUUID();
+  const row = await claimOne(worker);
+  const beat = await heartbeat(db, { workerId: worker, namespace: 'default', held: [{ id, execution: row.execution, started: true }], leaseMs: LEASE_MS });
+  expect(beat.renewed).toHaveLength(1);
+  await expire(id);
+  expect(await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS })).toEqual([{ id, execution: 1, status: 'failed', charged: true }]);
+  expect(await job(id)).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'WorkerLost' } });
+  expect(await ledger(id)).toEqual([{ execution: 1, outcome: 'lost', charged: true }]);
+});
+
+test("the heartbeat renews only the caller's own lease: the same (job, execution) from another worker is lost", async () => {
+  const { id } = await createClient({ db }).enqueue('job', {});
+  const owner = randomUUID();
+  const row = await claimOne(owner);
+  const held = [{ id, execution: row.execution, started: true }];
+  const stranger = await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held, leaseMs: LEASE_MS });
+  expect(stranger).toMatchObject({ renewed: [], locked: [], lost: held });
+  const mine = await heartbeat(db, { workerId: owner, namespace: 'default', held, leaseMs: LEASE_MS });
+  expect(mine).toMatchObject({ renewed: held, lost: [] });
+  // A lease that ran out but that no pass has taken yet is still the owner's, and renewable.
+  await expire(id);
+  expect((await heartbeat(db, { workerId: owner, namespace: 'default', held, leaseMs: LEASE_MS })).renewed).toEqual(held);
+  expect(await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS })).toEqual([]);
+});
+
+test('of many heartbeats that find the pass due, exactly one takes it, and it is due again one lease on', async () => {
+  await db.query(`update acta.namespaces set recovery_due_at = now() - interval '1 second' where name = 'default'`);
+  const beats = await Promise.all(
+    Array.from({ length: 8 }, () => heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })),
+  );
+  expect(beats.filter((b) => b.recoveryDue)).toHaveLength(1);
+  const { rows } = await db.query<{ in_ms: number }>(
+    `select extract(epoch from recovery_due_at - now()) * 1000 as in_ms from acta.namespaces where name = 'default'`,
+  );
+  expect(Number(rows[0].in_ms)).toBeGreaterThan(LEASE_MS - 5_000);
+  expect(Number(rows[0].in_ms)).toBeLessThanOrEqual(LEASE_MS);
+  expect((await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })).recoveryDue).toBe(false);
+});
+
+test('a worker silent for longer than 7 H is marked dead by the pass; its next heartbeat makes it alive again', async () => {
+  const silent = randomUUID();
+  const live = randomUUID();
+  for (const workerId of [silent, live]) {
+    await registerWorker(db, { workerId, namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'] });
+  }
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '106 seconds' where id = $1`, [silent]);
+  await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS });
+  const status = async () => (await db.query<{ id: string; status: string }>('select id, status from acta.workers')).rows;
+  expect(new Map((await status()).map((w) => [w.id, w.status]))).toEqual(new Map([[silent, 'dead'], [live, 'alive']]));
+  await heartbeat(db, { workerId: silent, namespace: 'default', held: [], leaseMs: LEASE_MS });
+  expect((await status()).every((w) => w.status === 'alive')).toBe(true);
+});

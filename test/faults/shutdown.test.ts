@@ -1,0 +1,136 @@
+/**
+ * Graceful shutdown (issue 4; seed 001, "Shutdown"): SIGTERM stops claiming at once, hands back
+ * claimed-but-unstarted rows at once, waits up to the shutdown timeout for running handlers, then
+ * aborts the rest and hands their rows back without spending an attempt, and `acta worker`
+ * exits 0. A second signal exits at once.
+ */
+import { createClient, createWorker, type Db, defineJob } from '../../src';
+import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
+import {
+  enqueueWork,
+  eventsFile,
+  executions,
+  exitWithin,
+  type FaultServer,
+  jobs,
+  killAll,
+  readEvents,
+  spawnWorker,
+  startFaultServer,
+} from './harness';
+
+const H = 1000;
+let server: FaultServer;
+
+beforeAll(async () => {
+  server = await startFaultServer();
+});
+afterAll(async () => {
+  await killAll();
+  await server?.destroy();
+});
+beforeEach(() => server.query('truncate acta.jobs, acta.executions'));
+
+test('SIGTERM: running jobs get the shutdown timeout, then go back uncharged; unclaimed ones stay untouched; exit 0', async () => {
+  const events = eventsFile();
+  const w = spawnWorker({ dbUrl: server.dbUrl, events, args: ['--heartbeat', String(H), '--executors', '4', '--shutdown-timeout', '2500'] });
+  const workerId = await w.workerId();
+  const ids = await enqueueWork(server, [
+    { ms: 60_000, ignoreSignal: true }, // ignores its AbortSignal
+    { ms: 60_000 }, // obeys it
+    { ms: 1_200 }, // finishes within the shutdown timeout
+    { ms: 60_000, ignoreSignal: true },
+    { ms: 10 }, // never claimed: the 4 executors are busy
+    { ms: 10 },
+  ]);
+  await waitFor(() => readEvents(events).filter((e) => e.event === 'start').length === 4, 'four handlers to start');
+
+  w.kill('SIGTERM');
+  const exit = await w.exited;
+  expect(exit).toEqual({ code: 0, signal: null });
+  await w.waitForLog('shutdown timeout: aborting running handlers', 1);
+
+  const rows = await jobs(server);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const id of [ids[0], ids[1], ids[3]]) {
+    expect(byId.get(id)).toMatchObject({ status: 'ready', attempts: 0, execution: 1, started: false });
+  }
+  expect(byId.get(ids[2])).toMatchObject({ status: 'succeeded', attempts: 1, execution: 1 });
+  for (const id of [ids[4], ids[5]]) expect(byId.get(id)).toMatchObject({ status: 'ready', attempts: 0, execution: 0 });
+  expect(await executions(server)).toEqual([
+    { job_id: ids[0], execution: 1, worker_id: workerId, outcome: 'handed_back', charged: false },
+    { job_id: ids[1], execution: 1, worker_id: workerId, outcome: 'handed_back', charged: false },
+    { job_id: ids[2], execution: 1, worker_id: workerId, outcome: 'succeeded', charged: true },
+    { job_id: ids[3], execution: 1, worker_id: workerId, outcome: 'handed_back', charged: false },
+  ]);
+  // The obedient handler saw its signal abort with the reason 'shutdown'.
+  expect(readEvents(events).filter((e) => e.event === 'abort')).toEqual(
+    expect.arrayContaining([expect.objectContaining({ jobId: ids[1], reason: 'shutdown' })]),
+  );
+  const [me] = await server.query<{ status: string }>('select status from acta.workers where id = $1', [workerId]);
+  expect(me.status).toBe('stopped');
+});
+
+test('a second signal exits at once, without waiting for the shutdown timeout', async () => {
+  const events = eventsFile();
+  const w = spawnWorker({ dbUrl: server.dbUrl, events, args: ['--heartbeat', String(H), '--executors', '2', '--shutdown-timeout', '60000'] });
+  await w.workerId();
+  await enqueueWork(server, [{ ms: 60_000, ignoreSignal: true }]);
+  await waitFor(() => readEvents(events).some((e) => e.event === 'start'), 'the handler to start');
+  w.kill('SIGTERM');
+  await w.waitForLog('signal: stopping gracefully');
+  w.kill('SIGTERM');
+  const exit = await exitWithin(w, 10_000);
+  expect(exit).toEqual({ code: 1, signal: null });
+  await w.waitForLog('second signal: exiting at once', 1);
+});
+
+describe('in-process stop()', () => {
+  let tdb: TestDatabase;
+  let db: Db;
+  beforeAll(async () => {
+    tdb = await createTestDatabase();
+    db = tdb.open();
+  });
+  afterAll(() => tdb.drop());
+
+  test('rows claimed but not started when stop() is called go back at once, uncharged, and no handler runs', async () => {
+    // The claim commits, then its answer is held back while stop() is called: those rows are
+    // Claimed and will never start.
+    let committed!: () => void;
+    const claimCommitted = new Promise<void>((resolve) => (committed = resolve));
+    let release!: () => void;
+    const answer = new Promise<void>((resolve) => (release = resolve));
+    const slowClaims: Db = {
+      ...db,
+      async query<R>(text: string, params?: unknown[]) {
+        const result = await db.query<R>(text, params);
+        if (text.includes('acta.claim_jobs') && result.rows.some((r) => (r as { job_id?: unknown }).job_id != null)) {
+          committed();
+          await answer;
+        }
+        return result;
+      },
+    } as Db;
+    let runs = 0;
+    const never = defineJob({ name: 'never', handler: async () => void runs++ });
+    const ids = (await createClient({ db }).enqueueMany([1, 2, 3].map(() => ({ definition: 'never', payload: {} })))).map((r) => r.id);
+    const worker = createWorker({ db: slowClaims, definitions: [never], logger: silentLogger, executors: 4, heartbeatIntervalMs: H, shutdownTimeoutMs: 60_000 });
+    await worker.start();
+    await claimCommitted;
+    const stopCalledAt = Date.now();
+    const stopped = worker.stop();
+    release();
+    await stopped;
+    expect(Date.now() - stopCalledAt).toBeLessThan(20_000); // not the 60 s shutdown timeout: nothing was running
+    expect(runs).toBe(0);
+    const { rows } = await db.query<{ id: string; status: string; attempts: number; execution: number }>(
+      'select id, status, attempts, execution from acta.jobs order by id',
+    );
+    expect(rows).toEqual(ids.map((id) => ({ id, status: 'ready', attempts: 0, execution: 1 })));
+    const ex = await db.query<{ job_id: string; outcome: string; charged: boolean }>('select job_id, outcome, charged from acta.executions order by job_id');
+    expect(ex.rows).toEqual(ids.map((id) => ({ job_id: id, outcome: 'handed_back', charged: false })));
+  });
+});

@@ -1,0 +1,42 @@
+/** The SQLSTATE classification of src/db/transient.ts: what is retried, what stops the worker. */
+import { isSchemaError, isTransientDbError } from '../../src/db/transient';
+
+const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
+
+test.each([
+  ['57P01 admin_shutdown (server stop, pg_terminate_backend)', pgError('57P01')],
+  ['57P03 cannot_connect_now (starting up)', pgError('57P03')],
+  ['08006 connection_failure (class 08)', pgError('08006')],
+  ['08P01 protocol_violation (class 08)', pgError('08P01')],
+  ['53300 too_many_connections', pgError('53300')],
+  ['40001 serialization_failure', pgError('40001')],
+  ['40P01 deadlock_detected', pgError('40P01')],
+  ['25006 read_only_sql_transaction (failover)', pgError('25006')],
+  ['ECONNREFUSED', pgError('ECONNREFUSED')],
+  ['ECONNRESET', pgError('ECONNRESET')],
+  ['pg: Connection terminated unexpectedly', new Error('Connection terminated unexpectedly')],
+  ['pg: not queryable', new Error('Client has encountered a connection error and is not queryable')],
+  ['AggregateError of refused connects', Object.assign(new AggregateError([pgError('ECONNREFUSED'), pgError('ECONNREFUSED')], ''), {})],
+  ['a wrapped transient cause', new Error('claim failed', { cause: pgError('57P01') })],
+])('transient: %s', (_name, err) => {
+  expect(isTransientDbError(err)).toBe(true);
+});
+
+test.each([
+  ['42883 undefined_function (schema not migrated)', pgError('42883')],
+  ['42P01 undefined_table', pgError('42P01')],
+  ['23505 unique_violation', pgError('23505')],
+  ['22P05 untranslatable_character (jsonb \\u0000)', pgError('22P05', 'unsupported Unicode escape sequence')],
+  ['22P02 invalid_text_representation', pgError('22P02', 'terminating connection')], // a SQLSTATE decides, not the text
+  ['a TypeError', new TypeError('x is not a function')],
+  ['a string', 'ECONNREFUSED'],
+  ['null', null],
+])('not transient: %s', (_name, err) => {
+  expect(isTransientDbError(err)).toBe(false);
+});
+
+test('schema errors are recognised, so the worker can say "run acta migrate"', () => {
+  expect(isSchemaError(pgError('42883'))).toBe(true);
+  expect(isSchemaError(pgError('3F000'))).toBe(true);
+  expect(isSchemaError(pgError('57P01'))).toBe(false);
+});
