@@ -1,6 +1,7 @@
 import type { Db, Queryable } from './db/Db';
 import { enqueueJobs, type JobId } from './db/functions';
-import { ConfigError } from './errors';
+import type { Definition } from './definition';
+import { ActaError, ConfigError, UnknownDefinitionError } from './errors';
 import { toJsonText } from './json';
 
 /** Options of one job at enqueue. */
@@ -9,7 +10,7 @@ export interface EnqueueOptions {
   runAt?: Date;
   /** Higher runs first. Integer, default 0. */
   priority?: number;
-  /** Attempts before the job ends Failed, ≥ 1. Default: the definition's, else 25. */
+  /** Attempts before the job ends Failed, ≥ 1. Default: the definition's (a client given `definitions`), else 25. */
   maxAttempts?: number;
   /**
    * At most one job per key in the namespace, ever (until the row is deleted): a second enqueue
@@ -46,12 +47,19 @@ export interface ClientOptions {
   namespace?: string;
   /** Extra wakeup channel (Redis) for setups where NOTIFY does not reach workers. */
   publishWakeup?: WakeupPublisher;
+  /**
+   * The definitions this client enqueues, when it knows them: a job enqueued without
+   * `maxAttempts` then takes its definition's, and an unknown name is refused with
+   * UnknownDefinitionError (nothing written). Without them any name is accepted.
+   */
+  definitions?: Pick<Definition<any, any>, 'name' | 'maxAttempts'>[];
 }
 
 export interface Client {
   /**
    * Enqueues one job. Throws InvalidJsonError (nothing written) when the payload cannot be
-   * stored as jsonb, ConfigError on a bad option.
+   * stored as jsonb, ConfigError on a bad option, UnknownDefinitionError for a name outside the
+   * client's `definitions` (when given).
    */
   enqueue<P = unknown>(definition: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult>;
   /**
@@ -62,9 +70,12 @@ export interface Client {
   enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
 }
 
+const INT4_MAX = 2_147_483_647;
+
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {
   const namespace = options.namespace ?? 'default';
+  const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
   const enqueueMany = async (items: EnqueueItem[], opts: { tx?: Queryable } = {}): Promise<EnqueueResult[]> => {
     if (items.length === 0) return [];
     const rows = {
@@ -76,12 +87,20 @@ export function createClient(options: ClientOptions): Client {
       idempotencyKeys: [] as (string | null)[],
     };
     for (const item of items) {
-      if (typeof item.definition !== 'string' || item.definition.length === 0) {
-        throw new ConfigError('definition must be a non-empty string');
+      if (typeof item.definition !== 'string' || item.definition.length === 0 || item.definition.includes('\u0000')) {
+        throw new ConfigError('definition must be a non-empty string without \\u0000');
       }
-      if (item.priority !== undefined && !Number.isInteger(item.priority)) throw new ConfigError(`priority must be an integer, got ${item.priority}`);
-      if (item.maxAttempts !== undefined && (!Number.isInteger(item.maxAttempts) || item.maxAttempts < 1)) {
-        throw new ConfigError(`maxAttempts must be an integer ≥ 1, got ${item.maxAttempts}`);
+      const definition = known?.get(item.definition);
+      if (known && !definition) throw new UnknownDefinitionError(item.definition);
+      // Both are PostgreSQL integer columns: out of int4 range would fail the whole statement.
+      if (item.priority !== undefined && !(Number.isInteger(item.priority) && Math.abs(item.priority) <= INT4_MAX)) {
+        throw new ConfigError(`priority must be an integer between -${INT4_MAX} and ${INT4_MAX}, got ${item.priority}`);
+      }
+      if (item.maxAttempts !== undefined && !(Number.isInteger(item.maxAttempts) && item.maxAttempts >= 1 && item.maxAttempts <= INT4_MAX)) {
+        throw new ConfigError(`maxAttempts must be an integer between 1 and ${INT4_MAX}, got ${item.maxAttempts}`);
+      }
+      if (item.idempotencyKey !== undefined && (typeof item.idempotencyKey !== 'string' || item.idempotencyKey.length === 0 || item.idempotencyKey.includes('\u0000'))) {
+        throw new ConfigError('idempotencyKey must be a non-empty string without \\u0000');
       }
       if (item.runAt !== undefined && !(item.runAt instanceof Date && !Number.isNaN(item.runAt.getTime()))) {
         throw new ConfigError('runAt must be a valid Date');
@@ -90,12 +109,16 @@ export function createClient(options: ClientOptions): Client {
       rows.payloads.push(toJsonText(item.payload));
       rows.priorities.push(item.priority ?? null);
       rows.runAts.push(item.runAt ?? null);
-      rows.maxAttempts.push(item.maxAttempts ?? null);
+      rows.maxAttempts.push(item.maxAttempts ?? definition?.maxAttempts ?? null);
       rows.idempotencyKeys.push(item.idempotencyKey ?? null);
     }
     const result = await enqueueJobs(opts.tx ?? options.db, namespace, rows);
     if (!opts.tx) options.publishWakeup?.(namespace);
-    return result.map((r) => ({ id: r.id as JobId, created: r.created }));
+    return result.map((r, i) => {
+      // Only possible if the job an idempotency key named was deleted during this very call.
+      if (r.id === null) throw new ActaError('ACTA_ENQUEUE_RACE', `the job of idempotency key "${items[i].idempotencyKey}" vanished during enqueue; enqueue again`);
+      return { id: r.id, created: r.created };
+    });
   };
   return {
     async enqueue(definition, payload, opts = {}) {

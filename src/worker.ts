@@ -152,7 +152,7 @@ export function createWorker(options: WorkerOptions): Worker {
           logger.warn({ jobId: row.id, execution: row.execution, outcome: row.outcome }, 'completion fenced out: the row had moved on');
         } else {
           metrics.completions.inc({ outcome: row.outcome });
-          if (ack.status === 'ready' && row.retryDelayMs === 0) retried = true;
+          if (ack.status === 'ready') retried = true; // the next claim then sees its due time (and sleeps only until it)
         }
       }
       if (retried) wakeups.next();

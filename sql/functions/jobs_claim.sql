@@ -36,18 +36,24 @@ begin
     order by j.priority desc, j.run_at, j.id
     limit p_limit
     for update skip locked
+  ),
+  claimed as (
+    update acta.jobs j
+    set status = 'executing',
+        execution = j.execution + 1,
+        lease_holder = p_worker,
+        lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+        claimed_at = now(),
+        started = false
+    from picked
+    where j.id = picked.id
+    returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.priority, j.run_at
   )
-  update acta.jobs j
-  set status = 'executing',
-      execution = j.execution + 1,
-      lease_holder = p_worker,
-      lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-      claimed_at = now(),
-      started = false
-  from picked
-  where j.id = picked.id
-  returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.priority,
-            null::double precision;
+  -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
+  select c.id, c.definition, c.payload, c.execution, c.attempts, c.max_attempts, c.priority,
+         null::double precision
+  from claimed c
+  order by c.priority desc, c.run_at, c.id;
 
   if not found then
     return query

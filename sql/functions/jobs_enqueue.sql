@@ -1,11 +1,15 @@
--- acta.enqueue_jobs: insert a batch of jobs in one statement and wake idle workers once.
+-- acta.enqueue_jobs: insert a batch of jobs in one call and wake idle workers once.
 --
 -- Contract: parallel arrays, one element per job (null priority / run_at / max_attempts take
 -- the defaults 0 / now() / 25). Returns one row per input element, in input order: the job id
 -- and whether this call created it. An element whose idempotency key already names a job in the
--- namespace creates nothing and returns that job's id (null only if the other job was inserted
--- by a transaction that committed after this statement began).
+-- namespace (an earlier row, an earlier element of this batch, or a row a concurrent transaction
+-- committed while this insert waited for it) creates nothing and returns that job's id.
 -- Locks: row locks on the inserted rows only; a conflicting key waits for its inserter.
+-- Two statements: the insert, then (only for keys that conflicted with a row this insert's
+-- snapshot cannot see, i.e. one committed while it waited) a look-up with a fresh snapshot, so an
+-- id is never null under READ COMMITTED. (Under REPEATABLE READ such a conflict is a
+-- serialization failure, raised by PostgreSQL itself.)
 -- Wakeup: one pg_notify('acta_jobs', namespace) per call when any job is due now; PostgreSQL
 -- delivers it at commit, so enqueue inside a caller's transaction wakes workers only then.
 create or replace function acta.enqueue_jobs(
@@ -19,8 +23,10 @@ create or replace function acta.enqueue_jobs(
 ) returns table (id bigint, created boolean)
 language plpgsql as $$
 #variable_conflict use_column
+declare
+  v_ids     bigint[];
+  v_created boolean[];
 begin
-  return query
   with input as (
     select u.*, nextval(pg_get_serial_sequence('acta.jobs', 'id')) as new_id
     from unnest(p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys)
@@ -36,13 +42,24 @@ begin
     on conflict (namespace, idempotency_key) where idempotency_key is not null do nothing
     returning acta.jobs.id, acta.jobs.idempotency_key
   )
-  select coalesce(ins.id, dup.id, existing.id), ins.id is not null
+  select array_agg(coalesce(ins.id, dup.id, existing.id) order by i.ord),
+         array_agg(ins.id is not null order by i.ord)
+    into v_ids, v_created
   from input i
   left join inserted ins on ins.id = i.new_id
   left join inserted dup on ins.id is null and dup.idempotency_key = i.idempotency_key
   left join acta.jobs existing on ins.id is null and dup.id is null
-    and existing.namespace = p_namespace and existing.idempotency_key = i.idempotency_key
-  order by i.ord;
+    and existing.namespace = p_namespace and existing.idempotency_key = i.idempotency_key;
+
+  -- A new statement takes a new snapshot: a conflicting row committed while the insert waited
+  -- for it is visible now.
+  return query
+  select coalesce(r.id, (select j.id from acta.jobs j
+                          where j.namespace = p_namespace and j.idempotency_key = k.key)),
+         r.created
+  from unnest(v_ids, v_created) with ordinality as r(id, created, ord)
+  join unnest(p_idempotency_keys) with ordinality as k(key, ord) on k.ord = r.ord
+  order by r.ord;
 
   if exists (select 1 from unnest(p_run_ats) r where r is null or r <= now()) then
     perform pg_notify('acta_jobs', p_namespace);

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createClient } from '../client';
 import { connect, describeTarget } from '../db/connect';
 import type { Db } from '../db/Db';
@@ -121,7 +121,14 @@ export function program(): Command {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
-      await worker.start();
+      try {
+        await worker.start();
+      } catch (err) {
+        // e.g. the schema is not migrated: main() prints the message; exit 1 without lingering.
+        await redis?.quit().catch(() => undefined);
+        await db.close().catch(() => undefined);
+        throw err;
+      }
       logger.info({ target: describeTarget() }, 'acta worker running');
       try {
         await worker.done;
@@ -137,15 +144,18 @@ export function program(): Command {
   return cli;
 }
 
+/**
+ * Runs the command line. A failure prints `acta: <message>` on stderr (the stack too when
+ * ACTA_DEBUG is set) and sets exit code 1: bad input (a payload that is not JSON, an unmigrated
+ * schema, a module without definitions) reads as a message, not a stack trace.
+ */
 export async function main(argv = process.argv): Promise<void> {
   try {
     await program().parseAsync(argv);
   } catch (err) {
-    if (err instanceof ActaError) {
-      console.error(`acta: ${err.message}`);
-    } else {
-      console.error(err);
-    }
+    const expected = err instanceof ActaError || err instanceof CommanderError;
+    if (process.env.ACTA_DEBUG || !(err instanceof Error)) console.error(err);
+    else console.error(`acta: ${err.message}${expected ? '' : ' (set ACTA_DEBUG=1 for the stack)'}`);
     process.exitCode = 1;
   }
 }

@@ -7,19 +7,32 @@ import { createPgliteDb } from './pgliteDb';
 export const DEFAULT_DATA_DIR = path.join('.acta', 'data');
 
 /**
- * Opens the database a process was pointed at: `url` (else `DATABASE_URL`) selects a PostgreSQL
- * server; without one, the embedded PGlite default in `dataDir` (else `ACTA_DATA_DIR`, else
- * `./.acta/data`). Throws DataDirLockedError if another live process has that folder open.
+ * Which database a process was pointed at, most explicit first: `options.url`, then
+ * `options.dataDir` (an explicit folder is the embedded default even when DATABASE_URL is set),
+ * then `DATABASE_URL`, then `ACTA_DATA_DIR`, then `./.acta/data`.
+ */
+function resolveTarget(options: { url?: string; dataDir?: string }): { url: string } | { dataDir: string } {
+  if (options.url) return { url: options.url };
+  if (options.dataDir) return { dataDir: options.dataDir };
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL };
+  return { dataDir: process.env.ACTA_DATA_DIR || DEFAULT_DATA_DIR };
+}
+
+/**
+ * Opens the database a process was pointed at (see resolveTarget: `url`, else `dataDir`, else
+ * `DATABASE_URL` selects a PostgreSQL server, else the embedded PGlite default in
+ * `ACTA_DATA_DIR` or `./.acta/data`). Throws DataDirLockedError if another live process has that
+ * folder open.
  */
 export async function connect(options: { url?: string; dataDir?: string; max?: number } = {}): Promise<Db> {
-  const url = options.url ?? process.env.DATABASE_URL;
-  if (url) return createPgDb({ connectionString: url, max: options.max });
-  return createPgliteDb({ dataDir: options.dataDir ?? process.env.ACTA_DATA_DIR ?? DEFAULT_DATA_DIR });
+  const target = resolveTarget(options);
+  if ('url' in target) return createPgDb({ connectionString: target.url, max: options.max });
+  return createPgliteDb({ dataDir: target.dataDir });
 }
 
 /** A short description of where a Db keeps its data, for logs (no password). */
 export function describeTarget(options: { url?: string; dataDir?: string } = {}): string {
-  const url = options.url ?? process.env.DATABASE_URL;
-  if (url) return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
-  return `PGlite at ${path.resolve(options.dataDir ?? process.env.ACTA_DATA_DIR ?? DEFAULT_DATA_DIR)}`;
+  const target = resolveTarget(options);
+  if ('url' in target) return target.url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+  return target.dataDir.startsWith('memory://') ? `PGlite in memory` : `PGlite at ${path.resolve(target.dataDir)}`;
 }

@@ -59,7 +59,7 @@ test('NOTIFY wakes an idle worker long before its safety poll', async () => {
 
 test('with the LISTEN connection killed, jobs still start within the safety poll, and wakeups return after reconnect', async () => {
   await idleWorker({ safetyPollMs: 10_000 });
-  const before = await waitFor(listenBackends, 'a LISTEN connection', 10_000).then((pids) => (pids.length ? pids : null));
+  const before = await waitFor(async () => { const pids = await listenBackends(); return pids.length ? pids : null; }, 'a LISTEN connection', 10_000);
   const admin = new Client({ connectionString: tdb.url });
   await admin.connect();
   try {

@@ -1,0 +1,128 @@
+// The command line with real processes against a real PostgreSQL (DATABASE_URL in the child's
+// environment): migrate, enqueue, and two `acta worker` processes sharing a batch of jobs, each
+// stopping with exit code 0 on SIGTERM. Runs the built bin (`npm test` builds first).
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { createClient, type Db } from '../src';
+import { createTestDatabase, type TestDatabase } from './helpers/db';
+import { waitFor } from './helpers/wait';
+
+const ROOT = path.resolve(__dirname, '..');
+const BIN = path.join(ROOT, 'bin', 'acta.js');
+const FIXTURE = path.join('test', 'fixtures', 'cli-jobs.js');
+
+let tdb: TestDatabase;
+let db: Db;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+  tdb = await createTestDatabase({ migrate: false });
+  db = tdb.open();
+});
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await tdb.drop();
+});
+
+const env = () => ({ ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' });
+
+/** Runs `acta <args>` to completion. */
+function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: env(), timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts `acta worker <fixture>`; resolves its exit code when it exits. */
+function startWorker(): { child: ChildProcess; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>; output: () => string } {
+  const child = spawn(process.execPath, [BIN, 'worker', FIXTURE, '--heartbeat', '1000', '--executors', '8'], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { child, exited, output: () => output };
+}
+
+const count = async (sql: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(sql, params)).rows[0].n);
+
+test('a worker on an unmigrated database exits non-zero, telling to run `npx acta migrate`', async () => {
+  const worker = startWorker();
+  const { code } = await worker.exited;
+  expect(code).toBe(1);
+  expect(worker.output()).toMatch(/npx acta migrate/);
+});
+
+test('`acta migrate` applies the schema, and a second run applies nothing', async () => {
+  const first = await acta(['migrate']);
+  expect(first).toMatchObject({ code: 0, stderr: '' });
+  expect(first.stdout).toMatch(/^applied \d+: migrations\/0001_core\.sql/);
+  const second = await acta(['migrate']);
+  expect(second).toMatchObject({ code: 0, stdout: 'schema up to date\n' });
+});
+
+test('`acta enqueue` prints {"id","created"}; an idempotency key repeats the id; bad JSON exits non-zero with a clear message', async () => {
+  const first = await acta(['enqueue', 'cli-echo', '{"hello":"world","n":[1,2]}', '--priority', '3', '--idempotency-key', 'cli-1']);
+  expect(first.code).toBe(0);
+  const printed = JSON.parse(first.stdout);
+  expect(printed).toEqual({ id: expect.stringMatching(/^\d+$/), created: true });
+  const { rows } = await db.query('select definition, payload, priority, status from acta.jobs where id = $1', [printed.id]);
+  expect(rows).toEqual([{ definition: 'cli-echo', payload: { hello: 'world', n: [1, 2] }, priority: 3, status: 'ready' }]);
+
+  const again = await acta(['enqueue', 'cli-echo', '{}', '--idempotency-key', 'cli-1']);
+  expect(JSON.parse(again.stdout)).toEqual({ id: printed.id, created: false });
+
+  const bad = await acta(['enqueue', 'cli-echo', '{not json']);
+  expect(bad.code).not.toBe(0);
+  expect(bad.stdout).toBe('');
+  expect(bad.stderr).toMatch(/not JSON/);
+  expect(bad.stderr).not.toMatch(/^\s+at /m); // a message, not a stack trace
+  expect(bad.stderr).toMatch(/^acta: payload is not JSON: /);
+  expect(await count('select count(*) as n from acta.jobs')).toBe(1);
+});
+
+test('two `acta worker` processes share a batch of jobs, each job succeeds once, and SIGTERM makes each exit 0', async () => {
+  await db.query('truncate acta.jobs, acta.executions');
+  const workers = [startWorker(), startWorker()];
+  await waitFor(async () => (await count(`select count(*) as n from acta.workers where status = 'alive'`)) === 2, 'both workers to register', 30_000);
+  const JOBS = 500;
+  await createClient({ db }).enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ definition: 'cli-echo', payload: { i } })));
+  try {
+    await waitFor(async () => (await count(`select count(*) as n from acta.jobs where status = 'succeeded'`)) === JOBS, 'every job to succeed', 40_000, 100);
+  } catch (err) {
+    const { rows } = await db.query('select status, count(*) as n from acta.jobs group by status');
+    throw new Error(`${(err as Error).message}\njobs: ${JSON.stringify(rows)}\n${workers.map((w) => w.output().slice(-3000)).join('\n---\n')}`);
+  }
+
+  for (const w of workers) w.child.kill('SIGTERM');
+  const exits = await Promise.all(workers.map((w) => w.exited));
+  expect(exits).toEqual([
+    { code: 0, signal: null },
+    { code: 0, signal: null },
+  ]);
+
+  expect(await count(`select count(*) as n from acta.jobs where status = 'succeeded' and execution = 1 and attempts = 1`)).toBe(JOBS);
+  const { rows: perJob } = await db.query<{ n: string; jobs: string }>(
+    'select n, count(*) as jobs from (select job_id, count(*) as n from acta.executions group by job_id) per group by n',
+  );
+  expect(perJob).toEqual([{ n: '1', jobs: String(JOBS) }]);
+  // Both processes did some of the work: as the ledger says (worker ids) and as the results say (pids).
+  const { rows: byWorker } = await db.query<{ worker_id: string; n: string }>('select worker_id, count(*) as n from acta.executions group by worker_id');
+  expect(byWorker).toHaveLength(2);
+  const { rows: registered } = await db.query<{ id: string; pid: number; status: string }>('select id, pid, status from acta.workers order by pid');
+  expect(registered.map((r) => r.status)).toEqual(['stopped', 'stopped']);
+  expect(registered.map((r) => r.pid).sort()).toEqual(workers.map((w) => w.child.pid).sort());
+  expect(byWorker.map((r) => r.worker_id).sort()).toEqual(registered.map((r) => r.id).sort());
+  const { rows: byPid } = await db.query<{ pid: number; n: string }>(`select (result->>'pid')::int as pid, count(*) as n from acta.jobs group by 1`);
+  expect(byPid.map((r) => r.pid).sort()).toEqual(workers.map((w) => w.child.pid).sort());
+  const { rows: sample } = await db.query(`select payload, result->'payload' as echoed from acta.jobs where (payload->>'i')::int in (0, 499) order by id`);
+  expect(sample).toEqual([
+    { payload: { i: 0 }, echoed: { i: 0 } },
+    { payload: { i: 499 }, echoed: { i: 499 } },
+  ]);
+});

@@ -1,0 +1,163 @@
+// Enqueue on real PostgreSQL: idempotency keys, enqueueMany as ONE statement with results in
+// input order, and enqueue inside the caller's own transaction (the job and its NOTIFY exist only
+// at commit).
+import { Client as PgClient } from 'pg';
+import { ConfigError, createClient, createWorker, defineJob, type Db } from '../../src';
+import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
+
+let tdb: TestDatabase;
+let db: Db;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  db = tdb.open();
+});
+afterAll(() => tdb.drop());
+beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
+
+/** A Db whose every query is counted (statements sent by the client). */
+function counting(inner: Db): { db: Db; statements: string[] } {
+  const statements: string[] = [];
+  return {
+    statements,
+    db: { ...inner, query: (text, params) => (statements.push(text), inner.query(text, params)) } as Db,
+  };
+}
+
+const jobCount = async (where = 'true', params: unknown[] = []) =>
+  Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where ${where}`, params)).rows[0].n);
+
+test('the same idempotency key twice gives the same id, created false, and one row', async () => {
+  const client = createClient({ db });
+  const first = await client.enqueue('send-mail', { to: 'a@example.com' }, { idempotencyKey: 'mail-1' });
+  const second = await client.enqueue('send-mail', { to: 'someone else' }, { idempotencyKey: 'mail-1' });
+  expect(first).toEqual({ id: expect.stringMatching(/^\d+$/), created: true });
+  expect(second).toEqual({ id: first.id, created: false });
+  expect(await jobCount()).toBe(1);
+  const { rows } = await db.query('select payload from acta.jobs where id = $1', [first.id]);
+  expect(rows[0].payload).toEqual({ to: 'a@example.com' }); // the first one stands
+  // Keys are per namespace.
+  const other = await createClient({ db, namespace: 'other' }).enqueue('send-mail', {}, { idempotencyKey: 'mail-1' });
+  expect(other.created).toBe(true);
+  expect(other.id).not.toBe(first.id);
+});
+
+test('enqueueMany is ONE statement, returns results in input order, and resolves duplicate keys inside the batch', async () => {
+  const client = createClient({ db });
+  const existing = await client.enqueue('job', { i: 'before' }, { idempotencyKey: 'k-existing' });
+  const { db: counted, statements } = counting(db);
+  const keys = ['k1', null, 'k2', 'k1', 'k-existing', null, 'k2', 'k3'];
+  const items = keys.map((key, i) => ({ definition: 'job', payload: { i }, idempotencyKey: key ?? undefined, priority: i }));
+  const results = await createClient({ db: counted }).enqueueMany(items);
+  expect(statements).toHaveLength(1);
+
+  expect(results.map((r) => r.created)).toEqual([true, true, true, false, false, true, false, true]);
+  expect(results[3].id).toBe(results[0].id);
+  expect(results[6].id).toBe(results[2].id);
+  expect(results[4].id).toBe(existing.id);
+  expect(new Set(results.map((r) => r.id)).size).toBe(6); // 5 new + the existing one
+  // Input order: each created result's row carries its own item's payload.
+  for (const [i, r] of results.entries()) {
+    if (!r.created) continue;
+    const { rows } = await db.query<{ payload: { i: number }; priority: number; idempotency_key: string | null }>(
+      'select payload, priority, idempotency_key from acta.jobs where id = $1',
+      [r.id],
+    );
+    expect(rows[0]).toEqual({ payload: { i }, priority: i, idempotency_key: keys[i] });
+  }
+  expect(await jobCount()).toBe(6);
+
+  // A large batch is still one statement, in order.
+  statements.length = 0;
+  const many = await createClient({ db: counted }).enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: 'bulk', payload: { i } })));
+  expect(statements).toHaveLength(1);
+  const { rows } = await db.query<{ id: string; i: number }>(`select id, (payload->>'i')::int as i from acta.jobs where definition = 'bulk'`);
+  const byId = new Map(rows.map((r) => [r.id, r.i]));
+  expect(many.map((r) => byId.get(r.id))).toEqual(Array.from({ length: 2_000 }, (_, i) => i));
+});
+
+test('a key enqueued concurrently by a transaction that commits while this enqueue waits still returns that job id', async () => {
+  const client = createClient({ db });
+  const tx = new PgClient({ connectionString: tdb.url });
+  await tx.connect();
+  try {
+    await tx.query('begin');
+    const inTx = await client.enqueue('job', { from: 'tx' }, { idempotencyKey: 'race', tx });
+    // This one waits on the unique index for the transaction above.
+    const waiting = client.enqueue('job', { from: 'autocommit' }, { idempotencyKey: 'race' });
+    await waitFor(
+      async () =>
+        (await db.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%enqueue_jobs%'`)).rows.length > 0,
+      'the second enqueue to wait for the first transaction',
+    );
+    await tx.query('commit');
+    expect(await waiting).toEqual({ id: inTx.id, created: false });
+  } finally {
+    await tx.end();
+  }
+  expect(await jobCount()).toBe(1);
+});
+
+test("enqueue inside the caller's transaction: rolled back, no job; committed, the job runs and the LISTENing worker is woken at commit", async () => {
+  const ran: string[] = [];
+  const job = defineJob({ name: 'in-tx', handler: async (_p, ctx) => void ran.push(ctx.jobId) });
+  // The safety poll is far longer than the waits below: only the NOTIFY can wake this worker.
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 2, safetyPollMs: 120_000 });
+  await worker.start();
+  await waitFor(
+    async () =>
+      (await db.query(`select 1 from pg_stat_activity where datname = current_database() and query ilike 'listen%acta_jobs%'`)).rows.length > 0,
+    "the worker's LISTEN",
+  );
+  const client = createClient({ db });
+  const tx = new PgClient({ connectionString: tdb.url });
+  await tx.connect();
+  try {
+    await tx.query('begin');
+    const rolledBack = await client.enqueue('in-tx', { n: 1 }, { tx });
+    expect(await jobCount('id = $1', [rolledBack.id])).toBe(0); // not visible outside the transaction
+    await tx.query('rollback');
+    expect(await jobCount()).toBe(0);
+
+    await tx.query('begin');
+    const committed = await client.enqueue('in-tx', { n: 2 }, { tx });
+    const many = await client.enqueueMany([{ definition: 'in-tx', payload: { n: 3 } }], { tx });
+    expect(await jobCount()).toBe(0);
+    await new Promise((r) => setTimeout(r, 300)); // the worker, idle, must not see them before commit
+    expect(ran).toEqual([]);
+    await tx.query('commit');
+    await waitFor(() => ran.length === 2, 'the committed jobs to run, woken by the NOTIFY', 30_000);
+    expect(ran.sort()).toEqual([committed.id, many[0].id].sort());
+  } finally {
+    await tx.end();
+    await worker.stop();
+  }
+  const { rows } = await db.query<{ status: string }>('select status from acta.jobs');
+  expect(rows).toEqual([{ status: 'succeeded' }, { status: 'succeeded' }]);
+});
+
+test('bad options are refused with ConfigError before anything is written, for the whole batch', async () => {
+  const client = createClient({ db });
+  const { db: counted, statements } = counting(db);
+  const countedClient = createClient({ db: counted });
+  const bad: [string, object][] = [
+    ['priority', { priority: 1.5 }],
+    ['priority', { priority: 2 ** 31 }],
+    ['maxAttempts', { maxAttempts: 0 }],
+    ['maxAttempts', { maxAttempts: 2 ** 31 }],
+    ['runAt', { runAt: new Date('not a date') }],
+    ['idempotencyKey', { idempotencyKey: '' }],
+  ];
+  for (const [name, options] of bad) {
+    await expect(countedClient.enqueue('job', {}, options)).rejects.toThrow(ConfigError);
+    await expect(countedClient.enqueue('job', {}, options)).rejects.toThrow(name);
+    await expect(countedClient.enqueueMany([{ definition: 'job', payload: { ok: true } }, { definition: 'job', payload: {}, ...options }])).rejects.toThrow(ConfigError);
+  }
+  await expect(countedClient.enqueue('', {})).rejects.toThrow(ConfigError);
+  await expect(countedClient.enqueue('a\u0000b', {})).rejects.toThrow(ConfigError);
+  expect(statements).toEqual([]);
+  expect(await client.enqueueMany([])).toEqual([]);
+  expect(await jobCount()).toBe(0);
+});

@@ -1,0 +1,64 @@
+// The migrator on real PostgreSQL: idempotent, recorded, safe under concurrent starts (advisory
+// lock), and a worker refuses an unmigrated schema with a message saying what to run.
+import { createPgDb, createWorker, defineJob, migrate, SchemaNotMigratedError } from '../../src';
+import { assertMigrated, loadSqlFiles } from '../../src/db/migrator';
+import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+
+const created: TestDatabase[] = [];
+const fresh = async () => {
+  const tdb = await createTestDatabase({ migrate: false });
+  created.push(tdb);
+  return tdb;
+};
+afterAll(() => Promise.all(created.map((t) => t.drop())));
+
+const files = loadSqlFiles();
+
+test('migrate applies every file once and records it; a second run applies nothing', async () => {
+  const db = (await fresh()).open();
+  expect(await migrate(db)).toEqual(files.map((f) => f.name));
+  expect(await migrate(db)).toEqual([]);
+  const { rows } = await db.query<{ name: string; checksum: string }>('select name, checksum from acta.migrations order by name');
+  expect(rows).toEqual(files.map((f) => ({ name: f.name, checksum: f.checksum })).sort((a, b) => a.name.localeCompare(b.name)));
+  await expect(assertMigrated(db)).resolves.toBeUndefined();
+});
+
+test('5 concurrent migrate() calls on a fresh database all succeed; exactly one applies the files', async () => {
+  const tdb = await fresh();
+  const dbs = Array.from({ length: 5 }, () => tdb.open({ max: 1 }));
+  const results = await Promise.all(dbs.map((db) => migrate(db)));
+  expect(results.filter((r) => r.length > 0)).toEqual([files.map((f) => f.name)]);
+  expect(results.filter((r) => r.length === 0)).toHaveLength(4);
+  const { rows } = await dbs[0].query<{ n: string }>('select count(*) as n from acta.migrations');
+  expect(Number(rows[0].n)).toBe(files.length);
+});
+
+test('a changed function file is re-applied; a changed migration is refused (forward-only)', async () => {
+  const db = (await fresh()).open();
+  await migrate(db);
+  const changedFn = files.map((f) => (f.name === 'functions/workers_stop.sql' ? { ...f, text: `${f.text}\n-- edited`, checksum: 'edited' } : f));
+  await expect(assertMigrated(db, changedFn)).rejects.toThrow(/workers_stop\.sql/);
+  expect(await migrate(db, changedFn)).toEqual(['functions/workers_stop.sql']);
+  await expect(assertMigrated(db, changedFn)).resolves.toBeUndefined();
+
+  const changedMigration = files.map((f) => (f.name.startsWith('migrations/0001') ? { ...f, checksum: 'edited' } : f));
+  await expect(migrate(db, changedMigration)).rejects.toThrow(/forward-only/);
+});
+
+test('a worker refuses to start on an unmigrated database, telling to run `npx acta migrate`', async () => {
+  const tdb = await fresh();
+  const db = createPgDb({ connectionString: tdb.url, max: 2 });
+  try {
+    const worker = createWorker({ db, definitions: [defineJob({ name: 'x', handler: () => undefined })], logger: silentLogger });
+    const started = worker.start();
+    await expect(started).rejects.toThrow(SchemaNotMigratedError);
+    await expect(started).rejects.toThrow(/npx acta migrate/);
+    await expect(started).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED' });
+    // Nothing was written: no schema appeared.
+    const { rows } = await db.query<{ present: boolean }>(`select to_regnamespace('acta') is not null as present`);
+    expect(rows[0].present).toBe(false);
+  } finally {
+    await db.close();
+  }
+});

@@ -1,0 +1,121 @@
+// The same core flow on the embedded default, PGlite (PostgreSQL in WASM, in-process), and the
+// lock file that keeps two processes off one data folder. Needs --experimental-vm-modules
+// (`npm test` passes it): PGlite's CommonJS build loads itself with a dynamic import.
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createClient, createPgliteDb, createWorker, DataDirLockedError, defineJob, migrate, type Db } from '../src';
+import { silentLogger } from './helpers/silentLogger';
+import { waitFor } from './helpers/wait';
+
+describe('the core flow on PGlite (memory://)', () => {
+  let db: Db;
+  beforeAll(async () => {
+    db = await createPgliteDb({ dataDir: 'memory://' });
+    await migrate(db);
+  }, 60_000);
+  afterAll(() => db?.close());
+
+  const job = async (id: string) =>
+    (await db.query<{ status: string; attempts: number; execution: number; result: unknown; error: { message?: string } | null }>(
+      'select status, attempts, execution, result, error from acta.jobs where id = $1',
+      [id],
+    )).rows[0];
+
+  test('migrate is idempotent on PGlite too', async () => {
+    expect(db.kind).toBe('pglite');
+    expect(await migrate(db)).toEqual([]);
+  });
+
+  test('enqueue → worker → succeeded; a handler that always throws is retried with back-off, then Failed', async () => {
+    const backoff = { delayMs: 30 };
+    let failures = 0;
+    const add = defineJob<{ a: number; b: number }>({ name: 'add', handler: async (p) => ({ sum: p.a + p.b }) });
+    const boom = defineJob({
+      name: 'boom',
+      backoff,
+      handler: async () => {
+        failures++;
+        throw new Error(`boom ${failures}`);
+      },
+    });
+    const worker = createWorker({ db, definitions: [add, boom], logger: silentLogger, executors: 4 });
+    await worker.start();
+    const client = createClient({ db });
+    const ok = await client.enqueue('add', { a: 20, b: 22 });
+    const bad = await client.enqueue('boom', {}, { maxAttempts: 3 });
+    const dup = await client.enqueue('add', { a: 0, b: 0 }, { idempotencyKey: 'once' });
+    expect(await client.enqueue('add', { a: 1, b: 1 }, { idempotencyKey: 'once' })).toEqual({ id: dup.id, created: false });
+    await waitFor(async () => (await job(ok.id)).status === 'succeeded' && (await job(bad.id)).status === 'failed', 'both jobs to finish', 30_000);
+    await worker.stop();
+
+    expect(await job(ok.id)).toMatchObject({ status: 'succeeded', attempts: 1, execution: 1, result: { sum: 42 } });
+    expect(await job(bad.id)).toMatchObject({ status: 'failed', attempts: 3, execution: 3, error: { message: 'boom 3' } });
+    expect(failures).toBe(3);
+    const { rows } = await db.query<{ outcome: string; gap_ms: number | null }>(
+      `select outcome, (extract(epoch from (lead(claimed_at) over (order by execution) - finished_at)) * 1000)::float8 as gap_ms
+         from acta.executions where job_id = $1 order by execution`,
+      [bad.id],
+    );
+    expect(rows.map((r) => r.outcome)).toEqual(['failed', 'failed', 'failed_final']);
+    expect(rows[0].gap_ms).toBeGreaterThanOrEqual(30);
+    expect(rows[1].gap_ms).toBeGreaterThanOrEqual(60);
+    const { rows: workers } = await db.query<{ status: string }>('select status from acta.workers');
+    expect(workers).toEqual([{ status: 'stopped' }]);
+  });
+});
+
+describe('the data folder lock', () => {
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-pglite-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+  test('a data folder open in this process refuses a second open with DataDirLockedError; after close it opens again', async () => {
+    const dir = tempDir();
+    const exitListeners = process.listenerCount('exit');
+    const db = await createPgliteDb({ dataDir: dir });
+    try {
+      expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
+      const second = createPgliteDb({ dataDir: dir });
+      await expect(second).rejects.toThrow(DataDirLockedError);
+      await expect(second).rejects.toMatchObject({ code: 'ACTA_DATA_DIR_LOCKED', pid: process.pid, dataDir: dir });
+      // The refused open did not take the lock away from its holder.
+      expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
+      await migrate(db);
+      await createClient({ db }).enqueue('kept', { n: 1 });
+    } finally {
+      await db.close();
+    }
+    expect(fs.existsSync(path.join(dir, 'acta.lock'))).toBe(false);
+    expect(process.listenerCount('exit')).toBe(exitListeners); // close() leaves no exit hook behind
+    // Reopened: the data survived the close.
+    const again = await createPgliteDb({ dataDir: dir });
+    try {
+      const { rows } = await again.query<{ definition: string }>('select definition from acta.jobs');
+      expect(rows).toEqual([{ definition: 'kept' }]);
+    } finally {
+      await again.close();
+    }
+  }, 60_000);
+
+  test('a stale lock file left by a dead process is taken over', async () => {
+    const dir = tempDir();
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    const deadPid = Number(dead.stdout);
+    expect(deadPid).toBeGreaterThan(0);
+    fs.writeFileSync(path.join(dir, 'acta.lock'), String(deadPid));
+    const db = await createPgliteDb({ dataDir: dir });
+    try {
+      expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
+      const { rows } = await db.query<{ one: number }>('select 1 as one');
+      expect(rows).toEqual([{ one: 1 }]);
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
+});
