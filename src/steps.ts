@@ -25,7 +25,7 @@ import type { Entry, Registry } from './registry';
  */
 export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
 
-export function createStep(db: Queryable, entry: Entry, registry: Registry): Step {
+export function createStep(db: Queryable, workerId: string, entry: Entry, registry: Registry): Step {
   let recorded: Promise<Map<string, unknown>> | undefined;
   return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
     if (typeof name !== 'string' || name.length === 0) throw new ConfigError('a step needs a non-empty name');
@@ -35,7 +35,7 @@ export function createStep(db: Queryable, entry: Entry, registry: Registry): Ste
     entry.controller.signal.throwIfAborted();
     const value = await fn();
     const resultJson = toJsonText(value === undefined ? null : value);
-    const outcome = await recordStep(db, { jobId: entry.row.id, execution: entry.row.execution, name, resultJson });
+    const outcome = await recordStep(db, { workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson });
     if (outcome.status === 'stale') {
       registry.abort(entry, 'lost');
       throw new AttemptCancelledError(`step "${name}" could not be recorded: the attempt no longer owns job ${entry.row.id}`);

@@ -279,7 +279,7 @@ export function createWorker(options: WorkerOptions): Worker {
           logger: executorLogger,
           scheduler,
           hand: (completion) => finalizer.push(completion),
-          stepFor: (entry) => createStep(db, entry, registry),
+          stepFor: (entry) => createStep(db, id, entry, registry),
         }).pipe(finalize(() => permits.release(1)));
       }, executors),
     );

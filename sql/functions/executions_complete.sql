@@ -7,7 +7,9 @@
 --   failed_final -> Failed without further attempts (e.g. a result that cannot be stored);
 --   handed_back  -> Ready at now(), attempt NOT charged (graceful shutdown, DESIGN.md delivery).
 -- Fence: an element is applied only if its row is still Executing with the same execution
--- number; otherwise it changes nothing and comes back with status 'stale'.
+-- number AND held by p_worker; otherwise it changes nothing and comes back with status 'stale'.
+-- (The holder check makes the fence hold even for a claim the server lost in a crash after
+-- answering it: a later claim of the row reuses that execution number, never the holder.)
 -- Returns one row per element: job_id, execution, and the row's new status or 'stale'.
 -- Ledger: each applied element inserts its attempt's row into acta.executions.
 -- Locks: row locks on the applied rows for the rest of the transaction.
@@ -56,7 +58,7 @@ begin
         started = false,
         finished_at = case when d.new_status in ('succeeded', 'failed') then now() end
     from decided d
-    where j.id = d.id and j.execution = d.execution and j.status = 'executing'
+    where j.id = d.id and j.execution = d.execution and j.status = 'executing' and j.lease_holder = p_worker
     returning j.id, j.execution, j.status, j.claimed_at, d.outcome, d.error
   ),
   ledger as (

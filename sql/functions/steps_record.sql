@@ -1,7 +1,8 @@
--- acta.record_step: record a step's result for the attempt that ran it, fenced by (job, execution).
+-- acta.record_step: record a step's result for the attempt that ran it, fenced by
+-- (job, execution, holder).
 --
 -- Contract: the step (p_job_id, p_name) is recorded with p_result only if the job row is still
--- Executing with execution = p_execution (the attempt still owns the job). Returns one row:
+-- Executing with execution = p_execution and held by p_worker (the attempt still owns the job). Returns one row:
 --   recorded -> this call wrote it; result = p_result;
 --   exists   -> an earlier attempt recorded it first; result = the recorded result (use it);
 --   stale    -> the attempt no longer owns the job (recovered, fenced): nothing written; the
@@ -9,7 +10,11 @@
 -- Locks: FOR SHARE on the job row for the rest of the transaction, so recovery (SKIP LOCKED)
 -- and a completion cannot move the row between the fence check and the insert.
 -- Steps are unique per (job, name): a recorded step never runs again (DESIGN.md, delivery).
+-- The first form, before the holder joined the fence (only ever in development databases).
+drop function if exists acta.record_step(bigint, integer, text, jsonb);
+
 create or replace function acta.record_step(
+  p_worker    uuid,
   p_job_id    bigint,
   p_execution integer,
   p_name      text,
@@ -21,7 +26,7 @@ declare
   v_result jsonb;
 begin
   perform 1 from acta.jobs j
-  where j.id = p_job_id and j.execution = p_execution and j.status = 'executing'
+  where j.id = p_job_id and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
   for share;
   if not found then
     return query select 'stale'::text, null::jsonb;

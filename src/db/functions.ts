@@ -15,7 +15,7 @@ export const SIGNATURES = {
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[]',
   stop_worker: 'p_worker uuid',
-  record_step: 'p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
+  record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
 } as const;
 
 /** Job ids are PostgreSQL bigint, carried as decimal strings (pg returns int8 as string). */
@@ -199,10 +199,13 @@ export interface StepRecord {
 }
 
 /** acta.record_step: record a step for the attempt (job, execution), fenced. `resultJson` is checked JSON text. */
-export async function recordStep(q: Queryable, args: { jobId: JobId; execution: number; name: string; resultJson: string }): Promise<StepRecord> {
+export async function recordStep(
+  q: Queryable,
+  args: { workerId: string; jobId: JobId; execution: number; name: string; resultJson: string },
+): Promise<StepRecord> {
   const { rows } = await q.query<{ status: StepRecord['status']; result: unknown }>(
-    'select * from acta.record_step($1, $2, $3, $4::jsonb)',
-    [args.jobId, args.execution, args.name, args.resultJson],
+    'select * from acta.record_step($1, $2, $3, $4, $5::jsonb)',
+    [args.workerId, args.jobId, args.execution, args.name, args.resultJson],
   );
   return rows[0];
 }

@@ -52,6 +52,18 @@ test('the claim moves the row straight to Executing: execution + 1, lease on the
   expect(again.nextDueInMs).toBeNull();
 });
 
+test('a completion with the right execution from another worker changes nothing: the fence is (job, execution, holder)', async () => {
+  // The case it guards: a claim the server lost in a crash after answering it. The row's next
+  // claim reuses the execution number, never the holder.
+  const { id, execution } = await enqueueAndClaim();
+  const before = await jobRow(id);
+  const acks = await completeExecutions(db, randomUUID(), [success(id, execution)]);
+  expect(acks).toEqual([{ id, execution, status: 'stale' }]);
+  expect(await jobRow(id)).toEqual(before);
+  expect(await executions(id)).toEqual([]);
+  expect(await completeExecutions(db, worker, [success(id, execution)])).toEqual([{ id, execution, status: 'succeeded' }]);
+});
+
 test('a completion carrying a wrong execution number changes nothing and is reported stale', async () => {
   const { id, execution } = await enqueueAndClaim();
   const before = await jobRow(id);
