@@ -1,4 +1,5 @@
 import { asyncScheduler, defer, type Observable as Obs, Observable, type SchedulerLike, Subscription } from 'rxjs';
+import { setImmediateScheduler } from '../operators';
 import type { ClaimedRow, ClaimResult } from './db/functions';
 import type { Permits } from './permits';
 
@@ -60,6 +61,10 @@ export interface ClaimerConfig {
  */
 export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
   const scheduler = config.scheduler ?? asyncScheduler;
+  // "One tick later" in real time is the next check phase (setImmediate), not asyncScheduler's
+  // 0 ms, which is a ≥ 1 ms timer: at 8 rows per claim that clamp alone would cap a worker
+  // near 8 000 jobs/s. Under a TestScheduler the tick stays in virtual time.
+  const tickScheduler = scheduler === asyncScheduler ? setImmediateScheduler : scheduler;
   const random = config.random ?? Math.random;
   const { permits } = config;
   return new Observable<ClaimedRow[]>((subscriber) => {
@@ -76,7 +81,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
 
     const setTimer = (ms: number, fn: () => void) => {
       timer?.unsubscribe();
-      timer = scheduler.schedule(() => {
+      timer = (ms === 0 ? tickScheduler : scheduler).schedule(() => {
         timer = null;
         fn();
       }, ms);
