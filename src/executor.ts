@@ -40,6 +40,9 @@ export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<never> {
   return defer(async () => {
     entry.taken = true;
     const completion = await execute(entry, deps);
+    // Superseded by a new claim of the same job (its own claim was lost by the server): it
+    // writes nothing; the new attempt owns the row (Registry.addClaimed).
+    if (!deps.registry.isCurrent(entry)) return;
     entry.state = 'finalizing';
     deps.onOutcome?.(completion);
     deps.hand(completion);

@@ -133,7 +133,7 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
           logger.warn({ jobId: pair.id, execution: pair.execution, state: entry.state }, 'lease lost: cancelling the attempt');
           registry.abort(entry, 'lost');
           // Still in the claimer's hands: no executor will write for it, and the row has moved on.
-          if (!entry.taken) registry.remove(pair.id, pair.execution);
+          if (!entry.taken) registry.remove(entry);
         }
         if (result.recoveryDue) config.startRecovery();
       }),

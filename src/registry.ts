@@ -35,23 +35,35 @@ export class Registry {
     return this.entries.size;
   }
 
-  /** Adds freshly claimed rows in state Claimed with the given deadline. */
+  /**
+   * Adds freshly claimed rows in state Claimed with the given deadline. A row whose job this
+   * worker already holds proves that earlier claim was lost by the server (a crash before its
+   * asynchronous commit was flushed: sql/functions/jobs_claim.sql), and the new claim may carry
+   * the same (job, execution, holder): the old entry is aborted as lost and superseded, and
+   * nothing of it is written (see isCurrent).
+   */
   addClaimed(rows: ClaimedRow[], deadlineAt: number): Entry[] {
     return rows.map((row) => {
+      const previous = this.entries.get(row.id);
+      if (previous) this.abort(previous, 'lost');
       const entry: Entry = { row, state: 'claimed', controller: new AbortController(), deadlineAt, taken: false };
       this.entries.set(row.id, entry);
       return entry;
     });
   }
 
+  /** True while `entry` is the one held for its job (not removed, not superseded by a new claim). */
+  isCurrent(entry: Entry): boolean {
+    return this.entries.get(entry.row.id) === entry;
+  }
+
   get(id: JobId): Entry | undefined {
     return this.entries.get(id);
   }
 
-  /** Removes an entry once its completion has committed (or was fenced out). */
-  remove(id: JobId, execution: number): void {
-    const entry = this.entries.get(id);
-    if (entry && entry.row.execution === execution) this.entries.delete(id);
+  /** Removes an entry once its completion has committed (or was fenced out); a superseded one is already gone. */
+  remove(entry: Entry): void {
+    if (this.isCurrent(entry)) this.entries.delete(entry.row.id);
   }
 
   /** Every entry (a snapshot). */

@@ -35,6 +35,8 @@ export function createStep(db: Queryable, workerId: string, entry: Entry, regist
     entry.controller.signal.throwIfAborted();
     const value = await fn();
     const resultJson = toJsonText(value === undefined ? null : value);
+    // A superseded attempt (its claim was lost by the server) records nothing.
+    entry.controller.signal.throwIfAborted();
     const outcome = await recordStep(db, { workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson });
     if (outcome.status === 'stale') {
       registry.abort(entry, 'lost');

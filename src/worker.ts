@@ -144,9 +144,9 @@ export function createWorker(options: WorkerOptions): Worker {
       metrics.batchSize.observe(batch.length);
       let retried = false;
       for (let i = 0; i < batch.length; i++) {
-        const { row } = batch[i];
+        const { row, entry } = batch[i];
         const ack = acks[i];
-        registry.remove(row.id, row.execution);
+        registry.remove(entry);
         if (!ack || ack.status === 'stale') {
           metrics.completionsStale.inc();
           logger.warn({ jobId: row.id, execution: row.execution, outcome: row.outcome }, 'completion fenced out: the row had moved on');

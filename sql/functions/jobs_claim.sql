@@ -6,6 +6,14 @@
 -- When nothing is claimable it returns exactly one row whose job_id is null and whose
 -- next_due_in_ms is the time until the earliest future row of those definitions is due (null
 -- when there is none), measured on the database clock (DESIGN.md: the claimer's idle sleep).
+-- Durability: the claim commits asynchronously (synchronous_commit = off for its transaction
+-- only), so it does not wait for a WAL flush. If the server crashes before the flush, the claim
+-- is lost although the worker got its answer: exactly DESIGN.md's "a claim whose answer was
+-- lost is treated as a crash right after it". The row comes back Ready with its old execution
+-- number, and the next claim reuses that number under ANOTHER holder; every fenced write
+-- (complete_executions, heartbeat, record_step) checks (job, execution, holder), so the lost
+-- claim's worker can never write for it. Enqueue, completions, step records and heartbeats stay
+-- synchronous: what they acknowledge is durable.
 -- Locks: FOR UPDATE SKIP LOCKED on the rows taken, so concurrent claimers never wait on or
 -- double-take a row. Uses jobs_claim_idx (partial, in claim order): no dependence on statistics.
 create or replace function acta.claim_jobs(
@@ -27,6 +35,7 @@ create or replace function acta.claim_jobs(
 language plpgsql as $$
 #variable_conflict use_column
 begin
+  perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
   return query
   with picked as (
     select j.id
