@@ -6,7 +6,8 @@
 -- namespace (an earlier row, an earlier element of this batch, or a row a concurrent transaction
 -- committed while this insert waited for it) creates nothing and returns that job's id.
 -- Locks: row locks on the inserted rows only; a conflicting key waits for its inserter.
--- Two statements: the insert, then (only for keys that conflicted with a row this insert's
+-- Without any key: one insert (the fast path, no conflict handling). With keys, two statements:
+-- the insert, then (only for keys that conflicted with a row this insert's
 -- snapshot cannot see, i.e. one committed while it waited) a look-up with a fresh snapshot, so an
 -- id is never null under READ COMMITTED. (Under REPEATABLE READ such a conflict is a
 -- serialization failure, raised by PostgreSQL itself.)
@@ -27,8 +28,25 @@ declare
   v_ids     bigint[];
   v_created boolean[];
 begin
+  if not exists (select 1 from unnest(p_idempotency_keys) k where k is not null) then
+    -- No idempotency keys: nothing can conflict. One insert; the ids were drawn in input order.
+    return query
+    with input as (
+      select nextval('acta.jobs_id_seq'::regclass) as new_id, u.*
+      from unnest(p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts)
+        with ordinality as u(definition, payload, priority, run_at, max_attempts, ord)
+    ),
+    inserted as (
+      insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts)
+      overriding system value
+      select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
+             coalesce(i.run_at, now()), coalesce(i.max_attempts, 25)
+      from input i
+    )
+    select i.new_id, true from input i order by i.ord;
+  else
   with input as (
-    select u.*, nextval(pg_get_serial_sequence('acta.jobs', 'id')) as new_id
+    select u.*, nextval('acta.jobs_id_seq'::regclass) as new_id
     from unnest(p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys)
       with ordinality as u(definition, payload, priority, run_at, max_attempts, idempotency_key, ord)
   ),
@@ -60,6 +78,7 @@ begin
   from unnest(v_ids, v_created) with ordinality as r(id, created, ord)
   join unnest(p_idempotency_keys) with ordinality as k(key, ord) on k.ord = r.ord
   order by r.ord;
+  end if;
 
   if exists (select 1 from unnest(p_run_ats) r where r is null or r <= now()) then
     perform pg_notify('acta_jobs', p_namespace);
