@@ -59,14 +59,26 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   }
   entry.state = 'executing';
   const attempt = row.attempts + 1;
-  const logger = deps.logger.child({ jobId: row.id, definition: row.definition, attempt });
+  // Built on first use only: most handlers never log, and a pino child per job is not free.
+  let childLogger: Logger | undefined;
+  const jobLogger = () => (childLogger ??= deps.logger.child({ jobId: row.id, definition: row.definition, attempt }));
   const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
   const timeout = deps.scheduler.schedule(() => deps.registry.abort(entry, 'timeout'), timeoutMs);
   const { signal } = entry.controller;
   try {
     const value = await untilAborted(
       Promise.resolve().then(() =>
-        definition.handler(row.payload, { signal, jobId: row.id, attempt, execution: row.execution, definition: row.definition, logger, step: deps.stepFor(entry) }),
+        definition.handler(row.payload, {
+          signal,
+          jobId: row.id,
+          attempt,
+          execution: row.execution,
+          definition: row.definition,
+          get logger() {
+            return jobLogger();
+          },
+          step: deps.stepFor(entry),
+        }),
       ),
       signal,
     );
@@ -75,7 +87,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       text = toJsonText(value === undefined ? null : value);
     } catch (err) {
       // A result that cannot be stored fails its job without retry (DEVELOPERS.md, bad input).
-      logger.error({ err }, 'result cannot be stored: job fails without retry');
+      jobLogger().error({ err }, 'result cannot be stored: job fails without retry');
       return complete(entry, 'failed_final', null, errorJson(err, 'UnstorableResult'), 0);
     }
     return complete(entry, 'succeeded', text, null, 0);
@@ -86,11 +98,11 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     if (!aborted && !(err instanceof Error)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
       // retry, with a readable error describing the value (issue 4).
-      logger.error({ thrown: describe(err) }, 'handler threw a non-Error value: job fails without retry');
+      jobLogger().error({ thrown: describe(err) }, 'handler threw a non-Error value: job fails without retry');
       return complete(entry, 'failed_final', null, errorJson(err), 0);
     }
     const reported = aborted ?? err;
-    logger.warn({ err: reported }, 'attempt failed');
+    jobLogger().warn({ err: reported }, 'attempt failed');
     const lastAttempt = attempt >= Math.min(row.maxAttempts, definition.maxAttempts ?? Infinity);
     return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(reported), backoffMs(definition.backoff, attempt));
   } finally {
