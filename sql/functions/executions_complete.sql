@@ -31,35 +31,35 @@ begin
     from unnest(p_ids, p_executions, p_outcomes, p_results, p_errors, p_retry_delays_ms)
       as u(id, execution, outcome, result, error, delay_ms)
   ),
-  decided as (
-    select i.*,
-           case
-             when i.outcome = 'succeeded' then 'succeeded'
-             when i.outcome = 'handed_back' then 'ready'
-             when i.outcome = 'failed' and j.attempts + 1 < j.max_attempts then 'ready'
-             else 'failed'
-           end as new_status
-    from input i
-    join acta.jobs j on j.id = i.id
-  ),
+  -- Driven from the input by primary key, one probe per element: never through the Executing
+  -- rows of the whole fleet (issue 5). In SET, j.* are the row's values before this update.
   done as (
     update acta.jobs j
-    set status = d.new_status,
-        attempts = j.attempts + case when d.outcome = 'handed_back' then 0 else 1 end,
+    set status = case
+                   when i.outcome = 'succeeded' then 'succeeded'
+                   when i.outcome = 'handed_back' then 'ready'
+                   when i.outcome = 'failed' and j.attempts + 1 < j.max_attempts then 'ready'
+                   else 'failed'
+                 end,
+        attempts = j.attempts + case when i.outcome = 'handed_back' then 0 else 1 end,
         run_at = case
-                   when d.outcome = 'handed_back' then now()
-                   when d.new_status = 'ready' then now() + coalesce(d.delay_ms, 0) * interval '1 millisecond'
+                   when i.outcome = 'handed_back' then now()
+                   when i.outcome = 'failed' and j.attempts + 1 < j.max_attempts
+                     then now() + coalesce(i.delay_ms, 0) * interval '1 millisecond'
                    else j.run_at
                  end,
-        result = case when d.outcome = 'succeeded' then d.result else j.result end,
-        error = coalesce(d.error, j.error),
+        result = case when i.outcome = 'succeeded' then i.result else j.result end,
+        error = coalesce(i.error, j.error),
         lease_holder = null,
         lease_expires_at = null,
         started = false,
-        finished_at = case when d.new_status in ('succeeded', 'failed') then now() end
-    from decided d
-    where j.id = d.id and j.execution = d.execution and j.status = 'executing' and j.lease_holder = p_worker
-    returning j.id, j.execution, j.status, j.claimed_at, d.outcome, d.error
+        finished_at = case
+                        when i.outcome in ('succeeded', 'failed_final') then now()
+                        when i.outcome = 'failed' and j.attempts + 1 >= j.max_attempts then now()
+                      end
+    from input i
+    where j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
+    returning j.id, j.execution, j.status, j.claimed_at, i.outcome, i.error
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)

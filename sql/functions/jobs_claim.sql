@@ -47,6 +47,8 @@ begin
     for update skip locked
   ),
   claimed as (
+    -- By primary key from the locked ids: with statistics the planner would otherwise join
+    -- `picked` against a scan of the whole table (issue 5: the plan must not depend on luck).
     update acta.jobs j
     set status = 'executing',
         execution = j.execution + 1,
@@ -54,8 +56,7 @@ begin
         lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
         claimed_at = now(),
         started = false
-    from picked
-    where j.id = picked.id
+    where j.id = any (array(select id from picked))
     returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.priority, j.run_at
   )
   -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.

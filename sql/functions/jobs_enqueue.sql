@@ -22,7 +22,11 @@ create or replace function acta.enqueue_jobs(
   p_max_attempts     integer[],
   p_idempotency_keys text[]
 ) returns table (id bigint, created boolean)
-language plpgsql as $$
+language plpgsql
+-- JIT compiling costs more than it saves on these statements, and misestimated key joins set it
+-- off (bench: 478 ms with JIT, 160 ms without, for 20 000 jobs in the server).
+set jit = off
+as $$
 #variable_conflict use_column
 declare
   v_ids     bigint[];
