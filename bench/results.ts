@@ -1,0 +1,88 @@
+/** The result model shared by the orchestrator, the report and the smoke test. */
+import type { SystemName } from './common';
+
+export type RowSystem = SystemName | 'floor';
+
+export interface ScenarioInfo {
+  id: string;
+  label: string;
+  unit: string;
+  better: 'higher' | 'lower';
+}
+
+/** Every row the bench can produce, in report order. */
+export const SCENARIOS: ScenarioInfo[] = [
+  { id: 'enqueue', label: '1. bulk enqueue, N jobs in one call', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain1-fresh', label: '2. drain, 1 process, fresh table', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain1-analyzed', label: '2. drain, 1 process, after ANALYZE', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain2-fresh', label: '3. drain, 2 processes, fresh table', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain2-analyzed', label: '3. drain, 2 processes, after ANALYZE', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain8-fresh', label: '3. drain, 8 processes, fresh table', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain8-analyzed', label: '3. drain, 8 processes, after ANALYZE', unit: 'jobs/s', better: 'higher' },
+  { id: 'latency-p50', label: '4. latency enqueue→handler start, p50', unit: 'ms', better: 'lower' },
+  { id: 'latency-p99', label: '4. latency enqueue→handler start, p99', unit: 'ms', better: 'lower' },
+  { id: 'xacts-per-job', label: '5. transactions per job, 1 process (drain)', unit: 'tx/job', better: 'lower' },
+  { id: 'idle-xacts', label: 'idle worker, transactions per second', unit: 'tx/s', better: 'lower' },
+  { id: 'memory-rss', label: '6. worker RSS max with a large backlog', unit: 'MiB', better: 'lower' },
+  { id: 'backpressure-claims', label: 'issue 3: claims during a completion stall', unit: 'rows', better: 'lower' },
+  { id: 'floor-enqueue', label: '7. floor: enqueue_jobs in the server', unit: 'jobs/s', better: 'higher' },
+  { id: 'floor-drain-fresh', label: '7. floor: claim+complete loop in the server, fresh table', unit: 'jobs/s', better: 'higher' },
+  { id: 'floor-drain-analyzed', label: '7. floor: claim+complete loop in the server, after ANALYZE', unit: 'jobs/s', better: 'higher' },
+];
+
+export interface Row {
+  scenario: string;
+  system: RowSystem;
+  unit: string;
+  samples: number[];
+  median: number;
+  min: number;
+  max: number;
+  errors: string[];
+}
+
+export interface TargetCheck {
+  target: string;
+  required: string;
+  measured: string;
+  met: boolean | null;
+}
+
+export interface BenchResult {
+  meta: Record<string, unknown>;
+  settings: Record<string, string>;
+  rows: Row[];
+  targets: TargetCheck[];
+  /** Every measurement with its details, in the order taken. */
+  raw: { run: number; scenario: string; system: RowSystem; value?: number; error?: string; details?: unknown }[];
+}
+
+/**
+ * The (scenario, system) rows a complete run must produce for these systems: drains after
+ * ANALYZE, transactions and idle cost only for the PostgreSQL systems; memory and backpressure
+ * only for acta; the floor once.
+ */
+export function expectedRows(systems: readonly SystemName[]): { scenario: string; system: RowSystem }[] {
+  const pg = systems.filter((s) => s !== 'bullmq');
+  const acta = systems.filter((s) => s.startsWith('acta'));
+  const out: { scenario: string; system: RowSystem }[] = [];
+  const add = (scenario: string, list: readonly RowSystem[]) => list.forEach((system) => out.push({ scenario, system }));
+  add('enqueue', systems);
+  for (const p of [1, 2, 8]) {
+    add(`drain${p}-fresh`, systems);
+    add(`drain${p}-analyzed`, pg);
+  }
+  add('latency-p50', systems);
+  add('latency-p99', systems);
+  add('xacts-per-job', pg);
+  add('idle-xacts', pg);
+  add('memory-rss', acta);
+  add('backpressure-claims', acta);
+  if (acta.length > 0) {
+    for (const scenario of ['floor-enqueue', 'floor-drain-fresh', 'floor-drain-analyzed']) add(scenario, ['floor']);
+  }
+  return out;
+}
+
+/** Rows whose value may legitimately be 0 (a count or an idle rate); every other value must be > 0. */
+export const MAY_BE_ZERO = new Set(['idle-xacts', 'backpressure-claims']);

@@ -1,0 +1,415 @@
+/**
+ * The measurements. Each function measures one system once on a fresh store and returns the
+ * sample plus its raw details; the orchestrator repeats and interleaves them.
+ */
+import { type ChildConfig, type SystemName, usesPostgres, poolCap } from './common';
+import { type Admin, connectTo } from './pg';
+import { type ChildHandle, ipcRoundTripMs, killAll, rssMiB, spawnChild, spawnMany, stopAll } from './procs';
+import { now, percentile, sleep } from './stats';
+import type { Store, Stores } from './systems';
+
+export interface Options {
+  jobs: number;
+  latencyJobs: number;
+  latencySpacingMs: number;
+  memoryJobs: number;
+  memorySeconds: number;
+  idleSeconds: number;
+  idleSettleSeconds: number;
+  stallMs: number;
+  backpressureJobs: number;
+  pollMs: number;
+  drainTimeoutMs: number;
+  /** Extra node flags for acta worker processes (profiling). */
+  actaNodeArgs: string[];
+}
+
+export interface Context {
+  admin: Admin;
+  stores: Stores;
+  options: Options;
+}
+
+function nodeArgs(ctx: Context, system: SystemName): string[] {
+  return system.startsWith('acta') ? ctx.options.actaNodeArgs : [];
+}
+
+function childConfigs(store: Store, mode: ChildConfig['mode'], processes: number): ChildConfig[] {
+  return Array.from({ length: processes }, () => ({ ...store.childConfig(), mode, pool: poolCap(store.system, processes) }));
+}
+
+/** Rejects when a worker process fails to start or exits before it is told to stop. */
+function watchFailures(children: ChildHandle[]): { promise: Promise<never>; disarm(): void } {
+  let armed = true;
+  const promise = new Promise<never>((_, reject) => {
+    for (const child of children) {
+      child.started.catch((err: unknown) => armed && reject(err));
+      void child.exited.then((code) => armed && reject(new Error(`worker process ${child.config.system} exited (${code}) during the run\n${child.tail()}`)));
+    }
+  });
+  promise.catch(() => undefined);
+  return {
+    promise,
+    disarm: () => {
+      armed = false;
+    },
+  };
+}
+
+async function withStore<T>(ctx: Context, system: SystemName, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await ctx.stores.create(system);
+  try {
+    return await fn(store);
+  } finally {
+    await store.closeClient().catch(() => undefined);
+    await store.destroy().catch((err) => console.error(`bench: could not drop a store of ${system}: ${err}`));
+  }
+}
+
+/** Scenario 1: one bulk enqueue call of N jobs. */
+export async function measureEnqueue(ctx: Context, system: SystemName) {
+  const n = ctx.options.jobs;
+  return withStore(ctx, system, async (store) => {
+    await store.openClient();
+    const t0 = now();
+    await store.enqueueBulk(n);
+    const ms = now() - t0;
+    return { value: (n * 1000) / ms, raw: { jobs: n, ms } };
+  });
+}
+
+export interface DrainRaw {
+  jobs: number;
+  processes: number;
+  analyzed: boolean;
+  enqueueMs: number;
+  drainMs: number;
+  startMs: number[];
+  completed: number;
+  xactCommits?: number;
+  xactRollbacks?: number;
+  pollerQueries: number;
+  xactsPerJob?: number;
+}
+
+/** Scenarios 2, 3, 5: N queued no-op jobs worked by `processes` worker processes. */
+export async function measureDrain(ctx: Context, system: SystemName, processes: number, analyzed: boolean) {
+  const n = ctx.options.jobs;
+  const pg = usesPostgres(system);
+  return withStore(ctx, system, async (store) => {
+    await store.openClient();
+    const e0 = now();
+    await store.enqueueBulk(n);
+    const enqueueMs = now() - e0;
+    await store.closeClient();
+    if (analyzed) await store.analyze();
+    if (pg) await ctx.admin.waitNoBackends(store.database!);
+    const x0 = pg ? await ctx.admin.xacts(store.database!) : undefined;
+    const poller = await store.openPoller();
+    let children: ChildHandle[] = [];
+    try {
+      children = await spawnMany(childConfigs(store, 'drain', processes), { nodeArgs: nodeArgs(ctx, system) });
+      const failed = watchFailures(children);
+      const tGo = now();
+      for (const child of children) child.send({ type: 'go' });
+      for (;;) {
+        if (!(await Promise.race([poller.busy(n), failed.promise]))) break;
+        if (now() - tGo > ctx.options.drainTimeoutMs) throw new Error(`drain of ${n} jobs not done after ${ctx.options.drainTimeoutMs} ms`);
+        await sleep(ctx.options.pollMs);
+      }
+      const drainMs = now() - tGo;
+      const startMs = await Promise.all(children.map((c) => c.started));
+      failed.disarm();
+      await stopAll(children);
+      await poller.close();
+      const raw: DrainRaw = { jobs: n, processes, analyzed, enqueueMs, drainMs, startMs, completed: 0, pollerQueries: poller.polls };
+      if (pg) {
+        await ctx.admin.waitNoBackends(store.database!);
+        const x1 = await ctx.admin.xacts(store.database!);
+        raw.xactCommits = x1.commit - x0!.commit - poller.polls;
+        raw.xactRollbacks = x1.rollback - x0!.rollback;
+        raw.xactsPerJob = raw.xactCommits / n;
+      }
+      raw.completed = await store.completed(n);
+      if (raw.completed !== n) throw new Error(`drain finished with ${raw.completed} of ${n} jobs completed`);
+      return { value: (n * 1000) / drainMs, raw };
+    } finally {
+      await killAll(children);
+      await poller.close().catch(() => undefined);
+    }
+  });
+}
+
+/** Scenario 4: an idle worker; jobs enqueued one at a time; enqueue→handler-start on the orchestrator's clock. */
+export async function measureLatency(ctx: Context, system: SystemName) {
+  const { latencyJobs, latencySpacingMs } = ctx.options;
+  return withStore(ctx, system, async (store) => {
+    await store.openClient();
+    const [child] = await spawnMany(childConfigs(store, 'latency', 1), { nodeArgs: nodeArgs(ctx, system) });
+    try {
+      const ipcRttMs = await ipcRoundTripMs(child);
+      const sent = new Array<number>(latencyJobs).fill(NaN);
+      const startedAt = new Array<number>(latencyJobs).fill(NaN);
+      const enqueueCallMs: number[] = [];
+      let seen = 0;
+      child.onJob = (k) => {
+        if (k >= 0 && k < latencyJobs && Number.isNaN(startedAt[k])) {
+          startedAt[k] = now();
+          seen++;
+        }
+      };
+      child.send({ type: 'go' });
+      await child.started;
+      await sleep(Math.min(1_500, 250 + latencyJobs * 5)); // let the worker settle into its idle state
+      for (let k = 0; k < latencyJobs; k++) {
+        const t0 = now();
+        sent[k] = t0;
+        await store.enqueueOne(k);
+        enqueueCallMs.push(now() - t0);
+        const wait = t0 + latencySpacingMs - now();
+        if (wait > 0) await sleep(wait);
+      }
+      const deadline = now() + 5_000;
+      while (seen < latencyJobs && now() < deadline) await sleep(10);
+      const latencies = sent.map((t, k) => startedAt[k] - t).filter((x) => Number.isFinite(x));
+      if (latencies.length < latencyJobs) throw new Error(`only ${latencies.length} of ${latencyJobs} jobs started within 5 s`);
+      return {
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
+        raw: {
+          jobs: latencyJobs,
+          spacingMs: latencySpacingMs,
+          ipcRoundTripMs: ipcRttMs,
+          enqueueCallP50Ms: percentile(enqueueCallMs, 50),
+          enqueueCallP99Ms: percentile(enqueueCallMs, 99),
+          latenciesMs: latencies.map((x) => Math.round(x * 1000) / 1000),
+        },
+      };
+    } finally {
+      await stopAll([child]);
+    }
+  });
+}
+
+/** Idle cost: transactions per second of an idle worker, after it settled. */
+export async function measureIdle(ctx: Context, system: SystemName) {
+  const { idleSeconds, idleSettleSeconds } = ctx.options;
+  return withStore(ctx, system, async (store) => {
+    const [child] = await spawnMany(childConfigs(store, 'idle', 1), { nodeArgs: nodeArgs(ctx, system) });
+    try {
+      child.send({ type: 'go' });
+      await child.started;
+      await sleep(idleSettleSeconds * 1000);
+      const x0 = await ctx.admin.xacts(store.database!);
+      const t0 = now();
+      await sleep(idleSeconds * 1000);
+      const x1 = await ctx.admin.xacts(store.database!);
+      const seconds = (now() - t0) / 1000;
+      return { value: (x1.commit - x0.commit) / seconds, raw: { seconds, commits: x1.commit - x0.commit, settleSeconds: idleSettleSeconds } };
+    } finally {
+      await killAll([child]);
+    }
+  });
+}
+
+/**
+ * Flat RSS: the last third's max ≤ 1.1 × the middle third's max. The first third is the warm-up
+ * (V8 grows its heap to its working size in the first 10–20 s); a leak keeps growing after it.
+ */
+export function flatness(rssMiB: number[]): { middleMax: number; lastMax: number; flat: boolean } {
+  const third = Math.max(1, Math.floor(rssMiB.length / 3));
+  const middleMax = Math.max(...rssMiB.slice(third, Math.max(third + 1, 2 * third)));
+  const lastMax = Math.max(...rssMiB.slice(2 * third));
+  return { middleMax, lastMax, flat: lastMax <= middleMax * 1.1 };
+}
+
+/** Inserts `n` due no-op jobs into acta.jobs in one statement (setup only, not measured). */
+async function insertActaJobs(url: string, n: number): Promise<void> {
+  const client = await connectTo(url);
+  try {
+    await client.query(`insert into acta.jobs (namespace, definition, payload) select 'default', 'noop', jsonb_build_object('n', g) from generate_series(1, $1::int) g`, [n]);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Scenario 6: RSS of one acta worker process through a run with a large backlog. */
+export async function measureMemory(ctx: Context, system: SystemName) {
+  const { memoryJobs, memorySeconds } = ctx.options;
+  return withStore(ctx, system, async (store) => {
+    const i0 = now();
+    await insertActaJobs(store.url!, memoryJobs);
+    const insertMs = now() - i0;
+    const poller = await store.openPoller();
+    const [child] = await spawnMany(childConfigs(store, 'drain', 1), { nodeArgs: nodeArgs(ctx, system) });
+    const samples: { t: number; rssMiB: number }[] = [];
+    try {
+      samples.push({ t: 0, rssMiB: rssMiB(child.proc.pid) });
+      const tGo = now();
+      child.send({ type: 'go' });
+      let lastPoll = 0;
+      let drained = false;
+      while (now() - tGo < memorySeconds * 1000) {
+        await sleep(250);
+        samples.push({ t: Math.round(now() - tGo), rssMiB: rssMiB(child.proc.pid) });
+        if (now() - lastPoll > 1_000) {
+          lastPoll = now();
+          if (!(await poller.busy(memoryJobs))) {
+            drained = true;
+            break;
+          }
+        }
+      }
+      const seconds = (now() - tGo) / 1000;
+      await stopAll([child]);
+      const worked = await store.completed(memoryJobs);
+      const rss = samples.slice(1).map((s) => s.rssMiB);
+      const flat = flatness(rss);
+      return {
+        value: Math.max(...rss),
+        raw: {
+          backlog: memoryJobs,
+          insertMs,
+          seconds,
+          drained,
+          worked,
+          jobsPerSecond: worked / seconds,
+          rssBeforeGoMiB: samples[0].rssMiB,
+          rssMinMiB: Math.min(...rss),
+          rssMaxMiB: Math.max(...rss),
+          rssLastMiB: rss[rss.length - 1],
+          middleThirdMaxMiB: flat.middleMax,
+          lastThirdMaxMiB: flat.lastMax,
+          flat: flat.flat,
+          samples,
+        },
+      };
+    } finally {
+      await killAll([child]);
+      await poller.close().catch(() => undefined);
+    }
+  });
+}
+
+/**
+ * Issue 3's backpressure: completion writes stalled by `LOCK TABLE acta.executions IN EXCLUSIVE
+ * MODE` held for stallMs while a backlog waits; claims made during the stall (rows that turned
+ * Executing) must stay bounded by permits + the completed channel, RSS flat, and work resume.
+ */
+export async function measureBackpressure(ctx: Context, system: SystemName, executors: number) {
+  const { backpressureJobs, stallMs } = ctx.options;
+  return withStore(ctx, system, async (store) => {
+    await insertActaJobs(store.url!, backpressureJobs);
+    const [child] = await spawnMany(childConfigs(store, 'drain', 1), { nodeArgs: nodeArgs(ctx, system) });
+    const locker = await connectTo(store.url!, 'acta-bench-locker');
+    const probe = await connectTo(store.url!, 'acta-bench-probe');
+    const count = async (status: string) => Number((await probe.query<{ n: string }>('select count(*) as n from acta.jobs where status = $1', [status])).rows[0].n);
+    try {
+      child.send({ type: 'go' });
+      await child.started;
+      await sleep(Math.min(500, stallMs / 2));
+      const rssBefore = rssMiB(child.proc.pid);
+      const succeededBefore = await count('succeeded');
+      await locker.query('begin');
+      await locker.query('lock table acta.executions in exclusive mode');
+      const e0 = await count('executing');
+      const s0 = await count('succeeded');
+      const rss: number[] = [];
+      const executing: number[] = [];
+      const t0 = now();
+      while (now() - t0 < stallMs) {
+        await sleep(100);
+        rss.push(rssMiB(child.proc.pid));
+        executing.push(await count('executing'));
+      }
+      const e1 = await count('executing');
+      const s1 = await count('succeeded');
+      await locker.query('commit');
+      await sleep(Math.min(1_000, stallMs / 2));
+      const succeededAfter = await count('succeeded');
+      await stopAll([child]);
+      const claims = e1 - e0 + (s1 - s0);
+      const bound = 128 + 2 * executors;
+      return {
+        value: claims,
+        raw: {
+          backlog: backpressureJobs,
+          stallMs,
+          executors,
+          executingAtStallStart: e0,
+          executingAtStallEnd: e1,
+          completedDuringStall: s1 - s0,
+          claimsDuringStall: claims,
+          bound,
+          withinBound: claims <= bound,
+          rssBeforeMiB: rssBefore,
+          rssMaxDuringMiB: Math.max(...rss),
+          executingSamples: executing,
+          succeededBeforeStall: succeededBefore,
+          resumed: succeededAfter > s1,
+          completedInTheSecondAfter: succeededAfter - s1,
+        },
+      };
+    } finally {
+      await locker.query('rollback').catch(() => undefined);
+      await locker.end().catch(() => undefined);
+      await probe.end().catch(() => undefined);
+      await killAll([child]);
+    }
+  });
+}
+
+/**
+ * Scenario 7, the floor: acta's own SQL with no client. Enqueue: one acta.enqueue_jobs call of N
+ * elements built in the server. Drain: a DO block looping claim_jobs(…, 128, …) +
+ * complete_executions(…) until empty, committing per batch; timed by one round trip.
+ */
+export async function measureFloor(ctx: Context, analyzed: boolean) {
+  const n = ctx.options.jobs;
+  return withStore(ctx, 'acta-default', async (store) => {
+    const client = await connectTo(store.url!, 'acta-bench-floor');
+    try {
+      const e0 = now();
+      await client.query(
+        `select count(*) from acta.enqueue_jobs('default',
+           array_fill('noop'::text, array[$1::int]),
+           (select array_agg(jsonb_build_object('n', g)) from generate_series(1, $1::int) g),
+           array_fill(null::int, array[$1::int]), array_fill(null::timestamptz, array[$1::int]),
+           array_fill(null::int, array[$1::int]), array_fill(null::text, array[$1::int]))`,
+        [n],
+      );
+      const enqueueMs = now() - e0;
+      if (analyzed) await client.query('analyze');
+      const d0 = now();
+      await client.query(`
+        do $floor$
+        declare
+          w uuid := gen_random_uuid();
+          ids bigint[];
+          execs integer[];
+        begin
+          loop
+            select array_agg(c.job_id), array_agg(c.execution) into ids, execs
+              from acta.claim_jobs('default', w, array['noop'], 128, 180000) c
+              where c.job_id is not null;
+            exit when ids is null;
+            perform count(*) from acta.complete_executions(w, ids, execs,
+              array_fill('succeeded'::text, array[cardinality(ids)]),
+              array_fill('null'::jsonb, array[cardinality(ids)]),
+              array_fill(null::jsonb, array[cardinality(ids)]),
+              array_fill(0, array[cardinality(ids)]));
+            commit;
+          end loop;
+        end
+        $floor$`);
+      const drainMs = now() - d0;
+      const completed = Number((await client.query<{ n: string }>(`select count(*) as n from acta.jobs where status = 'succeeded'`)).rows[0].n);
+      if (completed !== n) throw new Error(`floor drain completed ${completed} of ${n}`);
+      return { enqueue: (n * 1000) / enqueueMs, drain: (n * 1000) / drainMs, raw: { jobs: n, analyzed, enqueueMs, drainMs, batches: Math.ceil(n / 128) } };
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  });
+}
+
+export { spawnChild };

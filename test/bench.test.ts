@@ -1,0 +1,70 @@
+/**
+ * Smoke test of the benchmark (issue 5): builds bench/, runs `dist/bench/run.js --quick` under the
+ * Node 22 binary the bench uses, for every system and every scenario, against the tests' PostgreSQL
+ * server (ACTA_TEST_DATABASE_URL) and Redis (ACTA_TEST_REDIS_URL), and checks the JSON it writes:
+ * a row per system × scenario, each with finite, positive numbers. No timing is asserted: the
+ * numbers of a quick run on a shared machine mean nothing; this only keeps the bench from rotting.
+ * BullMQ is left out (and the reason printed) only when Redis cannot be reached.
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { SYSTEMS } from '../bench/common';
+import { type BenchResult, expectedRows, MAY_BE_ZERO } from '../bench/results';
+
+const root = path.join(__dirname, '..');
+const node22 = path.join(root, 'node_modules', 'node-22', 'bin', 'node');
+
+function run(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd: root, env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+test('npm run bench --quick: a row per system × scenario, with positive numbers', async () => {
+  expect(fs.existsSync(node22)).toBe(true); // the node-22 devDependency: graphile-worker 0.18 and pg-boss 12 need Node ≥ 22
+
+  const build = await run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'bench/tsconfig.json'], process.env, 60_000);
+  if (build.code !== 0) throw new Error(`bench build failed:\n${build.stdout}\n${build.stderr}`);
+
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-bench-smoke-'));
+  try {
+    const env = {
+      ...process.env,
+      BENCH_DATABASE_URL: process.env.ACTA_TEST_DATABASE_URL,
+      BENCH_REDIS_URL: process.env.ACTA_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    };
+    const bench = await run(node22, ['--disable-warning=ExperimentalWarning', 'dist/bench/run.js', '--quick', '--out', out], env, 85_000);
+    if (bench.code !== 0) throw new Error(`bench --quick failed (${bench.code}):\n${bench.stderr.slice(-4000)}`);
+
+    const result = JSON.parse(fs.readFileSync(path.join(out, 'latest.json'), 'utf8')) as BenchResult;
+    const systems = result.meta.systems as (typeof SYSTEMS)[number][];
+    const skipped = result.meta.skipped as string[];
+    if (skipped.length > 0) console.warn(`bench smoke test: ${skipped.join('; ')}`);
+    // Every peer runs unless its store cannot be reached (only Redis can be missing here).
+    expect(systems).toEqual(SYSTEMS.filter((s) => s !== 'bullmq' || skipped.length === 0));
+
+    const failures = result.raw.filter((r) => r.error).map((r) => `${r.scenario} ${r.system}: ${r.error}`);
+    expect(failures).toEqual([]);
+    for (const { scenario, system } of expectedRows(systems)) {
+      const row = result.rows.find((r) => r.scenario === scenario && r.system === system);
+      expect({ scenario, system, found: row !== undefined }).toEqual({ scenario, system, found: true });
+      expect(row!.samples.length).toBeGreaterThan(0);
+      for (const value of row!.samples) {
+        expect(Number.isFinite(value)).toBe(true);
+        if (MAY_BE_ZERO.has(scenario)) expect(value).toBeGreaterThanOrEqual(0);
+        else expect({ scenario, system, value: value > 0 }).toEqual({ scenario, system, value: true });
+      }
+    }
+    const markdown = fs.readFileSync(path.join(out, 'latest.md'), 'utf8');
+    expect(markdown).toContain('| scenario | unit |');
+    expect(markdown).toContain('## Issue 5 targets');
+    expect(fs.readFileSync(path.join(out, 'latest.svg'), 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+}, 90_000);
