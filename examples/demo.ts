@@ -35,6 +35,8 @@ export interface DemoSummary {
   seconds: number;
   jobsPerSecond: number;
   target: string;
+  /** Stopped by Ctrl-C before every file was hashed. */
+  interrupted: boolean;
 }
 
 /** Runs the demo on `root`; `quiet` drops the progress bar (tests). */
@@ -70,7 +72,14 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
       heartbeatIntervalMs: 2_000, // short lease (8 s): an interrupted run's rows come back quickly
       logger: createLogger({ level: process.env.ACTA_LOG_LEVEL ?? 'warn', pretty: !options.quiet && process.stdout.isTTY }),
     });
-    const stopOnSignal = () => void worker.stop();
+    // Ctrl-C: stop gracefully (running files finish or go back uncharged), leave the progress
+    // loop, and say how to resume; a second Ctrl-C exits at once (the lock is taken over next run).
+    let interrupted = false;
+    const stopOnSignal = () => {
+      interrupted = true;
+      process.once('SIGINT', () => process.exit(130));
+      void worker.stop();
+    };
     process.once('SIGINT', stopOnSignal);
     await worker.start();
 
@@ -89,7 +98,7 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
     const doneBefore = counts.succeeded + counts.failed;
     bar?.start(files.length, doneBefore, { rate: 0 });
     const runStarted = Date.now();
-    while (counts.open > 0) {
+    while (counts.open > 0 && !interrupted) {
       await new Promise((r) => setTimeout(r, 250));
       counts = await count();
       const rate = Math.round((counts.succeeded + counts.failed - doneBefore) / Math.max(0.001, (Date.now() - runStarted) / 1000));
@@ -100,6 +109,10 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
     await worker.stop();
     const seconds = (Date.now() - runStarted) / 1000;
     const ran = counts.succeeded + counts.failed - doneBefore;
+    if (interrupted) {
+      counts = await count();
+      say(`interrupted: ${counts.succeeded + counts.failed} of ${files.length} files done; run the same command again to resume`);
+    }
     const summary: DemoSummary = {
       files: files.length,
       enqueued,
@@ -109,8 +122,9 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
       seconds: (Date.now() - started) / 1000,
       jobsPerSecond: seconds > 0 ? ran / seconds : 0,
       target,
+      interrupted,
     };
-    say(
+    if (!interrupted) say(
       [
         `done: ${summary.succeeded} files hashed, ${summary.failed} failed; this run worked ${ran} jobs in ${seconds.toFixed(2)} s (${Math.round(summary.jobsPerSecond)} jobs/s)`,
         `results are stored in ${target}, table acta.jobs, column result ({ sha256, bytes }); e.g.`,
@@ -126,7 +140,7 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
 if (require.main === module) {
   const root = path.resolve(process.argv[2] ?? path.join(__dirname, '..', '..', 'node_modules'));
   runDemo(root).then(
-    (s) => process.exit(s.failed > 0 ? 2 : 0),
+    (s) => process.exit(s.interrupted ? 130 : s.failed > 0 ? 2 : 0),
     (err) => {
       console.error(err instanceof Error ? `acta demo: ${err.message}` : err);
       process.exit(1);

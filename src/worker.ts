@@ -114,6 +114,8 @@ export function createWorker(options: WorkerOptions): Worker {
   const wakeups = new Subject<void>();
   const healthy = new BehaviorSubject<boolean>(true);
   const stopClaiming = new Subject<void>();
+  /** stop() during start(): ends the registration's retries at once. */
+  const cancelStart = new Subject<void>();
   const stopAll = new Subject<void>();
   const subscriptions: Subscription[] = [];
   let claimInFlight: Promise<unknown> = Promise.resolve();
@@ -242,6 +244,7 @@ export function createWorker(options: WorkerOptions): Worker {
           onRetry: (err, retry, delayMs) => logger.warn({ err, retry, delayMs }, 'worker start: database unavailable; repeating'),
           scheduler,
         }),
+        takeUntil(cancelStart),
       ),
       { defaultValue: undefined },
     );
@@ -358,6 +361,7 @@ export function createWorker(options: WorkerOptions): Worker {
       state = 'stopping';
       stopping = (async () => {
         if (wasStarting) {
+          cancelStart.next();
           await starting?.catch(() => undefined);
           if (registry.size === 0 && subscriptions.length === 0) {
             metricsServer?.close();

@@ -66,6 +66,34 @@ describe('the core flow on PGlite (memory://)', () => {
   });
 });
 
+describe('errors on PGlite', () => {
+  test('a failed query leaves the one session usable: later queries get their own answers, and a refused enqueue writes nothing', async () => {
+    const db = await createPgliteDb({ dataDir: 'memory://' });
+    try {
+      // Before migrating: the enqueue fails inside the database.
+      await expect(createClient({ db }).enqueue('x', {})).rejects.toThrow(/schema "acta" does not exist|acta\.enqueue_jobs/);
+      await migrate(db);
+      await expect(db.query('select * from acta.jobz')).rejects.toThrow(/does not exist/);
+      await expect(db.query('select 1 / $1::int as x', [0])).rejects.toThrow(/division by zero/);
+      expect((await db.query<{ x: number }>('select $1::int + 1 as x', [41])).rows).toEqual([{ x: 42 }]);
+      const worker = createWorker({ db, definitions: [defineJob({ name: 'ok', handler: async (p: { n: number }) => p.n * 2 })], logger: silentLogger, executors: 2 });
+      await worker.start();
+      const client = createClient({ db });
+      const ids = [];
+      for (let n = 1; n <= 3; n++) {
+        await expect(db.query('select * from acta.nope')).rejects.toThrow(/does not exist/);
+        ids.push((await client.enqueue('ok', { n })).id);
+      }
+      await waitFor(async () => (await db.query(`select 1 from acta.jobs where status = 'succeeded'`)).rows.length === 3, 'three jobs to succeed');
+      await worker.stop();
+      const { rows } = await db.query<{ id: string; result: number }>('select id, result from acta.jobs order by id');
+      expect(rows).toEqual(ids.map((id, i) => ({ id, result: (i + 1) * 2 })));
+    } finally {
+      await db.close();
+    }
+  });
+});
+
 describe('the data folder lock', () => {
   const dirs: string[] = [];
   const tempDir = () => {

@@ -1,9 +1,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Pool } from 'pg';
+import type { PGliteInterface } from '@electric-sql/pglite';
 import { DataDirLockedError } from '../errors';
-import type { Db, ListenHandlers } from './Db';
-import { inTransaction } from './pgDb';
+import type { Db, ListenHandlers, Queryable } from './Db';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { prepareValue } = require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown };
 
 /** Options of the embedded default. */
 export interface PgliteDbOptions {
@@ -53,51 +55,64 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** int8 and int8[] as decimal strings, as node-postgres returns them (job ids are bigint). */
+const INT8 = 20;
+const INT8_ARRAY = 1016;
+
 /**
- * The embedded default: PGlite (PostgreSQL in WASM, in-process). Queries go through PGlite's
- * node-postgres adapter, so parameters are serialised exactly as on a server; the adapter has one
- * shared session, so this Db owns one pool of size 1 per instance (shared/TOOLCHAIN.md). LISTEN
- * uses PGlite's own listen(). `onConnect` fires once: an in-process database never disconnects.
+ * Parameters exactly as node-postgres sends them: each value in its text form (pg's own
+ * prepareValue: arrays as array literals, Dates as timestamps, objects as JSON) with type OID 0,
+ * so the server infers each type from the statement. Passing raw values would let PGlite
+ * serialize by type, and JSON text given for a jsonb parameter would be encoded twice.
+ */
+function asPgParams(params: unknown[] | undefined): { values: (string | null)[]; types: number[] } {
+  const values = (params ?? []).map((p) => (p === null || p === undefined ? null : (prepareValue(p) as string | null)));
+  return { values, types: values.map(() => 0) };
+}
+
+/**
+ * The embedded default: PGlite (PostgreSQL in WASM, in-process), through PGlite's own query,
+ * transaction and listen API, which serializes every use of its one session. (Its node-postgres
+ * adapter was used first; after any failed query it answers later queries with other queries'
+ * replies, so it is not used.) `onConnect` fires once: an in-process database never disconnects.
  */
 export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
   const inMemory = options.dataDir.startsWith('memory://');
   const release = inMemory ? () => undefined : lockDataDir(options.dataDir);
   try {
     const { PGlite } = await import('@electric-sql/pglite');
-    const { createPgConfig } = await import('@electric-sql/pglite/node-postgres');
     const pglite = await PGlite.create(inMemory ? options.dataDir : path.resolve(options.dataDir));
-    const pool = new Pool(createPgConfig(pglite) as never);
-    pool.on('error', () => undefined);
-    // PGlite has ONE session: its own LISTEN/UNLISTEN must not interleave with the adapter's
-    // parse/bind/execute messages ("unnamed prepared statement does not exist"), so they run
-    // while holding the pool's only client.
-    const exclusive = async <T>(fn: () => Promise<T>): Promise<T> => {
-      const client = await pool.connect();
-      try {
-        return await fn();
-      } finally {
-        client.release();
-      }
-    };
+    const parsers = { [INT8]: (text: string) => text, [INT8_ARRAY]: (text: string) => parseTextArray(text) };
+    const run = (q: Pick<PGliteInterface, 'query' | 'exec'>) =>
+      async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
+        if (!params || params.length === 0) {
+          // Like node-postgres' simple protocol: text without parameters may hold several
+          // statements (migrations); the rows are the last statement's.
+          const results = await q.exec(text, { parsers });
+          return { rows: (results[results.length - 1]?.rows ?? []) as R[] };
+        }
+        const { values, types } = asPgParams(params);
+        const result = await q.query<R>(text, values, { paramTypes: types, parsers });
+        return { rows: result.rows };
+      };
+    const query = run(pglite);
     const unlistens = new Set<() => Promise<void>>();
     return {
       kind: 'pglite',
-      query: (text, params) => pool.query(text, params as unknown[]) as never,
-      transaction: (fn) => inTransaction(pool, fn),
+      query: query as Db['query'],
+      transaction: (fn) => pglite.transaction((tx) => fn({ query: run(tx) as Queryable['query'] })),
       async listen(channel: string, handlers: ListenHandlers) {
-        const unlisten = await exclusive(() => pglite.listen(channel, (payload) => handlers.onNotify(payload)));
-        const stop = () => exclusive(() => unlisten());
-        unlistens.add(stop);
+        const unlisten = await pglite.listen(channel, (payload) => handlers.onNotify(payload));
+        unlistens.add(unlisten);
         handlers.onConnect?.();
         return async () => {
-          unlistens.delete(stop);
-          await stop();
+          unlistens.delete(unlisten);
+          await unlisten();
         };
       },
       async close() {
-        for (const stop of unlistens) await stop().catch(() => undefined);
+        for (const unlisten of unlistens) await unlisten().catch(() => undefined);
         unlistens.clear();
-        await pool.end();
         await pglite.close();
         release();
       },
@@ -106,4 +121,11 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     release();
     throw err;
   }
+}
+
+/** A one-dimensional PostgreSQL array literal of int8 (`{1,2,NULL}`) as strings. */
+function parseTextArray(text: string): (string | null)[] {
+  const inner = text.slice(1, -1);
+  if (inner === '') return [];
+  return inner.split(',').map((v) => (v === 'NULL' ? null : v));
 }

@@ -134,3 +134,13 @@ describe('in-process stop()', () => {
     expect(ex.rows).toEqual(ids.map((id) => ({ job_id: id, outcome: 'handed_back', charged: false })));
   });
 });
+
+test('SIGTERM while the worker is still retrying its start (database unreachable) exits 0 at once', async () => {
+  const specifier = '../helpers/server.mjs'; // a variable: the import stays native ESM, untyped
+  const { freePort } = (await import(specifier)) as { freePort: () => Promise<number> };
+  const port = await freePort(); // nothing listens there
+  const w = spawnWorker({ dbUrl: `postgres://postgres@127.0.0.1:${port}/none`, events: eventsFile(), args: ['--heartbeat', '1000'] });
+  await w.waitForLog('database unavailable; repeating', 15_000);
+  w.kill('SIGTERM');
+  expect(await exitWithin(w, 10_000)).toEqual({ code: 0, signal: null });
+});
