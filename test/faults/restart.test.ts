@@ -20,7 +20,9 @@ import {
 } from './harness';
 import { waitFor } from '../helpers/wait';
 
-const H = 1000;
+// H = 2 s: a lease (4 H = 8 s) comfortably outlasts the 2.5 s outage plus a slow restart on a
+// loaded machine; with 1 s the worker could rightly give up (no heartbeat for a whole lease).
+const H = 2000;
 const SAFETY_POLL = 5_000;
 let server: FaultServer;
 
