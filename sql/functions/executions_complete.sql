@@ -49,7 +49,8 @@ begin
                    else j.run_at
                  end,
         result = case when i.outcome = 'succeeded' then i.result else j.result end,
-        error = coalesce(i.error, j.error),
+        -- A success clears the last failure's error (every attempt's error stays in acta.executions).
+        error = case when i.outcome = 'succeeded' then null else coalesce(i.error, j.error) end,
         lease_holder = null,
         lease_expires_at = null,
         started = false,

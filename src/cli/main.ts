@@ -3,7 +3,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createClient } from '../client';
 import { connect, describeTarget } from '../db/connect';
 import type { Db } from '../db/Db';
-import { migrate } from '../db/migrator';
+import { assertMigrated, migrate } from '../db/migrator';
 import type { Definition } from '../definition';
 import { ActaError } from '../errors';
 import { createLogger } from '../logger';
@@ -46,7 +46,7 @@ export function program(): Command {
     .description('apply the schema (idempotent; safe to run from many processes at once)')
     .action(async () => {
       const applied = await withDb((db) => migrate(db));
-      console.log(applied.length ? `applied ${applied.length}: ${applied.join(', ')}` : 'schema up to date');
+      console.log(`${applied.length ? `applied ${applied.length}: ${applied.join(', ')}` : 'schema up to date'} (${describeTarget()})`);
     });
 
   cli
@@ -65,14 +65,15 @@ export function program(): Command {
         throw new InvalidArgumentError(`payload is not JSON: ${(err as Error).message}`);
       }
       const runAt = opts.runAt ? new Date(opts.runAt) : undefined;
-      const result = await withDb((db) =>
-        createClient({ db, namespace: opts.namespace }).enqueue(definition, payload, {
+      const result = await withDb(async (db) => {
+        await assertMigrated(db); // a clear "run acta migrate" instead of a missing-schema error
+        return createClient({ db, namespace: opts.namespace }).enqueue(definition, payload, {
           runAt,
           priority: opts.priority,
           maxAttempts: opts.maxAttempts,
           idempotencyKey: opts.idempotencyKey,
-        }),
-      );
+        });
+      });
       console.log(JSON.stringify(result));
     });
 
