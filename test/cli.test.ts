@@ -127,3 +127,12 @@ test('two `acta worker` processes share a batch of jobs, each job succeeds once,
     { payload: { i: 499 }, echoed: { i: 499 } },
   ]);
 });
+
+test('`acta worker` with a missing module or a TypeScript file says so plainly and exits 1', async () => {
+  const missing = await acta(['worker', 'test/fixtures/does-not-exist.js']);
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toMatch(/^acta: no module at .*does-not-exist\.js\n$/);
+  const ts = await acta(['worker', 'examples/hashFile.ts']);
+  expect(ts.code).toBe(1);
+  expect(ts.stderr).toContain('is TypeScript: compile it and give the .js file');
+});

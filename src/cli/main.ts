@@ -18,8 +18,20 @@ const int = (name: string) => (value: string) => {
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
 export function loadDefinitions(modulePath: string): Definition[] {
   const resolved = path.resolve(modulePath);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mod = require(resolved) as Record<string, unknown>;
+  if (/\.[cm]?ts$/.test(resolved)) {
+    throw new ActaError('ACTA_MODULE_NOT_JS', `${modulePath} is TypeScript: compile it and give the .js file (acta worker loads CommonJS JavaScript)`);
+  }
+  let mod: Record<string, unknown>;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    mod = require(resolved) as Record<string, unknown>;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'MODULE_NOT_FOUND' && e.message.includes(resolved)) {
+      throw new ActaError('ACTA_MODULE_NOT_FOUND', `no module at ${resolved}`);
+    }
+    throw err;
+  }
   const isDefinition = (v: unknown): v is Definition =>
     !!v && typeof v === 'object' && typeof (v as Definition).name === 'string' && typeof (v as Definition).handler === 'function';
   const candidates = [mod.definitions, mod.default, (mod.default as Record<string, unknown> | undefined)?.definitions];
