@@ -17,10 +17,11 @@ const sendEmail = defineJob<{ to: string; subject: string }, { messageId: string
 });
 
 async function main(): Promise<void> {
-  const db = await connect({ dataDir: '.acta/quickstart' }); // DATABASE_URL wins when set
+  // DATABASE_URL when set, else PGlite in ./.acta/quickstart (an explicit dataDir would win over DATABASE_URL).
+  const db = await connect(process.env.DATABASE_URL ? {} : { dataDir: '.acta/quickstart' });
   await migrate(db);
 
-  const client = createClient({ db });
+  const client = createClient({ db, definitions: [sendEmail] });
   const { id } = await client.enqueue('send-email', { to: 'ada@example.com', subject: 'hi' }, { idempotencyKey: 'welcome:ada' });
   await client.enqueueMany([
     { definition: 'send-email', payload: { to: 'bob@example.com', subject: 'later' }, runAt: new Date(Date.now() + 1_000) },
