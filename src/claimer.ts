@@ -96,6 +96,13 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
       setTimer(0, tryClaim);
     };
 
+    /** Ready after `ms` (a sleep, a back-off, or the safety poll while collecting), then claims. */
+    const readyAfter = (ms: number) =>
+      setTimer(ms, () => {
+        state = 'ready';
+        tryClaim();
+      });
+
     const tryClaim = () => {
       if (subscriber.closed || state !== 'ready' || timer || !intakeOpen || permits.available < 1) return;
       const asked = permits.takeAll();
@@ -136,10 +143,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
     const onFailed = (asked: number, err: unknown) => {
       permits.giveBack(asked);
       state = 'backoff';
-      setTimer(config.safetyPollMs, () => {
-        state = 'ready';
-        tryClaim();
-      });
+      readyAfter(config.safetyPollMs);
       config.onClaimError?.(err);
     };
 
@@ -155,10 +159,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
         const due = result.nextDueInMs ?? config.safetyPollMs;
         const sleepMs = Math.max(config.pollFloorMs, Math.min(config.safetyPollMs, due)) + random() * config.jitterMs;
         state = 'sleeping';
-        setTimer(sleepMs, () => {
-          state = 'ready';
-          tryClaim();
-        });
+        readyAfter(sleepMs);
         return;
       }
       state = 'collecting';
@@ -171,11 +172,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
       if (wakeupPending || releasedDuringClaim) readyNextTick();
       // Free permits from a partial claim: still collecting; new work is found by a freed permit,
       // a wakeup, or at the latest the safety poll.
-      else
-        setTimer(config.safetyPollMs, () => {
-          state = 'ready';
-          tryClaim();
-        });
+      else readyAfter(config.safetyPollMs);
     };
 
     const releasedSubscription = permits.released$.subscribe(() => {

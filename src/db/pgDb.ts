@@ -14,7 +14,7 @@ export interface PgDbOptions {
 }
 
 /** Runs `fn` in a transaction on a client taken from `pool`. */
-export async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   const client: PoolClient = await pool.connect();
   let broken = false;
   try {
