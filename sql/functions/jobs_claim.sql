@@ -20,8 +20,9 @@
 -- With stale statistics (a table analyzed while nearly empty, then a burst of enqueues) the
 -- planner would rather read every Ready row through jobs_due_idx and sort them all: measured
 -- here at 60,000 queued, 35 ms per claim against 1.2 ms (issue 5). So sorting is disabled while
--- the pick is planned, and put back as it was afterwards (the final ORDER BY of the <= p_limit
--- claimed rows still sorts: it has no other plan).
+-- the pick is planned (the final ORDER BY of the <= p_limit claimed rows still sorts: it has no
+-- other plan). Disabling adds 1e10 to the cost of any plan that sorts, which would set off JIT
+-- compilation (80 ms for a 128-row claim), so JIT is off as well. Both are put back afterwards.
 create or replace function acta.claim_jobs(
   p_namespace   text,
   p_worker      uuid,
@@ -42,10 +43,11 @@ language plpgsql as $$
 #variable_conflict use_column
 declare
   v_enable_sort text := current_setting('enable_sort');
+  v_jit         text := current_setting('jit');
   v_claimed     boolean;
 begin
   perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
-  perform set_config('enable_sort', 'off', true); -- see Plan
+  perform set_config('enable_sort', 'off', true), set_config('jit', 'off', true); -- see Plan
   return query
   with picked as (
     select j.id
@@ -75,7 +77,7 @@ begin
   from claimed c
   order by c.priority desc, c.run_at, c.id;
   v_claimed := found; -- before PERFORM, which sets FOUND itself
-  perform set_config('enable_sort', v_enable_sort, true);
+  perform set_config('enable_sort', v_enable_sort, true), set_config('jit', v_jit, true);
 
   if not v_claimed then
     return query

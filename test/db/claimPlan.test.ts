@@ -27,6 +27,7 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 en
   await db.query('vacuum analyze acta.jobs'); // statistics: every row finished
   await client.enqueueMany(batch()); // the backlog
   const seen = await db.transaction(async (tx) => {
+    const jitBefore = (await tx.query<{ jit: string }>(`select current_setting('jit') as jit`)).rows[0].jit;
     const claim = await claimJobs(tx, { namespace: 'default', workerId: randomUUID(), definitions: ['planned'], limit: 10, leaseMs: 60_000 });
     // This transaction's own index counters (PostgreSQL keeps them per transaction until commit).
     const { rows } = await tx.query<{ claim_scans: string; claim_read: string; due_scans: string; due_read: string; enable_sort: string }>(
@@ -34,15 +35,16 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 en
               pg_stat_get_xact_tuples_returned('acta.jobs_claim_idx'::regclass) as claim_read,
               pg_stat_get_xact_numscans('acta.jobs_due_idx'::regclass) as due_scans,
               pg_stat_get_xact_tuples_returned('acta.jobs_due_idx'::regclass) as due_read,
-              current_setting('enable_sort') as enable_sort`,
+              current_setting('enable_sort') as enable_sort, current_setting('jit') as jit`,
     );
-    return { claimed: claim.rows.map((r) => (r.payload as { i: number }).i), ...rows[0] };
+    return { claimed: claim.rows.map((r) => (r.payload as { i: number }).i), ...rows[0], jitBefore };
   });
   expect(seen.claimed).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   expect(Number(seen.due_scans)).toBe(0);
   expect(Number(seen.due_read)).toBe(0);
   expect(Number(seen.claim_scans)).toBe(1);
   expect(Number(seen.claim_read)).toBeLessThanOrEqual(20);
-  // The setting the plan needed is put back for the rest of the caller's transaction.
+  // The settings the plan needed are put back for the rest of the caller's transaction.
   expect(seen.enable_sort).toBe('on');
+  expect(seen.jit).toBe(seen.jitBefore);
 }, 60_000);
