@@ -93,7 +93,7 @@ function parseArgs(argv: string[]): Args {
       latencySpacingMs: num('latency-spacing', quick ? 10 : 15),
       memoryJobs: num('memory-jobs', quick ? 3_000 : 1_000_000),
       memorySeconds: num('memory-seconds', quick ? 1.5 : 45),
-      idleSeconds: num('idle-seconds', quick ? 0.5 : 15),
+      idleSeconds: num('idle-seconds', quick ? 0.5 : 40), // ±1–2 transactions of statistics lag are ±0.05/s over 40 s (±0.13/s over 15 s)
       idleSettleSeconds: quick ? 0.2 : 3,
       stallMs: num('stall-ms', quick ? 600 : 3_000),
       backpressureJobs: num('backpressure-jobs', quick ? 2_000 : 100_000),
