@@ -30,7 +30,7 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 en
     const jitBefore = (await tx.query<{ jit: string }>(`select current_setting('jit') as jit`)).rows[0].jit;
     const claim = await claimJobs(tx, { namespace: 'default', workerId: randomUUID(), definitions: ['planned'], limit: 10, leaseMs: 60_000 });
     // This transaction's own index counters (PostgreSQL keeps them per transaction until commit).
-    const { rows } = await tx.query<{ claim_scans: string; claim_read: string; due_scans: string; due_read: string; enable_sort: string }>(
+    const { rows } = await tx.query<{ claim_scans: string; claim_read: string; due_scans: string; due_read: string; enable_sort: string; jit: string }>(
       `select pg_stat_get_xact_numscans('acta.jobs_claim_idx'::regclass) as claim_scans,
               pg_stat_get_xact_tuples_returned('acta.jobs_claim_idx'::regclass) as claim_read,
               pg_stat_get_xact_numscans('acta.jobs_due_idx'::regclass) as due_scans,
