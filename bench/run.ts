@@ -93,8 +93,10 @@ function parseArgs(argv: string[]): Args {
       latencySpacingMs: num('latency-spacing', quick ? 10 : 15),
       memoryJobs: num('memory-jobs', quick ? 3_000 : 1_000_000),
       memorySeconds: num('memory-seconds', quick ? 1.5 : 45),
-      idleSeconds: num('idle-seconds', quick ? 0.5 : 40), // ±1–2 transactions of statistics lag are ±0.05/s over 40 s (±0.13/s over 15 s)
-      idleSettleSeconds: quick ? 0.2 : 3,
+      idleSeconds: num('idle-seconds', quick ? 0.5 : 30), // ±1–2 transactions of statistics lag are ±0.07/s over 30 s (±0.13/s over 15 s)
+      // PostgreSQL 15 publishes an idle session's last counters only after 10 s (PGSTAT_IDLE_INTERVAL), or when
+      // it exits: a shorter settle counts the worker's start-up transactions as idle ones.
+      idleSettleSeconds: num('idle-settle', quick ? 0.2 : 12),
       stallMs: num('stall-ms', quick ? 600 : 3_000),
       backpressureJobs: num('backpressure-jobs', quick ? 2_000 : 100_000),
       pollMs: 10,
@@ -349,7 +351,7 @@ function markdown(result: BenchResult): string {
     `- Drain: ${opt.jobs} jobs queued, then the worker process(es) get "go" once loaded; the time runs from "go" (the system's start call is inside it) until the orchestrator's poll (every ${opt.pollMs} ms, one cheap query) sees no job left; every job is then checked completed. "After ANALYZE" ran ANALYZE on the database before "go". Pool per process: the system's own size, capped at ⌊48 / processes⌋ (8 processes: 6).`,
     `- Transactions per job: pg_stat_database.xact_commit of the run's database from before the worker processes start until they have exited (startup and shutdown included), minus the orchestrator's polls, divided by the jobs.`,
     `- Latency: an idle worker, ${opt.latencyJobs} jobs enqueued one at a time ${opt.latencySpacingMs} ms apart; both timestamps on the orchestrator's monotonic clock: before the enqueue call, and when the handler's first act (an IPC message) arrives. That includes the enqueue call itself and one IPC hop (≈ ${Number.isFinite(ipc) ? ipc.toFixed(3) : '?'} ms, half the measured round trip).`,
-    `- Idle: transactions per second of an idle worker's database over ${opt.idleSeconds} s after ${opt.idleSettleSeconds} s of settling (statistics are flushed by each session at most once a second, so ±1–2 transactions).`,
+    `- Idle: transactions per second of an idle worker's database over ${opt.idleSeconds} s after ${opt.idleSettleSeconds} s of settling (each session publishes its counters at most once a second, and an idle session's last ones after 10 s, hence the settle; ±1–2 transactions).`,
     `- Memory: an acta worker with ${opt.memoryJobs.toLocaleString('en-US')} jobs queued (inserted by SQL), its RSS read from /proc every 250 ms for up to ${opt.memorySeconds} s; flat = the last third's max ≤ 1.1 × the middle third's max (the first third is V8's warm-up).`,
     `- Backpressure (issue 3): an acta worker with a backlog; the orchestrator holds LOCK TABLE acta.executions IN EXCLUSIVE MODE for ${opt.stallMs} ms, so complete_executions blocks; claims during the stall = rows turned Executing; bound = 128 + 2 × executors (the completed channel plus the permits).`,
     '- Floor: the same SQL with no client: one acta.enqueue_jobs call of N elements built in the server, and a DO block looping claim_jobs(…, 128, …) + complete_executions(…) committing per batch.',
