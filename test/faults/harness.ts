@@ -71,6 +71,25 @@ export async function startFaultServer(): Promise<FaultServer> {
   };
 }
 
+/**
+ * The lifecycle every fault test file shares: beforeAll starts a server of the file's own,
+ * afterAll kills every worker process still running and destroys the server. The returned
+ * handle is filled in by beforeAll: use it inside tests and hooks.
+ */
+export function useFaultServer(): FaultServer {
+  const server = {} as FaultServer;
+  let started = false;
+  beforeAll(async () => {
+    Object.assign(server, await startFaultServer());
+    started = true;
+  });
+  afterAll(async () => {
+    await killAll();
+    if (started) await server.destroy();
+  });
+  return server;
+}
+
 /** A pino JSON line of a worker process. */
 export interface LogLine {
   level: number;

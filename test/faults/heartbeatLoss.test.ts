@@ -13,25 +13,15 @@ import {
   eventsFile,
   exitWithin,
   expectEachSucceededOnce,
-  type FaultServer,
   jobs,
-  killAll,
   readEvents,
   spawnWorker,
-  startFaultServer,
   waitForStatus,
+  useFaultServer,
 } from './harness';
 
 const H = 500; // lease 2 s
-let server: FaultServer;
-
-beforeAll(async () => {
-  server = await startFaultServer();
-});
-afterAll(async () => {
-  await killAll();
-  await server?.destroy();
-});
+const server = useFaultServer();
 
 test('no heartbeat for a whole lease: handlers aborted, `acta worker` exits 1; the row is recovered later', async () => {
   const events = eventsFile();

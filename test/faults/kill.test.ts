@@ -8,26 +8,16 @@ import {
   eventsFile,
   executions,
   expectEachSucceededOnce,
-  type FaultServer,
   jobs,
-  killAll,
   readEvents,
   spawnWorker,
-  startFaultServer,
   waitForStatus,
+  useFaultServer,
 } from './harness';
 import { waitFor } from '../helpers/wait';
 
 const H = 1000;
-let server: FaultServer;
-
-beforeAll(async () => {
-  server = await startFaultServer();
-});
-afterAll(async () => {
-  await killAll();
-  await server?.destroy();
-});
+const server = useFaultServer();
 
 test('kill -9 mid-job: another worker completes each job after the lease, attempts rise by at most one', async () => {
   const events = eventsFile();

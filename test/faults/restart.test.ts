@@ -9,14 +9,12 @@ import {
   eventsFile,
   expectWakeupsWork,
   expectEachSucceededOnce,
-  type FaultServer,
-  killAll,
   listenConnects,
   sleep,
   spawnWorker,
-  startFaultServer,
   waitForStatus,
   type WorkerProcess,
+  useFaultServer,
 } from './harness';
 import { waitFor } from '../helpers/wait';
 
@@ -24,15 +22,7 @@ import { waitFor } from '../helpers/wait';
 // loaded machine; with 1 s the worker could rightly give up (no heartbeat for a whole lease).
 const H = 2000;
 const SAFETY_POLL = 5_000;
-let server: FaultServer;
-
-beforeAll(async () => {
-  server = await startFaultServer();
-});
-afterAll(async () => {
-  await killAll();
-  await server?.destroy();
-});
+const server = useFaultServer();
 
 test('a server restart mid-run: nothing lost, nothing doubled, workers resume and wakeups return', async () => {
   const events = eventsFile();

@@ -13,24 +13,14 @@ import {
   eventsFile,
   executions,
   exitWithin,
-  type FaultServer,
   jobs,
-  killAll,
   readEvents,
   spawnWorker,
-  startFaultServer,
+  useFaultServer,
 } from './harness';
 
 const H = 1000;
-let server: FaultServer;
-
-beforeAll(async () => {
-  server = await startFaultServer();
-});
-afterAll(async () => {
-  await killAll();
-  await server?.destroy();
-});
+const server = useFaultServer();
 beforeEach(() => server.query('truncate acta.jobs, acta.executions'));
 
 test('SIGTERM: running jobs get the shutdown timeout, then go back uncharged; unclaimed ones stay untouched; exit 0', async () => {

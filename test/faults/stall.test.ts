@@ -9,27 +9,17 @@ import {
   eventsFile,
   executions,
   expectEachSucceededOnce,
-  type FaultServer,
   jobs,
-  killAll,
   readEvents,
   sleep,
   spawnWorker,
-  startFaultServer,
   waitForStatus,
+  useFaultServer,
 } from './harness';
 import { waitFor } from '../helpers/wait';
 
 const H = 1000;
-let server: FaultServer;
-
-beforeAll(async () => {
-  server = await startFaultServer();
-});
-afterAll(async () => {
-  await killAll();
-  await server?.destroy();
-});
+const server = useFaultServer();
 
 test('a worker stalled past its lease: its late completion is fenced out and it aborts its handler', async () => {
   const events = eventsFile();

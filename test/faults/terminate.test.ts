@@ -9,28 +9,18 @@ import {
   eventsFile,
   expectEachSucceededOnce,
   expectWakeupsWork,
-  type FaultServer,
-  killAll,
   listenConnects,
   sleep,
   spawnWorker,
-  startFaultServer,
   waitForStatus,
   type WorkerProcess,
+  useFaultServer,
 } from './harness';
 import { waitFor } from '../helpers/wait';
 
 const H = 1000;
 const SAFETY_POLL = 5_000;
-let server: FaultServer;
-
-beforeAll(async () => {
-  server = await startFaultServer();
-});
-afterAll(async () => {
-  await killAll();
-  await server?.destroy();
-});
+const server = useFaultServer();
 
 const terminateOthers = () =>
   server.query<{ n: string }>(
