@@ -6,6 +6,9 @@ import { Permits } from '../src/permits';
 
 type Cold = <T>(marbles: string, values?: Record<string, T>, error?: unknown) => Observable<T>;
 
+/** DESIGN.md's claimer timing: safety poll 1 s, poll floor 50 ms, idle jitter up to 100 ms. */
+const TIMING = { safetyPollMs: 1_000, pollFloorMs: 50, jitterMs: 100 } as const;
+
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 
 /** One scripted answer of the claim call. `rows`: how many rows it finds ('all': as many as asked). */
@@ -57,9 +60,9 @@ function harness(scheduler: TestScheduler, cold: Cold, options: HarnessOptions) 
     wakeup$: options.wakeup$ ?? NEVER,
     intakeOpen$: options.intakeOpen$ ?? of(true),
     claim,
-    safetyPollMs: options.safetyPollMs ?? 1_000,
-    pollFloorMs: options.pollFloorMs ?? 50,
-    jitterMs: options.jitterMs ?? 100,
+    safetyPollMs: options.safetyPollMs ?? TIMING.safetyPollMs,
+    pollFloorMs: options.pollFloorMs ?? TIMING.pollFloorMs,
+    jitterMs: options.jitterMs ?? TIMING.jitterMs,
     random: options.random ?? (() => 0),
     onClaimError: (err) => claimErrors.push(err),
     scheduler,
@@ -295,9 +298,7 @@ describe('claimer', () => {
             claims.push(scheduler.now());
             return EMPTY;
           },
-          safetyPollMs: 1_000,
-          pollFloorMs: 50,
-          jitterMs: 100,
+          ...TIMING,
           onClaimError: (e) => errors.push(e),
           scheduler,
         }).subscribe();
@@ -449,9 +450,7 @@ describe('claimer', () => {
           claims.push(scheduler.now());
           throw err;
         },
-        safetyPollMs: 1_000,
-        pollFloorMs: 50,
-        jitterMs: 100,
+        ...TIMING,
         onClaimError: (e) => errors.push(e),
         scheduler,
       }).subscribe();
@@ -478,9 +477,7 @@ describe('claimer', () => {
           claimObs = cold<ClaimResult>('----(r|)', { r: { rows: [], nextDueInMs: null } });
           return claimObs;
         },
-        safetyPollMs: 1_000,
-        pollFloorMs: 50,
-        jitterMs: 100,
+        ...TIMING,
         random: () => 0,
         scheduler,
       });
