@@ -13,6 +13,8 @@
 -- Returns one row per element: job_id, execution, and the row's new status or 'stale'.
 -- Ledger: each applied element inserts its attempt's row into acta.executions.
 -- Locks: row locks on the applied rows for the rest of the transaction.
+-- Plan: the rows are found by primary key from p_ids. jobs_lease_idx, which holds every
+-- Executing row of the fleet, is out of this statement's reach by its predicate (migration 0002).
 create or replace function acta.complete_executions(
   p_worker          uuid,
   p_ids             bigint[],
@@ -32,7 +34,7 @@ begin
       as u(id, execution, outcome, result, error, delay_ms)
   ),
   -- Driven from the input by primary key, one probe per element: never through the Executing
-  -- rows of the whole fleet (issue 5). In SET, j.* are the row's values before this update.
+  -- rows of the whole fleet (see Plan). In SET, j.* are the row's values before this update.
   done as (
     update acta.jobs j
     set status = case
@@ -59,7 +61,8 @@ begin
                         when i.outcome = 'failed' and j.attempts + 1 >= j.max_attempts then now()
                       end
     from input i
-    where j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
+    where j.id = any (p_ids) and j.id = i.id and j.execution = i.execution
+      and j.status = 'executing' and j.lease_holder = p_worker
     returning j.id, j.execution, j.status, j.claimed_at, i.outcome, i.error
   ),
   ledger as (

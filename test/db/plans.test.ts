@@ -1,11 +1,13 @@
-// The claim's plan does not depend on statistics (sql/functions/jobs_claim.sql, "Plan"): with
+// The plans of the two calls on every job's path do not depend on statistics.
+//
+// The claim (sql/functions/jobs_claim.sql, "Plan"): with
 // statistics taken while every row was finished and then a backlog enqueued, the pick still walks
 // jobs_claim_idx in claim order and stops after the rows it takes, instead of reading the whole
 // backlog through jobs_due_idx and sorting it (issue 5: 35 ms per claim at 60,000 queued). On
 // PostgreSQL 15 the planner picks that sort from about 20,000 rows of history up.
 import { randomUUID } from 'node:crypto';
 import { createClient, type Db } from '../../src';
-import { claimJobs } from '../../src/db/functions';
+import { claimJobs, completeExecutions } from '../../src/db/functions';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 
 let tdb: TestDatabase;
@@ -48,3 +50,46 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 en
   expect(seen.enable_sort).toBe('on');
   expect(seen.jit).toBe(seen.jitBefore);
 }, 60_000);
+
+// The completion (sql/functions/executions_complete.sql, "Plan"; migration 0002): with many rows
+// Executing under other workers, a batch finds its rows by primary key, never by reading
+// jobs_lease_idx (every Executing row of the fleet; issue 5: 7.5 ms against 1.3 ms per 128-row
+// call at 19,128).
+describe.each([
+  ['never analyzed', false],
+  ['analyzed while nothing was Executing', true],
+])('complete_executions with 5,000 rows Executing elsewhere, statistics %s', (_, analyzeFirst) => {
+  let own: TestDatabase;
+  let odb: Db;
+  beforeAll(async () => {
+    own = await createTestDatabase();
+    odb = own.open();
+  });
+  afterAll(() => own.drop());
+
+  test('finds its 10 rows through the primary key, not jobs_lease_idx', async () => {
+    await createClient({ db: odb }).enqueueMany(Array.from({ length: 5_010 }, (_, i) => ({ definition: 'fenced', payload: { i } })));
+    if (analyzeFirst) await odb.query('vacuum analyze acta.jobs');
+    const others = randomUUID();
+    const mine = randomUUID();
+    await claimJobs(odb, { namespace: 'default', workerId: others, definitions: ['fenced'], limit: 5_000, leaseMs: 60_000 });
+    const claimed = await claimJobs(odb, { namespace: 'default', workerId: mine, definitions: ['fenced'], limit: 10, leaseMs: 60_000 });
+    expect(claimed.rows).toHaveLength(10);
+    const seen = await odb.transaction(async (tx) => {
+      const acks = await completeExecutions(
+        tx,
+        mine,
+        claimed.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded' as const, result: null, error: null, retryDelayMs: 0 })),
+      );
+      const { rows } = await tx.query<{ lease_scans: string; pkey_scans: string }>(
+        `select pg_stat_get_xact_numscans('acta.jobs_lease_idx'::regclass) as lease_scans,
+                pg_stat_get_xact_numscans('acta.jobs_pkey'::regclass) as pkey_scans`,
+      );
+      return { statuses: acks.map((a) => a.status), ...rows[0] };
+    });
+    expect(seen.statuses).toEqual(Array(10).fill('succeeded'));
+    expect(Number(seen.lease_scans)).toBe(0);
+    expect(Number(seen.pkey_scans)).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+});
+
