@@ -13,8 +13,11 @@
 -- Returns one row per element: job_id, execution, and the row's new status or 'stale'.
 -- Ledger: each applied element inserts its attempt's row into acta.executions.
 -- Locks: row locks on the applied rows for the rest of the transaction.
--- Plan: the rows are found by primary key from p_ids. jobs_lease_idx, which holds every
+-- Plan: the rows are found by primary key from the input. jobs_lease_idx, which holds every
 -- Executing row of the fleet, is out of this statement's reach by its predicate (migration 0002).
+-- (Adding `j.id = any (p_ids)` looks like help but is not: plpgsql's generic plan then joined the
+-- input in a nested loop, 128 x 128 comparisons per call, and the in-server drain fell from 54k to
+-- 24k jobs/s.)
 create or replace function acta.complete_executions(
   p_worker          uuid,
   p_ids             bigint[],
@@ -61,8 +64,7 @@ begin
                         when i.outcome = 'failed' and j.attempts + 1 >= j.max_attempts then now()
                       end
     from input i
-    where j.id = any (p_ids) and j.id = i.id and j.execution = i.execution
-      and j.status = 'executing' and j.lease_holder = p_worker
+    where j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
     returning j.id, j.execution, j.status, j.claimed_at, i.outcome, i.error
   ),
   ledger as (
