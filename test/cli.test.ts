@@ -87,6 +87,21 @@ test('`acta enqueue` prints {"id","created"}; an idempotency key repeats the id;
   expect(await count('select count(*) as n from acta.jobs')).toBe(1);
 });
 
+test('`acta enqueue --definitions <module>` refuses a name the module does not define, writing nothing', async () => {
+  const before = await count('select count(*) as n from acta.jobs');
+  const unknown = await acta(['enqueue', 'cli-ehco', '{}', '--definitions', FIXTURE]);
+  expect(unknown.code).toBe(1);
+  expect(unknown.stdout).toBe('');
+  expect(unknown.stderr).toMatch(/^acta: .*cli-ehco/);
+  expect(await count('select count(*) as n from acta.jobs')).toBe(before);
+  const known = await acta(['enqueue', 'cli-echo', '{"k":1}', '--definitions', FIXTURE]);
+  expect(known.code).toBe(0);
+  const { id } = JSON.parse(known.stdout) as { id: string };
+  expect(await count('select count(*) as n from acta.jobs where id = $1', [id])).toBe(1);
+  // cleaned up so the next test's counts start from what they expect
+  await db.query('delete from acta.jobs where id = $1', [id]);
+});
+
 test('two `acta worker` processes share a batch of jobs, each job succeeds once, and SIGTERM makes each exit 0', async () => {
   await db.query('truncate acta.jobs, acta.executions');
   const workers = [startWorker(), startWorker()];

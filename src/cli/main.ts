@@ -69,7 +69,8 @@ export function program(): Command {
     .option('--priority <n>', 'higher runs first', int('priority'))
     .option('--max-attempts <n>', 'attempts before Failed', int('max-attempts'))
     .option('--idempotency-key <key>', 'at most one job per key')
-    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: string; priority?: number; maxAttempts?: number; idempotencyKey?: string }) => {
+    .option('--definitions <module>', "the worker's module: refuse a name it does not define, and take its definition's max attempts")
+    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: string; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string }) => {
       let payload: unknown;
       try {
         payload = JSON.parse(json);
@@ -77,9 +78,10 @@ export function program(): Command {
         throw new InvalidArgumentError(`payload is not JSON: ${(err as Error).message}`);
       }
       const runAt = opts.runAt ? new Date(opts.runAt) : undefined;
+      const definitions = opts.definitions ? loadDefinitions(opts.definitions) : undefined;
       const result = await withDb(async (db) => {
         await assertMigrated(db); // a clear "run acta migrate" instead of a missing-schema error
-        return createClient({ db, namespace: opts.namespace }).enqueue(definition, payload, {
+        return createClient({ db, namespace: opts.namespace, definitions }).enqueue(definition, payload, {
           runAt,
           priority: opts.priority,
           maxAttempts: opts.maxAttempts,
