@@ -181,3 +181,33 @@ test('a job whose runAt is in the future is not claimed before it is due', async
   expect(rows).toEqual([{ on_time: true }]);
   expect(ran).toEqual([now.id, due.id]);
 });
+
+test('a registration whose answer was lost is repeated, and the worker starts (register_worker is repeatable)', async () => {
+  let lost = 0;
+  // The call commits, then the connection drops before the answer arrives.
+  const flaky = new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'query') {
+        return async (text: string, params?: unknown[]) => {
+          const result = await target.query(text, params);
+          if (lost === 0 && text.includes('register_worker')) {
+            lost++;
+            throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+          }
+          return result;
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  }) as Db;
+  const worker = createWorker({ db: flaky, definitions: [defineJob({ name: 'registered', handler: () => undefined })], heartbeatIntervalMs: 400, logger: silentLogger });
+  try {
+    await worker.start();
+    expect(lost).toBe(1);
+    const { rows } = await db.query<{ n: string }>('select count(*) as n from acta.workers where id = $1', [worker.id]);
+    expect(Number(rows[0].n)).toBe(1);
+  } finally {
+    await worker.stop();
+  }
+});
