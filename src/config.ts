@@ -21,10 +21,17 @@ export interface LeaseClock {
 /** Default heartbeat interval H (DESIGN.md): 45 s. */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 45_000;
 
-/** Derives the lease clock from H (ms). Throws ConfigError unless 100 ≤ H ≤ 3 600 000. */
+/** Accepted heartbeat intervals H, ms (inclusive): 100 ms to one hour. */
+export const HEARTBEAT_INTERVAL_RANGE_MS = { min: 100, max: 3_600_000 } as const;
+
+/** The most executors one worker accepts. */
+export const MAX_EXECUTORS = 10_000;
+
+/** Derives the lease clock from H (ms). Throws ConfigError unless H is within HEARTBEAT_INTERVAL_RANGE_MS. */
 export function leaseClock(heartbeatIntervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS): LeaseClock {
-  if (!Number.isFinite(heartbeatIntervalMs) || heartbeatIntervalMs < 100 || heartbeatIntervalMs > 3_600_000) {
-    throw new ConfigError(`heartbeatIntervalMs must be between 100 and 3600000, got ${heartbeatIntervalMs}`);
+  const { min, max } = HEARTBEAT_INTERVAL_RANGE_MS;
+  if (!Number.isFinite(heartbeatIntervalMs) || heartbeatIntervalMs < min || heartbeatIntervalMs > max) {
+    throw new ConfigError(`heartbeatIntervalMs must be between ${min} and ${max}, got ${heartbeatIntervalMs}`);
   }
   const h = heartbeatIntervalMs;
   return {

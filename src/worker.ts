@@ -19,7 +19,7 @@ import {
 } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
 import { claimer } from './claimer';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, leaseClock, PIPELINE, positiveInt } from './config';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, leaseClock, MAX_EXECUTORS, PIPELINE, positiveInt } from './config';
 import type { Db } from './db/Db';
 import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, stopWorker } from './db/functions';
 import { assertMigrated } from './db/migrator';
@@ -96,7 +96,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const names = options.definitions.map((d) => d.name);
   if (names.length === 0) throw new ConfigError('a worker needs at least one definition');
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
-  const executors = positiveInt('executors', options.executors ?? defaultExecutors(), 10_000);
+  const executors = positiveInt('executors', options.executors ?? defaultExecutors(), MAX_EXECUTORS);
   const safetyPollMs = positiveInt('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS);
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
   const clock = leaseClock(options.heartbeatIntervalMs);

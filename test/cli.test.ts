@@ -143,6 +143,19 @@ test('two `acta worker` processes share a batch of jobs, each job succeeds once,
   ]);
 });
 
+test('an option out of range is refused, naming the flag and its range', async () => {
+  const executors = await acta(['worker', FIXTURE, '--executors', '0']);
+  expect(executors.code).toBe(1);
+  expect(executors.stderr).toMatch(/option '--executors <n>' argument '0' is invalid\. must be an integer between 1 and 10000\./);
+  const heartbeat = await acta(['worker', FIXTURE, '--heartbeat', '5']);
+  expect(heartbeat.code).toBe(1);
+  expect(heartbeat.stderr).toMatch(/option '--heartbeat <ms>' argument '5' is invalid\. must be an integer between 100 and 3600000\./);
+  const attempts = await acta(['enqueue', 'cli-echo', '{}', '--max-attempts', '0']);
+  expect(attempts.code).toBe(1);
+  expect(attempts.stderr).toMatch(/option '--max-attempts <n>' argument '0' is invalid\. must be an integer ≥ 1\./);
+  expect(attempts.stdout).toBe('');
+});
+
 test('`acta worker` with a missing module or a TypeScript file says so plainly and exits 1', async () => {
   const missing = await acta(['worker', 'test/fixtures/does-not-exist.js']);
   expect(missing.code).toBe(1);

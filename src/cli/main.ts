@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createClient } from '../client';
+import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS } from '../config';
 import { connect, describeTarget } from '../db/connect';
 import type { Db } from '../db/Db';
 import { assertMigrated, migrate } from '../db/migrator';
@@ -9,11 +10,15 @@ import { ActaError } from '../errors';
 import { createLogger } from '../logger';
 import { createWorker } from '../worker';
 
-const int = (name: string) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError(`${name} must be an integer`);
-  return n;
-};
+/** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
+const int =
+  (min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) =>
+  (value: string) => {
+    const n = Number(value);
+    if (Number.isInteger(n) && n >= min && n <= max) return n;
+    const range = max === Number.MAX_SAFE_INTEGER ? (min === Number.MIN_SAFE_INTEGER ? '' : ` ≥ ${min}`) : ` between ${min} and ${max}`;
+    throw new InvalidArgumentError(`must be an integer${range}.`);
+  };
 
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
 export function loadDefinitions(modulePath: string): Definition[] {
@@ -66,8 +71,8 @@ export function program(): Command {
     .description('enqueue one job; prints its id')
     .option('--namespace <name>', 'queue namespace', 'default')
     .option('--run-at <iso>', 'when the job becomes due (ISO 8601)')
-    .option('--priority <n>', 'higher runs first', int('priority'))
-    .option('--max-attempts <n>', 'attempts before Failed', int('max-attempts'))
+    .option('--priority <n>', 'higher runs first', int())
+    .option('--max-attempts <n>', 'attempts before Failed', int(1))
     .option('--idempotency-key <key>', 'at most one job per key')
     .option('--definitions <module>', "the worker's module: refuse a name it does not define, and take its definition's max attempts")
     .action(async (definition: string, json: string, opts: { namespace: string; runAt?: string; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string }) => {
@@ -95,11 +100,11 @@ export function program(): Command {
     .command('worker <module>')
     .description('run a worker for the job definitions a module exports, until SIGINT/SIGTERM')
     .option('--namespace <name>', 'queue namespace', 'default')
-    .option('--executors <n>', 'executor count N (default 4 per core, 8..64)', int('executors'))
-    .option('--heartbeat <ms>', 'heartbeat interval H in ms (default 45000)', int('heartbeat'))
-    .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int('safety-poll'))
-    .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int('shutdown-timeout'))
-    .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int('metrics-port'))
+    .option('--executors <n>', 'executor count N (default 4 per core, 8..64)', int(1, MAX_EXECUTORS))
+    .option('--heartbeat <ms>', 'heartbeat interval H in ms (default 45000)', int(HEARTBEAT_INTERVAL_RANGE_MS.min, HEARTBEAT_INTERVAL_RANGE_MS.max))
+    .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int(1))
+    .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int(0))
+    .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int(0, 65_535))
     .option('--redis <url>', 'also take wakeups from Redis pub/sub')
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
