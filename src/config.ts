@@ -77,10 +77,10 @@ export function defaultExecutors(cores = os.availableParallelism?.() ?? os.cpus(
   return Math.min(64, Math.max(8, 4 * cores));
 }
 
-/** Validates a positive integer option; throws ConfigError naming the option. */
-export function positiveInt(name: string, value: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (!Number.isInteger(value) || value < 1 || value > max) {
-    throw new ConfigError(`${name} must be an integer between 1 and ${max}, got ${value}`);
+/** Validates an integer option in [min, max]; throws ConfigError naming the option. */
+export function intOption(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got ${value}`);
   }
   return value;
 }

@@ -19,7 +19,7 @@ import {
 } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
 import { claimer } from './claimer';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, leaseClock, MAX_EXECUTORS, PIPELINE, positiveInt } from './config';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, leaseClock, MAX_EXECUTORS, PIPELINE, intOption } from './config';
 import type { Db } from './db/Db';
 import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, stopWorker } from './db/functions';
 import { assertMigrated } from './db/migrator';
@@ -96,9 +96,9 @@ export function createWorker(options: WorkerOptions): Worker {
   const names = options.definitions.map((d) => d.name);
   if (names.length === 0) throw new ConfigError('a worker needs at least one definition');
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
-  const executors = positiveInt('executors', options.executors ?? defaultExecutors(), MAX_EXECUTORS);
-  const safetyPollMs = positiveInt('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS);
-  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  const executors = intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS);
+  const safetyPollMs = intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1);
+  const shutdownTimeoutMs = intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0);
   const clock = leaseClock(options.heartbeatIntervalMs);
   const namespace = options.namespace ?? 'default';
   const scheduler = options.scheduler ?? asyncScheduler;

@@ -161,3 +161,15 @@ test('bad options are refused with ConfigError before anything is written, for t
   expect(await client.enqueueMany([])).toEqual([]);
   expect(await jobCount()).toBe(0);
 });
+
+test('createWorker refuses a setting out of range with ConfigError naming it, before touching the database', () => {
+  const job = defineJob({ name: 'job', handler: () => undefined });
+  const make = (options: Record<string, number>) => () => createWorker({ db, definitions: [job], logger: silentLogger, ...options });
+  expect(make({ executors: 0 })).toThrow(/^executors must be an integer between 1 and 10000, got 0$/);
+  expect(make({ executors: 2.5 })).toThrow(ConfigError);
+  expect(make({ safetyPollMs: 0 })).toThrow(/^safetyPollMs must be an integer between 1 and /);
+  expect(make({ shutdownTimeoutMs: -1 })).toThrow(/^shutdownTimeoutMs must be an integer between 0 and /);
+  expect(make({ shutdownTimeoutMs: Number.NaN })).toThrow(ConfigError);
+  expect(make({ heartbeatIntervalMs: 5 })).toThrow(/^heartbeatIntervalMs must be between 100 and 3600000, got 5$/);
+  expect(make({ shutdownTimeoutMs: 0 })).not.toThrow();
+});
