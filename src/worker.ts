@@ -91,6 +91,9 @@ export interface Worker {
  * Creates a worker: the pipeline of shared/DESIGN.md — permits and wakeups drive the claimer, whose
  * rows go to executors as `mergeMap(run, N)`, whose completions go through the finalizer's bounded
  * buffer into one complete_executions call per batch; the heartbeat renews what the registry holds.
+ * Throws ConfigError, before touching the database, for no or duplicate definitions or a setting
+ * out of range: executors 1..10 000, heartbeatIntervalMs 100..3 600 000, safetyPollMs ≥ 1,
+ * shutdownTimeoutMs ≥ 0 (integers, ms).
  */
 export function createWorker(options: WorkerOptions): Worker {
   const names = options.definitions.map((d) => d.name);
