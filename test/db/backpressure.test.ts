@@ -1,7 +1,7 @@
 import { Client } from 'pg';
-import { createClient, createWorker, defineJob, type Db } from '../../src';
+import { createClient, createWorker, defineJob } from '../../src';
 import { PIPELINE } from '../../src/config';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
@@ -10,13 +10,7 @@ import { waitFor } from '../helpers/wait';
 // another session holds an EXCLUSIVE lock on acta.executions, which every complete_executions
 // call inserts into, so each write waits.
 
-let tdb: TestDatabase;
-let db: Db;
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db, tdb } = useTestDatabase();
 
 const claimed = async () =>
   Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where execution > 0`)).rows[0].n);

@@ -1,17 +1,9 @@
 // Every typed wrapper of src/db/functions.ts held against the live catalog (STYLE.md, SQL): a
 // signature drift between TS and SQL fails here, not in production.
-import type { Db } from '../../src';
 import { SIGNATURES } from '../../src/db/functions';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { useTestDatabase } from '../helpers/db';
 
-let tdb: TestDatabase;
-let db: Db;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db } = useTestDatabase();
 
 test.each(Object.entries(SIGNATURES))('acta.%s has the identity arguments its wrapper sends', async (name, signature) => {
   const { rows } = await db.query<{ args: string }>(

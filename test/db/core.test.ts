@@ -1,18 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { backoffMs, createClient, createWorker, defineJob, InvalidJsonError, UnknownDefinitionError, type Db } from '../../src';
 import { claimJobs } from '../../src/db/functions';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
-let tdb: TestDatabase;
-let db: Db;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
 
 const row = async (id: string) =>

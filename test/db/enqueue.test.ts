@@ -3,18 +3,11 @@
 // at commit).
 import { Client as PgClient } from 'pg';
 import { ConfigError, createClient, createWorker, defineJob, type Db } from '../../src';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
-let tdb: TestDatabase;
-let db: Db;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db, tdb } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
 
 /** A Db whose every query is counted (statements sent by the client). */

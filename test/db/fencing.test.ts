@@ -2,18 +2,11 @@
 // (job_id, execution) fence on every write, the heartbeat's three answers, recovery, and the
 // claim's order. No worker runs here: each step is one call, so every state is exact.
 import { randomUUID } from 'node:crypto';
-import { createClient, type Db } from '../../src';
+import { createClient } from '../../src';
 import { claimJobs, completeExecutions, heartbeat, recoverJobs, type CompletionRow } from '../../src/db/functions';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { useTestDatabase } from '../helpers/db';
 
-let tdb: TestDatabase;
-let db: Db;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
 
 const LEASE_MS = 60_000;

@@ -8,16 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { createClient, type Db, type Queryable } from '../../src';
 import { claimJobs, completeExecutions, heartbeat } from '../../src/db/functions';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db';
 
-let tdb: TestDatabase;
-let db: Db;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-}, 60_000);
-afterAll(() => tdb.drop());
+const { db } = useTestDatabase({ timeoutMs: 60_000 });
 
 const BACKLOG = 20_000;
 

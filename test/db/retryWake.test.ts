@@ -1,5 +1,5 @@
-import { createClient, createWorker, defineJob, type Db } from '../../src';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { createClient, createWorker, defineJob } from '../../src';
+import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
@@ -7,13 +7,7 @@ import { waitFor } from '../helpers/wait';
 // have found nothing due and gone to sleep. The committed retry must wake it: a retry due in
 // 50 ms must not wait for a (here 60 s) safety poll.
 
-let tdb: TestDatabase;
-let db: Db;
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db } = useTestDatabase();
 
 test('a retry due in 50 ms runs without waiting for the safety poll', async () => {
   const boom = defineJob({ name: 'boom', backoff: { delayMs: 50 }, handler: async () => { throw new Error('boom'); } });

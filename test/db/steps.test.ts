@@ -1,15 +1,9 @@
-import { AttemptCancelledError, createClient, createWorker, defineJob, type Db } from '../../src';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { AttemptCancelledError, createClient, createWorker, defineJob } from '../../src';
+import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
-let tdb: TestDatabase;
-let db: Db;
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db } = useTestDatabase();
 
 const status = async (id: string) => (await db.query<{ status: string }>('select status from acta.jobs where id = $1', [id])).rows[0].status;
 

@@ -8,18 +8,11 @@
  *   committed and only its answer was lost.
  */
 import { createClient, createWorker, type Db, defineJob } from '../../src';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
-let tdb: TestDatabase;
-let db: Db;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers'));
 
 interface Row {

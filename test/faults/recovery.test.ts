@@ -5,18 +5,11 @@
  * Expiry is simulated by moving lease_expires_at into the past: the database clock decides.
  */
 import { randomUUID } from 'node:crypto';
-import { createClient, type Db } from '../../src';
+import { createClient } from '../../src';
 import { claimJobs, heartbeat, recoverJobs, registerWorker } from '../../src/db/functions';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import { useTestDatabase } from '../helpers/db';
 
-let tdb: TestDatabase;
-let db: Db;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = tdb.open();
-});
-afterAll(() => tdb.drop());
+const { db } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers'));
 
 const LEASE_MS = 60_000;

@@ -65,3 +65,22 @@ export async function createTestDatabase(options: { migrate?: boolean; server?: 
     },
   };
 }
+
+/**
+ * The lifecycle most database test files share: beforeAll creates a migrated database of the
+ * file's own and opens one Db on it; afterAll drops it. The returned handles are filled in by
+ * beforeAll: use them inside tests and hooks.
+ */
+export function useTestDatabase(options: { timeoutMs?: number } = {}): { db: Db; tdb: TestDatabase } {
+  const tdb = {} as TestDatabase;
+  const db = {} as Db;
+  beforeAll(async () => {
+    Object.assign(tdb, await createTestDatabase());
+    Object.assign(db, tdb.open());
+  }, options.timeoutMs);
+  afterAll(async () => {
+    if (tdb.drop) await tdb.drop();
+  });
+  return { db, tdb };
+}
+
