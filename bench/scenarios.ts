@@ -373,9 +373,8 @@ export async function measureFloor(ctx: Context, analyzed: boolean) {
       await client.query(
         `select count(*) from acta.enqueue_jobs('default',
            array_fill('noop'::text, array[$1::int]),
-           (select array_agg(jsonb_build_object('n', g)) from generate_series(1, $1::int) g),
-           array_fill(null::int, array[$1::int]), array_fill(null::timestamptz, array[$1::int]),
-           array_fill(null::int, array[$1::int]), array_fill(null::text, array[$1::int]))`,
+           (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, $1::int) g),
+           null, null, null, null)`,
         [n],
       );
       const enqueueMs = now() - e0;
@@ -385,19 +384,15 @@ export async function measureFloor(ctx: Context, analyzed: boolean) {
         do $floor$
         declare
           w uuid := gen_random_uuid();
-          ids bigint[];
-          execs integer[];
+          batch jsonb;
         begin
           loop
-            select array_agg(c.job_id), array_agg(c.execution) into ids, execs
-              from acta.claim_jobs('default', w, array['noop'], 128, 180000) c
-              where c.job_id is not null;
-            exit when ids is null;
-            perform count(*) from acta.complete_executions(w, ids, execs,
-              array_fill('succeeded'::text, array[cardinality(ids)]),
-              array_fill('null'::jsonb, array[cardinality(ids)]),
-              array_fill(null::jsonb, array[cardinality(ids)]),
-              array_fill(0, array[cardinality(ids)]));
+            -- The completion batch as the worker sends it: [id, execution, 'succeeded', null, null, 0].
+            select jsonb_agg(jsonb_build_array(j->0, j->3, 'succeeded', null, null, 0)) into batch
+              from acta.claim_jobs('default', w, array['noop'], 128, 180000) c, cast(c.job as jsonb) j
+              where c.job is not null;
+            exit when batch is null;
+            perform acta.complete_executions(w, batch);
             commit;
           end loop;
         end

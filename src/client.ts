@@ -1,5 +1,5 @@
 import type { Db, Queryable } from './db/Db';
-import { enqueueJobs, type JobId } from './db/functions';
+import { enqueueJobs, INT4_MAX, type JobId } from './db/functions';
 import type { Definition } from './definition';
 import { ActaError, ConfigError, UnknownDefinitionError } from './errors';
 import { toJsonText } from './json';
@@ -69,8 +69,6 @@ export interface Client {
    */
   enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
 }
-
-const INT4_MAX = 2_147_483_647;
 
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {

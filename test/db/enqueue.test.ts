@@ -71,6 +71,28 @@ test('enqueueMany is ONE statement, returns results in input order, and resolves
   expect(many.map((r) => byId.get(r.id))).toEqual(Array.from({ length: 2_000 }, (_, i) => i));
 });
 
+test('enqueueMany without keys: options given on some items only land on those items, the rest take the defaults', async () => {
+  const runAt = new Date(Date.now() + 3_600_000);
+  const items = [
+    { definition: 'mixed', payload: 'a' },
+    { definition: 'mixed', payload: { b: ['x', "q\"uote"] }, priority: 5 },
+    { definition: 'mixed', payload: null, runAt },
+    { definition: 'mixed', payload: 4, maxAttempts: 2 },
+  ];
+  const results = await createClient({ db }).enqueueMany(items);
+  expect(results.every((r) => r.created)).toBe(true);
+  const { rows } = await db.query<{ id: string; payload: unknown; priority: number; future: boolean; max_attempts: number }>(
+    `select id, payload, priority, run_at > now() + interval '59 minutes' as future, max_attempts from acta.jobs order by id`,
+  );
+  expect(rows.map((r) => r.id)).toEqual(results.map((r) => r.id));
+  expect(rows.map(({ id: _id, ...r }) => r)).toEqual([
+    { payload: 'a', priority: 0, future: false, max_attempts: 25 },
+    { payload: { b: ['x', 'q"uote'] }, priority: 5, future: false, max_attempts: 25 },
+    { payload: null, priority: 0, future: true, max_attempts: 25 },
+    { payload: 4, priority: 0, future: false, max_attempts: 2 },
+  ]);
+});
+
 test('a key enqueued concurrently by a transaction that commits while this enqueue waits still returns that job id', async () => {
   const client = createClient({ db });
   const tx = new PgClient({ connectionString: tdb.url });

@@ -213,3 +213,29 @@ test('the claim returns its rows in claim order: priority, then due time, then i
     .slice(0, 2000);
   expect(rows.map((r) => r.id)).toEqual(expected);
 });
+
+test('complete_executions stores result and error texts as given (quotes, backslashes, non-ASCII, JSON null) and clamps retry delays to the integer column', async () => {
+  const client = createClient({ db });
+  await client.enqueueMany([1, 2, 3, 4].map((n) => ({ definition: 'fenced', payload: { n } })));
+  const { rows } = await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['fenced'], limit: 10, leaseMs: LEASE_MS });
+  const [a, b, c, d] = [...rows].sort((x, y) => Number(x.id) - Number(y.id));
+  const tricky = { s: 'say "hi"\\n \\ back\u00e9\u{1F600}', list: [1, null, { x: [] }] };
+  const err = JSON.stringify({ name: 'Error', message: 'a "quoted" \\ message' });
+  const acks = await completeExecutions(db, worker, [
+    { id: a.id, execution: 1, outcome: 'succeeded', result: JSON.stringify(tricky), error: null, retryDelayMs: 0 },
+    { id: b.id, execution: 1, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0 },
+    { id: c.id, execution: 1, outcome: 'failed', result: null, error: err, retryDelayMs: Number.NaN },
+    { id: d.id, execution: 1, outcome: 'failed', result: null, error: err, retryDelayMs: 2 ** 40 },
+  ]);
+  expect(acks.map((x) => x.status)).toEqual(['succeeded', 'succeeded', 'ready', 'ready']);
+  const { rows: jobs } = await db.query<{ result: unknown; result_type: string | null; error: unknown; retry_in_s: number }>(
+    `select result, jsonb_typeof(result) as result_type, error, extract(epoch from run_at - now())::float8 as retry_in_s
+       from acta.jobs order by id`,
+  );
+  expect(jobs[0].result).toEqual(tricky);
+  expect(jobs[1].result_type).toBe('null'); // a handler's undefined is stored as JSON null, not SQL NULL
+  expect(jobs[2].error).toEqual(JSON.parse(err));
+  expect(jobs[2].retry_in_s).toBeLessThanOrEqual(0); // NaN delay: 0
+  expect(jobs[3].retry_in_s).toBeGreaterThan(2_147_483 - 60); // clamped to 2^31 - 1 ms (~24.8 days)
+  expect(jobs[3].retry_in_s).toBeLessThan(2_147_484);
+});

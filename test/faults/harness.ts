@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
+import { enqueueJobs } from '../../src/db/functions';
 import { createPgDb } from '../../src/db/pgDb';
 import { migrate } from '../../src/db/migrator';
 import { withDatabase } from '../helpers/db';
@@ -202,18 +203,15 @@ export function readEvents(file: string): FixtureEvent[] {
 
 /** Enqueues `work` jobs in one call; returns their ids in order. */
 export async function enqueueWork(server: FaultServer, payloads: object[], maxAttempts = 25): Promise<string[]> {
-  const rows = await server.query<{ id: string }>(
-    `select id from acta.enqueue_jobs('default', $1, $2::jsonb[], $3, $4, $5, $6)`,
-    [
-      payloads.map(() => 'work'),
-      payloads.map((p) => JSON.stringify(p)),
-      payloads.map(() => null),
-      payloads.map(() => null),
-      payloads.map(() => maxAttempts),
-      payloads.map(() => null),
-    ],
-  );
-  return rows.map((r) => r.id);
+  const results = await enqueueJobs({ query: async <R>(text: string, params?: unknown[]) => ({ rows: await server.query<R>(text, params) }) }, 'default', {
+    definitions: payloads.map(() => 'work'),
+    payloads: payloads.map((p) => JSON.stringify(p)),
+    priorities: payloads.map(() => null),
+    runAts: payloads.map(() => null),
+    maxAttempts: payloads.map(() => maxAttempts),
+    idempotencyKeys: payloads.map(() => null),
+  });
+  return results.map((r) => r.id as string);
 }
 
 export interface JobRow {
