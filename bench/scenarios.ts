@@ -384,15 +384,19 @@ export async function measureFloor(ctx: Context, analyzed: boolean) {
         do $floor$
         declare
           w uuid := gen_random_uuid();
-          batch jsonb;
+          ids bigint[];
+          execs integer[];
         begin
           loop
-            -- The completion batch as the worker sends it: [id, execution, 'succeeded', null, null, 0].
-            select jsonb_agg(jsonb_build_array(j->0, j->3, 'succeeded', null, null, 0)) into batch
-              from acta.claim_jobs('default', w, array['noop'], 128, 180000) c, cast(c.job as jsonb) j
-              where c.job is not null;
-            exit when batch is null;
-            perform acta.complete_executions(w, batch);
+            select array_agg(c.job_id), array_agg(c.execution) into ids, execs
+              from acta.claim_jobs('default', w, array['noop'], 128, 180000) c
+              where c.job_id is not null;
+            exit when ids is null;
+            perform acta.complete_executions(w, ids, execs,
+              array_fill('succeeded'::text, array[cardinality(ids)]),
+              array_fill('null'::jsonb, array[cardinality(ids)]),
+              array_fill(null::jsonb, array[cardinality(ids)]),
+              array_fill(0, array[cardinality(ids)]));
             commit;
           end loop;
         end

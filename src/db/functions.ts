@@ -9,7 +9,8 @@ export const SIGNATURES = {
   enqueue_jobs:
     'p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[]',
   claim_jobs: 'p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer',
-  complete_executions: 'p_worker uuid, p_batch jsonb',
+  complete_executions:
+    'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
   heartbeat: 'p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer',
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[]',
@@ -67,24 +68,32 @@ export interface ClaimResult {
   nextDueInMs: number | null;
 }
 
-/** acta.claim_jobs. Each claimed job comes as one JSON text (see sql/functions/jobs_claim.sql). */
+/** acta.claim_jobs. */
 export async function claimJobs(
   q: Queryable,
   args: { namespace: string; workerId: string; definitions: string[]; limit: number; leaseMs: number },
 ): Promise<ClaimResult> {
-  const { rows } = await q.query<{ job: string | null; next_due_in_ms: number | null }>('select job, next_due_in_ms from acta.claim_jobs($1, $2, $3, $4, $5)', [
-    args.namespace,
-    args.workerId,
-    args.definitions,
-    args.limit,
-    args.leaseMs,
-  ]);
-  if (rows.length === 1 && rows[0].job === null) return { rows: [], nextDueInMs: rows[0].next_due_in_ms };
+  const { rows } = await q.query<{
+    job_id: string | null;
+    definition: string;
+    payload: unknown;
+    execution: number;
+    attempts: number;
+    max_attempts: number;
+    priority: number;
+    next_due_in_ms: number | null;
+  }>('select * from acta.claim_jobs($1, $2, $3, $4, $5)', [args.namespace, args.workerId, args.definitions, args.limit, args.leaseMs]);
+  if (rows.length === 1 && rows[0].job_id === null) return { rows: [], nextDueInMs: rows[0].next_due_in_ms };
   return {
-    rows: rows.map((r) => {
-      const [id, definition, payload, execution, attempts, maxAttempts, priority] = JSON.parse(r.job as string) as [string, string, unknown, number, number, number, number];
-      return { id, definition, payload, execution, attempts, maxAttempts, priority };
-    }),
+    rows: rows.map((r) => ({
+      id: r.job_id as string,
+      definition: r.definition,
+      payload: r.payload,
+      execution: r.execution,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      priority: r.priority,
+    })),
     nextDueInMs: null,
   };
 }
@@ -118,23 +127,20 @@ export const INT4_MAX = 2_147_483_647;
 const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f: 'failed', r: 'ready', x: 'stale' };
 
 /**
- * The JSON text of a batch as complete_executions takes it: `[[id, execution, outcome, result,
- * error, retry delay ms], ...]`, built by joining texts already checked as JSON (no re-encoding).
- * The delay is clamped to 0..2^31-1 ms (a non-finite one is 0): the column is an integer.
+ * acta.complete_executions: the whole batch in one call; acks in batch order. A retry delay is
+ * sent clamped to 0..2^31-1 ms (a non-finite one as 0): the column is an integer, and an
+ * out-of-range value would fail the batch's statement.
  */
-export function completionBatchJson(batch: CompletionRow[]): string {
-  let out = '[';
-  for (let i = 0; i < batch.length; i++) {
-    const c = batch[i];
-    const delay = Number.isFinite(c.retryDelayMs) ? Math.min(INT4_MAX, Math.max(0, Math.round(c.retryDelayMs))) : 0;
-    out += `${i === 0 ? '' : ','}[${JSON.stringify(c.id)},${c.execution},"${c.outcome}",${c.result ?? 'null'},${c.error ?? 'null'},${delay}]`;
-  }
-  return `${out}]`;
-}
-
-/** acta.complete_executions: the whole batch in one call; acks in batch order. */
 export async function completeExecutions(q: Queryable, workerId: string, batch: CompletionRow[]): Promise<CompletionAck[]> {
-  const { rows } = await q.query<{ answer: string }>('select acta.complete_executions($1, $2::jsonb) as answer', [workerId, completionBatchJson(batch)]);
+  const { rows } = await q.query<{ answer: string }>('select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer', [
+    workerId,
+    batch.map((c) => c.id),
+    batch.map((c) => c.execution),
+    batch.map((c) => c.outcome),
+    batch.map((c) => c.result),
+    batch.map((c) => c.error),
+    batch.map((c) => (Number.isFinite(c.retryDelayMs) ? Math.min(INT4_MAX, Math.max(0, Math.round(c.retryDelayMs))) : 0)),
+  ]);
   const answer = rows[0]?.answer ?? '';
   if (answer.length !== batch.length) throw new Error(`complete_executions answered ${answer.length} statuses for ${batch.length} completions`);
   return batch.map((c, i) => ({ id: c.id, execution: c.execution, status: ACK_STATUS[answer[i]] ?? 'stale' }));

@@ -97,7 +97,7 @@ describe('in-process stop()', () => {
       ...db,
       async query<R>(text: string, params?: unknown[]) {
         const result = await db.query<R>(text, params);
-        if (text.includes('acta.claim_jobs') && result.rows.some((r) => (r as { job?: unknown }).job != null)) {
+        if (text.includes('acta.claim_jobs') && result.rows.some((r) => (r as { job_id?: unknown }).job_id != null)) {
           committed();
           await answer;
         }
