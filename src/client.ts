@@ -65,7 +65,9 @@ export interface Client {
   /**
    * Enqueues a batch in ONE statement (and one NOTIFY). All payloads are checked first: one bad
    * payload refuses the whole batch with InvalidJsonError and nothing is written.
-   * Results are in input order.
+   * Results are in input order. The batch's payloads travel as one jsonb value, so together they
+   * must stay under PostgreSQL's 256 MB limit for one jsonb value (else the database refuses the
+   * statement, error 54000, and nothing is written): split larger batches.
    */
   enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
 }
