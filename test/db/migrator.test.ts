@@ -1,6 +1,8 @@
 // The migrator on real PostgreSQL: idempotent, recorded, safe under concurrent starts (advisory
 // lock), and a worker refuses an unmigrated schema with a message saying what to run.
-import { createPgDb, createWorker, defineJob, migrate, SchemaNotMigratedError } from '../../src';
+import { randomUUID } from 'node:crypto';
+import { createClient, createPgDb, createWorker, defineJob, migrate, SchemaNotMigratedError } from '../../src';
+import { claimJobs } from '../../src/db/functions';
 import { assertMigrated, loadSqlFiles } from '../../src/db/migrator';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
@@ -61,4 +63,37 @@ test('a worker refuses to start on an unmigrated database, telling to run `npx a
   } finally {
     await db.close();
   }
+});
+
+test('a schema of 0.1.0 (3821756) upgrades: function files drop the shapes they replaced, and the new ones answer', async () => {
+  const db = (await fresh()).open();
+  await migrate(db);
+  // Put back the previous shapes, as a schema migrated by 0.1.0 had them (the bodies do not
+  // matter here, only the signatures and result types), and mark those files as older.
+  await db.query(`
+    drop function acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[]);
+    create function acta.complete_executions(p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[],
+        p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[])
+      returns table (job_id bigint, execution integer, status text) language sql as 'select null::bigint, null::integer, null::text where false';
+    drop function acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[]);
+    create function acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb[], p_priorities integer[],
+        p_run_ats timestamptz[], p_max_attempts integer[], p_idempotency_keys text[])
+      returns table (id bigint, created boolean) language sql as 'select null::bigint, null::boolean where false';
+    update acta.migrations set checksum = '0.1.0' where name in ('functions/executions_complete.sql', 'functions/jobs_enqueue.sql');
+  `);
+  await expect(assertMigrated(db)).rejects.toThrow(SchemaNotMigratedError);
+  expect((await migrate(db)).sort()).toEqual(['functions/executions_complete.sql', 'functions/jobs_enqueue.sql']);
+  await expect(assertMigrated(db)).resolves.toBeUndefined();
+  const { rows } = await db.query<{ proname: string; n: string }>(
+    `select p.proname, count(*) as n from pg_proc p join pg_namespace s on s.oid = p.pronamespace
+      where s.nspname = 'acta' and p.proname in ('complete_executions', 'enqueue_jobs') group by 1 order by 1`,
+  );
+  expect(rows.map((r) => [r.proname, Number(r.n)])).toEqual([
+    ['complete_executions', 1],
+    ['enqueue_jobs', 1],
+  ]);
+  const [job] = await createClient({ db }).enqueueMany([{ definition: 'upgraded', payload: { ok: true } }]);
+  expect(job.created).toBe(true);
+  const claim = await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['upgraded'], limit: 1, leaseMs: 60_000 });
+  expect(claim.rows.map((r) => r.id)).toEqual([job.id]);
 });
