@@ -52,7 +52,7 @@ export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<never> {
 async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   const { row } = entry;
   const definition = deps.definitions.get(row.definition);
-  if (!definition || entry.controller.signal.aborted || deps.scheduler.now() >= entry.deadlineAt) {
+  if (!definition || entry.aborted || deps.scheduler.now() >= entry.deadlineAt) {
     // Never started: back to Ready, uncharged (an unknown definition cannot happen: the claim
     // asks only for the worker's own definitions).
     return complete(entry, 'handed_back', null, null, 0);
@@ -64,12 +64,13 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   const jobLogger = () => (childLogger ??= deps.logger.child({ jobId: row.id, definition: row.definition, attempt }));
   const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
   const timeout = deps.scheduler.schedule(() => deps.registry.abort(entry, 'timeout'), timeoutMs);
-  const { signal } = entry.controller;
   try {
     const value = await untilAborted(
       Promise.resolve().then(() =>
         definition.handler(row.payload, {
-          signal,
+          get signal() {
+            return entry.controller.signal;
+          },
           jobId: row.id,
           attempt,
           execution: row.execution,
@@ -80,11 +81,11 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
           step: deps.stepFor(entry),
         }),
       ),
-      signal,
+      entry,
     );
     let text: string;
     try {
-      text = toJsonText(value === undefined ? null : value);
+      text = value === undefined || value === null ? 'null' : toJsonText(value);
     } catch (err) {
       // A result that cannot be stored fails its job without retry (DEVELOPERS.md, bad input).
       jobLogger().error({ err }, 'result cannot be stored: job fails without retry');
@@ -123,19 +124,18 @@ function complete(entry: Entry, outcome: CompletionRow['outcome'], result: strin
   };
 }
 
-/** Resolves or rejects with `work`, or rejects as soon as `signal` aborts (a handler that ignores its signal is not waited for; its late write is fenced out). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+/** Resolves or rejects with `work`, or rejects with the cause as soon as `entry` is aborted (a handler that ignores its signal is not waited for; its late write is fenced out). */
+function untilAborted<T>(work: Promise<T>, entry: Entry): Promise<T> {
+  if (entry.abortCause !== undefined) return Promise.reject(entry.abortCause);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
+    entry.onAbort = reject;
     work.then(
       (v) => {
-        signal.removeEventListener('abort', onAbort);
+        entry.onAbort = undefined;
         resolve(v);
       },
       (e) => {
-        signal.removeEventListener('abort', onAbort);
+        entry.onAbort = undefined;
         reject(e);
       },
     );

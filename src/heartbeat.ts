@@ -153,7 +153,7 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
       const elapsed = Math.min(now - lastCheckAt, H / 2);
       lastCheckAt = now;
       for (const entry of registry.snapshot()) {
-        if (entry.state !== 'finalizing' && now >= entry.deadlineAt && !entry.controller.signal.aborted) {
+        if (entry.state !== 'finalizing' && now >= entry.deadlineAt && !entry.aborted) {
           logger.warn({ jobId: entry.row.id, execution: entry.row.execution, state: entry.state }, 'attempt deadline passed: aborting');
           registry.abort(entry, 'deadline');
         }

@@ -148,6 +148,8 @@ export function createWorker(options: WorkerOptions): Worker {
     onWritten: (batch, acks) => {
       metrics.batchSize.observe(batch.length);
       let retried = false;
+      // Counted per batch, not per job: a labelled inc hashes its labels each time.
+      const byOutcome = new Map<string, number>();
       for (let i = 0; i < batch.length; i++) {
         const { row, entry } = batch[i];
         const ack = acks[i];
@@ -156,10 +158,11 @@ export function createWorker(options: WorkerOptions): Worker {
           metrics.completionsStale.inc();
           logger.warn({ jobId: row.id, execution: row.execution, outcome: row.outcome }, 'completion fenced out: the row had moved on');
         } else {
-          metrics.completions.inc({ outcome: row.outcome });
+          byOutcome.set(row.outcome, (byOutcome.get(row.outcome) ?? 0) + 1);
           if (ack.status === 'ready') retried = true; // the next claim then sees its due time (and sleeps only until it)
         }
       }
+      for (const [outcome, n] of byOutcome) metrics.completions.inc({ outcome }, n);
       if (retried) wakeups.next();
     },
   });

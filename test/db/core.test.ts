@@ -204,3 +204,44 @@ test('a registration whose answer was lost is repeated, and the worker starts (r
     await worker.stop();
   }
 });
+
+test('the execution timeout: a handler that ignores its signal is not waited for, one that listens sees the abort, and the attempt fails with AttemptTimeoutError', async () => {
+  const reasons: unknown[] = [];
+  let lateReads = 0;
+  // Ignores its signal and never settles: the executor stops waiting at the timeout.
+  const stuck = defineJob({ name: 'stuck', timeoutMs: 100, maxAttempts: 1, handler: () => new Promise<never>(() => undefined) });
+  // Listens from the start: its signal aborts with the cause as reason.
+  const listening = defineJob({
+    name: 'listening',
+    timeoutMs: 100,
+    maxAttempts: 1,
+    handler: (_p, ctx) =>
+      new Promise<never>((_, reject) => {
+        ctx.signal.addEventListener('abort', () => {
+          reasons.push(ctx.signal.reason);
+          reject(new Error('gave up'));
+        });
+      }),
+  });
+  // Reads its signal only after the timeout fired: it is already aborted.
+  const late = defineJob({
+    name: 'late',
+    timeoutMs: 100,
+    maxAttempts: 1,
+    handler: async (_p, ctx) => {
+      await new Promise((r) => setTimeout(r, 300));
+      if (ctx.signal.aborted && ctx.signal.reason === 'timeout') lateReads++;
+    },
+  });
+  const client = createClient({ db });
+  const ids = await Promise.all(['stuck', 'listening', 'late'].map(async (name) => (await client.enqueue(name, {})).id));
+  const worker = createWorker({ db, definitions: [stuck, listening, late], logger: silentLogger, executors: 4 });
+  await worker.start();
+  await waitFor(async () => (await Promise.all(ids.map(row))).every((r) => r.status === 'failed'), 'three jobs to fail');
+  await waitFor(async () => lateReads === 1, 'the late handler to see its aborted signal');
+  await worker.stop();
+  for (const id of ids) {
+    expect(await row(id)).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'AttemptTimeoutError', message: 'attempt exceeded its timeout of 100 ms' } });
+  }
+  expect(reasons).toEqual(['timeout']);
+});
