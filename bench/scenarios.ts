@@ -371,7 +371,7 @@ export async function measureFloor(ctx: Context, analyzed: boolean) {
     try {
       const e0 = now();
       await client.query(
-        `select count(*) from acta.enqueue_jobs('default',
+        `select created from acta.enqueue_jobs('default',
            array_fill('noop'::text, array[$1::int]),
            (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, $1::int) g),
            null, null, null, null)`,
