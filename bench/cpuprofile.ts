@@ -117,7 +117,9 @@ if (require.main === module) {
   const top = topAt >= 0 ? Number(args[topAt + 1]) : 25;
   const windowAt = args.indexOf('--window');
   const windowUrl = windowAt >= 0 ? args[windowAt + 1] : undefined;
-  const target = args.find((a, i) => !a.startsWith('--') && i !== topAt + 1 && i !== windowAt + 1);
+  // An option's value is not the target (an absent option's index is -1: it excludes nothing).
+  const optionValues = new Set([topAt, windowAt].filter((at) => at >= 0).map((at) => at + 1));
+  const target = args.find((a, i) => !a.startsWith('--') && !optionValues.has(i));
   if (!target) {
     console.error('usage: node dist/bench/cpuprofile.js <file.cpuprofile | dir> [--top 25] [--window src/executor.js]');
     process.exit(2);
