@@ -55,8 +55,8 @@ export interface RedisLike {
 
 /**
  * Wakeups by Redis pub/sub, for setups where NOTIFY does not reach workers (e.g. behind a
- * transaction-pooling proxy). Subscribes on a duplicate of `redis`; emits on each message and on
- * each (re)connect. Never errors.
+ * transaction-pooling proxy). Subscribes on a duplicate of `redis`; emits on each message and,
+ * for a catch-up claim, once the subscription is in effect after each (re)connect. Never errors.
  */
 export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger): Observable<'redis'> {
   return new Observable((subscriber) => {
@@ -65,8 +65,23 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
     sub.on('message', (ch: string) => {
       if (ch === channel) subscriber.next('redis');
     });
-    sub.on('ready', () => subscriber.next('redis'));
-    sub.subscribe(channel).catch((err: unknown) => logger.warn({ err }, 'Redis SUBSCRIBE failed; relying on the safety poll'));
+    // The catch-up wakeup of a (re)connect must come after the SUBSCRIBE is in effect, or a
+    // message published in between is lost and its job waits for the safety poll. ioredis emits
+    // 'ready' before it sends the (re)subscription, so each catch-up waits for a SUBSCRIBE of our
+    // own, answered in order on the same connection (subscribing twice to a channel is harmless).
+    let subscribed = false;
+    const subscribe = (what: string) =>
+      sub.subscribe(channel).then(
+        () => {
+          subscribed = true;
+          subscriber.next('redis');
+        },
+        (err: unknown) => logger.warn({ err }, `Redis SUBSCRIBE ${what} failed; relying on the safety poll`),
+      );
+    sub.on('ready', () => {
+      if (subscribed) void subscribe('after a reconnect');
+    });
+    void subscribe('at start');
     return () => {
       void sub.quit().catch(() => undefined);
     };

@@ -12,7 +12,11 @@ export interface Queryable {
 export interface ListenHandlers {
   /** A NOTIFY arrived on the channel, with its payload. */
   onNotify(payload: string): void;
-  /** The listening connection was (re)established: notifications sent while it was down are lost, so catch up. */
+  /**
+   * The listening connection was (re)established and LISTEN is in effect: notifications sent
+   * while it was down are lost, so catch up (a catch-up made before LISTEN took effect could miss
+   * one sent in between).
+   */
   onConnect?(): void;
   /** The listening connection failed; it reconnects by itself and never gives up. */
   onError?(err: Error): void;

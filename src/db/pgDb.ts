@@ -63,12 +63,21 @@ export function createPgDb(options: PgDbOptions): Db {
         },
       );
       subscriber.notifications.on(channel, (payload: unknown) => handlers.onNotify(typeof payload === 'string' ? payload : String(payload ?? '')));
-      subscriber.events.on('connected', () => handlers.onConnect?.());
+      // onConnect (the caller's catch-up claim) must come after LISTEN is in effect, or a NOTIFY
+      // sent between the catch-up claim and the LISTEN is lost and its job waits for the safety
+      // poll. pg-listen emits 'connected' after re-LISTENing on a reconnect, but on the first
+      // connect BEFORE listenTo has run: that one is replaced by the call after listenTo below.
+      let listening = false;
+      subscriber.events.on('connected', () => {
+        if (listening) handlers.onConnect?.();
+      });
       subscriber.events.on('reconnect', () => undefined);
       subscriber.events.on('error', (err: Error) => handlers.onError?.(err));
       subscribers.add(subscriber);
       await subscriber.connect();
       await subscriber.listenTo(channel);
+      listening = true;
+      handlers.onConnect?.();
       return async () => {
         subscribers.delete(subscriber);
         await subscriber.close().catch(() => undefined);
