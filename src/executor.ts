@@ -1,4 +1,4 @@
-import { defer, type Observable, type SchedulerLike } from 'rxjs';
+import { Observable, type SchedulerLike } from 'rxjs';
 import type { Logger } from 'pino';
 import { PIPELINE } from './config';
 import type { CompletionRow } from './db/functions';
@@ -25,28 +25,46 @@ export interface ExecutorDeps {
   hand: (completion: Completion) => void;
   /** Called when an attempt ends, by outcome (metrics). */
   onOutcome?: (completion: Completion) => void;
-  /** Builds the attempt's `ctx.step` (src/steps.ts). */
+  /** Builds the attempt's `ctx.step` (src/steps.ts); called on the handler's first use of it. */
   stepFor: (entry: Entry) => Step;
+  /**
+   * Called once when the returned Observable ends: completed (after the hand-off), errored, or
+   * unsubscribed (the worker returns the entry's permit here).
+   */
+  settled?: () => void;
 }
 
 /**
  * Runs one entry (shared/DESIGN.md, "Executor"): skips it if its deadline already fired (the row
  * goes back uncharged), runs the handler with an AbortSignal and the definition's timeout, builds
  * the completion record and hands it to the finalizer. The returned Observable never errors: per
- * job, errors are values. The caller returns the permit when it completes, i.e. only after the
- * hand-off.
+ * job, errors are values. `deps.settled` runs when it ends, i.e. only after the hand-off.
+ * (One Observable per job, not defer + from(promise) + finalize: each layer is per-job allocation
+ * and code that a fresh process runs cold; issue 5.)
  */
 export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<never> {
-  return defer(async () => {
+  return new Observable<never>((subscriber) => {
     entry.taken = true;
-    const completion = await execute(entry, deps);
-    // Superseded by a new claim of the same job (its own claim was lost by the server): it
-    // writes nothing; the new attempt owns the row (Registry.addClaimed).
-    if (!deps.registry.isCurrent(entry)) return;
-    entry.state = 'finalizing';
-    deps.onOutcome?.(completion);
-    deps.hand(completion);
-  }) as Observable<never>;
+    execute(entry, deps).then(
+      (completion) => {
+        // Superseded by a new claim of the same job (its own claim was lost by the server): it
+        // writes nothing; the new attempt owns the row (Registry.addClaimed).
+        if (!subscriber.closed && deps.registry.isCurrent(entry)) {
+          try {
+            entry.state = 'finalizing';
+            deps.onOutcome?.(completion);
+            deps.hand(completion);
+          } catch (err) {
+            subscriber.error(err); // e.g. the finalizer is closed: the worker's fatal path
+            return;
+          }
+        }
+        subscriber.complete();
+      },
+      (err: unknown) => subscriber.error(err),
+    );
+    return deps.settled;
+  });
 }
 
 async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
@@ -62,6 +80,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   // Built on first use only: most handlers never log, and a pino child per job is not free.
   let childLogger: Logger | undefined;
   const jobLogger = () => (childLogger ??= deps.logger.child({ jobId: row.id, definition: row.definition, attempt }));
+  let step: Step | undefined;
   const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
   const timeout = deps.scheduler.schedule(() => deps.registry.abort(entry, 'timeout'), timeoutMs);
   try {
@@ -78,7 +97,9 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
           get logger() {
             return jobLogger();
           },
-          step: deps.stepFor(entry),
+          get step() {
+            return (step ??= deps.stepFor(entry));
+          },
         }),
       ),
       entry,

@@ -26,7 +26,7 @@ import { assertMigrated } from './db/migrator';
 import { isTransientDbError } from './db/transient';
 import type { Definition } from './definition';
 import { ConfigError } from './errors';
-import { handBackCompletion, runEntry } from './executor';
+import { handBackCompletion, runEntry, type ExecutorDeps } from './executor';
 import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
 import { createLogger, type Logger } from './logger';
@@ -263,7 +263,15 @@ export function createWorker(options: WorkerOptions): Worker {
     );
     const intakeOpen$ = combineLatest([finalizer.intakeOpen$, healthy]).pipe(map(([room, ok]) => room && ok));
     const claimerLogger = logger.child({ component: 'claimer' });
-    const executorLogger = logger.child({ component: 'executor' });
+    const executorDeps: ExecutorDeps = {
+      definitions,
+      registry,
+      logger: logger.child({ component: 'executor' }),
+      scheduler,
+      hand: (completion) => finalizer.push(completion),
+      stepFor: (entry) => createStep(db, id, entry, registry),
+      settled: () => permits.release(1),
+    };
     const heartbeatLogger = logger.child({ component: 'heartbeat' });
 
     const executors$ = claimer({
@@ -281,15 +289,7 @@ export function createWorker(options: WorkerOptions): Worker {
       mergeMap((rows) => rows),
       mergeMap((row) => {
         const entry = registry.get(row.id);
-        if (!entry) return EMPTY;
-        return runEntry(entry, {
-          definitions,
-          registry,
-          logger: executorLogger,
-          scheduler,
-          hand: (completion) => finalizer.push(completion),
-          stepFor: (entry) => createStep(db, id, entry, registry),
-        }).pipe(finalize(() => permits.release(1)));
+        return entry ? runEntry(entry, executorDeps) : EMPTY;
       }, executors),
     );
 
