@@ -12,6 +12,12 @@ export interface BufferBoundedConfig<T> {
   sizeOf?: (item: T) => number;
   /** Time source (default asyncScheduler); a TestScheduler runs it in virtual time. */
   scheduler?: SchedulerLike;
+  /**
+   * Whether more items may still arrive to fill a batch (default: always). Read when a window
+   * would open and after each item that arrives during one: when it says no, the batch is written
+   * at once, since waiting could only delay it (acta's finalizer: no attempt is still running).
+   */
+  expectMore?: () => boolean;
 }
 
 /**
@@ -20,7 +26,8 @@ export interface BufferBoundedConfig<T> {
  * items or `maxBytes` bytes, and calls `write(batch)`, subscribing to the next write only after
  * the previous one completed. If that first read found a backlog (more than one item waiting) and
  * the batch is not full, it waits up to `maxWaitMs` more to fill it, writing early when it fills;
- * a lone item never waits. An item larger than `maxBytes` is written alone. When the source
+ * a lone item never waits, nor does a backlog when `expectMore` says nothing else can come (the
+ * window ends as soon as it says so). An item larger than `maxBytes` is written alone. When the source
  * completes, everything left is written (no window wait) and then the output completes. Errors of
  * the source or of a write (thrown or emitted) go downstream at once. Emits what the writes emit.
  *
@@ -41,6 +48,7 @@ export interface BufferBoundedConfig<T> {
 export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, config: BufferBoundedConfig<T>): OperatorFunction<T, R> {
   const { maxCount, maxBytes, maxWaitMs } = config;
   const sizeOf = config.sizeOf ?? (() => 0);
+  const expectMore = config.expectMore ?? (() => true);
   const scheduler = config.scheduler ?? asyncScheduler;
   if (!(maxCount >= 1)) throw new RangeError(`maxCount must be ≥ 1, got ${maxCount}`);
   return (source) =>
@@ -97,7 +105,7 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
           if (sourceDone) subscriber.complete();
           return;
         }
-        if (queue.length > 1 && !full() && !sourceDone && maxWaitMs > 0) {
+        if (queue.length > 1 && !full() && !sourceDone && maxWaitMs > 0 && expectMore()) {
           window = scheduler.schedule(() => {
             window = null;
             flush();
@@ -112,7 +120,7 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
           const bytes = sizeOf(item);
           queue.push({ item, bytes });
           queuedBytes += bytes;
-          if (window && full()) flush();
+          if (window && (full() || !expectMore())) flush();
           else pump();
         },
         error: (err) => subscriber.error(err),

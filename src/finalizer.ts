@@ -33,6 +33,12 @@ export interface FinalizerConfig {
   /** After a batch committed (or was fenced out): registry removal, metrics, wakeups. */
   onWritten: (batch: Completion[], acks: CompletionAck[]) => void;
   onRetry?: (err: unknown, retry: number, delayMs: number) => void;
+  /**
+   * Attempts held but not yet handed over, i.e. completions that may still come (worker: the
+   * registry's size minus this finalizer's backlog). When none is left the batch window ends at
+   * once: it exists to gather completions on their way, and none are (default: never 0).
+   */
+  running?: () => number;
 }
 
 /** A batch as written. */
@@ -45,7 +51,8 @@ export interface WrittenBatch {
  * The finalizer (shared/DESIGN.md, "Finalizer"; seed 000): one per worker. Completions wait in
  * the completed channel; `bufferBounded` reads one, then everything already waiting, up to 128
  * completions or 4 MiB of result bytes, waiting up to 50 ms more only when the first read found
- * a backlog (a lone completion is written at once), and hands each batch to ONE
+ * a backlog (a lone completion is written at once) and only while an attempt is still running
+ * (`running`: with none left nothing can fill the batch, e.g. the end of a backlog), and hands each batch to ONE
  * complete_executions call, the next only after the previous one landed.
  *
  * The write repeats until it lands: 1 s, 2 s, 4 s, ... capped at 30 s, each ±25 %; logged as a
@@ -79,6 +86,7 @@ export class Finalizer {
         maxWaitMs: PIPELINE.batchWindowMs,
         sizeOf: (c) => c.bytes,
         scheduler: config.scheduler,
+        expectMore: config.running ? () => config.running!() > 0 : undefined,
       }),
       takeUntil(this.giveUp),
     );

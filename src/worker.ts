@@ -145,6 +145,8 @@ export function createWorker(options: WorkerOptions): Worker {
     scheduler,
     write: (rows) => completeExecutions(db, id, rows),
     onRetry: () => metrics.writeRetries.inc(),
+    // Held and not yet handed over (the registry holds every claim until its completion commits).
+    running: () => registry.size - finalizer.backlog,
     onWritten: (batch, acks) => {
       metrics.batchSize.observe(batch.length);
       let retried = false;

@@ -33,6 +33,8 @@ interface Options {
   /** Decides the error of a call, or undefined for success. */
   fail?: (rows: CompletionRow[], callNumber: number) => unknown;
   random?: () => number;
+  /** Attempts still running, as the worker reports them (default: the option left out). */
+  running?: () => number;
 }
 
 /**
@@ -50,6 +52,7 @@ function harness(scheduler: TestScheduler, cold: Cold, options: Options = {}) {
     logger,
     scheduler,
     random: options.random ?? (() => 0.5),
+    running: options.running,
     write: (rows) => {
       calls.push({ at: scheduler.now(), rows });
       const err = options.fail?.(rows, calls.length);
@@ -143,6 +146,31 @@ describe('Finalizer', () => {
         [53, 2],
         [100, 1],
         [120, 128],
+      ]);
+    });
+  });
+
+  it('skips or ends the window when no attempt is running: nothing could fill the batch (the end of a backlog)', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, flush }) => {
+      let running = 3;
+      const h = harness(scheduler, cold, { running: () => running });
+      const s = h.finalizer.written$.subscribe();
+      pushAt(scheduler, h.finalizer, 0, [completion('a')]);
+      pushAt(scheduler, h.finalizer, 1, [completion('b'), completion('c')]); // backlog at 3, 1 still running: window…
+      scheduler.schedule(() => {
+        running = 0;
+        h.finalizer.push(completion('d')); // …the last one arrives at 10: written then, not at 53
+      }, 10);
+      pushAt(scheduler, h.finalizer, 100, [completion('e')]);
+      pushAt(scheduler, h.finalizer, 101, [completion('f'), completion('g')]); // backlog at 103, none running: no window
+      flush();
+      s.unsubscribe();
+      expect(h.callLog()).toEqual([
+        [0, 1],
+        [10, 3],
+        [100, 1],
+        [103, 2],
       ]);
     });
   });

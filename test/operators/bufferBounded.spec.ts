@@ -167,6 +167,35 @@ describe('bufferBounded', () => {
     });
   });
 
+  it('does not open a window when expectMore says nothing else can come, and ends one as soon as it says so', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ hot, cold, flush }) => {
+      // Never more: the backlog b,c goes as soon as the writer is free; d, alone, after it.
+      const never = recordingWriter(scheduler, cold, 3);
+      hot('abc-d').pipe(bufferBounded(never.write, config(scheduler, { maxCount: 10, expectMore: () => false }))).subscribe();
+      // More until 4: the window opens at 3 and ends when d arrives at 4, not at 8.
+      const until4 = recordingWriter(scheduler, cold, 3);
+      hot('abc-d').pipe(bufferBounded(until4.write, config(scheduler, { maxCount: 10, expectMore: () => scheduler.now() < 4 }))).subscribe();
+      // Always (the default): the window runs out at 8.
+      const always = recordingWriter(scheduler, cold, 3);
+      hot('abc-d').pipe(bufferBounded(always.write, config(scheduler, { maxCount: 10 }))).subscribe();
+      flush();
+      expect(never.starts()).toEqual([
+        [0, 'a'],
+        [3, 'bc'],
+        [6, 'd'],
+      ]);
+      expect(until4.starts()).toEqual([
+        [0, 'a'],
+        [4, 'bcd'],
+      ]);
+      expect(always.starts()).toEqual([
+        [0, 'a'],
+        [8, 'bcd'],
+      ]);
+    });
+  });
+
   it('never holds a lone item: not when the writer is idle, not when it is the only one left after a write', () => {
     const scheduler = newScheduler();
     scheduler.run(({ hot, cold, expectObservable, flush }) => {
