@@ -14,10 +14,13 @@ export interface BufferBoundedConfig<T> {
   scheduler?: SchedulerLike;
   /**
    * Whether more items may still arrive to fill a batch (default: always). Read when a window
-   * would open and after each item that arrives during one: when it says no, the batch is written
-   * at once, since waiting could only delay it (acta's finalizer: no attempt is still running).
+   * would open, after each item that arrives during one, and on each `recheck$` emission: when it
+   * says no, the batch is written at once, since waiting could only delay it (acta's finalizer:
+   * no attempt is running and the last claim came back short).
    */
   expectMore?: () => boolean;
+  /** Emits when what `expectMore` reads may have changed other than by an item arriving. */
+  recheck$?: Observable<unknown>;
 }
 
 /**
@@ -26,7 +29,7 @@ export interface BufferBoundedConfig<T> {
  * items or `maxBytes` bytes, and calls `write(batch)`, subscribing to the next write only after
  * the previous one completed. If that first read found a backlog (more than one item waiting) and
  * the batch is not full, it waits up to `maxWaitMs` more to fill it, writing early when it fills;
- * a lone item never waits, nor does a backlog when `expectMore` says nothing else can come (the
+ * a lone item never waits, nor does a backlog when `expectMore` says nothing else can come (a
  * window ends as soon as it says so). An item larger than `maxBytes` is written alone. When the source
  * completes, everything left is written (no window wait) and then the output completes. Errors of
  * the source or of a write (thrown or emitted) go downstream at once. Emits what the writes emit.
@@ -130,9 +133,13 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
           else pump();
         },
       });
+      const recheckSubscription = config.recheck$?.subscribe(() => {
+        if (window && !expectMore()) flush();
+      });
 
       return () => {
         sourceSubscription.unsubscribe();
+        recheckSubscription?.unsubscribe();
         window?.unsubscribe();
         inner?.unsubscribe();
       };

@@ -34,11 +34,12 @@ export interface FinalizerConfig {
   onWritten: (batch: Completion[], acks: CompletionAck[]) => void;
   onRetry?: (err: unknown, retry: number, delayMs: number) => void;
   /**
-   * Attempts held but not yet handed over, i.e. completions that may still come (worker: the
-   * registry's size minus this finalizer's backlog). When none is left the batch window ends at
-   * once: it exists to gather completions on their way, and none are (default: never 0).
+   * Whether completions may still come to fill a batch (worker: an attempt is running, or the
+   * last claim came back full so the backlog goes on). When not, the batch window ends at once:
+   * it exists to gather completions on their way, and none are (default: always). Read again on
+   * each `recheck()`.
    */
-  running?: () => number;
+  expectMore?: () => boolean;
 }
 
 /** A batch as written. */
@@ -51,8 +52,8 @@ export interface WrittenBatch {
  * The finalizer (shared/DESIGN.md, "Finalizer"; seed 000): one per worker. Completions wait in
  * the completed channel; `bufferBounded` reads one, then everything already waiting, up to 128
  * completions or 4 MiB of result bytes, waiting up to 50 ms more only when the first read found
- * a backlog (a lone completion is written at once) and only while an attempt is still running
- * (`running`: with none left nothing can fill the batch, e.g. the end of a backlog), and hands each batch to ONE
+ * a backlog (a lone completion is written at once) and only while `expectMore` holds (at the end of
+ * a backlog nothing can fill the batch), and hands each batch to ONE
  * complete_executions call, the next only after the previous one landed.
  *
  * The write repeats until it lands: 1 s, 2 s, 4 s, ... capped at 30 s, each ±25 %; logged as a
@@ -73,6 +74,7 @@ export class Finalizer {
   private readonly capacity: number;
   private readonly intake = new BehaviorSubject<boolean>(true);
   private readonly giveUp = new Subject<void>();
+  private readonly rechecks = new Subject<void>();
   readonly intakeOpen$: Observable<boolean> = this.intake.asObservable();
   /** The finalizer's output; subscribe once. Completes after `close()` once everything is written. */
   readonly written$: Observable<WrittenBatch>;
@@ -86,7 +88,8 @@ export class Finalizer {
         maxWaitMs: PIPELINE.batchWindowMs,
         sizeOf: (c) => c.bytes,
         scheduler: config.scheduler,
-        expectMore: config.running ? () => config.running!() > 0 : undefined,
+        expectMore: config.expectMore,
+        recheck$: this.rechecks,
       }),
       takeUntil(this.giveUp),
     );
@@ -102,6 +105,11 @@ export class Finalizer {
     this.pending++;
     this.updateIntake();
     this.channel.next(completion);
+  }
+
+  /** What `expectMore` reads has changed (the worker: a claim was answered); a window it ends is written now. */
+  recheck(): void {
+    this.rechecks.next();
   }
 
   /** No more completions: written$ completes once the channel is written out. */

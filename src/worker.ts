@@ -145,8 +145,9 @@ export function createWorker(options: WorkerOptions): Worker {
     scheduler,
     write: (rows) => completeExecutions(db, id, rows),
     onRetry: () => metrics.writeRetries.inc(),
-    // Held and not yet handed over (the registry holds every claim until its completion commits).
-    running: () => registry.size - finalizer.backlog,
+    // An attempt is running (held, i.e. claimed and not committed, but not yet handed over), or
+    // the last claim took all it asked for, so the backlog goes on.
+    expectMore: () => registry.size > finalizer.backlog || lastClaimFull,
     onWritten: (batch, acks) => {
       metrics.batchSize.observe(batch.length);
       let retried = false;
@@ -169,6 +170,12 @@ export function createWorker(options: WorkerOptions): Worker {
     },
   });
 
+  /** The last claim took every row it asked for (read by the finalizer's batch window). */
+  let lastClaimFull = false;
+  const claimAnswered = (full: boolean) => {
+    lastClaimFull = full;
+    finalizer.recheck();
+  };
   const claim = (n: number) =>
     defer(() => {
       const startedAt = scheduler.now();
@@ -178,9 +185,10 @@ export function createWorker(options: WorkerOptions): Worker {
         metrics.claimRowsAsked.inc(n);
         metrics.claimRowsClaimed.inc(result.rows.length);
         registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs);
+        claimAnswered(result.rows.length > 0 && result.rows.length === n);
         return result;
       });
-      claimInFlight = call.catch(() => undefined);
+      claimInFlight = call.catch(() => claimAnswered(false));
       return call;
     });
 

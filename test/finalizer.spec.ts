@@ -33,8 +33,8 @@ interface Options {
   /** Decides the error of a call, or undefined for success. */
   fail?: (rows: CompletionRow[], callNumber: number) => unknown;
   random?: () => number;
-  /** Attempts still running, as the worker reports them (default: the option left out). */
-  running?: () => number;
+  /** Whether completions may still come, as the worker reports it (default: the option left out). */
+  expectMore?: () => boolean;
 }
 
 /**
@@ -52,7 +52,7 @@ function harness(scheduler: TestScheduler, cold: Cold, options: Options = {}) {
     logger,
     scheduler,
     random: options.random ?? (() => 0.5),
-    running: options.running,
+    expectMore: options.expectMore,
     write: (rows) => {
       calls.push({ at: scheduler.now(), rows });
       const err = options.fail?.(rows, calls.length);
@@ -150,20 +150,27 @@ describe('Finalizer', () => {
     });
   });
 
-  it('skips or ends the window when no attempt is running: nothing could fill the batch (the end of a backlog)', () => {
+  it('skips or ends the window when nothing more can come (the end of a backlog): on an arrival or a recheck()', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, flush }) => {
-      let running = 3;
-      const h = harness(scheduler, cold, { running: () => running });
+      let more = true;
+      const h = harness(scheduler, cold, { expectMore: () => more });
       const s = h.finalizer.written$.subscribe();
       pushAt(scheduler, h.finalizer, 0, [completion('a')]);
-      pushAt(scheduler, h.finalizer, 1, [completion('b'), completion('c')]); // backlog at 3, 1 still running: window…
+      pushAt(scheduler, h.finalizer, 1, [completion('b'), completion('c')]); // backlog at 3, more may come: window…
       scheduler.schedule(() => {
-        running = 0;
+        more = false;
         h.finalizer.push(completion('d')); // …the last one arrives at 10: written then, not at 53
       }, 10);
       pushAt(scheduler, h.finalizer, 100, [completion('e')]);
-      pushAt(scheduler, h.finalizer, 101, [completion('f'), completion('g')]); // backlog at 103, none running: no window
+      pushAt(scheduler, h.finalizer, 101, [completion('f'), completion('g')]); // backlog at 103, nothing more: no window
+      scheduler.schedule(() => (more = true), 150);
+      pushAt(scheduler, h.finalizer, 200, [completion('h')]);
+      pushAt(scheduler, h.finalizer, 201, [completion('i'), completion('j')]); // backlog at 203: window…
+      scheduler.schedule(() => {
+        more = false;
+        h.finalizer.recheck(); // …e.g. a claim came back empty at 210: written then, not at 253
+      }, 210);
       flush();
       s.unsubscribe();
       expect(h.callLog()).toEqual([
@@ -171,6 +178,8 @@ describe('Finalizer', () => {
         [10, 3],
         [100, 1],
         [103, 2],
+        [200, 1],
+        [210, 2],
       ]);
     });
   });

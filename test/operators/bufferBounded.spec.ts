@@ -167,7 +167,7 @@ describe('bufferBounded', () => {
     });
   });
 
-  it('does not open a window when expectMore says nothing else can come, and ends one as soon as it says so', () => {
+  it('does not open a window when expectMore says nothing else can come, and ends one as soon as it says so (an arrival, a recheck$)', () => {
     const scheduler = newScheduler();
     scheduler.run(({ hot, cold, flush }) => {
       // Never more: the backlog b,c goes as soon as the writer is free; d, alone, after it.
@@ -176,6 +176,12 @@ describe('bufferBounded', () => {
       // More until 4: the window opens at 3 and ends when d arrives at 4, not at 8.
       const until4 = recordingWriter(scheduler, cold, 3);
       hot('abc-d').pipe(bufferBounded(until4.write, config(scheduler, { maxCount: 10, expectMore: () => scheduler.now() < 4 }))).subscribe();
+      // More until 6, then a recheck$ at 6 ends the window with no item arriving.
+      const rechecked = recordingWriter(scheduler, cold, 3);
+      const recheck$ = hot('------r');
+      hot('abc-d')
+        .pipe(bufferBounded(rechecked.write, config(scheduler, { maxCount: 10, expectMore: () => scheduler.now() < 6, recheck$ })))
+        .subscribe();
       // Always (the default): the window runs out at 8.
       const always = recordingWriter(scheduler, cold, 3);
       hot('abc-d').pipe(bufferBounded(always.write, config(scheduler, { maxCount: 10 }))).subscribe();
@@ -188,6 +194,10 @@ describe('bufferBounded', () => {
       expect(until4.starts()).toEqual([
         [0, 'a'],
         [4, 'bcd'],
+      ]);
+      expect(rechecked.starts()).toEqual([
+        [0, 'a'],
+        [6, 'bcd'],
       ]);
       expect(always.starts()).toEqual([
         [0, 'a'],
