@@ -7,6 +7,7 @@ import { AttemptCancelledError, AttemptTimeoutError, InvalidJsonError } from './
 import { toJsonText } from './json';
 import type { Entry, Registry } from './registry';
 import type { Step } from './steps';
+import type { Timeouts } from './timeouts';
 
 /** A completion record: what the finalizer writes for one attempt, and the entry it settles. */
 export interface Completion {
@@ -25,6 +26,8 @@ export interface ExecutorDeps {
   hand: (completion: Completion) => void;
   /** Called when an attempt ends, by outcome (metrics). */
   onOutcome?: (completion: Completion) => void;
+  /** The worker's execution timeouts (src/timeouts.ts), on `scheduler`. */
+  timeouts: Timeouts;
   /** Builds the attempt's `ctx.step` (src/steps.ts); called on the handler's first use of it. */
   stepFor: (entry: Entry) => Step;
   /**
@@ -82,7 +85,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   const jobLogger = () => (childLogger ??= deps.logger.child({ jobId: row.id, definition: row.definition, attempt }));
   let step: Step | undefined;
   const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
-  const timeout = deps.scheduler.schedule(() => deps.registry.abort(entry, 'timeout'), timeoutMs);
+  const timeout = deps.timeouts.start(timeoutMs, () => deps.registry.abort(entry, 'timeout'));
   try {
     const value = await untilAborted(
       Promise.resolve().then(() =>
@@ -128,7 +131,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     const lastAttempt = attempt >= Math.min(row.maxAttempts, definition.maxAttempts ?? Infinity);
     return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(reported), backoffMs(definition.backoff, attempt));
   } finally {
-    timeout.unsubscribe();
+    timeout.cancel();
   }
 }
 

@@ -27,6 +27,7 @@ import { isTransientDbError } from './db/transient';
 import type { Definition } from './definition';
 import { ConfigError } from './errors';
 import { handBackCompletion, runEntry, type ExecutorDeps } from './executor';
+import { Timeouts } from './timeouts';
 import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
 import { createLogger, type Logger } from './logger';
@@ -278,6 +279,7 @@ export function createWorker(options: WorkerOptions): Worker {
       registry,
       logger: logger.child({ component: 'executor' }),
       scheduler,
+      timeouts: new Timeouts(scheduler),
       hand: (completion) => finalizer.push(completion),
       stepFor: (entry) => createStep(db, id, entry, registry),
       settled: () => permits.release(1),
