@@ -13,7 +13,8 @@
 --              cancels a Claimed or Executing entry and leaves a Finalizing one to its write.
 -- plus, when this call found the namespace's recovery pass due, one row (null, null,
 -- 'recovery_due'): the pass's clock was moved one lease on in this same statement, so exactly
--- one worker takes each pass (DESIGN.md: recovery interval = lease).
+-- one worker takes each pass (DESIGN.md: recovery interval = lease; with mixed leases in one
+-- namespace, the shortest: see below).
 -- Fence: a pair is renewed only while its row is Executing with the same execution number AND
 -- is leased to p_worker. A row whose lease already ran out but that no recovery pass has taken
 -- yet is still this worker's and is renewed. Lease times come from now(): the database clock.
@@ -72,6 +73,14 @@ begin
   from input i
   left join renewed r on r.id = i.id
   left join held h on h.id = i.id;
+
+  -- A worker with a shorter lease than the one that set the next pass pulls it in: in a namespace
+  -- whose workers run different heartbeat intervals, the pass runs every shortest lease, so a row
+  -- leased for 2 s is not left for the 180 s a default worker set (each row is still judged by
+  -- its own lease_expires_at). Updates only when it moves the time earlier.
+  update acta.namespaces n
+  set recovery_due_at = now() + p_lease_ms * interval '1 millisecond'
+  where n.name = p_namespace and n.recovery_due_at > now() + p_lease_ms * interval '1 millisecond';
 
   return query
   update acta.namespaces n

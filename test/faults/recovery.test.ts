@@ -93,6 +93,19 @@ test('of many heartbeats that find the pass due, exactly one takes it, and it is
   expect((await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })).recoveryDue).toBe(false);
 });
 
+test('a worker with a shorter lease pulls the next pass in (mixed heartbeat intervals); a longer one never pushes it out', async () => {
+  const dueInMs = async () =>
+    Number((await db.query<{ in_ms: number }>(`select extract(epoch from recovery_due_at - now()) * 1000 as in_ms from acta.namespaces where name = 'default'`)).rows[0].in_ms);
+  // As a default worker (H = 45 s) leaves it after taking a pass: due in 180 s.
+  await db.query(`update acta.namespaces set recovery_due_at = now() + interval '180 seconds' where name = 'default'`);
+  const short = await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: 2_000 }); // H = 0.5 s
+  expect(short.recoveryDue).toBe(false); // not due yet: pulled in, not taken
+  expect(await dueInMs()).toBeLessThanOrEqual(2_000);
+  expect(await dueInMs()).toBeGreaterThan(0);
+  await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: 180_000 });
+  expect(await dueInMs()).toBeLessThanOrEqual(2_000); // the longer lease does not push it back out
+});
+
 test('a worker silent for longer than 7 H is marked dead by the pass; its next heartbeat makes it alive again', async () => {
   const silent = randomUUID();
   const live = randomUUID();
