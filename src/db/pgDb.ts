@@ -53,7 +53,9 @@ export function createPgDb(options: PgDbOptions): Db {
     transaction: (fn) => inTransaction(pool, fn),
     async listen(channel: string, handlers: ListenHandlers) {
       const subscriber = createSubscriber(
-        { connectionString: options.connectionString ?? (pool as unknown as { options: PoolConfig }).options.connectionString },
+        // The pool's own settings when it was given: it may have been built from fields (host,
+        // database, ...) rather than a connection string.
+        options.connectionString !== undefined ? { connectionString: options.connectionString } : { ...(pool as unknown as { options: PoolConfig }).options },
         {
           retryTimeout: 0, // 0 = never give up (the default, 3000, gives up for good)
           retryLimit: Infinity,

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
-import { Client } from 'pg';
-import { createClient, createWorker, defineJob, redisPublisher, type Db, type Worker } from '../../src';
+import { Client, Pool } from 'pg';
+import { createClient, createPgDb, createWorker, defineJob, redisPublisher, type Db, type Worker } from '../../src';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -55,6 +55,20 @@ test('NOTIFY wakes an idle worker long before its safety poll', async () => {
   await idleWorker({ safetyPollMs: 10_000 });
   const samples = [await latencyMs(), await latencyMs(), await latencyMs()];
   expect(Math.max(...samples)).toBeLessThan(1_000);
+});
+
+test('a Db on a Pool built from fields (no connection string) LISTENs on that pool\'s database', async () => {
+  const u = new URL(tdb.url);
+  const pool = new Pool({ host: u.hostname, port: Number(u.port || 5432), user: decodeURIComponent(u.username), database: u.pathname.slice(1) });
+  const fieldsDb = createPgDb({ pool, ownsPool: true });
+  const got: string[] = [];
+  try {
+    await fieldsDb.listen('acta_fields_test', { onNotify: (payload) => got.push(payload) });
+    await db.query(`select pg_notify('acta_fields_test', 'hello')`);
+    await waitFor(async () => (got.includes('hello') ? true : null), 'the NOTIFY to arrive', 5_000);
+  } finally {
+    await fieldsDb.close();
+  }
 });
 
 test('with the LISTEN connection killed, jobs still start within the safety poll, and wakeups return after reconnect', async () => {
