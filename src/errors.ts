@@ -75,3 +75,18 @@ export class UnknownDefinitionError extends ActaError {
     super('ACTA_UNKNOWN_DEFINITION', `no job definition named "${name}"`);
   }
 }
+
+/**
+ * `ctx.step(name, fn)`: `fn` ran, but its result cannot be stored as jsonb (the cause, an
+ * InvalidJsonError, says where). The job fails without retry: a later attempt would run `fn`
+ * again, repeating its effects, and its result still could not be stored (the same rule as a
+ * handler's unstorable result; seed 001, "an outcome that cannot be stored").
+ */
+export class UnstorableStepResultError extends ActaError {
+  constructor(
+    readonly step: string,
+    cause: InvalidJsonError,
+  ) {
+    super('ACTA_UNSTORABLE_STEP_RESULT', `step "${step}" ran but its result cannot be stored (${cause.message}): the job fails without retry`, { cause });
+  }
+}

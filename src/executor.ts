@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { PIPELINE } from './config';
 import type { CompletionRow } from './db/functions';
 import { backoffMs, type Definition } from './definition';
-import { AttemptCancelledError, AttemptTimeoutError, InvalidJsonError } from './errors';
+import { AttemptCancelledError, AttemptTimeoutError, InvalidJsonError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';
 import type { Entry, Registry } from './registry';
 import type { Step } from './steps';
@@ -124,6 +124,10 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
       // retry, with a readable error describing the value (issue 4).
       jobLogger().error({ thrown: describe(err) }, 'handler threw a non-Error value: job fails without retry');
+      return complete(entry, 'failed_final', null, errorJson(err), 0);
+    }
+    if (!aborted && err instanceof UnstorableStepResultError) {
+      jobLogger().error({ err }, 'step result cannot be stored: job fails without retry');
       return complete(entry, 'failed_final', null, errorJson(err), 0);
     }
     const reported = aborted ?? err;

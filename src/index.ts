@@ -23,4 +23,5 @@ export {
   InvalidJsonError,
   SchemaNotMigratedError,
   UnknownDefinitionError,
+  UnstorableStepResultError,
 } from './errors';

@@ -1,6 +1,6 @@
 import type { Queryable } from './db/Db';
 import { loadSteps, recordStep } from './db/functions';
-import { AttemptCancelledError, ConfigError } from './errors';
+import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';
 import type { Entry, Registry } from './registry';
 
@@ -20,8 +20,9 @@ import type { Entry, Registry } from './registry';
  * with its record (the record is acta's own statement), and must not call another step.
  *
  * Throws AttemptCancelledError (and aborts the attempt) when the record is refused because the
- * attempt lost its lease; InvalidJsonError when `fn`'s result cannot be stored; ConfigError on a
- * bad name. Recorded steps are read once per attempt, at the first `step` call.
+ * attempt lost its lease; UnstorableStepResultError when `fn` ran and its result cannot be stored
+ * (the job then fails without retry: running `fn` again would repeat its effects); ConfigError on
+ * a bad name. Recorded steps are read once per attempt, at the first `step` call.
  */
 export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
 
@@ -34,7 +35,13 @@ export function createStep(db: Queryable, workerId: string, entry: Entry, regist
     if (steps.has(name)) return steps.get(name) as T;
     entry.controller.signal.throwIfAborted();
     const value = await fn();
-    const resultJson = toJsonText(value === undefined ? null : value);
+    let resultJson: string;
+    try {
+      resultJson = toJsonText(value === undefined ? null : value);
+    } catch (err) {
+      if (err instanceof InvalidJsonError) throw new UnstorableStepResultError(name, err);
+      throw err;
+    }
     // A superseded attempt (its claim was lost by the server) records nothing.
     entry.controller.signal.throwIfAborted();
     const outcome = await recordStep(db, { workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson });

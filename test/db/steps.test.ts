@@ -72,3 +72,27 @@ test('a step whose record is refused because the attempt lost the job aborts the
   // The attempt's completion was fenced out: nothing in the ledger for it.
   expect((await db.query('select * from acta.executions where job_id = $1', [id])).rows).toEqual([]);
 });
+
+test('a step whose result cannot be stored fails its job without retry: its fn runs once', async () => {
+  let runs = 0;
+  const job = defineJob({
+    name: 'unstorable-step',
+    backoff: { delayMs: 10 },
+    async handler(_p, ctx) {
+      await ctx.step('charge', () => {
+        runs++;
+        return { amount: 5n }; // a BigInt: not JSON
+      });
+    },
+  });
+  const { id } = await createClient({ db }).enqueue('unstorable-step', {}, { maxAttempts: 3 });
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 2 });
+  await worker.start();
+  await waitFor(async () => (await status(id)) === 'failed', 'the job to fail');
+  await worker.stop();
+  expect(runs).toBe(1);
+  const { rows } = await db.query<{ attempts: number; error: { name: string; code: string; message: string } }>('select attempts, error from acta.jobs where id = $1', [id]);
+  expect(rows[0].attempts).toBe(1);
+  expect(rows[0].error).toMatchObject({ name: 'UnstorableStepResultError', code: 'ACTA_UNSTORABLE_STEP_RESULT', message: expect.stringContaining('step "charge"') });
+  expect((await db.query('select 1 from acta.steps where job_id = $1', [id])).rows).toHaveLength(0);
+});
