@@ -58,7 +58,7 @@ export interface ClientOptions {
 export interface Client {
   /**
    * Enqueues one job. Throws InvalidJsonError (nothing written) when the payload cannot be
-   * stored as jsonb, ConfigError on a bad option, UnknownDefinitionError for a name outside the
+   * stored as jsonb, ConfigError on a bad or unknown option, UnknownDefinitionError for a name outside the
    * client's `definitions` (when given).
    */
   enqueue<P = unknown>(definition: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult>;
@@ -70,6 +70,13 @@ export interface Client {
    * statement, error 54000, and nothing is written): split larger batches.
    */
   enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
+}
+
+/** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
+const ITEM_KEYS = new Set(['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey']);
+
+function unknownOption(key: string): string {
+  return `unknown enqueue option "${key}"; known: runAt, priority, maxAttempts, idempotencyKey, and tx (enqueue's option; for enqueueMany its second argument: enqueueMany(items, { tx }))`;
 }
 
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
@@ -87,6 +94,8 @@ export function createClient(options: ClientOptions): Client {
       idempotencyKeys: [] as (string | null)[],
     };
     for (const item of items) {
+      // A misspelt option (e.g. `delayMs`, or `tx` on an item) would otherwise be ignored silently.
+      for (const key in item) if (!ITEM_KEYS.has(key)) throw new ConfigError(unknownOption(key));
       if (typeof item.definition !== 'string' || item.definition.length === 0 || item.definition.includes('\u0000')) {
         throw new ConfigError('definition must be a non-empty string without \\u0000');
       }

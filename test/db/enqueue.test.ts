@@ -164,12 +164,16 @@ test('bad options are refused with ConfigError before anything is written, for t
     ['maxAttempts', { maxAttempts: 2 ** 31 }],
     ['runAt', { runAt: new Date('not a date') }],
     ['idempotencyKey', { idempotencyKey: '' }],
+    ['"delayMs"', { delayMs: 500 }], // a misspelt option is not ignored silently
+    ['"priorty"', { priorty: 5 }],
   ];
   for (const [name, options] of bad) {
     await expect(countedClient.enqueue('job', {}, options)).rejects.toThrow(ConfigError);
     await expect(countedClient.enqueue('job', {}, options)).rejects.toThrow(name);
     await expect(countedClient.enqueueMany([{ definition: 'job', payload: { ok: true } }, { definition: 'job', payload: {}, ...options }])).rejects.toThrow(ConfigError);
   }
+  // A transaction per item would be ignored: it is given once for the batch.
+  await expect(countedClient.enqueueMany([{ definition: 'job', payload: {}, tx: db } as never])).rejects.toThrow(/"tx".*enqueueMany\(items, \{ tx \}\)/);
   await expect(countedClient.enqueue('', {})).rejects.toThrow(ConfigError);
   await expect(countedClient.enqueue('a\u0000b', {})).rejects.toThrow(ConfigError);
   expect(statements).toEqual([]);
