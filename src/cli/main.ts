@@ -149,7 +149,8 @@ export function program(): Command {
         await db.close().catch(() => undefined);
         throw err;
       }
-      logger.info({ target: describeTarget() }, 'acta worker running');
+      // A signal during start() (e.g. while the database is unreachable) already stopped it.
+      if (signals === 0) logger.info({ target: describeTarget() }, 'acta worker running');
       try {
         await worker.done;
         await redis?.quit().catch(() => undefined);
