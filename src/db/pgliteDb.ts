@@ -17,15 +17,32 @@ export interface PgliteDbOptions {
  * Takes `<dataDir>/acta.lock` for this process: two processes on one PGlite data folder silently
  * corrupt it (shared/TOOLCHAIN.md). A lock left by a dead process is taken over. Returns the
  * release function. Throws DataDirLockedError if a live process holds it.
+ *
+ * The lock appears with its pid already in it (written to a file of this process's own, then
+ * hard-linked to the lock's name, which fails if the name exists): a lock created empty and filled
+ * afterwards could be read empty in between, taken for stale and removed under its live holder
+ * (found by a race of 8 starters: two held the folder in 20 of 30 rounds). A stale lock is moved
+ * aside by rename (atomic: one taker wins) and removed only if it is still the one judged stale.
  */
 export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
   const lockPath = path.join(dataDir, 'acta.lock');
-  for (let tries = 0; tries < 2; tries++) {
-    try {
-      const fd = fs.openSync(lockPath, 'wx');
-      fs.writeSync(fd, String(process.pid));
-      fs.closeSync(fd);
+  const mine = `${lockPath}.${process.pid}`;
+  fs.writeFileSync(mine, String(process.pid));
+  try {
+    for (let tries = 0; tries < 10; tries++) {
+      try {
+        fs.linkSync(mine, lockPath);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const holder = readLock(lockPath);
+        if (holder === undefined) continue; // released meanwhile: try again
+        const pid = Number(holder);
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) throw new DataDirLockedError(dataDir, pid);
+        if (pid === process.pid) throw new DataDirLockedError(dataDir, pid); // open in this process already
+        takeOverStale(lockPath, holder);
+        continue;
+      }
       const release = () => {
         process.removeListener('exit', release); // one listener per open folder, not one per open ever
         try {
@@ -36,14 +53,43 @@ export function lockDataDir(dataDir: string): () => void {
       };
       process.once('exit', release);
       return release;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number(fs.readFileSync(lockPath, 'utf8'));
-      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) throw new DataDirLockedError(dataDir, pid);
-      fs.unlinkSync(lockPath); // stale: its process is gone
     }
+    throw new DataDirLockedError(dataDir, -1);
+  } finally {
+    fs.rmSync(mine, { force: true });
   }
-  throw new DataDirLockedError(dataDir, -1);
+}
+
+/** The lock's content, or undefined if it does not exist. */
+function readLock(lockPath: string): string | undefined {
+  try {
+    return fs.readFileSync(lockPath, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Removes the stale lock whose content was `stale`: renamed aside first, so of several processes
+ * taking it over one moves it; if what was moved is not that stale lock (a live process took the
+ * name meanwhile), it is put back.
+ */
+function takeOverStale(lockPath: string, stale: string): void {
+  const aside = `${lockPath}.${process.pid}.stale`;
+  try {
+    fs.renameSync(lockPath, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // another process moved it
+    throw err;
+  }
+  try {
+    if (fs.readFileSync(aside, 'utf8') !== stale) fs.linkSync(aside, lockPath); // a live lock: back in place
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    fs.rmSync(aside, { force: true });
+  }
 }
 
 function isAlive(pid: number): boolean {
