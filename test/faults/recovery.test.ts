@@ -5,11 +5,12 @@
  * Expiry is simulated by moving lease_expires_at into the past: the database clock decides.
  */
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { createClient } from '../../src';
 import { claimJobs, heartbeat, recoverJobs, registerWorker } from '../../src/db/functions';
 import { useTestDatabase } from '../helpers/db';
 
-const { db } = useTestDatabase();
+const { db, tdb } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers'));
 
 const LEASE_MS = 60_000;
@@ -77,6 +78,32 @@ test("the heartbeat renews only the caller's own lease: the same (job, execution
   await expire(id);
   expect((await heartbeat(db, { workerId: owner, namespace: 'default', held, leaseMs: LEASE_MS })).renewed).toEqual(held);
   expect(await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS })).toEqual([]);
+});
+
+test('the heartbeat waits briefly for a row another transaction holds (a step record): renewed; held longer: locked', async () => {
+  const { id } = await createClient({ db }).enqueue('job', {});
+  const worker = randomUUID();
+  const row = await claimOne(worker);
+  const held = [{ id, execution: row.execution, started: true }];
+  const other = new Client({ connectionString: tdb.url });
+  await other.connect();
+  const holdFor = async (ms: number) => {
+    await other.query('begin');
+    await other.query('select 1 from acta.jobs where id = $1 for share', [id]); // as acta.record_step does until it commits
+    setTimeout(() => void other.query('commit'), ms);
+  };
+  try {
+    await holdFor(30); // a step record committing 30 ms later
+    const brief = await heartbeat(db, { workerId: worker, namespace: 'default', held, leaseMs: LEASE_MS });
+    expect(brief.renewed.map((r) => r.id)).toEqual([id]); // skipped as "locked" before the fix
+    await holdFor(600); // longer than the 100 ms the heartbeat waits
+    const long = await heartbeat(db, { workerId: worker, namespace: 'default', held, leaseMs: LEASE_MS });
+    expect(long.locked.map((r) => r.id)).toEqual([id]);
+    expect(long.renewed).toEqual([]);
+  } finally {
+    await new Promise((r) => setTimeout(r, 700));
+    await other.end();
+  }
 });
 
 test('of many heartbeats that find the pass due, exactly one takes it, and it is due again one lease on', async () => {
