@@ -77,6 +77,12 @@ export function defaultExecutors(cores = os.availableParallelism?.() ?? os.cpus(
   return Math.min(64, Math.max(8, 4 * cores));
 }
 
+/**
+ * The longest delay a Node.js timer honours: 2^31 − 1 ms (~24.8 days); a longer one fires after
+ * 1 ms (Node.js docs, setTimeout). Every duration setting that becomes a timer is bounded by it.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 /** Validates an integer option in [min, max]; throws ConfigError naming the option. */
 export function intOption(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (!Number.isInteger(value) || value < min || value > max) {

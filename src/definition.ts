@@ -48,7 +48,10 @@ export interface JobContext {
 export interface Definition<P = any, R = unknown> {
   name: string;
   handler: (payload: P, ctx: JobContext) => Promise<R> | R;
-  /** Per-attempt execution timeout, ms (default 300 000, seed 000); a timeout is retried like a failure. */
+  /**
+   * Per-attempt execution timeout in ms, an integer 1..2^31−1 (default 300,000 = 5 min, seed 000;
+   * createWorker throws ConfigError outside that range); a timeout is retried like a failure.
+   */
   timeoutMs?: number;
   /** Attempts before Failed; used as the enqueue default by clients given this definition (else 25). */
   maxAttempts?: number;

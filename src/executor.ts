@@ -112,7 +112,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       text = value === undefined || value === null ? 'null' : toJsonText(value);
     } catch (err) {
       // A result that cannot be stored fails its job without retry (DEVELOPERS.md, bad input).
-      jobLogger().error({ err }, 'result cannot be stored: job fails without retry');
+      safeLog(() => jobLogger().error({ err }, 'result cannot be stored: job fails without retry'));
       return complete(entry, 'failed_final', null, errorJson(err, 'UnstorableResult'), 0);
     }
     return complete(entry, 'succeeded', text, null, 0);
@@ -120,22 +120,56 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // Stopping gracefully, or giving up: the row goes back uncharged (seed 001, "Shutdown").
     if (entry.abortCause === 'shutdown' || entry.abortCause === 'fatal') return complete(entry, 'handed_back', null, null, 0);
     const aborted = abortError(entry, timeoutMs);
-    if (!aborted && !(err instanceof Error)) {
+    if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
       // retry, with a readable error describing the value (issue 4).
-      jobLogger().error({ thrown: describe(err) }, 'handler threw a non-Error value: job fails without retry');
+      safeLog(() => jobLogger().error({ thrown: describe(err) }, 'handler threw a non-Error value: job fails without retry'));
       return complete(entry, 'failed_final', null, errorJson(err), 0);
     }
     if (!aborted && err instanceof UnstorableStepResultError) {
-      jobLogger().error({ err }, 'step result cannot be stored: job fails without retry');
+      safeLog(() => jobLogger().error({ err }, 'step result cannot be stored: job fails without retry'));
       return complete(entry, 'failed_final', null, errorJson(err), 0);
     }
     const reported = aborted ?? err;
-    jobLogger().warn({ err: reported }, 'attempt failed');
+    // The error is the user's: logging it (pino reads its fields) must not end the worker.
+    safeLog(() => jobLogger().warn({ err: reported }, 'attempt failed'), () => jobLogger().warn({ error: errorJson(reported) }, 'attempt failed'));
     const lastAttempt = attempt >= Math.min(row.maxAttempts, definition.maxAttempts ?? Infinity);
-    return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(reported), backoffMs(definition.backoff, attempt));
+    let delayMs = 0;
+    if (!lastAttempt) {
+      try {
+        delayMs = backoffMs(definition.backoff, attempt);
+      } catch (backoffErr) {
+        // A definition's backoff function that throws: its default backoff instead (the job is
+        // still retried; the worker goes on).
+        delayMs = backoffMs(undefined, attempt);
+        safeLog(() => jobLogger().error({ err: backoffErr, delayMs }, 'backoff function threw: retrying after the default backoff'));
+      }
+    }
+    return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(reported), delayMs);
   } finally {
     timeout.cancel();
+  }
+}
+
+/** `err instanceof Error`, false for a value on which that throws (e.g. a revoked Proxy). */
+function isError(err: unknown): err is Error {
+  try {
+    return err instanceof Error;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a log call; if it throws (a user's error whose fields throw when read), runs `fallback`, and swallows what that throws. */
+function safeLog(log: () => void, fallback?: () => void): void {
+  try {
+    log();
+  } catch {
+    try {
+      fallback?.();
+    } catch {
+      /* nothing left to log it with */
+    }
   }
 }
 
@@ -207,7 +241,7 @@ function stringField(value: object, key: string): string | undefined {
  */
 export function errorJson(err: unknown, name?: string): string {
   let out: Record<string, unknown>;
-  if (err instanceof Error) {
+  if (isError(err)) {
     out = {
       name: storable(name ?? stringField(err, 'name') ?? 'Error'),
       message: storable(stringField(err, 'message') ?? describe(err)),
@@ -224,7 +258,12 @@ export function errorJson(err: unknown, name?: string): string {
     const stack = stringField(err, 'stack');
     if (stack) out.stack = storable(stack);
   } else {
-    const type = err === null ? 'null' : Array.isArray(err) ? 'array' : typeof err;
+    let type: string;
+    try {
+      type = err === null ? 'null' : Array.isArray(err) ? 'array' : typeof err;
+    } catch {
+      type = typeof err; // Array.isArray throws on a revoked Proxy
+    }
     out = { name: name ?? 'NonErrorThrown', message: storable(`handler threw a non-Error value (${type}): ${describe(err)}`) };
   }
   return JSON.stringify(out);
@@ -244,6 +283,10 @@ function describe(value: unknown): string {
   try {
     return cut(String(value));
   } catch {
-    return Object.prototype.toString.call(value);
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return '[a value that cannot be read, e.g. a revoked Proxy]';
+    }
   }
 }

@@ -19,7 +19,7 @@ import {
 } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
 import { claimer } from './claimer';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, leaseClock, MAX_EXECUTORS, PIPELINE, intOption } from './config';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, leaseClock, MAX_EXECUTORS, PIPELINE, intOption, MAX_TIMER_MS } from './config';
 import type { Db } from './db/Db';
 import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, stopWorker } from './db/functions';
 import { assertMigrated } from './db/migrator';
@@ -93,16 +93,20 @@ export interface Worker {
  * rows go to executors as `mergeMap(run, N)`, whose completions go through the finalizer's bounded
  * buffer into one complete_executions call per batch; the heartbeat renews what the registry holds.
  * Throws ConfigError, before touching the database, for no or duplicate definitions or a setting
- * out of range: executors 1..10 000, heartbeatIntervalMs 100..3 600 000, safetyPollMs ≥ 1,
- * shutdownTimeoutMs ≥ 0 (integers, ms).
+ * out of range: executors 1..10 000, heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1,
+ * shutdownTimeoutMs 0..2^31−1, a definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the
+ * longest Node.js timer: a longer one would fire after 1 ms).
  */
 export function createWorker(options: WorkerOptions): Worker {
   const names = options.definitions.map((d) => d.name);
   if (names.length === 0) throw new ConfigError('a worker needs at least one definition');
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
   const executors = intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS);
-  const safetyPollMs = intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1);
-  const shutdownTimeoutMs = intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0);
+  const safetyPollMs = intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS);
+  const shutdownTimeoutMs = intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS);
+  for (const d of options.definitions) {
+    if (d.timeoutMs !== undefined) intOption(`timeoutMs of definition "${d.name}"`, d.timeoutMs, 1, MAX_TIMER_MS);
+  }
   const clock = leaseClock(options.heartbeatIntervalMs);
   const namespace = options.namespace ?? 'default';
   const scheduler = options.scheduler ?? asyncScheduler;

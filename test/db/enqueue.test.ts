@@ -191,4 +191,12 @@ test('createWorker refuses a setting out of range with ConfigError naming it, be
   expect(make({ shutdownTimeoutMs: Number.NaN })).toThrow(ConfigError);
   expect(make({ heartbeatIntervalMs: 5 })).toThrow(/^heartbeatIntervalMs must be between 100 and 3600000, got 5$/);
   expect(make({ shutdownTimeoutMs: 0 })).not.toThrow();
+  // Beyond 2^31 - 1 ms a Node.js timer fires after 1 ms: a 30-day setting would act at once.
+  expect(make({ safetyPollMs: 3e9 })).toThrow(/^safetyPollMs must be an integer between 1 and 2147483647, got 3000000000$/);
+  expect(make({ shutdownTimeoutMs: 3e9 })).toThrow(/^shutdownTimeoutMs must be an integer between 0 and 2147483647/);
+  const slow = (timeoutMs: number) => () => createWorker({ db, definitions: [defineJob({ name: 'slow', timeoutMs, handler: () => undefined })], logger: silentLogger });
+  expect(slow(Number.POSITIVE_INFINITY)).toThrow(/^timeoutMs of definition "slow" must be an integer between 1 and 2147483647, got Infinity$/);
+  expect(slow(30 * 24 * 3_600_000)).toThrow(ConfigError);
+  expect(slow(0)).toThrow(ConfigError);
+  expect(slow(2_147_483_647)).not.toThrow();
 });

@@ -7,6 +7,7 @@
  *   heartbeat renewing the lease meanwhile), and the job is not run again — also when the write
  *   committed and only its answer was lost.
  */
+import pino from 'pino';
 import { createClient, createWorker, type Db, defineJob } from '../../src';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
@@ -104,6 +105,46 @@ test('poisoned outcomes next to clean ones in one batch: the clean ones land, th
     batches.get(key)!.add(kinds[ids.indexOf(e.job_id)] === 'clean' ? 'clean' : 'poisoned');
   }
   expect([...batches.values()].some((kindsIn) => kindsIn.has('clean') && kindsIn.has('poisoned'))).toBe(true);
+});
+
+test("a user's code that throws where acta reads it (a backoff function, an error's getter, a revoked Proxy) fails only its job; the worker goes on", async () => {
+  const logLines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => logLines.push(line) }); // a real logger: it reads the error's fields
+  const revoked = Proxy.revocable({}, {});
+  revoked.revoke();
+  const definitions = [
+    defineJob({ name: 'badBackoff', maxAttempts: 2, backoff: (n: number) => [{ ms: 5 }][n]!.ms, handler: () => { throw new Error('first'); } }),
+    defineJob({
+      name: 'getter',
+      maxAttempts: 2,
+      backoff: { delayMs: 5 },
+      handler: () => {
+        const err = new Error('request failed');
+        Object.defineProperty(err, 'response', { enumerable: true, get: () => { throw new Error('body already consumed'); } });
+        throw err;
+      },
+    }),
+    defineJob({ name: 'revokedProxy', handler: () => { throw revoked.proxy; } }),
+    defineJob({ name: 'ok', handler: () => 'fine' }),
+  ];
+  const worker = createWorker({ db, definitions, logger, executors: 1 });
+  let fatal: unknown;
+  worker.done.catch((err) => (fatal = err));
+  await worker.start();
+  const client = createClient({ db });
+  for (const d of ['badBackoff', 'getter', 'revokedProxy', 'ok']) await client.enqueue(d, {});
+  try {
+    await waitFor(async () => (await rows()).every((r) => r.status === 'failed' || r.status === 'succeeded'), 'every job to end', 15_000);
+  } finally {
+    await worker.stop();
+  }
+  expect(fatal).toBeUndefined(); // before: each of the first three ended the worker, and the job was handed back to crash the next
+  const [badBackoff, getter, revokedProxy, ok] = await rows();
+  expect(badBackoff).toMatchObject({ status: 'failed', attempts: 2, error: { message: 'first' } }); // retried after the default backoff
+  expect(getter).toMatchObject({ status: 'failed', attempts: 2, error: { name: 'Error', message: 'request failed' } });
+  expect(revokedProxy).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'NonErrorThrown' } });
+  expect(ok).toMatchObject({ status: 'succeeded', result: 'fine' });
+  expect(logLines.some((l) => l.includes('backoff function threw'))).toBe(true);
 });
 
 /** A Db whose complete_executions calls fail as `fail(n)` says for the n-th call (1-based). */
