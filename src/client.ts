@@ -72,6 +72,11 @@ export interface Client {
   enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
 }
 
+/** No NUL (text refuses it) and no lone UTF-16 surrogate (text would store it as U+FFFD). */
+function storableText(s: string): boolean {
+  return !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+}
+
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
 const ITEM_KEYS = new Set(['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey']);
 
@@ -96,8 +101,8 @@ export function createClient(options: ClientOptions): Client {
     for (const item of items) {
       // A misspelt option (e.g. `delayMs`, or `tx` on an item) would otherwise be ignored silently.
       for (const key in item) if (!ITEM_KEYS.has(key)) throw new ConfigError(unknownOption(key));
-      if (typeof item.definition !== 'string' || item.definition.length === 0 || item.definition.includes('\u0000')) {
-        throw new ConfigError('definition must be a non-empty string without \\u0000');
+      if (typeof item.definition !== 'string' || item.definition.length === 0 || !storableText(item.definition)) {
+        throw new ConfigError('definition must be a non-empty string without \\u0000 or a lone UTF-16 surrogate');
       }
       const definition = known?.get(item.definition);
       if (known && !definition) throw new UnknownDefinitionError(item.definition);
@@ -108,8 +113,10 @@ export function createClient(options: ClientOptions): Client {
       if (item.maxAttempts !== undefined && !(Number.isInteger(item.maxAttempts) && item.maxAttempts >= 1 && item.maxAttempts <= INT4_MAX)) {
         throw new ConfigError(`maxAttempts must be an integer between 1 and ${INT4_MAX}, got ${item.maxAttempts}`);
       }
-      if (item.idempotencyKey !== undefined && (typeof item.idempotencyKey !== 'string' || item.idempotencyKey.length === 0 || item.idempotencyKey.includes('\u0000'))) {
-        throw new ConfigError('idempotencyKey must be a non-empty string without \\u0000');
+      // PostgreSQL text stores a lone surrogate as U+FFFD: two different keys would become one,
+      // and the second job would be dropped as a duplicate.
+      if (item.idempotencyKey !== undefined && (typeof item.idempotencyKey !== 'string' || item.idempotencyKey.length === 0 || !storableText(item.idempotencyKey))) {
+        throw new ConfigError('idempotencyKey must be a non-empty string without \\u0000 or a lone UTF-16 surrogate');
       }
       if (item.runAt !== undefined && !(item.runAt instanceof Date && !Number.isNaN(item.runAt.getTime()))) {
         throw new ConfigError('runAt must be a valid Date');

@@ -164,6 +164,8 @@ test('bad options are refused with ConfigError before anything is written, for t
     ['maxAttempts', { maxAttempts: 2 ** 31 }],
     ['runAt', { runAt: new Date('not a date') }],
     ['idempotencyKey', { idempotencyKey: '' }],
+    // text stores a lone surrogate as U+FFFD: 'k\ud800' and 'k\udbff' would be one key, one job dropped
+    ['idempotencyKey', { idempotencyKey: 'k\ud800' }],
     ['"delayMs"', { delayMs: 500 }], // a misspelt option is not ignored silently
     ['"priorty"', { priorty: 5 }],
   ];
@@ -176,9 +178,11 @@ test('bad options are refused with ConfigError before anything is written, for t
   await expect(countedClient.enqueueMany([{ definition: 'job', payload: {}, tx: db } as never])).rejects.toThrow(/"tx".*enqueueMany\(items, \{ tx \}\)/);
   await expect(countedClient.enqueue('', {})).rejects.toThrow(ConfigError);
   await expect(countedClient.enqueue('a\u0000b', {})).rejects.toThrow(ConfigError);
-  expect(statements).toEqual([]);
+  await expect(countedClient.enqueue('a\udc00b', {})).rejects.toThrow(ConfigError);
+  await expect(countedClient.enqueue('job', {}, { idempotencyKey: 'emoji 😀 keys are fine' })).resolves.toMatchObject({ created: true });
+  expect(statements).toHaveLength(1); // the emoji key's
   expect(await client.enqueueMany([])).toEqual([]);
-  expect(await jobCount()).toBe(0);
+  expect(await jobCount()).toBe(1);
 });
 
 test('createWorker refuses a setting out of range with ConfigError naming it, before touching the database', () => {
