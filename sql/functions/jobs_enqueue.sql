@@ -72,7 +72,11 @@ begin
     select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
            coalesce(i.run_at, now()), coalesce(i.max_attempts, 25), i.idempotency_key
     from input i
-    order by i.ord
+    -- In key order, not input order: two batches sharing keys in different orders then take the
+    -- keys' index entries in the same order, one waiting for the other, instead of deadlocking
+    -- (adversarial trial: 14 of 50 rounds of two concurrent batches failed with 40P01). Ids
+    -- still follow the input order (new_id above).
+    order by i.idempotency_key, i.ord
     on conflict (namespace, idempotency_key) where idempotency_key is not null do nothing
     returning acta.jobs.id, acta.jobs.idempotency_key
   )

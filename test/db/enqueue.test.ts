@@ -37,6 +37,20 @@ test('the same idempotency key twice gives the same id, created false, and one r
   expect(other.id).not.toBe(first.id);
 });
 
+test('concurrent batches sharing keys in opposite orders never deadlock: one id and one created per key', async () => {
+  const [dbA, dbB] = [tdb.open(), tdb.open()]; // two connections, so the batches really run at once
+  const [a, b] = [createClient({ db: dbA }), createClient({ db: dbB })];
+  for (let round = 0; round < 15; round++) {
+    const items = Array.from({ length: 20 }, (_, i) => ({ definition: 'job', payload: { i }, idempotencyKey: `r${round}-k${i}` }));
+    // Inserted in input order, 14 of 50 such rounds ended in 40P01 deadlock detected.
+    const [ra, rb] = await Promise.all([a.enqueueMany(items), b.enqueueMany([...items].reverse())]);
+    rb.reverse();
+    expect(ra.map((r) => r.id)).toEqual(rb.map((r) => r.id));
+    expect(ra.map((r, i) => Number(r.created) + Number(rb[i].created))).toEqual(items.map(() => 1));
+  }
+  await Promise.all([dbA.close(), dbB.close()]);
+});
+
 test('enqueueMany is ONE statement, returns results in input order, and resolves duplicate keys inside the batch', async () => {
   const client = createClient({ db });
   const existing = await client.enqueue('job', { i: 'before' }, { idempotencyKey: 'k-existing' });
