@@ -123,6 +123,27 @@ describe('in-process stop()', () => {
     const ex = await db.query<{ job_id: string; outcome: string; charged: boolean }>('select job_id, outcome, charged from acta.executions order by job_id');
     expect(ex.rows).toEqual(ids.map((id) => ({ job_id: id, outcome: 'handed_back', charged: false })));
   });
+
+  test('shutdownTimeoutMs 0: running handlers are aborted at once and their rows still go back, written before stop() resolves', async () => {
+    await db.query('truncate acta.jobs, acta.executions');
+    let started = 0;
+    const long = defineJob({
+      name: 'long',
+      handler: (_p, { signal }) =>
+        new Promise<void>((_resolve, reject) => {
+          started++;
+          signal.addEventListener('abort', () => reject(new Error('aborted')));
+        }),
+    });
+    await createClient({ db }).enqueueMany([1, 2, 3, 4].map((i) => ({ definition: 'long', payload: { i } })));
+    const worker = createWorker({ db, definitions: [long], logger: silentLogger, executors: 4, shutdownTimeoutMs: 0 });
+    await worker.start();
+    await waitFor(async () => started === 4, 'the 4 handlers to start');
+    await worker.stop();
+    // Before: the finalizer was abandoned after 0 ms and 3 of 4 rows stayed Executing until recovery.
+    const { rows } = await db.query<{ status: string; attempts: number }>('select status, attempts from acta.jobs');
+    expect(rows).toEqual([1, 2, 3, 4].map(() => ({ status: 'ready', attempts: 0 })));
+  });
 });
 
 test('SIGTERM while the worker is still retrying its start (database unreachable) exits 0 at once', async () => {
