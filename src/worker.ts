@@ -248,11 +248,17 @@ export function createWorker(options: WorkerOptions): Worker {
   };
 
   /** Schema check and registration; a transient error is repeated with back-off for up to one lease. */
+  /** The registration call in flight: stop() during start() waits for it before marking the worker stopped. */
+  let registering: Promise<void> = Promise.resolve();
   const register = () =>
     firstValueFrom(
-      defer(async () => {
-        await assertMigrated(db);
-        await registerWorker(db, { workerId: id, namespace, hostname: os.hostname(), pid: process.pid, definitions: names });
+      defer(() => {
+        registering = (async () => {
+          await assertMigrated(db);
+          if (state !== 'starting') return; // stop() came meanwhile: do not register at all
+          await registerWorker(db, { workerId: id, namespace, hostname: os.hostname(), pid: process.pid, definitions: names });
+        })();
+        return registering;
       }).pipe(
         retryBackoff<void>({
           initialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
@@ -387,6 +393,9 @@ export function createWorker(options: WorkerOptions): Worker {
           await starting?.catch(() => undefined);
           if (registry.size === 0 && subscriptions.length === 0) {
             metricsServer?.close();
+            // A registration cancelled in flight may still commit: after this stop, it would
+            // leave the worker's row 'alive' (bounded: the database may be what start() waited for).
+            await raceTimeout(registering.catch(() => undefined), shutdownTimeoutMs, scheduler);
             await stopWorker(db, id).catch(() => undefined);
             state = 'stopped';
             resolveDone();

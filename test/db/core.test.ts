@@ -245,3 +245,19 @@ test('the execution timeout: a handler that ignores its signal is not waited for
   }
   expect(reasons).toEqual(['timeout']);
 });
+
+test('stop() right after start() leaves no worker marked alive (a registration in flight is awaited or skipped)', async () => {
+  const job = defineJob({ name: 'j', handler: () => undefined });
+  const statuses: string[] = [];
+  for (const delayMs of [0, 0, 0, 1, 1, 3]) {
+    const worker = createWorker({ db, definitions: [job], logger: silentLogger });
+    const started = worker.start();
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+    await Promise.all([started.catch(() => undefined), worker.stop()]);
+    await new Promise((r) => setTimeout(r, 100)); // a registration that commits late would show now
+    const { rows } = await db.query<{ status: string }>('select status from acta.workers where id = $1', [worker.id]);
+    statuses.push(rows[0]?.status ?? 'none');
+  }
+  // Before: the cancelled registration committed after stop_worker: 'alive' in 3 of 7 tries.
+  expect(statuses.filter((s) => s === 'alive')).toEqual([]);
+});
