@@ -16,6 +16,7 @@
 -- of server CPU per element, 0.6 against 1.5-2.0 us of client CPU. (Tried and dropped: the batch as
 -- one jsonb instead of the arrays saved the client 0.6 us per element and cost the server 2.2.)
 -- Ledger: each applied element inserts its attempt's row into acta.executions.
+-- Wakeup: when a row went back to Ready, NOTIFY acta_jobs with the worker's namespace.
 -- Locks: row locks on the applied rows for the rest of the transaction.
 -- Plan: the rows are found by primary key from the input. jobs_lease_idx, which holds every
 -- Executing row of the fleet, is out of this statement's reach by its predicate (migration 0002).
@@ -93,6 +94,12 @@ begin
     into v_answer
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
+  -- Rows back to Ready (a hand-back, a retry) wake the namespace's idle workers, as an enqueue
+  -- does: a graceful shutdown's hand-backs reached an idle peer only by its poll (up to 1 s). A
+  -- retry due later makes a woken worker sleep until it. Nothing to do for a batch of successes.
+  if strpos(v_answer, 'r') > 0 then
+    perform pg_notify('acta_jobs', w.namespace) from acta.workers w where w.id = p_worker;
+  end if;
   return coalesce(v_answer, '');
 end
 $$;

@@ -101,7 +101,11 @@ begin
   join unnest(p_idempotency_keys) with ordinality as k(key, ord) on k.ord = r.ord;
   end if;
 
-  if p_run_ats is null or exists (select 1 from unnest(p_run_ats) r where r is null or r <= now()) then
+  -- Wake idle workers for a job due now or within a second: an idle claimer sleeps up to its
+  -- safety poll (1 s by default), and once woken it sleeps exactly until the next due row. (Only
+  -- jobs due now woke anyone before: a job due in 300 ms started up to ~800 ms late.) Jobs due
+  -- later are found by that sleep; waking every worker for them would only cost claims.
+  if p_run_ats is null or exists (select 1 from unnest(p_run_ats) r where r is null or r <= now() + interval '1 second') then
     perform pg_notify('acta_jobs', p_namespace);
   end if;
   return query select v_id_text, v_created_text;

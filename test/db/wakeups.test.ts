@@ -57,6 +57,50 @@ test('NOTIFY wakes an idle worker long before its safety poll', async () => {
   expect(Math.max(...samples)).toBeLessThan(1_000);
 });
 
+test('a job due in 300 ms wakes an idle worker, which then sleeps until it is due, not until its poll', async () => {
+  await idleWorker({ safetyPollMs: 10_000 });
+  const { id } = await createClient({ db }).enqueue('noop', {}, { runAt: new Date(Date.now() + 300) });
+  const lateMs = await waitFor(async () => {
+    const { rows } = await db.query<{ ms: number | null }>(
+      `select extract(epoch from (e.claimed_at - j.run_at)) * 1000 as ms from acta.jobs j join acta.executions e on e.job_id = j.id where j.id = $1`,
+      [id],
+    );
+    return rows[0] ? Number(rows[0].ms) : null;
+  }, 'the job to be worked', 15_000);
+  expect(lateMs).toBeGreaterThanOrEqual(0); // never before it is due
+  expect(lateMs).toBeLessThan(1_000); // before: only a job due now was notified, and this one waited for the 10 s poll
+});
+
+test("a graceful shutdown's hand-backs wake an idle peer at once", async () => {
+  let held = 0;
+  const hold = defineJob({
+    name: 'hold',
+    handler: (_p, { signal }) =>
+      new Promise<void>((resolve) => {
+        held++;
+        if (held > 1) return resolve(); // the peer's run
+        signal.addEventListener('abort', () => resolve()); // the stopping worker's run ends at once
+      }),
+  });
+  const stopping = createWorker({ db, definitions: [hold], logger: silentLogger, executors: 1, shutdownTimeoutMs: 0 });
+  await stopping.start();
+  const { id } = await createClient({ db }).enqueue('hold', {});
+  await waitFor(async () => held === 1, 'the first worker to hold the job');
+  const peer = createWorker({ db, definitions: [hold], logger: silentLogger, executors: 1, safetyPollMs: 10_000 });
+  workers.push(peer);
+  await peer.start();
+  await new Promise((r) => setTimeout(r, 300)); // its first claim found nothing: asleep for 10 s
+  const stoppedAt = Date.now();
+  await stopping.stop();
+  await waitFor(async () => held === 2, 'the peer to run the handed-back job', 15_000);
+  expect(Date.now() - stoppedAt).toBeLessThan(2_000); // before: up to the peer's 10 s poll
+  const outcomes = await waitFor(async () => {
+    const { rows } = await db.query<{ outcome: string }>('select outcome from acta.executions where job_id = $1 order by execution', [id]);
+    return rows.length === 2 ? rows.map((r) => r.outcome) : null;
+  }, "the peer's completion");
+  expect(outcomes).toEqual(['handed_back', 'succeeded']);
+});
+
 test('a Db on a Pool built from fields (no connection string) LISTENs on that pool\'s database', async () => {
   const u = new URL(tdb.url);
   const pool = new Pool({ host: u.hostname, port: Number(u.port || 5432), user: decodeURIComponent(u.username), database: u.pathname.slice(1) });
