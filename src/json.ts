@@ -20,8 +20,15 @@ export function toJsonText(value: unknown): string {
   try {
     text = JSON.stringify(value);
   } catch (err) {
-    const found = findBadValue(value);
-    throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? (err instanceof Error ? err.message : String(err)), { cause: err });
+    let found: { path: string; reason: string } | undefined;
+    try {
+      found = findBadValue(value);
+    } catch (walkErr) {
+      // Nested deeper than the stack allows (JSON.stringify overflowed too): no path to name.
+      if (!(walkErr instanceof RangeError)) throw walkErr;
+    }
+    const reason = err instanceof RangeError ? `nested too deeply to serialise (${err.message})` : err instanceof Error ? err.message : String(err);
+    throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? reason, { cause: err });
   }
   if (text === undefined) throw new InvalidJsonError('$', `${typeof value} is not JSON`);
   if (JSONB_REJECTS.test(text)) {

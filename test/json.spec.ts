@@ -33,6 +33,14 @@ describe('toJsonText', () => {
     expect(refusal(1n).path).toBe('$');
   });
 
+  it('refuses a value nested deeper than the stack with InvalidJsonError, not a RangeError', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    const err = refusal(deep);
+    expect(err.path).toBe('$');
+    expect(err.message).toMatch(/nested too deeply/);
+  });
+
   it('refuses a circular reference and names where it closes', () => {
     const a: Record<string, unknown> = { x: 1 };
     a.list = [0, { back: a }];
