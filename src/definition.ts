@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { JobId } from './db/functions';
+import { INT4_MAX, type JobId } from './db/functions';
 import type { Step } from './steps';
 
 /**
@@ -12,11 +12,11 @@ export type Backoff = { delayMs: number; factor?: number; maxDelayMs?: number } 
 /** Default back-off: 1 s, doubling, capped at 1 h. */
 export const DEFAULT_BACKOFF: Backoff = { delayMs: 1_000, factor: 2, maxDelayMs: 3_600_000 };
 
-/** ms to wait after attempt number `attempt` (1-based) failed. */
+/** ms to wait after attempt number `attempt` (1-based) failed: 0..2^31−1 (the retry delay is an integer column). */
 export function backoffMs(backoff: Backoff | undefined, attempt: number): number {
   const b = backoff ?? DEFAULT_BACKOFF;
   const ms = typeof b === 'function' ? b(attempt) : Math.min(b.maxDelayMs ?? 3_600_000, b.delayMs * (b.factor ?? 2) ** (attempt - 1));
-  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, 2_147_483_647) : 0;
+  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, INT4_MAX) : 0;
 }
 
 /** What a handler receives besides its payload. */

@@ -27,7 +27,6 @@ import { isTransientDbError } from './db/transient';
 import type { Definition } from './definition';
 import { ConfigError } from './errors';
 import { handBackCompletion, runEntry, type ExecutorDeps } from './executor';
-import { Timeouts } from './timeouts';
 import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
 import { createLogger, type Logger } from './logger';
@@ -38,6 +37,7 @@ import { Registry } from './registry';
 import { createStep } from './steps';
 import { raceTimeout, shutdown } from './shutdown';
 import { retryBackoff } from '../operators';
+import { Timeouts } from './timeouts';
 import { notifyWakeups, type RedisLike, redisWakeups } from './wakeups';
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (DESIGN.md). */
