@@ -2,7 +2,7 @@ import type { Db, Queryable } from './db/Db';
 import { enqueueJobs, INT4_MAX, type JobId } from './db/functions';
 import type { Definition } from './definition';
 import { ActaError, ConfigError, UnknownDefinitionError } from './errors';
-import { toJsonText } from './json';
+import { badString, toJsonText } from './json';
 
 /** Options of one job at enqueue. */
 export interface EnqueueOptions {
@@ -72,11 +72,6 @@ export interface Client {
   enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
 }
 
-/** No NUL (text refuses it) and no lone UTF-16 surrogate (text would store it as U+FFFD). */
-function storableText(s: string): boolean {
-  return !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
-}
-
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
 const ITEM_KEYS = new Set(['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey']);
 
@@ -101,7 +96,7 @@ export function createClient(options: ClientOptions): Client {
     for (const item of items) {
       // A misspelt option (e.g. `delayMs`, or `tx` on an item) would otherwise be ignored silently.
       for (const key in item) if (!ITEM_KEYS.has(key)) throw new ConfigError(unknownOption(key));
-      if (typeof item.definition !== 'string' || item.definition.length === 0 || !storableText(item.definition)) {
+      if (typeof item.definition !== 'string' || item.definition.length === 0 || badString(item.definition) !== undefined) {
         throw new ConfigError('definition must be a non-empty string without \\u0000 or a lone UTF-16 surrogate');
       }
       const definition = known?.get(item.definition);
@@ -115,7 +110,7 @@ export function createClient(options: ClientOptions): Client {
       }
       // PostgreSQL text stores a lone surrogate as U+FFFD: two different keys would become one,
       // and the second job would be dropped as a duplicate.
-      if (item.idempotencyKey !== undefined && (typeof item.idempotencyKey !== 'string' || item.idempotencyKey.length === 0 || !storableText(item.idempotencyKey))) {
+      if (item.idempotencyKey !== undefined && (typeof item.idempotencyKey !== 'string' || item.idempotencyKey.length === 0 || badString(item.idempotencyKey) !== undefined)) {
         throw new ConfigError('idempotencyKey must be a non-empty string without \\u0000 or a lone UTF-16 surrogate');
       }
       if (item.runAt !== undefined && !(item.runAt instanceof Date && !Number.isNaN(item.runAt.getTime()))) {

@@ -40,7 +40,8 @@ export function toJsonText(value: unknown): string {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function badString(s: string): string | undefined {
+/** Why PostgreSQL text/jsonb cannot store `s` as it is (a NUL; a lone surrogate, stored as U+FFFD), or undefined if it can. */
+export function badString(s: string): string | undefined {
   if (s.includes('\u0000')) return 'string contains \\u0000';
   if (LONE_SURROGATE.test(s)) return 'string contains a lone UTF-16 surrogate';
   return undefined;
