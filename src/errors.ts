@@ -45,13 +45,21 @@ export class ConfigError extends ActaError {
   }
 }
 
-/** An embedded (PGlite) data directory already open in another live process. */
+/**
+ * An embedded (PGlite) data directory already open in another live process (`pid`), or, with
+ * `pid` -1, whose lock file could not be taken in 50 tries though no live process holds it.
+ */
 export class DataDirLockedError extends ActaError {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
   ) {
-    super('ACTA_DATA_DIR_LOCKED', `the data directory ${dataDir} is in use by process ${pid}; one process per data directory`);
+    super(
+      'ACTA_DATA_DIR_LOCKED',
+      pid > 0
+        ? `the data directory ${dataDir} is in use by process ${pid}; one process per data directory`
+        : `the data directory ${dataDir}: its lock file (acta.lock) could not be taken, and no live process holds it; remove acta.lock* there if no process uses the folder`,
+    );
   }
 }
 

@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createClient, createPgliteDb, createWorker, DataDirLockedError, defineJob, migrate, type Db } from '../src';
+import { lockDataDir, removeStaleLock, takeoverPath } from '../src/db/pgliteDb';
 import { silentLogger } from './helpers/silentLogger';
 import { waitFor } from './helpers/wait';
 
@@ -174,4 +175,44 @@ describe('the data folder lock', () => {
       }
     }
   }, 60_000);
+
+  test('a starter that judged the lock stale late never moves the live lock that replaced it, not even for a moment', async () => {
+    const dir = tempDir();
+    const lockPath = path.join(dir, 'acta.lock');
+    const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
+    fs.writeFileSync(lockPath, String(process.ppid)); // a live holder took the folder after this starter read `dead` there
+    const mine = `${lockPath}.${process.pid}`;
+    fs.writeFileSync(mine, String(process.pid));
+    const touched: string[] = [];
+    const watcher = fs.watch(dir, (_event, name) => touched.push(String(name)));
+    try {
+      await new Promise((r) => setTimeout(r, 50)); // the watch is in place
+      removeStaleLock(lockPath, String(dead), mine);
+      await new Promise((r) => setTimeout(r, 200)); // its events have arrived
+    } finally {
+      watcher.close();
+      fs.rmSync(mine);
+    }
+    // The rename-aside takeover moved it away and back: in between, a third starter took the name
+    // and two processes held the folder (CI, Node 24).
+    expect(touched.filter((name) => name === 'acta.lock')).toEqual([]);
+    expect(fs.readFileSync(lockPath, 'utf8')).toBe(String(process.ppid));
+    expect(fs.readdirSync(dir)).toEqual(['acta.lock']); // no takeover file left behind
+  });
+
+  test('a takeover file left by a process that died while taking over is removed, and the folder opens', async () => {
+    const dir = tempDir();
+    const lockPath = path.join(dir, 'acta.lock');
+    const [dead, deadTaker] = [0, 1].map(() => Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout));
+    fs.writeFileSync(lockPath, String(dead));
+    fs.writeFileSync(takeoverPath(lockPath, String(dead)), String(deadTaker));
+    const release = lockDataDir(dir);
+    try {
+      expect(fs.readFileSync(lockPath, 'utf8')).toBe(String(process.pid));
+      expect(fs.readdirSync(dir)).toEqual(['acta.lock']);
+    } finally {
+      release();
+    }
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
 });

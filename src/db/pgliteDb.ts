@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { PGliteInterface } from '@electric-sql/pglite';
@@ -13,6 +14,9 @@ export interface PgliteDbOptions {
   dataDir: string;
 }
 
+/** Tries to take the lock before giving up with DataDirLockedError; between tries it waits 1 ms. */
+const LOCK_TRIES = 50;
+
 /**
  * Takes `<dataDir>/acta.lock` for this process: two processes on one PGlite data folder silently
  * corrupt it (shared/TOOLCHAIN.md). A lock left by a dead process is taken over. Returns the
@@ -21,8 +25,8 @@ export interface PgliteDbOptions {
  * The lock appears with its pid already in it (written to a file of this process's own, then
  * hard-linked to the lock's name, which fails if the name exists): a lock created empty and filled
  * afterwards could be read empty in between, taken for stale and removed under its live holder
- * (found by a race of 8 starters: two held the folder in 20 of 30 rounds). A stale lock is moved
- * aside by rename (atomic: one taker wins) and removed only if it is still the one judged stale.
+ * (found by a race of 8 starters: two held the folder in 20 of 30 rounds). A stale lock is removed
+ * by removeStaleLock, which never moves a live lock, not even for a moment.
  */
 export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
@@ -30,7 +34,8 @@ export function lockDataDir(dataDir: string): () => void {
   const mine = `${lockPath}.${process.pid}`;
   fs.writeFileSync(mine, String(process.pid));
   try {
-    for (let tries = 0; tries < 10; tries++) {
+    for (let tries = 0; tries < LOCK_TRIES; tries++) {
+      if (tries > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1); // start-up only: a 1 ms sleep
       try {
         fs.linkSync(mine, lockPath);
       } catch (err) {
@@ -38,9 +43,9 @@ export function lockDataDir(dataDir: string): () => void {
         const holder = readLock(lockPath);
         if (holder === undefined) continue; // released meanwhile: try again
         const pid = Number(holder);
-        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) throw new DataDirLockedError(dataDir, pid);
         if (pid === process.pid) throw new DataDirLockedError(dataDir, pid); // open in this process already
-        takeOverStale(lockPath, holder);
+        if (isLivePid(holder)) throw new DataDirLockedError(dataDir, pid);
+        removeStaleLock(lockPath, holder, mine);
         continue;
       }
       const release = () => {
@@ -71,25 +76,44 @@ function readLock(lockPath: string): string | undefined {
 }
 
 /**
- * Removes the stale lock whose content was `stale`: renamed aside first, so of several processes
- * taking it over one moves it; if what was moved is not that stale lock (a live process took the
- * name meanwhile), it is put back.
+ * Removes the lock file `target` if its content is still `stale` (the pid of a dead process, or
+ * not a pid). The remover first takes `<target>.takeover-<hash of stale>` (a hard link of `mine`,
+ * this process's pid file: exclusive) and re-reads `target` under it, so of several processes
+ * taking over one lock one removes it, and none removes a lock a live process has taken since.
+ * A taker that cannot take the takeover file returns, and its caller tries again. A takeover file
+ * left by a process that died holding it is stale itself and removed the same way. `depth` bounds
+ * that recursion (each level needs a process to die inside a microsecond window).
+ *
+ * The previous takeover moved the lock aside by rename and put it back if it was live: while it
+ * was aside a third starter could take the name, and two processes held the folder (CI, Node 24,
+ * 4 starters on a stale lock).
  */
-function takeOverStale(lockPath: string, stale: string): void {
-  const aside = `${lockPath}.${process.pid}.stale`;
+export function removeStaleLock(target: string, stale: string, mine: string, depth = 0): void {
+  const takeover = takeoverPath(target, stale);
   try {
-    fs.renameSync(lockPath, aside);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // another process moved it
-    throw err;
-  }
-  try {
-    if (fs.readFileSync(aside, 'utf8') !== stale) fs.linkSync(aside, lockPath); // a live lock: back in place
+    fs.linkSync(mine, takeover);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    fs.rmSync(aside, { force: true });
+    const taker = readLock(takeover);
+    if (taker !== undefined && !isLivePid(taker) && depth < 3) removeStaleLock(takeover, taker, mine, depth + 1);
+    return;
   }
+  try {
+    if (readLock(target) === stale) fs.unlinkSync(target);
+  } finally {
+    fs.rmSync(takeover, { force: true });
+  }
+}
+
+/** The takeover file of the lock file `target` whose content is `stale` (see removeStaleLock). */
+export function takeoverPath(target: string, stale: string): string {
+  return `${target}.takeover-${createHash('sha1').update(stale).digest('hex').slice(0, 12)}`;
+}
+
+/** True if `content` is the pid of a live process other than this one. */
+function isLivePid(content: string): boolean {
+  const pid = Number(content);
+  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid);
 }
 
 function isAlive(pid: number): boolean {
