@@ -98,7 +98,7 @@ function parseArgs(argv: string[]): Args {
       // it exits: a shorter settle counts the worker's start-up transactions as idle ones.
       idleSettleSeconds: num('idle-settle', quick ? 0.2 : 12),
       stallMs: num('stall-ms', quick ? 600 : 3_000),
-      backpressureJobs: num('backpressure-jobs', quick ? 2_000 : 100_000),
+      backpressureJobs: num('backpressure-jobs', quick ? 20_000 : 100_000), // quick: enough that 128 executors are still busy when the stall begins
       pollMs: 10,
       drainTimeoutMs: num('drain-timeout', quick ? 60_000 : Math.max(120_000, jobs * 5)),
       actaNodeArgs: cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProf)}`] : [],
