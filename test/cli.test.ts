@@ -3,6 +3,7 @@
 // stopping with exit code 0 on SIGTERM. Runs the built bin (`npm test` builds first).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { createClient, type Db } from '../src';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
@@ -160,6 +161,15 @@ test('`acta worker` with a missing module or a TypeScript file says so plainly a
   const missing = await acta(['worker', 'test/fixtures/does-not-exist.js']);
   expect(missing.code).toBe(1);
   expect(missing.stderr).toMatch(/^acta: no module at .*does-not-exist\.js\n$/);
+  // A module that exists but requires a package that is not installed: the missing package is named.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-cli-'));
+  const needsPackage = path.join(dir, 'needs-package.js');
+  fs.writeFileSync(needsPackage, "require('acta-no-such-package'); module.exports = [];\n");
+  const dependency = await acta(['worker', needsPackage]);
+  fs.rmSync(dir, { recursive: true, force: true });
+  expect(dependency.code).toBe(1);
+  expect(dependency.stderr).toContain("Cannot find module 'acta-no-such-package'");
+  expect(dependency.stderr).not.toContain('no module at');
   const ts = await acta(['worker', 'examples/hashFile.ts']);
   expect(ts.code).toBe(1);
   expect(ts.stderr).toContain('is TypeScript: compile it and give the .js file');

@@ -32,7 +32,10 @@ export function loadDefinitions(modulePath: string): Definition[] {
     mod = require(resolved) as Record<string, unknown>;
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code === 'MODULE_NOT_FOUND' && e.message.includes(resolved)) {
+    // Only when the module itself is missing: Node's message names the missing module on its first
+    // line, then lists the requiring files, so a module that exists but requires a package that
+    // is not installed would otherwise be reported as missing itself (new-user trial).
+    if (e.code === 'MODULE_NOT_FOUND' && e.message.split('\n')[0].includes(`'${resolved}'`)) {
       throw new ActaError('ACTA_MODULE_NOT_FOUND', `no module at ${resolved}`);
     }
     throw err;
