@@ -1,8 +1,9 @@
+import { knownKeys, nameOption } from './config';
 import type { Db, Queryable } from './db/Db';
 import { enqueueJobs, INT4_MAX, type JobId } from './db/functions';
-import type { Definition } from './definition';
-import { ActaError, ConfigError, UnknownDefinitionError } from './errors';
-import { badString, toJsonText } from './json';
+import { checkDefinition, type Definition } from './definition';
+import { ActaError, ConfigError, InvalidJsonError, UnknownDefinitionError } from './errors';
+import { toJsonText } from './json';
 
 /** Options of one job at enqueue. */
 export interface EnqueueOptions {
@@ -58,10 +59,10 @@ export interface ClientOptions {
 export interface Client {
   /**
    * Enqueues one job. Throws InvalidJsonError (nothing written) when the payload cannot be
-   * stored as jsonb, ConfigError on a bad or unknown option, UnknownDefinitionError for a name outside the
+   * stored as jsonb (including one beyond jsonb's 256 MB, which the database refuses), ConfigError on a bad or unknown option, UnknownDefinitionError for a name outside the
    * client's `definitions` (when given).
    */
-  enqueue<P = unknown>(definition: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult>;
+  enqueue<P = unknown>(definition: string, payload: P, options?: EnqueueOptions | null): Promise<EnqueueResult>;
   /**
    * Enqueues a batch in ONE statement (and one NOTIFY). All payloads are checked first: one bad
    * payload refuses the whole batch with InvalidJsonError and nothing is written.
@@ -72,6 +73,9 @@ export interface Client {
   enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
 }
 
+/** The keys of ClientOptions: createClient refuses any other. */
+const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions'];
+
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
 const ITEM_KEYS = new Set(['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey']);
 
@@ -81,7 +85,9 @@ function unknownOption(key: string): string {
 
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {
-  const namespace = options.namespace ?? 'default';
+  knownKeys('client option', options, CLIENT_OPTION_KEYS);
+  const namespace = nameOption('namespace', options.namespace ?? 'default');
+  for (const d of options.definitions ?? []) checkDefinition(d, false);
   const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
   const enqueueMany = async (items: EnqueueItem[], opts: { tx?: Queryable } = {}): Promise<EnqueueResult[]> => {
     if (items.length === 0) return [];
@@ -96,9 +102,7 @@ export function createClient(options: ClientOptions): Client {
     for (const item of items) {
       // A misspelt option (e.g. `delayMs`, or `tx` on an item) would otherwise be ignored silently.
       for (const key in item) if (!ITEM_KEYS.has(key)) throw new ConfigError(unknownOption(key));
-      if (typeof item.definition !== 'string' || item.definition.length === 0 || badString(item.definition) !== undefined) {
-        throw new ConfigError('definition must be a non-empty string without \\u0000 or a lone UTF-16 surrogate');
-      }
+      nameOption('definition', item.definition);
       const definition = known?.get(item.definition);
       if (known && !definition) throw new UnknownDefinitionError(item.definition);
       // Both are PostgreSQL integer columns: out of int4 range would fail the whole statement.
@@ -110,9 +114,7 @@ export function createClient(options: ClientOptions): Client {
       }
       // PostgreSQL text stores a lone surrogate as U+FFFD: two different keys would become one,
       // and the second job would be dropped as a duplicate.
-      if (item.idempotencyKey !== undefined && (typeof item.idempotencyKey !== 'string' || item.idempotencyKey.length === 0 || badString(item.idempotencyKey) !== undefined)) {
-        throw new ConfigError('idempotencyKey must be a non-empty string without \\u0000 or a lone UTF-16 surrogate');
-      }
+      if (item.idempotencyKey !== undefined) nameOption('idempotencyKey', item.idempotencyKey);
       if (item.runAt !== undefined && !(item.runAt instanceof Date && !Number.isNaN(item.runAt.getTime()))) {
         throw new ConfigError('runAt must be a valid Date');
       }
@@ -123,7 +125,18 @@ export function createClient(options: ClientOptions): Client {
       rows.maxAttempts.push(item.maxAttempts ?? definition?.maxAttempts ?? null);
       rows.idempotencyKeys.push(item.idempotencyKey ?? null);
     }
-    const result = await enqueueJobs(opts.tx ?? options.db, namespace, rows);
+    let result: Awaited<ReturnType<typeof enqueueJobs>>;
+    try {
+      result = await enqueueJobs(opts.tx ?? options.db, namespace, rows);
+    } catch (err) {
+      // 54000 (program_limit_exceeded): a payload beyond what one jsonb value holds (256 MB; a
+      // string within it as well). One job: that payload cannot be stored, refused like any other.
+      // A larger batch may only need splitting (see enqueueMany), so its error stays as it is.
+      if (items.length === 1 && (err as { code?: unknown }).code === '54000') {
+        throw new InvalidJsonError('$', `too large for jsonb (${(err as Error).message})`, { cause: err });
+      }
+      throw err;
+    }
     if (!opts.tx) options.publishWakeup?.(namespace);
     return result.map((r, i) => {
       // Only possible if the job an idempotency key named was deleted during this very call.
@@ -132,8 +145,8 @@ export function createClient(options: ClientOptions): Client {
     });
   };
   return {
-    async enqueue(definition, payload, opts = {}) {
-      const { tx, ...rest } = opts;
+    async enqueue(definition, payload, opts) {
+      const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
       const [result] = await enqueueMany([{ definition, payload, ...rest }], { tx });
       return result;
     },

@@ -1,5 +1,6 @@
 import * as os from 'node:os';
 import { ConfigError } from './errors';
+import { badString } from './json';
 
 /**
  * The lease clock: every timing derives from one knob, the heartbeat interval H
@@ -82,6 +83,28 @@ export function defaultExecutors(cores = os.availableParallelism?.() ?? os.cpus(
  * 1 ms (Node.js docs, setTimeout). Every duration setting that becomes a timer is bounded by it.
  */
 export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Validates a name (a definition's name, a namespace, an idempotency key): a non-empty string
+ * without \u0000 or a lone UTF-16 surrogate. PostgreSQL text refuses \u0000 and stores a lone
+ * surrogate as U+FFFD, so two different names could become one. Throws ConfigError naming `what`.
+ */
+export function nameOption(what: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || badString(value) !== undefined) {
+    throw new ConfigError(`${what} must be a non-empty string without \\u0000 or a lone UTF-16 surrogate, got ${(JSON.stringify(value) ?? String(value)).slice(0, 80)}`);
+  }
+  return value;
+}
+
+/**
+ * Throws ConfigError for a key of `options` outside `known`: a misspelt option (`executor: 4`,
+ * `maxAttempt`) would otherwise be ignored silently. `what` names the object in the message.
+ */
+export function knownKeys(what: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new ConfigError(`unknown ${what} "${key}"; known: ${known.join(', ')}`);
+  }
+}
 
 /** Validates an integer option in [min, max]; throws ConfigError naming the option. */
 export function intOption(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {

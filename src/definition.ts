@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import { intOption, knownKeys, MAX_TIMER_MS, nameOption } from './config';
 import { INT4_MAX, type JobId } from './db/functions';
+import { ConfigError } from './errors';
 import type { Step } from './steps';
 
 /**
@@ -56,6 +58,30 @@ export interface Definition<P = any, R = unknown> {
   /** Attempts before Failed; used as the enqueue default by clients given this definition (else 25). */
   maxAttempts?: number;
   backoff?: Backoff;
+}
+
+const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff'];
+
+/**
+ * Checks a definition before anything touches the database; throws ConfigError. createWorker
+ * checks every field and needs a handler; createClient (`needsHandler` false) uses only the name
+ * and maxAttempts but refuses the same mistakes. maxAttempts is a PostgreSQL integer of at least 1
+ * (acta.jobs' check): out of that range the enqueue would fail in the database instead.
+ */
+export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): void {
+  if (d === null || typeof d !== 'object') throw new ConfigError(`a definition is an object such as defineJob({ name, handler }), got ${d === null ? 'null' : typeof d}`);
+  const name = nameOption('a definition name', d.name);
+  knownKeys(`field of definition "${name}"`, d, DEFINITION_KEYS);
+  if (needsHandler && typeof d.handler !== 'function') throw new ConfigError(`definition "${name}" needs a handler function`);
+  if (d.timeoutMs !== undefined) intOption(`timeoutMs of definition "${name}"`, d.timeoutMs, 1, MAX_TIMER_MS);
+  if (d.maxAttempts !== undefined) intOption(`maxAttempts of definition "${name}"`, d.maxAttempts, 1, INT4_MAX);
+  const b = d.backoff;
+  if (b !== undefined && typeof b !== 'function') {
+    const finite = (v: unknown, min: number) => typeof v === 'number' && Number.isFinite(v) && v >= min;
+    if (b === null || typeof b !== 'object' || !finite(b.delayMs, 0) || (b.factor !== undefined && !finite(b.factor, 1)) || (b.maxDelayMs !== undefined && !finite(b.maxDelayMs, 0))) {
+      throw new ConfigError(`backoff of definition "${name}" must be a function or { delayMs >= 0, factor >= 1?, maxDelayMs >= 0? } (ms), got ${JSON.stringify(b)}`);
+    }
+  }
 }
 
 /** Defines a job with its payload type, for type inference at the call site. */

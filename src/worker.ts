@@ -19,12 +19,12 @@ import {
 } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
 import { claimer } from './claimer';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, leaseClock, MAX_EXECUTORS, PIPELINE, intOption, MAX_TIMER_MS } from './config';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, leaseClock, MAX_EXECUTORS, MAX_TIMER_MS, nameOption, PIPELINE } from './config';
 import type { Db } from './db/Db';
 import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, stopWorker } from './db/functions';
 import { assertMigrated } from './db/migrator';
 import { isTransientDbError } from './db/transient';
-import type { Definition } from './definition';
+import { checkDefinition, type Definition } from './definition';
 import { ConfigError } from './errors';
 import { handBackCompletion, runEntry, type ExecutorDeps } from './executor';
 import { Finalizer } from './finalizer';
@@ -39,6 +39,9 @@ import { raceTimeout, shutdown } from './shutdown';
 import { retryBackoff } from '../operators';
 import { Timeouts } from './timeouts';
 import { notifyWakeups, type RedisLike, redisWakeups } from './wakeups';
+
+/** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (DESIGN.md). */
 export interface WorkerOptions {
@@ -92,23 +95,23 @@ export interface Worker {
  * Creates a worker: the pipeline of shared/DESIGN.md — permits and wakeups drive the claimer, whose
  * rows go to executors as `mergeMap(run, N)`, whose completions go through the finalizer's bounded
  * buffer into one complete_executions call per batch; the heartbeat renews what the registry holds.
- * Throws ConfigError, before touching the database, for no or duplicate definitions or a setting
+ * Throws ConfigError, before touching the database, for an unknown option, no or duplicate
+ * definitions, a definition checkDefinition refuses (name, handler, maxAttempts, backoff), or a setting
  * out of range: executors 1..10 000, heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1,
  * shutdownTimeoutMs 0..2^31−1, a definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the
  * longest Node.js timer: a longer one would fire after 1 ms).
  */
 export function createWorker(options: WorkerOptions): Worker {
+  knownKeys('worker option', options, WORKER_OPTION_KEYS);
+  if (!Array.isArray(options.definitions) || options.definitions.length === 0) throw new ConfigError('a worker needs at least one definition');
+  for (const d of options.definitions) checkDefinition(d, true);
   const names = options.definitions.map((d) => d.name);
-  if (names.length === 0) throw new ConfigError('a worker needs at least one definition');
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
   const executors = intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS);
   const safetyPollMs = intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS);
   const shutdownTimeoutMs = intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS);
-  for (const d of options.definitions) {
-    if (d.timeoutMs !== undefined) intOption(`timeoutMs of definition "${d.name}"`, d.timeoutMs, 1, MAX_TIMER_MS);
-  }
   const clock = leaseClock(options.heartbeatIntervalMs);
-  const namespace = options.namespace ?? 'default';
+  const namespace = nameOption('namespace', options.namespace ?? 'default');
   const scheduler = options.scheduler ?? asyncScheduler;
   const root = options.logger ?? createLogger();
   const id = randomUUID();

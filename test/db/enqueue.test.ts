@@ -2,7 +2,8 @@
 // input order, and enqueue inside the caller's own transaction (the job and its NOTIFY exist only
 // at commit).
 import { Client as PgClient } from 'pg';
-import { ConfigError, createClient, createWorker, defineJob, type Db } from '../../src';
+import { DatabaseError } from 'pg';
+import { ConfigError, createClient, createWorker, defineJob, InvalidJsonError, type Db } from '../../src';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -199,6 +200,16 @@ test('bad options are refused with ConfigError before anything is written, for t
   expect(await jobCount()).toBe(1);
 });
 
+test('a payload the database refuses as too large for jsonb (54000) is an InvalidJsonError for one job; a batch keeps the database error', async () => {
+  // PostgreSQL's own error for a 300 MB string (new-user trial); producing it for real takes > 1 GB here.
+  const tooLong = Object.assign(new DatabaseError('string too long to represent as jsonb string', 0, 'error'), { code: '54000' });
+  const refusing = { ...db, query: () => Promise.reject(tooLong) } as Db;
+  const one = createClient({ db: refusing }).enqueue('job', { big: '…' });
+  await expect(one).rejects.toThrow(InvalidJsonError);
+  await expect(one).rejects.toMatchObject({ code: 'ACTA_INVALID_JSON', path: '$', cause: tooLong });
+  await expect(createClient({ db: refusing }).enqueueMany([{ definition: 'job', payload: 1 }, { definition: 'job', payload: 2 }])).rejects.toBe(tooLong);
+});
+
 test('createWorker refuses a setting out of range with ConfigError naming it, before touching the database', () => {
   const job = defineJob({ name: 'job', handler: () => undefined });
   const make = (options: Record<string, number>) => () => createWorker({ db, definitions: [job], logger: silentLogger, ...options });
@@ -217,4 +228,35 @@ test('createWorker refuses a setting out of range with ConfigError naming it, be
   expect(slow(30 * 24 * 3_600_000)).toThrow(ConfigError);
   expect(slow(0)).toThrow(ConfigError);
   expect(slow(2_147_483_647)).not.toThrow();
+});
+
+test('createWorker and createClient refuse unknown options, bad definitions and bad namespaces with ConfigError (new-user trial)', async () => {
+  const job = defineJob({ name: 'job', handler: () => undefined });
+  const worker = (options: object) => () => createWorker({ db, definitions: [job], logger: silentLogger, ...options } as never);
+  // A misspelt option used to start a worker with the default instead.
+  expect(worker({ executor: 4 })).toThrow(/^unknown worker option "executor"; known: db, definitions, executors, /);
+  expect(worker({ namespace: '' })).toThrow(/^namespace must be a non-empty string/);
+  expect(worker({ namespace: 'a\u0000b' })).toThrow(ConfigError);
+  const withDefinition = (d: object) => () => createWorker({ db, definitions: [d as never], logger: silentLogger });
+  // Each of these was accepted: maxAttempts 0 failed every enqueue in the database (23514), 1.5 with
+  // 22P02; no handler used up every attempt; '' could never be enqueued; a NUL failed start().
+  expect(withDefinition({ name: 'j', handler: () => undefined, maxAttempts: 0 })).toThrow(/^maxAttempts of definition "j" must be an integer between 1 and 2147483647, got 0$/);
+  expect(withDefinition({ name: 'j', handler: () => undefined, maxAttempts: 1.5 })).toThrow(ConfigError);
+  expect(withDefinition({ name: 'j' })).toThrow(/^definition "j" needs a handler function$/);
+  expect(withDefinition({ name: '', handler: () => undefined })).toThrow(/^a definition name must be a non-empty string/);
+  expect(withDefinition({ name: 'a\u0000b', handler: () => undefined })).toThrow(ConfigError);
+  expect(withDefinition({ name: 'j', handler: () => undefined, maxAttempt: 3 })).toThrow(/^unknown field of definition "j" "maxAttempt"; known: name, handler, /);
+  expect(withDefinition({ name: 'j', handler: () => undefined, backoff: { delayMs: -1 } })).toThrow(/^backoff of definition "j" must be a function or/);
+  expect(withDefinition({ name: 'j', handler: () => undefined, backoff: { delayMs: 10, factor: 0 } })).toThrow(ConfigError);
+  expect(withDefinition({ name: 'j', handler: () => undefined, backoff: (n: number) => n, maxAttempts: 3, timeoutMs: 10 })).not.toThrow();
+  expect(() => createWorker({ db, definitions: 'job' as never, logger: silentLogger })).toThrow(/^a worker needs at least one definition$/);
+
+  expect(() => createClient({ db, namspace: 'x' } as never)).toThrow(/^unknown client option "namspace"; known: db, namespace, publishWakeup, definitions$/);
+  expect(() => createClient({ db, namespace: '' })).toThrow(ConfigError);
+  expect(() => createClient({ db, definitions: [{ name: 'j', maxAttempts: 0 }] })).toThrow(/^maxAttempts of definition "j"/);
+  // The client needs no handler: a worker's definitions or { name, maxAttempts } both do.
+  expect(() => createClient({ db, definitions: [job, { name: 'other', maxAttempts: 3 }] })).not.toThrow();
+  // null options are no options (it threw a bare TypeError).
+  await expect(createClient({ db }).enqueue('job', { n: 1 }, null)).resolves.toMatchObject({ created: true });
+  expect(await jobCount()).toBe(1);
 });
