@@ -30,9 +30,9 @@ afterAll(async () => {
 const env = () => ({ ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' });
 
 /** Runs `acta <args>` to completion. */
-function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function acta(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: env(), timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...env(), ...extraEnv }, timeout: 30_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -155,6 +155,14 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect(attempts.code).toBe(1);
   expect(attempts.stderr).toMatch(/option '--max-attempts <n>' argument '0' is invalid\. must be an integer ≥ 1\./);
   expect(attempts.stdout).toBe('');
+  // Named the API option ("runAt must be a valid Date") and pino's internals before (new-user trial).
+  const runAt = await acta(['enqueue', 'cli-echo', '{}', '--run-at', 'tomorrow']);
+  expect(runAt.code).toBe(1);
+  expect(runAt.stderr).toMatch(/option '--run-at <iso>' argument 'tomorrow' is invalid\. must be an ISO 8601 date/);
+  expect(runAt.stdout).toBe('');
+  const level = await acta(['worker', FIXTURE], { ACTA_LOG_LEVEL: 'bogus' });
+  expect(level.code).toBe(1);
+  expect(level.stderr).toMatch(/^acta: log level \(ACTA_LOG_LEVEL or level\) must be one of trace, debug, info, warn, error, fatal, silent, got "bogus"\n$/);
 });
 
 test('`acta worker` with a missing module or a TypeScript file says so plainly and exits 1', async () => {

@@ -20,6 +20,13 @@ const int =
     throw new InvalidArgumentError(`must be an integer${range}.`);
   };
 
+/** An option parser for an ISO 8601 date (`2026-12-01T09:00:00Z`): a bad value is refused, naming the flag. */
+function isoDate(value: string): Date {
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) throw new InvalidArgumentError('must be an ISO 8601 date, e.g. 2026-12-01T09:00:00Z.');
+  return d;
+}
+
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
 export function loadDefinitions(modulePath: string): Definition[] {
   const resolved = path.resolve(modulePath);
@@ -73,19 +80,19 @@ export function program(): Command {
     .command('enqueue <definition> <json>')
     .description('enqueue one job; prints its id')
     .option('--namespace <name>', 'queue namespace', 'default')
-    .option('--run-at <iso>', 'when the job becomes due (ISO 8601)')
+    .option('--run-at <iso>', 'when the job becomes due (ISO 8601)', isoDate)
     .option('--priority <n>', 'higher runs first', int())
     .option('--max-attempts <n>', 'attempts before Failed', int(1))
     .option('--idempotency-key <key>', 'at most one job per key')
     .option('--definitions <module>', "the worker's module: refuse a name it does not define, and take its definition's max attempts")
-    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: string; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string }) => {
+    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string }) => {
       let payload: unknown;
       try {
         payload = JSON.parse(json);
       } catch (err) {
         throw new InvalidArgumentError(`payload is not JSON: ${(err as Error).message}`);
       }
-      const runAt = opts.runAt ? new Date(opts.runAt) : undefined;
+      const runAt = opts.runAt;
       const definitions = opts.definitions ? loadDefinitions(opts.definitions) : undefined;
       const result = await withDb(async (db) => {
         await assertMigrated(db); // a clear "run acta migrate" instead of a missing-schema error
