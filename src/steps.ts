@@ -19,6 +19,9 @@ import type { Entry, Registry } from './registry';
  * outside world, or itself use an idempotency key. A step may not rely on a transaction shared
  * with its record (the record is acta's own statement), and must not call another step.
  *
+ * `fn` does not run once the attempt's deadline has passed (`now`, the worker's scheduler clock,
+ * against the entry's deadline): the attempt is aborted as by the heartbeat's check.
+ *
  * Throws AttemptCancelledError (and aborts the attempt) when the record is refused because the
  * attempt lost its lease; UnstorableStepResultError when `fn` ran and its result cannot be stored
  * (the job then fails without retry: running `fn` again would repeat its effects); ConfigError on
@@ -26,13 +29,21 @@ import type { Entry, Registry } from './registry';
  */
 export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
 
-export function createStep(db: Queryable, workerId: string, entry: Entry, registry: Registry): Step {
+export function createStep(db: Queryable, workerId: string, entry: Entry, registry: Registry, now: () => number): Step {
   let recorded: Promise<Map<string, unknown>> | undefined;
   return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
     if (typeof name !== 'string' || name.length === 0) throw new ConfigError('a step needs a non-empty name');
     recorded ??= loadSteps(db, entry.row.id);
     const steps = await recorded;
     if (steps.has(name)) return steps.get(name) as T;
+    // Past the attempt deadline the lease may be gone and another attempt may have recorded this
+    // step: `fn` must not run. The heartbeat notices a passed deadline only on its next check, and
+    // a process that was paused or whose event loop was blocked (a long GC, a synchronous loop)
+    // reaches this line first: an adversarial trial saw a SIGSTOPped worker, resumed, run a step
+    // another attempt had recorded (4 of 5 runs). The deadline (2.5 H after the last confirmed
+    // renewal) comes 1.5 H before the lease ends (4 H; DESIGN.md, lease clock): no other attempt
+    // can exist while it has not passed.
+    if (now() >= entry.deadlineAt) registry.abort(entry, 'deadline');
     entry.controller.signal.throwIfAborted();
     const value = await fn();
     let resultJson: string;

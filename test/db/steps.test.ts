@@ -96,3 +96,37 @@ test('a step whose result cannot be stored fails its job without retry: its fn r
   expect(rows[0].error).toMatchObject({ name: 'UnstorableStepResultError', code: 'ACTA_UNSTORABLE_STEP_RESULT', message: expect.stringContaining('step "charge"') });
   expect((await db.query('select 1 from acta.steps where job_id = $1', [id])).rows).toHaveLength(0);
 });
+
+test('a step reached after the attempt deadline passed unnoticed (event loop blocked) does not run; the attempt fails with the deadline', async () => {
+  // Adversarial trial: a worker paused or blocked past its lease ran, when it resumed, a step that
+  // another attempt had recorded meanwhile. Here H = 500 ms: deadline 1.25 s after the last renewal.
+  const runs: string[] = [];
+  const job = defineJob({
+    name: 'blocked',
+    backoff: { delayMs: 10 },
+    async handler(_p, ctx) {
+      await ctx.step('a', () => runs.push(`a@${ctx.execution}`));
+      if (ctx.execution === 1) {
+        const until = Date.now() + 2_000; // no timer can fire: the heartbeat's checks cannot run
+        while (Date.now() < until) {
+          /* blocked */
+        }
+      }
+      await ctx.step('b', () => runs.push(`b@${ctx.execution}`));
+    },
+  });
+  const { id } = await createClient({ db }).enqueue('blocked', {});
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger, heartbeatIntervalMs: 500 });
+  await worker.start();
+  await waitFor(async () => (await status(id)) === 'succeeded', 'the job to succeed');
+  await worker.stop();
+  expect(runs).toEqual(['a@1', 'b@2']);
+  const { rows } = await db.query<{ execution: number; outcome: string; error: { name: string; message: string } | null }>(
+    'select execution, outcome, error from acta.executions where job_id = $1 order by execution',
+    [id],
+  );
+  expect(rows.map((r) => [r.execution, r.outcome, r.error?.message])).toEqual([
+    [1, 'failed', 'attempt deadline passed: its lease was not renewed in time'],
+    [2, 'succeeded', undefined],
+  ]);
+}, 30_000);
