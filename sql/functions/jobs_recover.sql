@@ -6,7 +6,7 @@
 -- to Failed when the return is charged and the job's attempts are then used up (error
 -- {"name": "WorkerLost", "message": "worker lost: ..."}), so nothing stays Executing forever.
 -- Charging: a return is charged (attempts + 1) only if the attempt had started (a heartbeat
--- reported its handler running). Bound on uncharged returns: a job goes back uncharged at most
+-- reported its handler running, or it recorded a step: acta.record_step). Bound on uncharged returns: a job goes back uncharged at most
 -- 3 times in its life (jobs.uncharged_returns); from the 4th return on, every return is charged
 -- whether or not a start was reported, so a poison job that kills its worker before the first
 -- heartbeat cannot loop forever uncharged: it ends Failed within max_attempts + 3 recoveries.

@@ -7,8 +7,14 @@
 --   exists   -> an earlier attempt recorded it first; result = the recorded result (use it);
 --   stale    -> the attempt no longer owns the job (recovered, fenced): nothing written; the
 --               caller must abort the attempt.
--- Locks: FOR SHARE on the job row for the rest of the transaction, so recovery (SKIP LOCKED)
--- and a completion cannot move the row between the fence check and the insert.
+-- Started: a recorded step proves the attempt's handler started, so the first record of an
+-- attempt sets jobs.started, and recovery charges the attempt if it is lost (DESIGN.md,
+-- Delivery: "charges ... only if its attempt had started"). Before, only a heartbeat reported a
+-- start: an adversarial trial killed workers 300 ms into handlers that had recorded steps, and a
+-- maxAttempts-1 job ran 4 times, its 3 lost attempts uncharged.
+-- Locks: the job row for the rest of the transaction (the first record's UPDATE, later ones FOR
+-- SHARE), so recovery (SKIP LOCKED) and a completion cannot move the row between the fence check
+-- and the insert.
 -- Steps are unique per (job, name): a recorded step never runs again (DESIGN.md, delivery).
 -- The first form, before the holder joined the fence (only ever in development databases).
 drop function if exists acta.record_step(bigint, integer, text, jsonb);
@@ -25,9 +31,14 @@ language plpgsql as $$
 declare
   v_result jsonb;
 begin
-  perform 1 from acta.jobs j
+  update acta.jobs j set started = true
   where j.id = p_job_id and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
-  for share;
+    and not j.started;
+  if not found then
+    perform 1 from acta.jobs j
+    where j.id = p_job_id and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
+    for share;
+  end if;
   if not found then
     return query select 'stale'::text, null::jsonb;
     return;

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { createClient } from '../../src';
-import { claimJobs, heartbeat, recoverJobs, registerWorker } from '../../src/db/functions';
+import { claimJobs, heartbeat, recordStep, recoverJobs, registerWorker } from '../../src/db/functions';
 import { useTestDatabase } from '../helpers/db';
 
 const { db, tdb } = useTestDatabase();
@@ -29,6 +29,23 @@ const job = async (id: string) =>
   )).rows[0];
 const ledger = async (id: string) =>
   (await db.query<{ execution: number; outcome: string; charged: boolean }>('select execution, outcome, charged from acta.executions where job_id = $1 order by execution', [id])).rows;
+
+test('a recorded step marks the attempt started: lost after it, the attempt is charged (a maxAttempts-1 job ends Failed)', async () => {
+  // Adversarial trial: killed 300 ms into handlers that had recorded steps, before any heartbeat,
+  // a maxAttempts-1 job went back uncharged 3 times and ran 4 times.
+  const { id } = await createClient({ db }).enqueue('job', {}, { maxAttempts: 1 });
+  const worker = randomUUID();
+  const row = await claimOne(worker);
+  expect(await recordStep(db, { workerId: worker, jobId: id, execution: row.execution, name: 's', resultJson: '1' })).toMatchObject({ status: 'recorded' });
+  expect(await recordStep(db, { workerId: worker, jobId: id, execution: row.execution, name: 't', resultJson: '2' })).toMatchObject({ status: 'recorded' });
+  await expire(id); // the worker dies before its first heartbeat
+  const [r] = await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS });
+  expect({ status: r.status, charged: r.charged }).toEqual({ status: 'failed', charged: true });
+  expect(await job(id)).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'WorkerLost' } });
+  expect(await ledger(id)).toEqual([{ execution: 1, outcome: 'lost', charged: true }]);
+  // The fence still holds for the first record of an attempt: a stale one writes nothing.
+  expect(await recordStep(db, { workerId: worker, jobId: id, execution: row.execution, name: 'u', resultJson: '3' })).toMatchObject({ status: 'stale' });
+});
 
 test('a job that never reports a start goes back uncharged at most 3 times; every later return is charged', async () => {
   const { id } = await createClient({ db }).enqueue('job', {}, { maxAttempts: 2 });
