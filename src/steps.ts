@@ -1,5 +1,8 @@
+import { defer, firstValueFrom, fromEvent, type SchedulerLike, takeUntil } from 'rxjs';
+import { retryBackoff } from '../operators';
 import type { Queryable } from './db/Db';
 import { loadSteps, recordStep } from './db/functions';
+import { isTransientDbError } from './db/transient';
 import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';
 import type { Entry, Registry } from './registry';
@@ -19,8 +22,9 @@ import type { Entry, Registry } from './registry';
  * outside world, or itself use an idempotency key. A step may not rely on a transaction shared
  * with its record (the record is acta's own statement), and must not call another step.
  *
- * `fn` does not run once the attempt's deadline has passed (`now`, the worker's scheduler clock,
- * against the entry's deadline): the attempt is aborted as by the heartbeat's check.
+ * `fn` does not run once the attempt's deadline has passed (the worker's scheduler clock against
+ * the entry's deadline): the attempt is aborted as by the heartbeat's check. The step's database
+ * calls repeat on transient errors (see STEP_RETRY).
  *
  * Throws AttemptCancelledError (and aborts the attempt) when the record is refused because the
  * attempt lost its lease; UnstorableStepResultError when `fn` ran and its result cannot be stored
@@ -29,11 +33,33 @@ import type { Entry, Registry } from './registry';
  */
 export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
 
-export function createStep(db: Queryable, workerId: string, entry: Entry, registry: Registry, now: () => number): Step {
+/**
+ * A step's database calls (reading the recorded steps, recording one) repeat on a transient error
+ * (connection loss, server restart: src/db/transient.ts), 250 ms doubling to 5 s, ±25 %, like the
+ * recovery pass, for as long as the attempt holds its deadline and is not aborted; then the
+ * attempt ends as the heartbeat decides. Before, one failed call failed the attempt and charged
+ * it: an adversarial trial restarted the server for 2 s and 2–3 of 20 maxAttempts-1 jobs ended
+ * Failed although their handlers never failed. Repeating a record is safe: a record that had
+ * committed before its answer was lost comes back as `exists` with this attempt's own result.
+ */
+const STEP_RETRY = { initialMs: 250, maxMs: 5_000, jitter: 0.25 };
+
+export function createStep(db: Queryable, workerId: string, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
+  const now = () => scheduler.now();
+  const persist = <R>(call: () => Promise<R>): Promise<R> =>
+    firstValueFrom(
+      defer(call).pipe(
+        retryBackoff<R>({ ...STEP_RETRY, shouldRetry: (err) => isTransientDbError(err) && !entry.aborted && now() < entry.deadlineAt, scheduler }),
+        takeUntil(fromEvent(entry.controller.signal, 'abort')),
+      ),
+    ).catch((err: unknown) => {
+      entry.controller.signal.throwIfAborted(); // aborted while waiting to repeat: the abort's reason
+      throw err;
+    });
   let recorded: Promise<Map<string, unknown>> | undefined;
   return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
     if (typeof name !== 'string' || name.length === 0) throw new ConfigError('a step needs a non-empty name');
-    recorded ??= loadSteps(db, entry.row.id);
+    recorded ??= persist(() => loadSteps(db, entry.row.id));
     const steps = await recorded;
     if (steps.has(name)) return steps.get(name) as T;
     // Past the attempt deadline the lease may be gone and another attempt may have recorded this
@@ -55,7 +81,7 @@ export function createStep(db: Queryable, workerId: string, entry: Entry, regist
     }
     // A superseded attempt (its claim was lost by the server) records nothing.
     entry.controller.signal.throwIfAborted();
-    const outcome = await recordStep(db, { workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson });
+    const outcome = await persist(() => recordStep(db, { workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson }));
     if (outcome.status === 'stale') {
       registry.abort(entry, 'lost');
       throw new AttemptCancelledError(`step "${name}" could not be recorded: the attempt no longer owns job ${entry.row.id}`);

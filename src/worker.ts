@@ -294,7 +294,7 @@ export function createWorker(options: WorkerOptions): Worker {
       scheduler,
       timeouts: new Timeouts(scheduler),
       hand: (completion) => finalizer.push(completion),
-      stepFor: (entry) => createStep(db, id, entry, registry, () => scheduler.now()),
+      stepFor: (entry) => createStep(db, id, entry, registry, scheduler),
       settled: () => permits.release(1),
     };
     const heartbeatLogger = logger.child({ component: 'heartbeat' });

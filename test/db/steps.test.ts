@@ -130,3 +130,43 @@ test('a step reached after the attempt deadline passed unnoticed (event loop blo
     [2, 'succeeded', undefined],
   ]);
 }, 30_000);
+
+test('a step survives transient database errors: the read of recorded steps and a record whose answer was lost are repeated; fn runs once', async () => {
+  // Adversarial trial: a 2 s server restart failed 2–3 of 20 maxAttempts-1 jobs whose handlers
+  // never failed: one failed step call failed (and charged) the attempt.
+  const failures: string[] = [];
+  const flaky = {
+    ...db,
+    query: async (text: string, params?: unknown[]) => {
+      if (text.includes('from acta.steps') && !failures.includes('load')) {
+        failures.push('load');
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }); // never sent
+      }
+      if (text.includes('acta.record_step') && !failures.includes('record')) {
+        failures.push('record');
+        await db.query(text, params); // committed; then the connection dies before the answer
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return db.query(text, params);
+    },
+  } as typeof db;
+  const runs: number[] = [];
+  const job = defineJob({
+    name: 'flaky-db',
+    maxAttempts: 1,
+    async handler(_p, ctx) {
+      return ctx.step('s', () => (runs.push(ctx.execution), { n: 7 }));
+    },
+  });
+  const { id } = await createClient({ db }).enqueue('flaky-db', {});
+  const worker = createWorker({ db: flaky, definitions: [job], logger: silentLogger });
+  await worker.start();
+  await waitFor(async () => ['succeeded', 'failed'].includes(await status(id)), 'the job to end');
+  await worker.stop();
+  expect(failures).toEqual(['load', 'record']);
+  expect(runs).toEqual([1]);
+  const { rows } = await db.query<{ status: string; result: unknown }>('select status, result from acta.jobs where id = $1', [id]);
+  expect(rows).toEqual([{ status: 'succeeded', result: { n: 7 } }]);
+  const steps = await db.query('select name, execution, result from acta.steps where job_id = $1', [id]);
+  expect(steps.rows).toEqual([{ name: 's', execution: 1, result: { n: 7 } }]);
+}, 30_000);
