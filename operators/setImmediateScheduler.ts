@@ -4,7 +4,7 @@ import { asyncScheduler, type SchedulerAction, type SchedulerLike, Subscription 
  * A SchedulerLike whose 0 ms actions run in the next check phase of Node's event loop
  * (`setImmediate`): after every pending microtask and every I/O callback already due, and
  * without the ≥ 1 ms clamp of `setTimeout(0)` that `asyncScheduler` has. Actions with a delay
- * go to `asyncScheduler`. Use it for "one tick later" in real time; in tests pass a
+ * go to `asyncScheduler`; `now()` is monotonic (`performance.now()`). Use it for "one tick later" in real time; in tests pass a
  * TestScheduler instead.
  *
  * ```
@@ -12,7 +12,7 @@ import { asyncScheduler, type SchedulerAction, type SchedulerLike, Subscription 
  * ```
  */
 export const setImmediateScheduler: SchedulerLike = {
-  now: () => asyncScheduler.now(),
+  now: () => performance.now(), // monotonic, as monotonicScheduler's (whose ticks this scheduler runs in the claimer)
   schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
     if (delay > 0) return asyncScheduler.schedule(work, delay, state);
     const action = new Subscription() as SchedulerAction<T>;

@@ -1,5 +1,5 @@
 import { asyncScheduler, defer, type Observable as Obs, Observable, type SchedulerLike, Subscription } from 'rxjs';
-import { setImmediateScheduler } from '../operators';
+import { monotonicScheduler, setImmediateScheduler } from '../operators';
 import type { ClaimedRow, ClaimResult } from './db/functions';
 import type { Permits } from './permits';
 
@@ -64,7 +64,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
   // "One tick later" in real time is the next check phase (setImmediate), not asyncScheduler's
   // 0 ms, which is a ≥ 1 ms timer: at 8 rows per claim that clamp alone would cap a worker
   // near 8 000 jobs/s. Under a TestScheduler the tick stays in virtual time.
-  const tickScheduler = scheduler === asyncScheduler ? setImmediateScheduler : scheduler;
+  const tickScheduler = scheduler === asyncScheduler || scheduler === monotonicScheduler ? setImmediateScheduler : scheduler;
   const random = config.random ?? Math.random;
   const { permits } = config;
   return new Observable<ClaimedRow[]>((subscriber) => {

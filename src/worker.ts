@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
 import {
-  asyncScheduler,
   BehaviorSubject,
   combineLatest,
   defer,
@@ -36,7 +35,7 @@ import { recoveryPass } from './recovery';
 import { Registry } from './registry';
 import { createStep } from './steps';
 import { raceTimeout, shutdown } from './shutdown';
-import { retryBackoff } from '../operators';
+import { monotonicScheduler, retryBackoff } from '../operators';
 import { Timeouts } from './timeouts';
 import { notifyWakeups, type RedisLike, redisWakeups } from './wakeups';
 
@@ -67,6 +66,11 @@ export interface WorkerOptions {
   /** prom-client registry to register into (default: a registry of this worker's own). */
   metricsRegistry?: PromRegistry;
   logger?: Logger;
+  /**
+   * Time source (default monotonicScheduler: asyncScheduler's timers, `now()` from
+   * `performance.now()`, so wall-clock steps cannot fire deadlines); a TestScheduler runs the
+   * pipeline in virtual time.
+   */
   scheduler?: SchedulerLike;
 }
 
@@ -112,7 +116,10 @@ export function createWorker(options: WorkerOptions): Worker {
   const shutdownTimeoutMs = intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS);
   const clock = leaseClock(options.heartbeatIntervalMs);
   const namespace = nameOption('namespace', options.namespace ?? 'default');
-  const scheduler = options.scheduler ?? asyncScheduler;
+  // Monotonic: attempt deadlines, timeouts and retry windows are durations on this clock, so a
+  // wall-clock step cannot fire them (adversarial trial: Date.now moved 10 min ahead failed every
+  // running attempt with "attempt deadline passed"; DESIGN.md: never a worker's clock for leases).
+  const scheduler = options.scheduler ?? monotonicScheduler;
   const root = options.logger ?? createLogger();
   const id = randomUUID();
   const logger = root.child({ workerId: id });
