@@ -55,7 +55,10 @@ export interface Definition<P = any, R = unknown> {
    * createWorker throws ConfigError outside that range); a timeout is retried like a failure.
    */
   timeoutMs?: number;
-  /** Attempts before Failed; used as the enqueue default by clients given this definition (else 25). */
+  /**
+   * Attempts before Failed (default 25): the worker ends a job after the smaller of this and the
+   * job's own maxAttempts; clients given this definition also enqueue with it as the job's default.
+   */
   maxAttempts?: number;
   backoff?: Backoff;
 }
