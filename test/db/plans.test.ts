@@ -44,6 +44,34 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 en
   expect(seen.jit).toBe(seen.jitBefore);
 }, 60_000);
 
+test('Ready rows of other definitions ahead in claim order are not walked: by the claim, nor by the idle claim\'s next-due probe', async () => {
+  // New-user trial: 200,000 Ready rows of another definition at a higher priority made each claim
+  // of the worker's own definition walk all of them (105-109 ms against 0.33; migration 0003).
+  await db.query('truncate acta.jobs');
+  const client = createClient({ db });
+  await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'other-pool', payload: { i }, priority: 10 })));
+  await client.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ definition: 'mine', payload: { i } })));
+  await client.enqueue('mine-later', {}, { runAt: new Date(Date.now() + 3_600_000) });
+  const reads = (tx: Queryable) =>
+    tx.query<{ claim_read: string; due_read: string }>(
+      `select pg_stat_get_xact_tuples_returned('acta.jobs_claim_idx'::regclass) as claim_read,
+              pg_stat_get_xact_tuples_returned('acta.jobs_due_idx'::regclass) as due_read`,
+    );
+  for (const analyze of [false, true]) {
+    if (analyze) await db.query(`update acta.jobs set status = 'ready', execution = 0, lease_holder = null where definition = 'mine'`);
+    if (analyze) await db.query('analyze acta.jobs');
+    const seen = await db.transaction(async (tx) => {
+      const worker = randomUUID();
+      const claim = await claimJobs(tx, { namespace: 'default', workerId: worker, definitions: ['mine', 'mine-later'], limit: 8, leaseMs: 60_000 });
+      const idle = await claimJobs(tx, { namespace: 'default', workerId: worker, definitions: ['mine', 'mine-later'], limit: 8, leaseMs: 60_000 });
+      return { claimed: claim.rows.length, idleRows: idle.rows.length, nextDueInS: Math.round((idle.nextDueInMs ?? 0) / 1000), ...(await reads(tx)).rows[0] };
+    });
+    expect({ analyze, claimed: seen.claimed, idleRows: seen.idleRows, nextDueInS: seen.nextDueInS }).toEqual({ analyze, claimed: 3, idleRows: 0, nextDueInS: 3600 });
+    // Entries read, dead ones included: a handful, against the 20,000 of the other pool walked before.
+    expect({ analyze, claimRead: Number(seen.claim_read) < 200, dueRead: Number(seen.due_read) < 200 }).toEqual({ analyze, claimRead: true, dueRead: true });
+  }
+}, 60_000);
+
 // The heartbeat and the completion (sql/functions/executions_complete.sql, "Plan"; migration
 // 0002): with many rows Executing under other workers, they find their rows by primary key, never by reading
 // jobs_lease_idx (every Executing row of the fleet; issue 5: 7.5 ms against 1.3 ms per 128-row
