@@ -7,7 +7,7 @@ import { toJsonText } from './json';
 
 /** Options of one job at enqueue. */
 export interface EnqueueOptions {
-  /** When the job becomes due (absolute time). Default: now, on the database clock. */
+  /** When the job becomes due (absolute time, from 4713 BC on: timestamptz). Default: now, on the database clock. */
   runAt?: Date;
   /** Higher runs first. Integer, default 0. */
   priority?: number;
@@ -16,6 +16,7 @@ export interface EnqueueOptions {
   /**
    * At most one job per key in the namespace, ever (until the row is deleted): a second enqueue
    * with the same key creates nothing and returns the first job's id with `created: false`.
+   * A non-empty string of at most 2,000 bytes in UTF-8, without \u0000 or a lone surrogate.
    */
   idempotencyKey?: string;
   /**
@@ -73,6 +74,11 @@ export interface Client {
   enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
 }
 
+/** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace. */
+const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
+/** The earliest timestamptz, 4713 BC, in ms since the epoch (PostgreSQL, "Date/Time Types"); JavaScript dates reach further. */
+const MIN_TIMESTAMPTZ_MS = -210_866_803_200_000;
+
 /** The keys of ClientOptions: createClient refuses any other. */
 const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions'];
 
@@ -114,9 +120,16 @@ export function createClient(options: ClientOptions): Client {
       }
       // PostgreSQL text stores a lone surrogate as U+FFFD: two different keys would become one,
       // and the second job would be dropped as a duplicate.
-      if (item.idempotencyKey !== undefined) nameOption('idempotencyKey', item.idempotencyKey);
-      if (item.runAt !== undefined && !(item.runAt instanceof Date && !Number.isNaN(item.runAt.getTime()))) {
-        throw new ConfigError('runAt must be a valid Date');
+      if (item.idempotencyKey !== undefined) {
+        nameOption('idempotencyKey', item.idempotencyKey);
+        // A btree entry holds at most 2,704 bytes (PostgreSQL, "B-Tree" limits), the namespace
+        // included: a longer key would fail the insert with 54000 (adversarial trial: a 1 MB key).
+        const bytes = Buffer.byteLength(item.idempotencyKey, 'utf8');
+        if (bytes > MAX_IDEMPOTENCY_KEY_BYTES) throw new ConfigError(`idempotencyKey must be at most ${MAX_IDEMPOTENCY_KEY_BYTES} bytes in UTF-8, got ${bytes}`);
+      }
+      if (item.runAt !== undefined && !(item.runAt instanceof Date && item.runAt.getTime() >= MIN_TIMESTAMPTZ_MS)) {
+        // NaN fails the comparison too. Dates before 4713 BC are valid in JavaScript, not in timestamptz (22008).
+        throw new ConfigError('runAt must be a valid Date from 4713 BC on (timestamptz)');
       }
       rows.definitions.push(item.definition);
       rows.payloads.push(toJsonText(item.payload));

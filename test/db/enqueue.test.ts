@@ -178,6 +178,8 @@ test('bad options are refused with ConfigError before anything is written, for t
     ['maxAttempts', { maxAttempts: 0 }],
     ['maxAttempts', { maxAttempts: 2 ** 31 }],
     ['runAt', { runAt: new Date('not a date') }],
+    ['runAt', { runAt: new Date(-8.64e15) }], // a JavaScript date, not a timestamptz (raw 22008 before)
+    ['idempotencyKey', { idempotencyKey: 'k'.repeat(2_001) }], // beyond a btree entry (raw 54000 before)
     ['idempotencyKey', { idempotencyKey: '' }],
     // text stores a lone surrogate as U+FFFD: 'k\ud800' and 'k\udbff' would be one key, one job dropped
     ['idempotencyKey', { idempotencyKey: 'k\ud800' }],
@@ -195,9 +197,10 @@ test('bad options are refused with ConfigError before anything is written, for t
   await expect(countedClient.enqueue('a\u0000b', {})).rejects.toThrow(ConfigError);
   await expect(countedClient.enqueue('a\udc00b', {})).rejects.toThrow(ConfigError);
   await expect(countedClient.enqueue('job', {}, { idempotencyKey: 'emoji 😀 keys are fine' })).resolves.toMatchObject({ created: true });
-  expect(statements).toHaveLength(1); // the emoji key's
+  await expect(countedClient.enqueue('job', {}, { idempotencyKey: 'k'.repeat(2_000), runAt: new Date('-004713-11-24T00:00:00Z') })).resolves.toMatchObject({ created: true });
+  expect(statements).toHaveLength(2); // the emoji key's, the longest key's
   expect(await client.enqueueMany([])).toEqual([]);
-  expect(await jobCount()).toBe(1);
+  expect(await jobCount()).toBe(2);
 });
 
 test('a payload the database refuses as too large for jsonb (54000) is an InvalidJsonError for one job; a batch keeps the database error', async () => {
