@@ -61,6 +61,10 @@ export const PIPELINE = {
   writeRetryMaxMs: 30_000,
   writeRetryJitter: 0.25,
   writeRetryWarnings: 3,
+  /** A recovery pass's call and a step's read or record repeat on transient errors: first back-off, cap, jitter (±25 %). */
+  callRetryInitialMs: 250,
+  callRetryMaxMs: 5_000,
+  callRetryJitter: 0.25,
   /** Default per-attempt execution timeout (seed 000: 300 s), settable per definition. */
   executionTimeoutMs: 300_000,
   /** Default maximum attempts of a job (graphile-worker's default, also the schema default). */

@@ -1,6 +1,7 @@
 import { asyncScheduler, catchError, defer, type Observable, of, type SchedulerLike } from 'rxjs';
 import type { Logger } from 'pino';
 import { retryBackoff } from '../operators';
+import { PIPELINE } from './config';
 import type { RecoveredRow } from './db/functions';
 import { isTransientDbError } from './db/transient';
 
@@ -50,9 +51,9 @@ export function recoveryPass(config: RecoveryPassConfig): Observable<number> {
     }
   }).pipe(
     retryBackoff<number>({
-      initialMs: config.retryInitialMs ?? 250,
-      maxMs: config.retryMaxMs ?? 5_000,
-      jitter: 0.25,
+      initialMs: config.retryInitialMs ?? PIPELINE.callRetryInitialMs,
+      maxMs: config.retryMaxMs ?? PIPELINE.callRetryMaxMs,
+      jitter: PIPELINE.callRetryJitter,
       maxRetries: config.maxRetries ?? 5,
       shouldRetry: isTransientDbError,
       onRetry: (err, retry, delayMs) => logger.warn({ err, retry, delayMs }, 'recovery call failed (transient); repeating'),

@@ -1,5 +1,6 @@
 import { defer, firstValueFrom, fromEvent, type SchedulerLike, takeUntil } from 'rxjs';
 import { retryBackoff } from '../operators';
+import { PIPELINE } from './config';
 import type { Queryable } from './db/Db';
 import { loadSteps, recordStep } from './db/functions';
 import { isTransientDbError } from './db/transient';
@@ -35,14 +36,15 @@ export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
 
 /**
  * A step's database calls (reading the recorded steps, recording one) repeat on a transient error
- * (connection loss, server restart: src/db/transient.ts), 250 ms doubling to 5 s, ±25 %, like the
- * recovery pass, for as long as the attempt holds its deadline and is not aborted; then the
- * attempt ends as the heartbeat decides. Before, one failed call failed the attempt and charged
- * it: an adversarial trial restarted the server for 2 s and 2–3 of 20 maxAttempts-1 jobs ended
- * Failed although their handlers never failed. Repeating a record is safe: a record that had
- * committed before its answer was lost comes back as `exists` with this attempt's own result.
+ * (connection loss, server restart: src/db/transient.ts), 250 ms doubling to 5 s, ±25 %, as the
+ * recovery pass's do (PIPELINE.callRetry*), for as long as the attempt holds its deadline and is
+ * not aborted; then the attempt ends as the heartbeat decides. Before, one failed call failed the
+ * attempt and charged it: an adversarial trial restarted the server for 2 s and 2–3 of 20
+ * maxAttempts-1 jobs ended Failed although their handlers never failed. Repeating a record is
+ * safe: a record that had committed before its answer was lost comes back as `exists` with this
+ * attempt's own result.
  */
-const STEP_RETRY = { initialMs: 250, maxMs: 5_000, jitter: 0.25 };
+const STEP_RETRY = { initialMs: PIPELINE.callRetryInitialMs, maxMs: PIPELINE.callRetryMaxMs, jitter: PIPELINE.callRetryJitter };
 
 export function createStep(db: Queryable, workerId: string, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
   const now = () => scheduler.now();
