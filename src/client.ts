@@ -83,11 +83,8 @@ const MIN_TIMESTAMPTZ_MS = -210_866_803_200_000;
 const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions'];
 
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
-const ITEM_KEYS = new Set(['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey']);
-
-function unknownOption(key: string): string {
-  return `unknown enqueue option "${key}"; known: runAt, priority, maxAttempts, idempotencyKey, and tx (enqueue's option; for enqueueMany its second argument: enqueueMany(items, { tx }))`;
-}
+const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey'];
+const TX_HINT = "; tx is enqueue's option, and enqueueMany's second argument: enqueueMany(items, { tx })";
 
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {
@@ -107,7 +104,7 @@ export function createClient(options: ClientOptions): Client {
     };
     for (const item of items) {
       // A misspelt option (e.g. `delayMs`, or `tx` on an item) would otherwise be ignored silently.
-      for (const key in item) if (!ITEM_KEYS.has(key)) throw new ConfigError(unknownOption(key));
+      knownKeys('enqueue option', item, ITEM_KEYS, TX_HINT);
       nameOption('definition', item.definition);
       const definition = known?.get(item.definition);
       if (known && !definition) throw new UnknownDefinitionError(item.definition);

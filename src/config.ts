@@ -102,11 +102,12 @@ export function nameOption(what: string, value: unknown): string {
 
 /**
  * Throws ConfigError for a key of `options` outside `known`: a misspelt option (`executor: 4`,
- * `maxAttempt`) would otherwise be ignored silently. `what` names the object in the message.
+ * `maxAttempt`, `delayMs`) would otherwise be ignored silently. `what` names the object in the
+ * message; `hint`, if given, ends it. (for…in: no array per call, enqueueMany checks every item.)
  */
-export function knownKeys(what: string, options: object, known: readonly string[]): void {
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw new ConfigError(`unknown ${what} "${key}"; known: ${known.join(', ')}`);
+export function knownKeys(what: string, options: object, known: readonly string[], hint = ''): void {
+  for (const key in options) {
+    if (!known.includes(key)) throw new ConfigError(`unknown ${what} "${key}"; known: ${known.join(', ')}${hint}`);
   }
 }
 
