@@ -24,7 +24,7 @@ export interface LedgerExecution {
   workerId: string | null;
   claimedAt: number;
   finishedAt: number;
-  /** succeeded | failed | failed_final | handed_back | lost | lost_uncharged */
+  /** succeeded | failed | failed_final | handed_back | expired | lost | lost_uncharged */
   outcome: string;
   charged: boolean;
 }

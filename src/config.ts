@@ -67,6 +67,12 @@ export const PIPELINE = {
   callRetryJitter: 0.25,
   /** Default per-attempt execution timeout (seed 000: 300 s), settable per definition. */
   executionTimeoutMs: 300_000,
+  /**
+   * Uncharged returns a job may have in its life: acta.recover_jobs' bound on lost attempts that
+   * never started (sql/functions/jobs_recover.sql, the same 3), also applied by the executor to a
+   * claim that reaches it after its attempt deadline; beyond it such a return costs an attempt.
+   */
+  unchargedReturnsMax: 3,
   /** Default maximum attempts of a job (graphile-worker's default, also the schema default). */
   maxAttempts: 25,
 } as const;

@@ -77,6 +77,21 @@ export class AttemptCancelledError extends ActaError {
   }
 }
 
+/**
+ * A claim reached its worker only after the attempt's deadline (2.5 H after the claim's start)
+ * once more after the job's uncharged returns were used up (PIPELINE.unchargedReturnsMax): the
+ * handler never ran, and this return costs an attempt. Usually H is too short for the time the
+ * claim takes to arrive (a very large payload, a saturated worker).
+ */
+export class ClaimExpiredError extends ActaError {
+  constructor(unchargedReturns: number) {
+    super(
+      'ACTA_CLAIM_EXPIRED',
+      `the claim reached the worker after its attempt deadline, and the job has had ${unchargedReturns} uncharged returns already: this return costs an attempt (raise heartbeatIntervalMs above the time a claim takes to arrive)`,
+    );
+  }
+}
+
 /** An unknown definition name at enqueue time, when the client was given its definitions. */
 export class UnknownDefinitionError extends ActaError {
   constructor(name: string) {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { PIPELINE } from './config';
 import type { CompletionRow } from './db/functions';
 import { backoffMs, type Definition } from './definition';
-import { AttemptCancelledError, AttemptTimeoutError, InvalidJsonError, UnstorableStepResultError } from './errors';
+import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, InvalidJsonError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';
 import type { Entry, Registry } from './registry';
 import type { Step } from './steps';
@@ -73,16 +73,28 @@ export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<never> {
 async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   const { row } = entry;
   const definition = deps.definitions.get(row.definition);
-  if (!definition || entry.aborted || deps.scheduler.now() >= entry.deadlineAt) {
-    // Never started: back to Ready, uncharged (an unknown definition cannot happen: the claim
-    // asks only for the worker's own definitions).
-    return complete(entry, 'handed_back', null, null, 0);
-  }
-  entry.state = 'executing';
   const attempt = row.attempts + 1;
   // Built on first use only: most handlers never log, and a pino child per job is not free.
   let childLogger: Logger | undefined;
   const jobLogger = () => (childLogger ??= deps.logger.child({ jobId: row.id, definition: row.definition, attempt }));
+  if (definition && (entry.abortCause === 'deadline' || (!entry.aborted && deps.scheduler.now() >= entry.deadlineAt))) {
+    // The attempt deadline passed before the handler could start (the claim reached this worker
+    // late, or waited for an executor past it): the handler never runs. Back to Ready uncharged
+    // while the job has uncharged returns left (recovery's bound); after that it costs an
+    // attempt, so a claim that always arrives late (a huge payload at a short H) ends Failed
+    // instead of looping forever.
+    if (row.unchargedReturns < PIPELINE.unchargedReturnsMax) return complete(entry, 'expired', null, null, 0);
+    const err = new ClaimExpiredError(row.unchargedReturns);
+    safeLog(() => jobLogger().warn({ err }, 'attempt failed'));
+    return failure(entry, definition, attempt, err, jobLogger);
+  }
+  if (!definition || entry.aborted) {
+    // Never started (the worker is stopping, or the lease was found lost): back to Ready,
+    // uncharged (an unknown definition cannot happen: the claim asks only for the worker's own
+    // definitions).
+    return complete(entry, 'handed_back', null, null, 0);
+  }
+  entry.state = 'executing';
   let step: Step | undefined;
   const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
   const timeout = deps.timeouts.start(timeoutMs, () => deps.registry.abort(entry, 'timeout'));
@@ -133,22 +145,30 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     const reported = aborted ?? err;
     // The error is the user's: logging it (pino reads its fields) must not end the worker.
     safeLog(() => jobLogger().warn({ err: reported }, 'attempt failed'), () => jobLogger().warn({ error: errorJson(reported) }, 'attempt failed'));
-    const lastAttempt = attempt >= Math.min(row.maxAttempts, definition.maxAttempts ?? Infinity);
-    let delayMs = 0;
-    if (!lastAttempt) {
-      try {
-        delayMs = backoffMs(definition.backoff, attempt);
-      } catch (backoffErr) {
-        // A definition's backoff function that throws: its default backoff instead (the job is
-        // still retried; the worker goes on).
-        delayMs = backoffMs(undefined, attempt);
-        safeLog(() => jobLogger().error({ err: backoffErr, delayMs }, 'backoff function threw: retrying after the default backoff'));
-      }
-    }
-    return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(reported), delayMs);
+    return failure(entry, definition, attempt, reported, jobLogger);
   } finally {
     timeout.cancel();
   }
+}
+
+/**
+ * The completion of a charged failed attempt: retried after the definition's backoff while the
+ * job has attempts left (the smaller of its own maxAttempts and its definition's), else final.
+ */
+function failure(entry: Entry, definition: Definition, attempt: number, err: unknown, jobLogger: () => Logger): Completion {
+  const lastAttempt = attempt >= Math.min(entry.row.maxAttempts, definition.maxAttempts ?? Infinity);
+  let delayMs = 0;
+  if (!lastAttempt) {
+    try {
+      delayMs = backoffMs(definition.backoff, attempt);
+    } catch (backoffErr) {
+      // A definition's backoff function that throws: its default backoff instead (the job is
+      // still retried; the worker goes on).
+      delayMs = backoffMs(undefined, attempt);
+      safeLog(() => jobLogger().error({ err: backoffErr, delayMs }, 'backoff function threw: retrying after the default backoff'));
+    }
+  }
+  return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(err), delayMs);
 }
 
 /** `err instanceof Error`, false for a value on which that throws (e.g. a revoked Proxy). */

@@ -18,6 +18,7 @@ export {
   ActaError,
   AttemptCancelledError,
   AttemptTimeoutError,
+  ClaimExpiredError,
   ConfigError,
   DataDirLockedError,
   InvalidJsonError,

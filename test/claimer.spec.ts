@@ -21,7 +21,7 @@ interface Answer {
 }
 
 let rowSeq = 0;
-const row = (): ClaimedRow => ({ id: `j${++rowSeq}`, definition: 'd', payload: null, execution: 1, attempts: 0, maxAttempts: 25, priority: 0 });
+const row = (): ClaimedRow => ({ id: `j${++rowSeq}`, definition: 'd', payload: null, execution: 1, attempts: 0, maxAttempts: 25, unchargedReturns: 0, priority: 0 });
 
 interface HarnessOptions extends Partial<Omit<ClaimerConfig, 'permits' | 'claim' | 'scheduler'>> {
   permits?: number | Permits;

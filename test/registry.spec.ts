@@ -1,7 +1,7 @@
 import type { ClaimedRow } from '../src/db/functions';
 import { Registry } from '../src/registry';
 
-const row = (id: string, execution: number): ClaimedRow => ({ id, definition: 'd', payload: {}, execution, attempts: 0, maxAttempts: 25, priority: 0 });
+const row = (id: string, execution: number): ClaimedRow => ({ id, definition: 'd', payload: {}, execution, attempts: 0, maxAttempts: 25, unchargedReturns: 0, priority: 0 });
 
 test('a new claim of a job already held supersedes the old entry: it is aborted as lost and removing it keeps the new one', () => {
   const registry = new Registry();

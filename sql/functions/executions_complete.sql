@@ -6,6 +6,12 @@
 --                   Failed; attempt charged; error stored;
 --   failed_final -> Failed without further attempts (e.g. a result that cannot be stored);
 --   handed_back  -> Ready at now(), attempt NOT charged (graceful shutdown, DESIGN.md delivery).
+--   expired      -> Ready at now(), attempt NOT charged, uncharged_returns + 1: the claim reached
+--                   the worker after its attempt deadline, so its handler never ran. The worker
+--                   sends it only while uncharged_returns (from the claim) is below 3, the bound
+--                   acta.recover_jobs applies to lost unstarted attempts; from then on it sends a
+--                   charged failure (ClaimExpired) instead, so a claim too slow to arrive in time
+--                   (a huge payload at a short H) cannot loop forever uncharged.
 -- Fence: an element is applied only if its row is still Executing with the same execution
 -- number AND held by p_worker; otherwise it changes nothing and is answered 'x' (stale).
 -- (The holder check makes the fence hold even for a claim the server lost in a crash after
@@ -57,13 +63,14 @@ begin
     update acta.jobs j
     set status = case
                    when i.outcome = 'succeeded' then 'succeeded'
-                   when i.outcome = 'handed_back' then 'ready'
+                   when i.outcome in ('handed_back', 'expired') then 'ready'
                    when i.outcome = 'failed' and j.attempts + 1 < j.max_attempts then 'ready'
                    else 'failed'
                  end,
-        attempts = j.attempts + case when i.outcome = 'handed_back' then 0 else 1 end,
+        attempts = j.attempts + case when i.outcome in ('handed_back', 'expired') then 0 else 1 end,
+        uncharged_returns = j.uncharged_returns + (i.outcome = 'expired')::integer,
         run_at = case
-                   when i.outcome = 'handed_back' then now()
+                   when i.outcome in ('handed_back', 'expired') then now()
                    when i.outcome = 'failed' and j.attempts + 1 < j.max_attempts
                      then now() + coalesce(i.delay_ms, 0) * interval '1 millisecond'
                    else j.run_at
@@ -86,7 +93,7 @@ begin
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
     select d.id, d.execution, p_worker, d.claimed_at,
            case when d.outcome = 'failed' and d.status = 'failed' then 'failed_final' else d.outcome end,
-           d.outcome <> 'handed_back', d.error
+           d.outcome not in ('handed_back', 'expired'), d.error
     from done d
   )
   select string_agg(case d.status when 'succeeded' then 's' when 'failed' then 'f'

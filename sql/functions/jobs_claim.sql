@@ -29,9 +29,11 @@
 -- the pick is planned (the final ORDER BY of the <= p_limit claimed rows still sorts: it has no
 -- other plan). Disabling adds 1e10 to the cost of any plan that sorts, which would set off JIT
 -- compilation (80 ms for a 128-row claim), so JIT is off as well. Both are put back afterwards.
--- Answer: typed columns. (Tried and dropped, issue 5: one JSON text per row saved the client 2 us
+-- Answer: typed columns; uncharged_returns lets the worker apply recovery's bound on uncharged
+-- returns to a claim that reaches it after its attempt deadline (executions_complete.sql,
+-- 'expired'). (Tried and dropped, issue 5: one JSON text per row saved the client 2 us
 -- per row and cost the server 1.4, timed in the server: 10.5 -> 11.9 us per claimed row; the
--- server is what a fleet shares.) Two commits had that shape; CREATE OR REPLACE cannot change a
+-- server is what a fleet shares.) Earlier commits had other shapes; CREATE OR REPLACE cannot change a
 -- function's result type, hence the drop.
 drop function if exists acta.claim_jobs(text, uuid, text[], integer, integer);
 create or replace function acta.claim_jobs(
@@ -47,6 +49,7 @@ create or replace function acta.claim_jobs(
   execution       integer,
   attempts        integer,
   max_attempts    integer,
+  uncharged_returns integer,
   priority        integer,
   next_due_in_ms  double precision
 )
@@ -92,10 +95,10 @@ begin
         claimed_at = now(),
         started = false
     where j.id = any (array(select id from picked))
-    returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.priority, j.run_at
+    returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
   )
   -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
-  select c.id, c.definition, c.payload, c.execution, c.attempts, c.max_attempts, c.priority,
+  select c.id, c.definition, c.payload, c.execution, c.attempts, c.max_attempts, c.uncharged_returns, c.priority,
          null::double precision
   from claimed c
   order by c.priority desc, c.run_at, c.id;
@@ -109,7 +112,7 @@ begin
     -- run (jobs_due_idx is per namespace).
     return query
     select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
-           null::integer,
+           null::integer, null::integer,
            (extract(epoch from (due.run_at - now())) * 1000)::double precision
     from (select min(j.run_at) as run_at
           from acta.jobs j

@@ -11,7 +11,8 @@
 -- whether or not a start was reported, so a poison job that kills its worker before the first
 -- heartbeat cannot loop forever uncharged: it ends Failed within max_attempts + 3 recoveries.
 -- Hand-backs by a live worker (graceful shutdown) go through complete_executions and do not
--- count against the bound.
+-- count against the bound; a claim that reached its worker after the attempt deadline does
+-- ('expired', complete_executions: the worker applies the same bound, PIPELINE.unchargedReturnsMax).
 -- Ledger: each returned attempt gets its row in acta.executions (outcome 'lost', charged, with
 -- the WorkerLost error; or 'lost_uncharged'), with the worker that held the lease.
 -- Workers: alive workers silent for longer than p_dead_after_ms (7 H) are marked dead. That is

@@ -59,6 +59,8 @@ export interface ClaimedRow {
   execution: number;
   attempts: number;
   maxAttempts: number;
+  /** Returns of this job so far that cost no attempt (recovery's, and expired claims': PIPELINE.unchargedReturnsMax). */
+  unchargedReturns: number;
   priority: number;
 }
 
@@ -80,6 +82,7 @@ export async function claimJobs(
     execution: number;
     attempts: number;
     max_attempts: number;
+    uncharged_returns: number;
     priority: number;
     next_due_in_ms: number | null;
   }>('select * from acta.claim_jobs($1, $2, $3, $4, $5)', [args.namespace, args.workerId, args.definitions, args.limit, args.leaseMs]);
@@ -92,6 +95,7 @@ export async function claimJobs(
       execution: r.execution,
       attempts: r.attempts,
       maxAttempts: r.max_attempts,
+      unchargedReturns: r.uncharged_returns,
       priority: r.priority,
     })),
     nextDueInMs: null,
@@ -99,7 +103,7 @@ export async function claimJobs(
 }
 
 /** The shapes a completion can take (sql/functions/executions_complete.sql). */
-export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back';
+export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired';
 
 export interface CompletionRow {
   id: JobId;

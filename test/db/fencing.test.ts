@@ -149,6 +149,18 @@ test('recovery returns an attempt that never started uncharged, and leaves unexp
   expect(await jobRow(b.id)).toMatchObject({ status: 'executing', execution: 1 });
 });
 
+test("an 'expired' completion (the claim arrived after its deadline) returns the row uncharged and counts an uncharged return", async () => {
+  const { id, execution } = await enqueueAndClaim({ n: 'expired' });
+  expect(await completeExecutions(db, worker, [{ id, execution, outcome: 'expired', result: null, error: null, retryDelayMs: 0 }])).toEqual([
+    { id, execution, status: 'ready' },
+  ]);
+  expect(await jobRow(id)).toMatchObject({ status: 'ready', attempts: 0, uncharged_returns: 1, lease_holder: null, error: null });
+  expect(await executions(id)).toEqual([{ execution, outcome: 'expired', charged: false, worker_id: worker }]);
+  // The next claim tells the worker how many uncharged returns the job has had.
+  const { rows } = await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['fenced'], limit: 10, leaseMs: LEASE_MS });
+  expect(rows).toMatchObject([{ id, execution: execution + 1, unchargedReturns: 1 }]);
+});
+
 test('one complete_executions call applies a batch of mixed shapes and fences each element on its own', async () => {
   const client = createClient({ db });
   await client.enqueueMany([

@@ -16,7 +16,7 @@ const H = 1000;
 const clock = leaseClock(H);
 const logger = pino({ level: 'silent' });
 
-const row = (id: string): ClaimedRow => ({ id, definition: 'd', payload: {}, execution: 1, attempts: 0, maxAttempts: 5, priority: 0 });
+const row = (id: string): ClaimedRow => ({ id, definition: 'd', payload: {}, execution: 1, attempts: 0, maxAttempts: 5, unchargedReturns: 0, priority: 0 });
 const answer = (held: HeldPair[], state: 'renewed' | 'locked' | 'lost'): HeartbeatResult => ({
   renewed: state === 'renewed' ? held : [],
   locked: state === 'locked' ? held : [],
