@@ -11,7 +11,11 @@ export interface EnqueueOptions {
   runAt?: Date;
   /** Higher runs first. Integer, default 0. */
   priority?: number;
-  /** Attempts before the job ends Failed, ≥ 1. Default: the definition's (a client given `definitions`), else 25. */
+  /**
+   * Attempts before the job ends Failed, ≥ 1. Default: its definition's `maxAttempts` as the
+   * worker running it declares it, else 25. A job's own value wins over its definition's, above
+   * or below it (migration 0004).
+   */
   maxAttempts?: number;
   /**
    * At most one job per key in the namespace, ever (until the row is deleted): a second enqueue
@@ -50,9 +54,10 @@ export interface ClientOptions {
   /** Extra wakeup channel (Redis) for setups where NOTIFY does not reach workers. */
   publishWakeup?: WakeupPublisher;
   /**
-   * The definitions this client enqueues, when it knows them: a job enqueued without
-   * `maxAttempts` then takes its definition's, and an unknown name is refused with
-   * UnknownDefinitionError (nothing written). Without them any name is accepted.
+   * The definitions this client enqueues, when it knows them: an unknown name is then refused
+   * with UnknownDefinitionError (nothing written). Without them any name is accepted. (A job
+   * without its own `maxAttempts` takes its definition's whether or not the client knows it:
+   * the worker and recovery apply it.)
    */
   definitions?: Pick<Definition<any, any>, 'name' | 'maxAttempts'>[];
 }
@@ -132,7 +137,7 @@ export function createClient(options: ClientOptions): Client {
       rows.payloads.push(toJsonText(item.payload));
       rows.priorities.push(item.priority ?? null);
       rows.runAts.push(item.runAt ?? null);
-      rows.maxAttempts.push(item.maxAttempts ?? definition?.maxAttempts ?? null);
+      rows.maxAttempts.push(item.maxAttempts ?? null);
       rows.idempotencyKeys.push(item.idempotencyKey ?? null);
     }
     let result: Awaited<ReturnType<typeof enqueueJobs>>;

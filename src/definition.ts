@@ -56,8 +56,9 @@ export interface Definition<P = any, R = unknown> {
    */
   timeoutMs?: number;
   /**
-   * Attempts before Failed (default 25): the worker ends a job after the smaller of this and the
-   * job's own maxAttempts; clients given this definition also enqueue with it as the job's default.
+   * Attempts before Failed, for its jobs that were enqueued without a maxAttempts of their own
+   * (default 25; a job's own value wins). Registered in acta.definitions at each worker start, so
+   * recovery applies it too (migration 0004).
    */
   maxAttempts?: number;
   backoff?: Backoff;

@@ -153,10 +153,11 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
 
 /**
  * The completion of a charged failed attempt: retried after the definition's backoff while the
- * job has attempts left (the smaller of its own maxAttempts and its definition's), else final.
+ * job has attempts left, else final. A job's limit is its own maxAttempts, else its definition's,
+ * else 25 (PIPELINE.maxAttempts; migration 0004).
  */
 function failure(entry: Entry, definition: Definition, attempt: number, err: unknown, jobLogger: () => Logger): Completion {
-  const lastAttempt = attempt >= Math.min(entry.row.maxAttempts, definition.maxAttempts ?? Infinity);
+  const lastAttempt = attempt >= (entry.row.maxAttempts ?? definition.maxAttempts ?? PIPELINE.maxAttempts);
   let delayMs = 0;
   if (!lastAttempt) {
     try {

@@ -266,7 +266,14 @@ export function createWorker(options: WorkerOptions): Worker {
         registering = (async () => {
           await assertMigrated(db);
           if (state !== 'starting') return; // stop() came meanwhile: do not register at all
-          await registerWorker(db, { workerId: id, namespace, hostname: os.hostname(), pid: process.pid, definitions: names });
+          await registerWorker(db, {
+            workerId: id,
+            namespace,
+            hostname: os.hostname(),
+            pid: process.pid,
+            definitions: names,
+            maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
+          });
         })();
         return registering;
       }).pipe(

@@ -3,7 +3,9 @@
 -- Contract: parallel arrays, one element per attempt. p_outcomes[i] is one of
 --   succeeded    -> Succeeded, result stored, attempt charged;
 --   failed       -> Ready again at now() + p_retry_delays_ms[i] while attempts remain, else
---                   Failed; attempt charged; error stored;
+--                   Failed; attempt charged; error stored. Attempts remain by the job's own
+--                   max_attempts; when it has none, by its definition's, which the worker
+--                   applied in choosing 'failed' over 'failed_final' (migration 0004);
 --   failed_final -> Failed without further attempts (e.g. a result that cannot be stored);
 --   handed_back  -> Ready at now(), attempt NOT charged (graceful shutdown, DESIGN.md delivery).
 --   expired      -> Ready at now(), attempt NOT charged, uncharged_returns + 1: the claim reached
@@ -64,14 +66,14 @@ begin
     set status = case
                    when i.outcome = 'succeeded' then 'succeeded'
                    when i.outcome in ('handed_back', 'expired') then 'ready'
-                   when i.outcome = 'failed' and j.attempts + 1 < j.max_attempts then 'ready'
+                   when i.outcome = 'failed' and (j.max_attempts is null or j.attempts + 1 < j.max_attempts) then 'ready'
                    else 'failed'
                  end,
         attempts = j.attempts + case when i.outcome in ('handed_back', 'expired') then 0 else 1 end,
         uncharged_returns = j.uncharged_returns + (i.outcome = 'expired')::integer,
         run_at = case
                    when i.outcome in ('handed_back', 'expired') then now()
-                   when i.outcome = 'failed' and j.attempts + 1 < j.max_attempts
+                   when i.outcome = 'failed' and (j.max_attempts is null or j.attempts + 1 < j.max_attempts)
                      then now() + coalesce(i.delay_ms, 0) * interval '1 millisecond'
                    else j.run_at
                  end,

@@ -4,7 +4,8 @@
 -- client builds by joining the payload texts it checked; issue 5: a jsonb[] literal cost an
 -- escaping pass per element on both sides). The other arrays run in parallel with it; a null
 -- ARRAY stands for all-null elements (nothing to send for the common case), and a null priority /
--- run_at / max_attempts takes the default 0 / now() / 25. Returns one row: `ids`, the job ids in
+-- run_at takes the default 0 / now(); a null max_attempts stays null: the job's definition's
+-- applies (migration 0004). Returns one row: `ids`, the job ids in
 -- input order joined by commas, and `created`, one character per element, 't' when this call
 -- created the job, 'f' when not (one row rather than one per job: the client reads 20,000 ids
 -- with one split). An element whose idempotency key already names a job in the
@@ -53,7 +54,7 @@ begin
       insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts)
       overriding system value
       select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
-             coalesce(i.run_at, now()), coalesce(i.max_attempts, 25)
+             coalesce(i.run_at, now()), i.max_attempts
       from input i
     )
     select string_agg(i.new_id::text, ',' order by i.ord), repeat('t', count(*)::integer)
@@ -70,7 +71,7 @@ begin
     insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts, idempotency_key)
     overriding system value
     select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
-           coalesce(i.run_at, now()), coalesce(i.max_attempts, 25), i.idempotency_key
+           coalesce(i.run_at, now()), i.max_attempts, i.idempotency_key
     from input i
     -- In key order, not input order: two batches sharing keys in different orders then take the
     -- keys' index entries in the same order, one waiting for the other, instead of deadlocking

@@ -15,6 +15,8 @@
 -- ('expired', complete_executions: the worker applies the same bound, PIPELINE.unchargedReturnsMax).
 -- Ledger: each returned attempt gets its row in acta.executions (outcome 'lost', charged, with
 -- the WorkerLost error; or 'lost_uncharged'), with the worker that held the lease.
+-- Attempts: a job's limit is its own max_attempts, else its definition's in acta.definitions (as
+-- the last worker to start with it declared it), else 25 (migration 0004).
 -- Workers: alive workers silent for longer than p_dead_after_ms (7 H) are marked dead. That is
 -- bookkeeping only: rows are returned by their own lease, whatever their holder's status.
 -- Returns the rows it moved: job_id, execution (of the lost attempt), new status, charged.
@@ -36,7 +38,12 @@ begin
   return query
   with expired as (
     select j.id, j.lease_holder,
-           (j.started or j.uncharged_returns >= 3) as charged
+           (j.started or j.uncharged_returns >= 3) as charged,
+           -- The job's own, else its definition's as last registered, else 25 (migration 0004).
+           coalesce(j.max_attempts,
+                    (select d.max_attempts from acta.definitions d
+                     where d.namespace = j.namespace and d.name = j.definition),
+                    25) as max_attempts
     from acta.jobs j
     where j.namespace = p_namespace and j.status = 'executing' and j.lease_expires_at < now()
     order by j.lease_expires_at
@@ -45,7 +52,7 @@ begin
   ),
   returned as (
     update acta.jobs j
-    set status = case when e.charged and j.attempts + 1 >= j.max_attempts then 'failed' else 'ready' end,
+    set status = case when e.charged and j.attempts + 1 >= e.max_attempts then 'failed' else 'ready' end,
         attempts = j.attempts + e.charged::integer,
         uncharged_returns = j.uncharged_returns + (not e.charged)::integer,
         error = case when e.charged
@@ -57,7 +64,7 @@ begin
         lease_holder = null,
         lease_expires_at = null,
         started = false,
-        finished_at = case when e.charged and j.attempts + 1 >= j.max_attempts then now() end
+        finished_at = case when e.charged and j.attempts + 1 >= e.max_attempts then now() end
     from expired e
     where j.id = e.id
     returning j.id, j.execution, j.status, j.claimed_at, e.charged, e.lease_holder, j.error

@@ -3,12 +3,18 @@
 -- never renews its previous incarnation's rows. Returns the database clock's now().
 -- Repeatable: the worker repeats the call when its answer is lost (a connection dropped after the
 -- commit), and the id is this incarnation's own, so a row already there is that earlier call's.
+-- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); each is
+-- upserted into acta.definitions, so recovery applies the policy of the last worker that started
+-- with that definition (migration 0004). Upserted in name order: two workers starting at once
+-- lock the rows in the same order.
+drop function if exists acta.register_worker(uuid, text, text, integer, text[]);
 create or replace function acta.register_worker(
-  p_worker      uuid,
-  p_namespace   text,
-  p_hostname    text,
-  p_pid         integer,
-  p_definitions text[]
+  p_worker       uuid,
+  p_namespace    text,
+  p_hostname     text,
+  p_pid          integer,
+  p_definitions  text[],
+  p_max_attempts integer[]
 ) returns timestamptz
 language plpgsql as $$
 begin
@@ -16,6 +22,12 @@ begin
   insert into acta.workers (id, namespace, hostname, pid, definitions)
   values (p_worker, p_namespace, p_hostname, p_pid, p_definitions)
   on conflict (id) do nothing;
+  insert into acta.definitions (namespace, name, max_attempts)
+  select p_namespace, d.name, d.max_attempts
+  from rows from (unnest(p_definitions), unnest(p_max_attempts)) as d(name, max_attempts)
+  order by d.name
+  on conflict (namespace, name) do update
+    set max_attempts = excluded.max_attempts, registered_at = now();
   return now();
 end
 $$;

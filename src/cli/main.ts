@@ -82,9 +82,9 @@ export function program(): Command {
     .option('--namespace <name>', 'queue namespace', 'default')
     .option('--run-at <iso>', 'when the job becomes due (ISO 8601)', isoDate)
     .option('--priority <n>', 'higher runs first', int())
-    .option('--max-attempts <n>', 'attempts before Failed', int(1))
+    .option('--max-attempts <n>', "attempts before Failed (default: the definition's, else 25)", int(1))
     .option('--idempotency-key <key>', 'at most one job per key')
-    .option('--definitions <module>', "the worker's module: refuse a name it does not define, and take its definition's max attempts")
+    .option('--definitions <module>', "the worker's module: refuse a name it does not define")
     .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string }) => {
       let payload: unknown;
       try {

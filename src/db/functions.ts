@@ -13,7 +13,7 @@ export const SIGNATURES = {
     'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
   heartbeat: 'p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer',
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
-  register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[]',
+  register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[]',
   stop_worker: 'p_worker uuid',
   record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
 } as const;
@@ -58,7 +58,8 @@ export interface ClaimedRow {
   payload: unknown;
   execution: number;
   attempts: number;
-  maxAttempts: number;
+  /** The job's own maxAttempts, given at enqueue; null: its definition's (migration 0004). */
+  maxAttempts: number | null;
   /** Returns of this job so far that cost no attempt (recovery's, and expired claims': PIPELINE.unchargedReturnsMax). */
   unchargedReturns: number;
   priority: number;
@@ -81,7 +82,7 @@ export async function claimJobs(
     payload: unknown;
     execution: number;
     attempts: number;
-    max_attempts: number;
+    max_attempts: number | null;
     uncharged_returns: number;
     priority: number;
     next_due_in_ms: number | null;
@@ -202,12 +203,22 @@ export async function recoverJobs(q: Queryable, args: { namespace: string; deadA
   return rows.map((r) => ({ id: r.job_id, execution: r.execution, status: r.status, charged: r.charged }));
 }
 
-/** acta.register_worker. */
+/**
+ * acta.register_worker: the worker and its definitions' policies (`maxAttempts[i]` belongs to
+ * `definitions[i]`; null or absent: the default), which recovery applies (migration 0004).
+ */
 export async function registerWorker(
   q: Queryable,
-  args: { workerId: string; namespace: string; hostname: string; pid: number; definitions: string[] },
+  args: { workerId: string; namespace: string; hostname: string; pid: number; definitions: string[]; maxAttempts?: (number | null)[] },
 ): Promise<void> {
-  await q.query('select acta.register_worker($1, $2, $3, $4, $5)', [args.workerId, args.namespace, args.hostname, args.pid, args.definitions]);
+  await q.query('select acta.register_worker($1, $2, $3, $4, $5, $6)', [
+    args.workerId,
+    args.namespace,
+    args.hostname,
+    args.pid,
+    args.definitions,
+    args.maxAttempts ?? args.definitions.map(() => null),
+  ]);
 }
 
 /** acta.stop_worker. */

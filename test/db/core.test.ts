@@ -108,16 +108,43 @@ test("the definition's maxAttempts bounds a job enqueued without one, and a retr
 
   expect(await row(once.id)).toMatchObject({ status: 'succeeded', attempts: 2, execution: 2, result: { calls: 2 } });
   expect(await row(always.id)).toMatchObject({ status: 'failed', attempts: 2, execution: 2, error: { message: 'flaky 2' } });
-  const { rows } = await db.query<{ job_id: string; outcome: string; max_attempts: number }>(
+  // The rows carry no number of their own: the definition's applies (migration 0004).
+  const { rows } = await db.query<{ job_id: string; outcome: string; max_attempts: number | null }>(
     `select e.job_id, e.outcome, j.max_attempts from acta.executions e join acta.jobs j on j.id = e.job_id order by e.job_id, e.execution`,
   );
   expect(rows).toEqual([
-    { job_id: once.id, outcome: 'failed', max_attempts: 2 },
-    { job_id: once.id, outcome: 'succeeded', max_attempts: 2 },
-    { job_id: always.id, outcome: 'failed', max_attempts: 2 },
-    { job_id: always.id, outcome: 'failed_final', max_attempts: 2 },
+    { job_id: once.id, outcome: 'failed', max_attempts: null },
+    { job_id: once.id, outcome: 'succeeded', max_attempts: null },
+    { job_id: always.id, outcome: 'failed', max_attempts: null },
+    { job_id: always.id, outcome: 'failed_final', max_attempts: null },
   ]);
   await expect(client.enqueue('no-such-job', {})).rejects.toThrow(UnknownDefinitionError);
+});
+
+test("a job's own maxAttempts wins over its definition's, above it or below it", async () => {
+  const runs = new Map<string, number>();
+  const boom = defineJob({
+    name: 'boom-own',
+    maxAttempts: 2,
+    backoff: { delayMs: 1 },
+    handler: async (p: { tag: string }) => {
+      runs.set(p.tag, (runs.get(p.tag) ?? 0) + 1);
+      throw new Error('boom');
+    },
+  });
+  const client = createClient({ db, definitions: [boom] });
+  const above = await client.enqueue('boom-own', { tag: 'above' }, { maxAttempts: 4 });
+  const below = await client.enqueue('boom-own', { tag: 'below' }, { maxAttempts: 1 });
+  const none = await client.enqueue('boom-own', { tag: 'none' });
+  const worker = createWorker({ db, definitions: [boom], logger: silentLogger, executors: 3 });
+  await worker.start();
+  try {
+    for (const id of [above.id, below.id, none.id]) await waitFor(async () => (await row(id)).status === 'failed', 'the job to end Failed');
+  } finally {
+    await worker.stop();
+  }
+  expect(Object.fromEntries(runs)).toEqual({ above: 4, below: 1, none: 2 });
+  expect(await row(above.id)).toMatchObject({ status: 'failed', attempts: 4 });
 });
 
 test('higher priority is claimed first; equal priorities in enqueue order', async () => {

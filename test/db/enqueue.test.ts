@@ -96,14 +96,14 @@ test('enqueueMany without keys: options given on some items only land on those i
   ];
   const results = await createClient({ db }).enqueueMany(items);
   expect(results.every((r) => r.created)).toBe(true);
-  const { rows } = await db.query<{ id: string; payload: unknown; priority: number; future: boolean; max_attempts: number }>(
+  const { rows } = await db.query<{ id: string; payload: unknown; priority: number; future: boolean; max_attempts: number | null }>(
     `select id, payload, priority, run_at > now() + interval '59 minutes' as future, max_attempts from acta.jobs order by id`,
   );
   expect(rows.map((r) => r.id)).toEqual(results.map((r) => r.id));
   expect(rows.map(({ id: _id, ...r }) => r)).toEqual([
-    { payload: 'a', priority: 0, future: false, max_attempts: 25 },
-    { payload: { b: ['x', 'q"uote'] }, priority: 5, future: false, max_attempts: 25 },
-    { payload: null, priority: 0, future: true, max_attempts: 25 },
+    { payload: 'a', priority: 0, future: false, max_attempts: null },
+    { payload: { b: ['x', 'q"uote'] }, priority: 5, future: false, max_attempts: null },
+    { payload: null, priority: 0, future: true, max_attempts: null },
     { payload: 4, priority: 0, future: false, max_attempts: 2 },
   ]);
 });

@@ -11,7 +11,7 @@ import { claimJobs, heartbeat, recordStep, recoverJobs, registerWorker } from '.
 import { useTestDatabase } from '../helpers/db';
 
 const { db, tdb } = useTestDatabase();
-beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers'));
+beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers, acta.definitions'));
 
 const LEASE_MS = 60_000;
 const DEAD_AFTER_MS = 105_000;
@@ -80,6 +80,35 @@ test('a started attempt whose job has no attempts left is recovered to Failed, "
   expect(await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS })).toEqual([{ id, execution: 1, status: 'failed', charged: true }]);
   expect(await job(id)).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'WorkerLost' } });
   expect(await ledger(id)).toEqual([{ execution: 1, outcome: 'lost', charged: true }]);
+});
+
+test("recovery applies the definition's maxAttempts, as its workers registered it, to a job without its own", async () => {
+  // Before migration 0004 a job enqueued by name got 25, and recovery charged it up to 25 lost
+  // attempts whatever its definition allowed.
+  const worker = randomUUID();
+  await registerWorker(db, { workerId: worker, namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'], maxAttempts: [1] });
+  const client = createClient({ db });
+  const { id: byDefinition } = await client.enqueue('job', { n: 1 });
+  const { id: own } = await client.enqueue('job', { n: 2 }, { maxAttempts: 2 });
+  for (const id of [byDefinition, own]) {
+    const row = await claimOne(worker);
+    expect(row).toMatchObject({ id, maxAttempts: id === own ? 2 : null });
+    await heartbeat(db, { workerId: worker, namespace: 'default', held: [{ id, execution: row.execution, started: true }], leaseMs: LEASE_MS });
+    await expire(id);
+  }
+  const recovered = await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS });
+  expect(new Map(recovered.map((r) => [r.id, r.status]))).toEqual(new Map([[byDefinition, 'failed'], [own, 'ready']]));
+  expect(await job(byDefinition)).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'WorkerLost' } });
+
+  // The last registration stands (a rolling deploy): a worker declaring 3 attempts.
+  await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 2, definitions: ['job'], maxAttempts: [3] });
+  const { id: later } = await client.enqueue('job', { n: 3 });
+  await db.query(`update acta.jobs set status = 'succeeded' where id = $1`, [own]);
+  const row = await claimOne(worker);
+  expect(row.id).toBe(later);
+  await heartbeat(db, { workerId: worker, namespace: 'default', held: [{ id: later, execution: row.execution, started: true }], leaseMs: LEASE_MS });
+  await expire(later);
+  expect(await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS })).toEqual([{ id: later, execution: 1, status: 'ready', charged: true }]);
 });
 
 test("the heartbeat renews only the caller's own lease: the same (job, execution) from another worker is lost", async () => {
