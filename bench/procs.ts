@@ -169,3 +169,49 @@ export async function ipcRoundTripMs(child: ChildHandle, samples = 30): Promise<
   }
   return median(rtts);
 }
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux for x86 and arm). */
+const USER_HZ = 100;
+
+/** Fields of /proc/<pid>/stat after the command name: [state, ppid, …]; null when unreadable. */
+function statFields(pid: number | string): string[] | null {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time (user + system) a process has used so far, ms (10 ms resolution); NaN when unreadable. */
+export function cpuMs(pid: number | undefined): number {
+  const f = pid === undefined ? null : statFields(pid);
+  return f ? ((Number(f[11]) + Number(f[12])) * 1000) / USER_HZ : NaN;
+}
+
+/**
+ * CPU time used so far by every process named `command` on this machine (e.g. `postgres`: the
+ * postmaster and all its backends), ms, including what its exited children used (counted in
+ * their parent's cutime/cstime once reaped, so a backend that exits keeps counting). NaN when
+ * none is visible (a remote server). Differences over a window are what the server spent in it.
+ */
+export function commandCpuMs(command: string): number {
+  let total = 0;
+  let seen = false;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let comm: string;
+    try {
+      comm = fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (comm !== command) continue;
+    const f = statFields(entry);
+    if (!f) continue;
+    seen = true;
+    // utime, stime, cutime, cstime: a process's own time and its reaped children's.
+    total += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  }
+  return seen ? (total * 1000) / USER_HZ : NaN;
+}

@@ -22,6 +22,8 @@ export const SCENARIOS: ScenarioInfo[] = [
   { id: 'latency-p50', label: '4. latency enqueue→handler start, p50', unit: 'ms', better: 'lower' },
   { id: 'latency-p99', label: '4. latency enqueue→handler start, p99', unit: 'ms', better: 'lower' },
   { id: 'xacts-per-job', label: '5. transactions per job, 1 process (drain)', unit: 'tx/job', better: 'lower' },
+  { id: 'cpu-worker', label: '5. CPU per job, 1 process (drain, fresh): worker process', unit: 'µs/job', better: 'lower' },
+  { id: 'cpu-server', label: '5. CPU per job, 1 process (drain, fresh): database (BullMQ: Redis)', unit: 'µs/job', better: 'lower' },
   { id: 'idle-xacts', label: 'idle worker, transactions per second', unit: 'tx/s', better: 'lower' },
   { id: 'memory-rss', label: '6. worker RSS max with a large backlog', unit: 'MiB', better: 'lower' },
   { id: 'backpressure-claims', label: 'issue 3: claims during a completion stall', unit: 'rows', better: 'lower' },

@@ -243,7 +243,11 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
               const r = await measureDrain(ctx, system, processes, analyzed);
               record(run, scenario, system, r.value, r.raw);
               if (processes === 1 && r.raw.xactsPerJob !== undefined) record(run, 'xacts-per-job', system, r.raw.xactsPerJob, { from: scenario });
-              show(run, scenario, system, r.value, r.raw.xactsPerJob !== undefined ? `; ${r.raw.xactsPerJob.toFixed(3)} tx/job` : '');
+              // Where the time goes (issue 5): CPU per job on each side, where /proc shows both.
+              if (processes === 1 && !analyzed && r.raw.workerCpuUsPerJob !== undefined) record(run, 'cpu-worker', system, r.raw.workerCpuUsPerJob, { from: scenario });
+              if (processes === 1 && !analyzed && r.raw.serverCpuUsPerJob !== undefined) record(run, 'cpu-server', system, r.raw.serverCpuUsPerJob, { from: scenario });
+              const cpu = r.raw.workerCpuUsPerJob !== undefined ? `; CPU per job: worker ${r.raw.workerCpuUsPerJob.toFixed(1)} µs, server ${r.raw.serverCpuUsPerJob?.toFixed(1) ?? '?'} µs` : '';
+              show(run, scenario, system, r.value, (r.raw.xactsPerJob !== undefined ? `; ${r.raw.xactsPerJob.toFixed(3)} tx/job` : '') + cpu);
             });
           }
         }
@@ -350,6 +354,7 @@ function markdown(result: BenchResult): string {
     `- Enqueue: one bulk call of ${opt.jobs} jobs through the public API (acta enqueueMany, graphile addJobs, pg-boss insert, BullMQ addBulk), timed in the orchestrator.`,
     `- Drain: ${opt.jobs} jobs queued, then the worker process(es) get "go" once loaded; the time runs from "go" (the system's start call is inside it) until the orchestrator's poll (every ${opt.pollMs} ms, one cheap query) sees no job left; every job is then checked completed. "After ANALYZE" ran ANALYZE on the database before "go". Pool per process: the system's own size, capped at ⌊48 / processes⌋ (8 processes: 6).`,
     `- Transactions per job: pg_stat_database.xact_commit of the run's database from before the worker processes start until they have exited (startup and shutdown included), minus the orchestrator's polls, divided by the jobs.`,
+    '- CPU per job: over the 1-process drain on the fresh table, from "go" until the poll saw it done, the worker process\'s CPU time and that of every `postgres` process on the machine (for BullMQ, `redis-server`), including backends that exited (their parent\'s cutime), from /proc at 10 ms resolution; the server figure includes the orchestrator\'s polls and the background writers. Shown only when the server runs on this machine.',
     `- Latency: an idle worker, ${opt.latencyJobs} jobs enqueued one at a time ${opt.latencySpacingMs} ms apart; both timestamps on the orchestrator's monotonic clock: before the enqueue call, and when the handler's first act (an IPC message) arrives. That includes the enqueue call itself and one IPC hop (≈ ${Number.isFinite(ipc) ? ipc.toFixed(3) : '?'} ms, half the measured round trip).`,
     `- Idle: transactions per second of an idle worker's database over ${opt.idleSeconds} s after ${opt.idleSettleSeconds} s of settling (each session publishes its counters at most once a second, and an idle session's last ones after 10 s, hence the settle; ±1–2 transactions).`,
     `- Memory: an acta worker with ${opt.memoryJobs.toLocaleString('en-US')} jobs queued (inserted by SQL), its RSS read from /proc every 250 ms for up to ${opt.memorySeconds} s; flat = the last third's max ≤ 1.1 × the middle third's max (the first third is V8's warm-up).`,

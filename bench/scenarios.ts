@@ -4,7 +4,7 @@
  */
 import { type ChildConfig, type SystemName, usesPostgres, poolCap } from './common';
 import { type Admin, connectTo } from './pg';
-import { type ChildHandle, ipcRoundTripMs, killAll, rssMiB, spawnChild, spawnMany, stopAll } from './procs';
+import { type ChildHandle, commandCpuMs, cpuMs, ipcRoundTripMs, killAll, rssMiB, spawnChild, spawnMany, stopAll } from './procs';
 import { now, percentile, sleep } from './stats';
 import type { Store, Stores } from './systems';
 
@@ -90,6 +90,13 @@ export interface DrainRaw {
   xactRollbacks?: number;
   pollerQueries: number;
   xactsPerJob?: number;
+  /**
+   * CPU per job over the drain (from "go" until the poll saw it done), µs: the worker processes
+   * (their start call included), and the server (every `postgres` process, or `redis-server` for
+   * BullMQ; absent when the server is not on this machine). /proc times: 10 ms resolution.
+   */
+  workerCpuUsPerJob?: number;
+  serverCpuUsPerJob?: number;
 }
 
 /** Scenarios 2, 3, 5: N queued no-op jobs worked by `processes` worker processes. */
@@ -110,6 +117,10 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
     try {
       children = await spawnMany(childConfigs(store, 'drain', processes), { nodeArgs: nodeArgs(ctx, system) });
       const failed = watchFailures(children);
+      const serverCommand = pg ? 'postgres' : 'redis-server';
+      const workerCpu = () => children.reduce((sum, c) => sum + cpuMs(c.proc.pid), 0);
+      const w0 = workerCpu();
+      const s0 = commandCpuMs(serverCommand);
       const tGo = now();
       for (const child of children) child.send({ type: 'go' });
       for (;;) {
@@ -118,11 +129,15 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
         await sleep(ctx.options.pollMs);
       }
       const drainMs = now() - tGo;
+      const workerCpuMs = workerCpu() - w0;
+      const serverCpuMs = commandCpuMs(serverCommand) - s0;
       const startMs = await Promise.all(children.map((c) => c.started));
       failed.disarm();
       await stopAll(children);
       await poller.close();
       const raw: DrainRaw = { jobs: n, processes, analyzed, enqueueMs, drainMs, startMs, completed: 0, pollerQueries: poller.polls };
+      if (Number.isFinite(workerCpuMs)) raw.workerCpuUsPerJob = (workerCpuMs * 1000) / n;
+      if (Number.isFinite(serverCpuMs)) raw.serverCpuUsPerJob = (serverCpuMs * 1000) / n;
       if (pg) {
         await ctx.admin.waitNoBackends(store.database!);
         const x1 = await ctx.admin.xacts(store.database!);
