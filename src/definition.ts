@@ -44,8 +44,9 @@ export interface JobContext {
 /**
  * A job definition: a handler and its policy. The handler's resolved value is stored as the job's
  * result (`undefined` as null); it must be storable as jsonb, else the job ends Failed without
- * retry. A thrown value fails the attempt; the job is retried after `backoff` until its attempts
- * are used up.
+ * retry. A thrown Error (or a timeout) fails the attempt; the job is retried after `backoff` until
+ * its attempts are used up. A thrown non-Error (a string, a plain object) carries no name, message
+ * or stack to store: the job ends Failed at once, without retry (error name NonErrorThrown).
  */
 export interface Definition<P = any, R = unknown> {
   name: string;
