@@ -58,8 +58,8 @@ export interface Definition<P = any, R = unknown> {
   timeoutMs?: number;
   /**
    * Attempts before Failed, for its jobs that were enqueued without a maxAttempts of their own
-   * (default 25; a job's own value wins). Registered in acta.definitions at each worker start, so
-   * recovery applies it too (migration 0004).
+   * (default 25; a job's own value wins). Declared in acta.definitions at each worker start, so
+   * recovery applies it too (the newest live worker's declaration; migration 0004).
    */
   maxAttempts?: number;
   backoff?: Backoff;

@@ -31,7 +31,11 @@
 -- compilation (80 ms for a 128-row claim), so JIT is off as well. Both are put back afterwards.
 -- Answer: typed columns; uncharged_returns lets the worker apply recovery's bound on uncharged
 -- returns to a claim that reaches it after its attempt deadline (executions_complete.sql,
--- 'expired'). (Tried and dropped, issue 5: one JSON text per row saved the client 2 us
+-- 'expired'). own_max_attempts is the job's own limit, null when it has none (the worker then
+-- applies its definition's: migration 0004); max_attempts is coalesce(own, 25), the number
+-- workers from before migration 0004 read, which apply the smaller of it and their definition's:
+-- a null there would make them fail every job at its first error during an upgrade (adversarial
+-- trial). (Tried and dropped, issue 5: one JSON text per row saved the client 2 us
 -- per row and cost the server 1.4, timed in the server: 10.5 -> 11.9 us per claimed row; the
 -- server is what a fleet shares.) Earlier commits had other shapes; CREATE OR REPLACE cannot change a
 -- function's result type, hence the drop.
@@ -49,6 +53,7 @@ create or replace function acta.claim_jobs(
   execution       integer,
   attempts        integer,
   max_attempts    integer,
+  own_max_attempts integer,
   uncharged_returns integer,
   priority        integer,
   next_due_in_ms  double precision
@@ -98,7 +103,8 @@ begin
     returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
   )
   -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
-  select c.id, c.definition, c.payload, c.execution, c.attempts, c.max_attempts, c.uncharged_returns, c.priority,
+  select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
+         c.uncharged_returns, c.priority,
          null::double precision
   from claimed c
   order by c.priority desc, c.run_at, c.id;
@@ -112,7 +118,7 @@ begin
     -- run (jobs_due_idx is per namespace).
     return query
     select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
-           null::integer, null::integer,
+           null::integer, null::integer, null::integer,
            (extract(epoch from (due.run_at - now())) * 1000)::double precision
     from (select min(j.run_at) as run_at
           from acta.jobs j

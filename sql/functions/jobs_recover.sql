@@ -18,7 +18,8 @@
 -- Attempts: a job's limit is its own max_attempts, else its definition's in acta.definitions (as
 -- the last worker to start with it declared it), else 25 (migration 0004).
 -- Workers: alive workers silent for longer than p_dead_after_ms (7 H) are marked dead. That is
--- bookkeeping only: rows are returned by their own lease, whatever their holder's status.
+-- bookkeeping only: rows are returned by their own lease, whatever their holder's status. (It
+-- also hands their definitions' policies back to the live workers: acta.refresh_definitions.)
 -- Returns the rows it moved: job_id, execution (of the lost attempt), new status, charged.
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
 -- returns p_limit rows); a row whose holder is renewing or completing it right now is skipped
@@ -30,10 +31,21 @@ create or replace function acta.recover_jobs(
 ) returns table (job_id bigint, execution integer, status text, charged boolean)
 language plpgsql as $$
 #variable_conflict use_column
+declare
+  v_dead_definitions text[];
 begin
-  update acta.workers w set status = 'dead'
-  where w.namespace = p_namespace and w.status = 'alive'
-    and w.last_heartbeat_at < now() - p_dead_after_ms * interval '1 millisecond';
+  with dead as (
+    update acta.workers w set status = 'dead'
+    where w.namespace = p_namespace and w.status = 'alive'
+      and w.last_heartbeat_at < now() - p_dead_after_ms * interval '1 millisecond'
+    returning w.definitions
+  )
+  select array_agg(distinct x.name) into v_dead_definitions
+  from dead d cross join lateral unnest(d.definitions) as x(name);
+  -- A dead worker's declarations give way to the live workers' (acta.refresh_definitions).
+  if v_dead_definitions is not null then
+    perform acta.refresh_definitions(p_namespace, v_dead_definitions);
+  end if;
 
   return query
   with expired as (

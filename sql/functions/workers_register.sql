@@ -3,10 +3,11 @@
 -- never renews its previous incarnation's rows. Returns the database clock's now().
 -- Repeatable: the worker repeats the call when its answer is lost (a connection dropped after the
 -- commit), and the id is this incarnation's own, so a row already there is that earlier call's.
--- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); each is
--- upserted into acta.definitions, so recovery applies the policy of the last worker that started
--- with that definition (migration 0004). Upserted in name order: two workers starting at once
--- lock the rows in the same order.
+-- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); the worker
+-- row keeps both, and each definition is upserted into acta.definitions, so recovery applies the
+-- policy of the newest worker running it (migration 0004; acta.refresh_definitions when a worker
+-- stops or dies). Upserted in name order: two workers starting at once lock the rows in the same
+-- order.
 drop function if exists acta.register_worker(uuid, text, text, integer, text[]);
 create or replace function acta.register_worker(
   p_worker       uuid,
@@ -19,8 +20,8 @@ create or replace function acta.register_worker(
 language plpgsql as $$
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
-  insert into acta.workers (id, namespace, hostname, pid, definitions)
-  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions)
+  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts)
+  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts)
   on conflict (id) do nothing;
   insert into acta.definitions (namespace, name, max_attempts)
   select p_namespace, d.name, d.max_attempts

@@ -1,9 +1,20 @@
 -- acta.stop_worker: mark a worker incarnation stopped after a graceful shutdown (its rows have
--- been completed or handed back by then). Returns whether the worker row existed.
+-- been completed or handed back by then). Returns whether the worker row existed. Its
+-- definitions' policies go back to the newest live worker running them (a canary that declared
+-- another maxAttempts and stopped must not leave its value to recovery; adversarial trial):
+-- acta.refresh_definitions.
 create or replace function acta.stop_worker(p_worker uuid) returns boolean
 language plpgsql as $$
+declare
+  v_namespace   text;
+  v_definitions text[];
 begin
-  update acta.workers set status = 'stopped', stopped_at = now() where id = p_worker;
-  return found;
+  update acta.workers set status = 'stopped', stopped_at = now() where id = p_worker
+  returning namespace, definitions into v_namespace, v_definitions;
+  if not found then
+    return false;
+  end if;
+  perform acta.refresh_definitions(v_namespace, v_definitions);
+  return true;
 end
 $$;

@@ -6,12 +6,19 @@
 -- its definition's was capped by the definition, and a job enqueued by name whose definition
 -- allows 3 attempts could be charged 25 lost attempts by recovery.
 -- Now max_attempts is null unless the job gave one. acta.definitions holds each definition's
--- policy as the last worker that registered it declared it (acta.register_worker upserts it at
--- every start; during a rolling deploy the last starter's version stands). The worker that runs
--- an attempt applies its own definition; recovery reads acta.definitions. Policies to come
--- (concurrency keys, rate limits, lanes) belong in this table.
--- Rows enqueued before this migration keep the number they were given (25 by default).
+-- policy for recovery: as the most recently started live worker running it declared it
+-- (acta.register_worker writes it; acta.stop_worker and a recovery pass that marks a worker dead
+-- hand it back to the newest live worker still running the definition: acta.refresh_definitions),
+-- else as the last one declared it. The worker that runs an attempt applies its own definition.
+-- Policies to come (concurrency keys, rate limits, lanes) belong in this table.
 alter table acta.jobs alter column max_attempts drop not null, alter column max_attempts drop default;
+
+-- Unfinished rows holding 25, the old column default, most likely never chose it: their
+-- definition's applies from now on, as it did through the old min(row, definition) (an
+-- adversarial trial: a definition of 3 attempts ran such a row 25 times after the upgrade). Other
+-- numbers were chosen by the job or its client, and now win over the definition's.
+update acta.jobs set max_attempts = null
+where max_attempts = 25 and status in ('ready', 'executing', 'waiting');
 
 create table acta.definitions (
   namespace     text not null,
@@ -21,3 +28,7 @@ create table acta.definitions (
   registered_at timestamptz not null default now(),
   primary key (namespace, name)
 );
+
+-- Each worker's declared maxAttempts, in parallel with its definitions (null: registered before
+-- this migration), so a stopped or dead worker's declaration can be handed back to a live one's.
+alter table acta.workers add column max_attempts integer[];

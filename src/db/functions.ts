@@ -15,6 +15,7 @@ export const SIGNATURES = {
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[]',
   stop_worker: 'p_worker uuid',
+  refresh_definitions: 'p_namespace text, p_names text[]',
   record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
 } as const;
 
@@ -82,7 +83,7 @@ export async function claimJobs(
     payload: unknown;
     execution: number;
     attempts: number;
-    max_attempts: number | null;
+    own_max_attempts: number | null;
     uncharged_returns: number;
     priority: number;
     next_due_in_ms: number | null;
@@ -95,7 +96,7 @@ export async function claimJobs(
       payload: r.payload,
       execution: r.execution,
       attempts: r.attempts,
-      maxAttempts: r.max_attempts,
+      maxAttempts: r.own_max_attempts,
       unchargedReturns: r.uncharged_returns,
       priority: r.priority,
     })),

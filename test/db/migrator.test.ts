@@ -97,3 +97,33 @@ test('a schema of 0.1.0 (3821756) upgrades: function files drop the shapes they 
   const claim = await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['upgraded'], limit: 1, leaseMs: 60_000 });
   expect(claim.rows.map((r) => r.id)).toEqual([job.id]);
 });
+
+test('migration 0004 on a database of 0003: unfinished rows holding the old default 25 take their definition\'s; a running old worker still reads a number', async () => {
+  const db = (await fresh()).open();
+  const files = loadSqlFiles();
+  // The schema up to 0003 (migrations only: the rows below are written by hand, as 0.1.0 wrote them).
+  await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0004'));
+  await db.query(`
+    insert into acta.jobs (definition, payload, status, max_attempts) values
+      ('d', '1', 'ready', 25), ('d', '2', 'ready', 5), ('d', '3', 'succeeded', 25), ('d', '4', 'executing', 25)`);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql']);
+  const { rows } = await db.query<{ payload: number; max_attempts: number | null }>('select payload, max_attempts from acta.jobs order by id');
+  expect(rows).toEqual([
+    { payload: 1, max_attempts: null },
+    { payload: 2, max_attempts: 5 },
+    { payload: 3, max_attempts: 25 },
+    { payload: 4, max_attempts: null },
+  ]);
+  // A worker from before 0004 reads max_attempts and applies min(it, its definition's): the
+  // claim answers 25 there for a row without its own (null would fail the job at its first
+  // error); this version reads own_max_attempts.
+  const { rows: claimed } = await db.query<{ job_id: string; max_attempts: number; own_max_attempts: number | null }>(
+    `select job_id, max_attempts, own_max_attempts from acta.claim_jobs('default', $1, array['d'], 2, 60000) order by job_id`,
+    [randomUUID()],
+  );
+  expect(claimed.map((r) => [r.max_attempts, r.own_max_attempts])).toEqual([
+    [25, null],
+    [5, 5],
+  ]);
+});
+

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { createClient } from '../../src';
-import { claimJobs, heartbeat, recordStep, recoverJobs, registerWorker } from '../../src/db/functions';
+import { claimJobs, heartbeat, recordStep, recoverJobs, registerWorker, stopWorker } from '../../src/db/functions';
 import { useTestDatabase } from '../helpers/db';
 
 const { db, tdb } = useTestDatabase();
@@ -109,6 +109,40 @@ test("recovery applies the definition's maxAttempts, as its workers registered i
   await heartbeat(db, { workerId: worker, namespace: 'default', held: [{ id: later, execution: row.execution, started: true }], leaseMs: LEASE_MS });
   await expire(later);
   expect(await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS })).toEqual([{ id: later, execution: 1, status: 'ready', charged: true }]);
+});
+
+test("a stopped or dead worker's maxAttempts gives way to the newest live worker's (a canary leaves no policy behind)", async () => {
+  const declared = async () =>
+    (await db.query<{ max_attempts: number | null }>(`select max_attempts from acta.definitions where namespace = 'default' and name = 'job'`)).rows[0].max_attempts;
+  const register = (workerId: string, pid: number, maxAttempts: number) =>
+    registerWorker(db, { workerId, namespace: 'default', hostname: 'test', pid, definitions: ['job', `other-${pid}`], maxAttempts: [maxAttempts, 9] });
+  const a1 = randomUUID();
+  const a2 = randomUUID();
+  await register(a1, 1, 5);
+  await register(a2, 2, 5);
+  // A canary declaring 1 starts (the last starter's declaration stands) and stops gracefully.
+  const canary = randomUUID();
+  await register(canary, 3, 1);
+  expect(await declared()).toBe(1);
+  await stopWorker(db, canary);
+  expect(await declared()).toBe(5);
+  // Another canary is SIGKILLed: its declaration stands until a recovery pass marks it dead.
+  const killed = randomUUID();
+  await register(killed, 4, 2);
+  expect(await declared()).toBe(2);
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '1 hour' where id = $1`, [killed]);
+  await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS });
+  expect(await declared()).toBe(5);
+  // Recovery then judges a lost attempt by 5, not by a gone worker's 1 or 2.
+  const { id } = await createClient({ db }).enqueue('job', {});
+  const row = await claimOne(a1);
+  await heartbeat(db, { workerId: a1, namespace: 'default', held: [{ id, execution: row.execution, started: true }], leaseMs: LEASE_MS });
+  await expire(id);
+  expect(await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS })).toEqual([{ id, execution: 1, status: 'ready', charged: true }]);
+  // With no live worker running the definition, its last declaration stays.
+  await stopWorker(db, a1);
+  await stopWorker(db, a2);
+  expect(await declared()).toBe(5);
 });
 
 test("the heartbeat renews only the caller's own lease: the same (job, execution) from another worker is lost", async () => {
