@@ -64,6 +64,13 @@ test('npm run bench --quick: a row per system × scenario, with positive numbers
         else expect({ scenario, system, value: value > 0 }).toEqual({ scenario, system, value: true });
       }
     }
+    // CPU per job: read from /proc, so present only when the server runs on this machine (as the
+    // test servers do); at the quick sizes a 10 ms tick may round a figure down to 0.
+    for (const scenario of ['cpu-worker', 'cpu-server']) {
+      const row = result.rows.find((r) => r.scenario === scenario && r.system === 'acta-default');
+      expect({ scenario, found: row !== undefined }).toEqual({ scenario, found: true });
+      for (const value of row!.samples) expect(Number.isFinite(value) && value >= 0).toBe(true);
+    }
     const markdown = fs.readFileSync(path.join(out, 'latest.md'), 'utf8');
     expect(markdown).toContain('| scenario | unit |');
     expect(markdown).toContain('## Issue 5 targets');
