@@ -1,0 +1,68 @@
+#!/bin/bash
+# Instructions the PostgreSQL server executes per job for acta's claim + completion, counted by
+# valgrind's callgrind: repeatable to a few instructions per job, whatever else the machine does
+# (wall-clock and CPU-time figures of the same SQL swing ±30 % on this shared VM). For judging a
+# change to the SQL: run it with and without the change.
+#
+#   bash bench/server-instructions.sh [variant.sql] [iterations=20] [rows per claim=128]
+#
+# It makes a throwaway cluster (initdb, as the `postgres` user when run as root), installs acta's
+# schema with this checkout's migrator (`npm run build` first), applies variant.sql if given (e.g.
+# a changed sql/functions/jobs_claim.sql, or an ALTER), then runs `postgres --single` under
+# callgrind twice: setup only (enqueue iterations × rows jobs, VACUUM ANALYZE), and setup plus a
+# loop of claim_jobs(rows) + complete_executions (every job succeeded), one transaction per
+# iteration, as bench scenario 7 does. Prints the loop's instructions per job (the difference),
+# and leaves the callgrind files in the work directory for `callgrind_annotate`.
+# Needs: valgrind, PostgreSQL's server binaries (pg_config --bindir, else /usr/lib/postgresql/*/bin).
+set -euo pipefail
+VARIANT=${1:-}
+ITER=${2:-20}
+LIM=${3:-128}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$( (pg_config --bindir 2>/dev/null) || ls -d /usr/lib/postgresql/*/bin | tail -1)
+[ -x "$BIN/postgres" ] || BIN=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
+WORK=$(mktemp -d /tmp/acta-instructions.XXXXXX)
+PORT=$((55600 + RANDOM % 300))
+as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -c "$1"; else bash -c "$1"; fi; }
+[ "$(id -u)" = 0 ] && chown postgres "$WORK"
+as_pg "'$BIN/initdb' -D '$WORK/data' -A trust -U postgres >'$WORK/initdb.log' 2>&1"
+as_pg "'$BIN/pg_ctl' -D '$WORK/data' -o '-p $PORT -k $WORK -c listen_addresses=127.0.0.1' -l '$WORK/pg.log' -w start >/dev/null"
+trap 'as_pg "\"$BIN/pg_ctl\" -D \"$WORK/data\" -m immediate stop" >/dev/null 2>&1 || true' EXIT
+as_pg "'$BIN/psql' -h 127.0.0.1 -p $PORT -U postgres -qc 'create database acta_instructions' postgres"
+(cd "$ROOT" && node -e "
+const A = require('./dist/src');
+(async () => { const db = A.createPgDb({ connectionString: 'postgres://postgres@127.0.0.1:$PORT/acta_instructions' }); await A.migrate(db); await db.close(); })()
+  .catch((e) => { console.error(e); process.exit(1); });")
+as_pg "'$BIN/pg_ctl' -D '$WORK/data' -w stop >/dev/null"
+trap - EXIT
+
+N=$((ITER * LIM + 10))
+script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succeeded jobs (run without valgrind)
+  {
+    # postgres --single -j ends a statement at a semicolon followed by an empty line: the variant
+    # goes in as one chunk, without its empty lines (a function body may hold such a pair).
+    if [ -n "$VARIANT" ]; then grep -v '^[[:space:]]*$' "$VARIANT"; printf '\n\n'; fi
+    printf "select count(*) from acta.enqueue_jobs('default', array_fill('d'::text, array[%d]), (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, %d) g), null, null, null, null);\n\n" "$N" "$N"
+    printf 'vacuum analyze acta.jobs;\n\n'
+    if [ "$1" != 0 ]; then
+      printf "do \$loop\$ declare w uuid := gen_random_uuid(); ids bigint[]; execs integer[]; begin for i in 1..%d loop select array_agg(c.job_id), array_agg(c.execution) into ids, execs from acta.claim_jobs('default', w, array['d'], %d, 180000) c where c.job_id is not null; perform acta.complete_executions(w, ids, execs, array_fill('succeeded'::text, array[cardinality(ids)]), array_fill('null'::jsonb, array[cardinality(ids)]), array_fill(null::jsonb, array[cardinality(ids)]), array_fill(0, array[cardinality(ids)])); commit; end loop; end \$loop\$;\n\n" "$ITER" "$LIM"
+    fi
+    if [ "$1" = 2 ]; then printf "select count(*) from acta.jobs where status = 'succeeded';\n\n"; fi
+  } > "$WORK/script$1.sql"
+}
+instructions() { # $1: 0 or 1
+  rm -rf "$WORK/run" && cp -a "$WORK/data" "$WORK/run"
+  as_pg "valgrind --tool=callgrind --callgrind-out-file='$WORK/callgrind.$1' '$BIN/postgres' --single -j -D '$WORK/run' acta_instructions < '$WORK/script$1.sql' > '$WORK/single.$1.log' 2>&1"
+  if grep -q 'ERROR' "$WORK/single.$1.log"; then echo "errors in $WORK/single.$1.log:" >&2; grep ERROR "$WORK/single.$1.log" >&2; exit 1; fi
+  callgrind_annotate "$WORK/callgrind.$1" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+}
+script 0
+script 1
+script 2
+rm -rf "$WORK/run" && cp -a "$WORK/data" "$WORK/run"
+as_pg "'$BIN/postgres' --single -j -D '$WORK/run' acta_instructions < '$WORK/script2.sql' > '$WORK/single.2.log' 2>&1"
+DONE=$(grep -o 'count = "[0-9]*"' "$WORK/single.2.log" | tail -1 | grep -o '[0-9]*' || true)
+[ "$DONE" = $((ITER * LIM)) ] || { echo "the loop completed ${DONE:-?} jobs, expected $((ITER * LIM)): see $WORK/single.2.log" >&2; exit 1; }
+A=$(instructions 0)
+B=$(instructions 1)
+echo "${VARIANT:-HEAD} · $ITER × claim($LIM) + completion: $(( (B - A) / (ITER * LIM) )) instructions per job in the server (loop $((B - A)); files in $WORK)"
