@@ -5,6 +5,7 @@
 # change to the SQL: run it with and without the change.
 #
 #   bash bench/server-instructions.sh [variant.sql] [iterations=20] [rows per claim=128]
+#   ACTA_CLAIM_ONLY=1 bash bench/server-instructions.sh …   (the claims alone)
 #
 # It makes a throwaway cluster (initdb, as the `postgres` user when run as root), installs acta's
 # schema with this checkout's migrator (`npm run build` first), applies variant.sql if given (e.g.
@@ -37,6 +38,10 @@ as_pg "'$BIN/pg_ctl' -D '$WORK/data' -w stop >/dev/null"
 trap - EXIT
 
 N=$((ITER * LIM + 10))
+# ACTA_CLAIM_ONLY=1: the loop claims and completes nothing (the count check then expects no success).
+COMPLETE="perform acta.complete_executions(w, ids, execs, array_fill('succeeded'::text, array[cardinality(ids)]), array_fill('null'::jsonb, array[cardinality(ids)]), array_fill(null::jsonb, array[cardinality(ids)]), array_fill(0, array[cardinality(ids)]));"
+EXPECT=$((ITER * LIM))
+if [ "${ACTA_CLAIM_ONLY:-}" = 1 ]; then COMPLETE=''; EXPECT=0; fi
 script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succeeded jobs (run without valgrind)
   {
     # postgres --single -j ends a statement at a semicolon followed by an empty line: the variant
@@ -45,7 +50,7 @@ script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succee
     printf "select count(*) from acta.enqueue_jobs('default', array_fill('d'::text, array[%d]), (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, %d) g), null, null, null, null);\n\n" "$N" "$N"
     printf 'vacuum analyze acta.jobs;\n\n'
     if [ "$1" != 0 ]; then
-      printf "do \$loop\$ declare w uuid := gen_random_uuid(); ids bigint[]; execs integer[]; begin for i in 1..%d loop select array_agg(c.job_id), array_agg(c.execution) into ids, execs from acta.claim_jobs('default', w, array['d'], %d, 180000) c where c.job_id is not null; perform acta.complete_executions(w, ids, execs, array_fill('succeeded'::text, array[cardinality(ids)]), array_fill('null'::jsonb, array[cardinality(ids)]), array_fill(null::jsonb, array[cardinality(ids)]), array_fill(0, array[cardinality(ids)])); commit; end loop; end \$loop\$;\n\n" "$ITER" "$LIM"
+      printf "do \$loop\$ declare w uuid := gen_random_uuid(); ids bigint[]; execs integer[]; begin for i in 1..%d loop select array_agg(c.job_id), array_agg(c.execution) into ids, execs from acta.claim_jobs('default', w, array['d'], %d, 180000) c where c.job_id is not null; %s commit; end loop; end \$loop\$;\n\n" "$ITER" "$LIM" "$COMPLETE"
     fi
     if [ "$1" = 2 ]; then printf "select count(*) from acta.jobs where status = 'succeeded';\n\n"; fi
   } > "$WORK/script$1.sql"
@@ -62,7 +67,7 @@ script 2
 rm -rf "$WORK/run" && cp -a "$WORK/data" "$WORK/run"
 as_pg "'$BIN/postgres' --single -j -D '$WORK/run' acta_instructions < '$WORK/script2.sql' > '$WORK/single.2.log' 2>&1"
 DONE=$(grep -o 'count = "[0-9]*"' "$WORK/single.2.log" | tail -1 | grep -o '[0-9]*' || true)
-[ "$DONE" = $((ITER * LIM)) ] || { echo "the loop completed ${DONE:-?} jobs, expected $((ITER * LIM)): see $WORK/single.2.log" >&2; exit 1; }
+[ "$DONE" = "$EXPECT" ] || { echo "the loop completed ${DONE:-?} jobs, expected $EXPECT: see $WORK/single.2.log" >&2; exit 1; }
 A=$(instructions 0)
 B=$(instructions 1)
-echo "${VARIANT:-HEAD} · $ITER × claim($LIM) + completion: $(( (B - A) / (ITER * LIM) )) instructions per job in the server (loop $((B - A)); files in $WORK)"
+echo "${VARIANT:-HEAD} · $ITER × claim($LIM)${COMPLETE:+ + completion}: $(( (B - A) / (ITER * LIM) )) instructions per job in the server (loop $((B - A)); files in $WORK)"

@@ -48,7 +48,11 @@ language plpgsql
 -- A custom plan, made per call for a session's first five calls, saw this holder's Executing rows
 -- estimated at 1 and read the whole table instead: 10-25 ms per 128-row call against 1.5 on a
 -- fresh 20,000-row table, on every new connection (issue 5).
+-- Sequential scans off while it runs: that one plan, made while acta.jobs held a few analyzed rows,
+-- read the whole table to find its rows and went on doing so as the table grew, until an ANALYZE
+-- replanned it (test/db/plans.test.ts).
 set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare

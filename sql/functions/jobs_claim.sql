@@ -28,7 +28,12 @@
 -- here at 60,000 queued, 35 ms per claim against 1.2 ms (issue 5). So sorting is disabled while
 -- the pick is planned (the final ORDER BY of the <= p_limit claimed rows still sorts: it has no
 -- other plan). Disabling adds 1e10 to the cost of any plan that sorts, which would set off JIT
--- compilation (80 ms for a 128-row claim), so JIT is off as well. Both are put back afterwards.
+-- compilation (80 ms for a 128-row claim), so JIT is off as well. Sequential scans are off too:
+-- the plan is made once per session (see plan_cache_mode below), and made while acta.jobs held a
+-- few analyzed rows, the UPDATE read the whole table to find its rows, and went on doing so as
+-- the table grew, until an ANALYZE replanned it (test/db/plans.test.ts; counted by
+-- bench/server-instructions.sh: 900,000 against 606,000 instructions per 1-row claim at 400
+-- rows). All three are put back afterwards.
 -- Answer: typed columns; uncharged_returns lets the worker apply recovery's bound on uncharged
 -- returns to a claim that reaches it after its attempt deadline (executions_complete.sql,
 -- 'expired'). own_max_attempts is the job's own limit, null when it has none (the worker then
@@ -68,10 +73,11 @@ as $$
 declare
   v_enable_sort text := current_setting('enable_sort');
   v_jit         text := current_setting('jit');
+  v_seqscan     text := current_setting('enable_seqscan');
   v_claimed     boolean;
 begin
   perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
-  perform set_config('enable_sort', 'off', true), set_config('jit', 'off', true); -- see Plan
+  perform set_config('enable_sort', 'off', true), set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true); -- see Plan
   return query
   with picked as (
     -- Per definition, the first p_limit due rows in claim order (jobs_claim_idx leads with the
@@ -109,7 +115,7 @@ begin
   from claimed c
   order by c.priority desc, c.run_at, c.id;
   v_claimed := found; -- before PERFORM, which sets FOUND itself
-  perform set_config('enable_sort', v_enable_sort, true), set_config('jit', v_jit, true);
+  perform set_config('enable_sort', v_enable_sort, true), set_config('jit', v_jit, true), set_config('enable_seqscan', v_seqscan, true);
 
   if not v_claimed then
     -- The next due time among rows due later only: nothing of these definitions was claimable

@@ -34,7 +34,11 @@ language plpgsql
 -- Plan once per session, from the statement's shape: the held rows by primary key from the input.
 -- A custom plan, made per call for a session's first five calls, estimated this holder's
 -- Executing rows at 1 and read the whole table for 128 pairs (test/db/plans.test.ts; issue 5).
+-- Sequential scans off while it runs: that one plan, made while acta.jobs held a few analyzed rows,
+-- read the whole table to find its rows and went on doing so as the table grew, until an ANALYZE
+-- replanned it (test/db/plans.test.ts).
 set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare

@@ -8,9 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { createClient, type Db, type Queryable } from '../../src';
 import { claimJobs, completeExecutions, heartbeat } from '../../src/db/functions';
+import { Client } from 'pg';
 import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db';
 
-const { db } = useTestDatabase({ timeoutMs: 60_000 });
+const { db, tdb } = useTestDatabase({ timeoutMs: 60_000 });
 
 const BACKLOG = 20_000;
 
@@ -25,12 +26,13 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 en
     const jitBefore = (await tx.query<{ jit: string }>(`select current_setting('jit') as jit`)).rows[0].jit;
     const claim = await claimJobs(tx, { namespace: 'default', workerId: randomUUID(), definitions: ['planned'], limit: 10, leaseMs: 60_000 });
     // This transaction's own index counters (PostgreSQL keeps them per transaction until commit).
-    const { rows } = await tx.query<{ claim_scans: string; claim_read: string; due_scans: string; due_read: string; enable_sort: string; jit: string }>(
+    const { rows } = await tx.query<{ claim_scans: string; claim_read: string; due_scans: string; due_read: string; enable_sort: string; jit: string; enable_seqscan: string }>(
       `select pg_stat_get_xact_numscans('acta.jobs_claim_idx'::regclass) as claim_scans,
               pg_stat_get_xact_tuples_returned('acta.jobs_claim_idx'::regclass) as claim_read,
               pg_stat_get_xact_numscans('acta.jobs_due_idx'::regclass) as due_scans,
               pg_stat_get_xact_tuples_returned('acta.jobs_due_idx'::regclass) as due_read,
-              current_setting('enable_sort') as enable_sort, current_setting('jit') as jit`,
+              current_setting('enable_sort') as enable_sort, current_setting('jit') as jit,
+              current_setting('enable_seqscan') as enable_seqscan`,
     );
     return { claimed: claim.rows.map((r) => (r.payload as { i: number }).i), ...rows[0], jitBefore };
   });
@@ -41,6 +43,7 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 en
   expect(Number(seen.claim_read)).toBeLessThanOrEqual(20);
   // The settings the plan needed are put back for the rest of the caller's transaction.
   expect(seen.enable_sort).toBe('on');
+  expect(seen.enable_seqscan).toBe('on');
   expect(seen.jit).toBe(seen.jitBefore);
 }, 60_000);
 
@@ -131,3 +134,47 @@ describe.each([
     expect(done.table).toBe(0);
   }, 60_000);
 });
+
+test("a session whose claim, heartbeat and completion were first planned on a small analyzed table still go by primary key after the table grows", async () => {
+  // One plan per session (plan_cache_mode): planned while acta.jobs held 10 analyzed rows, the
+  // claim's UPDATE, the heartbeat and the completion read the whole table to find their rows (a
+  // sequential scan is cheapest there), and kept doing so as the table grew until an ANALYZE
+  // replanned them (bench/server-instructions.sh: 900,000 against 606,000 instructions per 1-row
+  // claim at 400 rows).
+  await db.query('truncate acta.jobs');
+  const client = createClient({ db });
+  await client.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ definition: 'small', payload: { i } })));
+  await db.query('analyze acta.jobs');
+  const session = new Client({ connectionString: tdb.url });
+  await session.connect();
+  try {
+    const worker = randomUUID();
+    const seqScans = async () => {
+      const { rows } = await session.query<{ seq_scans: string; seq_read: string }>(
+        `select pg_stat_get_xact_numscans('acta.jobs'::regclass) as seq_scans,
+                pg_stat_get_xact_tuples_returned('acta.jobs'::regclass) as seq_read`,
+      );
+      return { seqScans: Number(rows[0].seq_scans), seqRead: Number(rows[0].seq_read) };
+    };
+    const claimBeatComplete = async () => {
+      await session.query('begin');
+      const claim = await claimJobs(session, { namespace: 'default', workerId: worker, definitions: ['small'], limit: 1, leaseMs: 60_000 });
+      const afterClaim = await seqScans();
+      const held = claim.rows.map((r) => ({ id: r.id, execution: r.execution, started: true }));
+      const beat = await heartbeat(session, { workerId: worker, namespace: 'default', held, leaseMs: 60_000 });
+      const afterHeartbeat = await seqScans();
+      const acks = await completeExecutions(session, worker, claim.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded' as const, result: null, error: null, retryDelayMs: 0 })));
+      const afterCompletion = await seqScans();
+      await session.query('commit');
+      const done = { claimed: claim.rows.length, renewed: beat.renewed.length, completed: acks.filter((a) => a.status === 'succeeded').length };
+      return { ...done, afterClaim, afterHeartbeat, afterCompletion };
+    };
+    const none = { seqScans: 0, seqRead: 0 };
+    const byKey = { claimed: 1, renewed: 1, completed: 1, afterClaim: none, afterHeartbeat: none, afterCompletion: none };
+    expect(await claimBeatComplete()).toEqual(byKey); // planned here, on 10 rows
+    await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'small', payload: { i } })));
+    expect(await claimBeatComplete()).toEqual(byKey); // the same plans, on 20,010 rows
+  } finally {
+    await session.end();
+  }
+}, 60_000);
