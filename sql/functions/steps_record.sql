@@ -26,7 +26,12 @@ create or replace function acta.record_step(
   p_name      text,
   p_result    jsonb
 ) returns table (status text, result jsonb)
-language plpgsql as $$
+language plpgsql
+-- No sequential scans: a plan made while acta.jobs held a few analyzed rows read the whole table
+-- to find the job's row, and kept doing so as the table grew, until an ANALYZE replanned it
+-- (test/db/plans.test.ts).
+set enable_seqscan = off
+as $$
 #variable_conflict use_column
 declare
   v_result jsonb;

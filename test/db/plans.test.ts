@@ -7,7 +7,7 @@
 // PostgreSQL 15 the planner picks that sort from about 20,000 rows of history up.
 import { randomUUID } from 'node:crypto';
 import { createClient, type Db, type Queryable } from '../../src';
-import { claimJobs, completeExecutions, heartbeat } from '../../src/db/functions';
+import { claimJobs, completeExecutions, heartbeat, recordStep } from '../../src/db/functions';
 import { Client } from 'pg';
 import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db';
 
@@ -135,7 +135,7 @@ describe.each([
   }, 60_000);
 });
 
-test("a session whose claim, heartbeat and completion were first planned on a small analyzed table still go by primary key after the table grows", async () => {
+test("a session whose claim, step record, heartbeat and completion were first planned on a small analyzed table still go by primary key after the table grows", async () => {
   // One plan per session (plan_cache_mode): planned while acta.jobs held 10 analyzed rows, the
   // claim's UPDATE, the heartbeat and the completion read the whole table to find their rows (a
   // sequential scan is cheapest there), and kept doing so as the table grew until an ANALYZE
@@ -160,17 +160,22 @@ test("a session whose claim, heartbeat and completion were first planned on a sm
       await session.query('begin');
       const claim = await claimJobs(session, { namespace: 'default', workerId: worker, definitions: ['small'], limit: 1, leaseMs: 60_000 });
       const afterClaim = await seqScans();
+      const [row] = claim.rows;
+      const step = await recordStep(session, { workerId: worker, jobId: row.id, execution: row.execution, name: 'a step', resultJson: '1' });
+      const afterStep = await seqScans();
       const held = claim.rows.map((r) => ({ id: r.id, execution: r.execution, started: true }));
       const beat = await heartbeat(session, { workerId: worker, namespace: 'default', held, leaseMs: 60_000 });
       const afterHeartbeat = await seqScans();
       const acks = await completeExecutions(session, worker, claim.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded' as const, result: null, error: null, retryDelayMs: 0 })));
       const afterCompletion = await seqScans();
       await session.query('commit');
-      const done = { claimed: claim.rows.length, renewed: beat.renewed.length, completed: acks.filter((a) => a.status === 'succeeded').length };
-      return { ...done, afterClaim, afterHeartbeat, afterCompletion };
+      const done = { claimed: claim.rows.length, step: step.status, renewed: beat.renewed.length, completed: acks.filter((a) => a.status === 'succeeded').length };
+      return { ...done, afterClaim, afterStep, afterHeartbeat, afterCompletion };
     };
+    // record_step plans per call for its first five calls, then settles on one plan: start there.
+    await session.query('set plan_cache_mode = force_generic_plan');
     const none = { seqScans: 0, seqRead: 0 };
-    const byKey = { claimed: 1, renewed: 1, completed: 1, afterClaim: none, afterHeartbeat: none, afterCompletion: none };
+    const byKey = { claimed: 1, step: 'recorded', renewed: 1, completed: 1, afterClaim: none, afterStep: none, afterHeartbeat: none, afterCompletion: none };
     expect(await claimBeatComplete()).toEqual(byKey); // planned here, on 10 rows
     await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'small', payload: { i } })));
     expect(await claimBeatComplete()).toEqual(byKey); // the same plans, on 20,010 rows
