@@ -12,7 +12,7 @@
 --                   the worker after its attempt deadline, so its handler never ran. The worker
 --                   sends it only while uncharged_returns (from the claim) is below 3, the bound
 --                   acta.recover_jobs applies to lost unstarted attempts; from then on it sends a
---                   charged failure (ClaimExpired) instead, so a claim too slow to arrive in time
+--                   charged failure (ClaimExpiredError) instead, so a claim too slow to arrive in time
 --                   (a huge payload at a short H) cannot loop forever uncharged.
 -- Fence: an element is applied only if its row is still Executing with the same execution
 -- number AND held by p_worker; otherwise it changes nothing and is answered 'x' (stale).

@@ -16,7 +16,8 @@
 -- Ledger: each returned attempt gets its row in acta.executions (outcome 'lost', charged, with
 -- the WorkerLost error; or 'lost_uncharged'), with the worker that held the lease.
 -- Attempts: a job's limit is its own max_attempts, else its definition's in acta.definitions (as
--- the last worker to start with it declared it), else 25 (migration 0004).
+-- the newest live worker running it declared it: acta.refresh_definitions), else 25 (migration
+-- 0004, PIPELINE.maxAttempts).
 -- Workers: alive workers silent for longer than p_dead_after_ms (7 H) are marked dead. That is
 -- bookkeeping only: rows are returned by their own lease, whatever their holder's status. (It
 -- also hands their definitions' policies back to the live workers: acta.refresh_definitions.)
@@ -51,7 +52,7 @@ begin
   with expired as (
     select j.id, j.lease_holder,
            (j.started or j.uncharged_returns >= 3) as charged,
-           -- The job's own, else its definition's as last registered, else 25 (migration 0004).
+           -- The job's own, else its definition's, else 25 (see Attempts).
            coalesce(j.max_attempts,
                     (select d.max_attempts from acta.definitions d
                      where d.namespace = j.namespace and d.name = j.definition),
