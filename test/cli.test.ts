@@ -88,6 +88,29 @@ test('`acta enqueue` prints {"id","created"}; an idempotency key repeats the id;
   expect(await count('select count(*) as n from acta.jobs')).toBe(1);
 });
 
+test('`acta sql` prints each row as a JSON line, on the server and on embedded PGlite; a bad statement exits 1 with its message', async () => {
+  const jobs = await acta(['sql', 'select definition, payload, status from acta.jobs order by id']);
+  expect(jobs).toMatchObject({ code: 0, stderr: '' });
+  expect(jobs.stdout.trim().split('\n').map((line) => JSON.parse(line))).toEqual([{ definition: 'cli-echo', payload: { hello: 'world', n: [1, 2] }, status: 'ready' }]);
+
+  const bad = await acta(['sql', 'select * from no_such_table']);
+  expect(bad.code).toBe(1);
+  expect(bad.stdout).toBe('');
+  expect(bad.stderr).toMatch(/^acta: relation "no_such_table" does not exist/);
+
+  // The embedded default: the case psql cannot reach.
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-cli-sql-'));
+  try {
+    const pglite = { DATABASE_URL: '', ACTA_DATA_DIR: dataDir };
+    expect((await acta(['migrate'], pglite)).code).toBe(0);
+    expect((await acta(['enqueue', 'in-pglite', '{"n":1}'], pglite)).code).toBe(0);
+    const counted = await acta(['sql', 'select status, count(*)::int as n from acta.jobs group by status'], pglite);
+    expect(counted).toMatchObject({ code: 0, stdout: '{"status":"ready","n":1}\n' });
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 60_000);
+
 test('`acta enqueue --definitions <module>` refuses a name the module does not define, writing nothing', async () => {
   const before = await count('select count(*) as n from acta.jobs');
   const unknown = await acta(['enqueue', 'cli-ehco', '{}', '--definitions', FIXTURE]);

@@ -107,6 +107,14 @@ export function program(): Command {
     });
 
   cli
+    .command('sql <statement>')
+    .description('run one SQL statement on the database (the way to look into embedded PGlite, which psql cannot reach); prints each row as a JSON line')
+    .action(async (statement: string) => {
+      const { rows } = await withDb((db) => db.query(statement));
+      for (const row of rows) console.log(JSON.stringify(row));
+    });
+
+  cli
     .command('worker <module>')
     .description('run a worker for the job definitions a module exports, until SIGINT/SIGTERM')
     .option('--namespace <name>', 'queue namespace', 'default')
