@@ -26,11 +26,18 @@
 -- Ledger: each applied element inserts its attempt's row into acta.executions.
 -- Wakeup: when a row went back to Ready, NOTIFY acta_jobs with the worker's namespace.
 -- Locks: row locks on the applied rows for the rest of the transaction.
--- Plan: the rows are found by primary key from the input. jobs_lease_idx, which holds every
--- Executing row of the fleet, is out of this statement's reach by its predicate (migration 0002).
--- (Adding `j.id = any (p_ids)` looks like help but is not: plpgsql's generic plan then joined the
--- input in a nested loop, 128 x 128 comparisons per call, and the in-server drain fell from 54k to
--- 24k jobs/s.)
+-- Plan: the rows are found through the primary key from p_ids (a bitmap scan for `j.id = any
+-- (p_ids)`), hash-joined to the input. jobs_lease_idx, which holds every Executing row of the fleet,
+-- is out of this statement's reach by its predicate (migration 0002). The plan is made once per
+-- session (plan_cache_mode below), so it must be right whatever acta.jobs held then: planned on a
+-- few analyzed rows, the update read the whole table for its rows (sequential scans are now off),
+-- then the whole primary key in key order, which stands in for a table scan (20,011 entries per
+-- 1-row call at 20,010 rows; 8-row claim + completion 491,000 -> 299,000 server instructions per
+-- job at 810 rows, bench/server-instructions.sh; test/db/plans.test.ts). With plain index scans and
+-- nested loops off as well, every plan left reaches acta.jobs only through `j.id = any (p_ids)`.
+-- (Nested loops off also keeps out the plan that made `j.id = any (p_ids)` look like no help
+-- before: the input rescanned for each row, 128 x 128 comparisons per call; the in-server drain
+-- fell from 54k to 24k jobs/s.)
 -- The shapes this function had before (a row per element; a jsonb batch, never released): dropped.
 drop function if exists acta.complete_executions(uuid, jsonb);
 drop function if exists acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[]);
@@ -48,11 +55,11 @@ language plpgsql
 -- A custom plan, made per call for a session's first five calls, saw this holder's Executing rows
 -- estimated at 1 and read the whole table instead: 10-25 ms per 128-row call against 1.5 on a
 -- fresh 20,000-row table, on every new connection (issue 5).
--- Sequential scans off while it runs: that one plan, made while acta.jobs held a few analyzed rows,
--- read the whole table to find its rows and went on doing so as the table grew, until an ANALYZE
--- replanned it (test/db/plans.test.ts).
+-- Sequential scans, plain index scans and nested loops off while it runs: see Plan.
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
+set enable_indexscan = off
+set enable_nestloop = off
 as $$
 #variable_conflict use_column
 declare
@@ -92,7 +99,7 @@ begin
                         when i.outcome = 'failed' and j.attempts + 1 >= j.max_attempts then now()
                       end
     from input i
-    where j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
+    where j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
     returning j.id, j.execution, j.status, j.claimed_at, i.outcome, i.error
   ),
   ledger as (

@@ -34,11 +34,16 @@ language plpgsql
 -- Plan once per session, from the statement's shape: the held rows by primary key from the input.
 -- A custom plan, made per call for a session's first five calls, estimated this holder's
 -- Executing rows at 1 and read the whole table for 128 pairs (test/db/plans.test.ts; issue 5).
--- Sequential scans off while it runs: that one plan, made while acta.jobs held a few analyzed rows,
--- read the whole table to find its rows and went on doing so as the table grew, until an ANALYZE
--- replanned it (test/db/plans.test.ts).
+-- Sequential scans, plain index scans and nested loops off while it runs: that one plan, made while
+-- acta.jobs held a few analyzed rows, read the whole table to find its rows, and with sequential
+-- scans off the whole primary key in key order (40,026 entries per 1-row call at 20,010 rows), and
+-- went on doing so as the table grew, until an ANALYZE replanned it (test/db/plans.test.ts). Each
+-- statement reaches acta.jobs through `j.id = any (p_ids)` (a bitmap scan of the primary key), the
+-- only plan left (as in acta.complete_executions, "Plan").
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
+set enable_indexscan = off
+set enable_nestloop = off
 as $$
 #variable_conflict use_column
 declare
@@ -58,12 +63,12 @@ begin
     select j.id
     from acta.jobs j
     join input i on i.id = j.id and i.execution = j.execution
-    where j.status = 'executing' and j.lease_holder = p_worker
+    where j.id = any (p_ids) and j.status = 'executing' and j.lease_holder = p_worker
   ),
   lockable as (
     select j.id
     from acta.jobs j
-    where j.id in (select id from held) and j.status = 'executing' and j.lease_holder = p_worker
+    where j.id = any (p_ids) and j.id in (select id from held) and j.status = 'executing' and j.lease_holder = p_worker
     for update skip locked
   ),
   renewed as (
@@ -71,7 +76,7 @@ begin
     set lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
         started = j.started or i.started
     from lockable l, input i
-    where j.id = l.id and i.id = l.id
+    where j.id = any (p_ids) and j.id = l.id and i.id = l.id
     returning j.id
   )
   select (select coalesce(array_agg(id), '{}') from held), (select coalesce(array_agg(id), '{}') from renewed)
@@ -96,7 +101,7 @@ begin
         set lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
             started = j.started or i.started
         from input i
-        where i.id = any (v_late) and j.id = i.id and j.execution = i.execution
+        where j.id = any (v_late) and j.id = i.id and j.execution = i.execution
           and j.status = 'executing' and j.lease_holder = p_worker
         returning j.id
       )
