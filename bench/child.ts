@@ -2,8 +2,9 @@
  * One worker process of the benchmark. Started by the orchestrator (bench/run.ts) with a JSON
  * ChildConfig as argv[2] and an IPC channel. It loads and prepares its system, says `ready`,
  * starts consuming on `go` (the start call is inside the measured time, for every system), and
- * stops gracefully on `stop`. Handlers are no-ops; in latency mode each handler's first act is to
- * tell the orchestrator which job started (the orchestrator takes both timestamps on its own clock).
+ * stops gracefully on `stop`. Handlers are no-ops that count themselves (answered on `count`); in
+ * latency mode each handler also tells the orchestrator which job started (the orchestrator takes
+ * both timestamps on its own clock).
  */
 import type { ChildConfig, FromChild, ToChild } from './common';
 import { JOB_NAME, kindOf, PGBOSS_QUEUE, SETTINGS } from './common';
@@ -23,13 +24,18 @@ interface Running {
 
 type JobHandler = (payload: unknown) => void;
 
+/** Handlers run so far; the orchestrator asks (`count`) before it polls the database (bench/scenarios.ts, measureDrain). */
+let handled = 0;
 const handler: JobHandler =
   config.mode === 'latency'
     ? (payload) => {
+        handled++;
         const k = (payload as { k?: unknown } | null)?.k;
         if (typeof k === 'number') send({ type: 'job', k });
       }
-    : () => undefined;
+    : () => {
+        handled++;
+      };
 
 async function prepareActa(): Promise<Running> {
   const { createPgDb, createWorker, createLogger, defineJob } = await import('../src');
@@ -154,6 +160,7 @@ async function main(): Promise<void> {
   let stopping = false;
   process.on('message', (message: ToChild) => {
     if (message.type === 'ping') send({ type: 'pong', id: message.id });
+    else if (message.type === 'count') send({ type: 'counted', id: message.id, handled });
     else if (message.type === 'go') {
       const t0 = performance.now();
       running.go().then(

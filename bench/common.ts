@@ -68,11 +68,13 @@ export interface ChildConfig {
   executors?: number;
 }
 
-export type ToChild = { type: 'go' } | { type: 'stop' } | { type: 'ping'; id: number };
+export type ToChild = { type: 'go' } | { type: 'stop' } | { type: 'ping'; id: number } | { type: 'count'; id: number };
 export type FromChild =
   | { type: 'ready' }
   | { type: 'started'; ms: number }
   | { type: 'job'; k: number }
   | { type: 'pong'; id: number }
+  /** Answer to `count`: handlers this process has run so far. */
+  | { type: 'counted'; id: number; handled: number }
   | { type: 'stopped' }
   | { type: 'error'; message: string };

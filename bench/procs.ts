@@ -150,6 +150,20 @@ export function rssMiB(pid: number | undefined): number {
   }
 }
 
+/** Handlers the child has run so far (its answer to `count`). */
+export function handledBy(child: ChildHandle, id: number): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const onMessage = (message: FromChild) => {
+      if (message.type === 'counted' && message.id === id) {
+        child.proc.off('message', onMessage);
+        resolve(message.handled);
+      }
+    };
+    child.proc.on('message', onMessage);
+    child.send({ type: 'count', id });
+  });
+}
+
 /** Median IPC round trip to a child, ms (its half is the one-way share of a latency sample). */
 export async function ipcRoundTripMs(child: ChildHandle, samples = 30): Promise<number> {
   const rtts: number[] = [];
