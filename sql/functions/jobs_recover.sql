@@ -24,13 +24,21 @@
 -- Returns the rows it moved: job_id, execution (of the lost attempt), new status, charged.
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
 -- returns p_limit rows); a row whose holder is renewing or completing it right now is skipped
--- and decided by that write. Uses jobs_lease_idx (partial: Executing rows only).
+-- and decided by that write.
+-- Plan: the expired rows through jobs_lease_idx (partial: Executing rows only), in lease order;
+-- then the update by primary key from their ids (`j.id = any (...)`, no join to acta.jobs), the
+-- ledger and the answer from the two CTEs' own rows. Sequential scans are off: a session plans
+-- this once, and planned while acta.jobs held a few analyzed rows, the pass read the whole table
+-- twice (the pick, and the update's join to it: 40,020 rows per pass at 20,010 rows), and went on
+-- doing so as the table grew, until an ANALYZE replanned it (test/db/plans.test.ts).
 create or replace function acta.recover_jobs(
   p_namespace      text,
   p_dead_after_ms  integer,
   p_limit          integer default 10000
 ) returns table (job_id bigint, execution integer, status text, charged boolean)
-language plpgsql as $$
+language plpgsql
+set enable_seqscan = off
+as $$
 #variable_conflict use_column
 declare
   v_dead_definitions text[];
@@ -50,13 +58,7 @@ begin
 
   return query
   with expired as (
-    select j.id, j.lease_holder,
-           (j.started or j.uncharged_returns >= 3) as charged,
-           -- The job's own, else its definition's, else 25 (see Attempts).
-           coalesce(j.max_attempts,
-                    (select d.max_attempts from acta.definitions d
-                     where d.namespace = j.namespace and d.name = j.definition),
-                    25) as max_attempts
+    select j.id, j.lease_holder, (j.started or j.uncharged_returns >= 3) as charged
     from acta.jobs j
     where j.namespace = p_namespace and j.status = 'executing' and j.lease_expires_at < now()
     order by j.lease_expires_at
@@ -64,31 +66,34 @@ begin
     for update skip locked
   ),
   returned as (
+    -- In SET, j.* are the row's values as the pick locked them: `charged` is expired's. A job's
+    -- limit is its own, else its definition's, else 25 (see Attempts).
     update acta.jobs j
-    set status = case when e.charged and j.attempts + 1 >= e.max_attempts then 'failed' else 'ready' end,
-        attempts = j.attempts + e.charged::integer,
-        uncharged_returns = j.uncharged_returns + (not e.charged)::integer,
-        error = case when e.charged
+    set status = case when (j.started or j.uncharged_returns >= 3)
+                        and j.attempts + 1 >= coalesce(j.max_attempts, (select d.max_attempts from acta.definitions d where d.namespace = j.namespace and d.name = j.definition), 25) then 'failed' else 'ready' end,
+        attempts = j.attempts + (j.started or j.uncharged_returns >= 3)::integer,
+        uncharged_returns = j.uncharged_returns + (not (j.started or j.uncharged_returns >= 3))::integer,
+        error = case when j.started or j.uncharged_returns >= 3
                      then jsonb_build_object('name', 'WorkerLost',
                             'message', 'worker lost: the lease expired without a completion',
-                            'workerId', e.lease_holder)
+                            'workerId', j.lease_holder)
                      else j.error end,
         run_at = now(),
         lease_holder = null,
         lease_expires_at = null,
         started = false,
-        finished_at = case when e.charged and j.attempts + 1 >= e.max_attempts then now() end
-    from expired e
-    where j.id = e.id
-    returning j.id, j.execution, j.status, j.claimed_at, e.charged, e.lease_holder, j.error
+        finished_at = case when (j.started or j.uncharged_returns >= 3)
+                             and j.attempts + 1 >= coalesce(j.max_attempts, (select d.max_attempts from acta.definitions d where d.namespace = j.namespace and d.name = j.definition), 25) then now() end
+    where j.id = any (array(select e.id from expired e))
+    returning j.id, j.execution, j.status, j.claimed_at, j.error
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
-    select r.id, r.execution, r.lease_holder, r.claimed_at,
-           case when r.charged then 'lost' else 'lost_uncharged' end, r.charged,
-           case when r.charged then r.error end
-    from returned r
+    select r.id, r.execution, e.lease_holder, r.claimed_at,
+           case when e.charged then 'lost' else 'lost_uncharged' end, e.charged,
+           case when e.charged then r.error end
+    from returned r join expired e on e.id = r.id
   )
-  select r.id, r.execution, r.status, r.charged from returned r;
+  select r.id, r.execution, r.status, e.charged from returned r join expired e on e.id = r.id;
 end
 $$;

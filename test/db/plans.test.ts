@@ -7,7 +7,7 @@
 // PostgreSQL 15 the planner picks that sort from about 20,000 rows of history up.
 import { randomUUID } from 'node:crypto';
 import { createClient, type Db, type Queryable } from '../../src';
-import { claimJobs, completeExecutions, heartbeat, recordStep } from '../../src/db/functions';
+import { claimJobs, completeExecutions, enqueueJobs, heartbeat, recordStep, recoverJobs } from '../../src/db/functions';
 import { Client } from 'pg';
 import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db';
 
@@ -135,44 +135,55 @@ describe.each([
   }, 60_000);
 });
 
-test("a session whose claim, step record, heartbeat and completion were first planned on a small analyzed table still go by primary key after the table grows", async () => {
+test("a session whose claim, step record, heartbeat, completion, recovery pass and keyed enqueue were first planned on a small analyzed table still go by key after the table grows", async () => {
   // One plan per session (plan_cache_mode): planned while acta.jobs held 10 analyzed rows, the
   // claim's UPDATE, the heartbeat and the completion read the whole table to find their rows (a
   // sequential scan is cheapest there), and kept doing so as the table grew until an ANALYZE
   // replanned them (bench/server-instructions.sh: 900,000 against 606,000 instructions per 1-row
   // claim at 400 rows). With sequential scans off, the heartbeat and the completion then read the
   // whole primary key instead, in key order (a full index scan is what stands in for a table
-  // scan): 40,026 and 20,011 entries per call on 20,010 rows.
+  // scan): 40,026 and 20,011 entries per call on 20,010 rows. The recovery pass (no settings
+  // then) read the whole table twice: 40,020 rows per pass; an enqueue with idempotency keys once
+  // (20,017 rows per 2-job call), and with sequential scans off the whole key index.
+  // Every call here is about one row: it should read a few index entries, whatever the table holds.
   await db.query('truncate acta.jobs');
   const client = createClient({ db });
-  await client.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ definition: 'small', payload: { i } })));
+  await client.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ definition: 'small', payload: { i }, idempotencyKey: `small-${i}` })));
   await db.query('analyze acta.jobs');
   const session = new Client({ connectionString: tdb.url });
   await session.connect();
   try {
     const worker = randomUUID();
-    /** This transaction's reads so far: sequential scans of acta.jobs, rows they returned, primary key entries read. */
+    /** This transaction's reads so far: sequential scans of acta.jobs, rows they returned, entries read of the primary key and the idempotency key index. */
     const reads = async () => {
-      const { rows } = await session.query<{ seq_scans: string; seq_read: string; pkey_read: string }>(
+      const { rows } = await session.query<{ seq_scans: string; seq_read: string; key_read: string }>(
         `select pg_stat_get_xact_numscans('acta.jobs'::regclass) as seq_scans,
                 pg_stat_get_xact_tuples_returned('acta.jobs'::regclass) as seq_read,
-                pg_stat_get_xact_tuples_returned('acta.jobs_pkey'::regclass) as pkey_read`,
+                pg_stat_get_xact_tuples_returned('acta.jobs_pkey'::regclass)
+                  + pg_stat_get_xact_tuples_returned('acta.jobs_idempotency_key_idx'::regclass) as key_read`,
       );
-      return { seqScans: Number(rows[0].seq_scans), seqRead: Number(rows[0].seq_read), pkeyRead: Number(rows[0].pkey_read) };
+      return { seqScans: Number(rows[0].seq_scans), seqRead: Number(rows[0].seq_read), keyRead: Number(rows[0].key_read) };
     };
     /** What `call` read, as the difference of the counters around it. */
     const measured = async <T>(call: () => Promise<T>) => {
       const before = await reads();
       const answer = await call();
       const after = await reads();
-      // A few primary key entries for its one row (that row's versions), whatever the table holds;
+      // A few key entries for its one row (that row's versions), whatever the table holds;
       // otherwise the number, for the failure message.
-      const pkeyRead = after.pkeyRead - before.pkeyRead;
-      const read = { seqScans: after.seqScans - before.seqScans, seqRead: after.seqRead - before.seqRead, pkeyRead: pkeyRead <= 8 ? 'a few' : pkeyRead };
+      const keyRead = after.keyRead - before.keyRead;
+      const read = { seqScans: after.seqScans - before.seqScans, seqRead: after.seqRead - before.seqRead, keyRead: keyRead <= 8 ? 'a few' : keyRead };
       return { answer, read };
     };
+    let round = 0;
     const claimBeatComplete = async () => {
+      round++;
       await session.query('begin');
+      // One key taken before, one new.
+      const keys = ['small-0', `new-${round}`];
+      const enqueued = await measured(() =>
+        enqueueJobs(session, 'default', { definitions: ['other', 'other'], payloads: ['1', '2'], priorities: [null, null], runAts: [null, null], maxAttempts: [null, null], idempotencyKeys: keys }),
+      );
       const claim = await measured(() => claimJobs(session, { namespace: 'default', workerId: worker, definitions: ['small'], limit: 1, leaseMs: 60_000 }));
       const [row] = claim.answer.rows;
       const step = await measured(() => recordStep(session, { workerId: worker, jobId: row.id, execution: row.execution, name: 'a step', resultJson: '1' }));
@@ -182,20 +193,36 @@ test("a session whose claim, step record, heartbeat and completion were first pl
         completeExecutions(session, worker, claim.answer.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded' as const, result: null, error: null, retryDelayMs: 0 }))),
       );
       await session.query('commit');
+      // A recovery pass that finds one expired lease.
+      await claimJobs(session, { namespace: 'default', workerId: worker, definitions: ['small'], limit: 1, leaseMs: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await session.query('begin');
+      const recovery = await measured(() => recoverJobs(session, { namespace: 'default', deadAfterMs: 600_000 }));
+      await session.query('commit');
       return {
+        created: enqueued.answer.map((e) => e.created),
+        recovered: recovery.answer.length,
         claimed: claim.answer.rows.length,
         step: step.answer.status,
         renewed: beat.answer.renewed.length,
         completed: acks.answer.filter((a) => a.status === 'succeeded').length,
-        reads: { claim: claim.read, step: step.read, heartbeat: beat.read, completion: acks.read },
+        reads: { enqueue: enqueued.read, claim: claim.read, step: step.read, heartbeat: beat.read, completion: acks.read, recovery: recovery.read },
       };
     };
     // record_step plans per call for its first five calls, then settles on one plan: start there.
     await session.query('set plan_cache_mode = force_generic_plan');
-    const byKey = { seqScans: 0, seqRead: 0, pkeyRead: 'a few' };
-    const expected = { claimed: 1, step: 'recorded', renewed: 1, completed: 1, reads: { claim: byKey, step: byKey, heartbeat: byKey, completion: byKey } };
+    const byKey = { seqScans: 0, seqRead: 0, keyRead: 'a few' };
+    const expected = {
+      created: [false, true],
+      recovered: 1,
+      claimed: 1,
+      step: 'recorded',
+      renewed: 1,
+      completed: 1,
+      reads: { enqueue: byKey, claim: byKey, step: byKey, heartbeat: byKey, completion: byKey, recovery: byKey },
+    };
     expect(await claimBeatComplete()).toEqual(expected); // planned here, on 10 rows
-    await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'small', payload: { i } })));
+    await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'small', payload: { i }, idempotencyKey: `backlog-${i}` })));
     expect(await claimBeatComplete()).toEqual(expected); // the same plans, on 20,010 rows
   } finally {
     await session.end();
