@@ -22,9 +22,10 @@ async function main(): Promise<void> {
   await migrate(db);
 
   const client = createClient({ db, definitions: [sendEmail] });
-  const { id } = await client.enqueue('send-email', { to: 'ada@example.com', subject: 'hi' }, { idempotencyKey: 'welcome:ada' });
+  // The definition itself (its payload type is checked) or its name.
+  const { id } = await client.enqueue(sendEmail, { to: 'ada@example.com', subject: 'hi' }, { idempotencyKey: 'welcome:ada' });
   await client.enqueueMany([
-    { definition: 'send-email', payload: { to: 'bob@example.com', subject: 'later' }, runAt: new Date(Date.now() + 1_000) },
+    { definition: sendEmail, payload: { to: 'bob@example.com', subject: 'later' }, runAt: new Date(Date.now() + 1_000) },
     { definition: 'send-email', payload: { to: 'eve@example.com', subject: 'urgent' }, priority: 10 },
   ]);
 

@@ -40,7 +40,11 @@ export interface EnqueueResult {
 
 /** One element of enqueueMany. */
 export interface EnqueueItem<P = unknown> extends Omit<EnqueueOptions, 'tx'> {
-  definition: string;
+  /**
+   * The definition's name, or the definition itself (its `name` is used; here, unlike in
+   * `enqueue`, the payload is not checked against its handler's type).
+   */
+  definition: string | Definition<any, any>;
   payload: P;
 }
 
@@ -69,6 +73,11 @@ export interface Client {
    * client's `definitions` (when given).
    */
   enqueue<P = unknown>(definition: string, payload: P, options?: EnqueueOptions | null): Promise<EnqueueResult>;
+  /**
+   * The same, given the definition itself (from defineJob; its `name` is used): the payload is
+   * type-checked against the handler's payload type, e.g. `client.enqueue(sendEmail, { to })`.
+   */
+  enqueue<P>(definition: Definition<P, any>, payload: NoInfer<P>, options?: EnqueueOptions | null): Promise<EnqueueResult>;
   /**
    * Enqueues a batch in ONE statement (and one NOTIFY). All payloads are checked first: one bad
    * payload refuses the whole batch with InvalidJsonError and nothing is written.
@@ -110,9 +119,10 @@ export function createClient(options: ClientOptions): Client {
     for (const item of items) {
       // A misspelt option (e.g. `delayMs`, or `tx` on an item) would otherwise be ignored silently.
       knownKeys('enqueue option', item, ITEM_KEYS, TX_HINT);
-      nameOption('definition', item.definition);
-      const definition = known?.get(item.definition);
-      if (known && !definition) throw new UnknownDefinitionError(item.definition);
+      // A definition object stands for its name (a typo'd object without one is refused here).
+      const name = nameOption('definition', typeof item.definition === 'string' ? item.definition : (item.definition as { name?: unknown } | null)?.name);
+      const definition = known?.get(name);
+      if (known && !definition) throw new UnknownDefinitionError(name);
       // Both are PostgreSQL integer columns: out of int4 range would fail the whole statement.
       if (item.priority !== undefined && !(Number.isInteger(item.priority) && Math.abs(item.priority) <= INT4_MAX)) {
         throw new ConfigError(`priority must be an integer between -${INT4_MAX} and ${INT4_MAX}, got ${item.priority}`);
@@ -133,7 +143,7 @@ export function createClient(options: ClientOptions): Client {
         // NaN fails the comparison too. Dates before 4713 BC are valid in JavaScript, not in timestamptz (22008).
         throw new ConfigError('runAt must be a valid Date from 4713 BC on (timestamptz)');
       }
-      rows.definitions.push(item.definition);
+      rows.definitions.push(name);
       rows.payloads.push(toJsonText(item.payload));
       rows.priorities.push(item.priority ?? null);
       rows.runAts.push(item.runAt ?? null);
@@ -160,7 +170,7 @@ export function createClient(options: ClientOptions): Client {
     });
   };
   return {
-    async enqueue(definition, payload, opts) {
+    async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
       const [result] = await enqueueMany([{ definition, payload, ...rest }], { tx });
       return result;

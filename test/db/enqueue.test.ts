@@ -38,6 +38,38 @@ test('the same idempotency key twice gives the same id, created false, and one r
   expect(other.id).not.toBe(first.id);
 });
 
+test('enqueue and enqueueMany take the definition itself: its name is stored, its handler types the payload', async () => {
+  const sendMail = defineJob({ name: 'send-mail', handler: (payload: { to: string }) => payload.to });
+  const client = createClient({ db });
+  const one = await client.enqueue(sendMail, { to: 'a@example.com' }, { priority: 2 });
+  const [many] = await client.enqueueMany([{ definition: sendMail, payload: { to: 'b@example.com' } }]);
+  // Checked by `npm run typecheck` (tsc over test/): a payload of another shape does not compile.
+  // @ts-expect-error: `to` is a string in the handler's payload type
+  const wrong = () => client.enqueue(sendMail, { to: 1 });
+  void wrong;
+  const { rows } = await db.query('select id::text, definition, payload, priority from acta.jobs order by id');
+  expect(rows).toEqual([
+    { id: one.id, definition: 'send-mail', payload: { to: 'a@example.com' }, priority: 2 },
+    { id: many.id, definition: 'send-mail', payload: { to: 'b@example.com' }, priority: 0 },
+  ]);
+  // A client that knows its definitions checks the object's name like a string's.
+  const known = createClient({ db, definitions: [sendMail] });
+  await expect(known.enqueue(defineJob({ name: 'unknown', handler: () => undefined }), {})).rejects.toThrow(/unknown/);
+  // An object without a usable name is refused before anything is written.
+  await expect(client.enqueue({ handler: () => undefined } as never, {})).rejects.toThrow(ConfigError);
+  expect(await jobCount()).toBe(2);
+  // And a worker runs it under that name.
+  const ran: string[] = [];
+  const worker = createWorker({ db, definitions: [defineJob({ name: 'send-mail', handler: (p: { to: string }) => void ran.push(p.to) })], logger: silentLogger });
+  await worker.start();
+  try {
+    await waitFor(async () => ran.length === 2, 'both jobs to run');
+  } finally {
+    await worker.stop();
+  }
+  expect(ran.sort()).toEqual(['a@example.com', 'b@example.com']);
+});
+
 test('concurrent batches sharing keys in opposite orders never deadlock: one id and one created per key', async () => {
   const [dbA, dbB] = [tdb.open(), tdb.open()]; // two connections, so the batches really run at once
   const [a, b] = [createClient({ db: dbA }), createClient({ db: dbB })];
