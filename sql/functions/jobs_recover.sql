@@ -66,24 +66,28 @@ begin
     for update skip locked
   ),
   returned as (
-    -- In SET, j.* are the row's values as the pick locked them: `charged` is expired's. A job's
-    -- limit is its own, else its definition's, else 25 (see Attempts).
+    -- In SET, j.* are the row's values as the pick locked them, so `charged` is expired's. A
+    -- job's limit is its own, else its definition's, else 25 (see Attempts).
     update acta.jobs j
-    set status = case when (j.started or j.uncharged_returns >= 3)
-                        and j.attempts + 1 >= coalesce(j.max_attempts, (select d.max_attempts from acta.definitions d where d.namespace = j.namespace and d.name = j.definition), 25) then 'failed' else 'ready' end,
-        attempts = j.attempts + (j.started or j.uncharged_returns >= 3)::integer,
-        uncharged_returns = j.uncharged_returns + (not (j.started or j.uncharged_returns >= 3))::integer,
-        error = case when j.started or j.uncharged_returns >= 3
-                     then jsonb_build_object('name', 'WorkerLost',
-                            'message', 'worker lost: the lease expired without a completion',
-                            'workerId', j.lease_holder)
-                     else j.error end,
+    set (status, attempts, uncharged_returns, error, finished_at) = (
+          select case when c.charged and j.attempts + 1 >= c.max_attempts then 'failed' else 'ready' end,
+                 j.attempts + c.charged::integer,
+                 j.uncharged_returns + (not c.charged)::integer,
+                 case when c.charged
+                      then jsonb_build_object('name', 'WorkerLost',
+                             'message', 'worker lost: the lease expired without a completion',
+                             'workerId', j.lease_holder)
+                      else j.error end,
+                 case when c.charged and j.attempts + 1 >= c.max_attempts then now() end
+          from (select j.started or j.uncharged_returns >= 3 as charged,
+                       coalesce(j.max_attempts,
+                                (select d.max_attempts from acta.definitions d
+                                 where d.namespace = j.namespace and d.name = j.definition),
+                                25) as max_attempts) c),
         run_at = now(),
         lease_holder = null,
         lease_expires_at = null,
-        started = false,
-        finished_at = case when (j.started or j.uncharged_returns >= 3)
-                             and j.attempts + 1 >= coalesce(j.max_attempts, (select d.max_attempts from acta.definitions d where d.namespace = j.namespace and d.name = j.definition), 25) then now() end
+        started = false
     where j.id = any (array(select e.id from expired e))
     returning j.id, j.execution, j.status, j.claimed_at, j.error
   ),
