@@ -16,13 +16,25 @@
 -- synchronous: what they acknowledge is durable.
 -- Locks: FOR UPDATE SKIP LOCKED on the rows taken, so concurrent claimers never wait on or
 -- double-take a row.
--- Plan: per definition, the pick walks jobs_claim_idx (partial, in claim order within one
--- definition: migration 0003) and stops after p_limit rows. It used to walk the namespace's
--- index, so every Ready row of a definition this worker does not run that came first in claim
--- order was walked on every claim (new-user trial: 200,000 such rows, 105-109 ms per claim
--- against 0.33). A worker running D definitions locks up to D x p_limit rows in the pick and
--- keeps p_limit; the others stay Ready and are free again at commit. (The idle sleep's next due
--- time reads jobs_due_idx from now() on: see below.)
+-- Plan: per definition, the pick locks the first p_limit rows due now in due order, along
+-- jobs_due_idx (migration 0005: the definition's Ready rows by due time, then id), a walk that ends
+-- at the first row due later. Fewer than p_limit: they are all the rows due (unlocked). Otherwise
+-- they are the first in claim order when they share one priority and no due row of these
+-- definitions has a higher one (a look at jobs_claim_idx above that priority: usually an empty
+-- range); if not, the pick walks jobs_claim_idx (partial, in claim order within one definition:
+-- migration 0003) and stops after p_limit rows. Walking jobs_claim_idx alone, a claim that found
+-- fewer due rows than it asked for walked every Ready row of its definition due later (priority
+-- leads that index, so the due time cannot end the walk): 3 due and 100,000 due in an hour, 21-34
+-- ms per 8-row claim (adversarial trial). Rows due later at a higher priority than due ones are
+-- still walked when the due rows mix priorities or a higher one is due (README, "What makes a
+-- claim slower"). Counted (bench/server-instructions.sh): 713,473 instructions per 1-row claim
+-- against 604,113 with the one-statement pick before; 8-row claim + completion 313,084 against
+-- 298,587 per job; 128-row 180,747 against 179,331. The pick once walked the namespace's index, so
+-- every Ready row of a definition this worker does not run that came first in claim order was
+-- walked on every claim (new-user trial: 200,000 such rows, 105-109 ms per claim against 0.33). A
+-- worker running D definitions locks up to D x p_limit rows in the pick and keeps p_limit; the
+-- others stay Ready and are free again at commit. The idle claim's next due time is the first
+-- entry after now() of each definition in jobs_due_idx.
 -- With stale statistics (taken while nothing was Ready, e.g. a table of finished jobs, then a burst
 -- of enqueues) the planner would rather read every Ready row through jobs_due_idx and sort them: measured
 -- here at 60,000 queued, 35 ms per claim against 1.2 ms (issue 5). So sorting is disabled while
@@ -33,7 +45,10 @@
 -- few analyzed rows, the UPDATE read the whole table to find its rows, and went on doing so as
 -- the table grew, until an ANALYZE replanned it (test/db/plans.test.ts; counted by
 -- bench/server-instructions.sh: 900,000 against 606,000 instructions per 1-row claim at 400
--- rows). All three are put back afterwards.
+-- rows). All three are put back at the end: the idle probe is planned under them too (put back
+-- before it, they let it be planned as a sequential scan on a small table, which an idle worker
+-- then ran on every poll as the table grew: 300,010 rows, 66-83 ms per idle claim; adversarial
+-- trial).
 -- Answer: typed columns; uncharged_returns lets the worker apply recovery's bound on uncharged
 -- returns to a claim that reaches it after its attempt deadline (executions_complete.sql,
 -- 'expired'). own_max_attempts is the job's own limit, null when it has none (the worker then
@@ -75,27 +90,69 @@ declare
   v_jit         text := current_setting('jit');
   v_seqscan     text := current_setting('enable_seqscan');
   v_claimed     boolean;
+  v_ids         bigint[];
+  v_min_priority integer;
+  v_max_priority integer;
 begin
   perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
   perform set_config('enable_sort', 'off', true), set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true); -- see Plan
-  return query
-  with picked as (
-    -- Per definition, the first p_limit due rows in claim order (jobs_claim_idx leads with the
-    -- definition: see Plan), then the first p_limit of those.
-    select c.id
-    from unnest(p_definitions) as d(name)
-    cross join lateral (
-      select j.id, j.priority, j.run_at
-      from acta.jobs j
-      where j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
-      order by j.priority desc, j.run_at, j.id
-      limit p_limit
-      for update skip locked
-    ) c
-    order by c.priority desc, c.run_at, c.id
+  -- Per definition, its first p_limit unlocked rows due now in due order, along jobs_due_idx (see
+  -- Plan), locked; in claim order.
+  select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),
+         coalesce(min(a.priority), 0), coalesce(max(a.priority), 0)
+    into v_ids, v_min_priority, v_max_priority
+  from unnest(p_definitions) as d(name)
+  cross join lateral (
+    select j.id, j.priority, j.run_at
+    from acta.jobs j
+    where j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
+    order by j.run_at, j.id
     limit p_limit
-  ),
-  claimed as (
+    for update skip locked
+  ) a;
+  if cardinality(v_ids) >= p_limit then
+    -- Perhaps more due than this claim takes. These are the first in claim order if they share one
+    -- priority and no due row has a higher one: any other due row comes later in due order, or has
+    -- a lower priority. Otherwise walk jobs_claim_idx in claim order (rows due later at a higher
+    -- priority are walked there); the rows locked above and not taken are free again at commit.
+    -- (One statement computing both cost more: 733,119 against 713,473 instructions per 1-row
+    -- claim, bench/server-instructions.sh.)
+    if v_min_priority = v_max_priority and not exists (
+      select 1
+      from unnest(p_definitions) as d(name)
+      cross join lateral (
+        select 1
+        from acta.jobs j
+        where j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+          and j.priority > v_max_priority and j.run_at <= now()
+        -- Along jobs_claim_idx, the range above v_max_priority (usually empty). Without the order,
+        -- a plan made without statistics read the due backlog along jobs_due_idx instead,
+        -- filtering on priority: 545 against 105 us of server CPU per job in a default drain.
+        order by j.priority desc, j.run_at, j.id
+        limit 1
+      ) higher
+    ) then
+      v_ids := v_ids[1:p_limit]; -- D definitions gave up to D x p_limit
+    else
+      v_ids := array(
+        select b.id
+        from unnest(p_definitions) as d(name)
+        cross join lateral (
+          select j.id, j.priority, j.run_at
+          from acta.jobs j
+          where j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
+          order by j.priority desc, j.run_at, j.id
+          limit p_limit
+          for update skip locked
+        ) b
+        order by b.priority desc, b.run_at, b.id
+        limit p_limit);
+    end if;
+  end if;
+
+  if cardinality(v_ids) > 0 then
+  return query
+  with claimed as (
     -- By primary key from the locked ids: with statistics the planner would otherwise join
     -- `picked` against a scan of the whole table (issue 5: the plan must not depend on luck).
     update acta.jobs j
@@ -105,7 +162,7 @@ begin
         lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
         claimed_at = now(),
         started = false
-    where j.id = any (array(select id from picked))
+    where j.id = any (v_ids)
     returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
   )
   -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
@@ -114,22 +171,26 @@ begin
          null::double precision
   from claimed c
   order by c.priority desc, c.run_at, c.id;
-  v_claimed := found; -- before PERFORM, which sets FOUND itself
-  perform set_config('enable_sort', v_enable_sort, true), set_config('jit', v_jit, true), set_config('enable_seqscan', v_seqscan, true);
+  end if;
+  v_claimed := cardinality(v_ids) > 0 and found; -- FOUND: this RETURN QUERY's, before PERFORM sets it
 
   if not v_claimed then
     -- The next due time among rows due later only: nothing of these definitions was claimable
-    -- now, so the earliest is in the future (or locked by another claimer, which takes it).
-    -- Starting at now() keeps the probe off the due backlog of definitions this worker does not
-    -- run (jobs_due_idx is per namespace).
+    -- now, so the earliest is in the future (or locked by another claimer, which takes it). Per
+    -- definition, the first entry after now() in jobs_due_idx.
     return query
     select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
            null::integer, null::integer, null::integer,
-           (extract(epoch from (due.run_at - now())) * 1000)::double precision
-    from (select min(j.run_at) as run_at
-          from acta.jobs j
-          where j.namespace = p_namespace and j.status = 'ready' and j.run_at > now()
-            and j.definition = any (p_definitions)) due;
+           (extract(epoch from (min(n.run_at) - now())) * 1000)::double precision
+    from unnest(p_definitions) as d(name)
+    cross join lateral (
+      select j.run_at
+      from acta.jobs j
+      where j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at > now()
+      order by j.run_at
+      limit 1
+    ) n;
   end if;
+  perform set_config('enable_sort', v_enable_sort, true), set_config('jit', v_jit, true), set_config('enable_seqscan', v_seqscan, true);
 end
 $$;

@@ -170,6 +170,19 @@ test('higher priority is claimed first; equal priorities in enqueue order', asyn
   expect(rows.map((r) => r.tag)).toEqual(order);
 });
 
+test('a claim of fewer rows than are due takes them in claim order: a higher priority due later first, then enqueue order', async () => {
+  // The claim looks at the first limit + 1 due rows in due order (jobs_due_idx, migration 0005):
+  // a higher-priority row due after them must still come first, and equal rows come in id order.
+  const client = createClient({ db });
+  const early = await client.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ definition: 'order', payload: { i } })));
+  const urgent = await client.enqueue('order', { urgent: true }, { priority: 5 });
+  const claim = (limit: number) => claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['order'], limit, leaseMs: 60_000 });
+  expect((await claim(8)).rows.map((r) => r.id)).toEqual([urgent.id, ...early.slice(0, 7).map((e) => e.id)]);
+  expect((await claim(8)).rows.map((r) => r.id)).toEqual(early.slice(7, 15).map((e) => e.id));
+  expect((await claim(8)).rows.map((r) => r.id)).toEqual(early.slice(15, 20).map((e) => e.id));
+  expect((await claim(8)).rows).toEqual([]);
+});
+
 test('a job whose runAt is in the future is not claimed before it is due', async () => {
   const client = createClient({ db });
   const dbNow = async () => (await db.query<{ now: Date }>('select now() as now')).rows[0].now;

@@ -1,10 +1,10 @@
 // The plans of the two calls on every job's path do not depend on statistics.
 //
 // The claim (sql/functions/jobs_claim.sql, "Plan"): with
-// statistics taken while every row was finished and then a backlog enqueued, the pick still walks
-// jobs_claim_idx in claim order and stops after the rows it takes, instead of reading the whole
-// backlog through jobs_due_idx and sorting it (issue 5: 35 ms per claim at 60,000 queued). On
-// PostgreSQL 15 the planner picks that sort from about 20,000 rows of history up.
+// statistics taken while every row was finished and then a backlog enqueued, the pick still reads
+// the rows it takes and stops, instead of reading the whole backlog and sorting it (issue 5: 35 ms
+// per claim at 60,000 queued). On PostgreSQL 15 the planner picks that sort from about 20,000 rows
+// of history up.
 import { randomUUID } from 'node:crypto';
 import { createClient, type Db, type Queryable } from '../../src';
 import { claimJobs, completeExecutions, enqueueJobs, heartbeat, recordStep, recoverJobs } from '../../src/db/functions';
@@ -15,7 +15,7 @@ const { db, tdb } = useTestDatabase({ timeoutMs: 60_000 });
 
 const BACKLOG = 20_000;
 
-test('with statistics that say nothing is Ready, a claim of 10 reads about 10 entries of jobs_claim_idx, not the backlog', async () => {
+test('with statistics that say nothing is Ready, a claim of 10 reads about 10 index entries, not the backlog', async () => {
   const client = createClient({ db });
   const batch = () => Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'planned', payload: { i } }));
   await client.enqueueMany(batch());
@@ -37,8 +37,10 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 en
     return { claimed: claim.rows.map((r) => (r.payload as { i: number }).i), ...rows[0], jitBefore };
   });
   expect(seen.claimed).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-  expect(Number(seen.due_scans)).toBe(0);
-  expect(Number(seen.due_read)).toBe(0);
+  // The first 10 due rows along jobs_due_idx (migration 0005), then a look above their priority
+  // in jobs_claim_idx (an empty range here).
+  expect(Number(seen.due_scans)).toBe(1);
+  expect(Number(seen.due_read)).toBeLessThanOrEqual(11);
   expect(Number(seen.claim_scans)).toBe(1);
   expect(Number(seen.claim_read)).toBeLessThanOrEqual(20);
   // The settings the plan needed are put back for the rest of the caller's transaction.
@@ -72,6 +74,46 @@ test('Ready rows of other definitions ahead in claim order are not walked: by th
     expect({ analyze, claimed: seen.claimed, idleRows: seen.idleRows, nextDueInS: seen.nextDueInS }).toEqual({ analyze, claimed: 3, idleRows: 0, nextDueInS: 3600 });
     // Entries read, dead ones included: a handful, against the 20,000 of the other pool walked before.
     expect({ analyze, claimRead: Number(seen.claim_read) < 200, dueRead: Number(seen.due_read) < 200 }).toEqual({ analyze, claimRead: true, dueRead: true });
+  }
+}, 60_000);
+
+test('rows due later are not walked: by a claim that finds fewer due rows than it asks for, nor by the idle probe of a definition due after them', async () => {
+  // Adversarial trial: jobs_claim_idx orders a definition's rows by priority first, so the due time
+  // could not end the pick's walk: with 3 rows due and 100,000 due in an hour, each 8-row claim
+  // walked all of them (21-34 ms against ~1); and jobs_due_idx, per namespace, made the idle probe
+  // of a definition walk every row of the others due before its own (100,001 entries, 54 ms).
+  // Entries rejected inside the B-tree are not counted as read: count the blocks visited.
+  await db.query('truncate acta.jobs');
+  const client = createClient({ db });
+  const hour = new Date(Date.now() + 3_600_000);
+  await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'scheduled', payload: { i }, runAt: hour })));
+  await client.enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: 'scheduled', payload: { i }, runAt: hour, priority: 10 })));
+  await client.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ definition: 'scheduled', payload: { due: i } })));
+  await client.enqueue('after-them', {}, { runAt: new Date(Date.now() + 7_200_000) });
+  for (const analyze of [false, true]) {
+    if (analyze) await db.query(`update acta.jobs set status = 'ready', execution = 0, lease_holder = null where status = 'executing'`);
+    if (analyze) await db.query('analyze acta.jobs');
+    const seen = await db.transaction(async (tx) => {
+      // PostgreSQL 15 sends a backend's counters on at most once a second, so the "xact" counters
+      // can still hold the enqueues' index blocks: take differences around the calls.
+      const blocks = async () =>
+        Number(
+          (
+            await tx.query<{ blocks: string }>(
+              `select pg_stat_get_xact_blocks_fetched('acta.jobs_claim_idx'::regclass)
+                    + pg_stat_get_xact_blocks_fetched('acta.jobs_due_idx'::regclass) as blocks`,
+            )
+          ).rows[0].blocks,
+        );
+      const worker = randomUUID();
+      const before = await blocks();
+      const claim = await claimJobs(tx, { namespace: 'default', workerId: worker, definitions: ['scheduled'], limit: 8, leaseMs: 60_000 });
+      const idle = await claimJobs(tx, { namespace: 'default', workerId: worker, definitions: ['after-them'], limit: 8, leaseMs: 60_000 });
+      return { claimed: claim.rows.map((r) => r.payload), idleRows: idle.rows.length, nextDueInS: Math.round((idle.nextDueInMs ?? 0) / 1000), blocks: (await blocks()) - before };
+    });
+    expect({ analyze, claimed: seen.claimed, idleRows: seen.idleRows, nextDueInS: seen.nextDueInS }).toEqual({ analyze, claimed: [{ due: 0 }, { due: 1 }, { due: 2 }], idleRows: 0, nextDueInS: 7200 });
+    // A few blocks of each index (the 22,000 rows due in an hour fill about 120 of jobs_claim_idx's).
+    expect({ analyze, blocks: seen.blocks <= 20 ? 'a few' : seen.blocks }).toEqual({ analyze, blocks: 'a few' });
   }
 }, 60_000);
 
@@ -144,7 +186,9 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
   // whole primary key instead, in key order (a full index scan is what stands in for a table
   // scan): 40,026 and 20,011 entries per call on 20,010 rows. The recovery pass (no settings
   // then) read the whole table twice: 40,020 rows per pass; an enqueue with idempotency keys once
-  // (20,017 rows per 2-job call), and with sequential scans off the whole key index.
+  // (20,017 rows per 2-job call), and with sequential scans off the whole key index. The idle
+  // claim's next-due probe, planned after the claim put sequential scans back on, read the whole
+  // table on every idle poll (adversarial trial: 300,010 rows, 66-83 ms).
   // Every call here is about one row: it should read a few index entries, whatever the table holds.
   await db.query('truncate acta.jobs');
   const client = createClient({ db });
@@ -185,6 +229,8 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
         enqueueJobs(session, 'default', { definitions: ['other', 'other'], payloads: ['1', '2'], priorities: [null, null], runAts: [null, null], maxAttempts: [null, null], idempotencyKeys: keys }),
       );
       const claim = await measured(() => claimJobs(session, { namespace: 'default', workerId: worker, definitions: ['small'], limit: 1, leaseMs: 60_000 }));
+      // An idle claim: nothing due of its definition, so it reads the next due time instead.
+      const idle = await measured(() => claimJobs(session, { namespace: 'default', workerId: worker, definitions: ['idle'], limit: 8, leaseMs: 60_000 }));
       const [row] = claim.answer.rows;
       const step = await measured(() => recordStep(session, { workerId: worker, jobId: row.id, execution: row.execution, name: 'a step', resultJson: '1' }));
       const held = claim.answer.rows.map((r) => ({ id: r.id, execution: r.execution, started: true }));
@@ -206,7 +252,8 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
         step: step.answer.status,
         renewed: beat.answer.renewed.length,
         completed: acks.answer.filter((a) => a.status === 'succeeded').length,
-        reads: { enqueue: enqueued.read, claim: claim.read, step: step.read, heartbeat: beat.read, completion: acks.read, recovery: recovery.read },
+        idle: idle.answer.rows.length,
+        reads: { enqueue: enqueued.read, claim: claim.read, idle: idle.read, step: step.read, heartbeat: beat.read, completion: acks.read, recovery: recovery.read },
       };
     };
     // record_step plans per call for its first five calls, then settles on one plan: start there.
@@ -219,7 +266,8 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
       step: 'recorded',
       renewed: 1,
       completed: 1,
-      reads: { enqueue: byKey, claim: byKey, step: byKey, heartbeat: byKey, completion: byKey, recovery: byKey },
+      idle: 0,
+      reads: { enqueue: byKey, claim: byKey, idle: byKey, step: byKey, heartbeat: byKey, completion: byKey, recovery: byKey },
     };
     expect(await claimBeatComplete()).toEqual(expected); // planned here, on 10 rows
     await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'small', payload: { i }, idempotencyKey: `backlog-${i}` })));
