@@ -100,6 +100,19 @@ const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions'];
 const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey'];
 const TX_HINT = "; tx is enqueue's option, and enqueueMany's second argument: enqueueMany(items, { tx })";
 
+/**
+ * The name an enqueue item names: a string as it is, a definition (an object with a `handler`
+ * function, as defineJob makes it) by its `name`. Throws ConfigError for anything else: a function
+ * or a class would otherwise be enqueued under its own JavaScript name (adversarial trial).
+ */
+function definitionName(definition: unknown): unknown {
+  if (typeof definition === 'string') return definition;
+  const d = definition as { name?: unknown; handler?: unknown } | null;
+  if (d !== null && typeof d === 'object' && !Array.isArray(d) && typeof d.handler === 'function') return d.name;
+  const got = typeof definition === 'function' ? `a function (${(definition as { name: string }).name || 'anonymous'})` : (JSON.stringify(definition) ?? String(definition)).slice(0, 80);
+  throw new ConfigError(`definition must be a definition's name or the definition itself (defineJob: an object with a name and a handler), got ${got}`);
+}
+
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {
   knownKeys('client option', options, CLIENT_OPTION_KEYS);
@@ -119,8 +132,7 @@ export function createClient(options: ClientOptions): Client {
     for (const item of items) {
       // A misspelt option (e.g. `delayMs`, or `tx` on an item) would otherwise be ignored silently.
       knownKeys('enqueue option', item, ITEM_KEYS, TX_HINT);
-      // A definition object stands for its name (a typo'd object without one is refused here).
-      const name = nameOption('definition', typeof item.definition === 'string' ? item.definition : (item.definition as { name?: unknown } | null)?.name);
+      const name = nameOption('definition', definitionName(item.definition));
       const definition = known?.get(name);
       if (known && !definition) throw new UnknownDefinitionError(name);
       // Both are PostgreSQL integer columns: out of int4 range would fail the whole statement.

@@ -55,8 +55,13 @@ test('enqueue and enqueueMany take the definition itself: its name is stored, it
   // A client that knows its definitions checks the object's name like a string's.
   const known = createClient({ db, definitions: [sendMail] });
   await expect(known.enqueue(defineJob({ name: 'unknown', handler: () => undefined }), {})).rejects.toThrow(/unknown/);
-  // An object without a usable name is refused before anything is written.
+  // Anything else is refused before anything is written: an object without a usable name, and a
+  // function or class (plain JavaScript; it would have been enqueued under its own name).
   await expect(client.enqueue({ handler: () => undefined } as never, {})).rejects.toThrow(ConfigError);
+  await expect(client.enqueue(async function sendMailFn() {} as never, {})).rejects.toThrow(/got a function \(sendMailFn\)/);
+  await expect(client.enqueue(class Mailer {} as never, {})).rejects.toThrow(ConfigError);
+  await expect(client.enqueueMany([{ definition: null as never, payload: {} }])).rejects.toThrow(/got null/);
+  await expect(client.enqueue({ name: 'send-mail' } as never, {})).rejects.toThrow(/a name and a handler/);
   expect(await jobCount()).toBe(2);
   // And a worker runs it under that name.
   const ran: string[] = [];
