@@ -151,26 +151,26 @@ begin
   end if;
 
   if cardinality(v_ids) > 0 then
-  return query
-  with claimed as (
-    -- By primary key from the locked ids: with statistics the planner would otherwise join
-    -- `picked` against a scan of the whole table (issue 5: the plan must not depend on luck).
-    update acta.jobs j
-    set status = 'executing',
-        execution = j.execution + 1,
-        lease_holder = p_worker,
-        lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-        claimed_at = now(),
-        started = false
-    where j.id = any (v_ids)
-    returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
-  )
-  -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
-  select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
-         c.uncharged_returns, c.priority,
-         null::double precision
-  from claimed c
-  order by c.priority desc, c.run_at, c.id;
+    return query
+    with claimed as (
+      -- By primary key from the locked ids (an array, not a join: with statistics the planner
+      -- joined the picked rows against a scan of the whole table; issue 5).
+      update acta.jobs j
+      set status = 'executing',
+          execution = j.execution + 1,
+          lease_holder = p_worker,
+          lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+          claimed_at = now(),
+          started = false
+      where j.id = any (v_ids)
+      returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
+    )
+    -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
+    select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
+           c.uncharged_returns, c.priority,
+           null::double precision
+    from claimed c
+    order by c.priority desc, c.run_at, c.id;
   end if;
   v_claimed := cardinality(v_ids) > 0 and found; -- FOUND: this RETURN QUERY's, before PERFORM sets it
 
