@@ -93,6 +93,8 @@ declare
   v_ids         bigint[];
   v_min_priority integer;
   v_max_priority integer;
+  v_locked      integer;
+  v_locked_ids  bigint[];
 begin
   perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
   perform set_config('enable_sort', 'off', true), set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true); -- see Plan
@@ -110,7 +112,8 @@ begin
     limit p_limit
     for update skip locked
   ) a;
-  if cardinality(v_ids) >= p_limit then
+  v_locked := cardinality(v_ids);
+  if v_locked >= p_limit then
     -- Perhaps more due than this claim takes. These are the first in claim order if they share one
     -- priority and no due row has a higher one: any other due row comes later in due order, or has
     -- a lower priority. Otherwise walk jobs_claim_idx in claim order (rows due later at a higher
@@ -134,6 +137,7 @@ begin
     ) then
       v_ids := v_ids[1:p_limit]; -- D definitions gave up to D x p_limit
     else
+      v_locked_ids := v_ids;
       v_ids := array(
         select b.id
         from unnest(p_definitions) as d(name)
@@ -173,6 +177,18 @@ begin
     order by c.priority desc, c.run_at, c.id;
   end if;
   v_claimed := cardinality(v_ids) > 0 and found; -- FOUND: this RETURN QUERY's, before PERFORM sets it
+  -- Rows the pick locked and did not take (the walk took others; or more than p_limit across
+  -- definitions) are free again at commit, but a concurrent claim skipped them and may have gone
+  -- idle until its next poll (adversarial trial: a due row left waiting while a peer slept). Wake
+  -- the namespace's idle workers at commit, as an enqueue does. Rare: mixed priorities among the
+  -- due rows, or a worker with several definitions.
+  if v_locked > p_limit then
+    perform pg_notify('acta_jobs', p_namespace);
+  elsif v_locked_ids is not null then -- the walk ran (a separate IF: no query on the common path)
+    if exists (select 1 from unnest(v_locked_ids) as l(id) where l.id <> all (v_ids)) then
+      perform pg_notify('acta_jobs', p_namespace);
+    end if;
+  end if;
 
   if not v_claimed then
     -- The next due time among rows due later only: nothing of these definitions was claimable

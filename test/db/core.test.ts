@@ -183,6 +183,26 @@ test('a claim of fewer rows than are due takes them in claim order: a higher pri
   expect((await claim(8)).rows).toEqual([]);
 });
 
+test('a due row the claim locked but did not take wakes idle workers when the claim commits', async () => {
+  // Adversarial trial: the pick locks the first due rows in due order, then walks claim order when
+  // their priorities differ from a due row's; the row it locked and left was skipped by a
+  // concurrent claim, which went idle until its next poll while the row stayed due.
+  const client = createClient({ db });
+  const low = await client.enqueue('mixed', { low: true });
+  const high = await client.enqueue('mixed', { high: true }, { priority: 5 });
+  const woken: string[] = [];
+  const unlisten = await db.listen('acta_jobs', { onNotify: (payload) => woken.push(payload) });
+  const claim = (q: Parameters<typeof claimJobs>[0]) => claimJobs(q, { namespace: 'default', workerId: randomUUID(), definitions: ['mixed'], limit: 1, leaseMs: 60_000 });
+  await db.transaction(async (tx) => {
+    expect((await claim(tx)).rows.map((r) => r.id)).toEqual([high.id]); // the higher priority, though due later
+    expect((await claim(db)).rows).toEqual([]); // `low` is locked until this claim commits
+  });
+  await waitFor(async () => woken.length > 0, 'a wakeup after the claim committed');
+  expect(woken).toEqual(['default']);
+  expect((await claim(db)).rows.map((r) => r.id)).toEqual([low.id]);
+  await unlisten();
+});
+
 test('a job whose runAt is in the future is not claimed before it is due', async () => {
   const client = createClient({ db });
   const dbNow = async () => (await db.query<{ now: Date }>('select now() as now')).rows[0].now;
