@@ -24,6 +24,13 @@ export interface ListenHandlers {
 
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
+  /**
+   * Runs `text` as the prepared statement `name` (a server parses and plans it once per
+   * connection; PGlite runs it as `query`). For the worker's own calls that repeat with one text
+   * (the claim, the completion batch: see pgDb.ts). `name` must always come with the same text.
+   * Optional: a Db without it has those calls run by `query`.
+   */
+  prepared?<R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<{ rows: R[] }>;
   /** Runs `fn` inside BEGIN/COMMIT on one connection; ROLLBACK and rethrow if it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** LISTEN on `channel` until the returned function is called. */

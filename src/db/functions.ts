@@ -1,4 +1,10 @@
-import type { Queryable } from './Db';
+import type { Db, Queryable } from './Db';
+
+/** `q.prepared` when `q` is a Db (the worker's own calls), else `q.query` (a transaction, a caller's client). */
+function run<R>(q: Queryable, name: string, text: string, params: unknown[]): Promise<{ rows: R[] }> {
+  const db = q as Partial<Db>;
+  return typeof db.prepared === 'function' ? db.prepared<R>(name, text, params) : q.query<R>(text, params);
+}
 
 /**
  * Typed wrappers of the SQL functions in sql/functions/, one round trip each. `SIGNATURES` holds
@@ -77,7 +83,7 @@ export async function claimJobs(
   q: Queryable,
   args: { namespace: string; workerId: string; definitions: string[]; limit: number; leaseMs: number },
 ): Promise<ClaimResult> {
-  const { rows } = await q.query<{
+  const { rows } = await run<{
     job_id: string | null;
     definition: string;
     payload: unknown;
@@ -87,7 +93,7 @@ export async function claimJobs(
     uncharged_returns: number;
     priority: number;
     next_due_in_ms: number | null;
-  }>('select * from acta.claim_jobs($1, $2, $3, $4, $5)', [args.namespace, args.workerId, args.definitions, args.limit, args.leaseMs]);
+  }>(q, 'acta_claim_jobs', 'select * from acta.claim_jobs($1, $2, $3, $4, $5)', [args.namespace, args.workerId, args.definitions, args.limit, args.leaseMs]);
   if (rows.length === 1 && rows[0].job_id === null) return { rows: [], nextDueInMs: rows[0].next_due_in_ms };
   return {
     rows: rows.map((r) => ({
@@ -138,7 +144,7 @@ const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f:
  * out-of-range value would fail the batch's statement.
  */
 export async function completeExecutions(q: Queryable, workerId: string, batch: CompletionRow[]): Promise<CompletionAck[]> {
-  const { rows } = await q.query<{ answer: string }>('select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer', [
+  const { rows } = await run<{ answer: string }>(q, 'acta_complete_executions', 'select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer', [
     workerId,
     batch.map((c) => c.id),
     batch.map((c) => c.execution),

@@ -170,6 +170,7 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     return {
       kind: 'pglite',
       query: query as Db['query'],
+      prepared: (_name, text, params) => query(text, params),
       transaction: (fn) => pglite.transaction((tx) => fn({ query: run(tx) as Queryable['query'] })),
       async listen(channel: string, handlers: ListenHandlers) {
         const unlisten = await pglite.listen(channel, (payload) => handlers.onNotify(payload));

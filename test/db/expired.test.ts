@@ -7,6 +7,7 @@
  */
 import { createClient, createWorker, defineJob, type Db } from '../../src';
 import { leaseClock, PIPELINE } from '../../src/config';
+import { aroundStatements } from '../helpers/around';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -22,15 +23,11 @@ const CLAIM_DELAY_MS = clock.attemptDeadlineMs + 200;
 /** `db` whose claim answers arrive CLAIM_DELAY_MS late (the claim itself commits at once). */
 function slowClaims(inner: Db): Db {
   return {
-    ...inner,
-    kind: inner.kind,
-    query: (async (text: string, params?: unknown[]) => {
-      const result = await inner.query(text, params);
+    ...aroundStatements(inner, async (text, _params, run) => {
+      const result = await run();
       if (text.includes('claim_jobs')) await new Promise((resolve) => setTimeout(resolve, CLAIM_DELAY_MS));
       return result;
-    }) as Db['query'],
-    transaction: (fn) => inner.transaction(fn),
-    listen: (channel, handlers) => inner.listen(channel, handlers),
+    }),
     close: async () => undefined,
   };
 }

@@ -9,6 +9,7 @@
  */
 import pino from 'pino';
 import { createClient, createWorker, type Db, defineJob } from '../../src';
+import { aroundStatements } from '../helpers/around';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -150,19 +151,18 @@ test("a user's code that throws where acta reads it (a backoff function, an erro
 /** A Db whose complete_executions calls fail as `fail(n)` says for the n-th call (1-based). */
 function flakyCompletions(inner: Db, fail: (n: number) => 'before' | 'after' | null): Db & { calls: number } {
   const transient = (message: string) => Object.assign(new Error(message), { code: '57P01' });
-  const wrapped: Db & { calls: number } = {
-    ...inner,
-    calls: 0,
-    async query<R>(text: string, params?: unknown[]) {
-      if (!text.includes('acta.complete_executions')) return inner.query<R>(text, params);
+  const wrapped: Db & { calls: number } = Object.assign(
+    aroundStatements(inner, async (text, _params, run) => {
+      if (!text.includes('acta.complete_executions')) return run();
       wrapped.calls++;
       const mode = fail(wrapped.calls);
       if (mode === 'before') throw transient('terminating connection due to administrator command');
-      const result = await inner.query<R>(text, params);
+      const result = await run();
       if (mode === 'after') throw new Error('Connection terminated unexpectedly'); // committed; the answer is lost
       return result;
-    },
-  } as Db & { calls: number };
+    }),
+    { calls: 0 },
+  );
   return wrapped;
 }
 

@@ -5,6 +5,7 @@
  * exits 0. A second signal exits at once.
  */
 import { createClient, createWorker, type Db, defineJob } from '../../src';
+import { aroundStatements } from '../helpers/around';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -93,17 +94,14 @@ describe('in-process stop()', () => {
     const claimCommitted = new Promise<void>((resolve) => (committed = resolve));
     let release!: () => void;
     const answer = new Promise<void>((resolve) => (release = resolve));
-    const slowClaims: Db = {
-      ...db,
-      async query<R>(text: string, params?: unknown[]) {
-        const result = await db.query<R>(text, params);
-        if (text.includes('acta.claim_jobs') && result.rows.some((r) => (r as { job_id?: unknown }).job_id != null)) {
-          committed();
-          await answer;
-        }
-        return result;
-      },
-    } as Db;
+    const slowClaims = aroundStatements(db, async (text, _params, run) => {
+      const result = await run();
+      if (text.includes('acta.claim_jobs') && result.rows.some((r) => (r as { job_id?: unknown }).job_id != null)) {
+        committed();
+        await answer;
+      }
+      return result;
+    });
     let runs = 0;
     const never = defineJob({ name: 'never', handler: async () => void runs++ });
     const ids = (await createClient({ db }).enqueueMany([1, 2, 3].map(() => ({ definition: 'never', payload: {} })))).map((r) => r.id);

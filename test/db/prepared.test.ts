@@ -1,0 +1,49 @@
+// Db.prepared on a real server (src/db/pgDb.ts): the worker's claim and completion calls run as
+// named statements, parsed once per connection, and a connection whose statement became unusable
+// (a rolling upgrade changed a function's result type; a pooler lost the statement) costs one
+// repeated call, never a failed one.
+import { randomUUID } from 'node:crypto';
+import { claimJobs, completeExecutions } from '../../src/db/functions';
+import { createClient } from '../../src';
+import { useTestDatabase } from '../helpers/db';
+
+const { tdb } = useTestDatabase();
+
+/** Named statements on the (only) connection of a 1-connection Db. */
+async function preparedNames(db: { query: (t: string) => Promise<{ rows: unknown[] }> }): Promise<string[]> {
+  const { rows } = await db.query('select name from pg_prepared_statements order by name');
+  return (rows as { name: string }[]).map((r) => r.name);
+}
+
+test('the claim and the completion batch run as named statements on a server', async () => {
+  const db = tdb.open({ max: 1 });
+  const [job] = await createClient({ db }).enqueueMany([{ definition: 'prepared', payload: {} }]);
+  const worker = randomUUID();
+  const claim = await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['prepared'], limit: 1, leaseMs: 60_000 });
+  expect(claim.rows.map((r) => r.id)).toEqual([job.id]);
+  const acks = await completeExecutions(db, worker, [
+    { id: job.id!, execution: claim.rows[0].execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0 },
+  ]);
+  expect(acks.map((a) => a.status)).toEqual(['succeeded']);
+  expect(await preparedNames(db)).toEqual(['acta_claim_jobs', 'acta_complete_executions']);
+});
+
+test('a function replaced with another result type after its statement was prepared: the call is repeated on a new connection and answers', async () => {
+  const db = tdb.open({ max: 1 });
+  await db.query(`create schema if not exists t; create or replace function t.shape() returns table (a int) language sql as 'select 1'`);
+  expect((await db.prepared!<{ a: number }>('t_shape', 'select * from t.shape()', [])).rows).toEqual([{ a: 1 }]);
+  await db.query(`drop function t.shape(); create function t.shape() returns table (a int, b int) language sql as 'select 1, 2'`);
+  // Without the repeat: "cached plan must not change result type" on every later call on this connection.
+  expect((await db.prepared!<{ a: number; b: number }>('t_shape', 'select * from t.shape()', [])).rows).toEqual([{ a: 1, b: 2 }]);
+  expect((await db.prepared!<{ a: number; b: number }>('t_shape', 'select * from t.shape()', [])).rows).toEqual([{ a: 1, b: 2 }]);
+  expect(await preparedNames(db)).toEqual(['t_shape']); // prepared anew on the new connection
+});
+
+test('a statement the server no longer has (a pooler in transaction mode): the call is repeated unnamed, and the Db stops naming', async () => {
+  const db = tdb.open({ max: 1 });
+  expect((await db.prepared!<{ x: number }>('t_one', 'select $1::int as x', [1])).rows).toEqual([{ x: 1 }]);
+  await db.query('deallocate t_one'); // what a pooler's other server connection looks like: no such statement
+  expect((await db.prepared!<{ x: number }>('t_one', 'select $1::int as x', [2])).rows).toEqual([{ x: 2 }]);
+  expect((await db.prepared!<{ x: number }>('t_one', 'select $1::int as x', [3])).rows).toEqual([{ x: 3 }]);
+  expect(await preparedNames(db)).toEqual([]);
+});
