@@ -45,10 +45,13 @@
 -- few analyzed rows, the UPDATE read the whole table to find its rows, and went on doing so as
 -- the table grew, until an ANALYZE replanned it (test/db/plans.test.ts; counted by
 -- bench/server-instructions.sh: 900,000 against 606,000 instructions per 1-row claim at 400
--- rows). All three are put back at the end: the idle probe is planned under them too (put back
--- before it, they let it be planned as a sequential scan on a small table, which an idle worker
--- then ran on every poll as the table grew: 300,010 rows, 66-83 ms per idle claim; adversarial
--- trial).
+-- rows). All three hold for the whole call (the function's SET clauses; put back at its exit):
+-- the idle probe is planned under them too (put back before it, they let it be planned as a
+-- sequential scan on a small table, which an idle worker then ran on every poll as the table grew:
+-- 300,010 rows, 66-83 ms per idle claim; adversarial trial). SET clauses rather than set_config
+-- calls in the body: 671,860 against 716,705 instructions per 1-row claim, 307,982 against 314,139
+-- per job for 8-row claim + completion (bench/server-instructions.sh). synchronous_commit stays a
+-- set_config call: a SET clause would be put back before the commit it is for.
 -- Answer: typed columns; uncharged_returns lets the worker apply recovery's bound on uncharged
 -- returns to a claim that reaches it after its attempt deadline (executions_complete.sql,
 -- 'expired'). own_max_attempts is the job's own limit, null when it has none (the worker then
@@ -83,12 +86,12 @@ language plpgsql
 -- test/db/plans.test.ts): planning anew for each call cost an idle worker's claim 0.11 ms of its
 -- ~0.95 (issue 5, latency).
 set plan_cache_mode = force_generic_plan
+set enable_sort = off
+set jit = off
+set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare
-  v_enable_sort text := current_setting('enable_sort');
-  v_jit         text := current_setting('jit');
-  v_seqscan     text := current_setting('enable_seqscan');
   v_claimed     boolean;
   v_ids         bigint[];
   v_min_priority integer;
@@ -97,7 +100,6 @@ declare
   v_locked_ids  bigint[];
 begin
   perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
-  perform set_config('enable_sort', 'off', true), set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true); -- see Plan
   -- Per definition, its first p_limit unlocked rows due now in due order, along jobs_due_idx (see
   -- Plan), locked; in claim order.
   select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),
@@ -207,6 +209,5 @@ begin
       limit 1
     ) n;
   end if;
-  perform set_config('enable_sort', v_enable_sort, true), set_config('jit', v_jit, true), set_config('enable_seqscan', v_seqscan, true);
 end
 $$;
