@@ -89,46 +89,7 @@ export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): 
   }
 }
 
-/** Values with no JSON form, or whose JSON form is of another type (a Date becomes its ISO string). */
-type NotJson =
-  | bigint
-  | symbol
-  | ((...args: never[]) => unknown)
-  | Date
-  | RegExp
-  | Map<unknown, unknown>
-  | Set<unknown>
-  | WeakMap<object, unknown>
-  | WeakSet<object>
-  | Promise<unknown>
-  | ArrayBuffer
-  | ArrayBufferView;
-
-/**
- * `T` itself when every value in it reaches the handler as it was typed: a payload travels as the
- * JSON text `JSON.stringify` makes of it, stored as jsonb (README, "The API"). Otherwise the same
- * shape with `never` at each value that would arrive as something else or not at all: a Date (the
- * handler gets its ISO string), RegExp, Map, Set, bigint (refused at enqueue), a function or method,
- * a typed array or Buffer. `unknown` and `any` are left unchecked; `undefined` members are allowed
- * (JSON drops them, the handler reads them as undefined).
- */
-export type JsonPayload<T> = unknown extends T
-  ? T
-  : T extends NotJson
-    ? never
-    : T extends string | number | boolean | null | undefined
-      ? T
-      : { [K in keyof T]: JsonPayload<T[K]> };
-
-/**
- * Defines a job with its payload type, for type inference at the call site. The payload type must
- * be what the handler receives after the JSON round trip ({@link JsonPayload}): a payload type
- * holding a Date, Map, Set, bigint or a function does not compile (the argument then lacks a
- * property named "payload type survives JSON", whose type shows `never` where the payload type
- * does not survive); type such a field as what arrives (a Date as `string`).
- */
-export function defineJob<P = unknown, R = unknown>(
-  definition: Definition<P, R> & ([P] extends [JsonPayload<P>] ? unknown : { 'payload type survives JSON': JsonPayload<P> }),
-): Definition<P, R> {
+/** Defines a job with its payload type, for type inference at the call site. */
+export function defineJob<P = unknown, R = unknown>(definition: Definition<P, R>): Definition<P, R> {
   return definition;
 }
