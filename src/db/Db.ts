@@ -28,7 +28,8 @@ export interface Db extends Queryable {
    * Runs `text` as the prepared statement `name` (a server parses and plans it once per
    * connection; PGlite runs it as `query`). For the worker's own calls that repeat with one text
    * (the claim, the completion batch: see pgDb.ts). `name` must always come with the same text.
-   * Optional: a Db without it has those calls run by `query`.
+   * Optional: a Db without it has those calls run by `query`. A wrapper that watches or changes
+   * statements (`{ ...db, query: traced }`) must wrap `prepared` as well, or leave it out.
    */
   prepared?<R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<{ rows: R[] }>;
   /** Runs `fn` inside BEGIN/COMMIT on one connection; ROLLBACK and rethrow if it throws. */

@@ -49,13 +49,16 @@ export function createPgDb(options: PgDbOptions): Db {
   const subscribers = new Set<ReturnType<typeof createSubscriber>>();
   // Db.prepared: a named statement, parsed and planned once per connection. Measured (issue 5,
   // pgbench -M extended against -M prepared, one client, 3 pairs): an empty claim 0.101-0.108 ms
-  // against 0.075-0.079 ms, i.e. about 25 us of server time per call. Two errors leave a
-  // connection's statement unusable; both come at Bind, before anything ran, so the call is
-  // repeated once unnamed (pool.query has already closed that connection): 26000, the statement
-  // is gone (a pooler in transaction mode, e.g. PgBouncer before 1.21, gave the call another
-  // server connection; or DISCARD ALL ran), after which this Db names nothing; and 0A000 "cached
-  // plan must not change result type" (a newer acta replaced the function with another result
-  // type during a rolling upgrade): the next connection prepares it anew (test/db/prepared.test.ts).
+  // against 0.075-0.079 ms, i.e. about 25 us of server time per call. Three errors leave a
+  // connection's statement unusable; all come at Parse or Bind, before anything ran, so the call
+  // is repeated once unnamed (pool.query has already closed that connection). 26000, the
+  // statement is gone, and 42P05, another client's statement of that name is there: a pooler in
+  // transaction mode that does not track prepared statements (PgBouncer before 1.21, or with
+  // max_prepared_statements = 0) gave the call another server connection (or DISCARD ALL ran);
+  // after either, this Db names nothing. And 0A000 "cached plan must not change result type": a
+  // newer acta replaced the function with another result type during a rolling upgrade; the next
+  // connection prepares it anew (test/db/prepared.test.ts; an adversarial trial's transaction-mode
+  // proxy drained every job once, with claims failing on 42P05 before this handled it).
   let named = true;
   const prepared = async <R>(name: string, text: string, params: unknown[]): Promise<{ rows: R[] }> => {
     if (named) {
@@ -63,8 +66,8 @@ export function createPgDb(options: PgDbOptions): Db {
         return (await pool.query({ name, text, values: params })) as never;
       } catch (err) {
         const code = (err as { code?: unknown }).code;
-        if (code !== '26000' && code !== '0A000') throw err;
-        if (code === '26000') named = false;
+        if (code !== '26000' && code !== '42P05' && code !== '0A000') throw err;
+        if (code !== '0A000') named = false;
       }
     }
     return (await pool.query(text, params)) as never;

@@ -47,3 +47,11 @@ test('a statement the server no longer has (a pooler in transaction mode): the c
   expect((await db.prepared!<{ x: number }>('t_one', 'select $1::int as x', [3])).rows).toEqual([{ x: 3 }]);
   expect(await preparedNames(db)).toEqual([]);
 });
+
+test('a statement of that name another client prepared on the connection (a pooler in transaction mode): the call is repeated unnamed, and the Db stops naming', async () => {
+  const db = tdb.open({ max: 1 });
+  await db.query('prepare t_two as select 2'); // what a pooler's shared server connection looks like
+  expect((await db.prepared!<{ x: number }>('t_two', 'select $1::int as x', [1])).rows).toEqual([{ x: 1 }]);
+  expect((await db.prepared!<{ x: number }>('t_two', 'select $1::int as x', [2])).rows).toEqual([{ x: 2 }]);
+  expect(await preparedNames(db)).toEqual([]);
+});
