@@ -6,6 +6,8 @@
 #
 #   bash bench/server-instructions.sh [variant.sql] [iterations=20] [rows per claim=128]
 #   ACTA_CLAIM_ONLY=1 bash bench/server-instructions.sh …   (the claims alone)
+#   ACTA_ENQUEUE_ONLY=1 bash bench/server-instructions.sh [variant.sql] [iterations] [rows]
+#       (one enqueue_jobs call of iterations × rows jobs, against one of 10: instructions per enqueued job)
 #
 # It makes a throwaway cluster (initdb, as the `postgres` user when run as root), installs acta's
 # schema with this checkout's migrator (`npm run build` first), applies variant.sql if given (e.g.
@@ -42,12 +44,23 @@ N=$((ITER * LIM + 10))
 COMPLETE="perform acta.complete_executions(w, ids, execs, array_fill('succeeded'::text, array[cardinality(ids)]), array_fill('null'::jsonb, array[cardinality(ids)]), array_fill(null::jsonb, array[cardinality(ids)]), array_fill(0, array[cardinality(ids)]));"
 EXPECT=$((ITER * LIM))
 if [ "${ACTA_CLAIM_ONLY:-}" = 1 ]; then COMPLETE=''; EXPECT=0; fi
+if [ "${ACTA_ENQUEUE_ONLY:-}" = 1 ]; then EXPECT=$N; fi
+enqueue() { printf "select count(*) from acta.enqueue_jobs('default', array_fill('d'::text, array[%d]), (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, %d) g), null, null, null, null);\n\n" "$1" "$1"; }
 script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succeeded jobs (run without valgrind)
+  if [ "${ACTA_ENQUEUE_ONLY:-}" = 1 ]; then # 0: 10 jobs; 1: 10 jobs, then N - 10; 2: the same and a count
+    {
+      if [ -n "$VARIANT" ]; then grep -v '^[[:space:]]*$' "$VARIANT"; printf '\n\n'; fi
+      enqueue 10
+      if [ "$1" != 0 ]; then enqueue $((N - 10)); fi
+      if [ "$1" = 2 ]; then printf "select count(*) from acta.jobs where status = 'ready';\n\n"; fi
+    } > "$WORK/script$1.sql"
+    return
+  fi
   {
     # postgres --single -j ends a statement at a semicolon followed by an empty line: the variant
     # goes in as one chunk, without its empty lines (a function body may hold such a pair).
     if [ -n "$VARIANT" ]; then grep -v '^[[:space:]]*$' "$VARIANT"; printf '\n\n'; fi
-    printf "select count(*) from acta.enqueue_jobs('default', array_fill('d'::text, array[%d]), (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, %d) g), null, null, null, null);\n\n" "$N" "$N"
+    enqueue "$N"
     printf 'vacuum analyze acta.jobs;\n\n'
     if [ "$1" != 0 ]; then
       printf "do \$loop\$ declare w uuid := gen_random_uuid(); ids bigint[]; execs integer[]; begin for i in 1..%d loop select array_agg(c.job_id), array_agg(c.execution) into ids, execs from acta.claim_jobs('default', w, array['d'], %d, 180000) c where c.job_id is not null; %s commit; end loop; end \$loop\$;\n\n" "$ITER" "$LIM" "$COMPLETE"
@@ -70,4 +83,8 @@ DONE=$(grep -o 'count = "[0-9]*"' "$WORK/single.2.log" | tail -1 | grep -o '[0-9
 [ "$DONE" = "$EXPECT" ] || { echo "the loop completed ${DONE:-?} jobs, expected $EXPECT: see $WORK/single.2.log" >&2; exit 1; }
 A=$(instructions 0)
 B=$(instructions 1)
-echo "${VARIANT:-HEAD} · $ITER × claim($LIM)${COMPLETE:+ + completion}: $(( (B - A) / (ITER * LIM) )) instructions per job in the server (loop $((B - A)); files in $WORK)"
+if [ "${ACTA_ENQUEUE_ONLY:-}" = 1 ]; then
+  echo "${VARIANT:-HEAD} · enqueue_jobs of $((N - 10)) jobs: $(( (B - A) / (N - 10) )) instructions per enqueued job in the server (files in $WORK)"
+else
+  echo "${VARIANT:-HEAD} · $ITER × claim($LIM)${COMPLETE:+ + completion}: $(( (B - A) / (ITER * LIM) )) instructions per job in the server (loop $((B - A)); files in $WORK)"
+fi

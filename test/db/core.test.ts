@@ -183,6 +183,30 @@ test('a claim of fewer rows than are due takes them in claim order: a higher pri
   expect((await claim(8)).rows).toEqual([]);
 });
 
+test('two queues with the same claim key (namespace "a", definition "b/c"; namespace "a/b", definition "c") share an index range and nothing else', async () => {
+  // Migration 0006: jobs_due_idx and jobs_claim_idx lead with hashtextextended(namespace || '/' ||
+  // definition, 0); these two texts are equal, so their rows sit in one range of each index.
+  const { rows: keys } = await db.query<{ same: boolean }>(`select hashtextextended('a' || '/' || 'b/c', 0) = hashtextextended('a/b' || '/' || 'c', 0) as same`);
+  expect(keys[0].same).toBe(true);
+  const inA = createClient({ db, namespace: 'a' });
+  const inAB = createClient({ db, namespace: 'a/b' });
+  const dbNow = async () => (await db.query<{ now: Date }>('select now() as now')).rows[0].now;
+  const otherLater = await inAB.enqueue('c', { n: 0 }, { runAt: new Date((await dbNow()).getTime() + 30_000) });
+  const other = await inAB.enqueue('c', { n: 1 }, { priority: 9 });
+  const claim = (namespace: string, definition: string) =>
+    claimJobs(db, { namespace, workerId: randomUUID(), definitions: [definition], limit: 8, leaseMs: 60_000 });
+  // Nothing of its own: no row of the other queue, and no next due time from it.
+  expect(await claim('a', 'b/c')).toEqual({ rows: [], nextDueInMs: null });
+  const own = await inA.enqueueMany([0, 1, 2].map((i) => ({ definition: 'b/c', payload: { i }, priority: i === 2 ? 5 : 0 })));
+  // Mixed priorities: the pick walks jobs_claim_idx, where the other queue's priority-9 row comes first.
+  expect((await claim('a', 'b/c')).rows.map((r) => r.id)).toEqual([own[2].id, own[0].id, own[1].id]);
+  expect((await claim('a/b', 'c')).rows.map((r) => r.id)).toEqual([other.id]);
+  const idle = await claim('a/b', 'c');
+  expect(idle.rows).toEqual([]);
+  expect(idle.nextDueInMs).toBeGreaterThan(20_000);
+  expect(await row(otherLater.id)).toMatchObject({ status: 'ready', execution: 0 });
+});
+
 test('a due row the claim locked but did not take wakes idle workers when the claim commits', async () => {
   // Adversarial trial: the pick locks the first due rows in due order, then walks claim order when
   // their priorities differ from a due row's; the row it locked and left was skipped by a

@@ -106,7 +106,7 @@ test('migration 0004 on a database of 0003: unfinished rows holding the old defa
   await db.query(`
     insert into acta.jobs (definition, payload, status, max_attempts) values
       ('d', '1', 'ready', 25), ('d', '2', 'ready', 5), ('d', '3', 'succeeded', 25), ('d', '4', 'executing', 25)`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql', 'migrations/0006_claim_key.sql']);
   const { rows } = await db.query<{ payload: number; max_attempts: number | null }>('select payload, max_attempts from acta.jobs order by id');
   expect(rows).toEqual([
     { payload: 1, max_attempts: null },
