@@ -38,6 +38,22 @@ export class SchemaNotMigratedError extends ActaError {
   }
 }
 
+/**
+ * The database's acta schema is newer than this acta: it records migrations this version does not
+ * know. An older acta's migrate would put back its own (older) function files under the newer
+ * tables and indexes, and the newer workers would then refuse to start until migrated again
+ * (a new-user trial's rolling upgrade went back and forth so), so both migrate and a starting
+ * worker refuse instead, and change nothing.
+ */
+export class SchemaNewerError extends ActaError {
+  constructor(unknown: string[]) {
+    super(
+      'ACTA_SCHEMA_NEWER',
+      `the acta schema is newer than this acta (the database has ${unknown.join(', ')}, which this version does not know): run the newer acta (its workers, its \`acta migrate\`); nothing was changed`,
+    );
+  }
+}
+
 /** A configuration value out of its allowed range. */
 export class ConfigError extends ActaError {
   constructor(message: string) {

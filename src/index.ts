@@ -22,6 +22,7 @@ export {
   ConfigError,
   DataDirLockedError,
   InvalidJsonError,
+  SchemaNewerError,
   SchemaNotMigratedError,
   UnknownDefinitionError,
   UnstorableStepResultError,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { SchemaNotMigratedError } from '../errors';
+import { SchemaNewerError, SchemaNotMigratedError } from '../errors';
 import type { Db, Queryable } from './Db';
 
 /** pg_advisory_xact_lock key of the migrator: "acta" in ASCII, so it is recognisable in pg_locks. */
@@ -48,17 +48,27 @@ create table if not exists acta.migrations (
   applied_at  timestamptz not null default now()
 )`;
 
+/** Throws SchemaNewerError when the database records a migration that `files` does not hold. */
+function refuseNewer(applied: Map<string, string>, files: SqlFile[]): void {
+  const known = new Set(files.map((f) => f.name));
+  const unknown = [...applied.keys()].filter((name) => name.startsWith('migrations/') && !known.has(name)).sort();
+  if (unknown.length > 0) throw new SchemaNewerError(unknown);
+}
+
 /**
  * Brings the schema up to date in one transaction, under an advisory lock so many workers may
  * start at once: each numbered migration is applied once (forward-only: a changed checksum of an
  * applied one is reported, never re-run); each function file is (re)applied when its checksum
- * differs from the recorded one. Returns the names applied this time.
+ * differs from the recorded one. Returns the names applied this time. Throws SchemaNewerError,
+ * changing nothing, when the database holds a migration this build does not know (a newer acta
+ * migrated it: this build's function files are older).
  */
 export async function migrate(db: Db, files = loadSqlFiles()): Promise<string[]> {
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await tx.query(BOOTSTRAP);
     const applied = await recorded(tx);
+    refuseNewer(applied, files);
     const done: string[] = [];
     for (const file of files) {
       const checksum = applied.get(file.name);
@@ -85,12 +95,14 @@ async function recorded(q: Queryable): Promise<Map<string, string>> {
 
 /**
  * Throws SchemaNotMigratedError unless every migration and function of this build is applied
- * as recorded. Workers call it before they start.
+ * as recorded, and SchemaNewerError when the database holds a migration this build does not
+ * know. Workers call it before they start.
  */
 export async function assertMigrated(db: Queryable, files = loadSqlFiles()): Promise<void> {
   const { rows } = await db.query<{ present: boolean }>(`select to_regclass('acta.migrations') is not null as present`);
   if (!rows[0]?.present) throw new SchemaNotMigratedError('no acta.migrations table');
   const applied = await recorded(db);
+  refuseNewer(applied, files);
   const missing = files.filter((f) => applied.get(f.name) !== f.checksum).map((f) => f.name);
   if (missing.length > 0) throw new SchemaNotMigratedError(`not applied or out of date: ${missing.join(', ')}`);
 }

@@ -1,7 +1,7 @@
 // The migrator on real PostgreSQL: idempotent, recorded, safe under concurrent starts (advisory
 // lock), and a worker refuses an unmigrated schema with a message saying what to run.
 import { randomUUID } from 'node:crypto';
-import { createClient, createPgDb, createWorker, defineJob, migrate, SchemaNotMigratedError } from '../../src';
+import { createClient, createPgDb, createWorker, defineJob, migrate, SchemaNewerError, SchemaNotMigratedError } from '../../src';
 import { claimJobs } from '../../src/db/functions';
 import { assertMigrated, loadSqlFiles } from '../../src/db/migrator';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
@@ -46,6 +46,22 @@ test('a changed function file is re-applied; a changed migration is refused (for
 
   const changedMigration = files.map((f) => (f.name.startsWith('migrations/0001') ? { ...f, checksum: 'edited' } : f));
   await expect(migrate(db, changedMigration)).rejects.toThrow(/forward-only/);
+});
+
+test('an older acta refuses a schema a newer one migrated: its migrate changes nothing, and a starting worker\'s check says why', async () => {
+  // New-user trial: an older checkout's `acta migrate` put its own claim function back under
+  // migration 0006's indexes, and the newer workers then refused to start until migrated again.
+  const db = (await fresh()).open();
+  await migrate(db);
+  const older = files
+    .filter((f) => f.name !== 'migrations/0006_claim_key.sql')
+    .map((f) => (f.name === 'functions/jobs_claim.sql' ? { ...f, text: `${f.text}\n-- older`, checksum: 'older' } : f));
+  const before = (await db.query<{ checksum: string }>(`select checksum from acta.migrations where name = 'functions/jobs_claim.sql'`)).rows;
+  await expect(migrate(db, older)).rejects.toThrow(SchemaNewerError);
+  await expect(migrate(db, older)).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER', message: expect.stringContaining('migrations/0006_claim_key.sql') });
+  expect((await db.query(`select checksum from acta.migrations where name = 'functions/jobs_claim.sql'`)).rows).toEqual(before);
+  await expect(assertMigrated(db, older)).rejects.toThrow(SchemaNewerError);
+  await expect(assertMigrated(db)).resolves.toBeUndefined(); // the newer build still finds it as it left it
 });
 
 test('a worker refuses to start on an unmigrated database, telling to run `npx acta migrate`', async () => {
