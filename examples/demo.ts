@@ -39,6 +39,16 @@ export interface DemoSummary {
   interrupted: boolean;
 }
 
+/**
+ * What the printed `acta sql` command needs in front to open the database the demo used: its
+ * data folder when that was not the default one (connect's order: the dataDir given, then
+ * DATABASE_URL, then ACTA_DATA_DIR), e.g. after `ACTA_DATA_DIR=/tmp/x npm start` (new-user trial).
+ */
+export function sqlCommandPrefix(dataDir: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  const dir = dataDir ?? (env.DATABASE_URL ? undefined : env.ACTA_DATA_DIR);
+  return dir ? `ACTA_DATA_DIR=${JSON.stringify(dir)} ` : '';
+}
+
 /** Runs the demo on `root`; `quiet` drops the progress bar (tests). */
 export async function runDemo(root: string, options: { quiet?: boolean; dataDir?: string } = {}): Promise<DemoSummary> {
   const started = Date.now();
@@ -128,7 +138,7 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
       [
         `done: ${summary.succeeded} files hashed, ${summary.failed} failed; this run worked ${ran} jobs in ${seconds.toFixed(2)} s (${Math.round(summary.jobsPerSecond)} jobs/s)`,
         `results are stored in ${target}, table acta.jobs, column result ({ sha256, bytes }); e.g.`,
-        `  ./bin/acta.js sql "select payload->>'path' as path, result->>'sha256' as sha256 from acta.jobs where definition = 'hash-file' limit 5"`,
+        `  ${sqlCommandPrefix(options.dataDir)}./bin/acta.js sql "select payload->>'path' as path, result->>'sha256' as sha256 from acta.jobs where definition = 'hash-file' limit 5"`,
       ].join('\n'),
     );
     return summary;

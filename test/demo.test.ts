@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { listFiles, runDemo } from '../examples/demo';
+import { listFiles, runDemo, sqlCommandPrefix } from '../examples/demo';
 import { createPgliteDb } from '../src';
 
 let root: string;
@@ -81,3 +81,11 @@ test('the demo hashes every file; a second run redoes nothing; a touched file is
     { id: expect.any(String), path: touched, status: 'succeeded', sha256: sha256(Buffer.from('hello again, acta\n')), bytes: 18 },
   ]);
 }, 60_000);
+
+test('the printed `acta sql` command opens the database the demo used', () => {
+  // New-user trial: after `ACTA_DATA_DIR=/tmp/x npm start`, the hint opened ./.acta/data instead.
+  expect(sqlCommandPrefix(undefined, {})).toBe('');
+  expect(sqlCommandPrefix(undefined, { ACTA_DATA_DIR: '/tmp/my data' })).toBe('ACTA_DATA_DIR="/tmp/my data" ');
+  expect(sqlCommandPrefix('/tmp/given', { ACTA_DATA_DIR: '/tmp/other' })).toBe('ACTA_DATA_DIR="/tmp/given" ');
+  expect(sqlCommandPrefix(undefined, { DATABASE_URL: 'postgres://x/y', ACTA_DATA_DIR: '/tmp/other' })).toBe(''); // the server: DATABASE_URL wins
+});
