@@ -89,6 +89,11 @@ create or replace function acta.claim_jobs(
   next_due_in_ms  double precision
 )
 language plpgsql
+-- STRICT: a call with any null argument claims nothing and returns no row, at no cost per call. A
+-- null limit would otherwise be no LIMIT at all (every due row claimed), and a null lease a row
+-- Executing with no lease, which recovery never takes back if its worker dies (adversarial trial:
+-- SQL callers; the worker always passes every argument).
+strict
 -- One plan per session, from the statement's shape (the same one the custom plans chose, tested in
 -- test/db/plans.test.ts): planning anew for each call cost an idle worker's claim 0.11 ms of its
 -- ~0.95 (issue 5, latency).

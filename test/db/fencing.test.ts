@@ -211,6 +211,25 @@ test('one complete_executions call applies a batch of mixed shapes and fences ea
   ]);
 });
 
+test('a claim with a null argument claims nothing and answers no row; a negative limit is refused', async () => {
+  // Adversarial trial (SQL callers): a null limit was no LIMIT at all, every due row claimed; a null
+  // lease left rows Executing with no lease, which recovery never takes back.
+  await createClient({ db }).enqueueMany([1, 2, 3].map((n) => ({ definition: 'fenced', payload: { n } })));
+  const call = (args: unknown[]) => db.query(`select * from acta.claim_jobs($1, $2, $3, $4, $5)`, args);
+  for (const args of [
+    ['default', worker, ['fenced'], null, LEASE_MS],
+    ['default', worker, ['fenced'], 8, null],
+    ['default', null, ['fenced'], 8, LEASE_MS],
+    [null, worker, ['fenced'], 8, LEASE_MS],
+    ['default', worker, null, 8, LEASE_MS],
+  ]) {
+    expect((await call(args)).rows).toEqual([]);
+  }
+  await expect(call(['default', worker, ['fenced'], -1, LEASE_MS])).rejects.toMatchObject({ code: '2201W' }); // LIMIT must not be negative
+  const { rows } = await db.query<{ status: string; n: number }>(`select status, count(*)::int as n from acta.jobs group by status`);
+  expect(rows).toEqual([{ status: 'ready', n: 3 }]);
+});
+
 test('the claim returns its rows in claim order: priority, then due time, then id', async () => {
   const client = createClient({ db });
   // Enough rows, with statistics, for the planner to consider a hash join in the claim's UPDATE.
