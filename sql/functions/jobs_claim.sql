@@ -36,7 +36,7 @@
 -- others stay Ready and are free again at commit. The idle claim's next due time is the first
 -- entry after now() of each definition in jobs_due_idx.
 -- Key: both indexes lead with hashtextextended(namespace || '/' || definition, 0), one bigint per
--- queue (migration 0006), so each query names its definition by that key (d.key) and checks
+-- queue (migration 0006), so each query names its definition by that key and checks
 -- namespace and definition on every row it reads: two queues whose texts hash alike (namespace
 -- "a" with definition "b/c", namespace "a/b" with "c") share a range and nothing else (core.test).
 -- Counted against the text-led indexes of 0003/0005: 630,810 against 672,643 instructions per
@@ -117,11 +117,11 @@ begin
   select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),
          coalesce(min(a.priority), 0), coalesce(max(a.priority), 0)
     into v_ids, v_min_priority, v_max_priority
-  from (select u.name, hashtextextended(p_namespace || '/' || u.name, 0) as key from unnest(p_definitions) as u(name)) d
+  from unnest(p_definitions) as d(name)
   cross join lateral (
     select j.id, j.priority, j.run_at
     from acta.jobs j
-    where hashtextextended(j.namespace || '/' || j.definition, 0) = d.key
+    where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
       and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
     order by j.run_at, j.id
     limit p_limit
@@ -137,11 +137,11 @@ begin
     -- claim, bench/server-instructions.sh.)
     if v_min_priority = v_max_priority and not exists (
       select 1
-      from (select u.name, hashtextextended(p_namespace || '/' || u.name, 0) as key from unnest(p_definitions) as u(name)) d
+      from unnest(p_definitions) as d(name)
       cross join lateral (
         select 1
         from acta.jobs j
-        where hashtextextended(j.namespace || '/' || j.definition, 0) = d.key
+        where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
           and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
           and j.priority > v_max_priority and j.run_at <= now()
         -- Along jobs_claim_idx, the range above v_max_priority (usually empty). Without the order,
@@ -156,11 +156,11 @@ begin
       v_locked_ids := v_ids;
       v_ids := array(
         select b.id
-        from (select u.name, hashtextextended(p_namespace || '/' || u.name, 0) as key from unnest(p_definitions) as u(name)) d
+        from unnest(p_definitions) as d(name)
         cross join lateral (
           select j.id, j.priority, j.run_at
           from acta.jobs j
-          where hashtextextended(j.namespace || '/' || j.definition, 0) = d.key
+          where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
             and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
           order by j.priority desc, j.run_at, j.id
           limit p_limit
@@ -215,11 +215,11 @@ begin
     select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
            null::integer, null::integer, null::integer,
            (extract(epoch from (min(n.run_at) - now())) * 1000)::double precision
-    from (select u.name, hashtextextended(p_namespace || '/' || u.name, 0) as key from unnest(p_definitions) as u(name)) d
+    from unnest(p_definitions) as d(name)
     cross join lateral (
       select j.run_at
       from acta.jobs j
-      where hashtextextended(j.namespace || '/' || j.definition, 0) = d.key
+      where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
         and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at > now()
       order by j.run_at
       limit 1
