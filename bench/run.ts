@@ -6,6 +6,8 @@
  *                    [--variants fresh,analyzed] [--memory-jobs 1000000] [--memory-seconds 45] [--out bench/results]
  *   node dist/bench/run.js --report bench/results/<timestamp>.json   (rewrites that run's .md and .svg, and latest.*)
  *                    [--cpu-prof <dir>]   (acta worker processes write .cpuprofile files there)
+ *   ACTA_BENCH_NODE_FLAGS="--no-opt" npm run bench -- ...   (extra node flags for the acta worker processes,
+ *                    e.g. to see what V8's optimizing compiler costs a fresh process: bench/README)
  *
  * Every system runs under this same Node (the bench script starts it with the Node 22 binary of
  * the `node-22` devDependency) in worker processes of its own; each measurement gets a fresh
@@ -101,7 +103,7 @@ function parseArgs(argv: string[]): Args {
       backpressureJobs: num('backpressure-jobs', quick ? 20_000 : 100_000), // quick: enough that 128 executors are still busy when the stall begins
       pollMs: 10,
       drainTimeoutMs: num('drain-timeout', quick ? 60_000 : Math.max(120_000, jobs * 5)),
-      actaNodeArgs: cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProf)}`] : [],
+      actaNodeArgs: [...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProf)}`] : []), ...(process.env.ACTA_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)],
     },
   };
 }

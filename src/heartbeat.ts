@@ -40,8 +40,9 @@ export class HeartbeatLostError extends Error {
  * The heartbeat (shared/DESIGN.md, "Heartbeat" and "The lease clock"; issue 4).
  *
  * ```
- * beats:   B--------B--------B-x-x--x---x---x--!   at once, then every H ONE call; a failing call
- *                                                   repeats (H/4 → H, ±25 %); meanwhile no claims
+ * beats:   R--------B--------B-x-x--x---x---x--!   every H ONE call (R: the worker's registration,
+ *                                                   its first beat); a failing call repeats
+ *                                                   (H/4 → H, ±25 %); meanwhile no claims
  * renewed: deadline := start of the confirming try + 2.5 H
  * locked:  deadline kept (another transaction holds the row: e.g. our own completion write)
  * lost:    Claimed / Executing entry aborted (cause 'lost'); a Finalizing one is left to its write
@@ -142,8 +143,9 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
     );
   };
 
+  // Every H from the start: the worker's registration was its first beat (workers_register.sql).
   // After a fatal error nothing more is started: the Observable completes.
-  const beats$ = timer(0, H, scheduler).pipe(takeWhile(() => !fatal), exhaustMap(() => beatOnce()));
+  const beats$ = timer(H, H, scheduler).pipe(takeWhile(() => !fatal), exhaustMap(() => beatOnce()));
 
   let lastCheckAt = scheduler.now();
   const checks$ = interval(Math.max(10, H / 4), scheduler).pipe(

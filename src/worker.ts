@@ -260,20 +260,24 @@ export function createWorker(options: WorkerOptions): Worker {
   /** Schema check and registration; a transient error is repeated with back-off for up to one lease. */
   /** The registration call in flight: stop() during start() waits for it before marking the worker stopped. */
   let registering: Promise<void> = Promise.resolve();
+  /** The registration took the namespace's recovery pass: run() starts it. */
+  let recoveryDueAtStart = false;
   const register = () =>
     firstValueFrom(
       defer(() => {
         registering = (async () => {
           await assertMigrated(db);
           if (state !== 'starting') return; // stop() came meanwhile: do not register at all
-          await registerWorker(db, {
+          const registration = await registerWorker(db, {
             workerId: id,
             namespace,
             hostname: os.hostname(),
             pid: process.pid,
             definitions: names,
             maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
+            leaseMs: clock.leaseMs,
           });
+          recoveryDueAtStart = registration.recoveryDue;
         })();
         return registering;
       }).pipe(
@@ -336,8 +340,10 @@ export function createWorker(options: WorkerOptions): Worker {
       settleOnTeardown.push(resolve);
       subscriptions.push(finalizer.written$.subscribe({ error: fatal, complete: resolve }));
     });
-    // The heartbeat beats at once (taking a recovery pass that is due: a catch-up for a fleet that
-    // was down), then every H.
+    // The registration was the first beat (it took the recovery pass if one was due: a catch-up
+    // for a fleet that was down; started below, after the first claim has its connection); the
+    // heartbeat beats every H from it. A beat at once, beside the first claim, cost every starting
+    // worker one more server connection (issue 5).
     subscriptions.push(
       heartbeat({
         registry,
@@ -360,6 +366,7 @@ export function createWorker(options: WorkerOptions): Worker {
       settleOnTeardown.push(resolve);
       subscriptions.push(executors$.subscribe({ error: fatal, complete: resolve }));
     });
+    if (recoveryDueAtStart) runRecovery();
   };
   let registeredAt = scheduler.now();
 

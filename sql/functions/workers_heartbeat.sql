@@ -11,10 +11,9 @@
 --              it): nothing changed, the caller keeps the deadline and asks again next beat;
 --   lost    -> the row has moved past this attempt (recovered, completed, fenced): the caller
 --              cancels a Claimed or Executing entry and leaves a Finalizing one to its write.
--- plus, when this call found the namespace's recovery pass due, one row (null, null,
--- 'recovery_due'): the pass's clock was moved one lease on in this same statement, so exactly
--- one worker takes each pass (DESIGN.md: recovery interval = lease; with mixed leases in one
--- namespace, the shortest: see below).
+-- plus, when this call took the namespace's recovery pass (acta.take_recovery_pass: exactly one
+-- worker takes each pass; with mixed leases in one namespace, every shortest lease), one row
+-- (null, null, 'recovery_due').
 -- Fence: a pair is renewed only while its row is Executing with the same execution number AND
 -- is leased to p_worker. A row whose lease already ran out but that no recovery pass has taken
 -- yet is still this worker's and is renewed. Lease times come from now(): the database clock.
@@ -121,18 +120,9 @@ begin
          end
   from unnest(p_ids, p_executions) as i(id, execution);
 
-  -- A worker with a shorter lease than the one that set the next pass pulls it in: in a namespace
-  -- whose workers run different heartbeat intervals, the pass runs every shortest lease, so a row
-  -- leased for 2 s is not left for the 180 s a default worker set (each row is still judged by
-  -- its own lease_expires_at). Updates only when it moves the time earlier.
-  update acta.namespaces n
-  set recovery_due_at = now() + p_lease_ms * interval '1 millisecond'
-  where n.name = p_namespace and n.recovery_due_at > now() + p_lease_ms * interval '1 millisecond';
-
-  return query
-  update acta.namespaces n
-  set recovery_due_at = now() + p_lease_ms * interval '1 millisecond'
-  where n.name = p_namespace and n.recovery_due_at <= now()
-  returning null::bigint, null::integer, 'recovery_due'::text;
+  -- The namespace's recovery pass, when it is due (and a shorter lease pulls the next one in).
+  if acta.take_recovery_pass(p_namespace, p_lease_ms) then
+    return query select null::bigint, null::integer, 'recovery_due'::text;
+  end if;
 end
 $$;

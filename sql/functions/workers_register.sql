@@ -1,22 +1,29 @@
 -- acta.register_worker: put a new worker incarnation in the membership list (creating its
 -- namespace on first use). Each process start registers a fresh id, so a restarted process
--- never renews its previous incarnation's rows. Returns the database clock's now().
+-- never renews its previous incarnation's rows.
+-- The registration is the worker's first beat (shared/DESIGN.md, "The lease clock"): it takes the
+-- namespace's recovery pass when it is due (acta.take_recovery_pass, p_lease_ms being the worker's
+-- lease) and returns whether it did; the worker's heartbeat then beats every H from it. (A beat at
+-- once beside the first claim cost each starting worker one more server connection: issue 5.)
 -- Repeatable: the worker repeats the call when its answer is lost (a connection dropped after the
--- commit), and the id is this incarnation's own, so a row already there is that earlier call's.
+-- commit), and the id is this incarnation's own, so a row already there is that earlier call's (a
+-- pass the lost call took is run by nobody: the next one is a lease later, as after a lost beat).
 -- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); the worker
 -- row keeps both, and each definition is upserted into acta.definitions, so recovery applies the
 -- policy of the newest worker running it (migration 0004; acta.refresh_definitions when a worker
 -- stops or dies). Upserted in name order: two workers starting at once lock the rows in the same
 -- order.
 drop function if exists acta.register_worker(uuid, text, text, integer, text[]);
+drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[]);
 create or replace function acta.register_worker(
   p_worker       uuid,
   p_namespace    text,
   p_hostname     text,
   p_pid          integer,
   p_definitions  text[],
-  p_max_attempts integer[]
-) returns timestamptz
+  p_max_attempts integer[],
+  p_lease_ms     integer
+) returns boolean
 language plpgsql as $$
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
@@ -29,6 +36,6 @@ begin
   order by d.name
   on conflict (namespace, name) do update
     set max_attempts = excluded.max_attempts, registered_at = now();
-  return now();
+  return acta.take_recovery_pass(p_namespace, p_lease_ms);
 end
 $$;

@@ -19,7 +19,8 @@ export const SIGNATURES = {
     'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
   heartbeat: 'p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer',
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
-  register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[]',
+  register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_lease_ms integer',
+  take_recovery_pass: 'p_namespace text, p_lease_ms integer',
   stop_worker: 'p_worker uuid',
   refresh_definitions: 'p_namespace text, p_names text[]',
   record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
@@ -212,20 +213,24 @@ export async function recoverJobs(q: Queryable, args: { namespace: string; deadA
 
 /**
  * acta.register_worker: the worker and its definitions' policies (`maxAttempts[i]` belongs to
- * `definitions[i]`; null or absent: the default), which recovery applies (migration 0004).
+ * `definitions[i]`; null or absent: the default), which recovery applies (migration 0004). The
+ * registration is the worker's first beat: `recoveryDue` is true when it took the namespace's
+ * recovery pass (due, by the worker's lease `leaseMs`), which the caller then runs.
  */
 export async function registerWorker(
   q: Queryable,
-  args: { workerId: string; namespace: string; hostname: string; pid: number; definitions: string[]; maxAttempts?: (number | null)[] },
-): Promise<void> {
-  await q.query('select acta.register_worker($1, $2, $3, $4, $5, $6)', [
+  args: { workerId: string; namespace: string; hostname: string; pid: number; definitions: string[]; maxAttempts?: (number | null)[]; leaseMs: number },
+): Promise<{ recoveryDue: boolean }> {
+  const { rows } = await q.query<{ recovery_due: boolean | null }>('select acta.register_worker($1, $2, $3, $4, $5, $6, $7) as recovery_due', [
     args.workerId,
     args.namespace,
     args.hostname,
     args.pid,
     args.definitions,
     args.maxAttempts ?? args.definitions.map(() => null),
+    args.leaseMs,
   ]);
+  return { recoveryDue: rows[0]?.recovery_due === true };
 }
 
 /** acta.stop_worker. */

@@ -31,7 +31,8 @@ test('the wall clock jumping 10 minutes ahead while handlers run fails no attemp
   const worker = createWorker({ db, definitions: [job], logger: silentLogger, heartbeatIntervalMs: 500 });
   await worker.start();
   try {
-    await waitFor(async () => (await db.query<{ status: string }>('select status from acta.jobs where id = $1', [id])).rows[0].status !== 'executing', 'the job to end');
+    // Until the job ended ('ready' is also where it starts: a poll before the claim must not end the wait).
+    await waitFor(async () => ['succeeded', 'failed'].includes((await db.query<{ status: string }>('select status from acta.jobs where id = $1', [id])).rows[0].status), 'the job to end');
   } finally {
     Date.now = realNow;
     await worker.stop();

@@ -54,13 +54,16 @@ const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = ne
   return { registry, health, fatal, calls };
 };
 
-test('one call per beat carries every held pair, Claimed ones too; a renewal re-arms the deadline from the beat start', async () => {
+test('the first beat comes H after the start; one call per beat carries every held pair, Claimed ones too; a renewal re-arms the deadline from the beat start', async () => {
   const registry = new Registry();
   const [a, b] = registry.addClaimed([row('1'), row('2')], Date.now() + clock.attemptDeadlineMs);
   a.state = 'executing';
   a.taken = true;
   const t = run(async (held) => answer(held, 'renewed'), registry);
-  await jest.advanceTimersByTimeAsync(0);
+  // The registration was the first beat (workers_register.sql): the next comes H after it.
+  await jest.advanceTimersByTimeAsync(H - 1);
+  expect(t.calls).toEqual([]);
+  await jest.advanceTimersByTimeAsync(1);
   expect(t.calls).toEqual([[{ id: '1', execution: 1, started: true }, { id: '2', execution: 1, started: false }]]);
   await jest.advanceTimersByTimeAsync(10 * H);
   expect(t.calls).toHaveLength(11);
@@ -91,7 +94,7 @@ test('a lost row cancels a Claimed or Executing attempt, leaves a Finalizing one
   finalizing.state = 'finalizing';
   finalizing.taken = true;
   run(async (held) => answer(held, 'lost'), registry);
-  await jest.advanceTimersByTimeAsync(0);
+  await jest.advanceTimersByTimeAsync(H); // the first beat
   expect(executing.abortCause).toBe('lost');
   expect(finalizing.controller.signal.aborted).toBe(false);
   expect(untaken.abortCause).toBe('lost');
@@ -104,7 +107,7 @@ test('failing beats: claims stop at the first failure, resume on success; a whol
     if (failing) throw transient();
     return answer(held, 'renewed');
   });
-  await jest.advanceTimersByTimeAsync(0);
+  await jest.advanceTimersByTimeAsync(H); // the first beat
   failing = true;
   await jest.advanceTimersByTimeAsync(H);
   expect(t.health).toEqual([false]);
@@ -127,7 +130,7 @@ test('failing beats: claims stop at the first failure, resume on success; a whol
 test('a beat that hangs counts as failing: no claims after H, and the worker stops after a lease', async () => {
   let hang = false;
   const t = run((held) => (hang ? new Promise<HeartbeatResult>(() => undefined) : Promise.resolve(answer(held, 'renewed'))));
-  await jest.advanceTimersByTimeAsync(0);
+  await jest.advanceTimersByTimeAsync(H); // the first beat
   hang = true;
   await jest.advanceTimersByTimeAsync(2 * H + H / 4);
   expect(t.health).toEqual([false]);
@@ -169,7 +172,7 @@ test('a non-transient error stops the worker at once; a missing schema says so',
   const t = run(async () => {
     throw Object.assign(new Error('function acta.heartbeat(...) does not exist'), { code: '42883' });
   });
-  await jest.advanceTimersByTimeAsync(0);
+  await jest.advanceTimersByTimeAsync(H); // the first beat
   expect(t.fatal).toHaveLength(1);
   expect(t.fatal[0]).toBeInstanceOf(SchemaNotMigratedError);
   expect(t.calls).toHaveLength(1);

@@ -86,7 +86,7 @@ test("recovery applies the definition's maxAttempts, as its workers registered i
   // Before migration 0004 a job enqueued by name got 25, and recovery charged it up to 25 lost
   // attempts whatever its definition allowed.
   const worker = randomUUID();
-  await registerWorker(db, { workerId: worker, namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'], maxAttempts: [1] });
+  await registerWorker(db, { workerId: worker, namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'], maxAttempts: [1], leaseMs: LEASE_MS });
   const client = createClient({ db });
   const { id: byDefinition } = await client.enqueue('job', { n: 1 });
   const { id: own } = await client.enqueue('job', { n: 2 }, { maxAttempts: 2 });
@@ -101,7 +101,7 @@ test("recovery applies the definition's maxAttempts, as its workers registered i
   expect(await job(byDefinition)).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'WorkerLost' } });
 
   // The last registration stands (a rolling deploy): a worker declaring 3 attempts.
-  await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 2, definitions: ['job'], maxAttempts: [3] });
+  await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 2, definitions: ['job'], maxAttempts: [3], leaseMs: LEASE_MS });
   const { id: later } = await client.enqueue('job', { n: 3 });
   await db.query(`update acta.jobs set status = 'succeeded' where id = $1`, [own]);
   const row = await claimOne(worker);
@@ -115,7 +115,7 @@ test("a stopped or dead worker's maxAttempts gives way to the newest live worker
   const declared = async () =>
     (await db.query<{ max_attempts: number | null }>(`select max_attempts from acta.definitions where namespace = 'default' and name = 'job'`)).rows[0].max_attempts;
   const register = (workerId: string, pid: number, maxAttempts: number) =>
-    registerWorker(db, { workerId, namespace: 'default', hostname: 'test', pid, definitions: ['job', `other-${pid}`], maxAttempts: [maxAttempts, 9] });
+    registerWorker(db, { workerId, namespace: 'default', hostname: 'test', pid, definitions: ['job', `other-${pid}`], maxAttempts: [maxAttempts, 9], leaseMs: LEASE_MS });
   const a1 = randomUUID();
   const a2 = randomUUID();
   await register(a1, 1, 5);
@@ -186,10 +186,15 @@ test('the heartbeat waits briefly for a row another transaction holds (a step re
   }
 });
 
-test('of many heartbeats that find the pass due, exactly one takes it, and it is due again one lease on', async () => {
+test('of many heartbeats and registrations that find the pass due, exactly one takes it, and it is due again one lease on', async () => {
   await db.query(`update acta.namespaces set recovery_due_at = now() - interval '1 second' where name = 'default'`);
+  // A registration is a starting worker's first beat (workers_register.sql): it competes for the pass too.
   const beats = await Promise.all(
-    Array.from({ length: 8 }, () => heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })),
+    Array.from({ length: 8 }, (_, i) =>
+      i % 2 === 0
+        ? heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })
+        : registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: i, definitions: ['job'], leaseMs: LEASE_MS }),
+    ),
   );
   expect(beats.filter((b) => b.recoveryDue)).toHaveLength(1);
   const { rows } = await db.query<{ in_ms: number }>(
@@ -198,6 +203,14 @@ test('of many heartbeats that find the pass due, exactly one takes it, and it is
   expect(Number(rows[0].in_ms)).toBeGreaterThan(LEASE_MS - 5_000);
   expect(Number(rows[0].in_ms)).toBeLessThanOrEqual(LEASE_MS);
   expect((await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })).recoveryDue).toBe(false);
+  expect((await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 9, definitions: ['job'], leaseMs: LEASE_MS })).recoveryDue).toBe(false);
+});
+
+test('the registration of a worker in a new namespace takes its first recovery pass', async () => {
+  const namespace = `fresh-${randomUUID()}`;
+  const first = await registerWorker(db, { workerId: randomUUID(), namespace, hostname: 'test', pid: 1, definitions: ['job'], leaseMs: LEASE_MS });
+  const second = await registerWorker(db, { workerId: randomUUID(), namespace, hostname: 'test', pid: 2, definitions: ['job'], leaseMs: LEASE_MS });
+  expect([first.recoveryDue, second.recoveryDue]).toEqual([true, false]);
 });
 
 test('a worker with a shorter lease pulls the next pass in (mixed heartbeat intervals); a longer one never pushes it out', async () => {
@@ -217,7 +230,7 @@ test('a worker silent for longer than 7 H is marked dead by the pass; its next h
   const silent = randomUUID();
   const live = randomUUID();
   for (const workerId of [silent, live]) {
-    await registerWorker(db, { workerId, namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'] });
+    await registerWorker(db, { workerId, namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'], leaseMs: LEASE_MS });
   }
   await db.query(`update acta.workers set last_heartbeat_at = now() - interval '106 seconds' where id = $1`, [silent]);
   await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS });
