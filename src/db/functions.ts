@@ -44,9 +44,13 @@ function unlessAllNull<T>(values: (T | null)[]): (T | null)[] | null {
   return values.every((v) => v === null) ? null : values;
 }
 
-/** acta.enqueue_jobs: one result per input element, in order (id null: see the key race in client.ts). */
+/**
+ * acta.enqueue_jobs: one result per input element, in order (id null: see the key race in
+ * client.ts). On a Db, a named statement: a single-job enqueue took 1.74 against 1.88 ms (p50 of
+ * 200 interleaved calls 15 ms apart, durable commit included; issue 5's latency path).
+ */
 export async function enqueueJobs(q: Queryable, namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]> {
-  const result = await q.query<{ ids: string; created: string }>('select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7)', [
+  const result = await run<{ ids: string; created: string }>(q, 'acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7)', [
     namespace,
     rows.definitions,
     `[${rows.payloads.join(',')}]`,

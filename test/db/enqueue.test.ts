@@ -7,6 +7,7 @@ import { ConfigError, createClient, createWorker, defineJob, InvalidJsonError, t
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
+import { aroundStatements } from '../helpers/around';
 
 const { db, tdb } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
@@ -16,7 +17,7 @@ function counting(inner: Db): { db: Db; statements: string[] } {
   const statements: string[] = [];
   return {
     statements,
-    db: { ...inner, query: (text, params) => (statements.push(text), inner.query(text, params)) } as Db,
+    db: aroundStatements(inner, (text, _params, run) => (statements.push(text), run())),
   };
 }
 
@@ -243,7 +244,7 @@ test('bad options are refused with ConfigError before anything is written, for t
 test('a payload the database refuses as too large for jsonb (54000) is an InvalidJsonError for one job; a batch keeps the database error', async () => {
   // PostgreSQL's own error for a 300 MB string (new-user trial); producing it for real takes > 1 GB here.
   const tooLong = Object.assign(new DatabaseError('string too long to represent as jsonb string', 0, 'error'), { code: '54000' });
-  const refusing = { ...db, query: () => Promise.reject(tooLong) } as Db;
+  const refusing = aroundStatements(db, () => Promise.reject(tooLong));
   const one = createClient({ db: refusing }).enqueue('job', { big: '…' });
   await expect(one).rejects.toThrow(InvalidJsonError);
   await expect(one).rejects.toMatchObject({ code: 'ACTA_INVALID_JSON', path: '$', cause: tooLong });

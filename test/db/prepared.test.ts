@@ -1,5 +1,5 @@
-// Db.prepared on a real server (src/db/pgDb.ts): the worker's claim and completion calls run as
-// named statements, parsed once per connection, and a connection whose statement became unusable
+// Db.prepared on a real server (src/db/pgDb.ts): the worker's claim and completion calls, and the
+// client's enqueue on a Db, run as named statements, parsed once per connection, and a connection whose statement became unusable
 // (a rolling upgrade changed a function's result type; a pooler lost the statement) costs one
 // repeated call, never a failed one.
 import { randomUUID } from 'node:crypto';
@@ -15,7 +15,7 @@ async function preparedNames(db: { query: (t: string) => Promise<{ rows: unknown
   return (rows as { name: string }[]).map((r) => r.name);
 }
 
-test('the claim and the completion batch run as named statements on a server', async () => {
+test('the enqueue, the claim and the completion batch run as named statements on a server', async () => {
   const db = tdb.open({ max: 1 });
   const [job] = await createClient({ db }).enqueueMany([{ definition: 'prepared', payload: {} }]);
   const worker = randomUUID();
@@ -25,7 +25,7 @@ test('the claim and the completion batch run as named statements on a server', a
     { id: job.id!, execution: claim.rows[0].execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0 },
   ]);
   expect(acks.map((a) => a.status)).toEqual(['succeeded']);
-  expect(await preparedNames(db)).toEqual(['acta_claim_jobs', 'acta_complete_executions']);
+  expect(await preparedNames(db)).toEqual(['acta_claim_jobs', 'acta_complete_executions', 'acta_enqueue_jobs']);
 });
 
 test('a function replaced with another result type after its statement was prepared: the call is repeated on a new connection and answers', async () => {
