@@ -2,13 +2,16 @@
  * The lease protocol in SQL (acta.heartbeat, acta.recover_jobs; issue 4), one call at a time so
  * every state is exact: the bound on uncharged returns, "worker lost" when attempts are used up,
  * the lease-holder fence of the heartbeat, one recovery pass per lease, and dead workers.
- * Expiry is simulated by moving lease_expires_at into the past: the database clock decides.
+ * Expiry is simulated by moving lease_expires_at into the past: the database clock decides. One
+ * worker-level test: a starting worker runs the pass its registration took.
  */
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import { createClient } from '../../src';
+import { createClient, createWorker, defineJob } from '../../src';
 import { claimJobs, heartbeat, recordStep, recoverJobs, registerWorker, stopWorker } from '../../src/db/functions';
 import { useTestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
 
 const { db, tdb } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers, acta.definitions'));
@@ -204,6 +207,25 @@ test('of many heartbeats and registrations that find the pass due, exactly one t
   expect(Number(rows[0].in_ms)).toBeLessThanOrEqual(LEASE_MS);
   expect((await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })).recoveryDue).toBe(false);
   expect((await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 9, definitions: ['job'], leaseMs: LEASE_MS })).recoveryDue).toBe(false);
+});
+
+test('a starting worker whose registration took the pass runs it at once: a dead fleet\'s expired rows come back without waiting for a beat', async () => {
+  // A fleet that was down: its row's lease ran out, and the namespace's pass is due.
+  const { id } = await createClient({ db }).enqueue('job', { n: 1 });
+  await claimOne(randomUUID());
+  await expire(id);
+  await db.query(`update acta.namespaces set recovery_due_at = now() - interval '1 second' where name = 'default'`);
+  const runs: number[] = [];
+  const definition = defineJob({ name: 'job', handler: (_p, ctx) => void runs.push(ctx.execution) });
+  // H = 45 s: no heartbeat comes within this test, and the registration moved the pass a lease on.
+  const worker = createWorker({ db, definitions: [definition], logger: silentLogger });
+  await worker.start();
+  try {
+    await waitFor(async () => (await job(id)).status === 'succeeded', 'the recovered job to succeed', 10_000);
+  } finally {
+    await worker.stop();
+  }
+  expect(runs).toEqual([2]);
 });
 
 test('the registration of a worker in a new namespace takes its first recovery pass', async () => {
