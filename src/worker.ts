@@ -20,7 +20,7 @@ import type { Registry as PromRegistry } from 'prom-client';
 import { claimer } from './claimer';
 import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, leaseClock, MAX_EXECUTORS, MAX_TIMER_MS, nameOption, PIPELINE } from './config';
 import type { Db } from './db/Db';
-import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, stopWorker } from './db/functions';
+import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, releaseRecoveryPass, stopWorker } from './db/functions';
 import { assertMigrated } from './db/migrator';
 import { isTransientDbError } from './db/transient';
 import { checkDefinition, type Definition } from './definition';
@@ -386,9 +386,13 @@ export function createWorker(options: WorkerOptions): Worker {
       starting = (async () => {
         registeredAt = scheduler.now();
         try {
-          await register();
+          // The metrics server first: a start that fails on it (a port in use) has not registered,
+          // so it leaves no live worker row and takes no recovery pass it would never run.
           if (options.metricsPort !== undefined) metricsServer = await serveMetrics(metrics.registry, options.metricsPort);
+          await register();
         } catch (err) {
+          metricsServer?.close();
+          metricsServer = undefined;
           state = 'stopped';
           resolveDone();
           throw err;
@@ -420,6 +424,8 @@ export function createWorker(options: WorkerOptions): Worker {
             // A registration cancelled in flight may still commit: after this stop, it would
             // leave the worker's row 'alive' (bounded: the database may be what start() waited for).
             await raceTimeout(registering.catch(() => undefined), shutdownTimeoutMs, scheduler);
+            // A recovery pass the registration took is not run by this worker: due again at once.
+            if (recoveryDueAtStart) await releaseRecoveryPass(db, namespace).catch(() => undefined);
             await stopWorker(db, id).catch(() => undefined);
             state = 'stopped';
             resolveDone();

@@ -8,6 +8,7 @@
 -- Repeatable: the worker repeats the call when its answer is lost (a connection dropped after the
 -- commit), and the id is this incarnation's own, so a row already there is that earlier call's (a
 -- pass the lost call took is run by nobody: the next one is a lease later, as after a lost beat).
+-- A worker stopped before its pipeline started gives a pass it took back (acta.release_recovery_pass).
 -- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); the worker
 -- row keeps both, and each definition is upserted into acta.definitions, so recovery applies the
 -- policy of the newest worker running it (migration 0004; acta.refresh_definitions when a worker

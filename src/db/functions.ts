@@ -21,6 +21,7 @@ export const SIGNATURES = {
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_lease_ms integer',
   take_recovery_pass: 'p_namespace text, p_lease_ms integer',
+  release_recovery_pass: 'p_namespace text',
   stop_worker: 'p_worker uuid',
   refresh_definitions: 'p_namespace text, p_names text[]',
   record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
@@ -235,6 +236,11 @@ export async function registerWorker(
     args.leaseMs,
   ]);
   return { recoveryDue: rows[0]?.recovery_due === true };
+}
+
+/** acta.release_recovery_pass: the pass a registration took is due again at once (its worker stopped before running it). */
+export async function releaseRecoveryPass(q: Queryable, namespace: string): Promise<void> {
+  await q.query('select acta.release_recovery_pass($1)', [namespace]);
 }
 
 /** acta.stop_worker. */

@@ -6,9 +6,11 @@
  * worker-level test: a starting worker runs the pass its registration took.
  */
 import { randomUUID } from 'node:crypto';
+import * as net from 'node:net';
 import { Client } from 'pg';
 import { createClient, createWorker, defineJob } from '../../src';
 import { claimJobs, heartbeat, recordStep, recoverJobs, registerWorker, stopWorker } from '../../src/db/functions';
+import { aroundStatements } from '../helpers/around';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -226,6 +228,46 @@ test('a starting worker whose registration took the pass runs it at once: a dead
     await worker.stop();
   }
   expect(runs).toEqual([2]);
+});
+
+test('a start that ends before the pipeline runs takes no recovery pass for good: a busy metrics port, a stop during registration', async () => {
+  // Adversarial trial: both left the due pass taken and never run, so a dead fleet's expired rows
+  // waited a whole lease more.
+  const dueNow = async () =>
+    (await db.query<{ due: boolean }>(`select recovery_due_at <= now() as due from acta.namespaces where name = 'default'`)).rows[0].due;
+  // The namespace's row (a registration makes it).
+  await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'], leaseMs: LEASE_MS });
+  const definition = defineJob({ name: 'job', handler: () => undefined });
+  const makeDue = () => db.query(`update acta.namespaces set recovery_due_at = now() - interval '1 second' where name = 'default'`);
+
+  // A metrics port in use: start() fails before it registers.
+  await makeDue();
+  const busy = net.createServer();
+  await new Promise<void>((resolve) => busy.listen(0, '0.0.0.0', resolve));
+  try {
+    const port = (busy.address() as net.AddressInfo).port;
+    const failing = createWorker({ db, definitions: [definition], logger: silentLogger, metricsPort: port });
+    await expect(failing.start()).rejects.toThrow(/EADDRINUSE/);
+    expect(await dueNow()).toBe(true);
+    expect(await db.query(`select 1 from acta.workers where id = $1`, [failing.id]).then((r) => r.rows)).toEqual([]);
+  } finally {
+    busy.close();
+  }
+
+  // stop() while the registration's answer is on its way: the pass it took is due again.
+  await makeDue();
+  const slow = aroundStatements(db, async (text, _params, run) => {
+    const answer = await run();
+    if (text.includes('register_worker')) await new Promise((r) => setTimeout(r, 300));
+    return answer;
+  });
+  const stopped = createWorker({ db: slow, definitions: [definition], logger: silentLogger });
+  const start = stopped.start().catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 100));
+  await stopped.stop();
+  await start;
+  expect((await db.query<{ status: string }>(`select status from acta.workers where id = $1`, [stopped.id])).rows).toEqual([{ status: 'stopped' }]);
+  expect(await dueNow()).toBe(true);
 });
 
 test('the registration of a worker in a new namespace takes its first recovery pass', async () => {
