@@ -14,6 +14,8 @@ function run<R>(q: Queryable, name: string, text: string, params: unknown[]): Pr
 export const SIGNATURES = {
   enqueue_jobs:
     'p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[]',
+  enqueue_jobs_wake_early:
+    'IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], INOUT ids text, INOUT created text',
   claim_jobs: 'p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer',
   complete_executions:
     'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
@@ -48,10 +50,14 @@ function unlessAllNull<T>(values: (T | null)[]): (T | null)[] | null {
 /**
  * acta.enqueue_jobs: one result per input element, in order (id null: see the key race in
  * client.ts). On a Db, a named statement: a single-job enqueue took 1.74 against 1.88 ms (p50 of
- * 200 interleaved calls 15 ms apart, durable commit included; issue 5's latency path).
+ * 200 interleaved calls 15 ms apart, durable commit included; issue 5's latency path). On a
+ * PostgreSQL server's Db (outside any transaction) it is acta.enqueue_jobs_wake_early: workers
+ * are woken before the commit's WAL flush, and the call still returns only after it
+ * (sql/functions/jobs_enqueue.sql). In a caller's transaction, and on PGlite (one in-process
+ * session: no flush to overlap), the function itself.
  */
 export async function enqueueJobs(q: Queryable, namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]> {
-  const result = await run<{ ids: string; created: string }>(q, 'acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7)', [
+  const params = [
     namespace,
     rows.definitions,
     `[${rows.payloads.join(',')}]`,
@@ -59,7 +65,11 @@ export async function enqueueJobs(q: Queryable, namespace: string, rows: Enqueue
     unlessAllNull(rows.runAts),
     unlessAllNull(rows.maxAttempts),
     unlessAllNull(rows.idempotencyKeys),
-  ]);
+  ];
+  const result =
+    (q as Partial<Db>).kind === 'postgres'
+      ? await run<{ ids: string; created: string }>(q, 'acta_enqueue_jobs_wake_early', 'call acta.enqueue_jobs_wake_early($1, $2, $3::jsonb, $4, $5, $6, $7, null, null)', params)
+      : await run<{ ids: string; created: string }>(q, 'acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7)', params);
   const { ids, created } = result.rows[0];
   return ids.split(',').map((id, i) => ({ id: id === '' ? null : id, created: created[i] === 't' }));
 }

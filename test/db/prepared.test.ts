@@ -25,7 +25,7 @@ test('the enqueue, the claim and the completion batch run as named statements on
     { id: job.id!, execution: claim.rows[0].execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0 },
   ]);
   expect(acks.map((a) => a.status)).toEqual(['succeeded']);
-  expect(await preparedNames(db)).toEqual(['acta_claim_jobs', 'acta_complete_executions', 'acta_enqueue_jobs']);
+  expect(await preparedNames(db)).toEqual(['acta_claim_jobs', 'acta_complete_executions', 'acta_enqueue_jobs_wake_early']);
 });
 
 test('a function replaced with another result type after its statement was prepared: the call is repeated on a new connection and answers', async () => {

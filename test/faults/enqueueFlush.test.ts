@@ -1,0 +1,78 @@
+/**
+ * The client's enqueue on a server wakes workers before its commit's WAL flush and returns only
+ * after it (sql/functions/jobs_enqueue.sql, acta.enqueue_jobs_wake_early; issue 5's latency).
+ * Made observable on a server of the test's own: a synchronous standby that never connects
+ * (`synchronous_standby_names`) holds every synchronous commit at its durability wait for as long
+ * as the test likes, which on the shared server would stall everyone.
+ */
+import { Client as PgClient } from 'pg';
+import { createClient, createWorker, defineJob } from '../../src';
+import { createPgDb } from '../../src/db/pgDb';
+import { sleep, useFaultServer } from './harness';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
+
+const server = useFaultServer();
+
+/** Sets synchronous_standby_names (null: resets it) and waits until a new session sees it. */
+async function standbys(names: string | null): Promise<void> {
+  await server.query(names === null ? 'alter system reset synchronous_standby_names' : `alter system set synchronous_standby_names = '${names}'`);
+  await server.query('select pg_reload_conf()');
+  await waitFor(
+    async () => (await server.query<{ synchronous_standby_names: string }>('show synchronous_standby_names'))[0].synchronous_standby_names === (names ?? ''),
+    'the configuration reload',
+  );
+}
+
+test("a job's handler starts while its enqueue waits for the commit's durability, and the enqueue returns only after it", async () => {
+  // The fault server runs with synchronous_commit = off; this database's sessions wait as a production server's do.
+  await server.query('alter database acta_fault set synchronous_commit = on');
+  const db = createPgDb({ connectionString: server.dbUrl });
+  const started: string[] = [];
+  const worker = createWorker({
+    db,
+    definitions: [defineJob({ name: 'early', handler: (_p: object, ctx: { jobId: string }) => void started.push(ctx.jobId) })],
+    logger: silentLogger,
+    safetyPollMs: 120_000, // only the NOTIFY can wake it in time
+  });
+  await worker.start(); // registers (a synchronous commit) before the standby is required
+  await waitFor(
+    async () => (await server.query(`select 1 from pg_stat_activity where datname = 'acta_fault' and query ilike 'listen%acta_jobs%'`)).length > 0,
+    "the worker's LISTEN",
+  );
+  const clientDb = createPgDb({ connectionString: server.dbUrl });
+  const watcher = new PgClient({ connectionString: server.dbUrl });
+  await watcher.connect();
+  try {
+    await standbys('acta_test_absent_standby');
+    let acknowledged = false;
+    const enqueued = createClient({ db: clientDb })
+      .enqueue('early', {})
+      .finally(() => (acknowledged = true));
+
+    // Woken and started before the enqueue is acknowledged (without the early wake, the job is
+    // invisible and unannounced until its commit has been confirmed, which here never happens).
+    await waitFor(() => started.length === 1, 'the handler to start while the enqueue waits', 10_000);
+    const { rows } = await watcher.query<{ id: string; status: string }>(`select id::text, status from acta.jobs where definition = 'early'`);
+    expect(rows).toEqual([{ id: started[0], status: expect.stringMatching(/^(executing|succeeded)$/) }]);
+    await sleep(300);
+    expect(acknowledged).toBe(false); // still waiting for its durability: not acknowledged
+    const waiting = await watcher.query<{ n: string }>(
+      `select count(*) as n from pg_stat_activity where datname = 'acta_fault' and wait_event = 'SyncRep' and query ilike 'call acta.enqueue_jobs_wake_early%'`,
+    );
+    expect(waiting.rows[0].n).toBe('1');
+
+    await standbys(null);
+    expect(await enqueued).toEqual({ id: started[0], created: true });
+    await waitFor(
+      async () => (await watcher.query(`select 1 from acta.jobs where id = $1 and status = 'succeeded'`, [started[0]])).rows.length === 1,
+      'the job to succeed',
+    );
+  } finally {
+    await standbys(null);
+    await watcher.end();
+    await worker.stop();
+    await clientDb.close();
+    await db.close();
+  }
+});
