@@ -110,6 +110,15 @@ begin
     into v_id_text, v_created_text
   from unnest(v_ids, v_created) with ordinality as r(id, created, ord)
   join unnest(p_idempotency_keys) with ordinality as k(key, ord) on k.ord = r.ord;
+
+  -- A key found taken names a job another enqueue may have committed before its WAL flush
+  -- (acta.enqueue_jobs_wake_early, below). This transaction then has one WAL record of its own, so
+  -- that its synchronous commit flushes through that job before the caller hears of it; without
+  -- it, a caller's transaction that wrote nothing else committed with no flush, and a server
+  -- crash lost the job it had been told exists (adversarial trial; test/faults/enqueueFlush.test.ts).
+  if position('f' in v_created_text) > 0 then
+    perform pg_logical_emit_message(true, 'acta', 'idempotency key taken');
+  end if;
   end if;
 
   -- Wake idle workers for a job due now or within a second: an idle claimer sleeps up to its
@@ -140,7 +149,10 @@ $$;
 -- What a server crash inside that window can do: lose a job whose handler had started (the call
 -- fails; README, "Durability of each write"). Anything a job's attempt commits durably (a step
 -- record, its completion) flushes the WAL through the enqueue first, and an idempotency key
--- found taken by a later enqueue is covered by that enqueue's own flush.
+-- found taken by a later enqueue is covered by that enqueue's own flush (in a caller's
+-- transaction, by the WAL record acta.enqueue_jobs then writes, so that the caller's commit
+-- flushes). Cost: two transaction ids per call instead of one (the second only commits the
+-- message), which autovacuum's freezing sees as twice the enqueue calls.
 -- Not inside a transaction block (transaction control: CALL fails with 2D000 there); a caller's
 -- transaction uses acta.enqueue_jobs. The message's decoding: a logical-decoding consumer that
 -- asks for messages sees one per call, prefix 'acta', content 'enqueue'.

@@ -24,6 +24,15 @@ async function standbys(names: string | null): Promise<void> {
   );
 }
 
+/** Sessions of acta_fault waiting for a synchronous standby, whose query starts with `prefix`. */
+async function waitingForStandby(prefix: string): Promise<number> {
+  const rows = await server.query<{ n: string }>(
+    `select count(*) as n from pg_stat_activity where datname = 'acta_fault' and wait_event = 'SyncRep' and query ilike $1`,
+    [`${prefix}%`],
+  );
+  return Number(rows[0].n);
+}
+
 test("a job's handler starts while its enqueue waits for the commit's durability, and the enqueue returns only after it", async () => {
   // The fault server runs with synchronous_commit = off; this database's sessions wait as a production server's do.
   await server.query('alter database acta_fault set synchronous_commit = on');
@@ -57,10 +66,7 @@ test("a job's handler starts while its enqueue waits for the commit's durability
     expect(rows).toEqual([{ id: started[0], status: expect.stringMatching(/^(executing|succeeded)$/) }]);
     await sleep(300);
     expect(acknowledged).toBe(false); // still waiting for its durability: not acknowledged
-    const waiting = await watcher.query<{ n: string }>(
-      `select count(*) as n from pg_stat_activity where datname = 'acta_fault' and wait_event = 'SyncRep' and query ilike 'call acta.enqueue_jobs_wake_early%'`,
-    );
-    expect(waiting.rows[0].n).toBe('1');
+    expect(await waitingForStandby('call acta.enqueue_jobs_wake_early')).toBe(1);
 
     await standbys(null);
     expect(await enqueued).toEqual({ id: started[0], created: true });
@@ -74,5 +80,36 @@ test("a job's handler starts while its enqueue waits for the commit's durability
     await worker.stop();
     await clientDb.close();
     await db.close();
+  }
+});
+
+test("an idempotency key found taken in a caller's transaction: that transaction's commit waits for the job's durability too", async () => {
+  // The first enqueue's job is visible before its flush. A second enqueue of its key inside a
+  // caller's transaction inserts nothing; were its transaction to write nothing, its commit would
+  // return at once (no flush), and a server crash could take the job the caller was told exists.
+  await server.query('alter database acta_fault set synchronous_commit = on');
+  const first = createPgDb({ connectionString: server.dbUrl });
+  const tx = new PgClient({ connectionString: server.dbUrl });
+  await tx.connect();
+  try {
+    await standbys('acta_test_absent_standby');
+    const enqueued = createClient({ db: first }).enqueue('keyed', {}, { idempotencyKey: 'k-1' });
+    await waitFor(async () => (await waitingForStandby('call acta.enqueue_jobs_wake_early')) === 1, 'the first enqueue to wait for its flush');
+
+    await tx.query('begin');
+    const again = await createClient({ db: first }).enqueue('keyed', { other: true }, { idempotencyKey: 'k-1', tx });
+    expect(again.created).toBe(false);
+    let committed = false;
+    const commit = tx.query('commit').then(() => (committed = true));
+    await waitFor(async () => (await waitingForStandby('commit')) === 1, "the caller's commit to wait for the flush", 10_000);
+    expect(committed).toBe(false);
+
+    await standbys(null);
+    await commit;
+    expect(await enqueued).toEqual({ id: again.id, created: true });
+  } finally {
+    await standbys(null);
+    await tx.end();
+    await first.close();
   }
 });
