@@ -24,6 +24,20 @@
 -- held a few analyzed rows, every enqueue with keys read the whole table (20,017 rows per 2-job
 -- call at 20,010 rows), and with sequential scans off, the whole key index instead (every keyed
 -- job), until an ANALYZE replanned it (test/db/plans.test.ts). Sequential scans stay off.
+-- acta.wal_message_allowed: whether this session may call pg_logical_emit_message (text content),
+-- which acta.enqueue_jobs_wake_early and acta.enqueue_jobs use to make a commit flush the WAL (see
+-- there). Every role may by default; a server that revoked it gets enqueues that commit
+-- synchronously and wake workers after the flush, as before the early wake, rather than enqueues
+-- that commit their jobs and then fail (which a caller would retry into duplicates).
+create or replace function acta.wal_message_allowed() returns boolean
+language sql stable
+as $$
+  select coalesce(bool_or(has_function_privilege(p.oid, 'execute')), false)
+  from pg_proc p
+  where p.proname = 'pg_logical_emit_message' and p.pronamespace = 'pg_catalog'::regnamespace
+    and p.proargtypes[2] = 'text'::regtype
+$$;
+
 drop function if exists acta.enqueue_jobs(text, text[], jsonb[], integer[], timestamptz[], integer[], text[]);
 create or replace function acta.enqueue_jobs(
   p_namespace        text,
@@ -116,7 +130,7 @@ begin
   -- that its synchronous commit flushes through that job before the caller hears of it; without
   -- it, a caller's transaction that wrote nothing else committed with no flush, and a server
   -- crash lost the job it had been told exists (adversarial trial; test/faults/enqueueFlush.test.ts).
-  if position('f' in v_created_text) > 0 then
+  if position('f' in v_created_text) > 0 and acta.wal_message_allowed() then
     perform pg_logical_emit_message(true, 'acta', 'idempotency key taken');
   end if;
   end if;
@@ -169,11 +183,17 @@ create or replace procedure acta.enqueue_jobs_wake_early(
 )
 language plpgsql
 as $$
+declare
+  v_wake_early boolean := acta.wal_message_allowed(); -- else as acta.enqueue_jobs: one synchronous commit
 begin
-  perform set_config('synchronous_commit', 'off', true); -- the enqueue's transaction only
+  if v_wake_early then
+    perform set_config('synchronous_commit', 'off', true); -- the enqueue's transaction only
+  end if;
   select e.ids, e.created into ids, created
   from acta.enqueue_jobs(p_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys) e;
   commit;
-  perform pg_logical_emit_message(true, 'acta', 'enqueue');
+  if v_wake_early then
+    perform pg_logical_emit_message(true, 'acta', 'enqueue');
+  end if;
 end
 $$;

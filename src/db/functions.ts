@@ -23,6 +23,7 @@ export const SIGNATURES = {
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_lease_ms integer',
   take_recovery_pass: 'p_namespace text, p_lease_ms integer',
+  wal_message_allowed: '',
   release_recovery_pass: 'p_namespace text',
   stop_worker: 'p_worker uuid',
   refresh_definitions: 'p_namespace text, p_names text[]',

@@ -113,3 +113,43 @@ test("an idempotency key found taken in a caller's transaction: that transaction
     await first.close();
   }
 });
+
+/** GRANT or REVOKE execute on every pg_logical_emit_message (PostgreSQL 17 added a fourth argument). */
+const emitMessageGrant = (verb: 'grant' | 'revoke', preposition: 'to' | 'from') => `do $$
+  declare f regprocedure;
+  begin
+    for f in select oid::regprocedure from pg_proc where proname = 'pg_logical_emit_message' loop
+      execute format('${verb} execute on function %s ${preposition} public', f);
+    end loop;
+  end $$`;
+
+test('a role that may not write WAL messages still enqueues: one synchronous commit, nothing committed and then refused', async () => {
+  // pg_logical_emit_message is every role's by default; a hardened server may revoke it. Without
+  // the check, the CALL committed the jobs and then failed on the message: a caller retrying the
+  // failed call would have enqueued them twice.
+  await server.query(`create role acta_no_wal_message login password 'secret'`);
+  await server.query('grant usage on schema acta to acta_no_wal_message');
+  await server.query('grant select, insert, update on all tables in schema acta to acta_no_wal_message');
+  await server.query('grant usage on all sequences in schema acta to acta_no_wal_message');
+  await server.query(emitMessageGrant('revoke', 'from'));
+  const url = new URL(server.dbUrl);
+  url.username = 'acta_no_wal_message';
+  url.password = 'secret';
+  const db = createPgDb({ connectionString: url.toString() });
+  const tx = new PgClient({ connectionString: url.toString() });
+  await tx.connect();
+  try {
+    const client = createClient({ db });
+    const first = await client.enqueue('restricted', {}, { idempotencyKey: 'r-1' });
+    expect(first.created).toBe(true);
+    await tx.query('begin');
+    expect(await client.enqueue('restricted', {}, { idempotencyKey: 'r-1', tx })).toEqual({ id: first.id, created: false });
+    await tx.query('commit');
+    const rows = await server.query<{ id: string }>(`select id::text from acta.jobs where definition = 'restricted'`);
+    expect(rows).toEqual([{ id: first.id }]);
+  } finally {
+    await tx.end();
+    await db.close();
+    await server.query(emitMessageGrant('grant', 'to'));
+  }
+});
