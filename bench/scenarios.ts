@@ -213,6 +213,7 @@ export async function measureLatency(ctx: Context, system: SystemName) {
           enqueueCallP50Ms: percentile(enqueueCallMs, 50),
           enqueueCallP99Ms: percentile(enqueueCallMs, 99),
           latenciesMs: latencies.map((x) => Math.round(x * 1000) / 1000),
+          enqueueCallsMs: enqueueCallMs.map((x) => Math.round(x * 1000) / 1000),
         },
       };
     } finally {
