@@ -1,3 +1,17 @@
+-- acta.wal_message_allowed: whether this session may call pg_logical_emit_message (text content),
+-- which acta.enqueue_jobs_wake_early and acta.enqueue_jobs use to make a commit flush the WAL (see
+-- there). Every role may by default; a server that revoked it gets enqueues that commit
+-- synchronously and wake workers after the flush, as before the early wake, rather than enqueues
+-- that commit their jobs and then fail (which a caller would retry into duplicates).
+create or replace function acta.wal_message_allowed() returns boolean
+language sql stable
+as $$
+  select coalesce(bool_or(has_function_privilege(p.oid, 'execute')), false)
+  from pg_proc p
+  where p.proname = 'pg_logical_emit_message' and p.pronamespace = 'pg_catalog'::regnamespace
+    and p.proargtypes[2] = 'text'::regtype
+$$;
+
 -- acta.enqueue_jobs: insert a batch of jobs in one call and wake idle workers once.
 --
 -- Contract: one element per job. p_payloads is a JSON array of the payloads (one jsonb value the
@@ -24,20 +38,6 @@
 -- held a few analyzed rows, every enqueue with keys read the whole table (20,017 rows per 2-job
 -- call at 20,010 rows), and with sequential scans off, the whole key index instead (every keyed
 -- job), until an ANALYZE replanned it (test/db/plans.test.ts). Sequential scans stay off.
--- acta.wal_message_allowed: whether this session may call pg_logical_emit_message (text content),
--- which acta.enqueue_jobs_wake_early and acta.enqueue_jobs use to make a commit flush the WAL (see
--- there). Every role may by default; a server that revoked it gets enqueues that commit
--- synchronously and wake workers after the flush, as before the early wake, rather than enqueues
--- that commit their jobs and then fail (which a caller would retry into duplicates).
-create or replace function acta.wal_message_allowed() returns boolean
-language sql stable
-as $$
-  select coalesce(bool_or(has_function_privilege(p.oid, 'execute')), false)
-  from pg_proc p
-  where p.proname = 'pg_logical_emit_message' and p.pronamespace = 'pg_catalog'::regnamespace
-    and p.proargtypes[2] = 'text'::regtype
-$$;
-
 drop function if exists acta.enqueue_jobs(text, text[], jsonb[], integer[], timestamptz[], integer[], text[]);
 create or replace function acta.enqueue_jobs(
   p_namespace        text,
