@@ -16,6 +16,7 @@ export const SIGNATURES = {
     'p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[]',
   enqueue_jobs_wake_early:
     'IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], INOUT ids text, INOUT created text',
+  wal_message_allowed: '',
   claim_jobs: 'p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer',
   complete_executions:
     'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
@@ -23,7 +24,6 @@ export const SIGNATURES = {
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_lease_ms integer',
   take_recovery_pass: 'p_namespace text, p_lease_ms integer',
-  wal_message_allowed: '',
   release_recovery_pass: 'p_namespace text',
   stop_worker: 'p_worker uuid',
   refresh_definitions: 'p_namespace text, p_names text[]',
@@ -67,10 +67,11 @@ export async function enqueueJobs(q: Queryable, namespace: string, rows: Enqueue
     unlessAllNull(rows.maxAttempts),
     unlessAllNull(rows.idempotencyKeys),
   ];
-  const result =
+  const [name, text] =
     (q as Partial<Db>).kind === 'postgres'
-      ? await run<{ ids: string; created: string }>(q, 'acta_enqueue_jobs_wake_early', 'call acta.enqueue_jobs_wake_early($1, $2, $3::jsonb, $4, $5, $6, $7, null, null)', params)
-      : await run<{ ids: string; created: string }>(q, 'acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7)', params);
+      ? ['acta_enqueue_jobs_wake_early', 'call acta.enqueue_jobs_wake_early($1, $2, $3::jsonb, $4, $5, $6, $7, null, null)']
+      : ['acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7)'];
+  const result = await run<{ ids: string; created: string }>(q, name, text, params);
   const { ids, created } = result.rows[0];
   return ids.split(',').map((id, i) => ({ id: id === '' ? null : id, created: created[i] === 't' }));
 }
