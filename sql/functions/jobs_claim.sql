@@ -112,6 +112,13 @@ declare
   v_locked_ids  bigint[];
 begin
   perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
+  -- Each name once: the pick runs per name, and a second pass over a name sees the rows this
+  -- transaction has just locked (SKIP LOCKED skips only other transactions' locks), so a name
+  -- given twice brought the claim back short (SQL callers; the worker refuses duplicate names).
+  -- One definition, the worker's usual case, costs only the test.
+  if cardinality(p_definitions) > 1 then
+    p_definitions := array(select distinct u.name from unnest(p_definitions) as u(name));
+  end if;
   -- Per definition, its first p_limit unlocked rows due now in due order, along jobs_due_idx (see
   -- Plan), locked; in claim order.
   select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),

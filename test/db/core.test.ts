@@ -207,6 +207,21 @@ test('two queues with the same claim key (namespace "a", definition "b/c"; names
   expect(await row(otherLater.id)).toMatchObject({ status: 'ready', execution: 0 });
 });
 
+test('a claim that names a definition twice takes as many rows as it asks for, each once', async () => {
+  // Open item of an adversarial trial (SQL callers; the worker refuses duplicate names): the pick
+  // ran once per name, and the second pass saw the rows its own transaction had just locked (SKIP
+  // LOCKED skips only other transactions' locks), so the claim came back with half its rows.
+  const client = createClient({ db });
+  const jobs = await client.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ definition: 'twice', payload: { i } })));
+  const claim = (definitions: string[], limit: number) =>
+    claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions, limit, leaseMs: 60_000 });
+  expect((await claim(['twice', 'twice'], 4)).rows.map((r) => r.id)).toEqual(jobs.slice(0, 4).map((j) => j.id));
+  expect((await claim(['twice', 'other', 'twice'], 4)).rows.map((r) => r.id)).toEqual(jobs.slice(4, 8).map((j) => j.id));
+  expect((await claim(['twice', 'twice'], 4)).rows.map((r) => r.id)).toEqual(jobs.slice(8, 10).map((j) => j.id));
+  const { rows } = await db.query<{ execution: number; n: string }>('select execution, count(*) as n from acta.jobs group by execution');
+  expect(rows).toEqual([{ execution: 1, n: '10' }]);
+});
+
 test('a due row the claim locked but did not take wakes idle workers when the claim commits', async () => {
   // Adversarial trial: the pick locks the first due rows in due order, then walks claim order when
   // their priorities differ from a due row's; the row it locked and left was skipped by a
