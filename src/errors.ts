@@ -40,7 +40,7 @@ export class SchemaNotMigratedError extends ActaError {
 
 /**
  * The database's acta schema is newer than this acta: it records migrations this version does not
- * know. An older acta's migrate would put back its own (older) function files under the newer
+ * know, or SQL functions of a higher revision (sql/functions.lock). An older acta's migrate would put back its own (older) function files under the newer
  * tables and indexes, and the newer workers would then refuse to start until migrated again
  * (a new-user trial's rolling upgrade went back and forth so), so both migrate and a starting
  * worker refuse instead, and change nothing.

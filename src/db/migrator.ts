@@ -48,10 +48,39 @@ create table if not exists acta.migrations (
   applied_at  timestamptz not null default now()
 )`;
 
-/** Throws SchemaNewerError when the database records a migration that `files` does not hold. */
-function refuseNewer(applied: Map<string, string>, files: SqlFile[]): void {
+/**
+ * sql/functions.lock, written by `npm run sql:lock` (scripts/lock-functions.js): the revision of the
+ * function files and the checksums it stands for. The revision goes up whenever a function file
+ * changes (test/db/migrator.test.ts fails until the lock matches the files), so that a change of
+ * function files alone, with no new migration, still tells an older acta it is older.
+ */
+export interface FunctionsLock {
+  revision: number;
+  checksums: Record<string, string>;
+}
+
+export function loadFunctionsLock(dir = sqlDir()): FunctionsLock {
+  const lock = JSON.parse(fs.readFileSync(path.join(dir, 'functions.lock'), 'utf8')) as FunctionsLock;
+  if (!Number.isInteger(lock.revision) || lock.revision < 1) throw new Error(`acta: sql/functions.lock has no valid revision`);
+  return lock;
+}
+
+/**
+ * The acta.migrations row holding the functions' revision that last migrated the database (the
+ * number, as text, in its checksum column). Absent: migrated before revisions were recorded (0).
+ * Builds from before it ignore the row.
+ */
+export const REVISION_ROW = 'functions/revision';
+
+/**
+ * Throws SchemaNewerError when the database records a migration that `files` does not hold, or
+ * function files of a higher revision than `revision`.
+ */
+function refuseNewer(applied: Map<string, string>, files: SqlFile[], revision: number): void {
   const known = new Set(files.map((f) => f.name));
   const unknown = [...applied.keys()].filter((name) => name.startsWith('migrations/') && !known.has(name)).sort();
+  const recordedRevision = Number(applied.get(REVISION_ROW) ?? 0);
+  if (recordedRevision > revision) unknown.push(`SQL functions of revision ${recordedRevision} (this acta's are revision ${revision})`);
   if (unknown.length > 0) throw new SchemaNewerError(unknown);
 }
 
@@ -59,16 +88,17 @@ function refuseNewer(applied: Map<string, string>, files: SqlFile[]): void {
  * Brings the schema up to date in one transaction, under an advisory lock so many workers may
  * start at once: each numbered migration is applied once (forward-only: a changed checksum of an
  * applied one is reported, never re-run); each function file is (re)applied when its checksum
- * differs from the recorded one. Returns the names applied this time. Throws SchemaNewerError,
- * changing nothing, when the database holds a migration this build does not know (a newer acta
- * migrated it: this build's function files are older).
+ * differs from the recorded one; the functions' `revision` (sql/functions.lock) is recorded.
+ * Returns the names applied this time. Throws SchemaNewerError, changing nothing, when the
+ * database holds a migration this build does not know or functions of a higher revision (a newer
+ * acta migrated it: this build's function files are older).
  */
-export async function migrate(db: Db, files = loadSqlFiles()): Promise<string[]> {
+export async function migrate(db: Db, files = loadSqlFiles(), revision = loadFunctionsLock().revision): Promise<string[]> {
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await tx.query(BOOTSTRAP);
     const applied = await recorded(tx);
-    refuseNewer(applied, files);
+    refuseNewer(applied, files, revision);
     const done: string[] = [];
     for (const file of files) {
       const checksum = applied.get(file.name);
@@ -84,6 +114,13 @@ export async function migrate(db: Db, files = loadSqlFiles()): Promise<string[]>
       );
       done.push(file.name);
     }
+    if (applied.get(REVISION_ROW) !== String(revision)) {
+      await tx.query(
+        `insert into acta.migrations (name, checksum) values ($1, $2)
+         on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`,
+        [REVISION_ROW, String(revision)],
+      );
+    }
     return done;
   });
 }
@@ -96,13 +133,13 @@ async function recorded(q: Queryable): Promise<Map<string, string>> {
 /**
  * Throws SchemaNotMigratedError unless every migration and function of this build is applied
  * as recorded, and SchemaNewerError when the database holds a migration this build does not
- * know. Workers call it before they start.
+ * know or functions of a higher revision than `revision`. Workers call it before they start.
  */
-export async function assertMigrated(db: Queryable, files = loadSqlFiles()): Promise<void> {
+export async function assertMigrated(db: Queryable, files = loadSqlFiles(), revision = loadFunctionsLock().revision): Promise<void> {
   const { rows } = await db.query<{ present: boolean }>(`select to_regclass('acta.migrations') is not null as present`);
   if (!rows[0]?.present) throw new SchemaNotMigratedError('no acta.migrations table');
   const applied = await recorded(db);
-  refuseNewer(applied, files);
+  refuseNewer(applied, files, revision);
   const missing = files.filter((f) => applied.get(f.name) !== f.checksum).map((f) => f.name);
   if (missing.length > 0) throw new SchemaNotMigratedError(`not applied or out of date: ${missing.join(', ')}`);
 }

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { createClient, createPgDb, createWorker, defineJob, migrate, SchemaNewerError, SchemaNotMigratedError } from '../../src';
 import { claimJobs } from '../../src/db/functions';
-import { assertMigrated, loadSqlFiles } from '../../src/db/migrator';
+import { assertMigrated, loadFunctionsLock, loadSqlFiles, REVISION_ROW } from '../../src/db/migrator';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 
@@ -16,13 +16,16 @@ const fresh = async () => {
 afterAll(() => Promise.all(created.map((t) => t.drop())));
 
 const files = loadSqlFiles();
+const { revision } = loadFunctionsLock();
 
 test('migrate applies every file once and records it; a second run applies nothing', async () => {
   const db = (await fresh()).open();
   expect(await migrate(db)).toEqual(files.map((f) => f.name));
   expect(await migrate(db)).toEqual([]);
   const { rows } = await db.query<{ name: string; checksum: string }>('select name, checksum from acta.migrations order by name');
-  expect(rows).toEqual(files.map((f) => ({ name: f.name, checksum: f.checksum })).sort((a, b) => a.name.localeCompare(b.name)));
+  expect(rows).toEqual(
+    [...files.map((f) => ({ name: f.name, checksum: f.checksum })), { name: REVISION_ROW, checksum: String(revision) }].sort((a, b) => a.name.localeCompare(b.name)),
+  );
   await expect(assertMigrated(db)).resolves.toBeUndefined();
 });
 
@@ -33,7 +36,7 @@ test('5 concurrent migrate() calls on a fresh database all succeed; exactly one 
   expect(results.filter((r) => r.length > 0)).toEqual([files.map((f) => f.name)]);
   expect(results.filter((r) => r.length === 0)).toHaveLength(4);
   const { rows } = await dbs[0].query<{ n: string }>('select count(*) as n from acta.migrations');
-  expect(Number(rows[0].n)).toBe(files.length);
+  expect(Number(rows[0].n)).toBe(files.length + 1); // and the functions' revision
 });
 
 test('a changed function file is re-applied; a changed migration is refused (forward-only)', async () => {
@@ -62,6 +65,40 @@ test('an older acta refuses a schema a newer one migrated: its migrate changes n
   expect((await db.query(`select checksum from acta.migrations where name = 'functions/jobs_claim.sql'`)).rows).toEqual(before);
   await expect(assertMigrated(db, older)).rejects.toThrow(SchemaNewerError);
   await expect(assertMigrated(db)).resolves.toBeUndefined(); // the newer build still finds it as it left it
+});
+
+test('sql/functions.lock stands for the function files as they are (else run `npm run sql:lock`, which raises the revision)', () => {
+  // The revision is what tells an older acta that a newer one changed the functions without a new
+  // migration; it only goes up if every change of a function file comes with a new lock.
+  const actual = Object.fromEntries(files.filter((f) => f.name.startsWith('functions/')).map((f) => [f.name, f.checksum]));
+  expect(loadFunctionsLock().checksums).toEqual(actual);
+});
+
+test('an older acta refuses functions a newer one migrated without a new migration; a database from before revisions were recorded takes the revision', async () => {
+  // Open item: a change of function files alone was not detected, so an older `acta migrate` put
+  // its own functions back under the newer workers.
+  const db = (await fresh()).open();
+  const older = files.map((f) => (f.name === 'functions/jobs_claim.sql' ? { ...f, text: `${f.text}\n-- older`, checksum: 'older' } : f));
+  // Migrated by a build from before revisions: no revision row; this build migrates and records it.
+  await migrate(db);
+  await db.query('delete from acta.migrations where name = $1', [REVISION_ROW]);
+  await expect(assertMigrated(db)).resolves.toBeUndefined();
+  expect(await migrate(db)).toEqual([]);
+  const recordedRevision = async () => (await db.query<{ checksum: string }>('select checksum from acta.migrations where name = $1', [REVISION_ROW])).rows;
+  expect(await recordedRevision()).toEqual([{ checksum: String(revision) }]);
+
+  const before = (await db.query('select name, checksum, applied_at from acta.migrations order by name')).rows;
+  await expect(migrate(db, older, revision - 1)).rejects.toMatchObject({
+    code: 'ACTA_SCHEMA_NEWER',
+    message: expect.stringContaining(`SQL functions of revision ${revision} (this acta's are revision ${revision - 1})`),
+  });
+  expect((await db.query('select name, checksum, applied_at from acta.migrations order by name')).rows).toEqual(before);
+  await expect(assertMigrated(db, older, revision - 1)).rejects.toThrow(SchemaNewerError); // what a starting worker checks
+  // The same build, or a newer one, goes on as before: the older build's function file is applied.
+  expect(await migrate(db, older, revision)).toEqual(['functions/jobs_claim.sql']);
+  expect(await migrate(db, files, revision + 1)).toEqual(['functions/jobs_claim.sql']);
+  expect(await recordedRevision()).toEqual([{ checksum: String(revision + 1) }]);
+  await expect(migrate(db, files, revision)).rejects.toThrow(SchemaNewerError);
 });
 
 test('a worker refuses to start on an unmigrated database, telling to run `npx acta migrate`', async () => {
