@@ -6,8 +6,11 @@
 -- lease) and returns whether it did; the worker's heartbeat then beats every H from it. (A beat at
 -- once beside the first claim cost each starting worker one more server connection: issue 5.)
 -- Repeatable: the worker repeats the call when its answer is lost (a connection dropped after the
--- commit), and the id is this incarnation's own, so a row already there is that earlier call's (a
--- pass the lost call took is run by nobody: the next one is a lease later, as after a lost beat).
+-- commit), and the id is this incarnation's own, so a row already there is that earlier call's.
+-- That call may have taken the recovery pass, which nobody would then run until the next one, a
+-- lease later; so a repeat answers true (run a pass) without taking one: at worst one extra pass,
+-- and a pass is a sweep that may run at any time (core.test: a dead worker's row is recovered at
+-- once after a registration whose answer was lost).
 -- A worker stopped before its pipeline started gives a pass it took back (acta.release_recovery_pass).
 -- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); the worker
 -- row keeps both, and each definition is upserted into acta.definitions, so recovery applies the
@@ -26,17 +29,23 @@ create or replace function acta.register_worker(
   p_lease_ms     integer
 ) returns boolean
 language plpgsql as $$
+declare
+  v_repeat boolean;
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
   insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts)
   values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts)
   on conflict (id) do nothing;
+  v_repeat := not found;
   insert into acta.definitions (namespace, name, max_attempts)
   select p_namespace, d.name, d.max_attempts
   from rows from (unnest(p_definitions), unnest(p_max_attempts)) as d(name, max_attempts)
   order by d.name
   on conflict (namespace, name) do update
     set max_attempts = excluded.max_attempts, registered_at = now();
+  if v_repeat then
+    return true; -- see Repeatable
+  end if;
   return acta.take_recovery_pass(p_namespace, p_lease_ms);
 end
 $$;

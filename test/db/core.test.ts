@@ -274,7 +274,15 @@ test('a job whose runAt is in the future is not claimed before it is due', async
   expect(ran).toEqual([now.id, due.id]);
 });
 
-test('a registration whose answer was lost is repeated, and the worker starts (register_worker is repeatable)', async () => {
+test('a registration whose answer was lost is repeated, the worker starts (register_worker is repeatable), and the recovery pass the lost call took runs', async () => {
+  // A dead worker's row, its lease run out, and the namespace's recovery pass due: the lost call
+  // takes the pass (moving it a lease on, 80 s here), so unless the repeat runs one, nobody
+  // recovers the row for 80 s (an open item of an earlier trial).
+  const client = createClient({ db });
+  const orphan = await client.enqueue('registered', { orphan: true });
+  await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['registered'], limit: 1, leaseMs: 1 });
+  await waitFor(async () => (await db.query(`select 1 from acta.jobs where id = $1 and lease_expires_at < now()`, [orphan.id])).rows.length > 0, 'the lease to run out');
+  await db.query(`update acta.namespaces set recovery_due_at = now() where name = 'default'`);
   let lost = 0;
   // The call commits, then the connection drops before the answer arrives.
   const flaky = new Proxy(db, {
@@ -293,12 +301,18 @@ test('a registration whose answer was lost is repeated, and the worker starts (r
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   }) as Db;
-  const worker = createWorker({ db: flaky, definitions: [defineJob({ name: 'registered', handler: () => undefined })], heartbeatIntervalMs: 400, logger: silentLogger });
+  const worker = createWorker({ db: flaky, definitions: [defineJob({ name: 'registered', handler: () => undefined })], heartbeatIntervalMs: 20_000, logger: silentLogger });
   try {
     await worker.start();
     expect(lost).toBe(1);
     const { rows } = await db.query<{ n: string }>('select count(*) as n from acta.workers where id = $1', [worker.id]);
     expect(Number(rows[0].n)).toBe(1);
+    await waitFor(async () => (await row(orphan.id)).status === 'succeeded', 'the orphaned row to be recovered and run', 10_000);
+    const { rows: ledger } = await db.query('select execution, outcome from acta.executions where job_id = $1 order by execution', [orphan.id]);
+    expect(ledger).toEqual([
+      { execution: 1, outcome: 'lost_uncharged' },
+      { execution: 2, outcome: 'succeeded' },
+    ]);
   } finally {
     await worker.stop();
   }
