@@ -2,7 +2,7 @@ import { knownKeys, nameOption } from './config';
 import type { Db, Queryable } from './db/Db';
 import { enqueueJobs, INT4_MAX, type JobId } from './db/functions';
 import { checkDefinition, type Definition } from './definition';
-import { ActaError, ConfigError, InvalidJsonError, UnknownDefinitionError } from './errors';
+import { ActaError, ConfigError, InvalidJsonError, SchemaNotMigratedError, UnknownDefinitionError } from './errors';
 import { toJsonText } from './json';
 
 /** Options of one job at enqueue. */
@@ -113,6 +113,12 @@ function definitionName(definition: unknown): unknown {
   throw new ConfigError(`definition must be a definition's name or the definition itself (defineJob: an object with a name and a handler), got ${got}`);
 }
 
+/** A PostgreSQL error naming a missing acta schema (3F000) or acta function or procedure (42883). */
+function isMissingSchemaObject(err: unknown): boolean {
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  return (code === '3F000' || code === '42883') && typeof message === 'string' && /\bacta\b/.test(message);
+}
+
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {
   knownKeys('client option', options, CLIENT_OPTION_KEYS);
@@ -172,6 +178,9 @@ export function createClient(options: ClientOptions): Client {
       if (items.length === 1 && (err as { code?: unknown }).code === '54000') {
         throw new InvalidJsonError('$', `too large for jsonb (${(err as Error).message})`, { cause: err });
       }
+      // No acta schema (3F000), or one older than this client (42883: a function or procedure it
+      // calls is missing, e.g. acta.enqueue_jobs_wake_early before it was migrated): say what to run.
+      if (isMissingSchemaObject(err)) throw new SchemaNotMigratedError((err as Error).message, { cause: err });
       throw err;
     }
     if (!opts.tx) options.publishWakeup?.(namespace);

@@ -33,17 +33,18 @@ export class InvalidJsonError extends ActaError {
 
 /** The database has not been migrated to the schema this build of acta needs. */
 export class SchemaNotMigratedError extends ActaError {
-  constructor(detail: string) {
-    super('ACTA_SCHEMA_NOT_MIGRATED', `the acta schema is not migrated (${detail}): run \`npx acta migrate\` first`);
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('ACTA_SCHEMA_NOT_MIGRATED', `the acta schema is not migrated (${detail}): run \`npx acta migrate\` first`, options);
   }
 }
 
 /**
  * The database's acta schema is newer than this acta: it records migrations this version does not
- * know, or SQL functions of a higher revision (sql/functions.lock). An older acta's migrate would put back its own (older) function files under the newer
- * tables and indexes, and the newer workers would then refuse to start until migrated again
- * (a new-user trial's rolling upgrade went back and forth so), so both migrate and a starting
- * worker refuse instead, and change nothing.
+ * know, or SQL functions of a higher revision (sql/functions.lock). An older acta's migrate would
+ * put back its own (older) function files under the newer tables and indexes, and the newer
+ * workers would then refuse to start until migrated again (a new-user trial's rolling upgrade
+ * went back and forth so), so both migrate and a starting worker refuse instead, and change
+ * nothing.
  */
 export class SchemaNewerError extends ActaError {
   constructor(unknown: string[]) {

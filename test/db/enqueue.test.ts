@@ -3,8 +3,8 @@
 // at commit).
 import { Client as PgClient } from 'pg';
 import { DatabaseError } from 'pg';
-import { ConfigError, createClient, createWorker, defineJob, InvalidJsonError, type Db } from '../../src';
-import { useTestDatabase } from '../helpers/db';
+import { ConfigError, createClient, createWorker, defineJob, InvalidJsonError, SchemaNotMigratedError, type Db } from '../../src';
+import { createTestDatabase, useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 import { aroundStatements } from '../helpers/around';
@@ -249,6 +249,28 @@ test('a payload the database refuses as too large for jsonb (54000) is an Invali
   await expect(one).rejects.toThrow(InvalidJsonError);
   await expect(one).rejects.toMatchObject({ code: 'ACTA_INVALID_JSON', path: '$', cause: tooLong });
   await expect(createClient({ db: refusing }).enqueueMany([{ definition: 'job', payload: 1 }, { definition: 'job', payload: 2 }])).rejects.toBe(tooLong);
+});
+
+test('enqueue on a database with no acta schema, or one older than the client, is a SchemaNotMigratedError saying to migrate', async () => {
+  // Open item: the client reached the server's raw "does not exist" error (3F000; 42883 for the
+  // procedure of a client newer than the schema), where a worker says to run `acta migrate`.
+  const bare = await createTestDatabase({ migrate: false });
+  const older = await createTestDatabase();
+  try {
+    const unmigrated = createClient({ db: bare.open() });
+    await expect(unmigrated.enqueue('x', { n: 1 })).rejects.toThrow(SchemaNotMigratedError);
+    await expect(unmigrated.enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED', message: expect.stringMatching(/acta migrate/) });
+    const olderDb = older.open();
+    await olderDb.query('drop procedure acta.enqueue_jobs_wake_early');
+    await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({
+      code: 'ACTA_SCHEMA_NOT_MIGRATED',
+      message: expect.stringContaining('enqueue_jobs_wake_early'),
+    });
+    expect((await olderDb.query<{ n: string }>('select count(*) as n from acta.jobs')).rows[0].n).toBe('0');
+  } finally {
+    await bare.drop();
+    await older.drop();
+  }
 });
 
 test('createWorker refuses a setting out of range with ConfigError naming it, before touching the database', () => {
