@@ -68,16 +68,17 @@ export interface ClientOptions {
 
 export interface Client {
   /**
-   * Enqueues one job. Throws InvalidJsonError (nothing written) when the payload cannot be
-   * stored as jsonb (including one beyond jsonb's 256 MB, which the database refuses), ConfigError on a bad or unknown option, UnknownDefinitionError for a name outside the
-   * client's `definitions` (when given).
+   * Enqueues one job of a definition, given by name or as the definition itself (from defineJob;
+   * its `name` is used). Given the definition, the payload is type-checked against its handler's
+   * payload type, e.g. `client.enqueue(sendEmail, { to })`; given a name, against `P` when it is
+   * stated (`client.enqueue<Mail>('send-email', { to })`), else not at all. One signature, not one
+   * per kind of argument, so that a payload that does not match is reported at the payload.
+   * Throws InvalidJsonError (nothing written) when the payload cannot be stored as jsonb
+   * (including one beyond jsonb's 256 MB, which the database refuses), ConfigError on a bad or
+   * unknown option, UnknownDefinitionError for a name outside the client's `definitions` (when
+   * given), SchemaNotMigratedError when the database's acta schema is missing or older than this client.
    */
-  enqueue<P = unknown>(definition: string, payload: P, options?: EnqueueOptions | null): Promise<EnqueueResult>;
-  /**
-   * The same, given the definition itself (from defineJob; its `name` is used): the payload is
-   * type-checked against the handler's payload type, e.g. `client.enqueue(sendEmail, { to })`.
-   */
-  enqueue<P>(definition: Definition<P, any>, payload: NoInfer<P>, options?: EnqueueOptions | null): Promise<EnqueueResult>;
+  enqueue<P = unknown>(definition: string | Definition<P, any>, payload: NoInfer<P>, options?: EnqueueOptions | null): Promise<EnqueueResult>;
   /**
    * Enqueues a batch in ONE statement (and one NOTIFY). All payloads are checked first: one bad
    * payload refuses the whole batch with InvalidJsonError and nothing is written.

@@ -45,9 +45,22 @@ test('enqueue and enqueueMany take the definition itself: its name is stored, it
   const one = await client.enqueue(sendMail, { to: 'a@example.com' }, { priority: 2 });
   const [many] = await client.enqueueMany([{ definition: sendMail, payload: { to: 'b@example.com' } }]);
   // Checked by `npm run typecheck` (tsc over test/): a payload of another shape does not compile.
-  // @ts-expect-error: `to` is a string in the handler's payload type
-  const wrong = () => client.enqueue(sendMail, { to: 1 });
-  void wrong;
+  // Reported at the payload (the directive applies to the next line only), given the definition
+  // or a name with the payload's type stated.
+  const wrong = () =>
+    client.enqueue(
+      sendMail,
+      // @ts-expect-error: `to` is a string in the handler's payload type
+      { to: 1 },
+    );
+  const wrongByName = () =>
+    client.enqueue<{ to: string }>(
+      'send-mail',
+      // @ts-expect-error: `to` is a string in the stated payload type
+      { to: 1 },
+    );
+  const anyByName = () => client.enqueue('send-mail', { to: 1 }); // no type stated: any payload
+  void [wrong, wrongByName, anyByName];
   const { rows } = await db.query('select id::text, definition, payload, priority from acta.jobs order by id');
   expect(rows).toEqual([
     { id: one.id, definition: 'send-mail', payload: { to: 'a@example.com' }, priority: 2 },
