@@ -1,8 +1,9 @@
 import { knownKeys, nameOption } from './config';
 import type { Db, Queryable } from './db/Db';
 import { enqueueJobs, INT4_MAX, type JobId } from './db/functions';
+import { assertMigrated } from './db/migrator';
 import { checkDefinition, type Definition } from './definition';
-import { ActaError, ConfigError, InvalidJsonError, SchemaNotMigratedError, UnknownDefinitionError } from './errors';
+import { ActaError, ConfigError, InvalidJsonError, SchemaNewerError, SchemaNotMigratedError, UnknownDefinitionError } from './errors';
 import { toJsonText } from './json';
 
 /** Options of one job at enqueue. */
@@ -114,10 +115,34 @@ function definitionName(definition: unknown): unknown {
   throw new ConfigError(`definition must be a definition's name or the definition itself (defineJob: an object with a name and a handler), got ${got}`);
 }
 
-/** A PostgreSQL error naming a missing acta schema (3F000) or acta function or procedure (42883). */
+/**
+ * A PostgreSQL error saying that the acta schema (3F000), or a function or procedure the enqueue
+ * calls (42883), does not exist. Only those names: a user's trigger on acta.jobs that calls a
+ * missing function of its own keeps its error (an adversarial trial: any message mentioning
+ * "acta" was taken for a missing schema).
+ */
+const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedure) acta\.(enqueue_jobs|enqueue_jobs_wake_early|wal_message_allowed)\()/;
 function isMissingSchemaObject(err: unknown): boolean {
   const { code, message } = err as { code?: unknown; message?: unknown };
-  return (code === '3F000' || code === '42883') && typeof message === 'string' && /\bacta\b/.test(message);
+  return (code === '3F000' || code === '42883') && typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message);
+}
+
+/**
+ * The error to throw for an enqueue that found the schema missing or of another shape: the
+ * migrator's verdict on the client's own Db (a caller's transaction is aborted by then), so that a
+ * schema NEWER than this client (a function whose arguments changed) says to upgrade the client,
+ * and only an older or missing one says to migrate. The original error is the cause.
+ */
+async function schemaMismatch(db: Db, err: unknown): Promise<Error> {
+  try {
+    await assertMigrated(db);
+  } catch (verdict) {
+    if (verdict instanceof SchemaNewerError || verdict instanceof SchemaNotMigratedError) {
+      if (verdict.cause === undefined) Object.defineProperty(verdict, 'cause', { value: err, configurable: true, writable: true });
+      return verdict;
+    }
+  }
+  return new SchemaNotMigratedError((err as Error).message, { cause: err });
 }
 
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
@@ -179,9 +204,10 @@ export function createClient(options: ClientOptions): Client {
       if (items.length === 1 && (err as { code?: unknown }).code === '54000') {
         throw new InvalidJsonError('$', `too large for jsonb (${(err as Error).message})`, { cause: err });
       }
-      // No acta schema (3F000), or one older than this client (42883: a function or procedure it
-      // calls is missing, e.g. acta.enqueue_jobs_wake_early before it was migrated): say what to run.
-      if (isMissingSchemaObject(err)) throw new SchemaNotMigratedError((err as Error).message, { cause: err });
+      // No acta schema (3F000), or one older or newer than this client (42883: a function or
+      // procedure it calls is missing, e.g. acta.enqueue_jobs_wake_early before it was migrated,
+      // or has other arguments): say what to run.
+      if (isMissingSchemaObject(err)) throw await schemaMismatch(options.db, err);
       throw err;
     }
     if (!opts.tx) options.publishWakeup?.(namespace);

@@ -3,7 +3,7 @@
 // at commit).
 import { Client as PgClient } from 'pg';
 import { DatabaseError } from 'pg';
-import { ConfigError, createClient, createWorker, defineJob, InvalidJsonError, SchemaNotMigratedError, type Db } from '../../src';
+import { ConfigError, createClient, createWorker, defineJob, InvalidJsonError, migrate, SchemaNotMigratedError, type Db } from '../../src';
 import { createTestDatabase, useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -264,7 +264,7 @@ test('a payload the database refuses as too large for jsonb (54000) is an Invali
   await expect(createClient({ db: refusing }).enqueueMany([{ definition: 'job', payload: 1 }, { definition: 'job', payload: 2 }])).rejects.toBe(tooLong);
 });
 
-test('enqueue on a database with no acta schema, or one older than the client, is a SchemaNotMigratedError saying to migrate', async () => {
+test('enqueue on a database with no acta schema, or one older than the client, is a SchemaNotMigratedError saying to migrate; newer, a SchemaNewerError; a user\'s own missing function keeps its error', async () => {
   // Open item: the client reached the server's raw "does not exist" error (3F000; 42883 for the
   // procedure of a client newer than the schema), where a worker says to run `acta migrate`.
   const bare = await createTestDatabase({ migrate: false });
@@ -275,11 +275,27 @@ test('enqueue on a database with no acta schema, or one older than the client, i
     await expect(unmigrated.enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED', message: expect.stringMatching(/acta migrate/) });
     const olderDb = older.open();
     await olderDb.query('drop procedure acta.enqueue_jobs_wake_early');
+    await olderDb.query(`update acta.migrations set checksum = 'older' where name = 'functions/jobs_enqueue.sql'`);
     await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({
       code: 'ACTA_SCHEMA_NOT_MIGRATED',
-      message: expect.stringContaining('enqueue_jobs_wake_early'),
+      message: expect.stringContaining('jobs_enqueue.sql'),
+      cause: expect.objectContaining({ code: '42883', message: expect.stringContaining('enqueue_jobs_wake_early') }),
     });
     expect((await olderDb.query<{ n: string }>('select count(*) as n from acta.jobs')).rows[0].n).toBe('0');
+    // Newer than the client (adversarial trial): the procedure it calls has another shape now, and
+    // the schema holds a migration this build does not know. Migrating with this build would be
+    // refused; the error says to run the newer acta.
+    await olderDb.query(`insert into acta.migrations (name, checksum) values ('migrations/9999_future.sql', 'future')`);
+    await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER' });
+    await olderDb.query(`delete from acta.migrations where name = 'migrations/9999_future.sql'`);
+    // Not about the schema: a user's trigger on acta.jobs calling a function of its own that is
+    // missing keeps its own error, though its message names "acta".
+    await migrate(olderDb); // back to this build's functions
+    await olderDb.query(`create function acta.user_audit_trigger() returns trigger language plpgsql as 'begin perform acta.user_audit(new.id); return new; end'`);
+    await olderDb.query('create trigger user_audit after insert on acta.jobs for each row execute function acta.user_audit_trigger()');
+    const audited = createClient({ db: olderDb }).enqueue('x', { n: 1 });
+    await expect(audited).rejects.toMatchObject({ code: '42883', message: expect.stringContaining('acta.user_audit(bigint) does not exist') });
+    await expect(audited).rejects.not.toThrow(SchemaNotMigratedError);
   } finally {
     await bare.drop();
     await older.drop();
