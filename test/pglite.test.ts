@@ -71,8 +71,11 @@ describe('errors on PGlite', () => {
   test('a failed query leaves the one session usable: later queries get their own answers, and a refused enqueue writes nothing', async () => {
     const db = await createPgliteDb({ dataDir: 'memory://' });
     try {
-      // Before migrating: the enqueue fails inside the database.
-      await expect(createClient({ db }).enqueue('x', {})).rejects.toThrow(/schema "acta" does not exist|acta\.enqueue_jobs/);
+      // Before migrating: the enqueue fails inside the database, and the client says to migrate.
+      await expect(createClient({ db }).enqueue('x', {})).rejects.toMatchObject({
+        code: 'ACTA_SCHEMA_NOT_MIGRATED',
+        cause: expect.objectContaining({ message: expect.stringMatching(/schema "acta" does not exist|acta\.enqueue_jobs/) }),
+      });
       await migrate(db);
       await expect(db.query('select * from acta.jobz')).rejects.toThrow(/does not exist/);
       await expect(db.query('select 1 / $1::int as x', [0])).rejects.toThrow(/division by zero/);
