@@ -77,7 +77,8 @@ export interface Client {
    * Throws InvalidJsonError (nothing written) when the payload cannot be stored as jsonb
    * (including one beyond jsonb's 256 MB, which the database refuses), ConfigError on a bad or
    * unknown option, UnknownDefinitionError for a name outside the client's `definitions` (when
-   * given), SchemaNotMigratedError when the database's acta schema is missing or older than this client.
+   * given), SchemaNotMigratedError when the database's acta schema is missing or older than this
+   * client, SchemaNewerError when it is newer (a function the client calls changed shape).
    */
   enqueue<P = unknown>(definition: string | Definition<P, any>, payload: NoInfer<P>, options?: EnqueueOptions | null): Promise<EnqueueResult>;
   /**

@@ -163,8 +163,8 @@ $$;
 -- a non-transactional message written with flush = true instead: the same flush, no transaction id
 -- (the message needs none; a standby's confirmation is only waited for at a commit, hence the
 -- transactional form whenever synchronous_standby_names is set). So the call returns exactly as
--- durable as acta.enqueue_jobs would; what changes is
--- that a worker may claim and start the job up to one flush earlier (issue 5's latency: NOTIFY
+-- durable as acta.enqueue_jobs would; what changes is that a worker may claim and start the job
+-- up to one flush earlier (issue 5's latency: NOTIFY
 -- at a listener 0.89 against 1.58 ms after the call began, p50 of 300 calls 15 ms apart, p99 2.7
 -- against 5.2 ms; the call itself 1.77 against 1.73 ms. The bench's latency, 3 interleaved
 -- pairs: p50 at the defaults 3.63 / 3.44 / 3.56 against 4.23 / 4.04 / 4.30 ms).

@@ -79,8 +79,12 @@ export const REVISION_ROW = 'functions/revision';
 function refuseNewer(applied: Map<string, string>, files: SqlFile[], revision: number): void {
   const known = new Set(files.map((f) => f.name));
   const unknown = [...applied.keys()].filter((name) => name.startsWith('migrations/') && !known.has(name)).sort();
-  const recordedRevision = Number(applied.get(REVISION_ROW) ?? 0);
-  if (recordedRevision > revision) unknown.push(`SQL functions of revision ${recordedRevision} (this acta's are revision ${revision})`);
+  const recorded = applied.get(REVISION_ROW);
+  const recordedRevision = recorded === undefined ? 0 : Number(recorded);
+  // Not a number (written by hand?): not known to be older, so not overwritten.
+  if (!Number.isInteger(recordedRevision) || recordedRevision > revision) {
+    unknown.push(`SQL functions of revision ${recorded} (this acta's are revision ${revision})`);
+  }
   if (unknown.length > 0) throw new SchemaNewerError(unknown);
 }
 

@@ -99,6 +99,10 @@ test('an older acta refuses functions a newer one migrated without a new migrati
   expect(await migrate(db, files, revision + 1)).toEqual(['functions/jobs_claim.sql']);
   expect(await recordedRevision()).toEqual([{ checksum: String(revision + 1) }]);
   await expect(migrate(db, files, revision)).rejects.toThrow(SchemaNewerError);
+  // A revision that is not a number is not known to be older: refused, not overwritten.
+  await db.query('update acta.migrations set checksum = $2 where name = $1', [REVISION_ROW, 'edited by hand']);
+  await expect(migrate(db, files, revision + 1)).rejects.toMatchObject({ message: expect.stringContaining("SQL functions of revision edited by hand") });
+  expect(await recordedRevision()).toEqual([{ checksum: 'edited by hand' }]);
 });
 
 test('a worker refuses to start on an unmigrated database, telling to run `npx acta migrate`', async () => {
