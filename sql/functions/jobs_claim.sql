@@ -111,6 +111,11 @@ declare
   v_locked      integer;
   v_locked_ids  bigint[];
 begin
+  -- A limit below 1 claimed nothing and answered "nothing due" although rows were (0), or failed
+  -- deep in the plan (a negative one): refused plainly instead (SQL callers; an adversarial trial).
+  if p_limit < 1 then
+    raise exception 'acta.claim_jobs: p_limit must be at least 1, got %', p_limit using errcode = '22023';
+  end if;
   perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
   -- Each name once: the pick runs per name, and a second pass over a name sees the rows this
   -- transaction has just locked (SKIP LOCKED skips only other transactions' locks), so a name

@@ -222,6 +222,14 @@ test('a claim that names a definition twice takes as many rows as it asks for, e
   expect(rows).toEqual([{ execution: 1, n: '10' }]);
 });
 
+test('a claim for fewer than 1 row is refused with 22023, rather than answering "nothing due" while rows are', async () => {
+  await createClient({ db }).enqueue('limits', {});
+  const claim = (limit: number) => claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['limits'], limit, leaseMs: 60_000 });
+  await expect(claim(0)).rejects.toMatchObject({ code: '22023', message: expect.stringContaining('p_limit must be at least 1, got 0') });
+  await expect(claim(-1)).rejects.toMatchObject({ code: '22023' });
+  expect((await claim(1)).rows).toHaveLength(1);
+});
+
 test('a due row the claim locked but did not take wakes idle workers when the claim commits', async () => {
   // Adversarial trial: the pick locks the first due rows in due order, then walks claim order when
   // their priorities differ from a due row's; the row it locked and left was skipped by a
