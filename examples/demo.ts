@@ -60,7 +60,7 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
   try {
     await migrate(db);
     const files = await listFiles(root);
-    say(`acta demo: ${files.length} files under ${root}`);
+    say(`acta demo: ${files.length} files under ${root}, into ${target}`);
     const client = createClient({ db });
     let enqueued = 0;
     const ours: string[] = [];

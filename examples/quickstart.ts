@@ -10,7 +10,7 @@ const sendEmail = defineJob<{ to: string; subject: string }, { messageId: string
   backoff: { delayMs: 1_000, factor: 2, maxDelayMs: 60_000 },
   timeoutMs: 30_000,
   async handler(payload, { signal, attempt, logger }) {
-    logger.info({ to: payload.to, attempt }, 'sending');
+    logger.info({ to: payload.to }, `sending (attempt ${attempt})`);
     signal.throwIfAborted(); // stop work when the attempt is cancelled
     return { messageId: `msg-${payload.to}` };
   },

@@ -167,7 +167,7 @@ export function createClient(options: ClientOptions): Client {
       knownKeys('enqueue option', item, ITEM_KEYS, TX_HINT);
       const name = nameOption('definition', definitionName(item.definition));
       const definition = known?.get(name);
-      if (known && !definition) throw new UnknownDefinitionError(name);
+      if (known && !definition) throw new UnknownDefinitionError(name, [...known.keys()].sort());
       // Both are PostgreSQL integer columns: out of int4 range would fail the whole statement.
       if (item.priority !== undefined && !(Number.isInteger(item.priority) && Math.abs(item.priority) <= INT4_MAX)) {
         throw new ConfigError(`priority must be an integer between -${INT4_MAX} and ${INT4_MAX}, got ${item.priority}`);

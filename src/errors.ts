@@ -34,7 +34,7 @@ export class InvalidJsonError extends ActaError {
 /** The database has not been migrated to the schema this build of acta needs. */
 export class SchemaNotMigratedError extends ActaError {
   constructor(detail: string, options?: { cause?: unknown }) {
-    super('ACTA_SCHEMA_NOT_MIGRATED', `the acta schema is not migrated (${detail}): run \`npx acta migrate\` first`, options);
+    super('ACTA_SCHEMA_NOT_MIGRATED', `the acta schema is not migrated (${detail}): run \`npx acta migrate\` (or \`migrate(db)\`) first`, options);
   }
 }
 
@@ -111,8 +111,10 @@ export class ClaimExpiredError extends ActaError {
 
 /** An unknown definition name at enqueue time, when the client was given its definitions. */
 export class UnknownDefinitionError extends ActaError {
-  constructor(name: string) {
-    super('ACTA_UNKNOWN_DEFINITION', `no job definition named "${name}"`);
+  /** `known`: the names there are (listed in the message, up to 20). */
+  constructor(name: string, known: string[] = []) {
+    const list = known.length === 0 ? '' : `; known: ${known.slice(0, 20).map((k) => `"${k}"`).join(', ')}${known.length > 20 ? `, and ${known.length - 20} more` : ''}`;
+    super('ACTA_UNKNOWN_DEFINITION', `no job definition named "${name}"${list}`);
   }
 }
 

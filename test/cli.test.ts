@@ -111,12 +111,19 @@ test('`acta sql` prints each row as a JSON line, on the server and on embedded P
   }
 }, 60_000);
 
-test('`acta enqueue --definitions <module>` refuses a name the module does not define, writing nothing', async () => {
+test('`acta --version` names the package version and the SQL functions\' revision (new-user trial: no way to tell which acta is installed)', async () => {
+  const { loadFunctionsLock } = await import('../src/db/migrator');
+  const { version } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  const result = await acta(['--version']);
+  expect(result).toEqual({ code: 0, stdout: `acta ${version} (SQL functions revision ${loadFunctionsLock().revision})\n`, stderr: '' });
+});
+
+test('`acta enqueue --definitions <module>` refuses a name the module does not define, listing those it does, writing nothing', async () => {
   const before = await count('select count(*) as n from acta.jobs');
   const unknown = await acta(['enqueue', 'cli-ehco', '{}', '--definitions', FIXTURE]);
   expect(unknown.code).toBe(1);
   expect(unknown.stdout).toBe('');
-  expect(unknown.stderr).toMatch(/^acta: .*cli-ehco/);
+  expect(unknown.stderr).toMatch(/^acta: no job definition named "cli-ehco"; known: "cli-echo"/); // the names there are, for a typo
   expect(await count('select count(*) as n from acta.jobs')).toBe(before);
   const known = await acta(['enqueue', 'cli-echo', '{"k":1}', '--definitions', FIXTURE]);
   expect(known.code).toBe(0);

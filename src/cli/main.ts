@@ -4,7 +4,8 @@ import { createClient } from '../client';
 import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS } from '../config';
 import { connect, describeTarget } from '../db/connect';
 import type { Db } from '../db/Db';
-import { assertMigrated, migrate } from '../db/migrator';
+import * as fs from 'node:fs';
+import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../db/migrator';
 import type { Definition } from '../definition';
 import { ActaError } from '../errors';
 import { createLogger } from '../logger';
@@ -65,8 +66,16 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
   }
 }
 
+/** "acta 0.1.0 (SQL functions revision 7)": the package.json beside sql/, and sql/functions.lock. */
+function versionLine(): string {
+  const root = path.dirname(sqlDir());
+  const { version } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
+  return `acta ${version} (SQL functions revision ${loadFunctionsLock().revision})`;
+}
+
 export function program(): Command {
   const cli = new Command('acta').description('acta: a durable job queue on PostgreSQL (DATABASE_URL) or embedded PGlite (ACTA_DATA_DIR, default ./.acta/data)');
+  cli.version(versionLine(), '-V, --version', 'the package version and the revision of its SQL functions (sql/functions.lock)');
 
   cli
     .command('migrate')

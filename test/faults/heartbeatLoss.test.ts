@@ -67,5 +67,5 @@ test('a schema that is not migrated stops `acta worker` at once with a clear mes
   const w = spawnWorker({ dbUrl: withDatabase(server.url, 'acta_empty'), events: eventsFile(), args: ['--heartbeat', String(H)] });
   const exit = await exitWithin(w, 15_000);
   expect(exit).toEqual({ code: 1, signal: null });
-  expect(w.output()).toMatch(/acta: the acta schema is not migrated \(.*\): run `npx acta migrate` first/);
+  expect(w.output()).toMatch(/acta: the acta schema is not migrated \(.*\): run `npx acta migrate` \(or `migrate\(db\)`\) first/);
 });
