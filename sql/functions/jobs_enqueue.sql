@@ -131,11 +131,23 @@ begin
 
   -- A key found taken names a job another enqueue may have committed before its WAL flush
   -- (acta.enqueue_jobs_wake_early, below). This transaction then has one WAL record of its own, so
-  -- that its synchronous commit flushes through that job before the caller hears of it; without
-  -- it, a caller's transaction that wrote nothing else committed with no flush, and a server
-  -- crash lost the job it had been told exists (adversarial trial; test/faults/enqueueFlush.test.ts).
-  if position('f' in v_created_text) > 0 and acta.wal_message_allowed(3) then
-    perform pg_logical_emit_message(true, 'acta', 'idempotency key taken');
+  -- that its synchronous commit flushes (and waits for synchronous standbys) through that job
+  -- before the caller hears of it; without it, a caller's transaction that wrote nothing else
+  -- committed with no flush, and a server crash lost the job it had been told exists (adversarial
+  -- trial; test/faults/enqueueFlush.test.ts). (A transaction id alone is not enough: a commit that
+  -- wrote no other WAL does not wait for its flush.) A role that may not write the message locks
+  -- one such job FOR KEY SHARE instead, which is a WAL record too (a second trial: it wrote
+  -- nothing, and was answered before the job it named was durable). That lock makes a claim skip
+  -- the job (FOR UPDATE SKIP LOCKED) until this commit, whose NOTIFY below wakes the claimers
+  -- again; it needs the UPDATE privilege, and a role with neither writes nothing, as before.
+  if position('f' in v_created_text) > 0 then
+    if acta.wal_message_allowed(3) then
+      perform pg_logical_emit_message(true, 'acta', 'idempotency key taken');
+    elsif has_any_column_privilege('acta.jobs', 'update') then
+      perform 1 from acta.jobs j
+      where j.id = (select r.id from unnest(v_ids, v_created) as r(id, created) where not r.created and r.id is not null limit 1)
+      for key share;
+    end if;
   end if;
   end if;
 

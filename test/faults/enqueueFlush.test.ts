@@ -170,10 +170,13 @@ const emitMessageGrant = (verb: 'grant' | 'revoke', preposition: 'to' | 'from') 
     end loop;
   end $$`;
 
-test('a role that may not write WAL messages still enqueues: one synchronous commit, nothing committed and then refused', async () => {
-  // pg_logical_emit_message is every role's by default; a hardened server may revoke it. Without
-  // the check, the CALL committed the jobs and then failed on the message: a caller retrying the
-  // failed call would have enqueued them twice.
+test('a role that may not write WAL messages enqueues as durably: its own jobs, and a key it finds taken by a job not yet durable', async () => {
+  // pg_logical_emit_message is every role's by default; a hardened server may revoke it. The call
+  // then makes one synchronous commit (once, the CALL committed the jobs and then failed on the
+  // message, and a retrying caller enqueued them twice). And a key found taken must not be
+  // acknowledged before the job it names is durable: the taken-key path writes a logical message,
+  // skipped it for such a role, and acknowledged at once (adversarial trial).
+  await server.query('alter database acta_fault set synchronous_commit = on');
   await server.query(`create role acta_no_wal_message login password 'secret'`);
   await server.query('grant usage on schema acta to acta_no_wal_message');
   await server.query('grant select, insert, update on all tables in schema acta to acta_no_wal_message');
@@ -183,20 +186,57 @@ test('a role that may not write WAL messages still enqueues: one synchronous com
   url.username = 'acta_no_wal_message';
   url.password = 'secret';
   const db = createPgDb({ connectionString: url.toString() });
+  const owner = createPgDb({ connectionString: server.dbUrl });
   const tx = new PgClient({ connectionString: url.toString() });
   await tx.connect();
   try {
     const client = createClient({ db });
-    const first = await client.enqueue('restricted', {}, { idempotencyKey: 'r-1' });
+    // Its own enqueue waits for the standby like anyone's (and commits nothing it then refuses).
+    await standbys('acta_test_absent_standby');
+    let ownAcknowledged = false;
+    const own = client.enqueue('restricted', {}, { idempotencyKey: 'r-1' }).finally(() => (ownAcknowledged = true));
+    await waitFor(async () => (await waitingForStandby('call acta.enqueue_jobs_wake_early')) === 1, 'its enqueue to wait for the standby');
+    expect(ownAcknowledged).toBe(false);
+    await standbys(null);
+    const first = await own;
     expect(first.created).toBe(true);
+
+    // A key taken by another session's enqueue that is visible but not yet durable (its commit
+    // waiting for the standby): finding it waits as well, outside a transaction and inside one.
+    const takenBy = async (key: string) => {
+      const enqueued = createClient({ db: owner }).enqueue('restricted', {}, { idempotencyKey: key });
+      await waitFor(async () => (await server.query(`select 1 from acta.jobs where idempotency_key = $1`, [key])).length === 1, `the job of ${key} to be visible`);
+      return { enqueued }; // (a promise returned as such would be awaited here)
+    };
+    await standbys('acta_test_absent_standby');
+    const { enqueued: other } = await takenBy('r-2');
+    let takenAcknowledged = false;
+    const taken = client.enqueue('restricted', { again: true }, { idempotencyKey: 'r-2' }).finally(() => (takenAcknowledged = true));
+    await waitFor(async () => (await waitingForStandby('call acta.enqueue_jobs_wake_early')) === 2, 'both calls to wait for the standby', 10_000);
+    await sleep(300);
+    expect(takenAcknowledged).toBe(false);
+    await standbys(null);
+    const [otherResult, takenResult] = await Promise.all([other, taken]);
+    expect(takenResult).toEqual({ id: otherResult.id, created: false });
+
+    await standbys('acta_test_absent_standby');
+    const { enqueued: third } = await takenBy('r-3');
     await tx.query('begin');
-    expect(await client.enqueue('restricted', {}, { idempotencyKey: 'r-1', tx })).toEqual({ id: first.id, created: false });
-    await tx.query('commit');
-    const rows = await server.query<{ id: string }>(`select id::text from acta.jobs where definition = 'restricted'`);
-    expect(rows).toEqual([{ id: first.id }]);
+    expect((await client.enqueue('restricted', {}, { idempotencyKey: 'r-3', tx })).created).toBe(false);
+    let committed = false;
+    const commit = tx.query('commit').then(() => (committed = true));
+    await waitFor(async () => (await waitingForStandby('commit')) === 1, "the caller's commit to wait for the standby", 10_000);
+    expect(committed).toBe(false);
+    await standbys(null);
+    await commit;
+    const thirdResult = await third;
+    const rows = await server.query<{ id: string }>(`select id::text from acta.jobs where definition = 'restricted' order by id`);
+    expect(rows).toEqual([{ id: first.id }, { id: otherResult.id }, { id: thirdResult.id }]);
   } finally {
+    await standbys(null);
     await tx.end();
     await db.close();
+    await owner.close();
     await server.query(emitMessageGrant('grant', 'to'));
   }
 });
