@@ -225,7 +225,7 @@ test('a claim with a null argument claims nothing and answers no row; a negative
   ]) {
     expect((await call(args)).rows).toEqual([]);
   }
-  await expect(call(['default', worker, ['fenced'], -1, LEASE_MS])).rejects.toMatchObject({ code: '2201W' }); // LIMIT must not be negative
+  await expect(call(['default', worker, ['fenced'], -1, LEASE_MS])).rejects.toMatchObject({ code: '22023' }); // p_limit must be at least 1
   const { rows } = await db.query<{ status: string; n: number }>(`select status, count(*)::int as n from acta.jobs group by status`);
   expect(rows).toEqual([{ status: 'ready', n: 3 }]);
 });
