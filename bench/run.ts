@@ -318,7 +318,7 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
   meta.finished = new Date().toISOString();
   meta.seconds = Math.round((Date.now() - started.getTime()) / 1000);
   const settings = Object.fromEntries(SYSTEMS.map((s) => [s, SETTINGS[s].label]));
-  const result: BenchResult = { meta, settings, rows, targets: checkTargets(rows, { memoryFlat, backpressure }), raw };
+  const result: BenchResult = { meta, settings, rows, targets: checkTargets(rows, { memoryFlat, backpressure, raw }), raw };
   write(result, args.out, started);
   return result;
 }
@@ -359,6 +359,7 @@ function markdown(result: BenchResult): string {
     `- Transactions per job: pg_stat_database.xact_commit of the run's database from before the worker processes start until they have exited (startup and shutdown included), minus the orchestrator's polls, divided by the jobs.`,
     '- CPU per job: over the 1-process drain on the fresh table, from "go" until the poll saw it done, the worker process\'s CPU time and that of every `postgres` process on the machine (for BullMQ, `redis-server`), including backends that exited (their parent\'s cutime), from /proc at 10 ms resolution; the server figure includes the orchestrator\'s polls and the background writers. Shown only when the server runs on this machine.',
     `- Latency: an idle worker, ${opt.latencyJobs} jobs enqueued one at a time ${opt.latencySpacingMs} ms apart, after ${opt.latencyWarmupJobs} untimed jobs sent the same way (a worker process's first jobs pay one-off costs: new connections, the server compiling functions, V8 tiering up) and a settle; both timestamps on the orchestrator's monotonic clock: before the enqueue call, and when the handler's first act (an IPC message) arrives. That includes the enqueue call itself and one IPC hop (≈ ${Number.isFinite(ipc) ? ipc.toFixed(3) : '?'} ms, half the measured round trip).`,
+    `- Targets (issue 5): a ratio ("acta against the same run's figures") is taken in each run that measured both sides, and the table shows the median of those ratios with their range, not the ratio of the medians: this machine's speed changes between runs (the in-server floor differs up to 2 × between runs of one bench), and a figure is compared with its neighbour measured minutes apart. Absolute targets (latency, transactions, idle, memory) use the medians.`,
     `- Idle: transactions per second of an idle worker's database over ${opt.idleSeconds} s after ${opt.idleSettleSeconds} s of settling (each session publishes its counters at most once a second, and an idle session's last ones after 10 s, hence the settle; ±1–2 transactions).`,
     `- Memory: an acta worker with ${opt.memoryJobs.toLocaleString('en-US')} jobs queued (inserted by SQL), its RSS read from /proc every 250 ms for up to ${opt.memorySeconds} s; flat = the last third's max ≤ 1.1 × the middle third's max (the first third is V8's warm-up).`,
     `- Backpressure (issue 3): an acta worker with a backlog; the orchestrator holds LOCK TABLE acta.executions IN EXCLUSIVE MODE for ${opt.stallMs} ms, so complete_executions blocks; claims during the stall = rows turned Executing; bound = 128 + 2 × executors (the completed channel plus the permits).`,
@@ -420,7 +421,7 @@ export function rereport(jsonFile: string): void {
     }
     if (r.scenario === 'backpressure-claims') backpressure[r.system] = { claims: d.claimsDuringStall, bound: d.bound };
   }
-  result.targets = checkTargets(result.rows, { memoryFlat, backpressure });
+  result.targets = checkTargets(result.rows, { memoryFlat, backpressure, raw: result.raw });
   write(result, path.dirname(path.resolve(jsonFile)), new Date(String(result.meta.started)));
 }
 
