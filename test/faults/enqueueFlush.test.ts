@@ -33,6 +33,23 @@ async function waitingForStandby(prefix: string): Promise<number> {
   return Number(rows[0].n);
 }
 
+/**
+ * In the caller's transaction `tx`, an enqueue of `key` finds it taken by a job not yet durable;
+ * the caller's commit then waits for the standby, and returns once `standbys(null)` releases it.
+ */
+async function takenKeyCommitWaits(client: ReturnType<typeof createClient>, tx: PgClient, definition: string, key: string): Promise<{ id: string }> {
+  await tx.query('begin');
+  const again = await client.enqueue(definition, { again: true }, { idempotencyKey: key, tx });
+  expect(again.created).toBe(false);
+  let committed = false;
+  const commit = tx.query('commit').then(() => (committed = true));
+  await waitFor(async () => (await waitingForStandby('commit')) === 1, "the caller's commit to wait for the standby", 10_000);
+  expect(committed).toBe(false);
+  await standbys(null);
+  await commit;
+  return again;
+}
+
 test("a job's handler starts while its enqueue waits for the commit's durability, and the enqueue returns only after it", async () => {
   // The fault server runs with synchronous_commit = off; this database's sessions wait as a production server's do.
   await server.query('alter database acta_fault set synchronous_commit = on');
@@ -96,16 +113,7 @@ test("an idempotency key found taken in a caller's transaction: that transaction
     const enqueued = createClient({ db: first }).enqueue('keyed', {}, { idempotencyKey: 'k-1' });
     await waitFor(async () => (await waitingForStandby('call acta.enqueue_jobs_wake_early')) === 1, 'the first enqueue to wait for its flush');
 
-    await tx.query('begin');
-    const again = await createClient({ db: first }).enqueue('keyed', { other: true }, { idempotencyKey: 'k-1', tx });
-    expect(again.created).toBe(false);
-    let committed = false;
-    const commit = tx.query('commit').then(() => (committed = true));
-    await waitFor(async () => (await waitingForStandby('commit')) === 1, "the caller's commit to wait for the flush", 10_000);
-    expect(committed).toBe(false);
-
-    await standbys(null);
-    await commit;
+    const again = await takenKeyCommitWaits(createClient({ db: first }), tx, 'keyed', 'k-1');
     expect(await enqueued).toEqual({ id: again.id, created: true });
   } finally {
     await standbys(null);
@@ -221,15 +229,9 @@ test('a role that may not write WAL messages enqueues as durably: its own jobs, 
 
     await standbys('acta_test_absent_standby');
     const { enqueued: third } = await takenBy('r-3');
-    await tx.query('begin');
-    expect((await client.enqueue('restricted', {}, { idempotencyKey: 'r-3', tx })).created).toBe(false);
-    let committed = false;
-    const commit = tx.query('commit').then(() => (committed = true));
-    await waitFor(async () => (await waitingForStandby('commit')) === 1, "the caller's commit to wait for the standby", 10_000);
-    expect(committed).toBe(false);
-    await standbys(null);
-    await commit;
+    const again = await takenKeyCommitWaits(client, tx, 'restricted', 'r-3');
     const thirdResult = await third;
+    expect(again.id).toBe(thirdResult.id);
     const rows = await server.query<{ id: string }>(`select id::text from acta.jobs where definition = 'restricted' order by id`);
     expect(rows).toEqual([{ id: first.id }, { id: otherResult.id }, { id: thirdResult.id }]);
   } finally {
