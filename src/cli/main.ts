@@ -1,10 +1,10 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createClient } from '../client';
 import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS } from '../config';
 import { connect, describeTarget } from '../db/connect';
 import type { Db } from '../db/Db';
-import * as fs from 'node:fs';
 import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../db/migrator';
 import type { Definition } from '../definition';
 import { ActaError } from '../errors';
