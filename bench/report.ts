@@ -1,6 +1,7 @@
 /** Markdown table, target checks and the SVG chart. */
 import { SETTINGS, SYSTEMS, type SystemName } from './common';
 import { type BenchResult, type Row, type RowSystem, SCENARIOS, type TargetCheck } from './results';
+import { summarize } from './stats';
 
 const fmtInt = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '–');
 
@@ -70,9 +71,9 @@ export type RunValue = { run: number; scenario: string; system: string; value?: 
  * A ratio of acta's figure to another's "against the same run's figures" (issue 5): the ratio in
  * each run that measured both, then their median (min–max), so that a host that speeds up or slows
  * down between runs (the in-server floor measured 20,297 and 41,249 jobs/s in two runs of one
- * bench) compares each figure with its neighbour minutes apart, not with another run's. `pick`
- * gives a run's value of one side (e.g. the better of two systems). Without per-run values, the
- * ratio of the medians.
+ * bench) compares each figure with its neighbour minutes apart, not with another run's.
+ * `top` and `bottom` compute one side from a run's values (e.g. the better of two systems).
+ * Without per-run values, the ratio of the medians.
  */
 function pairedRatio(
   rows: Row[],
@@ -93,9 +94,8 @@ function pairedRatio(
     const r = fromMedians.bottom > 0 ? fromMedians.top / fromMedians.bottom : NaN;
     return { ratio: r, min: r, max: r, runs: 0, ...fromMedians };
   }
-  const sorted = [...ratios].sort((a, b) => a - b);
-  const mid = sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
-  return { ratio: mid, min: sorted[0], max: sorted[sorted.length - 1], runs: ratios.length, ...fromMedians };
+  const { median, min, max } = summarize(ratios);
+  return { ratio: median, min, max, runs: ratios.length, ...fromMedians };
 }
 
 /** "0.90× (0.77–0.97 over 3 runs; medians 19,764 vs 21,941 jobs/s)". */
