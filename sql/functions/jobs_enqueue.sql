@@ -209,8 +209,7 @@ declare
   -- without a transaction (PostgreSQL 17+, no synchronous standbys); 'commit', a transactional
   -- message committed; null, neither allowed: as acta.enqueue_jobs, one synchronous commit.
   v_after text := case
-    when current_setting('server_version_num')::integer >= 170000 and current_setting('synchronous_standby_names') = ''
-         and acta.wal_message_allowed(4) then 'flush'
+    when current_setting('synchronous_standby_names') = '' and acta.wal_message_allowed(4) then 'flush' -- false before 17
     when acta.wal_message_allowed(3) then 'commit'
   end;
 begin
