@@ -111,22 +111,21 @@ export async function migrate(db: Db, files = loadSqlFiles(), revision = loadFun
         throw new Error(`acta: migration ${file.name} was changed after it was applied; migrations are forward-only`);
       }
       await tx.query(file.text);
-      await tx.query(
-        `insert into acta.migrations (name, checksum) values ($1, $2)
-         on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`,
-        [file.name, file.checksum],
-      );
+      await record(tx, file.name, file.checksum);
       done.push(file.name);
     }
-    if (applied.get(REVISION_ROW) !== String(revision)) {
-      await tx.query(
-        `insert into acta.migrations (name, checksum) values ($1, $2)
-         on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`,
-        [REVISION_ROW, String(revision)],
-      );
-    }
+    if (applied.get(REVISION_ROW) !== String(revision)) await record(tx, REVISION_ROW, String(revision));
     return done;
   });
+}
+
+/** Records (or re-records) one row of acta.migrations: a file applied, or the functions' revision. */
+async function record(q: Queryable, name: string, checksum: string): Promise<void> {
+  await q.query(
+    `insert into acta.migrations (name, checksum) values ($1, $2)
+     on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`,
+    [name, checksum],
+  );
 }
 
 async function recorded(q: Queryable): Promise<Map<string, string>> {
