@@ -211,6 +211,29 @@ test('one complete_executions call applies a batch of mixed shapes and fences ea
   ]);
 });
 
+test('a batch with no result, no error or no delay anywhere (sent as null arrays) applies each element as a batch that has them', async () => {
+  const client = createClient({ db });
+  await client.enqueueMany([1, 2, 3].map((n) => ({ definition: 'fenced', payload: { n } })));
+  const { rows } = await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['fenced'], limit: 10, leaseMs: LEASE_MS });
+  const [a, b, c] = [...rows].sort((x, y) => Number(x.id) - Number(y.id));
+  const err = '{"message":"once"}';
+  // No results and no delays: those two go as null arrays; the errors as an array with a null.
+  const acks = await completeExecutions(db, worker, [
+    { id: a.id, execution: 1, outcome: 'failed', result: null, error: err, retryDelayMs: 0 },
+    { id: b.id, execution: 1, outcome: 'handed_back', result: null, error: null, retryDelayMs: 0 },
+    { id: c.id, execution: 1, outcome: 'succeeded', result: null, error: null, retryDelayMs: 0 },
+  ]);
+  expect(acks.map((x) => x.status)).toEqual(['ready', 'ready', 'succeeded']);
+  const { rows: jobs } = await db.query<{ status: string; attempts: number; error: unknown; result: unknown; due_now: boolean }>(
+    'select status, attempts, error, result, run_at <= now() as due_now from acta.jobs order by id',
+  );
+  expect(jobs).toEqual([
+    { status: 'ready', attempts: 1, error: { message: 'once' }, result: null, due_now: true },
+    { status: 'ready', attempts: 0, error: null, result: null, due_now: true },
+    { status: 'succeeded', attempts: 1, error: null, result: null, due_now: true },
+  ]);
+});
+
 test('a claim with a null argument claims nothing and answers no row; a negative limit is refused', async () => {
   // Adversarial trial (SQL callers): a null limit was no LIMIT at all, every due row claimed; a null
   // lease left rows Executing with no lease, which recovery never takes back.
