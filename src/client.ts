@@ -41,13 +41,20 @@ export interface EnqueueResult {
 
 /** One element of enqueueMany. */
 export interface EnqueueItem<P = unknown> extends Omit<EnqueueOptions, 'tx'> {
-  /**
-   * The definition's name, or the definition itself (its `name` is used; here, unlike in
-   * `enqueue`, the payload is not checked against its handler's type).
-   */
+  /** The definition's name, or the definition itself (its `name` is used). */
   definition: string | Definition<any, any>;
   payload: P;
 }
+
+/** The payload type definition `D` takes: its handler's when `D` is a Definition, any value when it is a name. */
+export type PayloadOf<D> = D extends Definition<infer P, any> ? P : unknown;
+
+/**
+ * An enqueueMany element whose `definition` is `D`: its payload is checked against `PayloadOf<D>`,
+ * each element against its own definition (`enqueueMany([{ definition: sendEmail, payload: { to } },
+ * { definition: resize, payload: { w } }])`). An array built by `map` is checked the same way.
+ */
+export type EnqueueItemOf<D> = Omit<EnqueueItem, 'definition' | 'payload'> & { definition: D; payload: PayloadOf<D> };
 
 /** Receives a wakeup after each enqueue that committed (e.g. Redis PUBLISH), in addition to NOTIFY. */
 export type WakeupPublisher = (namespace: string) => void;
@@ -87,8 +94,13 @@ export interface Client {
    * Results are in input order. The batch's payloads travel as one jsonb value, so together they
    * must stay under PostgreSQL's 256 MB limit for one jsonb value (else the database refuses the
    * statement, error 54000, and nothing is written): split larger batches.
+   * Types: an element given a Definition has its payload checked against that definition's
+   * (`EnqueueItemOf`); one given a name takes any payload.
    */
-  enqueueMany(items: EnqueueItem[], options?: { tx?: Queryable }): Promise<EnqueueResult[]>;
+  enqueueMany<D extends readonly (string | Definition<any, any>)[]>(
+    items: readonly [...{ [K in keyof D]: EnqueueItemOf<D[K]> }],
+    options?: { tx?: Queryable },
+  ): Promise<EnqueueResult[]>;
 }
 
 /** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace. */
@@ -152,7 +164,7 @@ export function createClient(options: ClientOptions): Client {
   const namespace = nameOption('namespace', options.namespace ?? 'default');
   for (const d of options.definitions ?? []) checkDefinition(d, false);
   const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
-  const enqueueMany = async (items: EnqueueItem[], opts: { tx?: Queryable } = {}): Promise<EnqueueResult[]> => {
+  const enqueueMany = async (items: readonly EnqueueItem[], opts: { tx?: Queryable } = {}): Promise<EnqueueResult[]> => {
     if (items.length === 0) return [];
     const rows = {
       definitions: [] as string[],

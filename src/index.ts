@@ -2,7 +2,7 @@
  * acta — a durable job queue for Node.js on PostgreSQL, with an RxJS worker pipeline.
  * The public API and nothing else.
  */
-export { createClient, type Client, type ClientOptions, type EnqueueItem, type EnqueueOptions, type EnqueueResult } from './client';
+export { createClient, type Client, type ClientOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client';
 export { createWorker, type Worker, type WorkerOptions } from './worker';
 export { defineJob, backoffMs, type Backoff, type Definition, type JobContext } from './definition';
 export { connect, describeTarget, DEFAULT_DATA_DIR } from './db/connect';

@@ -60,7 +60,25 @@ test('enqueue and enqueueMany take the definition itself: its name is stored, it
       { to: 1 },
     );
   const anyByName = () => client.enqueue('send-mail', { to: 1 }); // no type stated: any payload
-  void [wrong, wrongByName, anyByName];
+  // enqueueMany checks each element against its own definition, in a literal and in a mapped array.
+  const resize = defineJob({ name: 'resize', handler: (payload: { width: number }) => payload.width });
+  const wrongMany = () =>
+    client.enqueueMany([
+      { definition: resize, payload: { width: 640 } },
+      { definition: 'by-name', payload: 42 },
+      {
+        definition: sendMail,
+        // @ts-expect-error: `to` is a string in sendMail's payload type, whatever its neighbours take
+        payload: { to: 1 },
+      },
+    ]);
+  const wrongMapped = () =>
+    client.enqueueMany(
+      // @ts-expect-error: each element's payload lacks resize's `width`
+      [1, 2].map((n) => ({ definition: resize, payload: { height: n } })),
+    );
+  const rightMapped = () => client.enqueueMany([1, 2].map((n) => ({ definition: resize, payload: { width: n }, priority: n })));
+  void [wrong, wrongByName, anyByName, wrongMany, wrongMapped, rightMapped];
   const { rows } = await db.query('select id::text, definition, payload, priority from acta.jobs order by id');
   expect(rows).toEqual([
     { id: one.id, definition: 'send-mail', payload: { to: 'a@example.com' }, priority: 2 },
@@ -74,7 +92,7 @@ test('enqueue and enqueueMany take the definition itself: its name is stored, it
   await expect(client.enqueue({ handler: () => undefined } as never, {})).rejects.toThrow(ConfigError);
   await expect(client.enqueue(async function sendMailFn() {} as never, {})).rejects.toThrow(/got a function \(sendMailFn\)/);
   await expect(client.enqueue(class Mailer {} as never, {})).rejects.toThrow(ConfigError);
-  await expect(client.enqueueMany([{ definition: null as never, payload: {} }])).rejects.toThrow(/got null/);
+  await expect(client.enqueueMany([{ definition: null, payload: {} } as never])).rejects.toThrow(/got null/);
   await expect(client.enqueue({ name: 'send-mail' } as never, {})).rejects.toThrow(/a name and a handler/);
   expect(await jobCount()).toBe(2);
   // And a worker runs it under that name.
