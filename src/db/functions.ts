@@ -163,11 +163,11 @@ const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f:
  * Encoding (issue 5): ids, executions and outcomes go as array literals joined here (decimal
  * digits and fixed words: nothing to quote), and the results, errors and delays as a null array
  * when no element has one (the function reads a null array as all-null elements, a null delay as
- * 0). Against the driver quoting each element and sending arrays of 128 nulls (issue 5, 128-row
- * batches of successes without results): encoding 0.05 against 0.46 us of client CPU per element;
- * the server's CPU per element 0.5-1.5 us lower (backend CPU from /proc/<pid>/schedstat over
- * interleaved rounds of 60 calls: within its noise in some rounds). No change a whole drain could
- * tell apart (bench/README.md, session of 2026-12-01, afternoon).
+ * 0). Against the driver quoting every element (issue 5, 128-row batches of successes whose
+ * handlers returned nothing, i.e. result texts 'null'): 0.14 against 0.50 us of client CPU per
+ * element to encode; the server's CPU per element the same within its noise (13.0 against 13.2 us,
+ * backend CPU from /proc/<pid>/schedstat, 10 interleaved rounds of 60 calls). Too small for a whole
+ * drain to tell apart (bench/README.md, session of 2026-12-01, afternoon).
  */
 export async function completeExecutions(q: Queryable, workerId: string, batch: CompletionRow[]): Promise<CompletionAck[]> {
   const n = batch.length;
