@@ -153,14 +153,30 @@ async function prepareBullmq(): Promise<Running> {
   };
 }
 
-async function main(): Promise<void> {
+function prepare(): Promise<Running> {
   const kind = kindOf(config.system);
-  const running =
-    kind === 'acta' ? await prepareActa() : kind === 'graphile' ? await prepareGraphile() : kind === 'pgboss' ? await preparePgBoss() : await prepareBullmq();
+  return kind === 'acta' ? prepareActa() : kind === 'graphile' ? prepareGraphile() : kind === 'pgboss' ? preparePgBoss() : prepareBullmq();
+}
+
+async function main(): Promise<void> {
+  let running = await prepare();
   let stopping = false;
   process.on('message', (message: ToChild) => {
     if (message.type === 'ping') send({ type: 'pong', id: message.id });
     else if (message.type === 'count') send({ type: 'counted', id: message.id, handled });
+    else if (message.type === 'warmup') running.go().catch(fail);
+    else if (message.type === 'rearm') {
+      // The timed drain then runs on a new instance (its start call, connections and pools
+      // included, as in a cold drain) in a process whose code V8 has already compiled.
+      running
+        .stop()
+        .then(async () => {
+          handled = 0;
+          running = await prepare();
+          send({ type: 'rearmed', id: message.id });
+        })
+        .catch(fail);
+    }
     else if (message.type === 'go') {
       const t0 = performance.now();
       running.go().then(

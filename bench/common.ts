@@ -68,7 +68,15 @@ export interface ChildConfig {
   executors?: number;
 }
 
-export type ToChild = { type: 'go' } | { type: 'stop' } | { type: 'ping'; id: number } | { type: 'count'; id: number };
+export type ToChild =
+  | { type: 'go' }
+  | { type: 'stop' }
+  | { type: 'ping'; id: number }
+  | { type: 'count'; id: number }
+  /** Warm drains: start the system on the warm-up jobs (no `started` answer). */
+  | { type: 'warmup' }
+  /** Warm drains: stop the warm-up instance, zero the count, prepare a new instance for `go`. */
+  | { type: 'rearm'; id: number };
 export type FromChild =
   | { type: 'ready' }
   | { type: 'started'; ms: number }
@@ -76,5 +84,7 @@ export type FromChild =
   | { type: 'pong'; id: number }
   /** Answer to `count`: handlers this process has run so far. */
   | { type: 'counted'; id: number; handled: number }
+  /** Answer to `rearm`: a new instance is ready for `go`. */
+  | { type: 'rearmed'; id: number }
   | { type: 'stopped' }
   | { type: 'error'; message: string };

@@ -150,18 +150,28 @@ export function rssMiB(pid: number | undefined): number {
   }
 }
 
-/** Handlers the child has run so far (its answer to `count`). */
-export function handledBy(child: ChildHandle, id: number): Promise<number> {
-  return new Promise<number>((resolve) => {
-    const onMessage = (message: FromChild) => {
-      if (message.type === 'counted' && message.id === id) {
+/** Sends `message` and resolves with the child's answer of type `answer` that carries the same id. */
+function ask<T extends FromChild['type']>(child: ChildHandle, message: Extract<ToChild, { id: number }>, answer: T): Promise<Extract<FromChild, { type: T }>> {
+  return new Promise((resolve) => {
+    const onMessage = (reply: FromChild) => {
+      if (reply.type === answer && (reply as { id?: number }).id === message.id) {
         child.proc.off('message', onMessage);
-        resolve(message.handled);
+        resolve(reply as Extract<FromChild, { type: T }>);
       }
     };
     child.proc.on('message', onMessage);
-    child.send({ type: 'count', id });
+    child.send(message);
   });
+}
+
+/** Handlers the child has run so far (its answer to `count`). */
+export async function handledBy(child: ChildHandle, id: number): Promise<number> {
+  return (await ask(child, { type: 'count', id }, 'counted')).handled;
+}
+
+/** Warm drains: the child stops its warm-up instance and prepares a new one for `go`. */
+export async function rearm(child: ChildHandle, id: number): Promise<void> {
+  await ask(child, { type: 'rearm', id }, 'rearmed');
 }
 
 /** Median IPC round trip to a child, ms (its half is the one-way share of a latency sample). */
@@ -169,16 +179,7 @@ export async function ipcRoundTripMs(child: ChildHandle, samples = 30): Promise<
   const rtts: number[] = [];
   for (let id = 0; id < samples; id++) {
     const t0 = performance.now();
-    await new Promise<void>((resolve) => {
-      const onMessage = (message: FromChild) => {
-        if (message.type === 'pong' && message.id === id) {
-          child.proc.off('message', onMessage);
-          resolve();
-        }
-      };
-      child.proc.on('message', onMessage);
-      child.send({ type: 'ping', id });
-    });
+    await ask(child, { type: 'ping', id }, 'pong');
     rtts.push(performance.now() - t0);
   }
   return median(rtts);

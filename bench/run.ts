@@ -24,7 +24,7 @@ import * as path from 'node:path';
 import { SETTINGS, SYSTEMS, type SystemName, usesPostgres } from './common';
 import { Admin } from './pg';
 import { checkTargets, markdownTable, settingsTable, svgChart, targetsTable } from './report';
-import { type BenchResult, type Row, type RowSystem, SCENARIOS } from './results';
+import { type BenchResult, type Row, type RowSystem, SCENARIOS, warmDrained } from './results';
 import {
   type Context,
   measureBackpressure,
@@ -40,7 +40,7 @@ import {
 import { summarize } from './stats';
 import { redisFacts, Stores } from './systems';
 
-export const SCENARIO_GROUPS = ['floor', 'enqueue', 'drain1', 'drain2', 'drain8', 'latency', 'idle', 'memory', 'backpressure'] as const;
+export const SCENARIO_GROUPS = ['floor', 'enqueue', 'drain1', 'drain2', 'drain8', 'warm', 'latency', 'idle', 'memory', 'backpressure'] as const;
 type Group = (typeof SCENARIO_GROUPS)[number];
 
 interface Args {
@@ -255,6 +255,19 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
           }
         }
       }
+      if (has('warm')) {
+        for (const processes of [1, 8] as const) {
+          const scenario = `drain${processes}-warm`;
+          for (const system of order.filter(warmDrained)) {
+            await attempt(run, scenario, system, async () => {
+              const r = await measureDrain(ctx, system, processes, false, true);
+              record(run, scenario, system, r.value, r.raw);
+              const cpu = r.raw.workerCpuUsPerJob !== undefined ? `; CPU per job: worker ${r.raw.workerCpuUsPerJob.toFixed(1)} µs, server ${r.raw.serverCpuUsPerJob?.toFixed(1) ?? '?'} µs` : '';
+              show(run, scenario, system, r.value, `; after ${r.raw.warmupJobs} warm-up jobs` + cpu);
+            });
+          }
+        }
+      }
       if (has('latency')) {
         for (const system of order) {
           await attempt(run, 'latency', system, async () => {
@@ -356,6 +369,7 @@ function markdown(result: BenchResult): string {
     `- Every system runs in worker processes of its own under the same Node binary as the orchestrator; each measurement uses a fresh database (copied from a template with the schema installed: tables never analyzed) or a fresh Redis key prefix; systems are interleaved within each run; ${m.runs} run(s).`,
     `- Enqueue: one bulk call of ${opt.jobs} jobs through the public API (acta enqueueMany, graphile addJobs, pg-boss insert, BullMQ addBulk), timed in the orchestrator.`,
     `- Drain: ${opt.jobs} jobs queued, then the worker process(es) get "go" once loaded; the time runs from "go" (the system's start call is inside it) until the orchestrator's poll sees no job left (it asks the worker processes over IPC every ${opt.pollMs} ms how many handlers they ran, and once they ran all of them, polls the database every 1 ms with one query); every job is then checked completed. "After ANALYZE" ran ANALYZE on the database before "go". Pool per process: the system's own size, capped at ⌊48 / processes⌋ (8 processes: 6).`,
+    `- Warm drains: the drain above on a fresh table with worker processes that first worked their share of ${Math.ceil(opt.jobs / 4).toLocaleString('en-US')} untimed jobs per process on an instance of the system, stopped it and prepared a new one; then ${opt.jobs} jobs are queued and the new instances get "go", timed as above (start call, pools and connections included; V8 has compiled the code). What the 2- and 8-process target is for ("claims do not make workers fight") without each process's warm-up in the timed window; not issue 5's own measurement. graphile-worker at its defaults is left out (one job at a time: its warm-up alone would take ~25 s a run).`,
     `- Transactions per job: pg_stat_database.xact_commit of the run's database from before the worker processes start until they have exited (startup and shutdown included), minus the orchestrator's polls, divided by the jobs.`,
     '- CPU per job: over the 1-process drain on the fresh table, from "go" until the poll saw it done, the worker process\'s CPU time and that of every `postgres` process on the machine (for BullMQ, `redis-server`), including backends that exited (their parent\'s cutime), from /proc at 10 ms resolution; the server figure includes the orchestrator\'s polls and the background writers. Shown only when the server runs on this machine.',
     `- Latency: an idle worker, ${opt.latencyJobs} jobs enqueued one at a time ${opt.latencySpacingMs} ms apart, after ${opt.latencyWarmupJobs} untimed jobs sent the same way (a worker process's first jobs pay one-off costs: new connections, the server compiling functions, V8 tiering up) and a settle; both timestamps on the orchestrator's monotonic clock: before the enqueue call, and when the handler's first act (an IPC message) arrives. That includes the enqueue call itself and one IPC hop (≈ ${Number.isFinite(ipc) ? ipc.toFixed(3) : '?'} ms, half the measured round trip).`,
