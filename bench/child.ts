@@ -7,7 +7,7 @@
  * both timestamps on its own clock).
  */
 import type { ChildConfig, FromChild, ToChild } from './common';
-import { JOB_NAME, kindOf, PGBOSS_QUEUE, SETTINGS } from './common';
+import { JOB_NAME, kindOf, monotonicMs, PGBOSS_QUEUE, SETTINGS } from './common';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as ChildConfig;
 
@@ -26,6 +26,9 @@ type JobHandler = (payload: unknown) => void;
 
 /** Handlers run so far; the orchestrator asks (`count`) before it polls the database (bench/scenarios.ts, measureDrain). */
 let handled = 0;
+/** Warm drains: after `arm`, the first handler's start on the shared monotonic clock (bench/scenarios.ts, measureWarmDrain). */
+let armed = false;
+let firstAfterArmMs: number | undefined;
 const handler: JobHandler =
   config.mode === 'latency'
     ? (payload) => {
@@ -35,6 +38,10 @@ const handler: JobHandler =
       }
     : () => {
         handled++;
+        if (armed) {
+          armed = false;
+          firstAfterArmMs = monotonicMs();
+        }
       };
 
 async function prepareActa(): Promise<Running> {
@@ -153,29 +160,18 @@ async function prepareBullmq(): Promise<Running> {
   };
 }
 
-function prepare(): Promise<Running> {
-  const kind = kindOf(config.system);
-  return kind === 'acta' ? prepareActa() : kind === 'graphile' ? prepareGraphile() : kind === 'pgboss' ? preparePgBoss() : prepareBullmq();
-}
-
 async function main(): Promise<void> {
-  let running = await prepare();
+  const kind = kindOf(config.system);
+  const running =
+    kind === 'acta' ? await prepareActa() : kind === 'graphile' ? await prepareGraphile() : kind === 'pgboss' ? await preparePgBoss() : await prepareBullmq();
   let stopping = false;
   process.on('message', (message: ToChild) => {
     if (message.type === 'ping') send({ type: 'pong', id: message.id });
-    else if (message.type === 'count') send({ type: 'counted', id: message.id, handled });
-    else if (message.type === 'warmup') running.go().catch(fail);
-    else if (message.type === 'rearm') {
-      // The timed drain then runs on a new instance (its start call, connections and pools
-      // included, as in a cold drain) in a process whose code V8 has already compiled.
-      running
-        .stop()
-        .then(async () => {
-          handled = 0;
-          running = await prepare();
-          send({ type: 'rearmed', id: message.id });
-        })
-        .catch(fail);
+    else if (message.type === 'count') send({ type: 'counted', id: message.id, handled, firstAfterArmMs });
+    else if (message.type === 'arm') {
+      armed = true;
+      firstAfterArmMs = undefined;
+      send({ type: 'armed', id: message.id });
     }
     else if (message.type === 'go') {
       const t0 = performance.now();

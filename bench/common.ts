@@ -73,18 +73,21 @@ export type ToChild =
   | { type: 'stop' }
   | { type: 'ping'; id: number }
   | { type: 'count'; id: number }
-  /** Warm drains: start the system on the warm-up jobs (no `started` answer). */
-  | { type: 'warmup' }
-  /** Warm drains: stop the warm-up instance, zero the count, prepare a new instance for `go`. */
-  | { type: 'rearm'; id: number };
+  /** Warm drains: note when the next handler starts (`monotonicMs`); answered by `armed`. */
+  | { type: 'arm'; id: number };
 export type FromChild =
   | { type: 'ready' }
   | { type: 'started'; ms: number }
   | { type: 'job'; k: number }
   | { type: 'pong'; id: number }
   /** Answer to `count`: handlers this process has run so far. */
-  | { type: 'counted'; id: number; handled: number }
-  /** Answer to `rearm`: a new instance is ready for `go`. */
-  | { type: 'rearmed'; id: number }
+  | { type: 'counted'; id: number; handled: number; firstAfterArmMs?: number }
+  | { type: 'armed'; id: number }
   | { type: 'stopped' }
   | { type: 'error'; message: string };
+
+/**
+ * Milliseconds on CLOCK_MONOTONIC (libuv's hrtime): one clock for every process on the machine,
+ * unlike `performance.now()`, whose origin is each process's start.
+ */
+export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;

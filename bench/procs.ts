@@ -169,9 +169,14 @@ export async function handledBy(child: ChildHandle, id: number): Promise<number>
   return (await ask(child, { type: 'count', id }, 'counted')).handled;
 }
 
-/** Warm drains: the child stops its warm-up instance and prepares a new one for `go`. */
-export async function rearm(child: ChildHandle, id: number): Promise<void> {
-  await ask(child, { type: 'rearm', id }, 'rearmed');
+/** Has the child note when its next handler starts (see `firstHandlerAfterArm`). */
+export async function arm(child: ChildHandle, id: number): Promise<void> {
+  await ask(child, { type: 'arm', id }, 'armed');
+}
+
+/** When the child's first handler after `arm` started, `monotonicMs` (undefined: none yet). */
+export async function firstHandlerAfterArm(child: ChildHandle, id: number): Promise<number | undefined> {
+  return (await ask(child, { type: 'count', id }, 'counted')).firstAfterArmMs;
 }
 
 /** Median IPC round trip to a child, ms (its half is the one-way share of a latency sample). */

@@ -35,6 +35,7 @@ import {
   measureLatency,
   flatness,
   measureMemory,
+  measureWarmDrain,
   type Options,
 } from './scenarios';
 import { summarize } from './stats';
@@ -132,6 +133,10 @@ function gitFacts(): string {
 
 /** Rotates `xs` by `r` so that no system is always measured first. */
 const rotate = <T>(xs: T[], r: number) => xs.map((_, i) => xs[(i + r) % xs.length]);
+
+/** A drain's CPU per job as shown on the progress line ('' where /proc did not show it). */
+const cpuText = (raw: { workerCpuUsPerJob?: number; serverCpuUsPerJob?: number }) =>
+  raw.workerCpuUsPerJob !== undefined ? `; CPU per job: worker ${raw.workerCpuUsPerJob.toFixed(1)} µs, server ${raw.serverCpuUsPerJob?.toFixed(1) ?? '?'} µs` : '';
 
 export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
   const args = parseArgs(argv);
@@ -249,8 +254,7 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
               // Where the time goes (issue 5): CPU per job on each side, where /proc shows both.
               if (processes === 1 && !analyzed && r.raw.workerCpuUsPerJob !== undefined) record(run, 'cpu-worker', system, r.raw.workerCpuUsPerJob, { from: scenario });
               if (processes === 1 && !analyzed && r.raw.serverCpuUsPerJob !== undefined) record(run, 'cpu-server', system, r.raw.serverCpuUsPerJob, { from: scenario });
-              const cpu = r.raw.workerCpuUsPerJob !== undefined ? `; CPU per job: worker ${r.raw.workerCpuUsPerJob.toFixed(1)} µs, server ${r.raw.serverCpuUsPerJob?.toFixed(1) ?? '?'} µs` : '';
-              show(run, scenario, system, r.value, (r.raw.xactsPerJob !== undefined ? `; ${r.raw.xactsPerJob.toFixed(3)} tx/job` : '') + cpu);
+              show(run, scenario, system, r.value, (r.raw.xactsPerJob !== undefined ? `; ${r.raw.xactsPerJob.toFixed(3)} tx/job` : '') + cpuText(r.raw));
             });
           }
         }
@@ -260,10 +264,9 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
           const scenario = `drain${processes}-warm`;
           for (const system of order.filter(warmDrained)) {
             await attempt(run, scenario, system, async () => {
-              const r = await measureDrain(ctx, system, processes, false, true);
+              const r = await measureWarmDrain(ctx, system, processes);
               record(run, scenario, system, r.value, r.raw);
-              const cpu = r.raw.workerCpuUsPerJob !== undefined ? `; CPU per job: worker ${r.raw.workerCpuUsPerJob.toFixed(1)} µs, server ${r.raw.serverCpuUsPerJob?.toFixed(1) ?? '?'} µs` : '';
-              show(run, scenario, system, r.value, `; after ${r.raw.warmupJobs} warm-up jobs` + cpu);
+              show(run, scenario, system, r.value, `; warm-up jobs per process ${r.raw.warmupHandled.join(' / ')}; first start ${r.raw.firstStartMs.toFixed(0)} ms after the bulk call (which took ${r.raw.enqueueMs.toFixed(0)} ms)` + cpuText(r.raw));
             });
           }
         }
@@ -369,7 +372,11 @@ function markdown(result: BenchResult): string {
     `- Every system runs in worker processes of its own under the same Node binary as the orchestrator; each measurement uses a fresh database (copied from a template with the schema installed: tables never analyzed) or a fresh Redis key prefix; systems are interleaved within each run; ${m.runs} run(s).`,
     `- Enqueue: one bulk call of ${opt.jobs} jobs through the public API (acta enqueueMany, graphile addJobs, pg-boss insert, BullMQ addBulk), timed in the orchestrator.`,
     `- Drain: ${opt.jobs} jobs queued, then the worker process(es) get "go" once loaded; the time runs from "go" (the system's start call is inside it) until the orchestrator's poll sees no job left (it asks the worker processes over IPC every ${opt.pollMs} ms how many handlers they ran, and once they ran all of them, polls the database every 1 ms with one query); every job is then checked completed. "After ANALYZE" ran ANALYZE on the database before "go". Pool per process: the system's own size, capped at ⌊48 / processes⌋ (8 processes: 6).`,
-    `- Warm drains: the drain above on a fresh table with worker processes that first worked their share of ${Math.ceil(opt.jobs / 4).toLocaleString('en-US')} untimed jobs per process on an instance of the system, stopped it and prepared a new one; then ${opt.jobs} jobs are queued and the new instances get "go", timed as above (start call, pools and connections included; V8 has compiled the code). What the 2- and 8-process target is for ("claims do not make workers fight") without each process's warm-up in the timed window; not issue 5's own measurement. graphile-worker at its defaults is left out (one job at a time: its warm-up alone would take ~25 s a run).`,
+    ...(result.rows.some((r) => r.scenario.endsWith('-warm'))
+      ? [
+          `- Warm drains (not issue 5's measurement): worker processes started and working, which first share ${(2 * opt.jobs).toLocaleString('en-US')} untimed jobs; then the database is vacuumed (what autovacuum does in service; it is off on this server: without it, acta's claims walked the warm-up's 40,000 dead index entries, 1.2 ms per claim) and they sit idle 0.5 s; then ${opt.jobs} jobs are queued in one bulk call, and the time runs from the first of them's handler start (noted by the worker process on the machine's monotonic clock) until the poll sees them done, as above: not from the call's return, which for graphile-worker and BullMQ comes after their workers ran most of the jobs (their bulk calls return every job, and the client reads them while the workers run). The same started instance works both batches, as a worker in service does: no start call in the window, pools and connections open, V8's code tiered up. What the 2- and 8-process target is about ("claims do not make workers fight") without each process's start and warm-up inside the window. The table is not fresh (it holds the warm-up's rows, vacuumed, never analyzed) and no transactions are counted; the server CPU includes the bulk enqueue. graphile-worker at its defaults is left out (one job at a time: the warm-up alone would take ~30 s a run).`,
+        ]
+      : []),
     `- Transactions per job: pg_stat_database.xact_commit of the run's database from before the worker processes start until they have exited (startup and shutdown included), minus the orchestrator's polls, divided by the jobs.`,
     '- CPU per job: over the 1-process drain on the fresh table, from "go" until the poll saw it done, the worker process\'s CPU time and that of every `postgres` process on the machine (for BullMQ, `redis-server`), including backends that exited (their parent\'s cutime), from /proc at 10 ms resolution; the server figure includes the orchestrator\'s polls and the background writers. Shown only when the server runs on this machine.',
     `- Latency: an idle worker, ${opt.latencyJobs} jobs enqueued one at a time ${opt.latencySpacingMs} ms apart, after ${opt.latencyWarmupJobs} untimed jobs sent the same way (a worker process's first jobs pay one-off costs: new connections, the server compiling functions, V8 tiering up) and a settle; both timestamps on the orchestrator's monotonic clock: before the enqueue call, and when the handler's first act (an IPC message) arrives. That includes the enqueue call itself and one IPC hop (≈ ${Number.isFinite(ipc) ? ipc.toFixed(3) : '?'} ms, half the measured round trip).`,

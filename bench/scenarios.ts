@@ -2,9 +2,9 @@
  * The measurements. Each function measures one system once on a fresh store and returns the
  * sample plus its raw details; the orchestrator repeats and interleaves them.
  */
-import { type ChildConfig, type SystemName, usesPostgres, poolCap } from './common';
+import { type ChildConfig, monotonicMs, type SystemName, usesPostgres, poolCap } from './common';
 import { type Admin, connectTo } from './pg';
-import { type ChildHandle, commandCpuMs, cpuMs, handledBy, ipcRoundTripMs, killAll, rearm, rssMiB, spawnChild, spawnMany, stopAll } from './procs';
+import { arm, type ChildHandle, commandCpuMs, cpuMs, firstHandlerAfterArm, handledBy, ipcRoundTripMs, killAll, rssMiB, spawnChild, spawnMany, stopAll } from './procs';
 import { now, percentile, sleep } from './stats';
 import type { Poller, Store, Stores } from './systems';
 
@@ -92,8 +92,6 @@ export interface DrainRaw {
   xactRollbacks?: number;
   pollerQueries: number;
   xactsPerJob?: number;
-  /** Warm drains: the warm-up jobs worked before the timed ones. */
-  warmupJobs?: number;
   /**
    * CPU per job over the drain (from "go" until the poll saw it done), µs: the worker processes
    * (their start call included), and the server (every `postgres` process, or `redis-server` for
@@ -103,101 +101,153 @@ export interface DrainRaw {
   serverCpuUsPerJob?: number;
 }
 
-/**
- * Scenarios 2, 3, 5: N queued no-op jobs worked by `processes` worker processes.
- * Warm (`warm`, fresh table only): each process first works its share of a warm-up batch
- * (`processes` x N / 4 jobs) on an instance of the system that is then stopped; the timed drain runs
- * on a new instance in the same process (its start call, pools and connections as in a cold drain,
- * the code already compiled by V8). What the 2- and 8-process target is for ("claims do not make
- * workers fight", issue 5) without each process's warm-up inside the timed window.
- */
-export async function measureDrain(ctx: Context, system: SystemName, processes: number, analyzed: boolean, warm = false) {
+/** Scenarios 2, 3, 5: N queued no-op jobs worked by `processes` worker processes. */
+export async function measureDrain(ctx: Context, system: SystemName, processes: number, analyzed: boolean) {
   const n = ctx.options.jobs;
   const pg = usesPostgres(system);
-  const warmJobs = warm ? processes * Math.ceil(n / 4) : 0;
   return withStore(ctx, system, async (store) => {
     await store.openClient();
+    const e0 = now();
+    await store.enqueueBulk(n);
+    const enqueueMs = now() - e0;
+    await store.closeClient();
+    if (analyzed) await store.analyze();
+    if (pg) await ctx.admin.waitNoBackends(store.database!);
+    const x0 = pg ? await ctx.admin.xacts(store.database!) : undefined;
+    const poller = await store.openPoller();
     let children: ChildHandle[] = [];
-    let poller: Poller | undefined;
     try {
-      let enqueueMs: number;
-      let x0: { commit: number; rollback: number } | undefined;
-      if (warm) {
-        await store.enqueueBulk(warmJobs);
-        poller = await store.openPoller();
-        children = await spawnMany(childConfigs(store, 'drain', processes), { nodeArgs: nodeArgs(ctx, system) });
-        const warming = watchFailures(children);
-        for (const child of children) child.send({ type: 'warmup' });
-        await untilDrained(ctx, children, poller, warmJobs, warming.promise, 'warm-up');
-        await Promise.race([Promise.all(children.map((c, i) => rearm(c, i))), warming.promise]);
-        warming.disarm();
-        const e0 = now();
-        await store.enqueueBulk(n);
-        enqueueMs = now() - e0;
-        await store.closeClient();
-      } else {
-        const e0 = now();
-        await store.enqueueBulk(n);
-        enqueueMs = now() - e0;
-        await store.closeClient();
-        if (analyzed) await store.analyze();
-        if (pg) await ctx.admin.waitNoBackends(store.database!);
-        x0 = pg ? await ctx.admin.xacts(store.database!) : undefined;
-        poller = await store.openPoller();
-        children = await spawnMany(childConfigs(store, 'drain', processes), { nodeArgs: nodeArgs(ctx, system) });
-      }
+      children = await spawnMany(childConfigs(store, 'drain', processes), { nodeArgs: nodeArgs(ctx, system) });
       const failed = watchFailures(children);
-      const serverCommand = pg ? 'postgres' : 'redis-server';
-      const workerCpu = () => children.reduce((sum, c) => sum + cpuMs(c.proc.pid), 0);
-      const w0 = workerCpu();
-      const s0 = commandCpuMs(serverCommand);
+      const cpu = cpuMeter(system, children);
       const tGo = now();
       for (const child of children) child.send({ type: 'go' });
-      await untilDrained(ctx, children, poller, warmJobs + n, failed.promise, 'drain', n, tGo);
+      await untilDrained(ctx, children, poller, n, failed.promise, 'drain', tGo);
       const drainMs = now() - tGo;
-      const workerCpuMs = workerCpu() - w0;
-      const serverCpuMs = commandCpuMs(serverCommand) - s0;
+      const used = cpu.perJobUs(n);
       const startMs = await Promise.all(children.map((c) => c.started));
       failed.disarm();
       await stopAll(children);
       await poller.close();
-      const raw: DrainRaw = { jobs: n, processes, analyzed, enqueueMs, drainMs, startMs, completed: 0, pollerQueries: poller.polls };
-      if (warm) raw.warmupJobs = warmJobs;
-      if (Number.isFinite(workerCpuMs)) raw.workerCpuUsPerJob = (workerCpuMs * 1000) / n;
-      if (Number.isFinite(serverCpuMs)) raw.serverCpuUsPerJob = (serverCpuMs * 1000) / n;
-      if (pg && x0) {
+      const raw: DrainRaw = { jobs: n, processes, analyzed, enqueueMs, drainMs, startMs, completed: 0, pollerQueries: poller.polls, ...used };
+      if (pg) {
         await ctx.admin.waitNoBackends(store.database!);
         const x1 = await ctx.admin.xacts(store.database!);
-        raw.xactCommits = x1.commit - x0.commit - poller.polls;
-        raw.xactRollbacks = x1.rollback - x0.rollback;
+        raw.xactCommits = x1.commit - x0!.commit - poller.polls;
+        raw.xactRollbacks = x1.rollback - x0!.rollback;
         raw.xactsPerJob = raw.xactCommits / n;
       }
-      raw.completed = (await store.completed(warmJobs + n)) - warmJobs;
+      raw.completed = await store.completed(n);
       if (raw.completed !== n) throw new Error(`drain finished with ${raw.completed} of ${n} jobs completed`);
       return { value: (n * 1000) / drainMs, raw };
     } finally {
       await killAll(children);
-      await poller?.close().catch(() => undefined);
+      await poller.close().catch(() => undefined);
     }
   });
 }
 
+export interface WarmDrainRaw {
+  jobs: number;
+  processes: number;
+  /** Untimed jobs worked first, shared by the processes. */
+  warmupJobs: number;
+  /** The warm-up jobs each process ran. */
+  warmupHandled: number[];
+  /** The timed bulk enqueue call. */
+  enqueueMs: number;
+  /**
+   * From the bulk call's start until the first handler of the timed jobs started, ms (in some
+   * systems before the call returns: graphile-worker's addJobs and BullMQ's addBulk return every
+   * job, and the workers run while the client reads them).
+   */
+  firstStartMs: number;
+  /** From the first handler's start until the poll saw every job done, ms. */
+  drainMs: number;
+  /** Timed jobs completed (the store's completed count minus the warm-up jobs). */
+  completed: number;
+  /** As in DrainRaw, over the timed drain. */
+  workerCpuUsPerJob?: number;
+  serverCpuUsPerJob?: number;
+}
+
 /**
- * Waits until the children have run `handled` handlers (default: all `total` jobs) and the store
- * has no job left (`total` counts every job the store has seen, warm-up included).
+ * Warm drains (not issue 5's measurement): `processes` worker processes started and working, which
+ * first share 2 × N untimed jobs; then the store is vacuumed and they sit idle 0.5 s; then N jobs are queued in one bulk call and
+ * the time runs from the first of them's handler start (on the machine's monotonic clock, noted by
+ * the worker process) until the last completion is committed: not from the call's return, which in
+ * some systems comes after the workers ran most of the jobs (see `firstStartMs`). The same started
+ * instance of the system works both batches, as a worker in service does: no start call, pools and
+ * connections open, V8's code tiered up. What the 2- and 8-process target ("claims do not make
+ * workers fight", issue 5) is about, without each process's start and warm-up inside the window.
+ * The table is not fresh (it holds the warm-up's rows, vacuumed); no transactions are counted. The CPU meter
+ * runs from the bulk call's start: the server figure includes the enqueue.
  */
-async function untilDrained(
-  ctx: Context,
-  children: ChildHandle[],
-  poller: Poller,
-  total: number,
-  failed: Promise<never>,
-  what: string,
-  handled = total,
-  t0 = now(),
-): Promise<void> {
+export async function measureWarmDrain(ctx: Context, system: SystemName, processes: number) {
+  const n = ctx.options.jobs;
+  const warmupJobs = 2 * n;
+  return withStore(ctx, system, async (store) => {
+    await store.openClient();
+    await store.enqueueBulk(warmupJobs);
+    const poller = await store.openPoller();
+    let children: ChildHandle[] = [];
+    try {
+      children = await spawnMany(childConfigs(store, 'drain', processes), { nodeArgs: nodeArgs(ctx, system) });
+      const failed = watchFailures(children);
+      for (const child of children) child.send({ type: 'go' });
+      await untilDrained(ctx, children, poller, warmupJobs, failed.promise, 'warm-up');
+      const warmupHandled = await Promise.race([Promise.all(children.map((c, i) => handledBy(c, -1 - i))), failed.promise]);
+      // What autovacuum does in service (off on this bench's server): without it the claims of the
+      // timed jobs walked the warm-up's dead index entries (acta: an empty claim read 198 index
+      // pages, 1.2 ms, after 40,000 jobs; README, "What makes a claim slower").
+      await store.vacuum();
+      await sleep(500);
+      await Promise.race([Promise.all(children.map((c, i) => arm(c, -1 - i))), failed.promise]);
+      const cpu = cpuMeter(system, children);
+      const e0 = monotonicMs();
+      await store.enqueueBulk(n);
+      const enqueueMs = monotonicMs() - e0;
+      await untilDrained(ctx, children, poller, warmupJobs + n, failed.promise, 'warm drain');
+      const end = monotonicMs();
+      const used = cpu.perJobUs(n);
+      const firsts = await Promise.race([Promise.all(children.map((c, i) => firstHandlerAfterArm(c, -1 - i))), failed.promise]);
+      const t0 = Math.min(...firsts.filter((t): t is number => t !== undefined));
+      const drainMs = end - t0;
+      failed.disarm();
+      await stopAll(children);
+      const completed = (await store.completed(warmupJobs + n)) - warmupJobs;
+      if (completed !== n) throw new Error(`warm drain finished with ${completed} of ${n} jobs completed`);
+      const raw: WarmDrainRaw = { jobs: n, processes, warmupJobs, warmupHandled, enqueueMs, firstStartMs: t0 - e0, drainMs, completed, ...used };
+      return { value: (n * 1000) / drainMs, raw };
+    } finally {
+      await killAll(children);
+      await poller.close().catch(() => undefined);
+    }
+  });
+}
+
+/** CPU of the worker processes and of the server (see DrainRaw) from now; `perJobUs` reads it. */
+function cpuMeter(system: SystemName, children: ChildHandle[]) {
+  const serverCommand = usesPostgres(system) ? 'postgres' : 'redis-server';
+  const workerCpu = () => children.reduce((sum, c) => sum + cpuMs(c.proc.pid), 0);
+  const w0 = workerCpu();
+  const s0 = commandCpuMs(serverCommand);
+  return {
+    perJobUs(n: number): { workerCpuUsPerJob?: number; serverCpuUsPerJob?: number } {
+      const worker = workerCpu() - w0;
+      const server = commandCpuMs(serverCommand) - s0;
+      return {
+        ...(Number.isFinite(worker) ? { workerCpuUsPerJob: (worker * 1000) / n } : {}),
+        ...(Number.isFinite(server) ? { serverCpuUsPerJob: (server * 1000) / n } : {}),
+      };
+    },
+  };
+}
+
+/** Waits until the children have run `n` handlers and the store has no job left. */
+async function untilDrained(ctx: Context, children: ChildHandle[], poller: Poller, n: number, failed: Promise<never>, what: string, t0 = now()): Promise<void> {
   const overdue = () => {
-    if (now() - t0 > ctx.options.drainTimeoutMs) throw new Error(`${what} of ${handled} jobs not done after ${ctx.options.drainTimeoutMs} ms`);
+    if (now() - t0 > ctx.options.drainTimeoutMs) throw new Error(`${what} of ${n} jobs not done after ${ctx.options.drainTimeoutMs} ms`);
   };
   // Until the worker processes have run every handler, ask them (IPC), not the database: the
   // "is work left?" query itself cost every system server time that grew with the drain's
@@ -206,13 +256,13 @@ async function untilDrained(
   let asks = 0;
   for (;;) {
     const counts = await Promise.race([Promise.all(children.map((c) => handledBy(c, asks++))), failed]);
-    if (counts.reduce((a, b) => a + b, 0) >= handled) break;
+    if (counts.reduce((a, b) => a + b, 0) >= n) break;
     overdue();
     await sleep(ctx.options.pollMs);
   }
   // Then poll the database until the last completion is committed.
   for (;;) {
-    if (!(await Promise.race([poller.busy(total), failed]))) break;
+    if (!(await Promise.race([poller.busy(n), failed]))) break;
     overdue();
     await sleep(1);
   }

@@ -35,6 +35,8 @@ export interface Store {
   completed(n: number): Promise<number>;
   /** ANALYZE every table (PG systems). */
   analyze(): Promise<void>;
+  /** VACUUM every table (PG systems): what autovacuum does in service (off on this bench's server). */
+  vacuum(): Promise<void>;
   destroy(): Promise<void>;
 }
 
@@ -202,6 +204,7 @@ export class Stores {
         ),
       completed: () => scalar(url, `select count(*) as n from acta.jobs where status = 'succeeded'`),
       analyze: () => exec(url, 'analyze'),
+      vacuum: () => exec(url, 'vacuum'),
       destroy: () => this.options.admin.dropDatabase(database),
     };
   }
@@ -239,6 +242,7 @@ export class Stores {
       openPoller: () => sqlPoller(url, 'select exists (select 1 from graphile_worker._private_jobs) as busy'),
       completed: async (n) => n - (await scalar(url, 'select count(*) as n from graphile_worker._private_jobs')),
       analyze: () => exec(url, 'analyze'),
+      vacuum: () => exec(url, 'vacuum'),
       destroy: () => this.options.admin.dropDatabase(database),
     };
   }
@@ -271,6 +275,7 @@ export class Stores {
         sqlPoller(url, `select exists (select 1 from pgboss.job where name = $1 and state in ('created', 'retry', 'active')) as busy`, [PGBOSS_QUEUE]),
       completed: () => scalar(url, `select count(*) as n from pgboss.job where name = '${PGBOSS_QUEUE}' and state = 'completed'`),
       analyze: () => exec(url, 'analyze'),
+      vacuum: () => exec(url, 'vacuum'),
       destroy: () => this.options.admin.dropDatabase(database),
     };
   }
@@ -323,6 +328,9 @@ export class Stores {
       },
       async analyze() {
         // No tables: nothing to analyze.
+      },
+      async vacuum() {
+        // Nor to vacuum.
       },
       destroy: () => deleteRedisPrefix(redisUrl, prefix),
     };

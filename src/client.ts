@@ -50,9 +50,11 @@ export interface EnqueueItem<P = unknown> extends Omit<EnqueueOptions, 'tx'> {
 export type PayloadOf<D> = D extends Definition<infer P, any> ? P : unknown;
 
 /**
- * An enqueueMany element whose `definition` is `D`: its payload is checked against `PayloadOf<D>`,
- * each element against its own definition (`enqueueMany([{ definition: sendEmail, payload: { to } },
- * { definition: resize, payload: { w } }])`). An array built by `map` is checked the same way.
+ * An enqueueMany element whose `definition` is `D`: its payload is checked against `PayloadOf<D>`.
+ * In a literal array each element against its own definition (`enqueueMany([{ definition: sendEmail,
+ * payload: { to } }, { definition: resize, payload: { w } }])`); an array built by `map` against the
+ * union of its elements' definitions. Items typed `EnqueueItem[]` are not checked (code generic over
+ * the definition: `PayloadOf` of a type parameter is not known, so such items must be typed so).
  */
 export type EnqueueItemOf<D> = Omit<EnqueueItem, 'definition' | 'payload'> & { definition: D; payload: PayloadOf<D> };
 
