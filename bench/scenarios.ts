@@ -173,15 +173,16 @@ export interface WarmDrainRaw {
 
 /**
  * Warm drains (not issue 5's measurement): `processes` worker processes started and working, which
- * first share 2 × N untimed jobs; then the store is vacuumed and they sit idle 0.5 s; then N jobs are queued in one bulk call and
- * the time runs from the first of them's handler start (on the machine's monotonic clock, noted by
- * the worker process) until the last completion is committed: not from the call's return, which in
- * some systems comes after the workers ran most of the jobs (see `firstStartMs`). The same started
- * instance of the system works both batches, as a worker in service does: no start call, pools and
- * connections open, V8's code tiered up. What the 2- and 8-process target ("claims do not make
- * workers fight", issue 5) is about, without each process's start and warm-up inside the window.
- * The table is not fresh (it holds the warm-up's rows, vacuumed); no transactions are counted. The CPU meter
- * runs from the bulk call's start: the server figure includes the enqueue.
+ * first share 2 × N untimed jobs; then the store is vacuumed and they sit idle 0.5 s; then N jobs
+ * are queued in one bulk call, and the time runs from the first of them's handler start (on the
+ * machine's monotonic clock, noted by the worker process) until the last completion is committed:
+ * not from the call's return, which in some systems comes after the workers ran most of the jobs
+ * (see `firstStartMs`). The same started instance of the system works both batches, as a worker in
+ * service does: no start call, pools and connections open, V8's code tiered up. What the 2- and
+ * 8-process target ("claims do not make workers fight", issue 5) is about, without each process's
+ * start and warm-up inside the window. The table is not fresh (it holds the warm-up's rows,
+ * vacuumed); no transactions are counted. The CPU meter runs from the bulk call's start: the
+ * server figure includes the enqueue.
  */
 export async function measureWarmDrain(ctx: Context, system: SystemName, processes: number) {
   const n = ctx.options.jobs;
@@ -211,7 +212,9 @@ export async function measureWarmDrain(ctx: Context, system: SystemName, process
       const end = monotonicMs();
       const used = cpu.perJobUs(n);
       const firsts = await Promise.race([Promise.all(children.map((c, i) => firstHandlerAfterArm(c, -1 - i))), failed.promise]);
-      const t0 = Math.min(...firsts.filter((t): t is number => t !== undefined));
+      const started = firsts.filter((t): t is number => t !== undefined);
+      if (started.length === 0) throw new Error(`warm drain: no worker process noted a handler start after the bulk call`);
+      const t0 = Math.min(...started);
       const drainMs = end - t0;
       failed.disarm();
       await stopAll(children);
