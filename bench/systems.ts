@@ -35,7 +35,7 @@ export interface Store {
   completed(n: number): Promise<number>;
   /** ANALYZE every table (PG systems). */
   analyze(): Promise<void>;
-  /** VACUUM every table (PG systems): what autovacuum does in service (off on this bench's server). */
+  /** VACUUM every table (PG systems): what autovacuum does in service (where it is on; this bench's server has it off). */
   vacuum(): Promise<void>;
   destroy(): Promise<void>;
 }
