@@ -10,13 +10,19 @@ import { errorJson } from './executor';
 export type WriteCompletions = (rows: CompletionRow[]) => ObservableInput<CompletionAck[]>;
 
 /**
- * True when the database refused a write for the values it carries (SQLSTATE class 22 "data
- * exception", e.g. 22P05 untranslatable character, 22021 bad byte sequence; class 54 "program
- * limit exceeded", e.g. a jsonb value too large): writing the same rows again cannot succeed,
- * but the other rows of the batch can land. Any other error (a lost connection, a missing
- * function, a permission) says nothing about the rows and the call is repeated as it is.
+ * True when a write failed for the values it carries: the database refused them (SQLSTATE class
+ * 22 "data exception", e.g. 22P05 untranslatable character, 22021 bad byte sequence; class 54
+ * "program limit exceeded", e.g. a jsonb value too large), or the client could not encode them
+ * (a RangeError, e.g. "Invalid string length": the driver quotes each text of the batch into one
+ * array literal, which a result of a few hundred million characters makes longer than a
+ * JavaScript string can be; adversarial trial: the batch was repeated without end, every later
+ * completion of the worker queued behind it, and the heartbeat kept the leases alive). Writing
+ * the same rows again cannot succeed, but the other rows of the batch can land. Any other error
+ * (a lost connection, a missing function, a permission) says nothing about the rows and the call
+ * is repeated as it is.
  */
 export function isContentError(err: unknown): boolean {
+  if (err instanceof RangeError) return true;
   const code = err !== null && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
   return typeof code === 'string' && code.length === 5 && (code.startsWith('22') || code.startsWith('54'));
 }

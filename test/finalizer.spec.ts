@@ -287,6 +287,38 @@ describe('Finalizer', () => {
     });
   });
 
+  it('bisects a batch the client cannot encode (a RangeError, e.g. "Invalid string length"): it is not repeated as it is', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, flush }) => {
+      // What node-postgres throws when the batch's quoted array literal would pass V8's longest
+      // string (a result of ~500 million characters; adversarial trial): any call carrying X, up
+      // to the 20th call (so that a finalizer that repeats it ends, and fails the test below).
+      const tooLong = () => new RangeError('Invalid string length');
+      const h = harness(scheduler, cold, { fail: (rows, n) => (n <= 20 && rows.some((r) => r.id === 'X' && r.outcome === 'succeeded') ? tooLong() : undefined) });
+      const s = h.finalizer.written$.subscribe();
+      pushAt(scheduler, h.finalizer, 0, [completion('first')]);
+      pushAt(scheduler, h.finalizer, 1, ['a', 'X', 'c'].map((id) => completion(id)));
+      flush();
+      s.unsubscribe();
+      expect(h.calls.map((c) => [c.at, c.rows.map((r) => `${r.id}:${r.outcome}`).join(',')])).toEqual([
+        [0, 'first:succeeded'],
+        [53, 'a:succeeded,X:succeeded,c:succeeded'],
+        [56, 'a:succeeded,X:succeeded'],
+        [59, 'a:succeeded'],
+        [62, 'X:succeeded'],
+        [65, 'X:failed_final'],
+        [68, 'c:succeeded'],
+      ]);
+      expect(JSON.parse(h.calls[5].rows[0].error!)).toMatchObject({ name: 'UnstorableOutcome', message: 'Invalid string length' });
+      expect(h.written.map((w) => [w.at, w.batch.join(''), w.acks.map((a) => a.status).join(',')])).toEqual([
+        [3, 'first', 'succeeded'],
+        [71, 'aXc', 'succeeded,failed,succeeded'],
+      ]);
+      expect(h.logs.some((l) => l.msg === 'completion write failed; repeating')).toBe(false);
+      expect(isContentError(tooLong())).toBe(true);
+    });
+  });
+
   it('never writes a part that landed again: after a bisection only the failing call repeats', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, flush }) => {
