@@ -75,6 +75,14 @@ export const PIPELINE = {
   unchargedReturnsMax: 3,
   /** Default maximum attempts of a job (graphile-worker's default, also the schema default). */
   maxAttempts: 25,
+  /**
+   * Longest message and stack stored of an attempt's error, in UTF-16 code units each; the rest
+   * is cut with a note of how much. An error's text is for people and logs, and is stored twice
+   * per attempt (the job's last error and the attempt's ledger row): a 10 MB message was 20 MB
+   * per attempt, and a 280-million-character one made serialising the error throw, which stopped
+   * the worker and handed the job back uncharged, again at every claim (adversarial trial).
+   */
+  errorTextMaxChars: 65_536,
 } as const;
 
 /** Default safety poll (DESIGN.md): the longest idle sleep and the failed-claim back-off, ms. */

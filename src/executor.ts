@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import { Observable, type SchedulerLike } from 'rxjs';
 import type { Logger } from 'pino';
 import { PIPELINE } from './config';
@@ -13,7 +14,7 @@ import type { Timeouts } from './timeouts';
 export interface Completion {
   entry: Entry;
   row: CompletionRow;
-  /** Result plus error bytes (the finalizer's 4 MiB bound). */
+  /** Result plus error size in UTF-8 bytes (the finalizer's 4 MiB bound). */
   bytes: number;
 }
 
@@ -172,10 +173,14 @@ function failure(entry: Entry, definition: Definition, attempt: number, err: unk
   return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(err), delayMs);
 }
 
-/** `err instanceof Error`, false for a value on which that throws (e.g. a revoked Proxy). */
+/**
+ * An Error of this realm or of another (`vm` contexts, whose Errors are not `instanceof` this
+ * realm's Error: a TypeError thrown in one was stored as a thrown non-Error and not retried;
+ * adversarial trial); false for a value on which the test throws (e.g. a revoked Proxy).
+ */
 function isError(err: unknown): err is Error {
   try {
-    return err instanceof Error;
+    return err instanceof Error || types.isNativeError(err);
   } catch {
     return false;
   }
@@ -203,7 +208,9 @@ function complete(entry: Entry, outcome: CompletionRow['outcome'], result: strin
   return {
     entry,
     row: { id: entry.row.id, execution: entry.row.execution, outcome, result, error, retryDelayMs },
-    bytes: (result?.length ?? 0) + (error?.length ?? 0),
+    // UTF-8 bytes, as the bound is: string length counts UTF-16 units, a third of the bytes of
+    // CJK text (adversarial trial: a "4 MiB" batch of 5.72 MiB).
+    bytes: (result === null ? 0 : Buffer.byteLength(result, 'utf8')) + (error === null ? 0 : Buffer.byteLength(error, 'utf8')),
   };
 }
 
@@ -240,9 +247,14 @@ function abortError(entry: Entry, timeoutMs: number): Error | undefined {
 
 const UNSTORABLE = /[\u0000]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
-/** A string jsonb accepts: NUL and lone surrogates become U+FFFD. */
+/**
+ * A string jsonb accepts, at most PIPELINE.errorTextMaxChars long plus a note of what was cut:
+ * NUL and lone surrogates (one a cut may leave) become U+FFFD.
+ */
 function storable(s: string): string {
-  return s.replace(UNSTORABLE, '\uFFFD');
+  const max = PIPELINE.errorTextMaxChars;
+  const kept = s.length > max ? `${s.slice(0, max)}… [${s.length - max} more characters not stored]` : s;
+  return kept.replace(UNSTORABLE, '\uFFFD');
 }
 
 /** Reads `value[key]` as a string; a throwing getter or a non-string gives undefined. */
@@ -257,8 +269,9 @@ function stringField(value: object, key: string): string | undefined {
 
 /**
  * The error of an attempt as storable JSON text: `{ name, message, code?, path?, stack? }` for an
- * Error; `{ name: 'NonErrorThrown', message: 'handler threw a non-Error value (<type>): <its best
- * string form>' }` for anything else. NUL and lone surrogates become U+FFFD. Never throws.
+ * Error (of any realm); `{ name: 'NonErrorThrown', message: 'handler threw a non-Error value
+ * (<type>): <its best string form>' }` for anything else. NUL and lone surrogates become U+FFFD;
+ * each text is cut at PIPELINE.errorTextMaxChars (64 Ki characters). Never throws.
  */
 export function errorJson(err: unknown, name?: string): string {
   let out: Record<string, unknown>;
@@ -287,7 +300,13 @@ export function errorJson(err: unknown, name?: string): string {
     }
     out = { name: name ?? 'NonErrorThrown', message: storable(`handler threw a non-Error value (${type}): ${describe(err)}`) };
   }
-  return JSON.stringify(out);
+  try {
+    return JSON.stringify(out);
+  } catch {
+    // Not expected (every field is a short string or a finite number); this function must not
+    // throw, or the attempt's completion is never made.
+    return JSON.stringify({ name: 'Error', message: 'the error could not be serialised' });
+  }
 }
 
 /** The best short string form of any value (at most 1 000 characters). Never throws. */

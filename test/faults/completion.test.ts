@@ -7,6 +7,7 @@
  *   heartbeat renewing the lease meanwhile), and the job is not run again — also when the write
  *   committed and only its answer was lost.
  */
+import * as vm from 'node:vm';
 import pino from 'pino';
 import { createClient, createWorker, type Db, defineJob } from '../../src';
 import { aroundStatements } from '../helpers/around';
@@ -108,7 +109,7 @@ test('poisoned outcomes next to clean ones in one batch: the clean ones land, th
   expect([...batches.values()].some((kindsIn) => kindsIn.has('clean') && kindsIn.has('poisoned'))).toBe(true);
 });
 
-test("a user's code that throws where acta reads it (a backoff function, an error's getter, a revoked Proxy) fails only its job; the worker goes on", async () => {
+test("a user's code that throws where acta reads it (a backoff function, an error's getter, a revoked Proxy) fails only its job; the worker goes on; another realm's Error is an Error; a long message is cut", async () => {
   const logLines: string[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => logLines.push(line) }); // a real logger: it reads the error's fields
   const revoked = Proxy.revocable({}, {});
@@ -126,6 +127,10 @@ test("a user's code that throws where acta reads it (a backoff function, an erro
       },
     }),
     defineJob({ name: 'revokedProxy', handler: () => { throw revoked.proxy; } }),
+    // An Error of another realm is not `instanceof Error` here: it was stored as a thrown non-Error, not retried.
+    defineJob({ name: 'otherRealm', maxAttempts: 2, backoff: { delayMs: 5 }, handler: () => { vm.runInNewContext('null.x'); } }),
+    // Its text is cut at 64 Ki characters: at ~280 million, serialising the error threw and ended the worker.
+    defineJob({ name: 'hugeMessage', maxAttempts: 1, handler: () => { throw new Error('M'.repeat(1_000_000)); } }),
     defineJob({ name: 'ok', handler: () => 'fine' }),
   ];
   const worker = createWorker({ db, definitions, logger, executors: 1 });
@@ -133,19 +138,55 @@ test("a user's code that throws where acta reads it (a backoff function, an erro
   worker.done.catch((err) => (fatal = err));
   await worker.start();
   const client = createClient({ db });
-  for (const d of ['badBackoff', 'getter', 'revokedProxy', 'ok']) await client.enqueue(d, {});
+  for (const d of ['badBackoff', 'getter', 'revokedProxy', 'otherRealm', 'hugeMessage', 'ok']) await client.enqueue(d, {});
   try {
     await waitFor(async () => (await rows()).every((r) => r.status === 'failed' || r.status === 'succeeded'), 'every job to end', 15_000);
   } finally {
     await worker.stop();
   }
   expect(fatal).toBeUndefined(); // before: each of the first three ended the worker, and the job was handed back to crash the next
-  const [badBackoff, getter, revokedProxy, ok] = await rows();
+  const [badBackoff, getter, revokedProxy, otherRealm, hugeMessage, ok] = await rows();
   expect(badBackoff).toMatchObject({ status: 'failed', attempts: 2, error: { message: 'first' } }); // retried after the default backoff
   expect(getter).toMatchObject({ status: 'failed', attempts: 2, error: { name: 'Error', message: 'request failed' } });
   expect(revokedProxy).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'NonErrorThrown' } });
+  expect(otherRealm).toMatchObject({ status: 'failed', attempts: 2, error: { name: 'TypeError', message: expect.stringMatching(/null/) } });
+  expect(hugeMessage).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'Error', message: `${'M'.repeat(65_536)}… [934464 more characters not stored]` } });
   expect(ok).toMatchObject({ status: 'succeeded', result: 'fine' });
   expect(logLines.some((l) => l.includes('backoff function threw'))).toBe(true);
+});
+
+test("the finalizer's 4 MiB bound counts UTF-8 bytes: three results of 3.6 MB of CJK text go in three calls", async () => {
+  let started = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const cjk = defineJob({
+    name: 'cjk',
+    handler: async () => {
+      started++;
+      await gate;
+      return '日'.repeat(1_200_000); // 1.2 million UTF-16 units, 3.6 MB in UTF-8
+    },
+  });
+  const sizes: number[] = [];
+  const watched = aroundStatements(db, async (text, params, run) => {
+    if (text.includes('acta.complete_executions')) sizes.push(Buffer.byteLength(JSON.stringify(params), 'utf8'));
+    return run();
+  });
+  await createClient({ db }).enqueueMany([1, 2, 3].map(() => ({ definition: 'cjk', payload: {} })));
+  const worker = createWorker({ db: watched, definitions: [cjk], logger: silentLogger, executors: 3 });
+  await worker.start();
+  try {
+    await waitFor(() => started === 3, 'every handler to start');
+    // All return in the same tick. Counted in UTF-16 units (1.2 Mi each) the first went alone and
+    // the other two shared a call, as the first's was in flight (or all three shared one).
+    open();
+    await waitFor(async () => (await rows()).every((r) => r.status === 'succeeded'), 'every job to succeed');
+  } finally {
+    await worker.stop();
+  }
+  expect(sizes.length).toBe(3);
+  expect(sizes.every((bytes) => bytes > 3_600_000 && bytes < 4 * 1024 * 1024)).toBe(true);
+  expect((await rows()).map((r) => (r.result as string).length)).toEqual([1_200_000, 1_200_000, 1_200_000]);
 });
 
 /** A Db whose complete_executions calls fail as `fail(n)` says for the n-th call (1-based). */
