@@ -10,8 +10,9 @@ const JSONB_REJECTS = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 /**
  * Serialises `value` to JSON text that PostgreSQL `jsonb` accepts, or throws InvalidJsonError
  * naming the path of the bad value (`$.a[2].b`). Refused: BigInt, circular references,
- * `undefined`, a function or a symbol at the top level, and strings or keys holding `\u0000` or a
- * lone UTF-16 surrogate, which jsonb rejects (PostgreSQL docs, "JSON Types"). Everything else
+ * `undefined`, a function or a symbol at the top level, strings or keys holding `\u0000` or a
+ * lone UTF-16 surrogate, which jsonb rejects (PostgreSQL docs, "JSON Types"), and a value that
+ * throws when read (a getter, a Proxy's trap, a revoked Proxy: the reason quotes it). Everything else
  * follows JSON.stringify (undefined members dropped, non-finite numbers to null, toJSON honoured).
  * Cost: one JSON.stringify and one regex scan; the path is searched only on failure.
  */
@@ -23,11 +24,10 @@ export function toJsonText(value: unknown): string {
     let found: { path: string; reason: string } | undefined;
     try {
       found = findBadValue(value);
-    } catch (walkErr) {
+    } catch {
       // Nested deeper than the stack allows (JSON.stringify overflowed too): no path to name.
-      if (!(walkErr instanceof RangeError)) throw walkErr;
     }
-    const reason = err instanceof RangeError ? `nested too deeply to serialise (${err.message})` : err instanceof Error ? err.message : String(err);
+    const reason = isStackOverflow(err) ? `nested too deeply to serialise (${(err as Error).message})` : errorText(err);
     throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? reason, { cause: err });
   }
   if (text === undefined) throw new InvalidJsonError('$', `${typeof value} is not JSON`);
@@ -47,19 +47,43 @@ export function badString(s: string): string | undefined {
   return undefined;
 }
 
-/** The slow path: walks `value` as JSON.stringify would and names the first value jsonb refuses. */
+/** V8's "Maximum call stack size exceeded": the walk itself ran out of stack (see toJsonText). */
+function isStackOverflow(err: unknown): boolean {
+  return err instanceof RangeError && /call stack/i.test(err.message);
+}
+
+/** An error's message, or the thrown value as text; never throws. */
+function errorText(err: unknown): string {
+  try {
+    return err instanceof Error ? err.message : String(err);
+  } catch {
+    return 'a value that cannot be read';
+  }
+}
+
+/**
+ * The slow path: walks `value` as JSON.stringify would and names the first value jsonb refuses,
+ * or the first one that throws when read (a getter, a Proxy's trap, a revoked Proxy: before, the
+ * user's own error came out of enqueue, untyped and without a path; adversarial trial).
+ */
 function findBadValue(value: unknown): { path: string; reason: string } | undefined {
   const ancestors = new Set<unknown>();
   const walk = (v: unknown, path: string): { path: string; reason: string } | undefined => {
-    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
-      try {
-        v = (v as { toJSON: () => unknown }).toJSON();
-      } catch (err) {
-        return { path, reason: `toJSON threw: ${err instanceof Error ? err.message : String(err)}` };
+    try {
+      if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
+        try {
+          v = (v as { toJSON: () => unknown }).toJSON();
+        } catch (err) {
+          if (isStackOverflow(err)) throw err;
+          return { path, reason: `toJSON threw: ${errorText(err)}` };
+        }
       }
+      // Boxed primitives serialise as their primitive (new String('…'), Object(1n)), as in JSON.stringify.
+      if (v instanceof String || v instanceof Number || v instanceof Boolean || v instanceof BigInt) v = v.valueOf();
+    } catch (err) {
+      if (isStackOverflow(err)) throw err;
+      return { path, reason: `reading it threw: ${errorText(err)}` };
     }
-    // Boxed primitives serialise as their primitive (new String('…'), Object(1n)), as in JSON.stringify.
-    if (v instanceof String || v instanceof Number || v instanceof Boolean || v instanceof BigInt) v = v.valueOf();
     if (typeof v === 'bigint') return { path, reason: 'BigInt is not JSON (convert it to a string or number)' };
     if (typeof v === 'string') {
       const reason = badString(v);
@@ -68,17 +92,37 @@ function findBadValue(value: unknown): { path: string; reason: string } | undefi
     if (v === null || typeof v !== 'object') return undefined;
     if (ancestors.has(v)) return { path, reason: 'circular reference' };
     ancestors.add(v);
+    /** Reads one member, or says where reading threw. */
+    const read = (key: string | number, at: string): { member?: unknown; thrown?: { path: string; reason: string } } => {
+      try {
+        return { member: (v as Record<string | number, unknown>)[key] };
+      } catch (err) {
+        if (isStackOverflow(err)) throw err;
+        return { thrown: { path: at, reason: `reading it threw: ${errorText(err)}` } };
+      }
+    };
     try {
-      if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) {
-          const found = walk(v[i], `${path}[${i}]`);
+      let keys: string[];
+      let length: number | undefined;
+      try {
+        length = Array.isArray(v) ? (v as unknown[]).length : undefined;
+        keys = length === undefined ? Object.keys(v) : [];
+      } catch (err) {
+        if (isStackOverflow(err)) throw err;
+        return { path, reason: `reading it threw: ${errorText(err)}` };
+      }
+      if (length !== undefined) {
+        for (let i = 0; i < length; i++) {
+          const { member, thrown } = read(i, `${path}[${i}]`);
+          const found = thrown ?? walk(member, `${path}[${i}]`);
           if (found) return found;
         }
       } else {
-        for (const [key, member] of Object.entries(v)) {
+        for (const key of keys) {
           const keyReason = badString(key);
           if (keyReason) return { path: `${path}.${key}`, reason: `key: ${keyReason}` };
-          const found = walk(member, `${path}.${key}`);
+          const { member, thrown } = read(key, `${path}.${key}`);
+          const found = thrown ?? walk(member, `${path}.${key}`);
           if (found) return found;
         }
       }

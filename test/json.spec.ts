@@ -41,6 +41,21 @@ describe('toJsonText', () => {
     expect(err.message).toMatch(/nested too deeply/);
   });
 
+  it('refuses a value that throws when read (a getter, a Proxy trap, a revoked Proxy) with InvalidJsonError naming where, not the thrown error', () => {
+    const getter = refusal({ a: [{ ok: 1, get g() { throw new Error('getter boom'); } }] });
+    expect(getter.path).toBe('$.a[0].g');
+    expect(getter.message).toMatch(/reading it threw: getter boom/);
+    const keys = refusal({ p: new Proxy({ a: 1 }, { ownKeys() { throw new Error('ownKeys boom'); } }) });
+    expect([keys.path, keys.message]).toEqual(['$.p', expect.stringMatching(/reading it threw: ownKeys boom/)]);
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const rev = refusal({ list: [0, revoked.proxy] });
+    expect(rev.path).toBe('$.list[1]');
+    expect(rev.message).toMatch(/reading it threw: .*revoked/);
+    const thrower = refusal({ get x() { throw 'not an Error'; } }); // eslint-disable-line no-throw-literal
+    expect([thrower.path, thrower.message]).toEqual(['$.x', expect.stringMatching(/reading it threw: not an Error$/)]);
+  });
+
   it('refuses a circular reference and names where it closes', () => {
     const a: Record<string, unknown> = { x: 1 };
     a.list = [0, { back: a }];
