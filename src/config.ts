@@ -107,12 +107,28 @@ export const MAX_TIMER_MS = 2_147_483_647;
  * without \u0000 or a lone UTF-16 surrogate. PostgreSQL text refuses \u0000 and stores a lone
  * surrogate as U+FFFD, so two different names could become one. Throws ConfigError naming `what`.
  */
-export function nameOption(what: string, value: unknown): string {
+export function nameOption(what: string, value: unknown, maxBytes?: number): string {
   if (typeof value !== 'string' || value.length === 0 || badString(value) !== undefined) {
     throw new ConfigError(`${what} must be a non-empty string without \\u0000 or a lone UTF-16 surrogate, got ${(JSON.stringify(value) ?? String(value)).slice(0, 80)}`);
   }
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short names skip the count.
+  if (maxBytes !== undefined && value.length * 3 > maxBytes) {
+    const bytes = Buffer.byteLength(value, 'utf8');
+    if (bytes > maxBytes) throw new ConfigError(`${what} must be at most ${maxBytes} bytes in UTF-8, got ${bytes}: ${JSON.stringify(value.slice(0, 40))}…`);
+  }
   return value;
 }
+
+/**
+ * The longest namespace and definition name, in UTF-8 bytes. B-tree entries hold at most 2,704
+ * bytes (PostgreSQL, "B-Tree" limits: a third of an 8 kB page) and acta's hold a namespace with a
+ * definition name (acta.definitions' key) or with an idempotency key of up to 2,000 bytes
+ * (jobs_idempotency_key_idx); a NOTIFY payload (< 8,000 bytes) carries the namespace. Longer ones
+ * were accepted, then failed as raw database errors: a 3,000-byte name at every worker's start
+ * (its jobs stayed Ready), a 1,500-byte namespace with a long key at enqueue, an 8,000-byte
+ * namespace at every enqueue (adversarial trial).
+ */
+export const MAX_NAME_BYTES = 255;
 
 /**
  * Throws ConfigError for a key of `options` outside `known`: a misspelt option (`executor: 4`,

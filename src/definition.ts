@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { intOption, knownKeys, MAX_TIMER_MS, nameOption } from './config';
+import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
 import { INT4_MAX, type JobId } from './db/functions';
 import { ConfigError } from './errors';
 import type { Step } from './steps';
@@ -75,7 +75,7 @@ const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff
  */
 export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): void {
   if (d === null || typeof d !== 'object') throw new ConfigError(`a definition is an object such as defineJob({ name, handler }), got ${d === null ? 'null' : typeof d}`);
-  const name = nameOption('a definition name', d.name);
+  const name = nameOption('a definition name', d.name, MAX_NAME_BYTES);
   knownKeys(`field of definition "${name}"`, d, DEFINITION_KEYS);
   if (needsHandler && typeof d.handler !== 'function') throw new ConfigError(`definition "${name}" needs a handler function`);
   if (d.timeoutMs !== undefined) intOption(`timeoutMs of definition "${name}"`, d.timeoutMs, 1, MAX_TIMER_MS);

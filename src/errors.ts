@@ -5,6 +5,9 @@
 
 /** Base class: `code` is stable and safe to switch on. */
 export class ActaError extends Error {
+  /** Thrown by enqueueMany for one of several items: that item's index (0-based), also named at the start of the message. */
+  item?: number;
+
   constructor(
     readonly code: string,
     message: string,
@@ -13,6 +16,20 @@ export class ActaError extends Error {
     super(message, options);
     this.name = new.target.name;
   }
+}
+
+/**
+ * Marks `err`, thrown for one of several items of an enqueueMany call, as that item's: `item` is
+ * set and the message (and the stack's first line) starts with "enqueueMany item <index>: ".
+ * Returns `err`.
+ */
+export function atItem<E extends ActaError>(err: E, index: number): E {
+  const before = err.message;
+  const stack = err.stack; // formatted now, with the message as it was
+  err.item = index;
+  err.message = `enqueueMany item ${index}: ${before}`;
+  if (typeof stack === 'string') err.stack = stack.replace(before, () => err.message);
+  return err;
 }
 
 /**

@@ -18,7 +18,7 @@ import {
 } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
 import { claimer } from './claimer';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, leaseClock, MAX_EXECUTORS, MAX_TIMER_MS, nameOption, PIPELINE } from './config';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption, PIPELINE } from './config';
 import type { Db } from './db/Db';
 import { claimJobs, completeExecutions, heartbeat as heartbeatCall, recoverJobs, registerWorker, releaseRecoveryPass, stopWorker } from './db/functions';
 import { assertMigrated } from './db/migrator';
@@ -115,7 +115,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const safetyPollMs = intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS);
   const shutdownTimeoutMs = intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS);
   const clock = leaseClock(options.heartbeatIntervalMs);
-  const namespace = nameOption('namespace', options.namespace ?? 'default');
+  const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
   // Monotonic: attempt deadlines, timeouts and retry windows are durations on this clock, so a
   // wall-clock step cannot fire them (adversarial trial: Date.now moved 10 min ahead failed every
   // running attempt with "attempt deadline passed"; DESIGN.md: never a worker's clock for leases).

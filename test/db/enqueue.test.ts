@@ -3,7 +3,7 @@
 // at commit).
 import { Client as PgClient } from 'pg';
 import { DatabaseError } from 'pg';
-import { ConfigError, createClient, createWorker, defineJob, InvalidJsonError, migrate, SchemaNotMigratedError, type Db } from '../../src';
+import { type ActaError, ConfigError, createClient, createWorker, defineJob, InvalidJsonError, migrate, SchemaNotMigratedError, type Db } from '../../src';
 import { createTestDatabase, useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -369,4 +369,49 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   // null options are no options (it threw a bare TypeError).
   await expect(createClient({ db }).enqueue('job', { n: 1 }, null)).resolves.toMatchObject({ created: true });
   expect(await jobCount()).toBe(1);
+
+  // Names beyond 255 bytes: each was accepted, then failed as a raw database error (adversarial
+  // trial): a 3,000-byte definition name at every worker's start (definitions_pkey: 54000), a
+  // 1,500-byte namespace with a 2,000-byte key at enqueue (jobs_idempotency_key_idx: 54000), an
+  // 8,000-byte namespace at every enqueue (pg_notify: 22023).
+  const long = 'é'.repeat(128); // 256 bytes in UTF-8
+  expect(withDefinition({ name: long, handler: () => undefined })).toThrow(/^a definition name must be at most 255 bytes in UTF-8, got 256/);
+  expect(worker({ namespace: long })).toThrow(/^namespace must be at most 255 bytes in UTF-8, got 256/);
+  expect(() => createClient({ db, namespace: long })).toThrow(/^namespace must be at most 255 bytes in UTF-8, got 256/);
+  await expect(createClient({ db }).enqueue(long, {})).rejects.toThrow(/^definition must be at most 255 bytes in UTF-8, got 256/);
+  const longest = 'é'.repeat(127) + 'n'; // 255 bytes: the longest of each, with the longest key
+  const longestJob = defineJob({ name: longest, handler: () => 'ran' });
+  const longestClient = createClient({ db, namespace: longest });
+  await expect(longestClient.enqueue(longestJob, {}, { idempotencyKey: 'k'.repeat(2_000) })).resolves.toMatchObject({ created: true });
+  const longestWorker = createWorker({ db, definitions: [longestJob], namespace: longest, logger: silentLogger });
+  await longestWorker.start();
+  try {
+    await waitFor(async () => (await db.query(`select 1 from acta.jobs where namespace = $1 and status = 'succeeded'`, [longest])).rows.length === 1, 'the job to run');
+  } finally {
+    await longestWorker.stop();
+  }
+});
+
+test('enqueueMany names the item its error is about (index and message), and writes nothing', async () => {
+  const client = createClient({ db, definitions: [{ name: 'job' }] });
+  const items = Array.from({ length: 6 }, (_, i) => ({ definition: 'job', payload: { i } as unknown }));
+  const refusal = async (bad: Partial<(typeof items)[number]> & Record<string, unknown>, at: number) => {
+    const batch = items.map((item, i) => (i === at ? { ...item, ...bad } : item));
+    try {
+      await client.enqueueMany(batch as never);
+    } catch (err) {
+      return err as ActaError;
+    }
+    throw new Error('enqueueMany accepted the batch');
+  };
+  const json = await refusal({ payload: { s: 'a\u0000b' } }, 4);
+  expect(json).toBeInstanceOf(InvalidJsonError);
+  expect(json).toMatchObject({ item: 4, path: '$.s', message: expect.stringMatching(/^enqueueMany item 4: value at \$\.s cannot be stored as jsonb/) });
+  expect(json.stack!.split('\n')[0]).toBe(`InvalidJsonError: ${json.message}`);
+  expect(await refusal({ priority: 0.5 }, 5)).toMatchObject({ item: 5, message: expect.stringMatching(/^enqueueMany item 5: priority must be an integer/) });
+  expect(await refusal({ definition: 'jbo' }, 1)).toMatchObject({ item: 1, code: 'ACTA_UNKNOWN_DEFINITION', message: expect.stringMatching(/^enqueueMany item 1: no job definition named "jbo"/) });
+  // One job: no index to give.
+  const one = await client.enqueue('job', 1n).catch((err: ActaError) => err);
+  expect(one).toMatchObject({ item: undefined, message: expect.stringMatching(/^value at \$ cannot/) });
+  expect(await jobCount()).toBe(0);
 });
