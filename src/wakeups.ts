@@ -49,8 +49,9 @@ export interface RedisLike {
   subscribe(channel: string): Promise<unknown>;
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
   on(event: 'ready', listener: () => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
   publish(channel: string, message: string): Promise<unknown>;
-  quit(): Promise<unknown>;
+  disconnect(): void;
 }
 
 /**
@@ -78,12 +79,27 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
         },
         (err: unknown) => logger.warn({ err }, `Redis SUBSCRIBE ${what} failed; relying on the safety poll`),
       );
+    // ioredis emits 'error' at each failed (re)connect and, with no listener, prints each raw to
+    // stderr (new-user trial: 16 lines in 8 s, and no word in the worker's log): one warning
+    // when the connection goes down, one line when it is back.
+    let down = false;
+    sub.on('error', (err: Error) => {
+      if (down) return;
+      down = true;
+      logger.warn({ err }, 'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)');
+    });
     sub.on('ready', () => {
+      if (down) {
+        down = false;
+        logger.info('Redis wakeups: connected again');
+      }
       if (subscribed) void subscribe('after a reconnect');
     });
     void subscribe('at start');
     return () => {
-      void sub.quit().catch(() => undefined);
+      // Not quit(): while the server is unreachable a QUIT waits in ioredis' offline queue and
+      // the reconnect timer keeps the process alive (found by this file's test of a dead port).
+      sub.disconnect();
     };
   });
 }

@@ -93,6 +93,9 @@ test('`acta sql` prints each row as a JSON line, on the server and on embedded P
   expect(jobs).toMatchObject({ code: 0, stderr: '' });
   expect(jobs.stdout.trim().split('\n').map((line) => JSON.parse(line))).toEqual([{ definition: 'cli-echo', payload: { hello: 'world', n: [1, 2] }, status: 'ready' }]);
 
+  // Several statements: the last one's rows, as on PGlite (it failed with "rows is not iterable").
+  expect(await acta(['sql', "select 1 as a; select 'two' as b"])).toMatchObject({ code: 0, stdout: '{"b":"two"}\n' });
+
   const bad = await acta(['sql', 'select * from no_such_table']);
   expect(bad.code).toBe(1);
   expect(bad.stdout).toBe('');
@@ -106,6 +109,7 @@ test('`acta sql` prints each row as a JSON line, on the server and on embedded P
     expect((await acta(['enqueue', 'in-pglite', '{"n":1}'], pglite)).code).toBe(0);
     const counted = await acta(['sql', 'select status, count(*)::int as n from acta.jobs group by status'], pglite);
     expect(counted).toMatchObject({ code: 0, stdout: '{"status":"ready","n":1}\n' });
+    expect(await acta(['sql', "select 1 as a; select 'two' as b"], pglite)).toMatchObject({ code: 0, stdout: '{"b":"two"}\n' });
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
@@ -190,6 +194,10 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect(runAt.code).toBe(1);
   expect(runAt.stderr).toMatch(/option '--run-at <iso>' argument 'tomorrow' is invalid\. must be an ISO 8601 date/);
   expect(runAt.stdout).toBe('');
+  // ioredis took any string and connected to 127.0.0.1:6379 instead (new-user trial).
+  const redis = await acta(['worker', FIXTURE, '--redis', 'notaurl']);
+  expect(redis.code).toBe(1);
+  expect(redis.stderr).toMatch(/option '--redis <url>' argument 'notaurl' is invalid\. must be a redis:\/\/ or rediss:\/\/ URL/);
   const level = await acta(['worker', FIXTURE], { ACTA_LOG_LEVEL: 'bogus' });
   expect(level.code).toBe(1);
   expect(level.stderr).toMatch(/^acta: log level \(ACTA_LOG_LEVEL or level\) must be one of trace, debug, info, warn, error, fatal, silent, got "bogus"\n$/);

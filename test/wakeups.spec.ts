@@ -1,4 +1,6 @@
 import { EventEmitter } from 'node:events';
+import { Redis } from 'ioredis';
+import pino from 'pino';
 import { createPgDb, type RedisLike } from '../src';
 import { redisWakeups } from '../src/wakeups';
 import { silentLogger } from './helpers/silentLogger';
@@ -63,6 +65,7 @@ class FakeRedis extends EventEmitter {
   async quit() {
     return 'OK';
   }
+  disconnect() {}
 }
 
 test('Redis: the catch-up wakeup of a (re)connect waits for the SUBSCRIBE to be answered', async () => {
@@ -87,4 +90,40 @@ test('Redis: the catch-up wakeup of a (re)connect waits for the SUBSCRIBE to be 
   redis.emit('message', 'acta:wakeup:default', '1');
   expect(wakeups).toBe(3);
   subscription.unsubscribe();
+});
+
+test('Redis: a subscription connection that cannot connect logs one warning, not a raw ioredis error per try, and says when it is back', async () => {
+  const logs: { level: number; msg: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line)) });
+  const printed = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+  // Nothing listens on port 1: ioredis fails and retries every 20 ms.
+  const redis = new Redis('redis://127.0.0.1:1', { retryStrategy: () => 20, maxRetriesPerRequest: null });
+  redis.on('error', () => undefined); // the caller's own client (acta worker --redis does the same)
+  const subscription = redisWakeups(redis as unknown as RedisLike, 'default', logger).subscribe();
+  try {
+    await new Promise((r) => setTimeout(r, 400));
+    expect(printed.mock.calls.filter((args) => String(args[0]).includes('Unhandled error event'))).toEqual([]);
+    expect(logs.filter((l) => l.msg.startsWith('Redis wakeups: the connection failed'))).toHaveLength(1);
+    expect(logs[0]).toMatchObject({ level: 40 });
+  } finally {
+    subscription.unsubscribe();
+    redis.disconnect();
+    printed.mockRestore();
+  }
+
+  // Back: a fake whose connection fails, then is ready again.
+  const fake = new FakeRedis();
+  const seen: string[] = [];
+  const fakeLogger = pino({ level: 'info' }, { write: (line: string) => seen.push(JSON.parse(line).msg) });
+  const again = redisWakeups(fake as unknown as RedisLike, 'default', fakeLogger).subscribe();
+  fake.emit('error', new Error('connect ECONNREFUSED'));
+  fake.emit('error', new Error('connect ECONNREFUSED'));
+  fake.emit('ready');
+  fake.emit('error', new Error('read ECONNRESET'));
+  expect(seen).toEqual([
+    'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)',
+    'Redis wakeups: connected again',
+    'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)',
+  ]);
+  again.unsubscribe();
 });

@@ -28,6 +28,16 @@ function isoDate(value: string): Date {
   return d;
 }
 
+/**
+ * An option parser for a Redis URL (`redis://host:6379`, `rediss://…`): ioredis takes any other
+ * string as a host name (`notaurl` is host "notaurl", port 6379) and fails only when it connects
+ * (new-user trial: `--redis notaurl` was accepted).
+ */
+function redisUrl(value: string): string {
+  if (!/^rediss?:\/\/./.test(value)) throw new InvalidArgumentError('must be a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379.');
+  return value;
+}
+
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
 export function loadDefinitions(modulePath: string): Definition[] {
   const resolved = path.resolve(modulePath);
@@ -117,7 +127,7 @@ export function program(): Command {
 
   cli
     .command('sql <statement>')
-    .description('run one SQL statement on the database (the way to look into embedded PGlite, which psql cannot reach); prints each row as a JSON line')
+    .description('run SQL on the database (the way to look into embedded PGlite, which psql cannot reach); prints each row of the last statement as a JSON line')
     .action(async (statement: string) => {
       const { rows } = await withDb((db) => db.query(statement));
       for (const row of rows) console.log(JSON.stringify(row));
@@ -132,16 +142,20 @@ export function program(): Command {
     .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int(1))
     .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int(0))
     .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int(0, 65_535))
-    .option('--redis <url>', 'also take wakeups from Redis pub/sub')
+    .option('--redis <url>', 'also take wakeups from Redis pub/sub (redis:// or rediss:// URL)', redisUrl)
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
       const logger = createLogger();
       const definitions = loadDefinitions(modulePath);
       const db = await connect();
-      let redis: { quit(): Promise<unknown> } | undefined;
+      let redis: { disconnect(): void } | undefined;
       if (typeof opts.redis === 'string') {
         const { Redis } = await import('ioredis');
-        redis = new Redis(opts.redis);
+        const client = new Redis(opts.redis);
+        // The worker subscribes on a duplicate, which logs connection failures; without a listener
+        // this one would print each raw to stderr.
+        client.on('error', () => undefined);
+        redis = client;
       }
       const worker = createWorker({
         db,
@@ -172,7 +186,7 @@ export function program(): Command {
         await worker.start();
       } catch (err) {
         // e.g. the schema is not migrated: main() prints the message; exit 1 without lingering.
-        await redis?.quit().catch(() => undefined);
+        redis?.disconnect(); // not quit(): with Redis down, a QUIT would wait in ioredis' offline queue
         await db.close().catch(() => undefined);
         throw err;
       }
@@ -180,7 +194,7 @@ export function program(): Command {
       if (signals === 0) logger.info({ target: describeTarget() }, 'acta worker running');
       try {
         await worker.done;
-        await redis?.quit().catch(() => undefined);
+        redis?.disconnect(); // not quit(): with Redis down, a QUIT would wait in ioredis' offline queue
         await db.close();
         process.exit(0);
       } catch (err) {

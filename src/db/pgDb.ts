@@ -74,7 +74,13 @@ export function createPgDb(options: PgDbOptions): Db {
   };
   return {
     kind: 'postgres',
-    query: (text, params) => pool.query(text, params as unknown[]) as never,
+    // Text of several statements (no parameters: the simple protocol) comes back from node-postgres
+    // as an array of results; the Db contract, as on PGlite, is the last statement's rows
+    // (new-user trial: `acta sql "select 1; select 2"` failed with "rows is not iterable").
+    query: async (text, params) => {
+      const result = await pool.query(text, params as unknown[]);
+      return (Array.isArray(result) ? result[result.length - 1] : result) as never;
+    },
     prepared,
     transaction: (fn) => inTransaction(pool, fn),
     async listen(channel: string, handlers: ListenHandlers) {
