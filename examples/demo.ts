@@ -40,13 +40,17 @@ export interface DemoSummary {
 }
 
 /**
- * What the printed `acta sql` command needs in front to open the database the demo used: its
- * data folder when that was not the default one (connect's order: the dataDir given, then
- * DATABASE_URL, then ACTA_DATA_DIR), e.g. after `ACTA_DATA_DIR=/tmp/x npm start` (new-user trial).
+ * What the printed `acta sql` command needs in front to open the database the demo used (connect's
+ * order: the dataDir given, then DATABASE_URL, then ACTA_DATA_DIR): the server's URL, its password
+ * masked (new-user trial: a DATABASE_URL set for `npm start` alone sent the hint to ./.acta/data);
+ * or the data folder when not the default one, e.g. after `ACTA_DATA_DIR=/tmp/x npm start`, with
+ * DATABASE_URL emptied when the demo was given a folder although it was set (it would win).
  */
 export function sqlCommandPrefix(dataDir: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  const dir = dataDir ?? (env.DATABASE_URL ? undefined : env.ACTA_DATA_DIR);
-  return dir ? `ACTA_DATA_DIR=${JSON.stringify(dir)} ` : '';
+  if (dataDir === undefined && env.DATABASE_URL) return `DATABASE_URL=${JSON.stringify(describeTarget({ url: env.DATABASE_URL }))} `;
+  const dir = dataDir ?? env.ACTA_DATA_DIR;
+  if (!dir) return '';
+  return `${env.DATABASE_URL ? 'DATABASE_URL= ' : ''}ACTA_DATA_DIR=${JSON.stringify(dir)} `;
 }
 
 /** Runs the demo on `root`; `quiet` drops the progress bar (tests). */
@@ -74,7 +78,7 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
         ours.push(r.id);
       }
     }
-    say(`enqueued ${enqueued} new jobs (${files.length - enqueued} already known from an earlier run)`);
+    say(`enqueued ${enqueued} new job${enqueued === 1 ? '' : 's'} (${files.length - enqueued} already known from an earlier run)`);
 
     const worker = createWorker({
       db,

@@ -90,7 +90,9 @@ export class DataDirLockedError extends ActaError {
   ) {
     super(
       'ACTA_DATA_DIR_LOCKED',
-      pid > 0
+      pid === process.pid
+        ? `the data directory ${dataDir} is open in this process already (pid ${pid}): open it once per process and share that Db`
+        : pid > 0
         ? `the data directory ${dataDir} is in use by process ${pid}; one process per data directory`
         : `the data directory ${dataDir}: its lock file (acta.lock) could not be taken, and no live process holds it; remove acta.lock* there if no process uses the folder`,
     );

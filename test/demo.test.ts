@@ -87,5 +87,9 @@ test('the printed `acta sql` command opens the database the demo used', () => {
   expect(sqlCommandPrefix(undefined, {})).toBe('');
   expect(sqlCommandPrefix(undefined, { ACTA_DATA_DIR: '/tmp/my data' })).toBe('ACTA_DATA_DIR="/tmp/my data" ');
   expect(sqlCommandPrefix('/tmp/given', { ACTA_DATA_DIR: '/tmp/other' })).toBe('ACTA_DATA_DIR="/tmp/given" ');
-  expect(sqlCommandPrefix(undefined, { DATABASE_URL: 'postgres://x/y', ACTA_DATA_DIR: '/tmp/other' })).toBe(''); // the server: DATABASE_URL wins
+  // The server: DATABASE_URL wins over ACTA_DATA_DIR; its password is masked.
+  expect(sqlCommandPrefix(undefined, { DATABASE_URL: 'postgres://x/y', ACTA_DATA_DIR: '/tmp/other' })).toBe('DATABASE_URL="postgres://x/y" ');
+  expect(sqlCommandPrefix(undefined, { DATABASE_URL: 'postgres://app:secret@db/app' })).toBe('DATABASE_URL="postgres://app:***@db/app" ');
+  // A folder given to the demo wins over DATABASE_URL, which the printed command must then empty.
+  expect(sqlCommandPrefix('/tmp/given', { DATABASE_URL: 'postgres://x/y' })).toBe('DATABASE_URL= ACTA_DATA_DIR="/tmp/given" ');
 });

@@ -116,6 +116,8 @@ describe('the data folder lock', () => {
       const second = createPgliteDb({ dataDir: dir });
       await expect(second).rejects.toThrow(DataDirLockedError);
       await expect(second).rejects.toMatchObject({ code: 'ACTA_DATA_DIR_LOCKED', pid: process.pid, dataDir: dir });
+      // It said "in use by process <this one>; one process per data directory" (new-user trial).
+      await expect(second).rejects.toThrow(`the data directory ${dir} is open in this process already (pid ${process.pid}): open it once per process and share that Db`);
       // The refused open did not take the lock away from its holder.
       expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
       await migrate(db);
