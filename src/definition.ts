@@ -89,7 +89,12 @@ export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): 
   }
 }
 
-/** Defines a job with its payload type, for type inference at the call site. */
+/**
+ * Defines a job with its payload type, for type inference at the call site. Checks it as
+ * createWorker does (checkDefinition: name, handler, timeoutMs, maxAttempts, backoff) and throws
+ * ConfigError where it is written, not only later where a worker is created (new-user trial).
+ */
 export function defineJob<P = unknown, R = unknown>(definition: Definition<P, R>): Definition<P, R> {
+  checkDefinition(definition as Partial<Definition>, true);
   return definition;
 }

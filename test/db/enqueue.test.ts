@@ -359,6 +359,11 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   expect(withDefinition({ name: 'j', handler: () => undefined, backoff: { delayMs: -1 } })).toThrow(/^backoff of definition "j" must be a function or/);
   expect(withDefinition({ name: 'j', handler: () => undefined, backoff: { delayMs: 10, factor: 0 } })).toThrow(ConfigError);
   expect(withDefinition({ name: 'j', handler: () => undefined, backoff: (n: number) => n, maxAttempts: 3, timeoutMs: 10 })).not.toThrow();
+  // defineJob checks the same where the definition is written (it accepted each; new-user trial).
+  expect(() => defineJob({ name: 'j', handler: () => undefined, maxAttempts: 0 })).toThrow(/^maxAttempts of definition "j" must be an integer between 1/);
+  expect(() => defineJob({ name: 'j', handler: () => undefined, timeoutMs: -5 })).toThrow(/^timeoutMs of definition "j" must be an integer between 1/);
+  expect(() => defineJob({ name: '', handler: () => undefined })).toThrow(/^a definition name must be a non-empty string/);
+  expect(() => defineJob({ name: 'j' } as never)).toThrow(/^definition "j" needs a handler function$/);
   expect(() => createWorker({ db, definitions: 'job' as never, logger: silentLogger })).toThrow(/^a worker needs at least one definition$/);
 
   expect(() => createClient({ db, namspace: 'x' } as never)).toThrow(/^unknown client option "namspace"; known: db, namespace, publishWakeup, definitions$/);
