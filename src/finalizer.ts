@@ -10,19 +10,32 @@ import { errorJson } from './executor';
 export type WriteCompletions = (rows: CompletionRow[]) => ObservableInput<CompletionAck[]>;
 
 /**
- * True when a write failed for the values it carries: the database refused them (SQLSTATE class
- * 22 "data exception", e.g. 22P05 untranslatable character, 22021 bad byte sequence; class 54
- * "program limit exceeded", e.g. a jsonb value too large), or the client could not encode them
- * (a RangeError, e.g. "Invalid string length": the driver quotes each text of the batch into one
- * array literal, which a result of a few hundred million characters makes longer than a
- * JavaScript string can be; adversarial trial: the batch was repeated without end, every later
- * completion of the worker queued behind it, and the heartbeat kept the leases alive). Writing
- * the same rows again cannot succeed, but the other rows of the batch can land. Any other error
- * (a lost connection, a missing function, a permission) says nothing about the rows and the call
- * is repeated as it is.
+ * The fewest characters of results and errors in one batch for which node-postgres' encoding can
+ * pass V8's longest string (2^29 − 24 characters): it quotes each text into one array literal, at
+ * most doubling it (a backslash or a quote becomes two), so a batch of fewer than 2^28 characters
+ * cannot; 2^27 leaves room for the literal's own quotes and commas.
  */
-export function isContentError(err: unknown): boolean {
-  if (err instanceof RangeError) return true;
+const ENCODABLE_CHARS = 2 ** 27;
+
+/**
+ * True when a write of `rows` failed for the values it carries: the database refused them
+ * (SQLSTATE class 22 "data exception", e.g. 22P05 untranslatable character, 22021 bad byte
+ * sequence; class 54 "program limit exceeded", e.g. a jsonb value too large), or the client could
+ * not encode them: V8's RangeError "Invalid string length" from a batch of at least
+ * ENCODABLE_CHARS characters (a result of ~500 million characters; adversarial trial: the batch
+ * was repeated without end, every later completion of the worker queued behind it, and the
+ * heartbeat kept the leases alive). Writing the same rows again cannot succeed, but the other
+ * rows of the batch can land. Any other error (a lost connection, a missing function, a
+ * permission, another RangeError, e.g. a stack overflow in a Db wrapper or a failed allocation,
+ * which a later try may not meet) says nothing about the rows and the call is repeated as it is.
+ */
+export function isContentError(err: unknown, rows: readonly CompletionRow[] = []): boolean {
+  if (err instanceof RangeError) {
+    if (!/Invalid string length/.test(err.message)) return false;
+    let chars = 0;
+    for (const row of rows) chars += (row.result?.length ?? 0) + (row.error?.length ?? 0);
+    return chars >= ENCODABLE_CHARS;
+  }
   const code = err !== null && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
   return typeof code === 'string' && code.length === 5 && (code.startsWith('22') || code.startsWith('54'));
 }
@@ -150,7 +163,7 @@ export class Finalizer {
    */
   private writeRows(rows: CompletionRow[]): Observable<CompletionAck[]> {
     const { logger } = this.config;
-    return this.call(rows, (err) => !isContentError(err)).pipe(
+    return this.call(rows, (err) => !isContentError(err, rows)).pipe(
       catchError((err: unknown) => {
         if (rows.length > 1) {
           logger.warn({ err, batchSize: rows.length }, 'completion batch refused for its content; writing each half on its own');

@@ -287,17 +287,20 @@ describe('Finalizer', () => {
     });
   });
 
-  it('bisects a batch the client cannot encode (a RangeError, e.g. "Invalid string length"): it is not repeated as it is', () => {
+  it('bisects a batch the client cannot encode (RangeError "Invalid string length" from 2^27 characters or more): it is not repeated as it is', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, flush }) => {
       // What node-postgres throws when the batch's quoted array literal would pass V8's longest
       // string (a result of ~500 million characters; adversarial trial): any call carrying X, up
       // to the 20th call (so that a finalizer that repeats it ends, and fails the test below).
+      // X's result is 2^27 characters: the least for which the error is taken as the rows' own.
       const tooLong = () => new RangeError('Invalid string length');
       const h = harness(scheduler, cold, { fail: (rows, n) => (n <= 20 && rows.some((r) => r.id === 'X' && r.outcome === 'succeeded') ? tooLong() : undefined) });
       const s = h.finalizer.written$.subscribe();
+      const x = completion('X');
+      x.row.result = 'x'.repeat(2 ** 27);
       pushAt(scheduler, h.finalizer, 0, [completion('first')]);
-      pushAt(scheduler, h.finalizer, 1, ['a', 'X', 'c'].map((id) => completion(id)));
+      pushAt(scheduler, h.finalizer, 1, [completion('a'), x, completion('c')]);
       flush();
       s.unsubscribe();
       expect(h.calls.map((c) => [c.at, c.rows.map((r) => `${r.id}:${r.outcome}`).join(',')])).toEqual([
@@ -315,8 +318,34 @@ describe('Finalizer', () => {
         [71, 'aXc', 'succeeded,failed,succeeded'],
       ]);
       expect(h.logs.some((l) => l.msg === 'completion write failed; repeating')).toBe(false);
-      expect(isContentError(tooLong())).toBe(true);
+      // Another RangeError is not the rows' own, whatever their size.
+      expect(isContentError(new RangeError('Maximum call stack size exceeded'), [x.row])).toBe(false);
     });
+  });
+
+  it('repeats, and does not bisect, a batch that met another RangeError, or "Invalid string length" from fewer than 2^27 characters', () => {
+    // A stack overflow in a Db wrapper, a failed allocation under memory pressure, or a string
+    // error the batch's size cannot explain: a later try may not meet it. Taken as the rows' own,
+    // a lone completion whose handler succeeded was stored failed_final (adversarial trial).
+    for (const err of [new RangeError('Maximum call stack size exceeded'), new RangeError('Array buffer allocation failed'), new RangeError('Invalid string length')]) {
+      const scheduler = newScheduler();
+      scheduler.run(({ cold, flush }) => {
+        const h = harness(scheduler, cold, { fail: (_rows, n) => (n <= 2 ? err : undefined) });
+        const s = h.finalizer.written$.subscribe();
+        const big = completion('big');
+        big.row.result = 'x'.repeat(2 ** 27 - 5); // with a's and c's '{}': one character short
+        pushAt(scheduler, h.finalizer, 0, [completion('a'), big, completion('c')]);
+        flush();
+        s.unsubscribe();
+        expect(h.calls.map((c) => [c.at, c.rows.map((r) => `${r.id}:${r.outcome}`).join(',')])).toEqual([
+          [0, 'a:succeeded'],
+          [1_003, 'a:succeeded'],
+          [3_006, 'a:succeeded'],
+          [3_059, 'big:succeeded,c:succeeded'], // the backlog's 50 ms window
+        ]);
+        expect(isContentError(err, [completion('a').row, big.row, completion('c').row])).toBe(false);
+      });
+    }
   });
 
   it('never writes a part that landed again: after a bisection only the failing call repeats', () => {
