@@ -49,9 +49,10 @@ export interface RedisLike {
   subscribe(channel: string): Promise<unknown>;
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
   on(event: 'ready', listener: () => void): unknown;
-  on(event: 'error', listener: (err: Error) => void): unknown;
   publish(channel: string, message: string): Promise<unknown>;
-  disconnect(): void;
+  quit(): Promise<unknown>;
+  /** Closes at once (ioredis' disconnect); used, when there, to end the subscription connection. */
+  disconnect?(): void;
 }
 
 /**
@@ -83,7 +84,8 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
     // stderr (new-user trial: 16 lines in 8 s, and no word in the worker's log): one warning
     // when the connection goes down, one line when it is back.
     let down = false;
-    sub.on('error', (err: Error) => {
+    // 'error' is not in RedisLike's `on` (an adapter written to it needs only 'message' and 'ready').
+    (sub as unknown as { on(event: 'error', listener: (err: Error) => void): unknown }).on('error', (err: Error) => {
       if (down) return;
       down = true;
       logger.warn({ err }, 'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)');
@@ -97,9 +99,10 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
     });
     void subscribe('at start');
     return () => {
-      // Not quit(): while the server is unreachable a QUIT waits in ioredis' offline queue and
-      // the reconnect timer keeps the process alive (found by this file's test of a dead port).
-      sub.disconnect();
+      // disconnect() where there is one: while the server is unreachable a QUIT waits in ioredis'
+      // offline queue and the reconnect timer keeps the process alive (test/wakeups.spec.ts).
+      if (typeof sub.disconnect === 'function') sub.disconnect();
+      else void sub.quit().catch(() => undefined);
     };
   });
 }

@@ -127,3 +127,25 @@ test('Redis: a subscription connection that cannot connect logs one warning, not
   ]);
   again.unsubscribe();
 });
+
+test('Redis: a RedisLike without disconnect() (an adapter written to the older interface) is closed with quit()', async () => {
+  let quits = 0;
+  const adapter = {
+    events: new EventEmitter(),
+    duplicate() {
+      return this;
+    },
+    subscribe: async () => 1,
+    on(event: string, listener: (...args: any[]) => void) { // eslint-disable-line @typescript-eslint/no-explicit-any
+      this.events.on(event, listener);
+    },
+    publish: async () => 0,
+    quit: async () => {
+      quits++;
+      return 'OK';
+    },
+  };
+  const subscription = redisWakeups(adapter as RedisLike, 'default', silentLogger).subscribe();
+  subscription.unsubscribe();
+  expect(quits).toBe(1);
+});

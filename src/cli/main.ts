@@ -28,16 +28,6 @@ function isoDate(value: string): Date {
   return d;
 }
 
-/**
- * An option parser for a Redis URL (`redis://host:6379`, `rediss://…`): ioredis takes any other
- * string as a host name (`notaurl` is host "notaurl", port 6379) and fails only when it connects
- * (new-user trial: `--redis notaurl` was accepted).
- */
-function redisUrl(value: string): string {
-  if (!/^rediss?:\/\/./.test(value)) throw new InvalidArgumentError('must be a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379.');
-  return value;
-}
-
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
 export function loadDefinitions(modulePath: string): Definition[] {
   const resolved = path.resolve(modulePath);
@@ -142,7 +132,7 @@ export function program(): Command {
     .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int(1))
     .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int(0))
     .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int(0, 65_535))
-    .option('--redis <url>', 'also take wakeups from Redis pub/sub (redis:// or rediss:// URL)', redisUrl)
+    .option('--redis <url>', 'also take wakeups from Redis pub/sub (what ioredis takes: redis://host:6379, host:port, a socket path)')
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
       const logger = createLogger();
