@@ -39,18 +39,32 @@ export interface DemoSummary {
   interrupted: boolean;
 }
 
+/** `s` quoted for a POSIX shell: in single quotes, where nothing is expanded. */
+const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
 /**
  * What the printed `acta sql` command needs in front to open the database the demo used (connect's
- * order: the dataDir given, then DATABASE_URL, then ACTA_DATA_DIR): the server's URL, its password
- * masked (new-user trial: a DATABASE_URL set for `npm start` alone sent the hint to ./.acta/data);
- * or the data folder when not the default one, e.g. after `ACTA_DATA_DIR=/tmp/x npm start`, with
- * DATABASE_URL emptied when the demo was given a folder although it was set (it would win).
+ * order: the dataDir given, then DATABASE_URL, then ACTA_DATA_DIR): the server's URL when it holds
+ * no password (with one, a placeholder: the hint is printed, the password must not be; new-user
+ * trial and its adversarial review: a DATABASE_URL set for `npm start` alone sent the hint to
+ * ./.acta/data); or the data folder when not the default one, e.g. after `ACTA_DATA_DIR=/tmp/x npm
+ * start`, with DATABASE_URL emptied when the demo was given a folder although it was set (it
+ * would win).
  */
 export function sqlCommandPrefix(dataDir: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  if (dataDir === undefined && env.DATABASE_URL) return `DATABASE_URL=${JSON.stringify(describeTarget({ url: env.DATABASE_URL }))} `;
+  if (dataDir === undefined && env.DATABASE_URL) {
+    let secret = true;
+    try {
+      const url = new URL(env.DATABASE_URL);
+      secret = url.password !== '' || url.searchParams.has('password');
+    } catch {
+      /* not a URL (a libpq key=value string?): keep it out of the output */
+    }
+    return secret ? 'DATABASE_URL=<your server URL> ' : `DATABASE_URL=${shellQuote(env.DATABASE_URL)} `;
+  }
   const dir = dataDir ?? env.ACTA_DATA_DIR;
   if (!dir) return '';
-  return `${env.DATABASE_URL ? 'DATABASE_URL= ' : ''}ACTA_DATA_DIR=${JSON.stringify(dir)} `;
+  return `${env.DATABASE_URL ? 'DATABASE_URL= ' : ''}ACTA_DATA_DIR=${shellQuote(dir)} `;
 }
 
 /** Runs the demo on `root`; `quiet` drops the progress bar (tests). */

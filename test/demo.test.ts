@@ -85,11 +85,13 @@ test('the demo hashes every file; a second run redoes nothing; a touched file is
 test('the printed `acta sql` command opens the database the demo used', () => {
   // New-user trial: after `ACTA_DATA_DIR=/tmp/x npm start`, the hint opened ./.acta/data instead.
   expect(sqlCommandPrefix(undefined, {})).toBe('');
-  expect(sqlCommandPrefix(undefined, { ACTA_DATA_DIR: '/tmp/my data' })).toBe('ACTA_DATA_DIR="/tmp/my data" ');
-  expect(sqlCommandPrefix('/tmp/given', { ACTA_DATA_DIR: '/tmp/other' })).toBe('ACTA_DATA_DIR="/tmp/given" ');
-  // The server: DATABASE_URL wins over ACTA_DATA_DIR; its password is masked.
-  expect(sqlCommandPrefix(undefined, { DATABASE_URL: 'postgres://x/y', ACTA_DATA_DIR: '/tmp/other' })).toBe('DATABASE_URL="postgres://x/y" ');
-  expect(sqlCommandPrefix(undefined, { DATABASE_URL: 'postgres://app:secret@db/app' })).toBe('DATABASE_URL="postgres://app:***@db/app" ');
+  expect(sqlCommandPrefix(undefined, { ACTA_DATA_DIR: "/tmp/my data/it's $HOME" })).toBe(`ACTA_DATA_DIR='/tmp/my data/it'\\''s $HOME' `);
+  expect(sqlCommandPrefix('/tmp/given', { ACTA_DATA_DIR: '/tmp/other' })).toBe(`ACTA_DATA_DIR='/tmp/given' `);
+  // The server: DATABASE_URL wins over ACTA_DATA_DIR. Printed only when it holds no password.
+  expect(sqlCommandPrefix(undefined, { DATABASE_URL: 'postgres://app@db:5432/app', ACTA_DATA_DIR: '/tmp/other' })).toBe(`DATABASE_URL='postgres://app@db:5432/app' `);
+  for (const secret of ['postgres://app:secret@db/app', 'postgres://:secret@db/app', 'postgres://app@db/app?password=secret', 'postgres://u:a/b@h/db', 'host=db password=secret']) {
+    expect(sqlCommandPrefix(undefined, { DATABASE_URL: secret })).toBe('DATABASE_URL=<your server URL> ');
+  }
   // A folder given to the demo wins over DATABASE_URL, which the printed command must then empty.
-  expect(sqlCommandPrefix('/tmp/given', { DATABASE_URL: 'postgres://x/y' })).toBe('DATABASE_URL= ACTA_DATA_DIR="/tmp/given" ');
+  expect(sqlCommandPrefix('/tmp/given', { DATABASE_URL: 'postgres://x/y' })).toBe(`DATABASE_URL= ACTA_DATA_DIR='/tmp/given' `);
 });
