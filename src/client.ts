@@ -166,7 +166,8 @@ export function createClient(options: ClientOptions): Client {
   const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
   for (const d of options.definitions ?? []) checkDefinition(d, false);
   const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
-  const enqueueMany = async (items: readonly EnqueueItem[], opts: { tx?: Queryable } = {}): Promise<EnqueueResult[]> => {
+  /** `many`: called as enqueueMany, whose errors about an item name it (enqueue's one item is not named). */
+  const enqueueItems = async (items: readonly EnqueueItem[], opts: { tx?: Queryable }, many: boolean): Promise<EnqueueResult[]> => {
     if (items.length === 0) return [];
     const rows = {
       definitions: [] as string[],
@@ -181,6 +182,7 @@ export function createClient(options: ClientOptions): Client {
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
       try {
+        if (item === null || typeof item !== 'object') throw new ConfigError(`an enqueueMany item is an object { definition, payload, ...options }, got ${item === null ? 'null' : typeof item}`);
         // A misspelt option (e.g. `delayMs`, or `tx` on an item) would otherwise be ignored silently.
         knownKeys('enqueue option', item, ITEM_KEYS, TX_HINT);
         const rawName = definitionName(item.definition);
@@ -211,8 +213,8 @@ export function createClient(options: ClientOptions): Client {
         rows.maxAttempts.push(item.maxAttempts ?? null);
         rows.idempotencyKeys.push(item.idempotencyKey ?? null);
       } catch (err) {
-        // In a batch, say which item (adversarial trial: item 50,000 of 60,000 was not named).
-        throw items.length > 1 && err instanceof ActaError ? atItem(err, i) : err;
+        // enqueueMany says which item (adversarial trial: item 50,000 of 60,000 was not named), also of one.
+        throw many && err instanceof ActaError ? atItem(err, i) : err;
       }
     }
     let result: Awaited<ReturnType<typeof enqueueJobs>>;
@@ -241,9 +243,9 @@ export function createClient(options: ClientOptions): Client {
   return {
     async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
-      const [result] = await enqueueMany([{ definition, payload, ...rest }], { tx });
+      const [result] = await enqueueItems([{ definition, payload, ...rest }], { tx }, false);
       return result;
     },
-    enqueueMany,
+    enqueueMany: (items: readonly EnqueueItem[], opts: { tx?: Queryable } = {}) => enqueueItems(items, opts, true),
   };
 }

@@ -415,7 +415,10 @@ test('enqueueMany names the item its error is about (index and message), and wri
   expect(json.stack!.split('\n')[0]).toBe(`InvalidJsonError: ${json.message}`);
   expect(await refusal({ priority: 0.5 }, 5)).toMatchObject({ item: 5, message: expect.stringMatching(/^enqueueMany item 5: priority must be an integer/) });
   expect(await refusal({ definition: 'jbo' }, 1)).toMatchObject({ item: 1, code: 'ACTA_UNKNOWN_DEFINITION', message: expect.stringMatching(/^enqueueMany item 1: no job definition named "jbo"/) });
-  // One job: no index to give.
+  expect(await refusal({ definition: null as never, payload: undefined } as never, 2)).toMatchObject({ item: 2, code: 'ACTA_CONFIG' });
+  expect(await client.enqueueMany([null] as never).catch((err: ActaError) => err)).toMatchObject({ item: 0, message: 'enqueueMany item 0: an enqueueMany item is an object { definition, payload, ...options }, got null' });
+  // A batch of one names its item too (code reading items[err.item] works for any size); enqueue has no item to name.
+  expect(await client.enqueueMany([{ definition: 'job', payload: 1n }]).catch((err: ActaError) => err)).toMatchObject({ item: 0, message: expect.stringMatching(/^enqueueMany item 0: value at \$ cannot/) });
   const one = await client.enqueue('job', 1n).catch((err: ActaError) => err);
   expect(one).toMatchObject({ item: undefined, message: expect.stringMatching(/^value at \$ cannot/) });
   expect(await jobCount()).toBe(0);
