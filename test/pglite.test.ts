@@ -153,6 +153,22 @@ describe('the data folder lock', () => {
     }
   }, 60_000);
 
+  test("a lock holding this process's own pid that this process does not hold (an earlier process with the same pid: a container's PID 1 after a crash) is stale and taken over", async () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'acta.lock'), String(process.pid));
+    const db = await createPgliteDb({ dataDir: dir }); // refused as "open in this process already" before
+    try {
+      expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
+      // Held now: a second open in this process, also through another path to the folder, is refused.
+      await expect(createPgliteDb({ dataDir: path.join(dir, '.') })).rejects.toThrow(/is open in this process already/);
+      fs.symlinkSync(dir, `${dir}-link`);
+      await expect(createPgliteDb({ dataDir: `${dir}-link` })).rejects.toThrow(/is open in this process already/);
+    } finally {
+      await db.close();
+      fs.rmSync(`${dir}-link`, { force: true });
+    }
+  }, 60_000);
+
   test('processes starting on one folder at the same instant: exactly one holds it, with or without a stale lock', async () => {
     const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
     const race = (dir: string) => {
