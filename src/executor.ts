@@ -139,7 +139,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       safeLog(() => jobLogger().error({ thrown: describe(err) }, 'handler threw a non-Error value: job fails without retry'));
       return complete(entry, 'failed_final', null, errorJson(err), 0);
     }
-    if (!aborted && err instanceof UnstorableStepResultError) {
+    if (!aborted && isInstance(err, UnstorableStepResultError)) {
       safeLog(() => jobLogger().error({ err }, 'step result cannot be stored: job fails without retry'));
       return complete(entry, 'failed_final', null, errorJson(err), 0);
     }
@@ -181,6 +181,15 @@ function failure(entry: Entry, definition: Definition, attempt: number, err: unk
 function isError(err: unknown): err is Error {
   try {
     return err instanceof Error || types.isNativeError(err);
+  } catch {
+    return false;
+  }
+}
+
+/** `value instanceof type`, false where the test throws (a Proxy whose getPrototypeOf trap throws). */
+function isInstance(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
+  try {
+    return value instanceof type;
   } catch {
     return false;
   }
@@ -274,6 +283,18 @@ function stringField(value: object, key: string): string | undefined {
  * each text is cut at PIPELINE.errorTextMaxChars (64 Ki characters). Never throws.
  */
 export function errorJson(err: unknown, name?: string): string {
+  try {
+    return JSON.stringify(errorFields(err, name));
+  } catch {
+    // Not expected: every read of `err` is guarded and every field is a short string or a finite
+    // number. But this function must not throw, or the attempt's completion is never made (a
+    // Proxy of an Error whose traps throw only on a later call; adversarial trial).
+    return JSON.stringify({ name: name ?? 'Error', message: 'the error could not be read or serialised' });
+  }
+}
+
+/** The fields errorJson stores (see there). */
+function errorFields(err: unknown, name?: string): Record<string, unknown> {
   let out: Record<string, unknown>;
   if (isError(err)) {
     out = {
@@ -288,7 +309,7 @@ export function errorJson(err: unknown, name?: string): string {
     }
     if (typeof code === 'string') out.code = storable(code);
     else if (typeof code === 'number' && Number.isFinite(code)) out.code = code;
-    if (err instanceof InvalidJsonError) out.path = storable(err.path);
+    if (isInstance(err, InvalidJsonError)) out.path = storable((err as InvalidJsonError).path);
     const stack = stringField(err, 'stack');
     if (stack) out.stack = storable(stack);
   } else {
@@ -300,13 +321,7 @@ export function errorJson(err: unknown, name?: string): string {
     }
     out = { name: name ?? 'NonErrorThrown', message: storable(`handler threw a non-Error value (${type}): ${describe(err)}`) };
   }
-  try {
-    return JSON.stringify(out);
-  } catch {
-    // Not expected (every field is a short string or a finite number); this function must not
-    // throw, or the attempt's completion is never made.
-    return JSON.stringify({ name: 'Error', message: 'the error could not be serialised' });
-  }
+  return out;
 }
 
 /** The best short string form of any value (at most 1 000 characters). Never throws. */

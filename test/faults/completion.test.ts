@@ -131,6 +131,21 @@ test("a user's code that throws where acta reads it (a backoff function, an erro
     defineJob({ name: 'otherRealm', maxAttempts: 2, backoff: { delayMs: 5 }, handler: () => { vm.runInNewContext('null.x'); } }),
     // Its text is cut at 64 Ki characters: at ~280 million, serialising the error threw and ended the worker.
     defineJob({ name: 'hugeMessage', maxAttempts: 1, handler: () => { throw new Error('M'.repeat(1_000_000)); } }),
+    // An Error in a Proxy whose getPrototypeOf trap answers once, then throws: an instanceof test
+    // after the first ended the attempt's code with the trap's error (adversarial trial).
+    defineJob({
+      name: 'trickyProxy',
+      maxAttempts: 1,
+      handler: () => {
+        let reads = 0;
+        throw new Proxy(new Error('tricky'), {
+          getPrototypeOf(target) {
+            if (++reads > 1) throw new Error('trap: no more');
+            return Object.getPrototypeOf(target);
+          },
+        });
+      },
+    }),
     defineJob({ name: 'ok', handler: () => 'fine' }),
   ];
   const worker = createWorker({ db, definitions, logger, executors: 1 });
@@ -138,19 +153,20 @@ test("a user's code that throws where acta reads it (a backoff function, an erro
   worker.done.catch((err) => (fatal = err));
   await worker.start();
   const client = createClient({ db });
-  for (const d of ['badBackoff', 'getter', 'revokedProxy', 'otherRealm', 'hugeMessage', 'ok']) await client.enqueue(d, {});
+  for (const d of ['badBackoff', 'getter', 'revokedProxy', 'otherRealm', 'hugeMessage', 'trickyProxy', 'ok']) await client.enqueue(d, {});
   try {
     await waitFor(async () => (await rows()).every((r) => r.status === 'failed' || r.status === 'succeeded'), 'every job to end', 15_000);
   } finally {
     await worker.stop();
   }
   expect(fatal).toBeUndefined(); // before: each of the first three ended the worker, and the job was handed back to crash the next
-  const [badBackoff, getter, revokedProxy, otherRealm, hugeMessage, ok] = await rows();
+  const [badBackoff, getter, revokedProxy, otherRealm, hugeMessage, trickyProxy, ok] = await rows();
   expect(badBackoff).toMatchObject({ status: 'failed', attempts: 2, error: { message: 'first' } }); // retried after the default backoff
   expect(getter).toMatchObject({ status: 'failed', attempts: 2, error: { name: 'Error', message: 'request failed' } });
   expect(revokedProxy).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'NonErrorThrown' } });
   expect(otherRealm).toMatchObject({ status: 'failed', attempts: 2, error: { name: 'TypeError', message: expect.stringMatching(/null/) } });
   expect(hugeMessage).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'Error', message: `${'M'.repeat(65_536)}… [934464 more characters not stored]` } });
+  expect(trickyProxy).toMatchObject({ status: 'failed', attempts: 1, error: { name: expect.any(String) } });
   expect(ok).toMatchObject({ status: 'succeeded', result: 'fine' });
   expect(logLines.some((l) => l.includes('backoff function threw'))).toBe(true);
 });
