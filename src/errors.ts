@@ -91,7 +91,7 @@ export class DataDirLockedError extends ActaError {
     super(
       'ACTA_DATA_DIR_LOCKED',
       pid === process.pid
-        ? `the data directory ${dataDir} is open in this process already (pid ${pid}): open it once per process and share that Db`
+        ? `the data directory ${dataDir} is locked with this process's pid (${pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process that had the same pid (a container's PID 1 after a crash: then remove ${dataDir}/acta.lock)`
         : pid > 0
         ? `the data directory ${dataDir} is in use by process ${pid}; one process per data directory`
         : `the data directory ${dataDir}: its lock file (acta.lock) could not be taken, and no live process holds it; remove acta.lock* there if no process uses the folder`,

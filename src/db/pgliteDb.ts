@@ -18,14 +18,6 @@ export interface PgliteDbOptions {
 const LOCK_TRIES = 50;
 
 /**
- * The lock files this process holds (real paths), shared by every copy of acta loaded in it: a
- * lock holding this process's pid that is not among them was left by an earlier process that had
- * the same pid (a container's PID 1 killed and restarted: the folder was refused at every restart,
- * "open in this process already"; adversarial trial), and is stale.
- */
-const HELD: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('acta.pgliteLocks')] ??= new Set<string>()) as Set<string>;
-
-/**
  * Takes `<dataDir>/acta.lock` for this process: two processes on one PGlite data folder silently
  * corrupt it (shared/TOOLCHAIN.md). A lock left by a dead process is taken over. Returns the
  * release function. Throws DataDirLockedError if a live process holds it.
@@ -38,7 +30,7 @@ const HELD: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('a
  */
 export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
-  const lockPath = path.join(fs.realpathSync(dataDir), 'acta.lock');
+  const lockPath = path.join(dataDir, 'acta.lock');
   const mine = `${lockPath}.${process.pid}`;
   fs.writeFileSync(mine, String(process.pid));
   try {
@@ -51,15 +43,13 @@ export function lockDataDir(dataDir: string): () => void {
         const holder = readLock(lockPath);
         if (holder === undefined) continue; // released meanwhile: try again
         const pid = Number(holder);
-        if (pid === process.pid && HELD.has(lockPath)) throw new DataDirLockedError(dataDir, pid); // open in this process already
+        if (pid === process.pid) throw new DataDirLockedError(dataDir, pid); // open in this process already
         if (isLivePid(holder)) throw new DataDirLockedError(dataDir, pid);
         removeStaleLock(lockPath, holder, mine);
         continue;
       }
-      HELD.add(lockPath);
       const release = () => {
         process.removeListener('exit', release); // one listener per open folder, not one per open ever
-        HELD.delete(lockPath);
         try {
           if (fs.readFileSync(lockPath, 'utf8') === String(process.pid)) fs.unlinkSync(lockPath);
         } catch {
