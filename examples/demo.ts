@@ -56,7 +56,7 @@ export function sqlCommandPrefix(dataDir: string | undefined, env: NodeJS.Proces
     let secret = true;
     try {
       const url = new URL(env.DATABASE_URL);
-      secret = url.password !== '' || url.searchParams.has('password');
+      secret = url.password !== '' || [...url.searchParams.keys()].some((key) => /pass/i.test(key)); // password, sslpassword
     } catch {
       /* not a URL (a libpq key=value string?): keep it out of the output */
     }

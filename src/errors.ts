@@ -24,11 +24,19 @@ export class ActaError extends Error {
  * Returns `err`.
  */
 export function atItem<E extends ActaError>(err: E, index: number): E {
-  const before = err.message;
-  const stack = err.stack; // formatted now, with the message as it was
-  err.item = index;
-  err.message = `enqueueMany item ${index}: ${before}`;
-  if (typeof stack === 'string') err.stack = stack.replace(before, () => err.message);
+  // One that is marked already (an instance of the caller's own, thrown again) or frozen stays as
+  // it is: marked again it read "enqueueMany item 0: enqueueMany item 0: ..."; frozen, the marking
+  // threw a TypeError in its place (adversarial review).
+  if (err.item !== undefined || !Object.isExtensible(err)) return err;
+  try {
+    const before = err.message;
+    const stack = err.stack; // formatted now, with the message as it was
+    err.item = index;
+    err.message = `enqueueMany item ${index}: ${before}`;
+    if (typeof stack === 'string') err.stack = stack.replace(before, () => err.message);
+  } catch {
+    /* a property that cannot be written: the error goes out as far as it was marked */
+  }
   return err;
 }
 

@@ -84,12 +84,17 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
     // stderr (new-user trial: 16 lines in 8 s, and no word in the worker's log): one warning
     // when the connection goes down, one line when it is back.
     let down = false;
-    // 'error' is not in RedisLike's `on` (an adapter written to it needs only 'message' and 'ready').
-    (sub as unknown as { on(event: 'error', listener: (err: Error) => void): unknown }).on('error', (err: Error) => {
-      if (down) return;
-      down = true;
-      logger.warn({ err }, 'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)');
-    });
+    // 'error' is not in RedisLike's `on` (an adapter written to it needs only 'message' and
+    // 'ready'), and one that refuses other events must not end the worker (adversarial review).
+    try {
+      (sub as unknown as { on(event: 'error', listener: (err: Error) => void): unknown }).on('error', (err: Error) => {
+        if (down) return;
+        down = true;
+        logger.warn({ err }, 'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)');
+      });
+    } catch {
+      /* an adapter without 'error': its failures are its own to report */
+    }
     sub.on('ready', () => {
       if (down) {
         down = false;
@@ -101,8 +106,9 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
     return () => {
       // disconnect() where there is one: while the server is unreachable a QUIT waits in ioredis'
       // offline queue and the reconnect timer keeps the process alive (test/wakeups.spec.ts).
-      if (typeof sub.disconnect === 'function') sub.disconnect();
-      else void sub.quit().catch(() => undefined);
+      // An adapter's disconnect may return a promise (node-redis' does): a rejection is dropped.
+      const closed: unknown = typeof sub.disconnect === 'function' ? sub.disconnect() : sub.quit();
+      if (closed instanceof Promise) closed.catch(() => undefined);
     };
   });
 }

@@ -194,6 +194,11 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect(runAt.code).toBe(1);
   expect(runAt.stderr).toMatch(/option '--run-at <iso>' argument 'tomorrow' is invalid\. must be an ISO 8601 date/);
   expect(runAt.stdout).toBe('');
+  // An unset $REDIS_URL: ioredis would use 127.0.0.1:6379 without a word; a URL that does not parse said "Invalid URL" without the flag.
+  const emptyRedis = await acta(['worker', FIXTURE, '--redis', '']);
+  expect([emptyRedis.code, emptyRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument '' is invalid\. must not be empty\./)]);
+  const badRedis = await acta(['worker', FIXTURE, '--redis', 'redis://[::1']);
+  expect([badRedis.code, badRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument 'redis:\/\/\[::1' is invalid\. is not a valid URL\./)]);
   const level = await acta(['worker', FIXTURE], { ACTA_LOG_LEVEL: 'bogus' });
   expect(level.code).toBe(1);
   expect(level.stderr).toMatch(/^acta: log level \(ACTA_LOG_LEVEL or level\) must be one of trace, debug, info, warn, error, fatal, silent, got "bogus"\n$/);

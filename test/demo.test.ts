@@ -89,7 +89,7 @@ test('the printed `acta sql` command opens the database the demo used', () => {
   expect(sqlCommandPrefix('/tmp/given', { ACTA_DATA_DIR: '/tmp/other' })).toBe(`ACTA_DATA_DIR='/tmp/given' `);
   // The server: DATABASE_URL wins over ACTA_DATA_DIR. Printed only when it holds no password.
   expect(sqlCommandPrefix(undefined, { DATABASE_URL: 'postgres://app@db:5432/app', ACTA_DATA_DIR: '/tmp/other' })).toBe(`DATABASE_URL='postgres://app@db:5432/app' `);
-  for (const secret of ['postgres://app:secret@db/app', 'postgres://:secret@db/app', 'postgres://app@db/app?password=secret', 'postgres://u:a/b@h/db', 'host=db password=secret']) {
+  for (const secret of ['postgres://app:secret@db/app', 'postgres://:secret@db/app', 'postgres://app@db/app?password=secret', 'postgres://app@db/app?sslpassword=key', 'postgres://u:a/b@h/db', 'host=db password=secret']) {
     expect(sqlCommandPrefix(undefined, { DATABASE_URL: secret })).toBe('DATABASE_URL=<your server URL> ');
   }
   // A folder given to the demo wins over DATABASE_URL, which the printed command must then empty.

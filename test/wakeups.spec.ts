@@ -149,3 +149,34 @@ test('Redis: a RedisLike without disconnect() (an adapter written to the older i
   subscription.unsubscribe();
   expect(quits).toBe(1);
 });
+
+test('Redis: an adapter whose on() refuses "error", or whose disconnect() rejects, ends nothing', async () => {
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => rejections.push(reason);
+  process.on('unhandledRejection', onRejection);
+  try {
+    const strict = {
+      events: new EventEmitter(),
+      duplicate() {
+        return this;
+      },
+      subscribe: async () => 1,
+      on(event: string, listener: (...args: any[]) => void) { // eslint-disable-line @typescript-eslint/no-explicit-any
+        if (event !== 'message' && event !== 'ready') throw new Error(`unsupported event ${event}`);
+        this.events.on(event, listener);
+      },
+      publish: async () => 0,
+      quit: async () => 'OK',
+      disconnect: () => Promise.reject(new Error('The client is closed')) as unknown as void,
+    };
+    let wakeups = 0;
+    const subscription = redisWakeups(strict as RedisLike, 'default', silentLogger).subscribe(() => wakeups++);
+    await flush();
+    expect(wakeups).toBe(1); // subscribed: the catch-up wakeup
+    subscription.unsubscribe();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(rejections).toEqual([]);
+  } finally {
+    process.off('unhandledRejection', onRejection);
+  }
+});

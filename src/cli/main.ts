@@ -28,6 +28,17 @@ function isoDate(value: string): Date {
   return d;
 }
 
+/**
+ * An option parser for the Redis address, as ioredis takes it (`redis://host:6379`, `host:port`, a
+ * socket path): refuses an empty one (an unset `$REDIS_URL`: ioredis would use 127.0.0.1:6379)
+ * and a URL that does not parse, naming the flag (adversarial review).
+ */
+function redisAddress(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('must not be empty.');
+  if (value.includes('://') && !URL.canParse(value.trim())) throw new InvalidArgumentError('is not a valid URL.');
+  return value.trim();
+}
+
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
 export function loadDefinitions(modulePath: string): Definition[] {
   const resolved = path.resolve(modulePath);
@@ -132,7 +143,7 @@ export function program(): Command {
     .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int(1))
     .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int(0))
     .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int(0, 65_535))
-    .option('--redis <url>', 'also take wakeups from Redis pub/sub (what ioredis takes: redis://host:6379, host:port, a socket path)')
+    .option('--redis <url>', 'also take wakeups from Redis pub/sub (what ioredis takes: redis://host:6379, host:port, a socket path)', redisAddress)
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
       const logger = createLogger();

@@ -419,6 +419,13 @@ test('enqueueMany names the item its error is about (index and message), and wri
   expect(await client.enqueueMany([null] as never).catch((err: ActaError) => err)).toMatchObject({ item: 0, message: 'enqueueMany item 0: an enqueueMany item is an object { definition, payload, ...options }, got null' });
   // A batch of one names its item too (code reading items[err.item] works for any size); enqueue has no item to name.
   expect(await client.enqueueMany([{ definition: 'job', payload: 1n }]).catch((err: ActaError) => err)).toMatchObject({ item: 0, message: expect.stringMatching(/^enqueueMany item 0: value at \$ cannot/) });
+  // The caller's own ActaError, thrown from an item's getter: marked once, and a frozen one goes out untouched.
+  const shared = new ConfigError('tenant not configured');
+  const throwing = (err: Error) => [{ definition: 'job', payload: 1, get priority(): number { throw err; } }];
+  expect(((await client.enqueueMany(throwing(shared)).catch((err: ActaError) => err)) as ActaError).message).toBe('enqueueMany item 0: tenant not configured');
+  expect(((await client.enqueueMany(throwing(shared)).catch((err: ActaError) => err)) as ActaError).message).toBe('enqueueMany item 0: tenant not configured');
+  const frozen = Object.freeze(new ConfigError('frozen'));
+  expect(await client.enqueueMany(throwing(frozen)).catch((err: ActaError) => err)).toBe(frozen);
   const one = await client.enqueue('job', 1n).catch((err: ActaError) => err);
   expect(one).toMatchObject({ item: undefined, message: expect.stringMatching(/^value at \$ cannot/) });
   expect(await jobCount()).toBe(0);
