@@ -14,9 +14,10 @@ const JSONB_REJECTS = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
  * lone UTF-16 surrogate, which jsonb rejects (PostgreSQL docs, "JSON Types"), and a value that
  * throws when read (a getter, a Proxy's trap, a revoked Proxy: the reason quotes it). Everything else
  * follows JSON.stringify (undefined members dropped, non-finite numbers to null, toJSON honoured).
+ * A text of more than `maxBytes` in UTF-8 (default JSONB_MAX_BYTES) is refused too.
  * Cost: one JSON.stringify and one regex scan; the path is searched only on failure.
  */
-export function toJsonText(value: unknown): string {
+export function toJsonText(value: unknown, maxBytes = JSONB_MAX_BYTES): string {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -31,6 +32,11 @@ export function toJsonText(value: unknown): string {
     throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? reason, { cause: err });
   }
   if (text === undefined) throw new InvalidJsonError('$', `${typeof value} is not JSON`);
+  // A UTF-16 unit is at most 3 UTF-8 bytes: only a long text is counted.
+  if (text.length * 3 > maxBytes) {
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > maxBytes) throw new InvalidJsonError('$', `its JSON text is ${bytes} bytes, more than the ${maxBytes} a jsonb value holds`);
+  }
   if (JSONB_REJECTS.test(text)) {
     const found = findBadValue(value);
     throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? 'string contains \\u0000 or a lone surrogate');
@@ -46,6 +52,15 @@ export function badString(s: string): string | undefined {
   if (LONE_SURROGATE.test(s)) return 'string contains a lone UTF-16 surrogate';
   return undefined;
 }
+
+/**
+ * The most bytes of JSON text acta stores as one jsonb value: jsonb's own bound (2^28 − 1 bytes,
+ * PostgreSQL's JENTRY_OFFLENMASK; only a text of many escapes parses smaller). Beyond it the
+ * database refuses the value (54000), or, past its 1 GB message bound once the driver has quoted
+ * the batch, drops the connection: a completion of 360 million '€' (1 GB in UTF-8) was repeated
+ * without end (adversarial review).
+ */
+export const JSONB_MAX_BYTES = 2 ** 28 - 1;
 
 /** V8's "Maximum call stack size exceeded": the walk itself ran out of stack (see toJsonText). */
 function isStackOverflow(err: unknown): boolean {

@@ -1,5 +1,5 @@
 import { InvalidJsonError } from '../src/errors';
-import { toJsonText } from '../src/json';
+import { JSONB_MAX_BYTES, toJsonText } from '../src/json';
 
 /** The InvalidJsonError toJsonText throws for `value` (fails the test if it does not throw one). */
 function refusal(value: unknown): InvalidJsonError {
@@ -54,6 +54,15 @@ describe('toJsonText', () => {
     expect(rev.message).toMatch(/reading it threw: .*revoked/);
     const thrower = refusal({ get x() { throw 'not an Error'; } }); // eslint-disable-line no-throw-literal
     expect([thrower.path, thrower.message]).toEqual(['$.x', expect.stringMatching(/reading it threw: not an Error$/)]);
+  });
+
+  it('refuses a text of more UTF-8 bytes than a jsonb value holds (JSONB_MAX_BYTES; here a bound of 20 bytes), counting bytes, not characters', () => {
+    expect(JSONB_MAX_BYTES).toBe(268_435_455);
+    expect(toJsonText('x'.repeat(18), 20)).toBe(`"${'x'.repeat(18)}"`); // 20 bytes
+    expect(() => toJsonText('x'.repeat(19), 20)).toThrow(/^value at \$ cannot be stored as jsonb: its JSON text is 21 bytes, more than the 20 a jsonb value holds$/);
+    expect(toJsonText('€'.repeat(6), 20)).toBe('"€€€€€€"'); // 8 characters, 20 bytes
+    expect(() => toJsonText('€'.repeat(7), 20)).toThrow(/its JSON text is 23 bytes/); // 9 characters
+    expect(() => toJsonText({ a: '€'.repeat(6) }, 20)).toThrow(/its JSON text is 26 bytes/);
   });
 
   it('refuses a circular reference and names where it closes', () => {
