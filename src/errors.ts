@@ -5,7 +5,7 @@
 
 /** Base class: `code` is stable and safe to switch on. */
 export class ActaError extends Error {
-  /** Thrown by enqueueMany for one of several items: that item's index (0-based), also named at the start of the message. */
+  /** Thrown by enqueueMany about one of its items: that item's index (0-based), also named at the start of the message. */
   item?: number;
 
   constructor(
@@ -19,7 +19,7 @@ export class ActaError extends Error {
 }
 
 /**
- * Marks `err`, thrown for one of several items of an enqueueMany call, as that item's: `item` is
+ * Marks `err`, thrown about one of the items of an enqueueMany call, as that item's: `item` is
  * set and the message (and the stack's first line) starts with "enqueueMany item <index>: ".
  * Returns `err`.
  */
