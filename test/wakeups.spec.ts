@@ -128,26 +128,35 @@ test('Redis: a subscription connection that cannot connect logs one warning, not
   again.unsubscribe();
 });
 
-test('Redis: a RedisLike without disconnect() (an adapter written to the older interface) is closed with quit()', async () => {
-  let quits = 0;
-  const adapter = {
-    events: new EventEmitter(),
-    duplicate() {
-      return this;
-    },
+/**
+ * A RedisLike adapter written to the older interface (no disconnect), answering SUBSCRIBE at once;
+ * `events` lists the events its on() takes (any when absent); `extra` adds or replaces members.
+ */
+function adapter(options: { events?: string[]; extra?: Record<string, unknown> } = {}): RedisLike & { quits: number } {
+  const emitter = new EventEmitter();
+  const a = {
+    quits: 0,
+    duplicate: () => a,
     subscribe: async () => 1,
     on(event: string, listener: (...args: any[]) => void) { // eslint-disable-line @typescript-eslint/no-explicit-any
-      this.events.on(event, listener);
+      if (options.events && !options.events.includes(event)) throw new Error(`unsupported event ${event}`);
+      emitter.on(event, listener);
     },
     publish: async () => 0,
     quit: async () => {
-      quits++;
+      a.quits++;
       return 'OK';
     },
+    ...options.extra,
   };
-  const subscription = redisWakeups(adapter as RedisLike, 'default', silentLogger).subscribe();
+  return a as RedisLike & { quits: number };
+}
+
+test('Redis: a RedisLike without disconnect() (an adapter written to the older interface) is closed with quit()', async () => {
+  const older = adapter();
+  const subscription = redisWakeups(older, 'default', silentLogger).subscribe();
   subscription.unsubscribe();
-  expect(quits).toBe(1);
+  expect(older.quits).toBe(1);
 });
 
 test('Redis: an adapter whose on() refuses "error", or whose disconnect() rejects, ends nothing', async () => {
@@ -155,27 +164,15 @@ test('Redis: an adapter whose on() refuses "error", or whose disconnect() reject
   const onRejection = (reason: unknown) => rejections.push(reason);
   process.on('unhandledRejection', onRejection);
   try {
-    const strict = {
-      events: new EventEmitter(),
-      duplicate() {
-        return this;
-      },
-      subscribe: async () => 1,
-      on(event: string, listener: (...args: any[]) => void) { // eslint-disable-line @typescript-eslint/no-explicit-any
-        if (event !== 'message' && event !== 'ready') throw new Error(`unsupported event ${event}`);
-        this.events.on(event, listener);
-      },
-      publish: async () => 0,
-      quit: async () => 'OK',
-      disconnect: () => Promise.reject(new Error('The client is closed')) as unknown as void,
-    };
+    const strict = adapter({ events: ['message', 'ready'], extra: { disconnect: () => Promise.reject(new Error('The client is closed')) } });
     let wakeups = 0;
-    const subscription = redisWakeups(strict as RedisLike, 'default', silentLogger).subscribe(() => wakeups++);
+    const subscription = redisWakeups(strict, 'default', silentLogger).subscribe(() => wakeups++);
     await flush();
     expect(wakeups).toBe(1); // subscribed: the catch-up wakeup
     subscription.unsubscribe();
     await new Promise((r) => setTimeout(r, 20));
     expect(rejections).toEqual([]);
+    expect(strict.quits).toBe(0); // disconnect() was preferred
   } finally {
     process.off('unhandledRejection', onRejection);
   }
