@@ -1,6 +1,6 @@
 import * as os from 'node:os';
 import { ConfigError } from './errors';
-import { badString } from './json';
+import { badString, bytesOver } from './json';
 
 /**
  * The lease clock: every timing derives from one knob, the heartbeat interval H
@@ -111,11 +111,8 @@ export function nameOption(what: string, value: unknown, maxBytes?: number): str
   if (typeof value !== 'string' || value.length === 0 || badString(value) !== undefined) {
     throw new ConfigError(`${what} must be a non-empty string without \\u0000 or a lone UTF-16 surrogate, got ${(JSON.stringify(value) ?? String(value)).slice(0, 80)}`);
   }
-  // A UTF-16 unit is at most 3 UTF-8 bytes: short names skip the count.
-  if (maxBytes !== undefined && value.length * 3 > maxBytes) {
-    const bytes = Buffer.byteLength(value, 'utf8');
-    if (bytes > maxBytes) throw new ConfigError(`${what} must be at most ${maxBytes} bytes in UTF-8, got ${bytes}: ${JSON.stringify(value.slice(0, 40))}…`);
-  }
+  const bytes = maxBytes === undefined ? undefined : bytesOver(value, maxBytes);
+  if (bytes !== undefined) throw new ConfigError(`${what} must be at most ${maxBytes} bytes in UTF-8, got ${bytes}: ${JSON.stringify(value.slice(0, 40))}…`);
   return value;
 }
 

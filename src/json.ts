@@ -32,16 +32,23 @@ export function toJsonText(value: unknown, maxBytes = JSONB_MAX_BYTES): string {
     throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? reason, { cause: err });
   }
   if (text === undefined) throw new InvalidJsonError('$', `${typeof value} is not JSON`);
-  // A UTF-16 unit is at most 3 UTF-8 bytes: only a long text is counted.
-  if (text.length * 3 > maxBytes) {
-    const bytes = Buffer.byteLength(text, 'utf8');
-    if (bytes > maxBytes) throw new InvalidJsonError('$', `its JSON text is ${bytes} bytes, more than the ${maxBytes} a jsonb value holds`);
-  }
+  const bytes = bytesOver(text, maxBytes);
+  if (bytes !== undefined) throw new InvalidJsonError('$', `its JSON text is ${bytes} bytes, more than the ${maxBytes} a jsonb value holds`);
   if (JSONB_REJECTS.test(text)) {
     const found = findBadValue(value);
     throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? 'string contains \\u0000 or a lone surrogate');
   }
   return text;
+}
+
+/**
+ * `s`'s length in UTF-8 bytes when it is more than `max`, else undefined. A UTF-16 unit is at most
+ * 3 bytes, so a string of at most max / 3 units is not counted (names and most texts).
+ */
+export function bytesOver(s: string, max: number): number | undefined {
+  if (s.length * 3 <= max) return undefined;
+  const bytes = Buffer.byteLength(s, 'utf8');
+  return bytes > max ? bytes : undefined;
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
