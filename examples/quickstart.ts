@@ -34,8 +34,9 @@ async function main(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   await worker.stop();
 
-  const { rows } = await db.query('select id, status, result from acta.jobs where id = $1', [id]);
-  console.log(rows[0]);
+  // The job, its result and its attempts (null if the namespace has no such job).
+  const job = await client.getJob<{ to: string }, { messageId: string }>(id);
+  console.log(job?.status, job?.result?.messageId, job?.executions.map((e) => e.outcome));
   await db.close();
 }
 

@@ -1,6 +1,6 @@
 import { knownKeys, MAX_NAME_BYTES, nameOption } from './config';
 import type { Db, Queryable } from './db/Db';
-import { enqueueJobs, INT4_MAX, type JobId } from './db/functions';
+import { cancelJob, enqueueJobs, INT4_MAX, readJob, type JobId, type JobRecord } from './db/functions';
 import { assertMigrated } from './db/migrator';
 import { checkDefinition, type Definition } from './definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, SchemaNewerError, SchemaNotMigratedError, UnknownDefinitionError } from './errors';
@@ -103,12 +103,49 @@ export interface Client {
     items: readonly [...{ [K in keyof D]: EnqueueItemOf<D[K]> }],
     options?: { tx?: Queryable },
   ): Promise<EnqueueResult[]>;
+  /**
+   * Reads one job of this client's namespace: its status, payload, result (once Succeeded), last
+   * error, attempts, times (database clock) and its finished attempts from the attempt ledger
+   * (`acta.executions`), in one statement. Resolves null when the namespace has no job of that id
+   * (a valid bigint that names none, e.g. one deleted by retention). `id` is what enqueue returned
+   * (a decimal string), or a safe integer or bigint. Throws ConfigError for an id that is not a
+   * positive integer. `P`, `R`: the payload and result types the caller states (not checked).
+   * With `{ tx }`, read inside the caller's transaction (sees its own uncommitted enqueues).
+   */
+  getJob<P = unknown, R = unknown>(id: JobId | number | bigint, options?: { tx?: Queryable } | null): Promise<JobRecord<P, R> | null>;
+  /**
+   * Cancels a job of this client's namespace that is Ready (queued, due later, or waiting out a
+   * retry's backoff): it becomes Cancelled, is never claimed again, and keeps its idempotency key.
+   * Resolves true when this call cancelled it; false when the namespace has no such job or it is
+   * not Ready: one that is Executing is not stopped (a claim that took it first wins), and a
+   * finished one stays as it ended (getJob tells which). Throws ConfigError for a malformed id.
+   * With `{ tx }`, in the caller's transaction (undone if it rolls back).
+   */
+  cancel(id: JobId | number | bigint, options?: { tx?: Queryable } | null): Promise<boolean>;
 }
 
 /** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace (MAX_NAME_BYTES). */
 const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
 /** The earliest timestamptz, 4713 BC, in ms since the epoch (PostgreSQL, "Date/Time Types"); JavaScript dates reach further. */
 const MIN_TIMESTAMPTZ_MS = -210_866_803_200_000;
+
+/** The largest PostgreSQL bigint (int8): job ids are `bigint generated always as identity`. */
+const INT8_MAX = 2n ** 63n - 1n;
+
+/**
+ * A job id as the statement takes it (decimal text), or null for a well-formed id no job can have
+ * (beyond bigint). Throws ConfigError for anything but a positive integer (string of digits,
+ * safe integer, bigint).
+ */
+function jobIdText(id: unknown): string | null {
+  let n: bigint;
+  if (typeof id === 'string' && /^[0-9]{1,30}$/.test(id)) n = BigInt(id);
+  else if (typeof id === 'number' && Number.isSafeInteger(id)) n = BigInt(id);
+  else if (typeof id === 'bigint') n = id;
+  else throw new ConfigError(`a job id is a positive integer (the decimal string enqueue returned, a safe integer or a bigint), got ${(typeof id === 'string' ? JSON.stringify(id) : String(id)).slice(0, 80)}`);
+  if (n < 1n) throw new ConfigError(`a job id is a positive integer, got ${n}`);
+  return n > INT8_MAX ? null : n.toString();
+}
 
 /** The keys of ClientOptions: createClient refuses any other. */
 const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions'];
@@ -240,6 +277,23 @@ export function createClient(options: ClientOptions): Client {
       return { id: r.id, created: r.created };
     });
   };
+  /**
+   * One statement about one job (getJob, cancel): options checked, the id as text (`none` when no
+   * job can have it), and a missing schema (3F000, or 42P01: no acta.jobs) reported as the
+   * migrator's verdict.
+   */
+  const byId = async <T>(what: string, id: unknown, opts: { tx?: Queryable } | null | undefined, none: T, run: (q: Queryable, id: string) => Promise<T>): Promise<T> => {
+    knownKeys(`${what} option`, opts ?? {}, ['tx']);
+    const text = jobIdText(id);
+    if (text === null) return none;
+    try {
+      return await run(opts?.tx ?? options.db, text);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === '3F000' || code === '42P01') throw await schemaMismatch(options.db, err);
+      throw err;
+    }
+  };
   return {
     async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
@@ -247,5 +301,8 @@ export function createClient(options: ClientOptions): Client {
       return result;
     },
     enqueueMany: (items: readonly EnqueueItem[], opts: { tx?: Queryable } = {}) => enqueueItems(items, opts, true),
+    getJob: <P, R>(id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
+      byId('getJob', id, opts, null, (q, text) => readJob(q, namespace, text) as Promise<JobRecord<P, R> | null>),
+    cancel: (id: JobId | number | bigint, opts?: { tx?: Queryable } | null) => byId('cancel', id, opts, false, (q, text) => cancelJob(q, namespace, text)),
   };
 }

@@ -115,6 +115,29 @@ test('`acta sql` prints each row as a JSON line, on the server and on embedded P
   }
 }, 60_000);
 
+test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>` cancels a Ready one; another namespace\'s job, a malformed id, a job not Ready: exit 1 with a message', async () => {
+  const enqueued = await acta(['enqueue', 'cli-echo', '{"look":"here"}', '--namespace', 'cli-job', '--max-attempts', '2']);
+  expect(enqueued.code).toBe(0);
+  const { id } = JSON.parse(enqueued.stdout) as { id: string };
+  const shown = await acta(['job', id, '--namespace', 'cli-job']);
+  expect(shown).toMatchObject({ code: 0, stderr: '' });
+  expect(JSON.parse(shown.stdout)).toMatchObject({ id, definition: 'cli-echo', status: 'ready', payload: { look: 'here' }, maxAttempts: 2, attempts: 0, executions: [] });
+  expect(new Date(JSON.parse(shown.stdout).createdAt).getTime()).toBeGreaterThan(0);
+
+  const elsewhere = await acta(['job', id]); // the default namespace has no such job
+  expect(elsewhere).toMatchObject({ code: 1, stdout: '' });
+  expect(elsewhere.stderr).toBe(`acta: no job ${id} in namespace "default"\n`);
+  const bad = await acta(['job', 'twelve']);
+  expect(bad).toMatchObject({ code: 1, stdout: '' });
+  expect(bad.stderr).toMatch(/^acta: a job id is a positive integer/);
+
+  // `acta cancel`: a Ready job once; then it says why not.
+  expect(await acta(['cancel', id, '--namespace', 'cli-job'])).toEqual({ code: 0, stdout: '{"cancelled":true}\n', stderr: '' });
+  expect(await acta(['cancel', id, '--namespace', 'cli-job'])).toEqual({ code: 1, stdout: '', stderr: `acta: job ${id} is cancelled: only a Ready job can be cancelled\n` });
+  expect(await acta(['cancel', id])).toEqual({ code: 1, stdout: '', stderr: `acta: no job ${id} in namespace "default"\n` });
+  expect(JSON.parse((await acta(['job', id, '--namespace', 'cli-job'])).stdout)).toMatchObject({ status: 'cancelled' });
+});
+
 test('`acta --version` names the package version and the SQL functions\' revision (new-user trial: no way to tell which acta is installed)', async () => {
   const { loadFunctionsLock } = await import('../src/db/migrator');
   const { version } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };

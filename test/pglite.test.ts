@@ -54,6 +54,12 @@ describe('the core flow on PGlite (memory://)', () => {
     expect(await job(ok.id)).toMatchObject({ status: 'succeeded', attempts: 1, execution: 1, result: { sum: 42 } });
     expect(await job(bad.id)).toMatchObject({ status: 'failed', attempts: 3, execution: 3, error: { message: 'boom 3' } });
     expect(failures).toBe(3);
+    // client.getJob on PGlite: the same record as on a server (its json and timestamptz decoded alike).
+    expect(await client.getJob(ok.id)).toMatchObject({ status: 'succeeded', result: { sum: 42 }, error: null, runAt: expect.any(Date), finishedAt: expect.any(Date) });
+    const read = await client.getJob(bad.id);
+    expect(read).toMatchObject({ status: 'failed', attempts: 3, maxAttempts: 3, error: { name: 'Error', message: 'boom 3' } });
+    expect(read!.executions.map((e) => [e.execution, e.outcome, e.error?.message])).toEqual([[1, 'failed', 'boom 1'], [2, 'failed', 'boom 2'], [3, 'failed_final', 'boom 3']]);
+    expect(read!.executions[0].finishedAt.getTime()).toBeGreaterThanOrEqual(read!.executions[0].claimedAt.getTime());
     const { rows } = await db.query<{ outcome: string; gap_ms: number | null }>(
       `select outcome, (extract(epoch from (lead(claimed_at) over (order by execution) - finished_at)) * 1000)::float8 as gap_ms
          from acta.executions where job_id = $1 order by execution`,

@@ -127,6 +127,35 @@ export function program(): Command {
     });
 
   cli
+    .command('job <id>')
+    .description('print one job as JSON: status, payload, result, last error, attempts and its finished attempts (client.getJob); exits 1 if the namespace has no such job')
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .action(async (id: string, opts: { namespace: string }) => {
+      const job = await withDb(async (db) => {
+        await assertMigrated(db);
+        return createClient({ db, namespace: opts.namespace }).getJob(id);
+      });
+      if (job === null) throw new ActaError('ACTA_NO_SUCH_JOB', `no job ${id} in namespace "${opts.namespace}"`);
+      console.log(JSON.stringify(job, null, 2));
+    });
+
+  cli
+    .command('cancel <id>')
+    .description('cancel a Ready job (client.cancel): prints {"cancelled":true}; exits 1 saying why when it is not Ready')
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .action(async (id: string, opts: { namespace: string }) => {
+      const why = await withDb(async (db) => {
+        await assertMigrated(db);
+        const client = createClient({ db, namespace: opts.namespace });
+        if (await client.cancel(id)) return undefined;
+        const job = await client.getJob(id);
+        return job === null ? `no job ${id} in namespace "${opts.namespace}"` : `job ${id} is ${job.status}: only a Ready job can be cancelled`;
+      });
+      if (why !== undefined) throw new ActaError('ACTA_NOT_CANCELLED', why);
+      console.log(JSON.stringify({ cancelled: true }));
+    });
+
+  cli
     .command('sql <statement>')
     .description('run SQL on the database (the way to look into embedded PGlite, which psql cannot reach); prints each row of the last statement as a JSON line')
     .action(async (statement: string) => {

@@ -315,3 +315,138 @@ export async function loadSteps(q: Queryable, jobId: JobId): Promise<Map<string,
   const { rows } = await q.query<{ name: string; result: unknown }>('select name, result from acta.steps where job_id = $1', [jobId]);
   return new Map(rows.map((r) => [r.name, r.result]));
 }
+
+/** `acta.jobs.status` (sql/migrations/0001_core.sql; shared/DESIGN.md, "The ledger"). */
+export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
+
+/** `acta.executions.outcome`: CompletionOutcome, `failed_final`, or recovery's `lost` / `lost_uncharged` (sql/functions/jobs_recover.sql). */
+export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'lost' | 'lost_uncharged';
+
+/** An error as acta stores it (executor.ts, errorJson): `code` and `path` only when the error had them. */
+export interface StoredError {
+  name: string;
+  /** At most 65,536 characters (PIPELINE.errorTextMaxChars), as is `stack`. */
+  message: string;
+  code?: string | number;
+  /** InvalidJsonError's path of the bad value, e.g. `$.items[3]`. */
+  path?: string;
+  stack?: string;
+}
+
+/** One finished attempt: a row of `acta.executions`, written once when the attempt ends. */
+export interface ExecutionRecord {
+  execution: number;
+  /** The worker that held the attempt (null only for rows written without one). */
+  workerId: string | null;
+  /** Both on the database clock. */
+  claimedAt: Date;
+  finishedAt: Date;
+  outcome: ExecutionOutcome;
+  /** Whether the attempt counted against the job's maxAttempts. */
+  charged: boolean;
+  error: StoredError | null;
+}
+
+/** A job as `acta.jobs` holds it, with its finished attempts. Times are on the database clock. */
+export interface JobRecord<P = unknown, R = unknown> {
+  id: JobId;
+  definition: string;
+  status: JobStatus;
+  payload: P;
+  /** The handler's result (as stored: through jsonb), once Succeeded; else null. */
+  result: R | null;
+  /** The last failed attempt's error while the job is retried or Failed; null once it succeeded. */
+  error: StoredError | null;
+  /** Attempts charged so far. */
+  attempts: number;
+  /** The job's own limit; null: its definition's applies, else 25 (migration 0004). */
+  maxAttempts: number | null;
+  /** The fence: how many times the job has been claimed. */
+  execution: number;
+  priority: number;
+  /** When the job is (or was last) due. */
+  runAt: Date;
+  createdAt: Date;
+  finishedAt: Date | null;
+  idempotencyKey: string | null;
+  /** Finished attempts in execution order; an attempt still running has no row yet. */
+  executions: ExecutionRecord[];
+}
+
+/**
+ * One job of `namespace` and its finished attempts, in one statement; null when no such job.
+ * The attempts travel as one json array (their times as ISO text) and are decoded here.
+ */
+export async function readJob(q: Queryable, namespace: string, id: string): Promise<JobRecord | null> {
+  const { rows } = await q.query<{
+    id: string;
+    definition: string;
+    status: JobStatus;
+    payload: unknown;
+    result: unknown;
+    error: StoredError | null;
+    attempts: number;
+    max_attempts: number | null;
+    execution: number;
+    priority: number;
+    run_at: Date;
+    created_at: Date;
+    finished_at: Date | null;
+    idempotency_key: string | null;
+    executions: { execution: number; worker_id: string | null; claimed_at: string; finished_at: string; outcome: ExecutionOutcome; charged: boolean; error: StoredError | null }[];
+  }>(
+    `select j.id::text as id, j.definition, j.status, j.payload, j.result, j.error, j.attempts, j.max_attempts,
+            j.execution, j.priority, j.run_at, j.created_at, j.finished_at, j.idempotency_key,
+            coalesce((select json_agg(json_build_object(
+                               'execution', e.execution, 'worker_id', e.worker_id, 'claimed_at', e.claimed_at,
+                               'finished_at', e.finished_at, 'outcome', e.outcome, 'charged', e.charged, 'error', e.error)
+                             order by e.execution)
+                      from acta.executions e where e.job_id = j.id), '[]'::json) as executions
+       from acta.jobs j
+      where j.id = $1::bigint and j.namespace = $2`,
+    [id, namespace],
+  );
+  if (rows.length === 0) return null;
+  const r = rows[0];
+  return {
+    id: r.id,
+    definition: r.definition,
+    status: r.status,
+    payload: r.payload,
+    result: r.result,
+    error: r.error,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    execution: r.execution,
+    priority: r.priority,
+    runAt: r.run_at,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
+    idempotencyKey: r.idempotency_key,
+    executions: r.executions.map((e) => ({
+      execution: e.execution,
+      workerId: e.worker_id,
+      claimedAt: new Date(e.claimed_at),
+      finishedAt: new Date(e.finished_at),
+      outcome: e.outcome,
+      charged: e.charged,
+      error: e.error,
+    })),
+  };
+}
+
+/**
+ * Cancels one Ready job of `namespace` (queued, due later, or waiting out a retry's backoff): one
+ * statement. True when this call moved it to Cancelled (finished now, on the database clock);
+ * false when there is no such job or it is not Ready (Executing, finished, already Cancelled).
+ * A claim holding the row's lock at that moment is waited for, and then the row is Executing: false.
+ */
+export async function cancelJob(q: Queryable, namespace: string, id: string): Promise<boolean> {
+  const { rows } = await q.query(
+    `update acta.jobs set status = 'cancelled', finished_at = now()
+      where id = $1::bigint and namespace = $2 and status = 'ready'
+      returning id`,
+    [id, namespace],
+  );
+  return rows.length === 1;
+}

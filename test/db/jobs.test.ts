@@ -1,0 +1,232 @@
+// client.getJob and client.cancel on real PostgreSQL: a job's status, payload, result, last error
+// and its finished attempts from the attempt ledger, as a user reads them without SQL; cancelling a
+// Ready job (queued, due later, waiting out a backoff) and not an Executing one; ids in every
+// accepted form; namespaces kept apart; both inside the caller's transaction.
+import { Client as PgClient } from 'pg';
+import { ConfigError, createClient, createWorker, defineJob, SchemaNotMigratedError, type JobRecord } from '../../src';
+import { createTestDatabase, useTestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
+
+const { db, tdb } = useTestDatabase();
+beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
+
+test('a queued job reads as Ready with its payload, options and no attempts', async () => {
+  const client = createClient({ db });
+  const before = await db.query<{ now: Date }>('select now() as now');
+  const runAt = new Date(Date.now() + 3_600_000);
+  const { id } = await client.enqueue('send-mail', { to: 'a@example.com' }, { priority: 7, maxAttempts: 4, idempotencyKey: 'k1', runAt });
+  const job = await client.getJob<{ to: string }>(id);
+  expect(job).toEqual<JobRecord>({
+    id,
+    definition: 'send-mail',
+    status: 'ready',
+    payload: { to: 'a@example.com' },
+    result: null,
+    error: null,
+    attempts: 0,
+    maxAttempts: 4,
+    execution: 0,
+    priority: 7,
+    runAt,
+    createdAt: expect.any(Date),
+    finishedAt: null,
+    idempotencyKey: 'k1',
+    executions: [],
+  });
+  expect(job!.createdAt.getTime()).toBeGreaterThanOrEqual(before.rows[0].now.getTime());
+  expect(job!.payload.to).toBe('a@example.com'); // typed by the stated P
+  // Without options the row's defaults: null maxAttempts (the definition's applies), priority 0.
+  const plain = await client.getJob((await client.enqueue('send-mail', [1, 2])).id);
+  expect(plain).toMatchObject({ payload: [1, 2], maxAttempts: null, priority: 0, idempotencyKey: null });
+});
+
+test('a job that failed once and then succeeded: its result, no error, and both attempts in order', async () => {
+  let calls = 0;
+  const flaky = defineJob<{ n: number }, { doubled: number }>({
+    name: 'flaky',
+    backoff: { delayMs: 10 },
+    handler: async (p) => {
+      if (++calls === 1) throw Object.assign(new TypeError('first try fails'), { code: 'E_FIRST' });
+      return { doubled: p.n * 2 };
+    },
+  });
+  const worker = createWorker({ db, definitions: [flaky], logger: silentLogger, executors: 2 });
+  await worker.start();
+  const client = createClient({ db });
+  const { id } = await client.enqueue(flaky, { n: 21 });
+  const job = await waitFor(async () => {
+    const j = await client.getJob<{ n: number }, { doubled: number }>(id);
+    return j?.status === 'succeeded' ? j : null;
+  }, 'the job to succeed');
+  await worker.stop();
+  expect(job).toMatchObject({ status: 'succeeded', result: { doubled: 42 }, error: null, attempts: 2, execution: 2, finishedAt: expect.any(Date) });
+  expect(job.result?.doubled).toBe(42);
+  expect(job.executions).toEqual([
+    {
+      execution: 1,
+      workerId: worker.id,
+      claimedAt: expect.any(Date),
+      finishedAt: expect.any(Date),
+      outcome: 'failed',
+      charged: true,
+      error: expect.objectContaining({ name: 'TypeError', message: 'first try fails', code: 'E_FIRST', stack: expect.stringContaining('first try fails') }),
+    },
+    { execution: 2, workerId: worker.id, claimedAt: expect.any(Date), finishedAt: expect.any(Date), outcome: 'succeeded', charged: true, error: null },
+  ]);
+  // The ledger's times, decoded from the statement's json, are the stored ones to the microsecond's millisecond.
+  const { rows } = await db.query<{ claimed_at: Date; finished_at: Date }>('select claimed_at, finished_at from acta.executions where job_id = $1 order by execution', [id]);
+  expect(job.executions.map((e) => [e.claimedAt.getTime(), e.finishedAt.getTime()])).toEqual(rows.map((r) => [r.claimed_at.getTime(), r.finished_at.getTime()]));
+  expect(job.executions[0].finishedAt.getTime()).toBeLessThanOrEqual(job.executions[1].claimedAt.getTime());
+});
+
+test('a job out of attempts reads as Failed with its last error and a failed_final attempt', async () => {
+  const boom = defineJob({
+    name: 'boom',
+    handler: async () => {
+      throw new Error('always');
+    },
+  });
+  const worker = createWorker({ db, definitions: [boom], logger: silentLogger, executors: 2 });
+  await worker.start();
+  const client = createClient({ db });
+  const { id } = await client.enqueue(boom, {}, { maxAttempts: 1 });
+  const job = await waitFor(async () => {
+    const j = await client.getJob(id);
+    return j?.status === 'failed' ? j : null;
+  }, 'the job to fail');
+  await worker.stop();
+  expect(job).toMatchObject({ attempts: 1, result: null, error: { name: 'Error', message: 'always' }, finishedAt: expect.any(Date) });
+  expect(job.executions.map((e) => [e.outcome, e.charged, e.error?.message])).toEqual([['failed_final', true, 'always']]);
+});
+
+test('ids: the returned string, a number and a bigint name the same job; ids no job has read as null; malformed ids are refused', async () => {
+  const client = createClient({ db });
+  const { id } = await client.enqueue('x', { v: 1 });
+  for (const form of [id, Number(id), BigInt(id)]) expect((await client.getJob(form))?.id).toBe(id);
+  expect((await client.getJob(id, null))?.id).toBe(id); // null options, as enqueue takes them
+  expect(await client.getJob(String(Number(id) + 1000))).toBeNull();
+  expect(await client.getJob('9223372036854775807')).toBeNull(); // the largest bigint
+  expect(await client.getJob('9223372036854775808')).toBeNull(); // beyond bigint: no job can have it
+  for (const bad of ['abc', '', '1.5', '-3', '0', 0, -1, 1.5, Number.NaN, 2 ** 60, null, undefined, {}] as unknown[]) {
+    await expect(client.getJob(bad as string)).rejects.toThrow(ConfigError);
+  }
+  await expect(client.getJob(id, { txn: undefined } as never)).rejects.toThrow(/unknown getJob option "txn"/);
+});
+
+test("a namespace reads only its own jobs", async () => {
+  const { id } = await createClient({ db, namespace: 'billing' }).enqueue('x', {});
+  expect(await createClient({ db }).getJob(id)).toBeNull();
+  expect((await createClient({ db, namespace: 'billing' }).getJob(id))?.status).toBe('ready');
+});
+
+test("with { tx } the read runs in the caller's transaction and sees its uncommitted enqueue", async () => {
+  const client = createClient({ db });
+  const pg = new PgClient({ connectionString: tdb.url });
+  await pg.connect();
+  try {
+    await pg.query('begin');
+    const { id } = await client.enqueue('x', { inside: true }, { tx: pg });
+    expect(await client.getJob(id)).toBeNull(); // not committed: another session sees nothing
+    expect((await client.getJob(id, { tx: pg }))?.payload).toEqual({ inside: true });
+    await pg.query('rollback');
+    expect(await client.getJob(id, { tx: pg })).toBeNull();
+  } finally {
+    await pg.end();
+  }
+});
+
+test('on a database without the acta schema getJob says to migrate', async () => {
+  const empty = await createTestDatabase({ migrate: false });
+  try {
+    await expect(createClient({ db: empty.open() }).getJob('1')).rejects.toThrow(SchemaNotMigratedError);
+  } finally {
+    await empty.drop();
+  }
+});
+
+describe('cancel', () => {
+  test('a Ready job is cancelled once: never claimed, finished, its idempotency key kept; a worker runs the others', async () => {
+    const ran: string[] = [];
+    const job = defineJob<{ n: string }>({ name: 'job', handler: async (p) => void ran.push(p.n) });
+    const client = createClient({ db });
+    const doomed = await client.enqueue(job, { n: 'doomed' }, { idempotencyKey: 'once' });
+    const kept = await client.enqueue(job, { n: 'kept' });
+    expect(await client.cancel(doomed.id)).toBe(true);
+    expect(await client.cancel(doomed.id)).toBe(false); // already Cancelled
+    expect(await client.enqueue(job, { n: 'again' }, { idempotencyKey: 'once' })).toEqual({ id: doomed.id, created: false });
+    const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 2 });
+    await worker.start();
+    await waitFor(async () => (await client.getJob(kept.id))?.status === 'succeeded', 'the other job to run');
+    await new Promise((r) => setTimeout(r, 200)); // a few more claims
+    await worker.stop();
+    expect(ran).toEqual(['kept']);
+    expect(await client.getJob(doomed.id)).toMatchObject({ status: 'cancelled', execution: 0, attempts: 0, finishedAt: expect.any(Date), executions: [] });
+  });
+
+  test('a job waiting out a retry backoff is cancelled: no more attempts, its last error and ledger kept', async () => {
+    let calls = 0;
+    const flaky = defineJob({
+      name: 'flaky',
+      backoff: { delayMs: 60_000 },
+      handler: async () => {
+        calls++;
+        throw new Error('not yet');
+      },
+    });
+    const worker = createWorker({ db, definitions: [flaky], logger: silentLogger, executors: 2 });
+    await worker.start();
+    const client = createClient({ db });
+    const { id } = await client.enqueue(flaky, {});
+    await waitFor(async () => (await client.getJob(id))?.attempts === 1, 'the first attempt to fail');
+    expect(await client.cancel(id)).toBe(true);
+    await worker.stop();
+    expect(calls).toBe(1);
+    const read = await client.getJob(id);
+    expect(read).toMatchObject({ status: 'cancelled', attempts: 1, error: { message: 'not yet' } });
+    expect(read!.executions.map((e) => e.outcome)).toEqual(['failed']);
+  });
+
+  test('an Executing job is not cancelled and ends as its handler ends; a finished one stays as it ended', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const slow = defineJob({ name: 'slow', handler: async () => (await gate, 'done') });
+    const worker = createWorker({ db, definitions: [slow], logger: silentLogger, executors: 2 });
+    await worker.start();
+    const client = createClient({ db });
+    const { id } = await client.enqueue(slow, {});
+    try {
+      await waitFor(async () => (await client.getJob(id))?.status === 'executing', 'the job to be claimed');
+      expect(await client.cancel(id)).toBe(false);
+      expect((await client.getJob(id))?.status).toBe('executing');
+    } finally {
+      open();
+    }
+    await waitFor(async () => (await client.getJob(id))?.status === 'succeeded', 'the job to succeed');
+    await worker.stop();
+    expect(await client.cancel(id)).toBe(false);
+    expect(await client.getJob(id)).toMatchObject({ status: 'succeeded', result: 'done' });
+  });
+
+  test("ids and namespaces as getJob's; in the caller's transaction a rollback undoes it", async () => {
+    const client = createClient({ db });
+    const { id } = await client.enqueue('x', {});
+    expect(await createClient({ db, namespace: 'other' }).cancel(id)).toBe(false);
+    expect(await client.cancel('9223372036854775808')).toBe(false);
+    await expect(client.cancel('x1')).rejects.toThrow(ConfigError);
+    await expect(client.cancel(id, { tx: undefined, force: true } as never)).rejects.toThrow(/unknown cancel option "force"/);
+    const pg = new PgClient({ connectionString: tdb.url });
+    await pg.connect();
+    try {
+      await pg.query('begin');
+      expect(await client.cancel(BigInt(id), { tx: pg })).toBe(true);
+      expect((await client.getJob(id, { tx: pg }))?.status).toBe('cancelled');
+      expect((await client.getJob(id))?.status).toBe('ready'); // not committed
+      await pg.query('rollback');
+    } finally {
+      await pg.end();
+    }
+    expect((await client.getJob(id))?.status).toBe('ready');
+    expect(await client.cancel(Number(id))).toBe(true);
+  });
+});
