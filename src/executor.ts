@@ -260,8 +260,7 @@ const UNSTORABLE = /[\u0000]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDB
  * A string jsonb accepts, at most PIPELINE.errorTextMaxChars long plus a note of what was cut:
  * NUL and lone surrogates (one a cut may leave) become U+FFFD.
  */
-function storable(s: string): string {
-  const max = PIPELINE.errorTextMaxChars;
+function storable(s: string, max: number = PIPELINE.errorTextMaxChars): string {
   const kept = s.length > max ? `${s.slice(0, max)}… [${s.length - max} more characters not stored]` : s;
   return kept.replace(UNSTORABLE, '\uFFFD');
 }
@@ -277,8 +276,9 @@ function stringField(value: object, key: string): string | undefined {
 }
 
 /**
- * The error of an attempt as storable JSON text: `{ name, message, code?, path?, stack? }` for an
- * Error (of any realm); `{ name: 'NonErrorThrown', message: 'handler threw a non-Error value
+ * The error of an attempt as storable JSON text: `{ name, message, code?, path?, stack?, cause?,
+ * errors? }` for an Error (of any realm; `cause` its cause chain and `errors` an AggregateError's
+ * elements, each `{ name, message, code?, cause? }`, bounded by NESTED_ERRORS); `{ name: 'NonErrorThrown', message: 'handler threw a non-Error value
  * (<type>): <its best string form>' }` for anything else. NUL and lone surrogates become U+FFFD;
  * each text is cut at PIPELINE.errorTextMaxChars (64 Ki characters). Never throws.
  */
@@ -290,6 +290,70 @@ export function errorJson(err: unknown, name?: string): string {
     // number. But this function must not throw, or the attempt's completion is never made (a
     // Proxy of an Error whose traps throw only on a later call; adversarial trial).
     return JSON.stringify({ name: name ?? 'Error', message: 'the error could not be read or serialised' });
+  }
+}
+
+/**
+ * How much of an error's `cause` chain and of an AggregateError's `errors` errorJson stores: the
+ * chain to 4 levels, the first 10 inner errors with one level of their own causes, each as
+ * `{ name, message, code? }` with a message and a code of at most 4,096 characters: at most 24
+ * nested errors, about 200 Ki characters beside the error's own message and stack, whatever the
+ * handler threw (a cycle of causes included). acta's own choice, well inside the 4 MiB
+ * completion batch (shared/DESIGN.md).
+ */
+const NESTED_ERRORS = { causeDepth: 4, maxErrors: 10, messageMaxChars: 4_096 } as const;
+
+/**
+ * `{ name, message, code? }` of `holder[key]` (an Error's `cause`), with its own cause to `depth`
+ * levels; a non-Error value as `{ name: 'NonErrorCause', message: <its string form> }`. Undefined
+ * when there is none, when depth is spent, or when reading it throws.
+ */
+function nestedFields(holder: object, key: 'cause', depth: number): Record<string, unknown> | undefined {
+  if (depth <= 0) return undefined;
+  let value: unknown;
+  try {
+    if (!(key in holder)) return undefined;
+    value = (holder as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+  if (value === undefined) return undefined;
+  return shortFields(value, depth);
+}
+
+/** One nested error (a cause, an AggregateError's element), shortened (NESTED_ERRORS). */
+function shortFields(value: unknown, depth: number): Record<string, unknown> {
+  const max = NESTED_ERRORS.messageMaxChars;
+  if (!isError(value)) return { name: 'NonErrorCause', message: storable(describe(value), max) };
+  const out: Record<string, unknown> = {
+    name: storable(stringField(value, 'name') ?? 'Error', max),
+    message: storable(stringField(value, 'message') ?? '', max),
+  };
+  let code: unknown;
+  try {
+    code = (value as { code?: unknown }).code;
+  } catch {
+    code = undefined;
+  }
+  if (typeof code === 'string') out.code = storable(code, max);
+  else if (typeof code === 'number' && Number.isFinite(code)) out.code = code;
+  const cause = nestedFields(value, 'cause', depth - 1);
+  if (cause !== undefined) out.cause = cause;
+  return out;
+}
+
+/** An AggregateError's `errors` (the first NESTED_ERRORS.maxErrors, and a count of the rest); undefined for any other error. */
+function innerErrors(err: Error): Record<string, unknown>[] | undefined {
+  let errors: unknown;
+  try {
+    if (!isInstance(err, AggregateError) && stringField(err, 'name') !== 'AggregateError') return undefined;
+    errors = (err as AggregateError).errors;
+    if (!Array.isArray(errors)) return undefined;
+    const out = errors.slice(0, NESTED_ERRORS.maxErrors).map((e) => shortFields(e, 2));
+    if (errors.length > NESTED_ERRORS.maxErrors) out.push({ name: 'Omitted', message: `${errors.length - NESTED_ERRORS.maxErrors} more errors not stored` });
+    return out;
+  } catch {
+    return undefined;
   }
 }
 
@@ -312,6 +376,10 @@ function errorFields(err: unknown, name?: string): Record<string, unknown> {
     if (isInstance(err, InvalidJsonError)) out.path = storable((err as InvalidJsonError).path);
     const stack = stringField(err, 'stack');
     if (stack) out.stack = storable(stack);
+    const cause = nestedFields(err, 'cause', NESTED_ERRORS.causeDepth);
+    if (cause !== undefined) out.cause = cause;
+    const inner = innerErrors(err);
+    if (inner !== undefined) out.errors = inner;
   } else {
     let type: string;
     try {

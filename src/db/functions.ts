@@ -331,6 +331,18 @@ export interface StoredError {
   /** InvalidJsonError's path of the bad value, e.g. `$.items[3]`. */
   path?: string;
   stack?: string;
+  /** The error's `cause` chain, 4 levels at most (executor.ts, NESTED_ERRORS). */
+  cause?: NestedError;
+  /** An AggregateError's first 10 errors, then `{ name: 'Omitted', message: '<n> more errors not stored' }`. */
+  errors?: NestedError[];
+}
+
+/** A cause or an AggregateError's element as stored: texts of at most 4,096 characters; a non-Error cause is named `NonErrorCause`. */
+export interface NestedError {
+  name: string;
+  message: string;
+  code?: string | number;
+  cause?: NestedError;
 }
 
 /** One finished attempt: a row of `acta.executions`, written once when the attempt ends. */

@@ -171,6 +171,48 @@ test("a user's code that throws where acta reads it (a backoff function, an erro
   expect(logLines.some((l) => l.includes('backoff function threw'))).toBe(true);
 });
 
+test("an error's cause chain and an AggregateError's errors are stored, bounded: 4 levels, 10 errors, 4,096 characters each; a cause that throws when read is left out", async () => {
+  const fail = (name: string, make: () => unknown) => defineJob({ name, maxAttempts: 1, handler: () => { throw make(); } });
+  const definitions = [
+    fail('withCause', () => new Error('outer', { cause: Object.assign(new Error('inner', { cause: 'a string cause' }), { code: 'ECONNRESET' }) })),
+    fail('causeCycle', () => {
+      const a = new Error('a');
+      const b = new RangeError('b', { cause: a });
+      a.cause = b;
+      return a;
+    }),
+    fail('aggregate', () => new AggregateError([...Array.from({ length: 11 }, (_, i) => new Error(`e${i}`, { cause: new Error(`c${i}`) })), 'not an error'], 'many')),
+    fail('throwingCause', () => Object.defineProperty(new Error('plain'), 'cause', { get: () => { throw new Error('no'); } })),
+    fail('hugeCause', () => new Error('outer', { cause: new Error('C'.repeat(10_000)) })),
+  ];
+  const worker = createWorker({ db, definitions, logger: silentLogger, executors: 2 });
+  let fatal: unknown;
+  worker.done.catch((err) => (fatal = err));
+  await worker.start();
+  const client = createClient({ db });
+  const ids = [];
+  for (const d of definitions) ids.push((await client.enqueue(d.name, {})).id);
+  try {
+    await waitFor(async () => (await rows()).every((r) => r.status === 'failed'), 'every job to fail', 15_000);
+  } finally {
+    await worker.stop();
+  }
+  expect(fatal).toBeUndefined();
+  const [withCause, causeCycle, aggregate, throwingCause, hugeCause] = await Promise.all(ids.map(async (id) => (await client.getJob(id))!.error as Record<string, any>));
+  expect(withCause).toMatchObject({ name: 'Error', message: 'outer', cause: { name: 'Error', message: 'inner', code: 'ECONNRESET', cause: { name: 'NonErrorCause', message: 'a string cause' } } });
+  expect(withCause.cause).not.toHaveProperty('stack'); // only the outer error's stack is stored
+  // a → b → a → b, then the chain is cut.
+  expect(causeCycle.cause).toMatchObject({ name: 'RangeError', message: 'b', cause: { message: 'a', cause: { message: 'b', cause: { message: 'a' } } } });
+  expect(causeCycle.cause.cause.cause.cause).not.toHaveProperty('cause');
+  expect(aggregate).toMatchObject({ name: 'AggregateError', message: 'many' });
+  expect(aggregate.errors).toHaveLength(11);
+  expect(aggregate.errors[3]).toEqual({ name: 'Error', message: 'e3', cause: { name: 'Error', message: 'c3' } });
+  expect(aggregate.errors[10]).toEqual({ name: 'Omitted', message: '2 more errors not stored' });
+  expect(throwingCause).toMatchObject({ name: 'Error', message: 'plain' });
+  expect(throwingCause).not.toHaveProperty('cause');
+  expect(hugeCause.cause.message).toBe(`${'C'.repeat(4_096)}… [5904 more characters not stored]`);
+});
+
 test("the finalizer's 4 MiB bound counts UTF-8 bytes: three results of 3.6 MB of CJK text go in three calls", async () => {
   let started = 0;
   let open!: () => void;
