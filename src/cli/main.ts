@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { createClient } from '../client';
+import { type Client, createClient } from '../client';
 import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS } from '../config';
 import { connect, describeTarget } from '../db/connect';
 import type { Db } from '../db/Db';
@@ -77,6 +77,17 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Runs `fn` with a client of `namespace` on the command's database, after checking its schema
+ * (a clear "run acta migrate" instead of a missing-schema error).
+ */
+function withClient<T>(namespace: string, fn: (client: Client) => Promise<T>, definitions?: Definition[]): Promise<T> {
+  return withDb(async (db) => {
+    await assertMigrated(db);
+    return fn(createClient({ db, namespace, definitions }));
+  });
+}
+
 /** "acta 0.1.0 (SQL functions revision 7)": the package.json beside sql/, and sql/functions.lock. */
 function versionLine(): string {
   const root = path.dirname(sqlDir());
@@ -114,15 +125,11 @@ export function program(): Command {
       }
       const runAt = opts.runAt;
       const definitions = opts.definitions ? loadDefinitions(opts.definitions) : undefined;
-      const result = await withDb(async (db) => {
-        await assertMigrated(db); // a clear "run acta migrate" instead of a missing-schema error
-        return createClient({ db, namespace: opts.namespace, definitions }).enqueue(definition, payload, {
-          runAt,
-          priority: opts.priority,
-          maxAttempts: opts.maxAttempts,
-          idempotencyKey: opts.idempotencyKey,
-        });
-      });
+      const result = await withClient(
+        opts.namespace,
+        (client) => client.enqueue(definition, payload, { runAt, priority: opts.priority, maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey }),
+        definitions,
+      );
       console.log(JSON.stringify(result));
     });
 
@@ -131,10 +138,7 @@ export function program(): Command {
     .description('print one job as JSON: status, payload, result, last error, attempts and its finished attempts (client.getJob); exits 1 if the namespace has no such job')
     .option('--namespace <name>', 'queue namespace', 'default')
     .action(async (id: string, opts: { namespace: string }) => {
-      const job = await withDb(async (db) => {
-        await assertMigrated(db);
-        return createClient({ db, namespace: opts.namespace }).getJob(id);
-      });
+      const job = await withClient(opts.namespace, (client) => client.getJob(id));
       if (job === null) throw new ActaError('ACTA_NO_SUCH_JOB', `no job ${id} in namespace "${opts.namespace}"`);
       console.log(JSON.stringify(job, null, 2));
     });
@@ -144,9 +148,7 @@ export function program(): Command {
     .description('cancel a Ready job (client.cancel): prints {"cancelled":true}; exits 1 saying why when it is not Ready')
     .option('--namespace <name>', 'queue namespace', 'default')
     .action(async (id: string, opts: { namespace: string }) => {
-      const why = await withDb(async (db) => {
-        await assertMigrated(db);
-        const client = createClient({ db, namespace: opts.namespace });
+      const why = await withClient(opts.namespace, async (client) => {
         if (await client.cancel(id)) return undefined;
         const job = await client.getJob(id);
         return job === null ? `no job ${id} in namespace "${opts.namespace}"` : `job ${id} is ${job.status}: only a Ready job can be cancelled`;

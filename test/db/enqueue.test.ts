@@ -1,10 +1,9 @@
 // Enqueue on real PostgreSQL: idempotency keys, enqueueMany as ONE statement with results in
 // input order, and enqueue inside the caller's own transaction (the job and its NOTIFY exist only
 // at commit).
-import { Client as PgClient } from 'pg';
 import { DatabaseError } from 'pg';
 import { type ActaError, ConfigError, createClient, createWorker, defineJob, InvalidJsonError, migrate, SchemaNotMigratedError, type Db } from '../../src';
-import { createTestDatabase, useTestDatabase } from '../helpers/db';
+import { createTestDatabase, useTestDatabase, withPgClient } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 import { aroundStatements } from '../helpers/around';
@@ -179,9 +178,7 @@ test('enqueueMany without keys: options given on some items only land on those i
 
 test('a key enqueued concurrently by a transaction that commits while this enqueue waits still returns that job id', async () => {
   const client = createClient({ db });
-  const tx = new PgClient({ connectionString: tdb.url });
-  await tx.connect();
-  try {
+  await withPgClient(tdb.url, async (tx) => {
     await tx.query('begin');
     const inTx = await client.enqueue('job', { from: 'tx' }, { idempotencyKey: 'race', tx });
     // This one waits on the unique index for the transaction above.
@@ -193,9 +190,7 @@ test('a key enqueued concurrently by a transaction that commits while this enque
     );
     await tx.query('commit');
     expect(await waiting).toEqual({ id: inTx.id, created: false });
-  } finally {
-    await tx.end();
-  }
+  });
   expect(await jobCount()).toBe(1);
 });
 
@@ -211,26 +206,25 @@ test("enqueue inside the caller's transaction: rolled back, no job; committed, t
     "the worker's LISTEN",
   );
   const client = createClient({ db });
-  const tx = new PgClient({ connectionString: tdb.url });
-  await tx.connect();
   try {
-    await tx.query('begin');
-    const rolledBack = await client.enqueue('in-tx', { n: 1 }, { tx });
-    expect(await jobCount('id = $1', [rolledBack.id])).toBe(0); // not visible outside the transaction
-    await tx.query('rollback');
-    expect(await jobCount()).toBe(0);
+    await withPgClient(tdb.url, async (tx) => {
+      await tx.query('begin');
+      const rolledBack = await client.enqueue('in-tx', { n: 1 }, { tx });
+      expect(await jobCount('id = $1', [rolledBack.id])).toBe(0); // not visible outside the transaction
+      await tx.query('rollback');
+      expect(await jobCount()).toBe(0);
 
-    await tx.query('begin');
-    const committed = await client.enqueue('in-tx', { n: 2 }, { tx });
-    const many = await client.enqueueMany([{ definition: 'in-tx', payload: { n: 3 } }], { tx });
-    expect(await jobCount()).toBe(0);
-    await new Promise((r) => setTimeout(r, 300)); // the worker, idle, must not see them before commit
-    expect(ran).toEqual([]);
-    await tx.query('commit');
-    await waitFor(() => ran.length === 2, 'the committed jobs to run, woken by the NOTIFY', 30_000);
-    expect(ran.sort()).toEqual([committed.id, many[0].id].sort());
+      await tx.query('begin');
+      const committed = await client.enqueue('in-tx', { n: 2 }, { tx });
+      const many = await client.enqueueMany([{ definition: 'in-tx', payload: { n: 3 } }], { tx });
+      expect(await jobCount()).toBe(0);
+      await new Promise((r) => setTimeout(r, 300)); // the worker, idle, must not see them before commit
+      expect(ran).toEqual([]);
+      await tx.query('commit');
+      await waitFor(() => ran.length === 2, 'the committed jobs to run, woken by the NOTIFY', 30_000);
+      expect(ran.sort()).toEqual([committed.id, many[0].id].sort());
+    });
   } finally {
-    await tx.end();
     await worker.stop();
   }
   const { rows } = await db.query<{ status: string }>('select status from acta.jobs');

@@ -2,9 +2,8 @@
 // and its finished attempts from the attempt ledger, as a user reads them without SQL; cancelling a
 // Ready job (queued, due later, waiting out a backoff) and not an Executing one; ids in every
 // accepted form; namespaces kept apart; both inside the caller's transaction.
-import { Client as PgClient } from 'pg';
 import { ConfigError, createClient, createWorker, defineJob, SchemaNotMigratedError, type JobRecord } from '../../src';
-import { createTestDatabase, useTestDatabase } from '../helpers/db';
+import { createTestDatabase, useTestDatabase, withPgClient } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
@@ -122,18 +121,14 @@ test("a namespace reads only its own jobs", async () => {
 
 test("with { tx } the read runs in the caller's transaction and sees its uncommitted enqueue", async () => {
   const client = createClient({ db });
-  const pg = new PgClient({ connectionString: tdb.url });
-  await pg.connect();
-  try {
+  await withPgClient(tdb.url, async (pg) => {
     await pg.query('begin');
     const { id } = await client.enqueue('x', { inside: true }, { tx: pg });
     expect(await client.getJob(id)).toBeNull(); // not committed: another session sees nothing
     expect((await client.getJob(id, { tx: pg }))?.payload).toEqual({ inside: true });
     await pg.query('rollback');
     expect(await client.getJob(id, { tx: pg })).toBeNull();
-  } finally {
-    await pg.end();
-  }
+  });
 });
 
 test('on a database without the acta schema getJob says to migrate', async () => {
@@ -215,17 +210,13 @@ describe('cancel', () => {
     expect(await client.cancel('9223372036854775808')).toBe(false);
     await expect(client.cancel('x1')).rejects.toThrow(ConfigError);
     await expect(client.cancel(id, { tx: undefined, force: true } as never)).rejects.toThrow(/unknown cancel option "force"/);
-    const pg = new PgClient({ connectionString: tdb.url });
-    await pg.connect();
-    try {
+    await withPgClient(tdb.url, async (pg) => {
       await pg.query('begin');
       expect(await client.cancel(BigInt(id), { tx: pg })).toBe(true);
       expect((await client.getJob(id, { tx: pg }))?.status).toBe('cancelled');
       expect((await client.getJob(id))?.status).toBe('ready'); // not committed
       await pg.query('rollback');
-    } finally {
-      await pg.end();
-    }
+    });
     expect((await client.getJob(id))?.status).toBe('ready');
     expect(await client.cancel(Number(id))).toBe(true);
   });

@@ -66,6 +66,17 @@ export async function createTestDatabase(options: { migrate?: boolean; server?: 
   };
 }
 
+/** Runs `fn` with a `pg` client of its own on `url` (e.g. a caller's transaction for `{ tx }`), connected, and ended whatever happens. */
+export async function withPgClient<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
 /**
  * The lifecycle most database test files share: beforeAll creates a migrated database of the
  * file's own and opens one Db on it; afterAll drops it. The returned handles are filled in by
