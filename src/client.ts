@@ -107,7 +107,7 @@ export interface Client {
    * Reads one job of this client's namespace: its status, payload, result (once Succeeded), last
    * error, attempts, times (database clock) and its finished attempts from the attempt ledger
    * (`acta.executions`), in one statement. Resolves null when the namespace has no job of that id
-   * (a valid bigint that names none, e.g. one deleted by retention). `id` is what enqueue returned
+   * (e.g. one deleted, or one beyond bigint that no job can have). `id` is what enqueue returned
    * (a decimal string), or a safe integer or bigint. Throws ConfigError for an id that is not a
    * positive integer. `P`, `R`: the payload and result types the caller states (not checked).
    * With `{ tx }`, read inside the caller's transaction (sees its own uncommitted enqueues).
@@ -139,12 +139,24 @@ const INT8_MAX = 2n ** 63n - 1n;
  */
 function jobIdText(id: unknown): string | null {
   let n: bigint;
-  if (typeof id === 'string' && /^[0-9]{1,30}$/.test(id)) n = BigInt(id);
-  else if (typeof id === 'number' && Number.isSafeInteger(id)) n = BigInt(id);
+  if (typeof id === 'string' && /^[0-9]+$/.test(id)) {
+    const digits = id.replace(/^0+(?=[0-9])/, ''); // leading zeros, any number of them
+    if (digits.length > 19) return null; // beyond bigint (19 digits), without parsing a long text
+    n = BigInt(digits);
+  } else if (typeof id === 'number' && Number.isSafeInteger(id)) n = BigInt(id);
   else if (typeof id === 'bigint') n = id;
-  else throw new ConfigError(`a job id is a positive integer (the decimal string enqueue returned, a safe integer or a bigint), got ${(typeof id === 'string' ? JSON.stringify(id) : String(id)).slice(0, 80)}`);
+  else throw new ConfigError(`a job id is a positive integer (the decimal string enqueue returned, a safe integer or a bigint), got ${shown(id)}`);
   if (n < 1n) throw new ConfigError(`a job id is a positive integer, got ${n}`);
   return n > INT8_MAX ? null : n.toString();
+}
+
+/** A value as an error message shows it: at most 80 characters; never throws (an object without toString, or whose toString throws). */
+function shown(value: unknown): string {
+  try {
+    return (typeof value === 'string' ? JSON.stringify(value) : String(value)).slice(0, 80);
+  } catch {
+    return `a value of type ${typeof value}`;
+  }
 }
 
 /** The keys of ClientOptions: createClient refuses any other. */
@@ -168,15 +180,15 @@ function definitionName(definition: unknown): unknown {
 }
 
 /**
- * A PostgreSQL error saying that the acta schema (3F000), or a function or procedure the enqueue
- * calls (42883), does not exist. Only those names: a user's trigger on acta.jobs that calls a
+ * A PostgreSQL error saying that the acta schema (3F000), a function or procedure the enqueue
+ * calls (42883), or a table getJob and cancel read (42P01), does not exist. Only those names: a user's trigger on acta.jobs that calls a
  * missing function of its own keeps its error (an adversarial trial: any message mentioning
  * "acta" was taken for a missing schema).
  */
-const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedure) acta\.(enqueue_jobs|enqueue_jobs_wake_early|wal_message_allowed)\()/;
+const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedure) acta\.(enqueue_jobs|enqueue_jobs_wake_early|wal_message_allowed)\(|relation "acta\.(jobs|executions)" does not exist)/;
 function isMissingSchemaObject(err: unknown): boolean {
   const { code, message } = err as { code?: unknown; message?: unknown };
-  return (code === '3F000' || code === '42883') && typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message);
+  return (code === '3F000' || code === '42883' || code === '42P01') && typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message);
 }
 
 /**
@@ -185,9 +197,11 @@ function isMissingSchemaObject(err: unknown): boolean {
  * schema NEWER than this client (a function whose arguments changed) says to upgrade the client,
  * and only an older or missing one says to migrate. The original error is the cause.
  */
-async function schemaMismatch(db: Db, err: unknown): Promise<Error> {
+async function schemaMismatch(db: Db, err: unknown, inCallersTx: boolean): Promise<Error> {
   try {
-    await assertMigrated(db);
+    // PGlite has one session, which the caller's transaction holds until it ends: a query of the
+    // Db's own would wait for it forever (adversarial trial). Then the error says to migrate.
+    if (!(inCallersTx && db.kind === 'pglite')) await assertMigrated(db);
   } catch (verdict) {
     if (verdict instanceof SchemaNewerError || verdict instanceof SchemaNotMigratedError) {
       if (verdict.cause === undefined) Object.defineProperty(verdict, 'cause', { value: err, configurable: true, writable: true });
@@ -267,7 +281,7 @@ export function createClient(options: ClientOptions): Client {
       // No acta schema (3F000), or one older or newer than this client (42883: a function or
       // procedure it calls is missing, e.g. acta.enqueue_jobs_wake_early before it was migrated,
       // or has other arguments): say what to run.
-      if (isMissingSchemaObject(err)) throw await schemaMismatch(options.db, err);
+      if (isMissingSchemaObject(err)) throw await schemaMismatch(options.db, err, opts.tx !== undefined);
       throw err;
     }
     if (!opts.tx) options.publishWakeup?.(namespace);
@@ -279,8 +293,7 @@ export function createClient(options: ClientOptions): Client {
   };
   /**
    * One statement about one job (getJob, cancel): options checked, the id as text (`none` when no
-   * job can have it), and a missing schema (3F000, or 42P01: no acta.jobs) reported as the
-   * migrator's verdict.
+   * job can have it), and a missing schema reported as the migrator's verdict (isMissingSchemaObject).
    */
   const byId = async <T>(what: string, id: unknown, opts: { tx?: Queryable } | null | undefined, none: T, run: (q: Queryable, id: string) => Promise<T>): Promise<T> => {
     knownKeys(`${what} option`, opts ?? {}, ['tx']);
@@ -289,8 +302,7 @@ export function createClient(options: ClientOptions): Client {
     try {
       return await run(opts?.tx ?? options.db, text);
     } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if (code === '3F000' || code === '42P01') throw await schemaMismatch(options.db, err);
+      if (isMissingSchemaObject(err)) throw await schemaMismatch(options.db, err, opts?.tx !== undefined);
       throw err;
     }
   };

@@ -85,9 +85,9 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // attempt, so a claim that always arrives late (a huge payload at a short H) ends Failed
     // instead of looping forever.
     if (row.unchargedReturns < PIPELINE.unchargedReturnsMax) return complete(entry, 'expired', null, null, 0);
-    const err = new ClaimExpiredError(row.unchargedReturns);
-    safeLog(() => jobLogger().warn({ err }, 'attempt failed'));
-    return failure(entry, definition, attempt, err, jobLogger);
+    const stored = storedError(new ClaimExpiredError(row.unchargedReturns));
+    safeLog(() => jobLogger().warn({ error: stored }, 'attempt failed'));
+    return failure(entry, definition, attempt, stored, jobLogger);
   }
   if (!definition || entry.aborted) {
     // Never started (the worker is stopping, or the lease was found lost): back to Ready,
@@ -143,10 +143,12 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       safeLog(() => jobLogger().error({ err }, 'step result cannot be stored: job fails without retry'));
       return complete(entry, 'failed_final', null, errorJson(err), 0);
     }
-    const reported = aborted ?? err;
-    // The error is the user's: logging it (pino reads its fields) must not end the worker.
-    safeLog(() => jobLogger().warn({ err: reported }, 'attempt failed'), () => jobLogger().warn({ error: errorJson(reported) }, 'attempt failed'));
-    return failure(entry, definition, attempt, reported, jobLogger);
+    // Logged as stored, under `error` (bounded: pino's `err` serialiser would write all of it,
+    // e.g. one 314 MB line for an AggregateError of a million errors, 13.9 s on the event loop;
+    // adversarial trial).
+    const stored = storedError(aborted ?? err);
+    safeLog(() => jobLogger().warn({ error: stored }, 'attempt failed'));
+    return failure(entry, definition, attempt, stored, jobLogger);
   } finally {
     timeout.cancel();
   }
@@ -157,7 +159,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
  * job has attempts left, else final. A job's limit is its own maxAttempts, else its definition's,
  * else 25 (PIPELINE.maxAttempts; migration 0004).
  */
-function failure(entry: Entry, definition: Definition, attempt: number, err: unknown, jobLogger: () => Logger): Completion {
+function failure(entry: Entry, definition: Definition, attempt: number, stored: Record<string, unknown>, jobLogger: () => Logger): Completion {
   const lastAttempt = attempt >= (entry.row.maxAttempts ?? definition.maxAttempts ?? PIPELINE.maxAttempts);
   let delayMs = 0;
   if (!lastAttempt) {
@@ -167,10 +169,10 @@ function failure(entry: Entry, definition: Definition, attempt: number, err: unk
       // A definition's backoff function that throws: its default backoff instead (the job is
       // still retried; the worker goes on).
       delayMs = backoffMs(undefined, attempt);
-      safeLog(() => jobLogger().error({ err: backoffErr, delayMs }, 'backoff function threw: retrying after the default backoff'));
+      safeLog(() => jobLogger().error({ error: storedError(backoffErr), delayMs }, 'backoff function threw: retrying after the default backoff'));
     }
   }
-  return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, errorJson(err), delayMs);
+  return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, storedErrorText(stored), delayMs);
 }
 
 /**
@@ -283,37 +285,57 @@ function stringField(value: object, key: string): string | undefined {
  * each text is cut at PIPELINE.errorTextMaxChars (64 Ki characters). Never throws.
  */
 export function errorJson(err: unknown, name?: string): string {
+  return storedErrorText(storedError(err, name), name);
+}
+
+/** The fields errorJson stores, as an object (also what the worker logs of a failed attempt: bounded like the stored text). Never throws. */
+function storedError(err: unknown, name?: string): Record<string, unknown> {
   try {
-    return JSON.stringify(errorFields(err, name));
+    return errorFields(err, name);
   } catch {
-    // Not expected: every read of `err` is guarded and every field is a short string or a finite
-    // number. But this function must not throw, or the attempt's completion is never made (a
-    // Proxy of an Error whose traps throw only on a later call; adversarial trial).
-    return JSON.stringify({ name: name ?? 'Error', message: 'the error could not be read or serialised' });
+    // Not expected: every read of `err` is guarded. But this must not throw, or the attempt's
+    // completion is never made (a Proxy of an Error whose traps throw only on a later call;
+    // adversarial trial).
+    return unreadable(name);
   }
+}
+
+/** storedError's object as the JSON text stored. Never throws. */
+function storedErrorText(fields: Record<string, unknown>, name?: string): string {
+  try {
+    return JSON.stringify(fields);
+  } catch {
+    return JSON.stringify(unreadable(name)); // not expected: every field is a string, a finite number or such an object
+  }
+}
+
+function unreadable(name?: string): Record<string, unknown> {
+  return { name: name ?? 'Error', message: 'the error could not be read or serialised' };
 }
 
 /**
  * How much of an error's `cause` chain and of an AggregateError's `errors` errorJson stores: the
- * chain to 4 levels, the first 10 inner errors with one level of their own causes, each as
- * `{ name, message, code? }` with a message and a code of at most 4,096 characters: at most 24
- * nested errors, about 200 Ki characters beside the error's own message and stack, whatever the
- * handler threw (a cycle of causes included). acta's own choice, well inside the 4 MiB
- * completion batch (shared/DESIGN.md).
+ * chain to 4 levels, the first 10 inner errors with one level of their own causes (and an
+ * `Omitted` entry counting the rest), each as `{ name, message, code? }` whose texts are cut at
+ * 4,096 characters (a non-Error cause's description at 1,000, `describe`): at most 25 nested
+ * entries, under 300 Ki characters (3.4 MB of UTF-8 at worst, control characters escaped) beside
+ * the error's own message and stack, whatever the handler threw (a cycle of causes, an `errors`
+ * array with its own `slice`, a Proxy). acta's own choice; a completion larger than the 4 MiB
+ * batch bound is written alone (shared/DESIGN.md, finalizer).
  */
-const NESTED_ERRORS = { causeDepth: 4, maxErrors: 10, messageMaxChars: 4_096 } as const;
+const NESTED_ERRORS = { causeDepth: 4, maxErrors: 10, textMaxChars: 4_096 } as const;
 
 /**
- * `{ name, message, code? }` of `holder[key]` (an Error's `cause`), with its own cause to `depth`
- * levels; a non-Error value as `{ name: 'NonErrorCause', message: <its string form> }`. Undefined
- * when there is none, when depth is spent, or when reading it throws.
+ * `{ name, message, code? }` of `holder.cause`, with its own cause to `depth` levels; a non-Error
+ * value as `{ name: 'NonErrorCause', message: <its description> }`. Undefined when there is
+ * none, when depth is spent, or when reading it throws.
  */
-function nestedFields(holder: object, key: 'cause', depth: number): Record<string, unknown> | undefined {
+function causeFields(holder: object, depth: number): Record<string, unknown> | undefined {
   if (depth <= 0) return undefined;
   let value: unknown;
   try {
-    if (!(key in holder)) return undefined;
-    value = (holder as Record<string, unknown>)[key];
+    if (!('cause' in holder)) return undefined;
+    value = (holder as { cause?: unknown }).cause;
   } catch {
     return undefined;
   }
@@ -323,34 +345,54 @@ function nestedFields(holder: object, key: 'cause', depth: number): Record<strin
 
 /** One nested error (a cause, an AggregateError's element), shortened (NESTED_ERRORS). */
 function shortFields(value: unknown, depth: number): Record<string, unknown> {
-  const max = NESTED_ERRORS.messageMaxChars;
+  const max = NESTED_ERRORS.textMaxChars;
   if (!isError(value)) return { name: 'NonErrorCause', message: storable(describe(value), max) };
   const out: Record<string, unknown> = {
     name: storable(stringField(value, 'name') ?? 'Error', max),
     message: storable(stringField(value, 'message') ?? '', max),
   };
-  let code: unknown;
-  try {
-    code = (value as { code?: unknown }).code;
-  } catch {
-    code = undefined;
-  }
-  if (typeof code === 'string') out.code = storable(code, max);
-  else if (typeof code === 'number' && Number.isFinite(code)) out.code = code;
-  const cause = nestedFields(value, 'cause', depth - 1);
+  const code = codeField(value, max);
+  if (code !== undefined) out.code = code;
+  const cause = causeFields(value, depth - 1);
   if (cause !== undefined) out.cause = cause;
   return out;
 }
 
-/** An AggregateError's `errors` (the first NESTED_ERRORS.maxErrors, and a count of the rest); undefined for any other error. */
+/** An error's `code` when it is a string (cut at `max`) or a finite number; undefined otherwise or when reading it throws. */
+function codeField(err: object, max?: number): string | number | undefined {
+  let code: unknown;
+  try {
+    code = (err as { code?: unknown }).code;
+  } catch {
+    return undefined;
+  }
+  if (typeof code === 'string') return storable(code, max);
+  return typeof code === 'number' && Number.isFinite(code) ? code : undefined;
+}
+
+/**
+ * An AggregateError's `errors`: the first NESTED_ERRORS.maxErrors, read by index (not by the
+ * array's own `slice` or `map`, which a subclass or a Proxy may redefine), and an `Omitted` entry
+ * counting the rest; undefined for any other error, or when they cannot be read.
+ */
 function innerErrors(err: Error): Record<string, unknown>[] | undefined {
-  let errors: unknown;
   try {
     if (!isInstance(err, AggregateError) && stringField(err, 'name') !== 'AggregateError') return undefined;
-    errors = (err as AggregateError).errors;
+    const errors: unknown = (err as AggregateError).errors;
     if (!Array.isArray(errors)) return undefined;
-    const out = errors.slice(0, NESTED_ERRORS.maxErrors).map((e) => shortFields(e, 2));
-    if (errors.length > NESTED_ERRORS.maxErrors) out.push({ name: 'Omitted', message: `${errors.length - NESTED_ERRORS.maxErrors} more errors not stored` });
+    const length: unknown = errors.length;
+    if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) return undefined;
+    const out: Record<string, unknown>[] = [];
+    for (let i = 0; i < Math.min(length, NESTED_ERRORS.maxErrors); i++) {
+      let element: unknown;
+      try {
+        element = errors[i];
+      } catch {
+        element = undefined;
+      }
+      out.push(shortFields(element, 2));
+    }
+    if (length > NESTED_ERRORS.maxErrors) out.push({ name: 'Omitted', message: `${length - NESTED_ERRORS.maxErrors} more errors not stored` });
     return out;
   } catch {
     return undefined;
@@ -365,18 +407,12 @@ function errorFields(err: unknown, name?: string): Record<string, unknown> {
       name: storable(name ?? stringField(err, 'name') ?? 'Error'),
       message: storable(stringField(err, 'message') ?? describe(err)),
     };
-    let code: unknown;
-    try {
-      code = (err as { code?: unknown }).code;
-    } catch {
-      code = undefined;
-    }
-    if (typeof code === 'string') out.code = storable(code);
-    else if (typeof code === 'number' && Number.isFinite(code)) out.code = code;
+    const code = codeField(err);
+    if (code !== undefined) out.code = code;
     if (isInstance(err, InvalidJsonError)) out.path = storable((err as InvalidJsonError).path);
     const stack = stringField(err, 'stack');
     if (stack) out.stack = storable(stack);
-    const cause = nestedFields(err, 'cause', NESTED_ERRORS.causeDepth);
+    const cause = causeFields(err, NESTED_ERRORS.causeDepth);
     if (cause !== undefined) out.cause = cause;
     const inner = innerErrors(err);
     if (inner !== undefined) out.errors = inner;
@@ -392,15 +428,28 @@ function errorFields(err: unknown, name?: string): Record<string, unknown> {
   return out;
 }
 
+/**
+ * How many values `describe` lets JSON.stringify visit before it gives up on a JSON form: it keeps
+ * 1,000 characters, and serialising all of a large object first took 125 ms (300,000 rows), 25
+ * times over for one error's causes (adversarial trial). acta's own bound.
+ */
+const DESCRIBE_MAX_VALUES = 2_000;
+const TOO_LARGE = Symbol('too large to describe');
+
 /** The best short string form of any value (at most 1 000 characters). Never throws. */
 function describe(value: unknown): string {
   const cut = (s: string) => (s.length > 1_000 ? `${s.slice(0, 1_000)}…` : s);
   try {
     if (typeof value === 'string') return cut(value);
     if (typeof value === 'bigint') return `${value}n`;
-    const json = JSON.stringify(value);
+    let visited = 0;
+    const json = JSON.stringify(value, (_key, v: unknown) => {
+      if (++visited > DESCRIBE_MAX_VALUES) throw TOO_LARGE;
+      return v;
+    });
     if (json !== undefined) return cut(json);
-  } catch {
+  } catch (err) {
+    if (err === TOO_LARGE) return `[an object too large to describe: over ${DESCRIBE_MAX_VALUES} values]`;
     /* circular or BigInt inside: fall through */
   }
   try {

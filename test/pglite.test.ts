@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createClient, createPgliteDb, createWorker, DataDirLockedError, defineJob, migrate, type Db } from '../src';
+import { type Client, createClient, createPgliteDb, createWorker, DataDirLockedError, defineJob, migrate, type Db, type Queryable } from '../src';
 import { lockDataDir, removeStaleLock, takeoverPath } from '../src/db/pgliteDb';
 import { silentLogger } from './helpers/silentLogger';
 import { waitFor } from './helpers/wait';
@@ -82,6 +82,12 @@ describe('errors on PGlite', () => {
         code: 'ACTA_SCHEMA_NOT_MIGRATED',
         cause: expect.objectContaining({ message: expect.stringMatching(/schema "acta" does not exist|acta\.enqueue_jobs/) }),
       });
+      // Also inside a transaction, which holds PGlite's one session: asking the migrator on the
+      // Db's own session waited for it forever, and every later query with it (adversarial trial).
+      const calls: ((c: Client, tx: Queryable) => Promise<unknown>)[] = [(c, tx) => c.getJob('1', { tx }), (c, tx) => c.cancel('1', { tx }), (c, tx) => c.enqueue('x', {}, { tx })];
+      for (const call of calls) {
+        await expect(db.transaction((tx) => call(createClient({ db }), tx))).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED' });
+      }
       await migrate(db);
       await expect(db.query('select * from acta.jobz')).rejects.toThrow(/does not exist/);
       await expect(db.query('select 1 / $1::int as x', [0])).rejects.toThrow(/division by zero/);

@@ -151,7 +151,10 @@ export function program(): Command {
       const why = await withClient(opts.namespace, async (client) => {
         if (await client.cancel(id)) return undefined;
         const job = await client.getJob(id);
-        return job === null ? `no job ${id} in namespace "${opts.namespace}"` : `job ${id} is ${job.status}: only a Ready job can be cancelled`;
+        if (job === null) return `no job ${id} in namespace "${opts.namespace}"`;
+        // Not Ready when cancelled, Ready again when read (an attempt that ended and is retried).
+        if (job.status === 'ready') return `job ${id} was not Ready when cancelled (it is Ready again now): run acta cancel again`;
+        return `job ${id} is ${job.status}: only a Ready job can be cancelled`;
       });
       if (why !== undefined) throw new ActaError('ACTA_NOT_CANCELLED', why);
       console.log(JSON.stringify({ cancelled: true }));

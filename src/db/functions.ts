@@ -449,13 +449,15 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
 
 /**
  * Cancels one Ready job of `namespace` (queued, due later, or waiting out a retry's backoff): one
- * statement. True when this call moved it to Cancelled (finished now, on the database clock);
+ * statement. True when this call moved it to Cancelled (finished at this statement's start on the
+ * database clock, not its transaction's: in a caller's transaction now() could precede the job's
+ * creation);
  * false when there is no such job or it is not Ready (Executing, finished, already Cancelled).
  * A claim holding the row's lock at that moment is waited for, and then the row is Executing: false.
  */
 export async function cancelJob(q: Queryable, namespace: string, id: string): Promise<boolean> {
   const { rows } = await q.query(
-    `update acta.jobs set status = 'cancelled', finished_at = now()
+    `update acta.jobs set status = 'cancelled', finished_at = statement_timestamp()
       where id = $1::bigint and namespace = $2 and status = 'ready'
       returning id`,
     [id, namespace],

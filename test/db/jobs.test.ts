@@ -107,7 +107,10 @@ test('ids: the returned string, a number and a bigint name the same job; ids no 
   expect(await client.getJob(String(Number(id) + 1000))).toBeNull();
   expect(await client.getJob('9223372036854775807')).toBeNull(); // the largest bigint
   expect(await client.getJob('9223372036854775808')).toBeNull(); // beyond bigint: no job can have it
-  for (const bad of ['abc', '', '1.5', '-3', '0', 0, -1, 1.5, Number.NaN, 2 ** 60, null, undefined, {}] as unknown[]) {
+  expect(await client.getJob('9'.repeat(10_000))).toBeNull();
+  expect((await client.getJob(`${'0'.repeat(40)}${id}`))?.id).toBe(id); // leading zeros, however many
+  const throwing = { toString: () => { throw new Error('boom'); } };
+  for (const bad of ['abc', '', '1.5', '-3', ' 1', '1e3', '0', '000', 0, -1, -1n, 1.5, Number.NaN, 2 ** 60, null, undefined, {}, Object.create(null), throwing] as unknown[]) {
     await expect(client.getJob(bad as string)).rejects.toThrow(ConfigError);
   }
   await expect(client.getJob(id, { txn: undefined } as never)).rejects.toThrow(/unknown getJob option "txn"/);
@@ -129,6 +132,20 @@ test("with { tx } the read runs in the caller's transaction and sees its uncommi
     await pg.query('rollback');
     expect(await client.getJob(id, { tx: pg })).toBeNull();
   });
+});
+
+test("a user's trigger whose table is missing keeps its own error: it does not read as an unmigrated schema", async () => {
+  const client = createClient({ db });
+  const { id } = await client.enqueue('x', {});
+  await db.query(`create function public.audit() returns trigger language plpgsql as $$ begin insert into public.audit_gone values (1); return new; end $$`);
+  await db.query('create trigger audit_update before update on acta.jobs for each row execute function public.audit()');
+  try {
+    await expect(client.cancel(id)).rejects.toMatchObject({ code: '42P01', message: expect.stringContaining('"public.audit_gone"') });
+  } finally {
+    await db.query('drop trigger audit_update on acta.jobs');
+    await db.query('drop function public.audit()');
+  }
+  expect(await client.cancel(id)).toBe(true);
 });
 
 test('on a database without the acta schema getJob says to migrate', async () => {
@@ -212,6 +229,12 @@ describe('cancel', () => {
     await expect(client.cancel(id, { tx: undefined, force: true } as never)).rejects.toThrow(/unknown cancel option "force"/);
     await withPgClient(tdb.url, async (pg) => {
       await pg.query('begin');
+      await pg.query('select now()'); // the transaction's clock starts before the job below exists
+      await new Promise((r) => setTimeout(r, 50));
+      const later = await client.enqueue('x', {});
+      expect(await client.cancel(later.id, { tx: pg })).toBe(true);
+      const read = await client.getJob(later.id, { tx: pg });
+      expect(read!.finishedAt!.getTime()).toBeGreaterThanOrEqual(read!.createdAt.getTime()); // the statement's time, not the transaction's
       expect(await client.cancel(BigInt(id), { tx: pg })).toBe(true);
       expect((await client.getJob(id, { tx: pg }))?.status).toBe('cancelled');
       expect((await client.getJob(id))?.status).toBe('ready'); // not committed

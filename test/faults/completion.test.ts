@@ -184,8 +184,22 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
     fail('aggregate', () => new AggregateError([...Array.from({ length: 11 }, (_, i) => new Error(`e${i}`, { cause: new Error(`c${i}`) })), 'not an error'], 'many')),
     fail('throwingCause', () => Object.defineProperty(new Error('plain'), 'cause', { get: () => { throw new Error('no'); } })),
     fail('hugeCause', () => new Error('outer', { cause: new Error('C'.repeat(10_000)) })),
+    // An `errors` array whose own slice answers 5,000 errors: they were stored (20 MB; a Proxy's
+    // 100,000 took 7.4 s and 403 MB). A million errors: pino wrote them all in one 314 MB log line.
+    fail('ownSlice', () => {
+      const errors = [new Error('one')];
+      errors.slice = () => Array.from({ length: 5_000 }, (_, i) => new Error(`e${i}`));
+      const agg = new AggregateError([], 'own slice');
+      agg.errors = errors;
+      return agg;
+    }),
+    fail('manyErrors', () => new AggregateError(Array.from({ length: 200_000 }, (_, i) => new Error(`e${i}`)), '200,000 errors')),
+    // A plain-object cause of 100,000 rows: described, not serialised whole, to keep 1,000 characters.
+    fail('largeObjectCause', () => new Error('outer', { cause: { rows: Array.from({ length: 100_000 }, (_, i) => ({ i })) } })),
   ];
-  const worker = createWorker({ db, definitions, logger: silentLogger, executors: 2 });
+  const logLines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => logLines.push(line) }); // pino's own error serialiser
+  const worker = createWorker({ db, definitions, logger, executors: 2 });
   let fatal: unknown;
   worker.done.catch((err) => (fatal = err));
   await worker.start();
@@ -198,7 +212,7 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
     await worker.stop();
   }
   expect(fatal).toBeUndefined();
-  const [withCause, causeCycle, aggregate, throwingCause, hugeCause] = await Promise.all(ids.map(async (id) => (await client.getJob(id))!.error as Record<string, any>));
+  const [withCause, causeCycle, aggregate, throwingCause, hugeCause, ownSlice, manyErrors, largeObjectCause] = await Promise.all(ids.map(async (id) => (await client.getJob(id))!.error as Record<string, any>));
   expect(withCause).toMatchObject({ name: 'Error', message: 'outer', cause: { name: 'Error', message: 'inner', code: 'ECONNRESET', cause: { name: 'NonErrorCause', message: 'a string cause' } } });
   expect(withCause.cause).not.toHaveProperty('stack'); // only the outer error's stack is stored
   // a → b → a → b, then the chain is cut.
@@ -211,6 +225,16 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
   expect(throwingCause).toMatchObject({ name: 'Error', message: 'plain' });
   expect(throwingCause).not.toHaveProperty('cause');
   expect(hugeCause.cause.message).toBe(`${'C'.repeat(4_096)}… [5904 more characters not stored]`);
+  expect(ownSlice.errors).toEqual([{ name: 'Error', message: 'one' }]);
+  expect(manyErrors.errors.map((e: { message: string }) => e.message)).toEqual([...Array.from({ length: 10 }, (_, i) => `e${i}`), '199990 more errors not stored']);
+  expect(largeObjectCause.cause).toEqual({ name: 'NonErrorCause', message: '[an object too large to describe: over 2000 values]' });
+  // The worker logs each failed attempt's error as stored: bounded too.
+  const failures = logLines.filter((l) => l.includes('"attempt failed"'));
+  expect(failures).toHaveLength(definitions.length);
+  expect(Math.max(...failures.map((l) => l.length))).toBeLessThan(100_000);
+  const logged = JSON.parse(failures.find((l) => l.includes('"200,000 errors"'))!);
+  expect(logged.error).toEqual(manyErrors); // the error as stored
+  expect(JSON.parse(failures.find((l) => l.includes('"outer"') && l.includes('inner'))!).error).toEqual(withCause);
 });
 
 test("the finalizer's 4 MiB bound counts UTF-8 bytes: three results of 3.6 MB of CJK text go in three calls", async () => {
