@@ -316,9 +316,10 @@ function unreadable(name?: string): Record<string, unknown> {
 /**
  * How much of an error's `cause` chain and of an AggregateError's `errors` errorJson stores: the
  * chain to 4 levels, the first 10 inner errors with one level of their own causes (and an
- * `Omitted` entry counting the rest), each as `{ name, message, code? }` whose texts are cut at
- * 4,096 characters (a non-Error cause's description at 1,000, `describe`): at most 25 nested
- * entries, under 300 Ki characters (3.4 MB of UTF-8 at worst, control characters escaped) beside
+ * `Omitted` entry counting the rest; a cut chain ends in an `Omitted` cause), each as
+ * `{ name, message, code? }` whose texts are cut at 4,096 characters (a non-Error cause's
+ * description at 1,000, `describe`): at most 25 nested errors and 11 short markers, under 300 Ki
+ * characters (3.4 MB of UTF-8 at worst, control characters escaped) beside
  * the error's own message and stack, whatever the handler threw (a cycle of causes, an `errors`
  * array with its own `slice`, a Proxy). acta's own choice; a completion larger than the 4 MiB
  * batch bound is written alone (shared/DESIGN.md, finalizer).
@@ -327,11 +328,11 @@ const NESTED_ERRORS = { causeDepth: 4, maxErrors: 10, textMaxChars: 4_096 } as c
 
 /**
  * `{ name, message, code? }` of `holder.cause`, with its own cause to `depth` levels; a non-Error
- * value as `{ name: 'NonErrorCause', message: <its description> }`. Undefined when there is
- * none, when depth is spent, or when reading it throws.
+ * value as `{ name: 'NonErrorCause', message: <its description> }`; where depth is spent and
+ * there is a further cause, `{ name: 'Omitted', message: 'further causes not stored' }` (a cut
+ * chain says so, as a cut `errors` list does). Undefined when there is none or reading it throws.
  */
 function causeFields(holder: object, depth: number): Record<string, unknown> | undefined {
-  if (depth <= 0) return undefined;
   let value: unknown;
   try {
     if (!('cause' in holder)) return undefined;
@@ -340,6 +341,7 @@ function causeFields(holder: object, depth: number): Record<string, unknown> | u
     return undefined;
   }
   if (value === undefined) return undefined;
+  if (depth <= 0) return { name: 'Omitted', message: 'further causes not stored' };
   return shortFields(value, depth);
 }
 

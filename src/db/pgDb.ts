@@ -1,5 +1,6 @@
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import createSubscriber from 'pg-listen';
+import { ConfigError } from '../errors';
 import type { Db, ListenHandlers, Queryable } from './Db';
 
 /** Options of a Db on a PostgreSQL server. */
@@ -35,11 +36,24 @@ async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): 
 }
 
 /**
+ * Refuses a connection string that `pg` would read as a path relative to `postgres://base`
+ * (neither `scheme:…` nor a socket path starting with `/`): it then dialled a host named "base"
+ * and failed with "getaddrinfo ENOTFOUND base" (new-user trial: `DATABASE_URL=not-a-url`). The
+ * value is not echoed: it may hold a password. Throws ConfigError.
+ */
+function checkConnectionString(value: string | undefined): void {
+  if (value === undefined || value.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(value)) return;
+  throw new ConfigError('the connection string (DATABASE_URL, connect({ url }) or connectionString) is not a URL: expected postgres://user:password@host:port/database, or a socket folder path');
+}
+
+/**
  * A Db on a PostgreSQL server through `pg.Pool`; LISTEN through `pg-listen` on its own
  * connection, set never to give up reconnecting (its default gives up after 3 s:
  * shared/TOOLCHAIN.md) and calling `onConnect` on every (re)connect for a catch-up claim.
+ * Throws ConfigError for a connection string that is not a URL (checkConnectionString).
  */
 export function createPgDb(options: PgDbOptions): Db {
+  checkConnectionString(options.connectionString);
   const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10 };
   const pool = options.pool ?? new Pool(poolConfig);
   const ownsPool = options.pool ? options.ownsPool === true : true;
