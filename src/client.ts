@@ -179,36 +179,41 @@ function definitionName(definition: unknown): unknown {
   throw new ConfigError(`definition must be a definition's name or the definition itself (defineJob: an object with a name and a handler), got ${got}`);
 }
 
-/**
- * A PostgreSQL error saying that the acta schema (3F000), a function or procedure the enqueue
- * calls (42883), or a table getJob and cancel read (42P01), does not exist. Only those names: a user's trigger on acta.jobs that calls a
- * missing function of its own keeps its error (an adversarial trial: any message mentioning
- * "acta" was taken for a missing schema).
- */
-const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedure) acta\.(enqueue_jobs|enqueue_jobs_wake_early|wal_message_allowed)\(|relation "acta\.(jobs|executions)" does not exist)/;
-function isMissingSchemaObject(err: unknown): boolean {
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  return (code === '3F000' || code === '42883' || code === '42P01') && typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message);
-}
+/** "does not exist" errors: a schema (3F000), a function or procedure (42883), a table (42P01). */
+const DOES_NOT_EXIST = new Set(['3F000', '42883', '42P01']);
 
 /**
- * The error to throw for an enqueue that found the schema missing or of another shape: the
- * migrator's verdict on the client's own Db (a caller's transaction is aborted by then), so that a
- * schema NEWER than this client (a function whose arguments changed) says to upgrade the client,
- * and only an older or missing one says to migrate. The original error is the cause.
+ * Of those, the ones naming acta's own schema, the enqueue's functions, or the tables getJob and
+ * cancel read, as a server with English messages prints them (`lc_messages`). Only consulted
+ * inside a caller's transaction, where the migrator cannot be asked (see schemaError).
  */
-async function schemaMismatch(db: Db, err: unknown, inCallersTx: boolean): Promise<Error> {
+const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedure) acta\.(enqueue_jobs|enqueue_jobs_wake_early|wal_message_allowed)\(|relation "acta\.(jobs|executions)" does not exist)/;
+
+/**
+ * The error to throw for `err`, which a statement of the client on acta's schema raised: for a
+ * "does not exist" error the migrator's verdict on the client's own Db when the schema is missing
+ * or older than this client (SchemaNotMigratedError: migrate) or newer (SchemaNewerError: upgrade
+ * the client), with `err` as the cause; `err` itself for anything else, and when the migrator
+ * finds the schema current (e.g. a user's trigger on acta.jobs that calls a missing function of
+ * its own: adversarial trials). Inside a caller's transaction the migrator is not asked: that
+ * transaction may hold PGlite's one session or the pool's last connection, and the question would
+ * wait for it forever (adversarial trials); there `err`'s message decides (MISSING_SCHEMA_OBJECT).
+ */
+async function schemaError(db: Db, err: unknown, inCallersTx: boolean): Promise<unknown> {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code !== 'string' || !DOES_NOT_EXIST.has(code)) return err;
+  if (inCallersTx) {
+    return typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message) ? new SchemaNotMigratedError(message, { cause: err }) : err;
+  }
   try {
-    // PGlite has one session, which the caller's transaction holds until it ends: a query of the
-    // Db's own would wait for it forever (adversarial trial). Then the error says to migrate.
-    if (!(inCallersTx && db.kind === 'pglite')) await assertMigrated(db);
+    await assertMigrated(db);
   } catch (verdict) {
     if (verdict instanceof SchemaNewerError || verdict instanceof SchemaNotMigratedError) {
       if (verdict.cause === undefined) Object.defineProperty(verdict, 'cause', { value: err, configurable: true, writable: true });
       return verdict;
     }
   }
-  return new SchemaNotMigratedError((err as Error).message, { cause: err });
+  return err;
 }
 
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
@@ -281,8 +286,7 @@ export function createClient(options: ClientOptions): Client {
       // No acta schema (3F000), or one older or newer than this client (42883: a function or
       // procedure it calls is missing, e.g. acta.enqueue_jobs_wake_early before it was migrated,
       // or has other arguments): say what to run.
-      if (isMissingSchemaObject(err)) throw await schemaMismatch(options.db, err, opts.tx !== undefined);
-      throw err;
+      throw await schemaError(options.db, err, opts.tx !== undefined);
     }
     if (!opts.tx) options.publishWakeup?.(namespace);
     return result.map((r, i) => {
@@ -293,7 +297,7 @@ export function createClient(options: ClientOptions): Client {
   };
   /**
    * One statement about one job (getJob, cancel): options checked, the id as text (`none` when no
-   * job can have it), and a missing schema reported as the migrator's verdict (isMissingSchemaObject).
+   * job can have it), and a missing schema reported as the migrator's verdict (schemaError).
    */
   const byId = async <T>(what: string, id: unknown, opts: { tx?: Queryable } | null | undefined, none: T, run: (q: Queryable, id: string) => Promise<T>): Promise<T> => {
     knownKeys(`${what} option`, opts ?? {}, ['tx']);
@@ -302,8 +306,7 @@ export function createClient(options: ClientOptions): Client {
     try {
       return await run(opts?.tx ?? options.db, text);
     } catch (err) {
-      if (isMissingSchemaObject(err)) throw await schemaMismatch(options.db, err, opts?.tx !== undefined);
-      throw err;
+      throw await schemaError(options.db, err, opts?.tx !== undefined);
     }
   };
   return {

@@ -125,8 +125,10 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       text = value === undefined || value === null ? 'null' : toJsonText(value);
     } catch (err) {
       // A result that cannot be stored fails its job without retry (DEVELOPERS.md, bad input).
-      safeLog(() => jobLogger().error({ err }, 'result cannot be stored: job fails without retry'));
-      return complete(entry, 'failed_final', null, errorJson(err, 'UnstorableResult'), 0);
+      // Logged as stored, like every error below: its cause may be the user's own error.
+      const stored = storedError(err, 'UnstorableResult');
+      safeLog(() => jobLogger().error({ error: stored }, 'result cannot be stored: job fails without retry'));
+      return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
     }
     return complete(entry, 'succeeded', text, null, 0);
   } catch (err) {
@@ -136,18 +138,20 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
       // retry, with a readable error describing the value (issue 4).
-      safeLog(() => jobLogger().error({ thrown: describe(err) }, 'handler threw a non-Error value: job fails without retry'));
-      return complete(entry, 'failed_final', null, errorJson(err), 0);
+      const stored = storedError(err);
+      safeLog(() => jobLogger().error({ error: stored }, 'handler threw a non-Error value: job fails without retry'));
+      return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
     }
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
-      safeLog(() => jobLogger().error({ err }, 'step result cannot be stored: job fails without retry'));
-      return complete(entry, 'failed_final', null, errorJson(err), 0);
+      const stored = storedError(err);
+      safeLog(() => jobLogger().error({ error: stored }, 'step result cannot be stored: job fails without retry'));
+      return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
     }
-    // Logged as stored, under `error` (bounded: pino's `err` serialiser would write all of it,
-    // e.g. one 314 MB line for an AggregateError of a million errors, 13.9 s on the event loop;
-    // adversarial trial).
+    // Logged as stored plus the error's own simple fields, under `error` (bounded: pino's `err`
+    // serialiser would write all of it, e.g. one 314 MB line for an AggregateError of a million
+    // errors, 13.9 s on the event loop; adversarial trial).
     const stored = storedError(aborted ?? err);
-    safeLog(() => jobLogger().warn({ error: stored }, 'attempt failed'));
+    safeLog(() => jobLogger().warn({ error: loggedError(aborted ?? err, stored) }, 'attempt failed'));
     return failure(entry, definition, attempt, stored, jobLogger);
   } finally {
     timeout.cancel();
@@ -300,6 +304,38 @@ function storedError(err: unknown, name?: string): Record<string, unknown> {
   }
 }
 
+/**
+ * The error of an attempt as the worker logs it: storedError's fields, plus the error's own
+ * enumerable fields of simple values (strings cut at 1,000 characters, finite numbers, booleans;
+ * at most 20), e.g. a pg error's `detail` and `constraint`, an HTTP error's `status`, a system
+ * error's `syscall` and `port`, which the stored form leaves out (a review). Never throws.
+ */
+function loggedError(err: unknown, stored: Record<string, unknown>): Record<string, unknown> {
+  const own: Record<string, unknown> = {};
+  if (isError(err)) {
+    try {
+      let n = 0;
+      for (const key in err) {
+        if (n >= 20) break;
+        if (key in stored) continue;
+        let v: unknown;
+        try {
+          v = (err as unknown as Record<string, unknown>)[key];
+        } catch {
+          continue;
+        }
+        if (typeof v === 'string') own[key] = storable(v, 1_000);
+        else if ((typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean') own[key] = v;
+        else continue;
+        n++;
+      }
+    } catch {
+      /* an ownKeys trap threw: the stored fields alone */
+    }
+  }
+  return { ...own, ...stored };
+}
+
 /** storedError's object as the JSON text stored. Never throws. */
 function storedErrorText(fields: Record<string, unknown>, name?: string): string {
   try {
@@ -318,7 +354,7 @@ function unreadable(name?: string): Record<string, unknown> {
  * chain to 4 levels, the first 10 inner errors with one level of their own causes (and an
  * `Omitted` entry counting the rest; a cut chain ends in an `Omitted` cause), each as
  * `{ name, message, code? }` whose texts are cut at 4,096 characters (a non-Error cause's
- * description at 1,000, `describe`): at most 25 nested errors and 11 short markers, under 300 Ki
+ * description at 1,000, `describe`): at most 24 nested errors and 12 short markers, under 300 Ki
  * characters (3.4 MB of UTF-8 at worst, control characters escaped) beside
  * the error's own message and stack, whatever the handler threw (a cycle of causes, an `errors`
  * array with its own `slice`, a Proxy). acta's own choice; a completion larger than the 4 MiB
@@ -430,29 +466,107 @@ function errorFields(err: unknown, name?: string): Record<string, unknown> {
   return out;
 }
 
-/**
- * How many values `describe` lets JSON.stringify visit before it gives up on a JSON form: it keeps
- * 1,000 characters, and serialising all of a large object first took 125 ms (300,000 rows), 25
- * times over for one error's causes (adversarial trial). acta's own bound.
- */
-const DESCRIBE_MAX_VALUES = 2_000;
-const TOO_LARGE = Symbol('too large to describe');
+/** The longest description `describe` gives, in characters (acta's own bound: a description names a value, it does not store it). */
+const DESCRIBE_MAX_CHARS = 1_000;
+/** Nesting `describe` follows before it writes `"[…]"`. */
+const DESCRIBE_MAX_DEPTH = 50;
+const DESCRIBED = Symbol('description full');
 
-/** The best short string form of any value (at most 1 000 characters). Never throws. */
+/** `<Buffer of 20 bytes>` for binary data (a Buffer, a typed array, a DataView, an ArrayBuffer); undefined for anything else. */
+function binaryName(value: object): string | undefined {
+  if (Buffer.isBuffer(value)) return `<Buffer of ${value.byteLength} bytes>`;
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || (typeof SharedArrayBuffer === 'function' && value instanceof SharedArrayBuffer)) {
+    return `<${Object.prototype.toString.call(value).slice(8, -1)} of ${(value as ArrayBuffer).byteLength} bytes>`;
+  }
+  return undefined;
+}
+
+/**
+ * The best short string form of any value, at most DESCRIBE_MAX_CHARS characters (and `…` where
+ * cut). Never throws. A string as it is, a bigint as `10n`, binary data as binaryName; anything
+ * else as the start of its JSON form (toJSON honoured, functions and symbols left out, a cycle as
+ * "[Circular]"), written by a walk that stops at the bound: serialising a whole value first took
+ * 1.4 s for a 20 MB Buffer cause and 47 s for an AggregateError of ten (reviews), and up to 25
+ * values are described per error. A value whose reading throws (a revoked Proxy) is described by
+ * its tag, or said to be unreadable.
+ */
 function describe(value: unknown): string {
-  const cut = (s: string) => (s.length > 1_000 ? `${s.slice(0, 1_000)}…` : s);
+  const cut = (s: string) => (s.length > DESCRIBE_MAX_CHARS ? `${s.slice(0, DESCRIBE_MAX_CHARS)}…` : s);
+  const parts: string[] = [];
+  let length = 0;
+  const put = (s: string) => {
+    parts.push(s);
+    length += s.length;
+    if (length > DESCRIBE_MAX_CHARS) throw DESCRIBED;
+  };
+  const onPath = new Set<object>();
+  /** Writes `v` as JSON would (undefined, a function or a symbol: nothing, and false is returned). */
+  const write = (v: unknown, key: string): boolean => {
+    if (v !== null && typeof v === 'object' && binaryName(v) === undefined && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
+      v = (v as { toJSON(key: string): unknown }).toJSON(key);
+    }
+    switch (typeof v) {
+      case 'undefined':
+      case 'function':
+      case 'symbol':
+        return false;
+      case 'string':
+        put(JSON.stringify(v.length > DESCRIBE_MAX_CHARS ? v.slice(0, DESCRIBE_MAX_CHARS) : v));
+        return true;
+      case 'number':
+        put(Number.isFinite(v) ? String(v) : 'null');
+        return true;
+      case 'boolean':
+        put(String(v));
+        return true;
+      case 'bigint':
+        put(`${v}n`);
+        return true;
+    }
+    if (v === null) return put('null'), true;
+    const object = v as object;
+    const binary = binaryName(object);
+    if (binary !== undefined) return put(JSON.stringify(binary)), true;
+    if (onPath.has(object)) return put('"[Circular]"'), true;
+    if (onPath.size >= DESCRIBE_MAX_DEPTH) return put('"[…]"'), true;
+    onPath.add(object);
+    if (Array.isArray(object)) {
+      put('[');
+      for (let i = 0; i < object.length; i++) {
+        if (i > 0) put(',');
+        if (!write(object[i], String(i))) put('null');
+      }
+      put(']');
+    } else {
+      put('{');
+      let first = true;
+      for (const k in object) {
+        if (!Object.prototype.hasOwnProperty.call(object, k)) continue;
+        const at = parts.length;
+        const before = length;
+        put(`${first ? '' : ','}${JSON.stringify(k)}:`);
+        if (write((object as Record<string, unknown>)[k], k)) first = false;
+        else {
+          parts.length = at; // a member JSON leaves out
+          length = before;
+        }
+      }
+      put('}');
+    }
+    onPath.delete(object);
+    return true;
+  };
   try {
     if (typeof value === 'string') return cut(value);
     if (typeof value === 'bigint') return `${value}n`;
-    let visited = 0;
-    const json = JSON.stringify(value, (_key, v: unknown) => {
-      if (++visited > DESCRIBE_MAX_VALUES) throw TOO_LARGE;
-      return v;
-    });
-    if (json !== undefined) return cut(json);
+    if (value !== null && typeof value === 'object') {
+      const binary = binaryName(value);
+      if (binary !== undefined) return binary;
+    }
+    if (write(value, '')) return parts.join('');
   } catch (err) {
-    if (err === TOO_LARGE) return `[an object too large to describe: over ${DESCRIBE_MAX_VALUES} values]`;
-    /* circular or BigInt inside: fall through */
+    if (err === DESCRIBED) return cut(parts.join(''));
+    /* a getter or a Proxy trap threw: fall through */
   }
   try {
     return cut(String(value));

@@ -2,7 +2,7 @@
 // and its finished attempts from the attempt ledger, as a user reads them without SQL; cancelling a
 // Ready job (queued, due later, waiting out a backoff) and not an Executing one; ids in every
 // accepted form; namespaces kept apart; both inside the caller's transaction.
-import { ConfigError, createClient, createWorker, defineJob, SchemaNotMigratedError, type JobRecord } from '../../src';
+import { ConfigError, createClient, createWorker, defineJob, SchemaNotMigratedError, type JobRecord, type Queryable } from '../../src';
 import { createTestDatabase, useTestDatabase, withPgClient } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -152,6 +152,13 @@ test('on a database without the acta schema getJob says to migrate', async () =>
   const empty = await createTestDatabase({ migrate: false });
   try {
     await expect(createClient({ db: empty.open() }).getJob('1')).rejects.toThrow(SchemaNotMigratedError);
+    // Inside a caller's transaction holding the pool's only connection: asking the migrator on
+    // another connection waited forever (a review); the error's own message decides there.
+    const single = empty.open({ max: 1 });
+    const calls: ((tx: Queryable) => Promise<unknown>)[] = [(tx) => createClient({ db: single }).getJob('1', { tx }), (tx) => createClient({ db: single }).cancel('1', { tx })];
+    for (const call of calls) {
+      await expect(single.transaction(call)).rejects.toThrow(SchemaNotMigratedError);
+    }
   } finally {
     await empty.drop();
   }

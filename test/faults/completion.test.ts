@@ -194,8 +194,12 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
       return agg;
     }),
     fail('manyErrors', () => new AggregateError(Array.from({ length: 200_000 }, (_, i) => new Error(`e${i}`)), '200,000 errors')),
-    // A plain-object cause of 100,000 rows: described, not serialised whole, to keep 1,000 characters.
-    fail('largeObjectCause', () => new Error('outer', { cause: { rows: Array.from({ length: 100_000 }, (_, i) => ({ i })) } })),
+    // A plain-object cause of 100,000 rows, a 20 MB Buffer: described by a walk that stops at 1,000
+    // characters, not serialised whole first (a review: 1.4 s for the Buffer, 47 s for ten of them).
+    fail('largeObjectCause', () => new Error('outer', { cause: { status: 500, rows: Array.from({ length: 100_000 }, (_, i) => ({ i })) } })),
+    fail('bufferCause', () => new AggregateError(Array.from({ length: 10 }, () => Buffer.alloc(20_000_000)), 'upload failed', { cause: new Uint8Array(5_000_000) })),
+    // The log keeps an error's own simple fields (a pg error's detail, an HTTP status), as pino did.
+    fail('fields', () => Object.assign(new Error('duplicate key'), { code: '23505', detail: 'Key (email)=(a@b.c) already exists.', status: 409, retryable: false, body: { big: 'x'.repeat(100) } })),
   ];
   const logLines: string[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => logLines.push(line) }); // pino's own error serialiser
@@ -212,7 +216,7 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
     await worker.stop();
   }
   expect(fatal).toBeUndefined();
-  const [withCause, causeCycle, aggregate, throwingCause, hugeCause, ownSlice, manyErrors, largeObjectCause] = await Promise.all(ids.map(async (id) => (await client.getJob(id))!.error as Record<string, any>));
+  const [withCause, causeCycle, aggregate, throwingCause, hugeCause, ownSlice, manyErrors, largeObjectCause, bufferCause, fields] = await Promise.all(ids.map(async (id) => (await client.getJob(id))!.error as Record<string, any>));
   expect(withCause).toMatchObject({ name: 'Error', message: 'outer', cause: { name: 'Error', message: 'inner', code: 'ECONNRESET', cause: { name: 'NonErrorCause', message: 'a string cause' } } });
   expect(withCause.cause).not.toHaveProperty('stack'); // only the outer error's stack is stored
   // a → b → a → b, then the chain is cut.
@@ -227,13 +231,20 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
   expect(hugeCause.cause.message).toBe(`${'C'.repeat(4_096)}… [5904 more characters not stored]`);
   expect(ownSlice.errors).toEqual([{ name: 'Error', message: 'one' }]);
   expect(manyErrors.errors.map((e: { message: string }) => e.message)).toEqual([...Array.from({ length: 10 }, (_, i) => `e${i}`), '199990 more errors not stored']);
-  expect(largeObjectCause.cause).toEqual({ name: 'NonErrorCause', message: '[an object too large to describe: over 2000 values]' });
+  expect(largeObjectCause.cause.name).toBe('NonErrorCause');
+  expect(largeObjectCause.cause.message).toMatch(/^\{"status":500,"rows":\[\{"i":0\},\{"i":1\},.*…$/);
+  expect(largeObjectCause.cause.message.length).toBeLessThanOrEqual(1_001);
+  expect(bufferCause.cause).toEqual({ name: 'NonErrorCause', message: '<Uint8Array of 5000000 bytes>' });
+  expect(bufferCause.errors[0]).toEqual({ name: 'NonErrorCause', message: '<Buffer of 20000000 bytes>' });
+  expect(fields).toEqual(expect.objectContaining({ name: 'Error', message: 'duplicate key', code: '23505' }));
+  expect(fields).not.toHaveProperty('detail'); // stored as documented
   // The worker logs each failed attempt's error as stored: bounded too.
   const failures = logLines.filter((l) => l.includes('"attempt failed"'));
   expect(failures).toHaveLength(definitions.length);
   expect(Math.max(...failures.map((l) => l.length))).toBeLessThan(100_000);
   const logged = JSON.parse(failures.find((l) => l.includes('"200,000 errors"'))!);
   expect(logged.error).toEqual(manyErrors); // the error as stored
+  expect(JSON.parse(failures.find((l) => l.includes('duplicate key'))!).error).toEqual({ ...fields, detail: 'Key (email)=(a@b.c) already exists.', status: 409, retryable: false });
   expect(JSON.parse(failures.find((l) => l.includes('"outer"') && l.includes('inner'))!).error).toEqual(withCause);
 });
 
