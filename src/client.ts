@@ -185,9 +185,35 @@ const DOES_NOT_EXIST = new Set(['3F000', '42883', '42P01']);
 /**
  * Of those, the ones naming acta's own schema, the enqueue's functions, or the tables getJob and
  * cancel read, as a server with English messages prints them (`lc_messages`). Only consulted
- * inside a caller's transaction, where the migrator cannot be asked (see schemaError).
+ * when the migrator could not be asked (see schemaError).
  */
 const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedure) acta\.(enqueue_jobs|enqueue_jobs_wake_early|wal_message_allowed)\(|relation "acta\.(jobs|executions)" does not exist)/;
+
+/**
+ * How long a "does not exist" error inside a caller's transaction waits for the migrator's
+ * verdict, in ms, before the error's message decides: the caller's transaction may hold the
+ * pool's last connection until it ends. acta's own bound.
+ */
+const VERDICT_IN_TX_WAIT_MS = 1_000;
+
+/**
+ * The migrator's verdict on `db`: 'current', or the error assertMigrated threw. One question at
+ * a time per Db, shared by the failures that wait for it (a burst of failing enqueues asks once:
+ * each question reads and hashes the SQL files, ~2 ms, and makes two queries; a review).
+ */
+const verdicts = new WeakMap<Db, Promise<unknown>>();
+function verdictOf(db: Db): Promise<unknown> {
+  let pending = verdicts.get(db);
+  if (!pending) {
+    pending = assertMigrated(db).then(
+      () => 'current',
+      (e: unknown) => e,
+    );
+    verdicts.set(db, pending);
+    void pending.then(() => verdicts.delete(db));
+  }
+  return pending;
+}
 
 /**
  * The error to throw for `err`, which a statement of the client on acta's schema raised: for a
@@ -195,24 +221,28 @@ const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedur
  * or older than this client (SchemaNotMigratedError: migrate) or newer (SchemaNewerError: upgrade
  * the client), with `err` as the cause; `err` itself for anything else, and when the migrator
  * finds the schema current (e.g. a user's trigger on acta.jobs that calls a missing function of
- * its own: adversarial trials). Inside a caller's transaction the migrator is not asked: that
- * transaction may hold PGlite's one session or the pool's last connection, and the question would
- * wait for it forever (adversarial trials); there `err`'s message decides (MISSING_SCHEMA_OBJECT).
+ * its own: adversarial trials). Inside a caller's transaction the verdict is waited for at most
+ * VERDICT_IN_TX_WAIT_MS, and on PGlite not asked at all: that transaction may hold the pool's last
+ * connection or PGlite's one session, and the question would wait for it forever (reviews); then
+ * `err`'s message decides (MISSING_SCHEMA_OBJECT: English messages).
  */
 async function schemaError(db: Db, err: unknown, inCallersTx: boolean): Promise<unknown> {
   const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
   if (typeof code !== 'string' || !DOES_NOT_EXIST.has(code)) return err;
-  if (inCallersTx) {
-    return typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message) ? new SchemaNotMigratedError(message, { cause: err }) : err;
+  let verdict: unknown = 'unknown';
+  if (!inCallersTx) verdict = await verdictOf(db);
+  else if (db.kind !== 'pglite') {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<unknown>((resolve) => (timer = setTimeout(resolve, VERDICT_IN_TX_WAIT_MS, 'unknown')));
+    timer?.unref();
+    verdict = await Promise.race([verdictOf(db), waited]);
+    clearTimeout(timer);
   }
-  try {
-    await assertMigrated(db);
-  } catch (verdict) {
-    if (verdict instanceof SchemaNewerError || verdict instanceof SchemaNotMigratedError) {
-      if (verdict.cause === undefined) Object.defineProperty(verdict, 'cause', { value: err, configurable: true, writable: true });
-      return verdict;
-    }
+  if (verdict instanceof SchemaNewerError || verdict instanceof SchemaNotMigratedError) {
+    if (verdict.cause === undefined) Object.defineProperty(verdict, 'cause', { value: err, configurable: true, writable: true });
+    return verdict;
   }
+  if (verdict === 'unknown' && typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message)) return new SchemaNotMigratedError(message, { cause: err });
   return err;
 }
 

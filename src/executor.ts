@@ -307,7 +307,7 @@ function storedError(err: unknown, name?: string): Record<string, unknown> {
 /**
  * The error of an attempt as the worker logs it: storedError's fields, plus the error's own
  * enumerable fields of simple values (strings cut at 1,000 characters, finite numbers, booleans;
- * at most 20), e.g. a pg error's `detail` and `constraint`, an HTTP error's `status`, a system
+ * at most 20 of the first 100, names of at most 100 characters), e.g. a pg error's `detail` and `constraint`, an HTTP error's `status`, a system
  * error's `syscall` and `port`, which the stored form leaves out (a review). Never throws.
  */
 function loggedError(err: unknown, stored: Record<string, unknown>): Record<string, unknown> {
@@ -315,9 +315,12 @@ function loggedError(err: unknown, stored: Record<string, unknown>): Record<stri
   if (isError(err)) {
     try {
       let n = 0;
+      let looked = 0;
       for (const key in err) {
-        if (n >= 20) break;
-        if (key in stored) continue;
+        // At most 20 kept of the first 100 looked at; names of at most 100 characters (a review:
+        // one field named by 1e8 characters made a 100 MB line).
+        if (n >= 20 || ++looked > 100) break;
+        if (key in stored || key.length > 100 || !Object.prototype.hasOwnProperty.call(err, key)) continue;
         let v: unknown;
         try {
           v = (err as unknown as Record<string, unknown>)[key];
@@ -470,12 +473,18 @@ function errorFields(err: unknown, name?: string): Record<string, unknown> {
 const DESCRIBE_MAX_CHARS = 1_000;
 /** Nesting `describe` follows before it writes `"[…]"`. */
 const DESCRIBE_MAX_DEPTH = 50;
+/**
+ * Members and elements `describe` looks at, written or left out, before it stops: members JSON
+ * leaves out (undefined values, inherited keys) write nothing, and 400 visits of one object of
+ * 10,000 undefined members took 2.1 s (a review). acta's own bound.
+ */
+const DESCRIBE_MAX_STEPS = 5_000;
 const DESCRIBED = Symbol('description full');
 
 /** `<Buffer of 20 bytes>` for binary data (a Buffer, a typed array, a DataView, an ArrayBuffer); undefined for anything else. */
 function binaryName(value: object): string | undefined {
   if (Buffer.isBuffer(value)) return `<Buffer of ${value.byteLength} bytes>`;
-  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || (typeof SharedArrayBuffer === 'function' && value instanceof SharedArrayBuffer)) {
+  if (ArrayBuffer.isView(value) || types.isAnyArrayBuffer(value)) {
     return `<${Object.prototype.toString.call(value).slice(8, -1)} of ${(value as ArrayBuffer).byteLength} bytes>`;
   }
   return undefined;
@@ -483,27 +492,39 @@ function binaryName(value: object): string | undefined {
 
 /**
  * The best short string form of any value, at most DESCRIBE_MAX_CHARS characters (and `…` where
- * cut). Never throws. A string as it is, a bigint as `10n`, binary data as binaryName; anything
- * else as the start of its JSON form (toJSON honoured, functions and symbols left out, a cycle as
- * "[Circular]"), written by a walk that stops at the bound: serialising a whole value first took
- * 1.4 s for a 20 MB Buffer cause and 47 s for an AggregateError of ten (reviews), and up to 25
- * values are described per error. A value whose reading throws (a revoked Proxy) is described by
- * its tag, or said to be unreadable.
+ * cut). Never throws, and its time is bounded by DESCRIBE_MAX_STEPS (beyond the listing of one
+ * object's own keys, which V8 makes whole before the first is read). A string as it is, a bigint
+ * as `10n`, binary data as binaryName, a Proxy as `[a Proxy]` (its traps would run per key: 32 s
+ * for one of a 5 MB typed array, a review); anything else as the start of its JSON form (toJSON
+ * honoured, a boxed primitive unwrapped, functions and symbols left out, a cycle as "[Circular]",
+ * keys cut at 1,000 characters), written by a walk that stops at the bound: serialising a whole
+ * value first took 1.4 s for a 20 MB Buffer cause and 47 s for an AggregateError of ten (reviews),
+ * and up to 24 values are described per error. An object whose reading throws (a getter, a
+ * revoked Proxy) is described by what was written before, else by its tag.
  */
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   const cut = (s: string) => (s.length > DESCRIBE_MAX_CHARS ? `${s.slice(0, DESCRIBE_MAX_CHARS)}…` : s);
   const parts: string[] = [];
   let length = 0;
+  let steps = 0;
   const put = (s: string) => {
     parts.push(s);
     length += s.length;
     if (length > DESCRIBE_MAX_CHARS) throw DESCRIBED;
   };
+  const step = () => {
+    if (++steps > DESCRIBE_MAX_STEPS) {
+      parts.push('…');
+      throw DESCRIBED;
+    }
+  };
   const onPath = new Set<object>();
   /** Writes `v` as JSON would (undefined, a function or a symbol: nothing, and false is returned). */
   const write = (v: unknown, key: string): boolean => {
-    if (v !== null && typeof v === 'object' && binaryName(v) === undefined && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
-      v = (v as { toJSON(key: string): unknown }).toJSON(key);
+    if (v !== null && typeof v === 'object') {
+      if (types.isProxy(v)) return put('"[a Proxy]"'), true;
+      if (types.isBoxedPrimitive(v)) v = (v as { valueOf(): unknown }).valueOf();
+      else if (binaryName(v) === undefined && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON(key: string): unknown }).toJSON(key);
     }
     switch (typeof v) {
       case 'undefined':
@@ -533,6 +554,7 @@ function describe(value: unknown): string {
     if (Array.isArray(object)) {
       put('[');
       for (let i = 0; i < object.length; i++) {
+        step();
         if (i > 0) put(',');
         if (!write(object[i], String(i))) put('null');
       }
@@ -541,10 +563,11 @@ function describe(value: unknown): string {
       put('{');
       let first = true;
       for (const k in object) {
+        step();
         if (!Object.prototype.hasOwnProperty.call(object, k)) continue;
         const at = parts.length;
         const before = length;
-        put(`${first ? '' : ','}${JSON.stringify(k)}:`);
+        put(`${first ? '' : ','}${JSON.stringify(k.length > DESCRIBE_MAX_CHARS ? k.slice(0, DESCRIBE_MAX_CHARS) : k)}:`);
         if (write((object as Record<string, unknown>)[k], k)) first = false;
         else {
           parts.length = at; // a member JSON leaves out
@@ -559,22 +582,27 @@ function describe(value: unknown): string {
   try {
     if (typeof value === 'string') return cut(value);
     if (typeof value === 'bigint') return `${value}n`;
-    if (value !== null && typeof value === 'object') {
+    if (value !== null && typeof value === 'object' && !types.isProxy(value)) {
       const binary = binaryName(value);
       if (binary !== undefined) return binary;
     }
     if (write(value, '')) return parts.join('');
   } catch (err) {
     if (err === DESCRIBED) return cut(parts.join(''));
-    /* a getter or a Proxy trap threw: fall through */
+    // A getter, a toJSON or a Proxy trap threw: what was written, if anything.
+    if (parts.length > 0) return cut(`${parts.join('')}…`);
+  }
+  if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
+    // Not String(value): an array's would join all of its elements (a review: 2e6 bytes).
+    try {
+      return typeof value === 'function' ? cut(String(value)) : Object.prototype.toString.call(value);
+    } catch {
+      return '[a value that cannot be read, e.g. a revoked Proxy]';
+    }
   }
   try {
     return cut(String(value));
   } catch {
-    try {
-      return Object.prototype.toString.call(value);
-    } catch {
-      return '[a value that cannot be read, e.g. a revoked Proxy]';
-    }
+    return '[a value that cannot be read]';
   }
 }

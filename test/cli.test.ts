@@ -129,7 +129,7 @@ test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>`
   expect(elsewhere.stderr).toBe(`acta: no job ${id} in namespace "default"\n`);
   // A DATABASE_URL that is not a URL: pg dialled a host named "base" (new-user trial). Not echoed: it may hold a password.
   // Nor one whose // was forgotten: pg took "secret@127.0.0.1:5432/x" for the database name, and printed it (a review).
-  for (const url of ['not-a-url-secret', 'postgres:secret@127.0.0.1:5432/x', '//secret@127.0.0.1/x']) {
+  for (const url of ['not-a-url-secret', 'postgres:secret@127.0.0.1:5432/x', '//secret@127.0.0.1/x', '?sslmode=disable&password=secret']) {
     const notUrl = await acta(['job', id], { DATABASE_URL: url });
     expect(notUrl).toMatchObject({ code: 1, stdout: '' });
     expect(notUrl.stderr).toMatch(/^acta: the connection string \(DATABASE_URL.*\) is not a URL/);

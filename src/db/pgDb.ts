@@ -40,12 +40,13 @@ async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): 
  * `postgres://base`: it then dialled a host named "base" ("getaddrinfo ENOTFOUND base" for
  * `DATABASE_URL=not-a-url`, a new-user trial), or took most of a string whose `//` was forgotten
  * for a database name (`postgres:pw@host/db` connected to database "pw@host/db" and printed it:
- * a review). Accepted: `scheme://…`, `socket:…`, a socket path (`/folder [database]`), a query
- * alone (`?host=…`), and '' (pg then uses the PG* environment variables). The value is not echoed:
+ * a review), or a query alone (`?sslmode=disable` dialled "base" too). Accepted: `scheme://…`,
+ * `socket:…`, a socket path (`/folder [database]`), and '' (pg then uses the PG* environment
+ * variables). The value is not echoed:
  * it may hold a password. Throws ConfigError.
  */
 function checkConnectionString(value: string | undefined): void {
-  if (value === undefined || value === '' || value.startsWith('?') || /^\/(?!\/)/.test(value) || /^([a-z][a-z0-9+.-]*:\/\/|socket:)/i.test(value)) return;
+  if (value === undefined || value === '' || /^\/(?!\/)/.test(value) || /^([a-z][a-z0-9+.-]*:\/\/|socket:)/i.test(value)) return;
   throw new ConfigError('the connection string (DATABASE_URL, connect({ url }) or connectionString) is not a URL: expected postgres://user:password@host:port/database, or a socket folder path');
 }
 

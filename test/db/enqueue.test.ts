@@ -299,6 +299,16 @@ test('enqueue on a database with no acta schema, or one older than the client, i
     // refused; the error says to run the newer acta.
     await olderDb.query(`insert into acta.migrations (name, checksum) values ('migrations/9999_future.sql', 'future')`);
     await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER' });
+    // Also inside a caller's transaction, while the pool has a connection to ask on (a review: the
+    // error's message alone said to migrate).
+    // (In a transaction the client calls acta.enqueue_jobs, renamed here as a newer acta might.)
+    await olderDb.query('alter function acta.enqueue_jobs rename to enqueue_jobs_v2');
+    await withPgClient(older.url, async (tx) => {
+      await tx.query('begin');
+      await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 }, { tx })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER' });
+      await tx.query('rollback');
+    });
+    await olderDb.query('alter function acta.enqueue_jobs_v2 rename to enqueue_jobs');
     await olderDb.query(`delete from acta.migrations where name = 'migrations/9999_future.sql'`);
     // Not about the schema: a user's trigger on acta.jobs calling a function of its own that is
     // missing keeps its own error, though its message names "acta".
