@@ -239,11 +239,14 @@ async function schemaError(db: Db, err: unknown, inCallersTx: boolean): Promise<
     clearTimeout(timer);
   }
   if (verdict instanceof SchemaNewerError || verdict instanceof SchemaNotMigratedError) {
-    if (verdict.cause === undefined) Object.defineProperty(verdict, 'cause', { value: err, configurable: true, writable: true });
-    return verdict;
+    // A copy per caller, with that caller's error as the cause: the verdict is shared (a review).
+    const own = Object.create(Object.getPrototypeOf(verdict) as object, Object.getOwnPropertyDescriptors(verdict)) as Error;
+    Object.defineProperty(own, 'cause', { value: err, configurable: true, writable: true });
+    return own;
   }
-  if (verdict === 'unknown' && typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message)) return new SchemaNotMigratedError(message, { cause: err });
-  return err;
+  if (verdict === 'current') return err;
+  // Not known (not asked, not answered in time, or the question failed): the message decides.
+  return typeof message === 'string' && MISSING_SCHEMA_OBJECT.test(message) ? new SchemaNotMigratedError(message, { cause: err }) : err;
 }
 
 /** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */

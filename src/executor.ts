@@ -312,7 +312,8 @@ function storedError(err: unknown, name?: string): Record<string, unknown> {
  */
 function loggedError(err: unknown, stored: Record<string, unknown>): Record<string, unknown> {
   const own: Record<string, unknown> = {};
-  if (isError(err)) {
+  if (isError(err) && !types.isProxy(err)) {
+    // (A Proxy's traps would list every key of its target: 2.9 s for one of a typed array, a review.)
     try {
       let n = 0;
       let looked = 0;
@@ -490,11 +491,19 @@ function binaryName(value: object): string | undefined {
   return undefined;
 }
 
+/** The largest bigint `describe` writes in digits (acta's own bound: 1n << 4_000_000n took 1.2 s to write out, a review). */
+const BIGINT_MAX_DIGITS = 10n ** 1_000n;
+
+/** `10n`, or `<a bigint of over 1000 digits>` (the comparison is linear in its size; its decimal text is not). */
+function bigintText(v: bigint): string {
+  return v >= BIGINT_MAX_DIGITS || v <= -BIGINT_MAX_DIGITS ? '<a bigint of over 1000 digits>' : `${v}n`;
+}
+
 /**
  * The best short string form of any value, at most DESCRIBE_MAX_CHARS characters (and `…` where
- * cut). Never throws, and its time is bounded by DESCRIBE_MAX_STEPS (beyond the listing of one
- * object's own keys, which V8 makes whole before the first is read). A string as it is, a bigint
- * as `10n`, binary data as binaryName, a Proxy as `[a Proxy]` (its traps would run per key: 32 s
+ * cut). Never throws, and its time is bounded by DESCRIBE_MAX_STEPS (beyond listing each object's
+ * own keys once, which V8 does whole before the first is read). A string as it is, a bigint as
+ * bigintText, binary data as binaryName, a Proxy as `[a Proxy]` (its traps would run per key: 32 s
  * for one of a 5 MB typed array, a review); anything else as the start of its JSON form (toJSON
  * honoured, a boxed primitive unwrapped, functions and symbols left out, a cycle as "[Circular]",
  * keys cut at 1,000 characters), written by a walk that stops at the bound: serialising a whole
@@ -519,12 +528,22 @@ export function describe(value: unknown): string {
     }
   };
   const onPath = new Set<object>();
+  /** Own enumerable keys per object, listed once however often the object is met (a review: 400 visits of one such list took 17 s). */
+  const keysOf = new Map<object, string[]>();
   /** Writes `v` as JSON would (undefined, a function or a symbol: nothing, and false is returned). */
   const write = (v: unknown, key: string): boolean => {
+    // JSON's order: toJSON first, then a boxed primitive's own value (read from its slot: a
+    // redefined valueOf or toString is not called). A Proxy is named, before and after.
     if (v !== null && typeof v === 'object') {
       if (types.isProxy(v)) return put('"[a Proxy]"'), true;
-      if (types.isBoxedPrimitive(v)) v = (v as { valueOf(): unknown }).valueOf();
-      else if (binaryName(v) === undefined && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON(key: string): unknown }).toJSON(key);
+      if (binaryName(v) === undefined && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON(key: string): unknown }).toJSON(key);
+    }
+    if (v !== null && typeof v === 'object') {
+      if (types.isProxy(v)) return put('"[a Proxy]"'), true;
+      if (types.isNumberObject(v)) v = Number.prototype.valueOf.call(v);
+      else if (types.isStringObject(v)) v = String.prototype.valueOf.call(v);
+      else if (types.isBooleanObject(v)) v = Boolean.prototype.valueOf.call(v);
+      else if (types.isBigIntObject(v)) v = BigInt.prototype.valueOf.call(v);
     }
     switch (typeof v) {
       case 'undefined':
@@ -541,7 +560,7 @@ export function describe(value: unknown): string {
         put(String(v));
         return true;
       case 'bigint':
-        put(`${v}n`);
+        put(bigintText(v));
         return true;
     }
     if (v === null) return put('null'), true;
@@ -562,9 +581,11 @@ export function describe(value: unknown): string {
     } else {
       put('{');
       let first = true;
-      for (const k in object) {
+      let keys = keysOf.get(object);
+      if (!keys) keysOf.set(object, (keys = Object.keys(object))); // own enumerable string keys, as JSON
+      step();
+      for (const k of keys) {
         step();
-        if (!Object.prototype.hasOwnProperty.call(object, k)) continue;
         const at = parts.length;
         const before = length;
         put(`${first ? '' : ','}${JSON.stringify(k.length > DESCRIBE_MAX_CHARS ? k.slice(0, DESCRIBE_MAX_CHARS) : k)}:`);
@@ -581,8 +602,9 @@ export function describe(value: unknown): string {
   };
   try {
     if (typeof value === 'string') return cut(value);
-    if (typeof value === 'bigint') return `${value}n`;
-    if (value !== null && typeof value === 'object' && !types.isProxy(value)) {
+    if (typeof value === 'bigint') return bigintText(value);
+    if (value !== null && typeof value === 'object') {
+      if (types.isProxy(value)) return '[a Proxy]';
       const binary = binaryName(value);
       if (binary !== undefined) return binary;
     }

@@ -32,10 +32,17 @@ test('small values are described as JSON.stringify writes them', () => {
     new String('boxed'),
     new Number(7),
     new Boolean(false),
+    { toJSON: () => new String('abc') }, // toJSON first, then the boxed value (a review)
+    [{ toJSON: () => new Number(5) }],
+    Object(Symbol('boxed')),
+    { a: Object(Symbol('boxed')) },
+    Object.create(Object.defineProperty({}, 'hidden', { value: 1, enumerable: false })),
   ];
   for (const value of values) expect(describeValue(value)).toBe(JSON.stringify(value));
   expect(describeValue('a string as it is')).toBe('a string as it is');
   expect(describeValue(10n)).toBe('10n');
+  expect(describeValue(10n ** 1_000n)).toBe('<a bigint of over 1000 digits>'); // not its 1,001 digits (1n << 4_000_000n: 1.2 s)
+  expect(describeValue({ n: -(10n ** 2_000n) })).toBe('{"n":<a bigint of over 1000 digits>}');
   expect(describeValue(undefined)).toBe('undefined');
 });
 
@@ -56,6 +63,14 @@ test('binary data by type and size, a Proxy by name, a cycle marked; a value tha
   expect(describeValue(Buffer.alloc(20_000_000))).toBe('<Buffer of 20000000 bytes>');
   expect(describeValue({ body: new Uint8Array(5), view: new DataView(new ArrayBuffer(3)) })).toBe('{"body":"<Uint8Array of 5 bytes>","view":"<DataView of 3 bytes>"}');
   expect(describeValue({ p: new Proxy(new Uint8Array(5_000_000), {}) })).toBe('{"p":"[a Proxy]"}');
+  expect(describeValue(new Proxy({}, {}))).toBe('[a Proxy]');
+  expect(describeValue({ toJSON: () => new Proxy(new Uint8Array(500_000), {}) })).toBe('"[a Proxy]"'); // what toJSON returns is checked too
+  // Objects that inherit many keys JSON does not read: their own keys only (a review: 17 s through for...in).
+  const shared = {};
+  for (let i = 0; i < 50_000; i++) Object.defineProperty(shared, `k${i}`, { value: 1, enumerable: false });
+  const inheriting = describeValue(Array.from({ length: 400 }, () => Object.create(shared)));
+  expect(inheriting).toMatch(/^\[\{\}(,\{\})+,?\{?…$/); // {} each, as JSON writes them, cut at 1,000 characters
+  expect(inheriting).toHaveLength(1_001);
   const cycle: Record<string, unknown> = { x: 1 };
   cycle.self = cycle;
   expect(describeValue(cycle)).toBe('{"x":1,"self":"[Circular]"}');

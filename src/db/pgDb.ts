@@ -47,7 +47,7 @@ async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): 
  */
 function checkConnectionString(value: string | undefined): void {
   if (value === undefined || value === '' || /^\/(?!\/)/.test(value) || /^([a-z][a-z0-9+.-]*:\/\/|socket:)/i.test(value)) return;
-  throw new ConfigError('the connection string (DATABASE_URL, connect({ url }) or connectionString) is not a URL: expected postgres://user:password@host:port/database, or a socket folder path');
+  throw new ConfigError('the connection string (DATABASE_URL, connect({ url }) or connectionString) is not a URL: expected postgres://user:password@host:port/database (through a socket folder: postgres://user@/database?host=/var/run/postgresql)');
 }
 
 /**

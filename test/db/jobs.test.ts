@@ -152,6 +152,13 @@ test('on a database without the acta schema getJob says to migrate', async () =>
   const empty = await createTestDatabase({ migrate: false });
   try {
     await expect(createClient({ db: empty.open() }).getJob('1')).rejects.toThrow(SchemaNotMigratedError);
+    // Calls failing at once share one question to the migrator, not one error: each its own cause (a review).
+    const shared = createClient({ db: empty.open() });
+    const [read, cancelled] = await Promise.allSettled([shared.getJob('1'), shared.cancel('2')]);
+    const reasons = [read, cancelled].map((r) => (r as PromiseRejectedResult).reason as Error);
+    for (const reason of reasons) expect(reason).toBeInstanceOf(SchemaNotMigratedError);
+    expect(reasons[0]).not.toBe(reasons[1]);
+    expect(reasons[0].cause).not.toBe(reasons[1].cause);
     // Inside a caller's transaction holding the pool's only connection: asking the migrator on
     // another connection waited forever (a review); the error's own message decides there.
     const single = empty.open({ max: 1 });
