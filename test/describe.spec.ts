@@ -42,6 +42,7 @@ test('small values are described as JSON.stringify writes them', () => {
   expect(describeValue('a string as it is')).toBe('a string as it is');
   expect(describeValue(10n)).toBe('10n');
   expect(describeValue(10n ** 1_000n)).toBe('<a bigint of over 1000 digits>'); // not its 1,001 digits (1n << 4_000_000n: 1.2 s)
+  expect(describeValue(-(10n ** 1_000n - 1n))).toHaveLength(1_001); // 1,000 digits and a sign: cut, as everything
   expect(describeValue({ n: -(10n ** 2_000n) })).toBe('{"n":<a bigint of over 1000 digits>}');
   expect(describeValue(undefined)).toBe('undefined');
 });

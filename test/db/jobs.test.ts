@@ -2,6 +2,7 @@
 // and its finished attempts from the attempt ledger, as a user reads them without SQL; cancelling a
 // Ready job (queued, due later, waiting out a backoff) and not an Executing one; ids in every
 // accepted form; namespaces kept apart; both inside the caller's transaction.
+import { types } from 'node:util';
 import { ConfigError, createClient, createWorker, defineJob, SchemaNotMigratedError, type JobRecord, type Queryable } from '../../src';
 import { createTestDatabase, useTestDatabase, withPgClient } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
@@ -156,7 +157,12 @@ test('on a database without the acta schema getJob says to migrate', async () =>
     const shared = createClient({ db: empty.open() });
     const [read, cancelled] = await Promise.allSettled([shared.getJob('1'), shared.cancel('2')]);
     const reasons = [read, cancelled].map((r) => (r as PromiseRejectedResult).reason as Error);
-    for (const reason of reasons) expect(reason).toBeInstanceOf(SchemaNotMigratedError);
+    for (const reason of reasons) {
+      expect(reason).toBeInstanceOf(SchemaNotMigratedError);
+      expect(types.isNativeError(reason)).toBe(true); // a real error: structuredClone and Node 21+'s stack need one (a review)
+      expect(reason.stack).toMatch(/^SchemaNotMigratedError: the acta schema is not migrated/);
+      expect(structuredClone(reason).message).toBe(reason.message);
+    }
     expect(reasons[0]).not.toBe(reasons[1]);
     expect(reasons[0].cause).not.toBe(reasons[1].cause);
     // Inside a caller's transaction holding the pool's only connection: asking the migrator on
