@@ -1,6 +1,6 @@
 import { knownKeys, MAX_NAME_BYTES, nameOption } from './config';
 import type { Db, Queryable } from './db/Db';
-import { cancelJob, enqueueJobs, INT4_MAX, readJob, type JobId, type JobRecord } from './db/functions';
+import { cancelJob, enqueueJobs, INT4_MAX, INT8_MAX, readJob, type JobId, type JobRecord } from './db/functions';
 import { assertMigrated } from './db/migrator';
 import { checkDefinition, type Definition } from './definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, SchemaNewerError, SchemaNotMigratedError, UnknownDefinitionError } from './errors';
@@ -128,9 +128,6 @@ export interface Client {
 const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
 /** The earliest timestamptz, 4713 BC, in ms since the epoch (PostgreSQL, "Date/Time Types"); JavaScript dates reach further. */
 const MIN_TIMESTAMPTZ_MS = -210_866_803_200_000;
-
-/** The largest PostgreSQL bigint (int8): job ids are `bigint generated always as identity`. */
-const INT8_MAX = 2n ** 63n - 1n;
 
 /**
  * A job id as the statement takes it (decimal text), or null for a well-formed id no job can have

@@ -95,6 +95,11 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // definitions).
     return complete(entry, 'handed_back', null, null, 0);
   }
+  /** Ends the job Failed without retry, logging its error as stored (its cause may be the user's own error). */
+  const failFinal = (stored: Record<string, unknown>, what: string): Completion => {
+    safeLog(() => jobLogger().error({ error: stored }, `${what}: job fails without retry`));
+    return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
+  };
   entry.state = 'executing';
   let step: Step | undefined;
   const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
@@ -125,10 +130,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       text = value === undefined || value === null ? 'null' : toJsonText(value);
     } catch (err) {
       // A result that cannot be stored fails its job without retry (DEVELOPERS.md, bad input).
-      // Logged as stored, like every error below: its cause may be the user's own error.
-      const stored = storedError(err, 'UnstorableResult');
-      safeLog(() => jobLogger().error({ error: stored }, 'result cannot be stored: job fails without retry'));
-      return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
+      return failFinal(storedError(err, 'UnstorableResult'), 'result cannot be stored');
     }
     return complete(entry, 'succeeded', text, null, 0);
   } catch (err) {
@@ -138,14 +140,10 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
       // retry, with a readable error describing the value (issue 4).
-      const stored = storedError(err);
-      safeLog(() => jobLogger().error({ error: stored }, 'handler threw a non-Error value: job fails without retry'));
-      return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
+      return failFinal(storedError(err), 'handler threw a non-Error value');
     }
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
-      const stored = storedError(err);
-      safeLog(() => jobLogger().error({ error: stored }, 'step result cannot be stored: job fails without retry'));
-      return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
+      return failFinal(storedError(err), 'step result cannot be stored');
     }
     // Logged as stored plus the error's own simple fields, under `error` (bounded: pino's `err`
     // serialiser would write all of it, e.g. one 314 MB line for an AggregateError of a million

@@ -152,6 +152,8 @@ export interface CompletionAck {
 
 /** The largest PostgreSQL `integer` (int4). */
 export const INT4_MAX = 2_147_483_647;
+/** The largest PostgreSQL `bigint` (int8): job ids are `bigint generated always as identity`. */
+export const INT8_MAX = 2n ** 63n - 1n;
 
 /** complete_executions' answer letters (sql/functions/executions_complete.sql). */
 const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f: 'failed', r: 'ready', x: 'stale' };
