@@ -4,7 +4,8 @@
  * server (ACTA_TEST_DATABASE_URL) and Redis (ACTA_TEST_REDIS_URL), and checks the JSON it writes:
  * a row per system × scenario, each with finite, positive numbers. No timing is asserted: the
  * numbers of a quick run on a shared machine mean nothing; this only keeps the bench from rotting.
- * BullMQ is left out (and the reason printed) only when Redis cannot be reached.
+ * BullMQ is left out (and the reason printed) only when Redis cannot be reached. Then
+ * `dist/bench/stages.js` (issue 5's latency split by stage) at a tiny size, for the same reason.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -12,6 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { SYSTEMS } from '../bench/common';
 import { type BenchResult, expectedRows, MAY_BE_ZERO } from '../bench/results';
+import type { StageSample } from '../bench/stages';
 
 const root = path.join(__dirname, '..');
 const node22 = path.join(root, 'node_modules', 'node-22', 'bin', 'node');
@@ -29,11 +31,13 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: nu
   });
 }
 
-test('npm run bench --quick: a row per system × scenario, with positive numbers', async () => {
-  expect(fs.existsSync(node22)).toBe(true); // the node-22 devDependency: graphile-worker 0.18 and pg-boss 12 need Node ≥ 22
-
+beforeAll(async () => {
   const build = await run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'bench/tsconfig.json'], process.env, 60_000);
   if (build.code !== 0) throw new Error(`bench build failed:\n${build.stdout}\n${build.stderr}`);
+}, 90_000);
+
+test('npm run bench --quick: a row per system × scenario, with positive numbers', async () => {
+  expect(fs.existsSync(node22)).toBe(true); // the node-22 devDependency: graphile-worker 0.18 and pg-boss 12 need Node ≥ 22
 
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-bench-smoke-'));
   try {
@@ -79,3 +83,21 @@ test('npm run bench --quick: a row per system × scenario, with positive numbers
     fs.rmSync(out, { recursive: true, force: true });
   }
 }, BENCH_TIMEOUT_MS + 60_000);
+
+test('bench/stages.ts: each timed job split into its stages, in the order they happen', async () => {
+  const env = { ...process.env, BENCH_DATABASE_URL: process.env.ACTA_TEST_DATABASE_URL };
+  const stages = await run(node22, ['dist/bench/stages.js', '--jobs', '5', '--warmup', '2', '--spacing', '5', '--json'], env, 60_000);
+  if (stages.code !== 0) throw new Error(`stages failed (${stages.code}):\n${stages.stderr.slice(-4000)}`);
+  const samples = JSON.parse(stages.stdout) as StageSample[];
+  expect(samples).toHaveLength(5);
+  for (const s of samples) {
+    for (const value of [s.call, s.claimSent, s.claimBack, s.handler]) expect(Number.isFinite(value)).toBe(true);
+    expect(s.call).toBeGreaterThan(0);
+    // The claim that returned the job was answered before its handler started, and after the
+    // enqueue call began (the job did not exist before); no order of NOTIFY and claim is asserted
+    // (a claim already in flight may find the job first).
+    expect(s.claimBack).toBeGreaterThan(0);
+    expect(s.claimBack).toBeGreaterThanOrEqual(s.claimSent);
+    expect(s.handler).toBeGreaterThanOrEqual(s.claimBack);
+  }
+}, 90_000);
