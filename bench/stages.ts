@@ -68,8 +68,13 @@ async function child(url: string, executors: number | undefined): Promise<void> 
   });
   const worker = createWorker({ db, definitions: [noop], executors, logger: createLogger({ level: 'warn' }) });
   await worker.start();
-  process.on('message', (message: { type: string }) => {
+  process.on('message', async (message: { type: string; lastK: number }) => {
     if (message.type !== 'dump') return;
+    // The last job's handler may still be on its way: wait for it (10 s at most; a missing one is
+    // reported by the orchestrator).
+    for (let waited = 0; waited < 10_000 && !events.some((e) => e.kind === 'handler' && e.k === message.lastK); waited += 10) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     process.send?.({ type: 'events', events } satisfies FromWorker, () => {
       void worker
         .stop()
@@ -87,26 +92,42 @@ export async function measureStages(options: { serverUrl: string; jobs: number; 
   await admin.createDatabase(database);
   const url = withDatabase(options.serverUrl, database);
   const db = createPgDb({ connectionString: url });
+  try {
+    await migrate(db); // before the worker process starts: it checks the schema as it starts
+    return await timeJobs(db, url, options);
+  } finally {
+    await db.close();
+    await admin.dropDatabase(database).catch(() => undefined);
+    await admin.close();
+  }
+}
+
+/** Forks the worker process, enqueues the jobs and splits each timed one into its stages. */
+async function timeJobs(db: Db, url: string, options: { jobs: number; warmup: number; spacingMs: number; executors?: number }): Promise<StageSample[]> {
   const worker = fork(__filename, ['--child', url, ...(options.executors ? ['--executors', String(options.executors)] : [])], {
     stdio: ['ignore', 2, 2, 'ipc'], // the worker's log lines go to stderr: stdout is the report
   });
+  const messages: FromWorker[] = [];
+  let exitCode: number | null | undefined; // undefined while the worker process runs
+  let wake: (() => void) | undefined;
+  worker.on('message', (m: FromWorker) => {
+    messages.push(m);
+    wake?.();
+  });
+  worker.on('exit', (code) => {
+    exitCode = code;
+    wake?.();
+  });
+  const next = async (type: FromWorker['type']): Promise<FromWorker> => {
+    for (;;) {
+      const found = messages.find((m) => m.type === type);
+      if (found) return found;
+      if (exitCode !== undefined) throw new Error(`the worker process exited (${exitCode}) before '${type}'`);
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  };
   try {
-    await migrate(db);
     const client = createClient({ db });
-    const messages: FromWorker[] = [];
-    let notify: (() => void) | undefined;
-    worker.on('message', (m: FromWorker) => {
-      messages.push(m);
-      notify?.();
-    });
-    const next = async (type: FromWorker['type']): Promise<FromWorker> => {
-      for (;;) {
-        const found = messages.find((m) => m.type === type);
-        if (found) return found;
-        const exited = new Promise<never>((_, reject) => worker.once('exit', (code) => reject(new Error(`the worker process exited (${code})`))));
-        await Promise.race([new Promise<void>((resolve) => (notify = resolve)), exited]);
-      }
-    };
     await next('ready');
     const calls: { k: number; began: number; ended: number; id: string }[] = [];
     for (let k = 0; k < options.warmup + options.jobs; k++) {
@@ -115,9 +136,7 @@ export async function measureStages(options: { serverUrl: string; jobs: number; 
       calls.push({ k, began, ended: monotonicMs(), id: String(id) });
       await sleep(options.spacingMs);
     }
-    // Wait for the last handler before asking for the events (a worker is idle again within ms).
-    await sleep(Math.max(200, options.spacingMs * 4));
-    worker.send({ type: 'dump' });
+    worker.send({ type: 'dump', lastK: calls[calls.length - 1].k });
     const { events } = (await next('events')) as Extract<FromWorker, { type: 'events' }>;
     const samples: StageSample[] = [];
     for (const { k, began, ended, id } of calls.slice(options.warmup)) {
@@ -135,10 +154,7 @@ export async function measureStages(options: { serverUrl: string; jobs: number; 
     }
     return samples;
   } finally {
-    if (worker.exitCode === null) worker.kill();
-    await db.close();
-    await admin.dropDatabase(database).catch(() => undefined);
-    await admin.close();
+    if (exitCode === undefined) worker.kill();
   }
 }
 
@@ -190,7 +206,8 @@ async function main(): Promise<void> {
 
 if (require.main === module) {
   main().catch((err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    // A wrong option is a message, not a stack trace.
+    console.error(err instanceof TypeError || !(err instanceof Error) || /^--/.test(err.message) ? `stages: ${err instanceof Error ? err.message : String(err)}` : (err.stack ?? err.message));
     process.exit(1);
   });
 }
