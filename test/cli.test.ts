@@ -68,6 +68,43 @@ test('`acta migrate` applies the schema, and a second run applies nothing', asyn
   expect(second.stdout).toMatch(/^schema up to date \(postgres:\/\/.*\)\n$/);
 });
 
+test('`acta enqueue` refuses a definition no worker has declared in the namespace, listing those declared and pointing to --force; --force enqueues it', async () => {
+  const jobs = () => count('select count(*) as n from acta.jobs');
+  // A brand new database: no worker has declared anything yet (the job would wait forever).
+  const fresh = await acta(['enqueue', 'cli-echo', '{}']);
+  expect(fresh).toMatchObject({ code: 1, stdout: '' });
+  expect(fresh.stderr).toMatch(/^acta: no worker has declared any job definition in namespace "default" yet \(a worker declares its definitions when it starts\), so none runs "cli-echo"; start its worker first, or to enqueue it anyway \(a definition whose worker has not started yet\): --force\n$/);
+  expect(await jobs()).toBe(0);
+
+  // A worker declares its definitions as it starts (acta.register_worker); they stay declared after it stops.
+  const worker = startWorker();
+  await waitFor(async () => (await count(`select count(*) as n from acta.workers where status = 'alive'`)) === 1, 'the worker to register', 30_000);
+  worker.child.kill('SIGTERM');
+  expect(await worker.exited).toEqual({ code: 0, signal: null });
+  await db.query('delete from acta.workers'); // the two-worker test counts its own rows
+
+  const typo = await acta(['enqueue', 'cli-ehco', '{}']);
+  expect(typo).toMatchObject({ code: 1, stdout: '' });
+  expect(typo.stderr).toBe('acta: no worker has declared a job definition named "cli-ehco" in namespace "default"; declared there: "cli-echo"; to enqueue it anyway (a definition whose worker has not started yet): --force\n');
+  // The wrong namespace: the one that has the name is named.
+  const elsewhere = await acta(['enqueue', 'cli-echo', '{}', '--namespace', 'cli-other']);
+  expect(elsewhere).toMatchObject({ code: 1, stdout: '' });
+  expect(elsewhere.stderr).toMatch(/^acta: no worker has declared any job definition in namespace "cli-other" yet .*; "cli-echo" is declared in namespace "default" \(--namespace "default"\); .*--force\n$/);
+  expect(await jobs()).toBe(0);
+
+  const forced = await acta(['enqueue', 'cli-ehco', '{"n":1}', '--force', '--namespace', 'cli-other']);
+  expect(forced).toMatchObject({ code: 0, stderr: '' });
+  const { id } = JSON.parse(forced.stdout) as { id: string };
+  expect((await db.query('select namespace, definition, status from acta.jobs where id = $1', [id])).rows).toEqual([{ namespace: 'cli-other', definition: 'cli-ehco', status: 'ready' }]);
+  // --definitions names the list to check instead; with --force it is a contradiction.
+  const both = await acta(['enqueue', 'cli-ehco', '{}', '--force', '--definitions', FIXTURE]);
+  expect(both).toMatchObject({ code: 1, stdout: '' });
+  expect(both.stderr).toMatch(/option '--force' cannot be used with option '--definitions <module>'/);
+  expect(await jobs()).toBe(1);
+  await db.query('delete from acta.jobs'); // the next tests count from an empty table
+  expect((await acta(['enqueue', '--help'])).stdout).toMatch(/--force +enqueue a definition name no worker has declared/);
+}, 60_000);
+
 test('`acta enqueue` prints {"id","created"}; an idempotency key repeats the id; bad JSON exits non-zero with a clear message', async () => {
   const first = await acta(['enqueue', 'cli-echo', '{"hello":"world","n":[1,2]}', '--priority', '3', '--idempotency-key', 'cli-1']);
   expect(first.code).toBe(0);
@@ -106,7 +143,11 @@ test('`acta sql` prints each row as a JSON line, on the server and on embedded P
   try {
     const pglite = { DATABASE_URL: '', ACTA_DATA_DIR: dataDir };
     expect((await acta(['migrate'], pglite)).code).toBe(0);
-    expect((await acta(['enqueue', 'in-pglite', '{"n":1}'], pglite)).code).toBe(0);
+    // A brand new database: refused, saying so, until --force.
+    const refused = await acta(['enqueue', 'in-pglite', '{"n":1}'], pglite);
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toMatch(/^acta: no worker has declared any job definition in namespace "default" yet .*--force\n$/);
+    expect((await acta(['enqueue', 'in-pglite', '{"n":1}', '--force'], pglite)).code).toBe(0);
     const counted = await acta(['sql', 'select status, count(*)::int as n from acta.jobs group by status'], pglite);
     expect(counted).toMatchObject({ code: 0, stdout: '{"status":"ready","n":1}\n' });
     expect(await acta(['sql', "select 1 as a; select 'two' as b"], pglite)).toMatchObject({ code: 0, stdout: '{"b":"two"}\n' });
@@ -116,7 +157,7 @@ test('`acta sql` prints each row as a JSON line, on the server and on embedded P
 }, 60_000);
 
 test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>` cancels a Ready one; another namespace\'s job, a malformed id, a job not Ready: exit 1 with a message', async () => {
-  const enqueued = await acta(['enqueue', 'cli-echo', '{"look":"here"}', '--namespace', 'cli-job', '--max-attempts', '2']);
+  const enqueued = await acta(['enqueue', 'cli-echo', '{"look":"here"}', '--namespace', 'cli-job', '--max-attempts', '2', '--force']); // no worker in cli-job
   expect(enqueued.code).toBe(0);
   const { id } = JSON.parse(enqueued.stdout) as { id: string };
   const shown = await acta(['job', id, '--namespace', 'cli-job']);
@@ -164,8 +205,11 @@ test('`acta enqueue --definitions <module>` refuses a name the module does not d
   expect(known.code).toBe(0);
   const { id } = JSON.parse(known.stdout) as { id: string };
   expect(await count('select count(*) as n from acta.jobs where id = $1', [id])).toBe(1);
+  // The module is the list checked, instead of the names workers declared: none in this namespace.
+  const undeclared = await acta(['enqueue', 'cli-echo', '{"k":2}', '--definitions', FIXTURE, '--namespace', 'cli-module']);
+  expect(undeclared).toMatchObject({ code: 0, stderr: '' });
   // cleaned up so the next test's counts start from what they expect
-  await db.query('delete from acta.jobs where id = $1', [id]);
+  await db.query('delete from acta.jobs where id = any($1::bigint[])', [[id, JSON.parse(undeclared.stdout).id]]);
 });
 
 test('two `acta worker` processes share a batch of jobs, each job succeeds once, and SIGTERM makes each exit 0', async () => {

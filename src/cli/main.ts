@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { type Client, createClient } from '../client';
 import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS } from '../config';
 import { connect, describeTarget } from '../db/connect';
@@ -81,11 +81,40 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
  * Runs `fn` with a client of `namespace` on the command's database, after checking its schema
  * (a clear "run acta migrate" instead of a missing-schema error).
  */
-function withClient<T>(namespace: string, fn: (client: Client) => Promise<T>, definitions?: Definition[]): Promise<T> {
+function withClient<T>(namespace: string, fn: (client: Client, db: Db) => Promise<T>, definitions?: Definition[]): Promise<T> {
   return withDb(async (db) => {
     await assertMigrated(db);
-    return fn(createClient({ db, namespace, definitions }));
+    return fn(createClient({ db, namespace, definitions }), db);
   });
+}
+
+/**
+ * Refuses, with ACTA_UNKNOWN_DEFINITION, a definition name that no worker has declared in
+ * `namespace`: a job of it would wait for a worker that may never come (a typo, or the wrong
+ * namespace). Workers declare their definitions in acta.definitions when they start
+ * (acta.register_worker; a declaration stays after its worker stops). One query, which also finds
+ * the namespaces that have the name, for the hint. Held by test/cli.test.ts ("`acta enqueue`
+ * refuses a definition no worker has declared").
+ */
+async function assertDeclared(db: Db, namespace: string, name: string): Promise<void> {
+  const { rows } = await db.query<{ namespace: string; name: string }>(
+    'select namespace, name from acta.definitions where namespace = $1 or name = $2 order by namespace, name',
+    [namespace, name],
+  );
+  const here = rows.filter((r) => r.namespace === namespace).map((r) => r.name);
+  if (here.includes(name)) return;
+  const quote = (s: string) => JSON.stringify(s);
+  const elsewhere = rows.filter((r) => r.namespace !== namespace).map((r) => r.namespace);
+  const hint = elsewhere.length === 0 ? '' : `; ${quote(name)} is declared in namespace ${elsewhere.slice(0, 5).map(quote).join(', ')}${elsewhere.length > 5 ? ', …' : ''} (--namespace ${quote(elsewhere[0])})`;
+  const force = 'to enqueue it anyway (a definition whose worker has not started yet): --force';
+  if (here.length === 0) {
+    throw new ActaError(
+      'ACTA_UNKNOWN_DEFINITION',
+      `no worker has declared any job definition in namespace ${quote(namespace)} yet (a worker declares its definitions when it starts), so none runs ${quote(name)}${hint}; start its worker first, or ${force}`,
+    );
+  }
+  const known = `${here.slice(0, 20).map(quote).join(', ')}${here.length > 20 ? `, and ${here.length - 20} more` : ''}`;
+  throw new ActaError('ACTA_UNKNOWN_DEFINITION', `no worker has declared a job definition named ${quote(name)} in namespace ${quote(namespace)}; declared there: ${known}${hint}; ${force}`);
 }
 
 /** "acta 0.1.0 (SQL functions revision 7)": the package.json beside sql/, and sql/functions.lock. */
@@ -109,14 +138,15 @@ export function program(): Command {
 
   cli
     .command('enqueue <definition> <json>')
-    .description('enqueue one job; prints its id')
+    .description('enqueue one job; prints its id. Refuses a definition name no worker has declared in the namespace (workers declare theirs when they start), listing those declared; --force enqueues it anyway')
     .option('--namespace <name>', 'queue namespace', 'default')
     .option('--run-at <iso>', 'when the job becomes due (ISO 8601)', isoDate)
     .option('--priority <n>', 'higher runs first', int())
     .option('--max-attempts <n>', "attempts before Failed (default: the definition's, else 25)", int(1))
     .option('--idempotency-key <key>', 'at most one job per key')
-    .option('--definitions <module>', "the worker's module: refuse a name it does not define")
-    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string }) => {
+    .option('--definitions <module>', "the worker's module: refuse a name it does not define (checked instead of the names workers declared)")
+    .addOption(new Option('--force', 'enqueue a definition name no worker has declared in the namespace (e.g. its worker has not started yet)').conflicts('definitions'))
+    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string; force?: boolean }) => {
       let payload: unknown;
       try {
         payload = JSON.parse(json);
@@ -127,7 +157,11 @@ export function program(): Command {
       const definitions = opts.definitions ? loadDefinitions(opts.definitions) : undefined;
       const result = await withClient(
         opts.namespace,
-        (client) => client.enqueue(definition, payload, { runAt, priority: opts.priority, maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey }),
+        async (client, db) => {
+          // The module given is the list to check (the client refuses other names), else what workers declared.
+          if (!definitions && !opts.force) await assertDeclared(db, opts.namespace, definition);
+          return client.enqueue(definition, payload, { runAt, priority: opts.priority, maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey });
+        },
         definitions,
       );
       console.log(JSON.stringify(result));
