@@ -65,6 +65,13 @@ export const PIPELINE = {
   callRetryInitialMs: 250,
   callRetryMaxMs: 5_000,
   callRetryJitter: 0.25,
+  /**
+   * Longest back-off, before jitter (±25 %: at most 5 s), between tries of a call that repeats
+   * while the database is unreachable: the heartbeat, the registration, a recovery pass. It does
+   * not grow with H, so a server back after a long outage is found within about 5 s
+   * (test/faults/outage.test.ts).
+   */
+  unreachableRetryMaxMs: 4_000,
   /** Default per-attempt execution timeout (seed 000: 300 s), settable per definition. */
   executionTimeoutMs: 300_000,
   /**

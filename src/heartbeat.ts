@@ -1,7 +1,7 @@
-import { catchError, defer, EMPTY, exhaustMap, interval, merge, type Observable, type SchedulerLike, takeWhile, tap, timer } from 'rxjs';
+import { catchError, defer, EMPTY, exhaustMap, interval, merge, type Observable, retry, type SchedulerLike, take, takeWhile, tap, throwError, timer } from 'rxjs';
 import type { Logger } from 'pino';
-import { retryBackoff } from '../operators';
-import type { LeaseClock } from './config';
+import { backoffDelay } from '../operators';
+import { type LeaseClock, PIPELINE } from './config';
 import type { HeartbeatResult, HeldPair } from './db/functions';
 import { isSchemaError, isTransientDbError } from './db/transient';
 import { SchemaNotMigratedError } from './errors';
@@ -16,13 +16,53 @@ export interface HeartbeatConfig {
   startRecovery: () => void;
   /** false while heartbeats fail: the worker claims nothing then (seed 001, "Database errors"). */
   onHealth: (healthy: boolean) => void;
-  /** No heartbeat succeeded for a whole lease, or a non-transient error: the worker must stop. */
+  /** No heartbeat succeeded for a whole lease while attempts were held, or a non-transient error: the worker must stop. */
   onFatal: (err: unknown) => void;
   logger: Logger;
   scheduler: SchedulerLike;
   /** Scheduler time of the last confirmed renewal's start (the start of the worker's registration). */
   startedAt: number;
+  /**
+   * Signs that the database is reachable again (the listener reconnected, another call of this
+   * worker succeeded): a failed beat waiting for its retry tries at once.
+   */
+  reachable$?: Observable<unknown>;
   random?: () => number;
+}
+
+/** How long before the earliest attempt deadline a failing heartbeat makes its last try: H/8, within 50 ms..2 s. */
+export function lastTryMarginMs(heartbeatIntervalMs: number): number {
+  return Math.min(2_000, Math.max(50, heartbeatIntervalMs / 8));
+}
+
+/**
+ * The delay before retry `n` (1-based) of a failing beat at scheduler time `now`, with
+ * `deadlineAt` the earliest deadline of the attempts still running (undefined: none). The back-off
+ * doubles from min(1 s, H/4) to min(H, PIPELINE.unreachableRetryMaxMs), ±25 %; it never reaches
+ * past the last try before the deadline (deadline − lastTryMarginMs), and from there a try follows
+ * every quarter margin until the deadline has passed. So a server back before the deadline (by a
+ * quarter margin: 32 ms at H = 1 s, 500 ms at 45 s) is found before it: an outage shorter than
+ * (deadline − time since the last renewal) aborts no handler (test/faults/heartbeat.spec.ts,
+ * test/faults/outage.test.ts).
+ */
+export function beatRetryDelayMs(n: number, now: number, deadlineAt: number | undefined, heartbeatIntervalMs: number, random: () => number = Math.random): number {
+  const H = heartbeatIntervalMs;
+  const backoff = backoffDelay(n, { initialMs: Math.min(1_000, H / 4), maxMs: Math.min(H, PIPELINE.unreachableRetryMaxMs), jitter: 0.25 }, random);
+  if (deadlineAt === undefined || now >= deadlineAt) return backoff;
+  const margin = lastTryMarginMs(H);
+  const lastTryAt = deadlineAt - margin;
+  if (now < lastTryAt) return Math.min(backoff, Math.ceil(lastTryAt - now));
+  return Math.min(backoff, Math.ceil(margin / 4));
+}
+
+/** The earliest deadline of the attempts a beat can still save (held, not aborted, not Finalizing). */
+function earliestDeadline(registry: Registry): number | undefined {
+  let earliest: number | undefined;
+  for (const entry of registry.snapshot()) {
+    if (entry.state === 'finalizing' || entry.aborted) continue;
+    if (earliest === undefined || entry.deadlineAt < earliest) earliest = entry.deadlineAt;
+  }
+  return earliest;
 }
 
 /** Raised (through onFatal) when no heartbeat succeeded for a whole lease. */
@@ -42,13 +82,17 @@ export class HeartbeatLostError extends Error {
  * ```
  * beats:   R--------B--------B-x-x--x---x---x--!   every H ONE call (R: the worker's registration,
  *                                                   its first beat); a failing call repeats
- *                                                   (H/4 → H, ±25 %); meanwhile no claims
+ *                                                   (beatRetryDelayMs: min(1 s, H/4) → min(H, 4 s),
+ *                                                   ±25 %, never past the last try before the
+ *                                                   earliest deadline; at once on a sign that the
+ *                                                   database is back); meanwhile no claims
  * renewed: deadline := start of the confirming try + 2.5 H
  * locked:  deadline kept (another transaction holds the row: e.g. our own completion write)
  * lost:    Claimed / Executing entry aborted (cause 'lost'); a Finalizing one is left to its write
  * checks:  every H/4: a passed deadline aborts its attempt (cause 'deadline');
- *          ! = no beat confirmed for a whole lease (4 H) while beats were failing or hanging:
- *          onFatal(HeartbeatLostError)
+ *          ! = no beat confirmed for a whole lease (4 H) while beats were failing or hanging,
+ *          and the worker holds attempts: onFatal(HeartbeatLostError). A worker that holds
+ *          nothing has nothing to give back: it keeps trying, without end
  * ```
  *
  * Every try snapshots the registry afresh (a try after a failure carries the rows claimed
@@ -75,6 +119,8 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
   let lastError: unknown;
   let healthy = true;
   let fatal = false;
+  /** A lease passed without a beat while the worker held nothing: said once per outage. */
+  let keptOn = false;
   const setHealthy = (value: boolean) => {
     if (value !== healthy) {
       healthy = value;
@@ -88,6 +134,23 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
     config.onFatal(err);
   };
 
+  const reachable$ = config.reachable$ ?? EMPTY;
+  const random = config.random ?? Math.random;
+  const shouldRetry = (err: unknown): boolean => {
+    if (fatal) return false;
+    lastError = err;
+    setHealthy(false);
+    if (isTransientDbError(err)) return true;
+    if (isSchemaError(err)) {
+      logger.error({ err }, 'the acta schema is missing or out of date: stopping');
+      stop(new SchemaNotMigratedError(err instanceof Error ? err.message : String(err)));
+    } else {
+      logger.error({ err }, 'heartbeat failed with a non-transient error: stopping');
+      stop(err);
+    }
+    return false;
+  };
+
   const beatOnce = () => {
     let tryStartedAt = scheduler.now();
     beating = true;
@@ -95,33 +158,20 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
       tryStartedAt = scheduler.now();
       return config.beat(registry.heldPairs());
     }).pipe(
-      retryBackoff<HeartbeatResult>({
-        initialMs: Math.min(1_000, H / 4),
-        maxMs: H,
-        jitter: 0.25,
-        random: config.random,
-        scheduler,
-        shouldRetry: (err) => {
-          if (fatal) return false;
-          lastError = err;
-          setHealthy(false);
-          if (isTransientDbError(err)) return true;
-          if (isSchemaError(err)) {
-            logger.error({ err }, 'the acta schema is missing or out of date: stopping');
-            stop(new SchemaNotMigratedError(err instanceof Error ? err.message : String(err)));
-          } else {
-            logger.error({ err }, 'heartbeat failed with a non-transient error: stopping');
-            stop(err);
-          }
-          return false;
+      retry<HeartbeatResult>({
+        delay: (err, retryNumber) => {
+          if (!shouldRetry(err)) return throwError(() => err);
+          const delayMs = beatRetryDelayMs(retryNumber, scheduler.now(), earliestDeadline(registry), H, random);
+          logger.warn({ err, retry: retryNumber, delayMs }, 'heartbeat failed (transient); repeating');
+          return merge(timer(delayMs, scheduler), reachable$).pipe(take(1));
         },
-        onRetry: (err, retry, delayMs) => logger.warn({ err, retry, delayMs }, 'heartbeat failed (transient); repeating'),
       }),
       tap((result) => {
         if (fatal) return;
         lastSuccessAt = Math.max(lastSuccessAt, tryStartedAt);
         beating = false;
         tryingMs = 0;
+        keptOn = false;
         setHealthy(true);
         const deadlineAt = tryStartedAt + clock.attemptDeadlineMs;
         for (const pair of result.renewed) {
@@ -165,9 +215,13 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
       // A beat that neither succeeds nor fails (a connection that hangs) counts as failing.
       if (tryingMs >= H) setHealthy(false);
       const sinceMs = now - lastSuccessAt;
-      if (sinceMs >= clock.leaseMs && tryingMs >= H) {
+      if (sinceMs < clock.leaseMs || tryingMs < H) return;
+      if (registry.size > 0) {
         logger.error({ err: lastError, sinceMs }, 'no heartbeat succeeded for a whole lease: stopping');
         stop(new HeartbeatLostError(sinceMs, { cause: lastError }));
+      } else if (!keptOn) {
+        keptOn = true;
+        logger.warn({ err: lastError, sinceMs }, 'no heartbeat succeeded for a whole lease; this worker holds no attempts, so it keeps trying');
       }
     }),
   );

@@ -248,8 +248,8 @@ export function createWorker(options: WorkerOptions): Worker {
         for (const r of rows) metrics.recovered.inc({ charged: String(r.charged) });
         wakeups.next();
       },
-      retryInitialMs: clock.heartbeatIntervalMs / 4,
-      retryMaxMs: clock.heartbeatIntervalMs,
+      retryInitialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
+      retryMaxMs: Math.min(clock.heartbeatIntervalMs, PIPELINE.unreachableRetryMaxMs),
       scheduler,
     })
       .pipe(finalize(() => recoveries.delete(subscription)))
@@ -283,7 +283,7 @@ export function createWorker(options: WorkerOptions): Worker {
       }).pipe(
         retryBackoff<void>({
           initialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
-          maxMs: clock.heartbeatIntervalMs,
+          maxMs: Math.min(clock.heartbeatIntervalMs, PIPELINE.unreachableRetryMaxMs),
           jitter: 0.25,
           shouldRetry: (() => {
             const since = scheduler.now();

@@ -5,11 +5,11 @@
  * alone does not.
  */
 import pino from 'pino';
-import { asyncScheduler, type Subscription } from 'rxjs';
-import { leaseClock } from '../../src/config';
+import { asyncScheduler, type Observable, Subject, type Subscription } from 'rxjs';
+import { type LeaseClock, leaseClock } from '../../src/config';
 import type { ClaimedRow, HeartbeatResult, HeldPair } from '../../src/db/functions';
 import { SchemaNotMigratedError } from '../../src/errors';
-import { heartbeat, HeartbeatLostError } from '../../src/heartbeat';
+import { beatRetryDelayMs, heartbeat, HeartbeatLostError, lastTryMarginMs } from '../../src/heartbeat';
 import { Registry } from '../../src/registry';
 
 const H = 1000;
@@ -33,13 +33,14 @@ afterEach(() => {
 });
 
 /** Runs the heartbeat on asyncScheduler, which the fake timers drive (and Date with them). */
-const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = new Registry()) => {
+const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = new Registry(), options: { clock?: LeaseClock; reachable$?: Observable<unknown> } = {}) => {
   const health: boolean[] = [];
   const fatal: unknown[] = [];
   const calls: HeldPair[][] = [];
   subscription = heartbeat({
     registry,
-    clock,
+    clock: options.clock ?? clock,
+    reachable$: options.reachable$,
     beat: (held) => {
       calls.push(held);
       return beat(held);
@@ -101,12 +102,21 @@ test('a lost row cancels a Claimed or Executing attempt, leaves a Finalizing one
   expect(registry.snapshot().map((e) => e.row.id)).toEqual(['1', '2']);
 });
 
-test('failing beats: claims stop at the first failure, resume on success; a whole lease of failures stops the worker', async () => {
+/** A registry holding one attempt whose handler runs (an Executing entry). */
+const holding = () => {
+  const registry = new Registry();
+  const [entry] = registry.addClaimed([row('1')], Date.now() + clock.attemptDeadlineMs);
+  entry.state = 'executing';
+  entry.taken = true;
+  return { registry, entry };
+};
+
+test('failing beats: claims stop at the first failure, resume on success; a whole lease of failures stops a worker that holds attempts', async () => {
   let failing = false;
   const t = run(async (held) => {
     if (failing) throw transient();
     return answer(held, 'renewed');
-  });
+  }, holding().registry);
   await jest.advanceTimersByTimeAsync(H); // the first beat
   failing = true;
   await jest.advanceTimersByTimeAsync(H);
@@ -127,9 +137,9 @@ test('failing beats: claims stop at the first failure, resume on success; a whol
   expect(t.fatal).toHaveLength(1);
 });
 
-test('a beat that hangs counts as failing: no claims after H, and the worker stops after a lease', async () => {
+test('a beat that hangs counts as failing: no claims after H, and a worker that holds attempts stops after a lease', async () => {
   let hang = false;
-  const t = run((held) => (hang ? new Promise<HeartbeatResult>(() => undefined) : Promise.resolve(answer(held, 'renewed'))));
+  const t = run((held) => (hang ? new Promise<HeartbeatResult>(() => undefined) : Promise.resolve(answer(held, 'renewed'))), holding().registry);
   await jest.advanceTimersByTimeAsync(H); // the first beat
   hang = true;
   await jest.advanceTimersByTimeAsync(2 * H + H / 4);
@@ -178,4 +188,107 @@ test('a non-transient error stops the worker at once; a missing schema says so',
   expect(t.calls).toHaveLength(1);
   await jest.advanceTimersByTimeAsync(5 * H);
   expect(t.calls).toHaveLength(1);
+});
+
+test('a worker that holds nothing keeps trying through an outage of many leases, never faster than the back-off and never slower than 5 s', async () => {
+  let failing = true;
+  const tries: number[] = [];
+  const t = run(async (held) => {
+    tries.push(Date.now());
+    if (failing) throw transient();
+    return answer(held, 'renewed');
+  });
+  await jest.advanceTimersByTimeAsync(10 * clock.leaseMs);
+  expect(t.fatal).toEqual([]);
+  expect(t.health).toEqual([false]);
+  const gaps = tries.slice(1).map((at, i) => at - tries[i]);
+  expect(Math.max(...gaps)).toBeLessThanOrEqual(H * 1.25); // H = 1 s: the back-off's own cap
+  failing = false;
+  await jest.advanceTimersByTimeAsync(1.25 * H);
+  expect(t.health).toEqual([false, true]);
+});
+
+test('at the default H (45 s) the retry back-off is capped at 4 s ± 25 %: a server back after 120 s is found within 5 s', async () => {
+  const big = leaseClock(45_000);
+  let failing = false;
+  const tries: number[] = [];
+  const t = run(async (held) => {
+    tries.push(Date.now());
+    if (failing) throw transient();
+    return answer(held, 'renewed');
+  }, new Registry(), { clock: big });
+  failing = true;
+  await jest.advanceTimersByTimeAsync(45_000 + 120_000); // the first beat at H fails, and every try for 120 s
+  const backAt = Date.now();
+  failing = false;
+  await jest.advanceTimersByTimeAsync(5_000);
+  expect(t.health).toEqual([false, true]);
+  expect(tries[tries.length - 1] - backAt).toBeLessThanOrEqual(5_000);
+  const gaps = tries.slice(1).map((at, i) => at - tries[i]);
+  expect(Math.max(...gaps)).toBeLessThanOrEqual(5_000);
+  expect(t.fatal).toEqual([]);
+});
+
+test('a sign that the database is back (reachable$) ends a retry\'s wait at once', async () => {
+  const big = leaseClock(45_000);
+  const reachable$ = new Subject<void>();
+  let failing = false;
+  const t = run(async (held) => {
+    if (failing) throw transient();
+    return answer(held, 'renewed');
+  }, new Registry(), { clock: big, reachable$ });
+  failing = true;
+  await jest.advanceTimersByTimeAsync(45_000 + 30_000);
+  failing = false;
+  await jest.advanceTimersByTimeAsync(1); // no retry is due within 1 ms (the shortest delay is 750 ms)
+  expect(t.health).toEqual([false]);
+  reachable$.next();
+  await jest.advanceTimersByTimeAsync(1);
+  expect(t.health).toEqual([false, true]);
+});
+
+describe('an outage shorter than the time left to the deadline aborts no handler', () => {
+  // Renewed at 0 (the start); deadline 2.5 H. The beat at H fails; the server is back at `backAt`.
+  for (const heartbeatMs of [1_000, 2_000, 45_000]) {
+    for (const backFraction of [1.5, 2, 2.3, 2.45]) {
+      test(`H = ${heartbeatMs} ms, back at ${backFraction} H`, async () => {
+        const c = leaseClock(heartbeatMs);
+        const registry = new Registry();
+        const [entry] = registry.addClaimed([row('1')], Date.now() + c.attemptDeadlineMs);
+        entry.state = 'executing';
+        entry.taken = true;
+        const startedAt = Date.now();
+        const backAt = startedAt + backFraction * heartbeatMs;
+        let renewedAt: number | undefined;
+        const t = run(async (held) => {
+          if (Date.now() >= startedAt + heartbeatMs && Date.now() < backAt) throw transient();
+          renewedAt ??= Date.now() >= backAt ? Date.now() : undefined;
+          return answer(held, 'renewed');
+        }, registry, { clock: c });
+        await jest.advanceTimersByTimeAsync(3 * heartbeatMs);
+        expect(entry.abortCause).toBeUndefined();
+        expect(renewedAt).toBeDefined();
+        expect(renewedAt!).toBeLessThan(startedAt + c.attemptDeadlineMs);
+        expect(t.fatal).toEqual([]);
+      });
+    }
+  }
+});
+
+test('beatRetryDelayMs: the back-off, bounded by the last try before the deadline, then every quarter margin until it', () => {
+  const mid = () => 0.5; // no jitter
+  const H1 = 1_000;
+  // The back-off alone: 250, 500, 1000, 1000 ms (min(1 s, H/4) doubling to min(H, 4 s)).
+  expect([1, 2, 3, 4].map((n) => beatRetryDelayMs(n, 0, undefined, H1, mid))).toEqual([250, 500, 1_000, 1_000]);
+  // At 45 s: 1, 2, 4, 4 s.
+  expect([1, 2, 3, 4].map((n) => beatRetryDelayMs(n, 0, undefined, 45_000, mid))).toEqual([1_000, 2_000, 4_000, 4_000]);
+  expect(lastTryMarginMs(H1)).toBe(125);
+  // Deadline at 2 500: a try at 1 750 waits 625 ms, to the last try at 2 375, not the 1 000 of the back-off.
+  expect(beatRetryDelayMs(3, 1_750, 2_500, H1, mid)).toBe(625);
+  // After the last try: every 32 ms (a quarter margin, rounded up) until the deadline.
+  expect(beatRetryDelayMs(4, 2_380, 2_500, H1, mid)).toBe(32);
+  // Past the deadline (its attempt is aborted): the back-off again.
+  expect(beatRetryDelayMs(5, 2_501, 2_500, H1, mid)).toBe(1_000);
+  // A back-off shorter than the time to the last try is kept.
+  expect(beatRetryDelayMs(1, 0, 2_500, H1, mid)).toBe(250);
 });
