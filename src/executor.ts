@@ -86,8 +86,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // instead of looping forever.
     if (row.unchargedReturns < PIPELINE.unchargedReturnsMax) return complete(entry, 'expired', null, null, 0);
     const stored = storedError(new ClaimExpiredError(row.unchargedReturns));
-    safeLog(() => jobLogger().warn({ error: stored }, 'attempt failed'));
-    return failure(entry, definition, attempt, stored, jobLogger);
+    return failure(entry, definition, attempt, stored, () => stored, jobLogger);
   }
   if (!definition || entry.aborted) {
     // Never started (the worker is stopping, or the lease was found lost): back to Ready,
@@ -149,8 +148,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // serialiser would write all of it, e.g. one 314 MB line for an AggregateError of a million
     // errors, 13.9 s on the event loop; adversarial trial).
     const stored = storedError(aborted ?? err);
-    safeLog(() => jobLogger().warn({ error: loggedError(aborted ?? err, stored) }, 'attempt failed'));
-    return failure(entry, definition, attempt, stored, jobLogger);
+    return failure(entry, definition, attempt, stored, () => loggedError(aborted ?? err, stored), jobLogger);
   } finally {
     timeout.cancel();
   }
@@ -159,10 +157,17 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
 /**
  * The completion of a charged failed attempt: retried after the definition's backoff while the
  * job has attempts left, else final. A job's limit is its own maxAttempts, else its definition's,
- * else 25 (PIPELINE.maxAttempts; migration 0004).
+ * else 25 (PIPELINE.maxAttempts; migration 0004): the rule acta.complete_executions applies to a
+ * 'failed' outcome, from the same row. Logged with `logged()` (the error as logged) and the limit:
+ * a retried attempt at warn, "attempt failed"; the last one at error, "job failed: no attempts
+ * left" (test/faults/completion.test.ts holds both).
  */
-function failure(entry: Entry, definition: Definition, attempt: number, stored: Record<string, unknown>, jobLogger: () => Logger): Completion {
-  const lastAttempt = attempt >= (entry.row.maxAttempts ?? definition.maxAttempts ?? PIPELINE.maxAttempts);
+function failure(entry: Entry, definition: Definition, attempt: number, stored: Record<string, unknown>, logged: () => Record<string, unknown>, jobLogger: () => Logger): Completion {
+  const maxAttempts = entry.row.maxAttempts ?? definition.maxAttempts ?? PIPELINE.maxAttempts;
+  const lastAttempt = attempt >= maxAttempts;
+  // `attempt` is a binding of the job's logger already.
+  if (lastAttempt) safeLog(() => jobLogger().error({ error: logged(), maxAttempts }, 'job failed: no attempts left'));
+  else safeLog(() => jobLogger().warn({ error: logged(), maxAttempts }, 'attempt failed'));
   let delayMs = 0;
   if (!lastAttempt) {
     try {

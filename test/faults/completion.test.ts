@@ -238,14 +238,39 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
   expect(bufferCause.errors[0]).toEqual({ name: 'NonErrorCause', message: '<Buffer of 20000000 bytes>' });
   expect(fields).toEqual(expect.objectContaining({ name: 'Error', message: 'duplicate key', code: '23505' }));
   expect(fields).not.toHaveProperty('detail'); // stored as documented
-  // The worker logs each failed attempt's error as stored: bounded too.
-  const failures = logLines.filter((l) => l.includes('"attempt failed"'));
+  // The worker logs each failed attempt's error as stored: bounded too (each was its job's last attempt).
+  const failures = logLines.filter((l) => l.includes('"job failed: no attempts left"'));
   expect(failures).toHaveLength(definitions.length);
   expect(Math.max(...failures.map((l) => l.length))).toBeLessThan(100_000);
   const logged = JSON.parse(failures.find((l) => l.includes('"200,000 errors"'))!);
   expect(logged.error).toEqual(manyErrors); // the error as stored
   expect(JSON.parse(failures.find((l) => l.includes('duplicate key'))!).error).toEqual({ ...fields, detail: 'Key (email)=(a@b.c) already exists.', status: 409, retryable: false });
   expect(JSON.parse(failures.find((l) => l.includes('"outer"') && l.includes('inner'))!).error).toEqual(withCause);
+});
+
+test('a failed attempt with attempts left is logged at warn, "attempt failed"; the last at error, "job failed: no attempts left"; the job\'s own maxAttempts decides, over its definition\'s', async () => {
+  const logLines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => logLines.push(line) });
+  const flaky = defineJob({ name: 'flaky', maxAttempts: 3, backoff: { delayMs: 5 }, handler: () => { throw new Error('still down'); } });
+  const client = createClient({ db });
+  const byDefinition = (await client.enqueue(flaky, {})).id; // the definition's 3
+  const ownFewer = (await client.enqueue(flaky, {}, { maxAttempts: 1 })).id;
+  const ownMore = (await client.enqueue(flaky, {}, { maxAttempts: 4 })).id;
+  const worker = createWorker({ db, definitions: [flaky], logger, executors: 2 });
+  await worker.start();
+  try {
+    await waitFor(async () => (await rows()).every((r) => r.status === 'failed'), 'every job to fail', 15_000);
+  } finally {
+    await worker.stop();
+  }
+  expect((await rows()).map((r) => [r.id, r.attempts])).toEqual([[byDefinition, 3], [ownFewer, 1], [ownMore, 4]]);
+  const logged = logLines.map((l) => JSON.parse(l) as { level: number; msg: string; jobId?: string; attempt?: number; maxAttempts?: number; error?: { message?: string } });
+  const of = (id: string) => logged.filter((l) => l.jobId === id && l.error).map((l) => [l.level, l.msg, l.attempt, l.maxAttempts, l.error!.message]);
+  const retried = (attempt: number, max: number) => [40, 'attempt failed', attempt, max, 'still down'];
+  const final = (attempt: number) => [50, 'job failed: no attempts left', attempt, attempt, 'still down'];
+  expect(of(byDefinition)).toEqual([retried(1, 3), retried(2, 3), final(3)]);
+  expect(of(ownFewer)).toEqual([final(1)]);
+  expect(of(ownMore)).toEqual([retried(1, 4), retried(2, 4), retried(3, 4), final(4)]);
 });
 
 test("the finalizer's 4 MiB bound counts UTF-8 bytes: three results of 3.6 MB of CJK text go in three calls", async () => {
