@@ -103,7 +103,8 @@ test("a graceful shutdown's hand-backs wake an idle peer at once", async () => {
 
 test('a Db on a Pool built from fields (no connection string) LISTENs on that pool\'s database', async () => {
   const u = new URL(tdb.url);
-  const pool = new Pool({ host: u.hostname, port: Number(u.port || 5432), user: decodeURIComponent(u.username), database: u.pathname.slice(1) });
+  const password = u.password ? decodeURIComponent(u.password) : undefined; // none on a trust-auth server
+  const pool = new Pool({ host: u.hostname, port: Number(u.port || 5432), user: decodeURIComponent(u.username), password, database: u.pathname.slice(1) });
   const fieldsDb = createPgDb({ pool, ownsPool: true });
   const got: string[] = [];
   try {
