@@ -269,7 +269,16 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
       idle: 0,
       reads: { enqueue: byKey, claim: byKey, idle: byKey, step: byKey, heartbeat: byKey, completion: byKey, recovery: byKey },
     };
-    expect(await claimBeatComplete()).toEqual(expected); // planned here, on 10 rows
+    // The first round makes the session's plans, on 10 rows, and its index counters hold what
+    // planning read too: estimating a merge join on j.id, the planner reads the first and last
+    // live entries of jobs_pkey (selfuncs.c, get_actual_variable_range), once per plan and not
+    // more as the table grows. PostgreSQL 18 does so for the heartbeat's statement (4 entries on
+    // top of its 6; the same plan), 15 does not. So that round holds its answers and that no call
+    // scans the table; the two after it run the plans made there, on 10 rows and on 20,010, and
+    // each call reads a few index entries on every version.
+    const planning = Object.fromEntries(Object.keys(expected.reads).map((call) => [call, { ...byKey, keyRead: expect.anything() }]));
+    expect(await claimBeatComplete()).toEqual({ ...expected, reads: planning }); // planned here, on 10 rows
+    expect(await claimBeatComplete()).toEqual(expected); // those plans, on 10 rows
     await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'small', payload: { i }, idempotencyKey: `backlog-${i}` })));
     expect(await claimBeatComplete()).toEqual(expected); // the same plans, on 20,010 rows
   } finally {
