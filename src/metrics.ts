@@ -21,8 +21,11 @@ export class WorkerMetrics {
   readonly writeRetries: Counter;
   readonly heartbeatFailures: Counter;
   readonly recovered: Counter<'charged'>;
+  readonly listenerReconnects: Counter;
+  readonly degraded: Gauge;
 
-  constructor(source: { inflight: InFlight; permits: Permits }, registry = new Registry()) {
+  /** `degraded`: true while the heartbeat fails or the LISTEN connection is down. */
+  constructor(source: { inflight: InFlight; permits: Permits; degraded?: () => boolean }, registry = new Registry()) {
     this.registry = registry;
     const registers = [registry];
     this.inflight = new Gauge({
@@ -62,6 +65,15 @@ export class WorkerMetrics {
     this.writeRetries = new Counter({ name: 'acta_completion_write_retries_total', help: 'Repeats of failed completion writes', registers });
     this.heartbeatFailures = new Counter({ name: 'acta_heartbeat_failures_total', help: 'Failed heartbeat calls', registers });
     this.recovered = new Counter({ name: 'acta_recovered_jobs_total', help: 'Rows returned by recovery passes this worker ran', labelNames: ['charged'], registers });
+    this.listenerReconnects = new Counter({ name: 'acta_listener_reconnects_total', help: 'Times the LISTEN connection was lost and LISTEN was in effect again', registers });
+    this.degraded = new Gauge({
+      name: 'acta_worker_degraded',
+      help: '1 while the heartbeat fails (nothing is claimed) or the LISTEN connection is down (the safety poll claims), else 0',
+      registers,
+      collect() {
+        this.set(source.degraded?.() ? 1 : 0);
+      },
+    });
   }
 }
 

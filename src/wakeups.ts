@@ -1,6 +1,6 @@
 import { Observable } from 'rxjs';
 import type { Logger } from 'pino';
-import type { Db } from './db/Db';
+import type { Db, ListenOptions } from './db/Db';
 
 /** The NOTIFY channel acta.enqueue_jobs signals; the payload is the namespace. */
 export const NOTIFY_CHANNEL = 'acta_jobs';
@@ -10,26 +10,49 @@ export function redisChannel(namespace: string): string {
   return `acta:wakeup:${namespace}`;
 }
 
+/** Settings and callbacks of {@link notifyWakeups}. */
+export interface NotifyWakeupsOptions extends ListenOptions {
+  /** The listening connection went down (false) or LISTEN is in effect again (true); not called for the first connect. */
+  onListening?: (up: boolean) => void;
+}
+
 /**
- * Wakeups by LISTEN/NOTIFY (pg-listen on a server, PGlite's listen embedded). Emits on every
- * notification for `namespace`, and on every (re)connect of the listening connection (a catch-up
- * claim: notifications sent while it was down are lost). A wakeup never carries truth; SQL
- * polling does. Never errors: failures are logged and the connection retries by itself.
+ * Wakeups by LISTEN/NOTIFY (a probed connection of its own on a server, PGlite's listen
+ * embedded). Emits on every notification for `namespace`, and on every (re)connect of the
+ * listening connection (a catch-up claim: notifications sent while it was down are lost). A
+ * wakeup never carries truth; SQL polling does. Never errors: a lost connection is logged at info
+ * ("LISTEN connection lost"), and so is its return ("LISTEN connected", with `downMs`).
  */
-export function notifyWakeups(db: Db, namespace: string, logger: Logger): Observable<'notify' | 'connect'> {
+export function notifyWakeups(db: Db, namespace: string, logger: Logger, options: NotifyWakeupsOptions = {}): Observable<'notify' | 'connect'> {
   return new Observable((subscriber) => {
     let unlisten: (() => Promise<void>) | null = null;
     let closed = false;
-    db.listen(NOTIFY_CHANNEL, {
-      onNotify: (payload) => {
-        if (payload === namespace) subscriber.next('notify');
+    /** When the connection was lost (null: it is up, or has never been). */
+    let downSince: number | null = null;
+    db.listen(
+      NOTIFY_CHANNEL,
+      {
+        onNotify: (payload) => {
+          if (payload === namespace) subscriber.next('notify');
+        },
+        onConnect: () => {
+          if (downSince === null) logger.debug('LISTEN connected');
+          else {
+            logger.info({ downMs: Math.round(performance.now() - downSince) }, 'LISTEN connected');
+            downSince = null;
+            options.onListening?.(true);
+          }
+          subscriber.next('connect');
+        },
+        onDown: (err) => {
+          if (downSince !== null) return;
+          downSince = performance.now();
+          logger.info({ err }, 'LISTEN connection lost; reconnecting (the safety poll claims meanwhile)');
+          options.onListening?.(false);
+        },
       },
-      onConnect: () => {
-        logger.debug('LISTEN connected');
-        subscriber.next('connect');
-      },
-      onError: (err) => logger.warn({ err }, 'LISTEN connection failed; reconnecting'),
-    }).then(
+      { probeIntervalMs: options.probeIntervalMs, probeTimeoutMs: options.probeTimeoutMs },
+    ).then(
       (stop) => {
         if (closed) void stop();
         else unlisten = stop;

@@ -128,9 +128,16 @@ export function createWorker(options: WorkerOptions): Worker {
 
   const registry = new Registry();
   const permits = new Permits(executors);
-  const metrics = new WorkerMetrics({ inflight: registry, permits }, options.metricsRegistry);
-  const wakeups = new Subject<void>();
   const healthy = new BehaviorSubject<boolean>(true);
+  /** The LISTEN connection is up (or not used). */
+  let listening = true;
+  const metrics = new WorkerMetrics({ inflight: registry, permits, degraded: () => !healthy.value || !listening }, options.metricsRegistry);
+  const wakeups = new Subject<void>();
+  /** Signs that the database answers again, while the heartbeat fails: its retry tries at once. */
+  const reachable = new Subject<void>();
+  const sawDatabase = () => {
+    if (!healthy.value) reachable.next();
+  };
   const stopClaiming = new Subject<void>();
   /** stop() during start(): ends the registration's retries at once. */
   const cancelStart = new Subject<void>();
@@ -164,6 +171,7 @@ export function createWorker(options: WorkerOptions): Worker {
     // the last claim took all it asked for, so the backlog goes on.
     expectMore: () => registry.size > finalizer.backlog || lastClaimFull,
     onWritten: (batch, acks) => {
+      sawDatabase();
       metrics.batchSize.observe(batch.length);
       let retried = false;
       // Counted per batch, not per job: a labelled inc hashes its labels each time.
@@ -300,7 +308,18 @@ export function createWorker(options: WorkerOptions): Worker {
   const run = () => {
     const wakeup$ = merge(
       wakeups,
-      options.listen === false ? EMPTY : notifyWakeups(db, namespace, logger.child({ component: 'wakeups' })),
+      options.listen === false
+        ? EMPTY
+        : notifyWakeups(db, namespace, logger.child({ component: 'wakeups' }), {
+            // Found within interval + timeout (5 s): about 15 s at the default H.
+            probeIntervalMs: Math.max(1_000, Math.min(10_000, clock.heartbeatIntervalMs)),
+            onListening: (up) => {
+              listening = up;
+              if (!up) return;
+              metrics.listenerReconnects.inc();
+              sawDatabase();
+            },
+          }),
       options.redis ? redisWakeups(options.redis, namespace, logger.child({ component: 'wakeups' })) : EMPTY,
     );
     const intakeOpen$ = combineLatest([finalizer.intakeOpen$, healthy]).pipe(map(([room, ok]) => room && ok));
@@ -358,6 +377,7 @@ export function createWorker(options: WorkerOptions): Worker {
         logger: heartbeatLogger,
         scheduler,
         startedAt: registeredAt,
+        reachable$: reachable,
       })
         .pipe(takeUntil(stopAll))
         .subscribe({ error: fatal }),

@@ -18,8 +18,19 @@ export interface ListenHandlers {
    * one sent in between).
    */
   onConnect?(): void;
-  /** The listening connection failed; it reconnects by itself and never gives up. */
-  onError?(err: Error): void;
+  /**
+   * The listening connection was lost (or its first attempt failed): once per loss, not per
+   * failed reconnect. It reconnects by itself and never gives up; `onConnect` follows.
+   */
+  onDown?(err: Error): void;
+}
+
+/** Settings of a LISTEN connection to a server (an in-process database ignores them). */
+export interface ListenOptions {
+  /** How often the listening session is probed, ms (default 10 000). */
+  probeIntervalMs?: number;
+  /** A probe not answered within this is a lost connection, ms (default 5 000). */
+  probeTimeoutMs?: number;
 }
 
 export interface Db extends Queryable {
@@ -34,8 +45,11 @@ export interface Db extends Queryable {
   prepared?<R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<{ rows: R[] }>;
   /** Runs `fn` inside BEGIN/COMMIT on one connection; ROLLBACK and rethrow if it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** LISTEN on `channel` until the returned function is called. */
-  listen(channel: string, handlers: ListenHandlers): Promise<() => Promise<void>>;
+  /**
+   * LISTEN on `channel` until the returned function is called; resolves once LISTEN is in effect
+   * or its first attempt failed (it keeps trying).
+   */
+  listen(channel: string, handlers: ListenHandlers, options?: ListenOptions): Promise<() => Promise<void>>;
   /** Closes every connection (and, for PGlite, the instance and its lock file). */
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
-import createSubscriber from 'pg-listen';
 import { ConfigError } from '../errors';
-import type { Db, ListenHandlers, Queryable } from './Db';
+import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
+import { listenOnOwnConnection } from './pgListener';
 
 /** Options of a Db on a PostgreSQL server. */
 export interface PgDbOptions {
@@ -51,20 +51,20 @@ function checkConnectionString(value: string | undefined): void {
 }
 
 /**
- * A Db on a PostgreSQL server through `pg.Pool`; LISTEN through `pg-listen` on its own
- * connection, set never to give up reconnecting (its default gives up after 3 s:
- * shared/TOOLCHAIN.md) and calling `onConnect` on every (re)connect for a catch-up claim.
- * Throws ConfigError for a connection string that is not a URL (checkConnectionString).
+ * A Db on a PostgreSQL server through `pg.Pool` (TCP keepalive on); LISTEN on a connection of
+ * its own that is probed, never gives up reconnecting, and calls `onConnect` once LISTEN is in
+ * effect after every (re)connect, for a catch-up claim (pgListener.ts). Throws ConfigError for a
+ * connection string that is not a URL (checkConnectionString).
  */
 export function createPgDb(options: PgDbOptions): Db {
   checkConnectionString(options.connectionString);
-  const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10 };
+  const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10, keepAlive: true };
   const pool = options.pool ?? new Pool(poolConfig);
   const ownsPool = options.pool ? options.ownsPool === true : true;
   // An idle client that loses its connection emits 'error' on the pool; without a listener that
   // would crash the process. The next query on the pool reconnects.
   pool.on('error', () => undefined);
-  const subscribers = new Set<ReturnType<typeof createSubscriber>>();
+  const listeners = new Set<() => Promise<void>>();
   // Db.prepared: a named statement, parsed and planned once per connection. Measured (issue 5,
   // pgbench -M extended against -M prepared, one client, 3 pairs): an empty claim 0.101-0.108 ms
   // against 0.075-0.079 ms, i.e. about 25 us of server time per call. Three errors leave a
@@ -101,43 +101,20 @@ export function createPgDb(options: PgDbOptions): Db {
     },
     prepared,
     transaction: (fn) => inTransaction(pool, fn),
-    async listen(channel: string, handlers: ListenHandlers) {
-      const subscriber = createSubscriber(
-        // The pool's own settings when it was given: it may have been built from fields (host,
-        // database, ...) rather than a connection string.
-        options.connectionString !== undefined ? { connectionString: options.connectionString } : { ...(pool as unknown as { options: PoolConfig }).options },
-        {
-          retryTimeout: 0, // 0 = never give up (the default, 3000, gives up for good)
-          retryLimit: Infinity,
-          retryInterval: (attempt: number) => Math.min(2_000, 100 * 2 ** attempt),
-          paranoidChecking: 30_000, // its liveness SELECT is a transaction: keep an idle worker near 1 tx/s
-          parse: (text: string) => text, // payloads are namespace names, not JSON
-        },
-      );
-      subscriber.notifications.on(channel, (payload: unknown) => handlers.onNotify(typeof payload === 'string' ? payload : String(payload ?? '')));
-      // onConnect (the caller's catch-up claim) must come after LISTEN is in effect, or a NOTIFY
-      // sent between the catch-up claim and the LISTEN is lost and its job waits for the safety
-      // poll. pg-listen emits 'connected' after re-LISTENing on a reconnect, but on the first
-      // connect BEFORE listenTo has run: that one is replaced by the call after listenTo below.
-      let listening = false;
-      subscriber.events.on('connected', () => {
-        if (listening) handlers.onConnect?.();
-      });
-      subscriber.events.on('reconnect', () => undefined);
-      subscriber.events.on('error', (err: Error) => handlers.onError?.(err));
-      subscribers.add(subscriber);
-      await subscriber.connect();
-      await subscriber.listenTo(channel);
-      listening = true;
-      handlers.onConnect?.();
+    async listen(channel: string, handlers: ListenHandlers, listenOptions?: ListenOptions) {
+      // The pool's own settings when it was given: it may have been built from fields (host,
+      // database, ...) rather than a connection string.
+      const config = options.connectionString !== undefined ? { connectionString: options.connectionString } : { ...(pool as unknown as { options: PoolConfig }).options };
+      const stop = await listenOnOwnConnection(config, channel, handlers, listenOptions);
+      listeners.add(stop);
       return async () => {
-        subscribers.delete(subscriber);
-        await subscriber.close().catch(() => undefined);
+        listeners.delete(stop);
+        await stop();
       };
     },
     async close() {
-      await Promise.all([...subscribers].map((s) => s.close().catch(() => undefined)));
-      subscribers.clear();
+      await Promise.all([...listeners].map((stop) => stop().catch(() => undefined)));
+      listeners.clear();
       if (ownsPool) await pool.end();
     },
   };

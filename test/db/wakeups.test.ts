@@ -47,7 +47,7 @@ async function idleWorker(options: Partial<Parameters<typeof createWorker>[0]> =
 const listenBackends = async (): Promise<number[]> =>
   (
     await db.query<{ pid: number }>(
-      `select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %'`,
+      `select pid from pg_stat_activity where datname = current_database() and application_name = 'acta listener'`,
     )
   ).rows.map((r) => r.pid);
 
@@ -181,6 +181,8 @@ test('the worker serves Prometheus metrics on /metrics', async () => {
     'acta_claim_rows_claimed_total',
     'acta_completion_write_retries_total',
     'acta_permits_free 2',
+    'acta_listener_reconnects_total 0',
+    'acta_worker_degraded 0',
   ]) {
     expect(text).toContain(name);
   }
