@@ -103,8 +103,10 @@ export function createPgDb(options: PgDbOptions): Db {
     transaction: (fn) => inTransaction(pool, fn),
     async listen(channel: string, handlers: ListenHandlers, listenOptions?: ListenOptions) {
       // The pool's own settings when it was given: it may have been built from fields (host,
-      // database, ...) rather than a connection string.
-      const config = options.connectionString !== undefined ? { connectionString: options.connectionString } : { ...(pool as unknown as { options: PoolConfig }).options };
+      // database, ...) rather than a connection string. pg-pool keeps the password as a
+      // non-enumerable property, which a spread leaves out (test/db/wakeups.test.ts).
+      const poolOptions = (pool as unknown as { options: PoolConfig }).options;
+      const config = options.connectionString !== undefined ? { connectionString: options.connectionString } : { ...poolOptions, password: poolOptions.password };
       const stop = await listenOnOwnConnection(config, channel, handlers, listenOptions);
       listeners.add(stop);
       return async () => {
