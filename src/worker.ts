@@ -420,7 +420,7 @@ export function createWorker(options: WorkerOptions): Worker {
         if (state !== 'starting') return; // stop() was called meanwhile: it waits for us
         state = 'running';
         run();
-        logger.info({ namespace, executors, heartbeatIntervalMs: clock.heartbeatIntervalMs, leaseMs: clock.leaseMs, definitions: names }, 'worker started');
+        logger.info({ namespace, executors, heartbeatIntervalMs: clock.heartbeatIntervalMs, leaseMs: clock.leaseMs, definitions: names, metricsPort: worker.metricsServerPort }, 'worker started');
       })();
       return starting;
     },

@@ -201,9 +201,9 @@ export function readEvents(file: string): FixtureEvent[] {
     .map((l) => JSON.parse(l) as FixtureEvent);
 }
 
-/** Enqueues `work` jobs in one call; returns their ids in order. */
-export async function enqueueWork(server: FaultServer, payloads: object[], maxAttempts = 25): Promise<string[]> {
-  const results = await enqueueJobs({ query: async <R>(text: string, params?: unknown[]) => ({ rows: await server.query<R>(text, params) }) }, 'default', {
+/** Enqueues `work` jobs in one call (into `namespace`, default "default"); returns their ids in order. */
+export async function enqueueWork(server: FaultServer, payloads: object[], maxAttempts = 25, namespace = 'default'): Promise<string[]> {
+  const results = await enqueueJobs({ query: async <R>(text: string, params?: unknown[]) => ({ rows: await server.query<R>(text, params) }) }, namespace, {
     definitions: payloads.map(() => 'work'),
     payloads: payloads.map((p) => JSON.stringify(p)),
     priorities: payloads.map(() => null),
