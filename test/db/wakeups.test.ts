@@ -131,7 +131,7 @@ test('with the LISTEN connection killed, jobs still start within the safety poll
   const after = await waitFor(async () => {
     const pids = await listenBackends();
     return pids.some((p) => !before.includes(p)) ? pids : null;
-  }, 'pg-listen to reconnect', 15_000);
+  }, 'the listener to reconnect', 15_000);
   expect(after.length).toBeGreaterThan(0);
   // Wakeup latency is back: far below the 10 s safety poll.
   expect(await latencyMs()).toBeLessThan(1_000);
