@@ -1,6 +1,6 @@
 import { EMPTY, map, NEVER, type Observable, of, startWith, Subject, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { claimer, type ClaimerConfig } from '../src/claimer';
+import { claimer, type ClaimerConfig, claimerStep, INITIAL_CLAIMER_STATE } from '../src/claimer';
 import type { ClaimedRow, ClaimResult } from '../src/db/functions';
 import { Permits } from '../src/permits';
 
@@ -489,5 +489,42 @@ describe('claimer', () => {
         { subscribedFrame: 10, unsubscribedFrame: 14 },
       ]);
     });
+  });
+});
+
+describe('claimerStep (the decisions, without timers or calls)', () => {
+  const settings = { ...TIMING, random: () => 0 };
+  const ready = INITIAL_CLAIMER_STATE;
+  const rows = (n: number) => Array.from({ length: n }, row);
+
+  test('a free permit claims; none free, or intake shut, waits', () => {
+    expect(claimerStep(ready, { type: 'start' }, 2, settings)).toEqual({ state: { ...ready, phase: 'claiming' }, effects: [{ type: 'claim' }] });
+    expect(claimerStep(ready, { type: 'start' }, 0, settings)).toEqual({ state: ready, effects: [] });
+    const shut = claimerStep(ready, { type: 'intake', open: false }, 2, settings).state;
+    expect(claimerStep(shut, { type: 'released' }, 1, settings).effects).toEqual([{ type: 'arm', ms: 0 }]);
+    expect(claimerStep({ ...shut, timerArmed: false }, { type: 'timer' }, 1, settings).effects).toEqual([]);
+  });
+
+  test('a full claim hands its rows over and waits for a release; a partial one gives the rest back and polls', () => {
+    const claiming = { ...ready, phase: 'claiming' as const };
+    const full = claimerStep(claiming, { type: 'answered', asked: 2, result: { rows: rows(2), nextDueInMs: null } }, 0, settings);
+    expect(full.state.phase).toBe('collecting');
+    expect(full.effects.map((e) => e.type)).toEqual(['emit']);
+    const partial = claimerStep(claiming, { type: 'answered', asked: 2, result: { rows: rows(1), nextDueInMs: null } }, 0, settings);
+    expect(partial.effects.map((e) => e.type)).toEqual(['emit', 'giveBack', 'arm']);
+    expect(partial.effects[2]).toEqual({ type: 'arm', ms: TIMING.safetyPollMs });
+  });
+
+  test('an empty claim sleeps until the next row is due, within the floor and the safety poll; a wakeup ends the sleep', () => {
+    const claiming = { ...ready, phase: 'claiming' as const };
+    const empty = claimerStep(claiming, { type: 'answered', asked: 2, result: { rows: [], nextDueInMs: 10 } }, 0, settings);
+    expect(empty.effects).toEqual([{ type: 'giveBack', n: 2 }, { type: 'arm', ms: TIMING.pollFloorMs }]);
+    expect(claimerStep(empty.state, { type: 'wakeup' }, 2, settings).effects).toEqual([{ type: 'disarm' }, { type: 'claim' }]);
+  });
+
+  test('a failed claim gives every permit back and backs off one safety poll, deaf to wakeups', () => {
+    const failed = claimerStep({ ...ready, phase: 'claiming' }, { type: 'failed', asked: 3, err: 'x' }, 0, settings);
+    expect(failed.effects).toEqual([{ type: 'giveBack', n: 3 }, { type: 'arm', ms: TIMING.safetyPollMs }, { type: 'reportError', err: 'x' }]);
+    expect(claimerStep(failed.state, { type: 'wakeup' }, 3, settings).effects).toEqual([]);
   });
 });
