@@ -12,7 +12,7 @@ module.exports = {
     '<rootDir>/test/db/core.test.ts',
     '<rootDir>/test/db/steps.test.ts',
     '<rootDir>/test/db/jobs.test.ts',
-    '<rootDir>/test/describe.spec.ts',
+    '<rootDir>/test/describeValue.spec.ts',
     '<rootDir>/test/pglite.test.ts',
     '<rootDir>/test/demo.test.ts',
     '<rootDir>/test/cli.test.ts',

@@ -4,7 +4,7 @@ import { bufferBounded, retryBackoff } from '../operators';
 import { PIPELINE } from './config';
 import type { CompletionAck, CompletionRow } from './db/functions';
 import type { Completion } from './executor';
-import { errorJson } from './executor';
+import { errorJson } from './storedError';
 
 /** Writes one batch of completion rows in one call (acta.complete_executions): a Promise or an Observable of the acks, in row order. */
 export type WriteCompletions = (rows: CompletionRow[]) => ObservableInput<CompletionAck[]>;

@@ -324,7 +324,7 @@ export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'faile
 /** `acta.executions.outcome`: CompletionOutcome, `failed_final`, or recovery's `lost` / `lost_uncharged` (sql/functions/jobs_recover.sql). */
 export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'lost' | 'lost_uncharged';
 
-/** An error as acta stores it (executor.ts, errorJson): `code` and `path` only when the error had them. */
+/** An error as acta stores it (src/storedError.ts, errorJson): `code` and `path` only when the error had them. */
 export interface StoredError {
   name: string;
   /** At most 65,536 characters (PIPELINE.errorTextMaxChars), as is `stack`. */
@@ -333,7 +333,7 @@ export interface StoredError {
   /** InvalidJsonError's path of the bad value, e.g. `$.items[3]`. */
   path?: string;
   stack?: string;
-  /** The error's `cause` chain, 4 levels at most (executor.ts, NESTED_ERRORS). */
+  /** The error's `cause` chain, 4 levels at most (src/storedError.ts, NESTED_ERRORS). */
   cause?: NestedError;
   /** An AggregateError's first 10 errors, then `{ name: 'Omitted', message: '<n> more errors not stored' }`. */
   errors?: NestedError[];

@@ -1,9 +1,9 @@
-// describe(): how a value that is not an Error (thrown, or as a cause) is named in a stored error.
+// describeValue(): how a value that is not an Error (thrown, or as a cause) is named in a stored error.
 // The JSON form JSON.stringify writes, for small values; for large ones the start of it, from a
 // walk that stops at 1,000 characters or 5,000 members instead of serialising all of the value
 // first (reviews: a 20 MB Buffer cause took 1.4 s, a boxed string of 1e7 characters 35.8 s, a
 // Proxy of a typed array 32.5 s). Sizes and contents are asserted here, never times.
-import { describe as describeValue } from '../src/executor';
+import { describeValue } from '../src/describeValue';
 
 class Point {
   x = 1;
