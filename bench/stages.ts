@@ -7,7 +7,7 @@
  * The orchestrator (this process) makes a database of its own on BENCH_DATABASE_URL's server,
  * installs acta's schema, and forks itself as the worker process (`--child`): a `createWorker` at
  * its defaults (or `--executors`) with a no-op handler, whose claim calls are timed by wrapping its
- * Db's `prepared` (the claim is the named statement `acta_claim_jobs`, src/db/functions.ts), and a
+ * Db's `prepared` (the claim is the named statement `acta_claim_jobs`, src/db/jobs.ts), and a
  * second connection LISTENing on acta's channel that notes when each NOTIFY reaches the process.
  * The orchestrator then enqueues one job at a time (`client.enqueue`), `--spacing` ms apart, after
  * `--warmup` untimed ones (a new connection's first calls compile and plan: bench/README.md). Every

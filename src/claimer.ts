@@ -1,6 +1,6 @@
 import { asyncScheduler, defer, type Observable as Obs, Observable, type SchedulerLike, Subscription } from 'rxjs';
 import { monotonicScheduler, setImmediateScheduler } from '../operators';
-import type { ClaimedRow, ClaimResult } from './db/functions';
+import type { ClaimedRow, ClaimResult } from './db/types';
 import type { Permits } from './permits';
 
 /** Dependencies and settings of {@link claimer}. */

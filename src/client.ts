@@ -1,6 +1,7 @@
 import { knownKeys, MAX_NAME_BYTES, nameOption } from './config';
 import type { Db, Queryable } from './db/Db';
-import { cancelJob, enqueueJobs, INT4_MAX, INT8_MAX, readJob, type JobId, type JobRecord } from './db/functions';
+import { cancelJob, enqueueJobs, readJob } from './db/jobs';
+import { INT4_MAX, INT8_MAX, type JobId, type JobRecord } from './db/types';
 import { assertMigrated } from './db/migrator';
 import { checkDefinition, type Definition } from './definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, SchemaNewerError, SchemaNotMigratedError, UnknownDefinitionError } from './errors';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
-import { INT4_MAX, type JobId } from './db/functions';
+import { INT4_MAX, type JobId } from './db/types';
 import { ConfigError } from './errors';
 import type { Step } from './steps';
 

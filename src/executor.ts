@@ -1,7 +1,7 @@
 import { Observable, type SchedulerLike } from 'rxjs';
 import type { Logger } from 'pino';
 import { PIPELINE } from './config';
-import type { CompletionRow } from './db/functions';
+import type { CompletionRow } from './db/types';
 import { backoffMs, type Definition } from './definition';
 import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';

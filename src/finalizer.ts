@@ -2,7 +2,7 @@ import { BehaviorSubject, catchError, concat, defer, map, type Observable, type 
 import type { Logger } from 'pino';
 import { bufferBounded, retryBackoff } from '../operators';
 import { PIPELINE } from './config';
-import type { CompletionAck, CompletionRow } from './db/functions';
+import type { CompletionAck, CompletionRow } from './db/types';
 import type { Completion } from './executor';
 import { errorJson } from './storedError';
 

@@ -2,7 +2,7 @@ import { catchError, defer, EMPTY, exhaustMap, interval, merge, type Observable,
 import type { Logger } from 'pino';
 import { backoffDelay } from '../operators';
 import { type LeaseClock, PIPELINE } from './config';
-import type { HeartbeatResult, HeldPair } from './db/functions';
+import type { HeartbeatResult, HeldPair } from './db/types';
 import { isSchemaError, isTransientDbError } from './db/transient';
 import { SchemaNotMigratedError } from './errors';
 import type { Registry } from './registry';

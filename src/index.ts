@@ -10,7 +10,7 @@ export { createPgDb, type PgDbOptions } from './db/pgDb';
 export { createPgliteDb, type PgliteDbOptions } from './db/pgliteDb';
 export type { Db, Queryable, ListenHandlers } from './db/Db';
 export { migrate, assertMigrated } from './db/migrator';
-export type { JobId, JobRecord, JobStatus, ExecutionRecord, ExecutionOutcome, StoredError, NestedError } from './db/functions';
+export type { JobId, JobRecord, JobStatus, ExecutionRecord, ExecutionOutcome, StoredError, NestedError } from './db/types';
 export { leaseClock, defaultExecutors, type LeaseClock } from './config';
 export { redisPublisher, type RedisLike } from './wakeups';
 export { createLogger } from './logger';

@@ -2,7 +2,7 @@ import { asyncScheduler, catchError, defer, type Observable, of, type SchedulerL
 import type { Logger } from 'pino';
 import { retryBackoff } from '../operators';
 import { PIPELINE } from './config';
-import type { RecoveredRow } from './db/functions';
+import type { RecoveredRow } from './db/types';
 import { isTransientDbError } from './db/transient';
 
 /** Rows per recover_jobs call; the pass repeats until a call returns fewer. */

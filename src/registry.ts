@@ -1,4 +1,4 @@
-import type { ClaimedRow, HeldPair, JobId } from './db/functions';
+import type { ClaimedRow, HeldPair, JobId } from './db/types';
 
 /** Entry states (shared/DESIGN.md, "Registry"): Claimed → Executing → Finalizing → removed. */
 export type EntryState = 'claimed' | 'executing' | 'finalizing';

@@ -2,7 +2,7 @@ import { defer, firstValueFrom, fromEvent, type SchedulerLike, takeUntil } from 
 import { retryBackoff } from '../operators';
 import { PIPELINE } from './config';
 import type { Queryable } from './db/Db';
-import { loadSteps, recordStep } from './db/functions';
+import { loadSteps, recordStep } from './db/steps';
 import { isTransientDbError } from './db/transient';
 import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';

@@ -4,7 +4,7 @@ import { describeValue } from './describeValue';
 import { InvalidJsonError } from './errors';
 
 /*
- * An attempt's error as acta stores it (the StoredError shape of src/db/functions.ts) and as the
+ * An attempt's error as acta stores it (StoredError, src/db/types.ts) and as the
  * worker logs it: bounded in size and time whatever the handler threw, and never throwing. Held
  * by test/faults/completion.test.ts (stored and logged errors) and test/describeValue.spec.ts.
  */

@@ -1,7 +1,7 @@
 import { EMPTY, map, NEVER, type Observable, of, startWith, Subject, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { claimer, type ClaimerConfig, claimerStep, INITIAL_CLAIMER_STATE } from '../src/claimer';
-import type { ClaimedRow, ClaimResult } from '../src/db/functions';
+import type { ClaimedRow, ClaimResult } from '../src/db/types';
 import { Permits } from '../src/permits';
 
 type Cold = <T>(marbles: string, values?: Record<string, T>, error?: unknown) => Observable<T>;

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import type { Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import type { CompletionAck, CompletionRow } from '../src/db/functions';
+import type { CompletionAck, CompletionRow } from '../src/db/types';
 import type { Completion } from '../src/executor';
 import { Finalizer, isContentError, type WrittenBatch } from '../src/finalizer';
 import type { Entry } from '../src/registry';

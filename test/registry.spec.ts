@@ -1,4 +1,4 @@
-import type { ClaimedRow } from '../src/db/functions';
+import type { ClaimedRow } from '../src/db/types';
 import { Registry } from '../src/registry';
 
 const row = (id: string, execution: number): ClaimedRow => ({ id, definition: 'd', payload: {}, execution, attempts: 0, maxAttempts: 25, unchargedReturns: 0, priority: 0 });

@@ -1,6 +1,6 @@
-// Every typed wrapper of src/db/functions.ts held against the live catalog (STYLE.md, SQL): a
+// Every typed wrapper of src/db/ (src/db/call.ts, SIGNATURES) held against the live catalog (STYLE.md, SQL): a
 // signature drift between TS and SQL fails here, not in production.
-import { SIGNATURES } from '../../src/db/functions';
+import { SIGNATURES } from '../../src/db/call';
 import { useTestDatabase } from '../helpers/db';
 
 const { db } = useTestDatabase();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { backoffMs, createClient, createWorker, defineJob, InvalidJsonError, UnknownDefinitionError, type Db } from '../../src';
-import { claimJobs } from '../../src/db/functions';
+import { claimJobs } from '../../src/db/jobs';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';

@@ -1,9 +1,12 @@
-// The SQL functions through their TS wrappers (src/db/functions.ts), on real PostgreSQL: the
+// The SQL functions through their TS wrappers (src/db/jobs.ts, executions.ts, workers.ts), on real PostgreSQL: the
 // (job_id, execution) fence on every write, the heartbeat's three answers, recovery, and the
 // claim's order. No worker runs here: each step is one call, so every state is exact.
 import { randomUUID } from 'node:crypto';
 import { createClient } from '../../src';
-import { claimJobs, completeExecutions, heartbeat, recoverJobs, type CompletionRow } from '../../src/db/functions';
+import { completeExecutions } from '../../src/db/executions';
+import { claimJobs, recoverJobs } from '../../src/db/jobs';
+import type { CompletionRow } from '../../src/db/types';
+import { heartbeat } from '../../src/db/workers';
 import { useTestDatabase } from '../helpers/db';
 
 const { db } = useTestDatabase();

@@ -2,7 +2,7 @@
 // lock), and a worker refuses an unmigrated schema with a message saying what to run.
 import { randomUUID } from 'node:crypto';
 import { createClient, createPgDb, createWorker, defineJob, migrate, SchemaNewerError, SchemaNotMigratedError } from '../../src';
-import { claimJobs } from '../../src/db/functions';
+import { claimJobs } from '../../src/db/jobs';
 import { assertMigrated, loadFunctionsLock, loadSqlFiles, REVISION_ROW } from '../../src/db/migrator';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';

@@ -7,7 +7,10 @@
 // of history up.
 import { randomUUID } from 'node:crypto';
 import { createClient, type Db, type Queryable } from '../../src';
-import { claimJobs, completeExecutions, enqueueJobs, heartbeat, recordStep, recoverJobs } from '../../src/db/functions';
+import { completeExecutions } from '../../src/db/executions';
+import { claimJobs, enqueueJobs, recoverJobs } from '../../src/db/jobs';
+import { recordStep } from '../../src/db/steps';
+import { heartbeat } from '../../src/db/workers';
 import { Client } from 'pg';
 import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db';
 

@@ -3,7 +3,8 @@
 // (a rolling upgrade changed a function's result type; a pooler lost the statement) costs one
 // repeated call, never a failed one.
 import { randomUUID } from 'node:crypto';
-import { claimJobs, completeExecutions } from '../../src/db/functions';
+import { completeExecutions } from '../../src/db/executions';
+import { claimJobs } from '../../src/db/jobs';
 import { createClient } from '../../src';
 import { useTestDatabase } from '../helpers/db';
 

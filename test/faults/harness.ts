@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
-import { enqueueJobs } from '../../src/db/functions';
+import { enqueueJobs } from '../../src/db/jobs';
 import { createPgDb } from '../../src/db/pgDb';
 import { migrate } from '../../src/db/migrator';
 import { withDatabase } from '../helpers/db';

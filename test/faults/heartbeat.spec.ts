@@ -7,7 +7,7 @@
 import pino from 'pino';
 import { asyncScheduler, type Observable, Subject, type Subscription } from 'rxjs';
 import { type LeaseClock, leaseClock } from '../../src/config';
-import type { ClaimedRow, HeartbeatResult, HeldPair } from '../../src/db/functions';
+import type { ClaimedRow, HeartbeatResult, HeldPair } from '../../src/db/types';
 import { SchemaNotMigratedError } from '../../src/errors';
 import { beatRetryDelayMs, heartbeat, HeartbeatLostError, lastTryMarginMs } from '../../src/heartbeat';
 import { Registry } from '../../src/registry';

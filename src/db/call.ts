@@ -1,0 +1,32 @@
+import type { Db, Queryable } from './Db';
+
+/**
+ * The SQL functions of sql/functions/, which the typed wrappers of src/db/ call one round trip
+ * each (jobs.ts, executions.ts, workers.ts, namespaces.ts, steps.ts): each function's identity
+ * arguments as the catalog prints them (`pg_get_function_identity_arguments`);
+ * test/db/catalog.test.ts holds them against the live catalog.
+ */
+export const SIGNATURES = {
+  enqueue_jobs:
+    'p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[]',
+  enqueue_jobs_wake_early:
+    'IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], INOUT ids text, INOUT created text',
+  wal_message_allowed: 'p_args integer',
+  claim_jobs: 'p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer',
+  complete_executions:
+    'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
+  heartbeat: 'p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer',
+  recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
+  register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_lease_ms integer',
+  take_recovery_pass: 'p_namespace text, p_lease_ms integer',
+  release_recovery_pass: 'p_namespace text',
+  stop_worker: 'p_worker uuid',
+  refresh_definitions: 'p_namespace text, p_names text[]',
+  record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
+} as const;
+
+/** `q.prepared` when `q` is a Db (the worker's own calls), else `q.query` (a transaction, a caller's client). */
+export function runStatement<R>(q: Queryable, name: string, text: string, params: unknown[]): Promise<{ rows: R[] }> {
+  const db = q as Partial<Db>;
+  return typeof db.prepared === 'function' ? db.prepared<R>(name, text, params) : q.query<R>(text, params);
+}

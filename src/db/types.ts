@@ -1,0 +1,148 @@
+/* The records the calls of src/db/ take and return, and the PostgreSQL bounds of their columns. */
+
+/** Job ids are PostgreSQL bigint, carried as decimal strings (pg returns int8 as string). */
+export type JobId = string;
+
+/** A row as the claim returns it. */
+export interface ClaimedRow {
+  id: JobId;
+  definition: string;
+  payload: unknown;
+  execution: number;
+  attempts: number;
+  /** The job's own maxAttempts, given at enqueue; null: its definition's (migration 0004). */
+  maxAttempts: number | null;
+  /** Returns of this job so far that cost no attempt (recovery's, and expired claims': PIPELINE.unchargedReturnsMax). */
+  unchargedReturns: number;
+  priority: number;
+}
+
+export interface ClaimResult {
+  rows: ClaimedRow[];
+  /** Only when nothing was claimed: ms until the next row of these definitions is due (null: none). */
+  nextDueInMs: number | null;
+}
+
+/** The shapes a completion can take (sql/functions/executions_complete.sql). */
+export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired';
+
+export interface CompletionRow {
+  id: JobId;
+  execution: number;
+  outcome: CompletionOutcome;
+  /** JSON text of the result (succeeded) or null. */
+  result: string | null;
+  /** JSON text of the error (failed*) or null. */
+  error: string | null;
+  /** Back-off before the retry, ms (failed only). */
+  retryDelayMs: number;
+}
+
+/** New status per element, or 'stale' when the fence rejected it. */
+export interface CompletionAck {
+  id: JobId;
+  execution: number;
+  status: 'succeeded' | 'failed' | 'ready' | 'stale';
+}
+
+/** The largest PostgreSQL `integer` (int4). */
+export const INT4_MAX = 2_147_483_647;
+/** The largest PostgreSQL `bigint` (int8): job ids are `bigint generated always as identity`. */
+export const INT8_MAX = 2n ** 63n - 1n;
+
+export interface HeldPair {
+  id: JobId;
+  execution: number;
+  started: boolean;
+}
+
+export interface HeartbeatResult {
+  renewed: HeldPair[];
+  locked: HeldPair[];
+  lost: HeldPair[];
+  /** This call took the namespace's recovery pass: run it now. */
+  recoveryDue: boolean;
+}
+
+export interface RecoveredRow {
+  id: JobId;
+  execution: number;
+  status: 'ready' | 'failed';
+  charged: boolean;
+}
+
+/** What acta.record_step did. */
+export interface StepRecord {
+  status: 'recorded' | 'exists' | 'stale';
+  /** The step's result as stored (null when stale). */
+  result: unknown;
+}
+
+/** `acta.jobs.status` (sql/migrations/0001_core.sql; shared/DESIGN.md, "The ledger"). */
+export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
+
+/** `acta.executions.outcome`: CompletionOutcome, `failed_final`, or recovery's `lost` / `lost_uncharged` (sql/functions/jobs_recover.sql). */
+export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'lost' | 'lost_uncharged';
+
+/** An error as acta stores it (src/storedError.ts, errorJson): `code` and `path` only when the error had them. */
+export interface StoredError {
+  name: string;
+  /** At most 65,536 characters (PIPELINE.errorTextMaxChars), as is `stack`. */
+  message: string;
+  code?: string | number;
+  /** InvalidJsonError's path of the bad value, e.g. `$.items[3]`. */
+  path?: string;
+  stack?: string;
+  /** The error's `cause` chain, 4 levels at most (src/storedError.ts, NESTED_ERRORS). */
+  cause?: NestedError;
+  /** An AggregateError's first 10 errors, then `{ name: 'Omitted', message: '<n> more errors not stored' }`. */
+  errors?: NestedError[];
+}
+
+/** A cause or an AggregateError's element as stored: texts of at most 4,096 characters; a non-Error cause is named `NonErrorCause`. */
+export interface NestedError {
+  name: string;
+  message: string;
+  code?: string | number;
+  cause?: NestedError;
+}
+
+/** One finished attempt: a row of `acta.executions`, written once when the attempt ends. */
+export interface ExecutionRecord {
+  execution: number;
+  /** The worker that held the attempt (null only for rows written without one). */
+  workerId: string | null;
+  /** Both on the database clock. */
+  claimedAt: Date;
+  finishedAt: Date;
+  outcome: ExecutionOutcome;
+  /** Whether the attempt counted against the job's maxAttempts. */
+  charged: boolean;
+  error: StoredError | null;
+}
+
+/** A job as `acta.jobs` holds it, with its finished attempts. Times are on the database clock. */
+export interface JobRecord<P = unknown, R = unknown> {
+  id: JobId;
+  definition: string;
+  status: JobStatus;
+  payload: P;
+  /** The handler's result (as stored: through jsonb), once Succeeded; else null. */
+  result: R | null;
+  /** The last failed attempt's error while the job is retried or Failed; null once it succeeded. */
+  error: StoredError | null;
+  /** Attempts charged so far. */
+  attempts: number;
+  /** The job's own limit; null: its definition's applies, else 25 (migration 0004). */
+  maxAttempts: number | null;
+  /** The fence: how many times the job has been claimed. */
+  execution: number;
+  priority: number;
+  /** When the job is (or was last) due. */
+  runAt: Date;
+  createdAt: Date;
+  finishedAt: Date | null;
+  idempotencyKey: string | null;
+  /** Finished attempts in execution order; an attempt still running has no row yet. */
+  executions: ExecutionRecord[];
+}
