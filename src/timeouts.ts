@@ -8,7 +8,7 @@ export interface Timeout {
 class Item implements Timeout {
   done = false;
   constructor(
-    readonly lane: Lane,
+    readonly queue: DurationQueue,
     readonly at: number,
     readonly fire: () => void,
   ) {}
@@ -16,13 +16,16 @@ class Item implements Timeout {
   cancel(): void {
     if (this.done) return;
     this.done = true;
-    this.lane.live--;
-    this.lane.tidy();
+    this.queue.live--;
+    this.queue.tidy();
   }
 }
 
-/** The timeouts of one duration: they expire in the order they started. */
-class Lane {
+/**
+ * The timeouts of one duration, a FIFO: they expire in the order they started. (Not a lane: a
+ * lane is a FIFO group of jobs by key, docs/DESIGN.md, "Policies".)
+ */
+class DurationQueue {
   items: Item[] = [];
   /** Index of the first item that may still be live. */
   head = 0;
@@ -93,34 +96,34 @@ class Lane {
  * every job takes; a timeout almost never fires.
  */
 export class Timeouts {
-  private readonly lanes = new Map<number, Lane>();
+  private readonly queues = new Map<number, DurationQueue>();
 
   /** `scheduler`: the time source (a worker's scheduler; tests: a TestScheduler). */
   constructor(private readonly scheduler: SchedulerLike) {}
 
   /** Calls `fire` once, `ms` milliseconds (≥ 0) from now, unless cancelled first. */
   start(ms: number, fire: () => void): Timeout {
-    let lane = this.lanes.get(ms);
-    if (!lane) {
-      lane = new Lane(this.scheduler);
-      this.lanes.set(ms, lane);
+    let queue = this.queues.get(ms);
+    if (!queue) {
+      queue = new DurationQueue(this.scheduler);
+      this.queues.set(ms, queue);
     }
-    const item = new Item(lane, this.scheduler.now() + ms, fire);
-    lane.add(item);
+    const item = new Item(queue, this.scheduler.now() + ms, fire);
+    queue.add(item);
     return item;
   }
 
   /** Timeouts started and neither fired nor cancelled. */
   get pending(): number {
     let n = 0;
-    for (const lane of this.lanes.values()) n += lane.live;
+    for (const queue of this.queues.values()) n += queue.live;
     return n;
   }
 
   /** Entries held in memory, live or finished but not yet dropped (for tests: stays O(pending)). */
   get retained(): number {
     let n = 0;
-    for (const lane of this.lanes.values()) n += lane.items.length;
+    for (const queue of this.queues.values()) n += queue.items.length;
     return n;
   }
 }

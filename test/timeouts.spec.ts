@@ -54,7 +54,7 @@ describe('Timeouts', () => {
       const timeouts = new Timeouts(counter.scheduler);
       let fired = 0;
       // A drain: 5,000 attempts of 1 ms each, 128 at a time, under a 300 s timeout; the next batch
-      // starts as the previous one ends, so the lane is never empty in between.
+      // starts as the previous one ends, so the queue of that duration is never empty in between.
       for (let i = 0; i < 5_000; i++) {
         scheduler.schedule(() => {
           const t = timeouts.start(300_000, () => fired++);
