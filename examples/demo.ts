@@ -2,14 +2,15 @@
  * `npm start [directory]`: the walking skeleton on real input. Enqueues one `hash-file` job per
  * file under the directory (default: this project's node_modules), runs them through an
  * in-process worker on the embedded default (PGlite in ./.acta/data, or DATABASE_URL), shows a
- * live progress line, and prints the count, the throughput and where the results are stored.
+ * live progress bar on a terminal (a plain line every 2 s when stdout is not one: see
+ * progressIntervalMs), and prints the count, the throughput and where the results are stored.
  * Running it again resumes: a file already hashed (same path and mtime: the idempotency key) is
  * not hashed again.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { SingleBar } from 'cli-progress';
-import { connect, createClient, createLogger, createWorker, describeTarget, migrate } from '../src';
+import { ConfigError, connect, createClient, createLogger, createWorker, describeTarget, migrate } from '../src';
 import { hashFile } from './hashFile';
 
 /** Every regular file under `root` (symbolic links are not followed). */
@@ -67,9 +68,33 @@ export function sqlCommandPrefix(dataDir: string | undefined, env: NodeJS.Proces
   return `${env.DATABASE_URL ? 'DATABASE_URL= ' : ''}ACTA_DATA_DIR=${shellQuote(dir)} `;
 }
 
-/** Runs the demo on `root`; `quiet` drops the progress bar (tests). */
+/**
+ * How often the plain progress line is printed when stdout is not a terminal (piped, a CI log),
+ * where the bar would show nothing until the end: ACTA_DEMO_PROGRESS_MS, default 2000 (a
+ * positive integer, ms; test/demo.test.ts shortens it).
+ */
+export function progressIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.ACTA_DEMO_PROGRESS_MS;
+  if (raw === undefined || raw === '') return 2_000;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 1) throw new ConfigError(`ACTA_DEMO_PROGRESS_MS must be a positive integer (ms), got ${JSON.stringify(raw)}`);
+  return ms;
+}
+
+/** "demo: 1,234 / 10,000 jobs done (12%), 1,000 jobs/s": the plain progress line. */
+export function progressLine(done: number, total: number, jobsPerSecond: number): string {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const percent = total === 0 ? 100 : Math.floor((done * 100) / total); // 100% only when all are done
+  return `demo: ${n(done)} / ${n(total)} jobs done (${percent}%), ${n(Math.round(jobsPerSecond))} jobs/s`;
+}
+
+/**
+ * Runs the demo on `root`; `quiet` drops the progress output (tests). Progress: a live bar when
+ * stdout is a terminal, else a plain line every progressIntervalMs and one at the end.
+ */
 export async function runDemo(root: string, options: { quiet?: boolean; dataDir?: string } = {}): Promise<DemoSummary> {
   const started = Date.now();
+  const plainEveryMs = !options.quiet && !process.stdout.isTTY ? progressIntervalMs() : undefined;
   const db = await connect({ dataDir: options.dataDir });
   const target = describeTarget({ dataDir: options.dataDir });
   const say = (line: string) => {
@@ -119,20 +144,30 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
       const by = Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
       return { succeeded: by.succeeded ?? 0, failed: by.failed ?? 0, open: (by.ready ?? 0) + (by.executing ?? 0) };
     };
-    const bar = options.quiet
+    const bar = options.quiet || plainEveryMs !== undefined
       ? undefined
       : new SingleBar({ format: 'hashing {bar} {value}/{total} files | {rate} jobs/s | {duration_formatted}', hideCursor: true });
     let counts = await count();
     const doneBefore = counts.succeeded + counts.failed;
     bar?.start(files.length, doneBefore, { rate: 0 });
     const runStarted = Date.now();
+    let lastLineAt = runStarted;
+    let lastLineDone: number | undefined;
+    const plainLine = () => {
+      lastLineAt = Date.now();
+      lastLineDone = counts.succeeded + counts.failed;
+      console.log(progressLine(lastLineDone, files.length, rateNow()));
+    };
+    const rateNow = () => (counts.succeeded + counts.failed - doneBefore) / Math.max(0.001, (Date.now() - runStarted) / 1000);
     while (counts.open > 0 && !interrupted) {
       await new Promise((r) => setTimeout(r, 250));
       counts = await count();
-      const rate = Math.round((counts.succeeded + counts.failed - doneBefore) / Math.max(0.001, (Date.now() - runStarted) / 1000));
-      bar?.update(counts.succeeded + counts.failed, { rate });
+      bar?.update(counts.succeeded + counts.failed, { rate: Math.round(rateNow()) });
+      if (plainEveryMs !== undefined && Date.now() - lastLineAt >= plainEveryMs) plainLine();
     }
     bar?.stop();
+    // A last one unless the loop just printed the same count: a run shorter than the interval shows its progress too.
+    if (plainEveryMs !== undefined && lastLineDone !== counts.succeeded + counts.failed) plainLine();
     process.removeListener('SIGINT', stopOnSignal);
     await worker.stop();
     const seconds = (Date.now() - runStarted) / 1000;

@@ -1,10 +1,12 @@
 // The demo (examples/demo.ts) on a small real directory, on the embedded default: every file
-// hashed correctly, a second run redoes nothing, and a touched file (new mtime) is redone alone.
+// hashed correctly, a second run redoes nothing, and a touched file (new mtime) is redone alone;
+// run as `npm start` is, with stdout piped, it prints plain progress lines (the built demo in dist/).
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { listFiles, runDemo, sqlCommandPrefix } from '../examples/demo';
+import { listFiles, progressIntervalMs, progressLine, runDemo, sqlCommandPrefix } from '../examples/demo';
 import { createPgliteDb } from '../src';
 
 let root: string;
@@ -94,4 +96,39 @@ test('the printed `acta sql` command opens the database the demo used', () => {
   }
   // A folder given to the demo wins over DATABASE_URL, which the printed command must then empty.
   expect(sqlCommandPrefix('/tmp/given', { DATABASE_URL: 'postgres://x/y' })).toBe(`DATABASE_URL= ACTA_DATA_DIR='/tmp/given' `);
+});
+
+test('with stdout piped (not a terminal) the demo prints plain progress lines (every ACTA_DEMO_PROGRESS_MS, and a last one at 100%), and no bar', async () => {
+  const built = path.resolve(__dirname, '..', 'dist', 'examples', 'demo.js');
+  if (!fs.existsSync(built)) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+  const run = (env: Record<string, string>) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const childEnv = { ...process.env, DATABASE_URL: '', ACTA_DATA_DIR: path.join(path.dirname(root), 'piped-data'), ...env };
+      execFile(process.execPath, [built, root], { env: childEnv, timeout: 60_000 }, (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+      });
+    });
+  const total = Object.keys(files).length;
+  const piped = await run({ ACTA_DEMO_PROGRESS_MS: '1' });
+  expect(piped).toMatchObject({ code: 0, stderr: '' });
+  const lines = piped.stdout.split('\n').filter((l) => l.startsWith('demo: '));
+  expect(lines.length).toBeGreaterThanOrEqual(1); // a run of 5 files may end before a second line is due
+  for (const line of lines) expect(line).toMatch(new RegExp(`^demo: \\d+ / ${total} jobs done \\(\\d+%\\), [\\d,]+ jobs/s$`));
+  expect(lines.at(-1)).toMatch(new RegExp(`^demo: ${total} / ${total} jobs done \\(100%\\), `));
+  expect(lines.filter((l) => l.startsWith(`demo: ${total} / `))).toHaveLength(1); // the last not repeated
+  expect(piped.stdout).not.toMatch(/\r|\x1b/); // no bar, no cursor codes
+  expect(piped.stdout).toMatch(/^done: /m);
+
+  const bad = await run({ ACTA_DEMO_PROGRESS_MS: 'soon' });
+  expect(bad).toMatchObject({ code: 1, stdout: '' });
+  expect(bad.stderr).toBe('acta demo: ACTA_DEMO_PROGRESS_MS must be a positive integer (ms), got "soon"\n');
+}, 60_000);
+
+test('the plain progress line: thousands separated, the percentage floored (100% only when all are done), the default interval 2 s', () => {
+  expect(progressLine(1_234, 10_000, 1_000.4)).toBe('demo: 1,234 / 10,000 jobs done (12%), 1,000 jobs/s');
+  expect(progressLine(9_999, 10_000, 0)).toBe('demo: 9,999 / 10,000 jobs done (99%), 0 jobs/s');
+  expect(progressLine(0, 0, 0)).toBe('demo: 0 / 0 jobs done (100%), 0 jobs/s');
+  expect(progressIntervalMs({})).toBe(2_000);
+  expect(progressIntervalMs({ ACTA_DEMO_PROGRESS_MS: '500' })).toBe(500);
+  expect(() => progressIntervalMs({ ACTA_DEMO_PROGRESS_MS: '0' })).toThrow(/positive integer/);
 });
