@@ -13,14 +13,12 @@ export interface BufferBoundedConfig<T> {
   /** Time source (default asyncScheduler); a TestScheduler runs it in virtual time. */
   scheduler?: SchedulerLike;
   /**
-   * Whether more items may still arrive to fill a batch (default: always). Read when a window
-   * would open, after each item that arrives during one, and on each `recheck$` emission: when it
-   * says no, the batch is written at once, since waiting could only delay it (acta's finalizer:
-   * no attempt is running and the last claim came back short).
+   * Whether more items may still arrive to fill a batch (default: always; before its first value:
+   * yes). Its latest value decides when a window would open and after each item that arrives
+   * during one; a `false` ends an open window at once, since waiting could only delay the batch
+   * (acta's finalizer: no attempt is running and the last claim came back short).
    */
-  expectMore?: () => boolean;
-  /** Emits when what `expectMore` reads may have changed other than by an item arriving. */
-  recheck$?: Observable<unknown>;
+  moreComing$?: Observable<boolean>;
 }
 
 /**
@@ -29,7 +27,7 @@ export interface BufferBoundedConfig<T> {
  * items or `maxBytes` bytes, and calls `write(batch)`, subscribing to the next write only after
  * the previous one completed. If that first read found a backlog (more than one item waiting) and
  * the batch is not full, it waits up to `maxWaitMs` more to fill it, writing early when it fills;
- * a lone item never waits, nor does a backlog when `expectMore` says nothing else can come (a
+ * a lone item never waits, nor does a backlog when `moreComing$` says nothing else can come (a
  * window ends as soon as it says so). An item larger than `maxBytes` is written alone. When the source
  * completes, everything left is written (no window wait) and then the output completes. Errors of
  * the source or of a write (thrown or emitted) go downstream at once. Emits what the writes emit.
@@ -51,7 +49,6 @@ export interface BufferBoundedConfig<T> {
 export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, config: BufferBoundedConfig<T>): OperatorFunction<T, R> {
   const { maxCount, maxBytes, maxWaitMs } = config;
   const sizeOf = config.sizeOf ?? (() => 0);
-  const expectMore = config.expectMore ?? (() => true);
   const scheduler = config.scheduler ?? asyncScheduler;
   if (!(maxCount >= 1)) throw new RangeError(`maxCount must be ≥ 1, got ${maxCount}`);
   return (source) =>
@@ -62,6 +59,7 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
       let window: Subscription | null = null;
       let sourceDone = false;
       let inner: Subscription | null = null;
+      let more = true;
 
       const full = () => queue.length >= maxCount || queuedBytes >= maxBytes;
 
@@ -108,7 +106,7 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
           if (sourceDone) subscriber.complete();
           return;
         }
-        if (queue.length > 1 && !full() && !sourceDone && maxWaitMs > 0 && expectMore()) {
+        if (queue.length > 1 && !full() && !sourceDone && maxWaitMs > 0 && more) {
           window = scheduler.schedule(() => {
             window = null;
             flush();
@@ -123,7 +121,7 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
           const bytes = sizeOf(item);
           queue.push({ item, bytes });
           queuedBytes += bytes;
-          if (window && (full() || !expectMore())) flush();
+          if (window && (full() || !more)) flush();
           else pump();
         },
         error: (err) => subscriber.error(err),
@@ -133,13 +131,14 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
           else pump();
         },
       });
-      const recheckSubscription = config.recheck$?.subscribe(() => {
-        if (window && !expectMore()) flush();
+      const moreSubscription = config.moreComing$?.subscribe((value) => {
+        more = value;
+        if (window && !more) flush();
       });
 
       return () => {
         sourceSubscription.unsubscribe();
-        recheckSubscription?.unsubscribe();
+        moreSubscription?.unsubscribe();
         window?.unsubscribe();
         inner?.unsubscribe();
       };

@@ -1,4 +1,4 @@
-import { BehaviorSubject, catchError, concat, defer, map, type Observable, type ObservableInput, reduce, type SchedulerLike, Subject, take, takeUntil, throwIfEmpty } from 'rxjs';
+import { BehaviorSubject, catchError, concat, defer, map, type Observable, type ObservableInput, type OperatorFunction, reduce, type SchedulerLike, Subject, take, takeUntil, tap, throwIfEmpty } from 'rxjs';
 import type { Logger } from 'pino';
 import { bufferBounded, retryBackoff } from '../operators';
 import { PIPELINE } from './config';
@@ -54,11 +54,10 @@ export interface FinalizerConfig {
   onRetry?: (err: unknown, retry: number, delayMs: number) => void;
   /**
    * Whether completions may still come to fill a batch (worker: an attempt is running, or the
-   * last claim came back full so the backlog goes on). When not, the batch window ends at once:
-   * it exists to gather completions on their way, and none are (default: always). Read again on
-   * each `recheck()`.
+   * last claim came back full so the backlog goes on). While false the batch window ends at once:
+   * it exists to gather completions on their way, and none are (default: always).
    */
-  expectMore?: () => boolean;
+  moreComing$?: Observable<boolean>;
 }
 
 /** A batch as written. */
@@ -68,19 +67,21 @@ export interface WrittenBatch {
 }
 
 /**
- * The finalizer (shared/DESIGN.md, "Finalizer"; seed 000): one per worker. Completions wait in
- * the completed channel; `bufferBounded` reads one, then everything already waiting, up to 128
+ * The finalizer (docs/DESIGN.md, "Finalizer"): one per worker, an operator over the completions
+ * (`completions$.pipe(finalizer.write)`). Completions wait in the completed channel;
+ * `bufferBounded` reads one, then everything already waiting, up to 128
  * completions or 4 MiB of result bytes, waiting up to 50 ms more only when the first read found
- * a backlog (a lone completion is written at once) and only while `expectMore` holds (at the end of
- * a backlog nothing can fill the batch), and hands each batch to ONE
- * complete_executions call, the next only after the previous one landed.
+ * a backlog (a lone completion is written at once) and only while `moreComing$` says so (at the
+ * end of a backlog nothing can fill the batch), and hands each batch to ONE complete_executions
+ * call, the next only after the previous one landed. The output emits each batch once written and
+ * completes once the completions have completed and everything is written.
  *
  * The write repeats until it lands: 1 s, 2 s, 4 s, ... capped at 30 s, each ±25 %; logged as a
  * warning for the first three repeats, then as an error; `abandon()` gives up (shutdown). A
  * batch the database refuses for its content ({@link isContentError}) is bisected: each half is
  * written on its own, so the clean completions land, and a single completion it refuses is
- * rewritten as failed_final with an `UnstorableOutcome` error and no result (seed 001: "an
- * outcome that cannot be stored at all ends the job failed without new attempts"). A part that
+ * rewritten as failed_final with an `UnstorableOutcome` error and no result (an outcome that
+ * cannot be stored at all ends the job failed without new attempts: test/faults/completion.test.ts). A part that
  * landed is never written again: only the call that failed is repeated.
  *
  * Backpressure: `intakeOpen$` (starts true) turns false when the channel holds 128 + N
@@ -88,30 +89,14 @@ export interface WrittenBatch {
  * below that; the claimer stops claiming meanwhile.
  */
 export class Finalizer {
-  private readonly channel = new Subject<Completion>();
   private pending = 0;
   private readonly capacity: number;
   private readonly intake = new BehaviorSubject<boolean>(true);
   private readonly giveUp = new Subject<void>();
-  private readonly rechecks = new Subject<void>();
   readonly intakeOpen$: Observable<boolean> = this.intake.asObservable();
-  /** The finalizer's output; subscribe once. Completes after `close()` once everything is written. */
-  readonly written$: Observable<WrittenBatch>;
 
   constructor(private readonly config: FinalizerConfig) {
     this.capacity = PIPELINE.batchMaxCount + config.executors;
-    this.written$ = this.channel.pipe(
-      bufferBounded((batch: Completion[]) => this.writeBatch(batch), {
-        maxCount: PIPELINE.batchMaxCount,
-        maxBytes: PIPELINE.batchMaxBytes,
-        maxWaitMs: PIPELINE.batchWindowMs,
-        sizeOf: (c) => c.bytes,
-        scheduler: config.scheduler,
-        expectMore: config.expectMore,
-        recheck$: this.rechecks,
-      }),
-      takeUntil(this.giveUp),
-    );
   }
 
   /** Completions handed over and not yet committed. */
@@ -119,24 +104,25 @@ export class Finalizer {
     return this.pending;
   }
 
-  /** An executor hands over a completion. */
-  push(completion: Completion): void {
-    this.pending++;
-    this.updateIntake();
-    this.channel.next(completion);
-  }
+  /** The operator: writes `completions` in batches; subscribe once. */
+  readonly write: OperatorFunction<Completion, WrittenBatch> = (completions) =>
+    completions.pipe(
+      tap(() => {
+        this.pending++;
+        this.updateIntake();
+      }),
+      bufferBounded((batch: Completion[]) => this.writeBatch(batch), {
+        maxCount: PIPELINE.batchMaxCount,
+        maxBytes: PIPELINE.batchMaxBytes,
+        maxWaitMs: PIPELINE.batchWindowMs,
+        sizeOf: (c) => c.bytes,
+        scheduler: this.config.scheduler,
+        moreComing$: this.config.moreComing$,
+      }),
+      takeUntil(this.giveUp),
+    );
 
-  /** What `expectMore` reads has changed (the worker: a claim was answered); a window it ends is written now. */
-  recheck(): void {
-    this.rechecks.next();
-  }
-
-  /** No more completions: written$ completes once the channel is written out. */
-  close(): void {
-    this.channel.complete();
-  }
-
-  /** Stops repeating failed writes (shutdown timeout): written$ completes now. */
+  /** Stops repeating failed writes (shutdown timeout): the output completes now. */
   abandon(): void {
     this.giveUp.next();
   }

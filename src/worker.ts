@@ -28,7 +28,7 @@ import { assertMigrated } from './db/migrator';
 import { isTransientDbError } from './db/transient';
 import { checkDefinition, type Definition } from './definition';
 import { ConfigError } from './errors';
-import { handBackCompletion, runEntry, type ExecutorDeps } from './executor';
+import { type Completion, handBackCompletion, runEntry, type ExecutorDeps } from './executor';
 import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
 import { createLogger, type Logger } from './logger';
@@ -164,6 +164,18 @@ export function createWorker(options: WorkerOptions): Worker {
   });
   done.catch(() => undefined); // a caller that never awaits `done` must not see an unhandled rejection
 
+  /** Completions on their way to the finalizer's write. */
+  const completions = new Subject<Completion>();
+  /** Completions may still come to fill a batch: an attempt is running, or the last claim came back full. */
+  const moreComing = new BehaviorSubject<boolean>(false);
+  const updateMoreComing = () => {
+    const more = registry.size > finalizer.backlog || lastClaimFull;
+    if (more !== moreComing.value) moreComing.next(more);
+  };
+  const pushCompletion = (completion: Completion) => {
+    completions.next(completion);
+    updateMoreComing();
+  };
   const finalizer = new Finalizer({
     executors,
     logger: logger.child({ component: 'finalizer' }),
@@ -172,7 +184,7 @@ export function createWorker(options: WorkerOptions): Worker {
     onRetry: () => metrics.writeRetries.inc(),
     // An attempt is running (held, i.e. claimed and not committed, but not yet handed over), or
     // the last claim took all it asked for, so the backlog goes on.
-    expectMore: () => registry.size > finalizer.backlog || lastClaimFull,
+    moreComing$: moreComing,
     onWritten: (batch, acks) => {
       sawDatabase();
       metrics.batchSize.observe(batch.length);
@@ -200,7 +212,7 @@ export function createWorker(options: WorkerOptions): Worker {
   let lastClaimFull = false;
   const claimAnswered = (full: boolean) => {
     lastClaimFull = full;
-    finalizer.recheck();
+    updateMoreComing();
   };
   const claim = (n: number) =>
     defer(() => {
@@ -333,7 +345,7 @@ export function createWorker(options: WorkerOptions): Worker {
       logger: logger.child({ component: 'executor' }),
       scheduler,
       timeouts: new Timeouts(scheduler),
-      hand: (completion) => finalizer.push(completion),
+      hand: pushCompletion,
       stepFor: (entry) => createStep(db, id, entry, registry, scheduler),
       settled: () => permits.release(1),
     };
@@ -360,7 +372,7 @@ export function createWorker(options: WorkerOptions): Worker {
 
     finalizerDone = new Promise<void>((resolve) => {
       settleOnTeardown.push(resolve);
-      subscriptions.push(finalizer.written$.subscribe({ error: fatal, complete: resolve }));
+      subscriptions.push(completions.pipe(finalizer.write).subscribe({ error: fatal, complete: resolve }));
     });
     // The registration was the first beat (it took the recovery pass if one was due: a catch-up
     // for a fleet that was down; started below, after the first claim has its connection); the
@@ -465,10 +477,10 @@ export function createWorker(options: WorkerOptions): Worker {
           claimInFlight: () => claimInFlight,
           handBack: (entry) => {
             entry.state = 'finalizing';
-            finalizer.push(handBackCompletion(entry));
+            pushCompletion(handBackCompletion(entry));
           },
           executorsDone: () => executorsDone,
-          closeFinalizer: () => finalizer.close(),
+          closeFinalizer: () => completions.complete(),
           finalizerDone: () => finalizerDone,
           abandonFinalizer: () => finalizer.abandon(),
         });

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import type { Observable } from 'rxjs';
+import { BehaviorSubject, type Observable, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { CompletionAck, CompletionRow } from '../src/db/types';
 import type { Completion } from '../src/executor';
@@ -34,7 +34,7 @@ interface Options {
   fail?: (rows: CompletionRow[], callNumber: number) => unknown;
   random?: () => number;
   /** Whether completions may still come, as the worker reports it (default: the option left out). */
-  expectMore?: () => boolean;
+  moreComing$?: Observable<boolean>;
 }
 
 /**
@@ -52,7 +52,7 @@ function harness(scheduler: TestScheduler, cold: Cold, options: Options = {}) {
     logger,
     scheduler,
     random: options.random ?? (() => 0.5),
-    expectMore: options.expectMore,
+    moreComing$: options.moreComing$,
     write: (rows) => {
       calls.push({ at: scheduler.now(), rows });
       const err = options.fail?.(rows, calls.length);
@@ -62,11 +62,23 @@ function harness(scheduler: TestScheduler, cold: Cold, options: Options = {}) {
     onWritten: (batch, acks) => written.push({ at: scheduler.now(), batch: batch.map((c) => c.row.id), acks }),
   });
   const callLog = () => calls.map((c) => [c.at, c.rows.length]);
-  return { finalizer, calls, callLog, logs, written };
+  // The worker's wiring: the completions as a stream, the finalizer as its operator.
+  const completions = new Subject<Completion>();
+  const wired = {
+    push: (c: Completion) => completions.next(c),
+    close: () => completions.complete(),
+    written$: completions.pipe(finalizer.write),
+    abandon: () => finalizer.abandon(),
+    intakeOpen$: finalizer.intakeOpen$,
+    get backlog() {
+      return finalizer.backlog;
+    },
+  };
+  return { finalizer: wired, calls, callLog, logs, written };
 }
 
 /** Pushes `completions` into the finalizer at virtual time `at`. */
-const pushAt = (scheduler: TestScheduler, finalizer: Finalizer, at: number, completions: Completion[]) =>
+const pushAt = (scheduler: TestScheduler, finalizer: { push(c: Completion): void }, at: number, completions: Completion[]) =>
   scheduler.schedule(() => completions.forEach((c) => finalizer.push(c)), at);
 
 describe('Finalizer', () => {
@@ -150,27 +162,24 @@ describe('Finalizer', () => {
     });
   });
 
-  it('skips or ends the window when nothing more can come (the end of a backlog): on an arrival or a recheck()', () => {
+  it('skips or ends the window when nothing more can come (the end of a backlog): with an arrival, or alone', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, flush }) => {
-      let more = true;
-      const h = harness(scheduler, cold, { expectMore: () => more });
+      const more = new BehaviorSubject(true);
+      const h = harness(scheduler, cold, { moreComing$: more });
       const s = h.finalizer.written$.subscribe();
       pushAt(scheduler, h.finalizer, 0, [completion('a')]);
       pushAt(scheduler, h.finalizer, 1, [completion('b'), completion('c')]); // backlog at 3, more may come: window…
       scheduler.schedule(() => {
-        more = false;
         h.finalizer.push(completion('d')); // …the last one arrives at 10: written then, not at 53
+        more.next(false);
       }, 10);
       pushAt(scheduler, h.finalizer, 100, [completion('e')]);
       pushAt(scheduler, h.finalizer, 101, [completion('f'), completion('g')]); // backlog at 103, nothing more: no window
-      scheduler.schedule(() => (more = true), 150);
+      scheduler.schedule(() => more.next(true), 150);
       pushAt(scheduler, h.finalizer, 200, [completion('h')]);
       pushAt(scheduler, h.finalizer, 201, [completion('i'), completion('j')]); // backlog at 203: window…
-      scheduler.schedule(() => {
-        more = false;
-        h.finalizer.recheck(); // …e.g. a claim came back empty at 210: written then, not at 253
-      }, 210);
+      scheduler.schedule(() => more.next(false), 210); // …e.g. a claim came back empty at 210: written then, not at 253
       flush();
       s.unsubscribe();
       expect(h.callLog()).toEqual([

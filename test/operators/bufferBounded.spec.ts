@@ -167,20 +167,19 @@ describe('bufferBounded', () => {
     });
   });
 
-  it('does not open a window when expectMore says nothing else can come, and ends one as soon as it says so (an arrival, a recheck$)', () => {
+  it('does not open a window when moreComing$ says nothing else can come, and ends one as soon as it says so (with an arrival, or alone)', () => {
     const scheduler = newScheduler();
     scheduler.run(({ hot, cold, flush }) => {
       // Never more: the backlog b,c goes as soon as the writer is free; d, alone, after it.
       const never = recordingWriter(scheduler, cold, 3);
-      hot('abc-d').pipe(bufferBounded(never.write, config(scheduler, { maxCount: 10, expectMore: () => false }))).subscribe();
+      hot('abc-d').pipe(bufferBounded(never.write, config(scheduler, { maxCount: 10, moreComing$: of(false) }))).subscribe();
       // More until 4: the window opens at 3 and ends when d arrives at 4, not at 8.
       const until4 = recordingWriter(scheduler, cold, 3);
-      hot('abc-d').pipe(bufferBounded(until4.write, config(scheduler, { maxCount: 10, expectMore: () => scheduler.now() < 4 }))).subscribe();
-      // More until 6, then a recheck$ at 6 ends the window with no item arriving.
+      hot('abc-d').pipe(bufferBounded(until4.write, config(scheduler, { maxCount: 10, moreComing$: hot('t---f', { t: true, f: false }) }))).subscribe();
+      // More until 6: the change at 6 ends the window with no item arriving.
       const rechecked = recordingWriter(scheduler, cold, 3);
-      const recheck$ = hot('------r');
       hot('abc-d')
-        .pipe(bufferBounded(rechecked.write, config(scheduler, { maxCount: 10, expectMore: () => scheduler.now() < 6, recheck$ })))
+        .pipe(bufferBounded(rechecked.write, config(scheduler, { maxCount: 10, moreComing$: hot('t-----f', { t: true, f: false }) })))
         .subscribe();
       // Always (the default): the window runs out at 8.
       const always = recordingWriter(scheduler, cold, 3);
