@@ -1,5 +1,5 @@
 /**
- * The certification verdict (issue 6; seed 003: "the verdict is a pure function of the log").
+ * The certification verdict, a pure function of the ledger (test/certify/checker.spec.ts).
  * `check(ledger)` reads only what the database recorded — jobs, executions (one row per
  * attempt), steps (one row per recorded step) and the step side effects the certification jobs
  * log — and never a clock or a worker's state. All times are ms on the database clock.

@@ -1,6 +1,7 @@
 /**
  * `npm run certify -- --workers W --executors E --jobs J --kill-every S [--restart-db-every T]
- *  [--heartbeat H] [--out DIR]`: the certification run (issue 6; seeds 002 and 003).
+ *  [--heartbeat H] [--out DIR]`: the certification run (docs/DESIGN.md, "Delivery";
+ *  test/certify/run.test.ts).
  *
  * Starts a PostgreSQL server of its own (or uses DATABASE_URL), spawns W `acta worker` processes
  * running certify/jobs.ts, enqueues J jobs of 2–3 recorded steps each, SIGKILLs a random worker

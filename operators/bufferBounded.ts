@@ -44,7 +44,7 @@ export interface BufferBoundedConfig<T> {
  *                                  ..[ij]   i,j waited: completion at 26 ends the window
  * output:  ---A---B----E-------F---H----(I|)   A=a B=bcd E=e F=fg H=h I=ij
  * ```
- * Source of the rule: shared/DESIGN.md, "Finalizer"; seed 000 ("Batch window").
+ * Source of the rule: docs/DESIGN.md, "The pipeline inside one worker" (Finalizer).
  */
 export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, config: BufferBoundedConfig<T>): OperatorFunction<T, R> {
   const { maxCount, maxBytes, maxWaitMs } = config;

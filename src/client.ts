@@ -167,7 +167,8 @@ const TX_HINT = "; tx is enqueue's option, and enqueueMany's second argument: en
 /**
  * The name an enqueue item names: a string as it is, a definition (an object with a `handler`
  * function, as defineJob makes it) by its `name`. Throws ConfigError for anything else: a function
- * or a class would otherwise be enqueued under its own JavaScript name (adversarial trial).
+ * or a class would otherwise be enqueued under its own JavaScript name (test/db/enqueue.test.ts,
+ * "enqueue and enqueueMany take the definition itself").
  */
 function definitionName(definition: unknown): unknown {
   if (typeof definition === 'string') return definition;
@@ -177,7 +178,7 @@ function definitionName(definition: unknown): unknown {
   throw new ConfigError(`definition must be a definition's name or the definition itself (defineJob: an object with a name and a handler), got ${got}`);
 }
 
-/** Creates a client that enqueues jobs (shared/DESIGN.md, "The ledger"). */
+/** Creates a client that enqueues jobs (docs/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {
   knownKeys('client option', options, CLIENT_OPTION_KEYS);
   const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
@@ -217,7 +218,8 @@ export function createClient(options: ClientOptions): Client {
         // PostgreSQL text stores a lone surrogate as U+FFFD: two different keys would become one,
         // and the second job would be dropped as a duplicate.
         // A btree entry holds at most 2,704 bytes (PostgreSQL, "B-Tree" limits), the namespace
-        // included: a longer key would fail the insert with 54000 (adversarial trial: a 1 MB key).
+        // included: a longer key would fail the insert with 54000 (test/db/enqueue.test.ts, "bad
+        // options are refused with ConfigError before anything is written").
         if (item.idempotencyKey !== undefined) nameOption('idempotencyKey', item.idempotencyKey, MAX_IDEMPOTENCY_KEY_BYTES);
         if (item.runAt !== undefined && !(item.runAt instanceof Date && item.runAt.getTime() >= MIN_TIMESTAMPTZ_MS)) {
           // NaN fails the comparison too. Dates before 4713 BC are valid in JavaScript, not in timestamptz (22008).
@@ -230,7 +232,8 @@ export function createClient(options: ClientOptions): Client {
         rows.maxAttempts.push(item.maxAttempts ?? null);
         rows.idempotencyKeys.push(item.idempotencyKey ?? null);
       } catch (err) {
-        // enqueueMany says which item (adversarial trial: item 50,000 of 60,000 was not named), also of one.
+        // enqueueMany names the item, also in a batch of one (test/db/enqueue.test.ts, "enqueueMany
+        // names the item its error is about").
         throw many && err instanceof ActaError ? atItem(err, i) : err;
       }
     }

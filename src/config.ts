@@ -4,7 +4,7 @@ import { badString, bytesOver } from './json';
 
 /**
  * The lease clock: every timing derives from one knob, the heartbeat interval H
- * (shared/DESIGN.md, "The lease clock"; seed 000, "Every cap and threshold").
+ * (docs/DESIGN.md, "The lease clock").
  */
 export interface LeaseClock {
   /** H, ms. Default 45 000. */
@@ -19,7 +19,7 @@ export interface LeaseClock {
   recoveryIntervalMs: number;
 }
 
-/** Default heartbeat interval H (DESIGN.md): 45 s. */
+/** Default heartbeat interval H (docs/DESIGN.md, "The lease clock"): 45 s. */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 45_000;
 
 /** Accepted heartbeat intervals H, ms (inclusive): 100 ms to one hour. */
@@ -44,7 +44,7 @@ export function leaseClock(heartbeatIntervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS):
   };
 }
 
-/** Constants of the pipeline (DESIGN.md, "The pipeline inside one worker"; seed 000). */
+/** Constants of the pipeline (docs/DESIGN.md, "The pipeline inside one worker"). */
 export const PIPELINE = {
   /** Completions in one complete_executions call. */
   batchMaxCount: 128,
@@ -72,7 +72,7 @@ export const PIPELINE = {
    * (test/faults/outage.test.ts).
    */
   unreachableRetryMaxMs: 4_000,
-  /** Default per-attempt execution timeout (seed 000: 300 s), settable per definition. */
+  /** Default per-attempt execution timeout, 300 s (acta's own default), settable per definition. */
   executionTimeoutMs: 300_000,
   /**
    * Uncharged returns a job may have in its life: acta.recover_jobs' bound on lost attempts that
@@ -85,20 +85,20 @@ export const PIPELINE = {
   /**
    * Longest message and stack stored of an attempt's error, in UTF-16 code units each; the rest
    * is cut with a note of how much. An error's text is for people and logs, and is stored twice
-   * per attempt (the job's last error and the attempt's ledger row): a 10 MB message was 20 MB
-   * per attempt, and a 280-million-character one made serialising the error throw, which stopped
-   * the worker and handed the job back uncharged, again at every claim (adversarial trial).
+   * per attempt (the job's last error and the attempt's ledger row); an unbounded one can make
+   * serialising the error throw, and the job would go back at every claim
+   * (test/faults/completion.test.ts, "a user's code that throws where acta reads it").
    */
   errorTextMaxChars: 65_536,
 } as const;
 
-/** Default safety poll (DESIGN.md): the longest idle sleep and the failed-claim back-off, ms. */
+/** Default safety poll (docs/DESIGN.md, "The lease clock"): the longest idle sleep and the failed-claim back-off, ms. */
 export const DEFAULT_SAFETY_POLL_MS = 1_000;
 
-/** Default shutdown timeout (seed 001): how long stop() waits for running handlers, ms. */
+/** Default shutdown timeout (acta's own default): how long stop() waits for running handlers, ms. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
-/** Executor count N: 4 per core, clamped to 8..64 (DESIGN.md; seed 000 `MaxConcurrentExecutors`). */
+/** Executor count N: 4 per core, clamped to 8..64 (docs/DESIGN.md, "The lease clock"). */
 export function defaultExecutors(cores = os.availableParallelism?.() ?? os.cpus().length): number {
   return Math.min(64, Math.max(8, 4 * cores));
 }
@@ -127,10 +127,9 @@ export function nameOption(what: string, value: unknown, maxBytes?: number): str
  * The longest namespace and definition name, in UTF-8 bytes. B-tree entries hold at most 2,704
  * bytes (PostgreSQL, "B-Tree" limits: a third of an 8 kB page) and acta's hold a namespace with a
  * definition name (acta.definitions' key) or with an idempotency key of up to 2,000 bytes
- * (jobs_idempotency_key_idx); a NOTIFY payload (< 8,000 bytes) carries the namespace. Longer ones
- * were accepted, then failed as raw database errors: a 3,000-byte name at every worker's start
- * (its jobs stayed Ready), a 1,500-byte namespace with a long key at enqueue, an 8,000-byte
- * namespace at every enqueue (adversarial trial).
+ * (jobs_idempotency_key_idx); a NOTIFY payload (< 8,000 bytes) carries the namespace. A longer one
+ * would pass here and fail later as a raw database error, at a worker's start or at every enqueue
+ * (test/db/enqueue.test.ts, "createWorker and createClient refuse unknown options").
  */
 export const MAX_NAME_BYTES = 255;
 

@@ -52,8 +52,9 @@ export interface Definition<P = any, R = unknown> {
   name: string;
   handler: (payload: P, ctx: JobContext) => Promise<R> | R;
   /**
-   * Per-attempt execution timeout in ms, an integer 1..2^31−1 (default 300,000 = 5 min, seed 000;
-   * createWorker throws ConfigError outside that range); a timeout is retried like a failure.
+   * Per-attempt execution timeout in ms, an integer 1..2^31−1 (default 300,000 = 5 min,
+   * PIPELINE.executionTimeoutMs; createWorker throws ConfigError outside that range); a timeout
+   * is retried like a failure.
    */
   timeoutMs?: number;
   /**
@@ -92,7 +93,8 @@ export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): 
 /**
  * Defines a job with its payload type, for type inference at the call site. Checks it as
  * createWorker does (checkDefinition: name, handler, timeoutMs, maxAttempts, backoff) and throws
- * ConfigError where it is written, not only later where a worker is created (new-user trial).
+ * ConfigError where it is written, not only later where a worker is created
+ * (test/db/enqueue.test.ts, "createWorker and createClient refuse unknown options").
  */
 export function defineJob<P = unknown, R = unknown>(definition: Definition<P, R>): Definition<P, R> {
   checkDefinition(definition as Partial<Definition>, true);

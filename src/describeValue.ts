@@ -2,7 +2,8 @@ import { types } from 'node:util';
 
 /*
  * A bounded description of any value: how a value that is not an Error (thrown, or as a cause)
- * is named in a stored error (src/storedError.ts). Held by test/describeValue.spec.ts.
+ * is named in a stored error (src/storedError.ts). Held by test/describeValue.spec.ts; the cases
+ * that set its bounds: docs/decisions/2026-12-02-bounded-error-descriptions.md.
  */
 
 /** The longest description `describeValue` gives, in characters (acta's own bound: a description names a value, it does not store it). */
@@ -11,8 +12,8 @@ const DESCRIBE_MAX_CHARS = 1_000;
 const DESCRIBE_MAX_DEPTH = 50;
 /**
  * Members, elements and objects `describeValue` looks at, written or left out, before it stops:
- * members JSON leaves out (undefined values, functions) write nothing, and 400 visits of one
- * object of 10,000 undefined members took 2.1 s (a review). acta's own bound.
+ * members JSON leaves out (undefined values, functions) write nothing, so the character bound
+ * alone would not end the walk. acta's own bound.
  */
 const DESCRIBE_MAX_STEPS = 5_000;
 const DESCRIBED = Symbol('description full');
@@ -26,7 +27,7 @@ function binaryName(value: object): string | undefined {
   return undefined;
 }
 
-/** The largest bigint `describeValue` writes in digits (acta's own bound: 1n << 4_000_000n took 1.2 s to write out, a review). */
+/** The largest bigint `describeValue` writes in digits (acta's own bound: a huge bigint's decimal text takes long to write out). */
 const BIGINT_MAX_DIGITS = 10n ** 1_000n;
 
 /** `10n`, or `<a bigint of over 1000 digits>` (the comparison is linear in its size; its decimal text is not). */
@@ -38,12 +39,11 @@ function bigintText(v: bigint): string {
  * The best short string form of any value, at most DESCRIBE_MAX_CHARS characters (and `…` where
  * cut). Never throws, and its time is bounded by DESCRIBE_MAX_STEPS (beyond listing each object's
  * own keys once, which V8 does whole before the first is read). A string as it is, a bigint as
- * bigintText, binary data as binaryName, a Proxy as `[a Proxy]` (its traps would run per key: 32 s
- * for one of a 5 MB typed array, a review); anything else as the start of its JSON form (toJSON
- * honoured, a boxed primitive unwrapped, functions and symbols left out, a cycle as "[Circular]",
- * keys cut at 1,000 characters), written by a walk that stops at the bound: serialising a whole
- * value first took 1.4 s for a 20 MB Buffer cause and 47 s for an AggregateError of ten (reviews),
- * and up to 24 values are described per error. An object whose reading throws (a getter, a
+ * bigintText, binary data as binaryName, a Proxy as `[a Proxy]` (its traps would run per key);
+ * anything else as the start of its JSON form (toJSON honoured, a boxed primitive unwrapped,
+ * functions and symbols left out, a cycle as "[Circular]", keys cut at 1,000 characters), written
+ * by a walk that stops at the bound, not by serialising the whole value first: up to 24 values are
+ * described per error. An object whose reading throws (a getter, a
  * revoked Proxy) is described by what was written before, else by its tag.
  */
 export function describeValue(value: unknown): string {
@@ -63,7 +63,7 @@ export function describeValue(value: unknown): string {
     }
   };
   const onPath = new Set<object>();
-  /** Own enumerable keys per object, listed once however often the object is met (a review: 400 visits of one such list took 17 s). */
+  /** Own enumerable keys per object, listed once however often the object is met (a value may reach one object many times). */
   const keysOf = new Map<object, string[]>();
   /** Writes `v` as JSON would (undefined, a function or a symbol: nothing, and false is returned). */
   const write = (v: unknown, key: string): boolean => {
@@ -150,7 +150,7 @@ export function describeValue(value: unknown): string {
     if (parts.length > 0) return cut(`${parts.join('')}…`);
   }
   if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
-    // Not String(value): an array's would join all of its elements (a review: 2e6 bytes).
+    // Not String(value): an array's would join all of its elements.
     try {
       return typeof value === 'function' ? cut(String(value)) : Object.prototype.toString.call(value);
     } catch {

@@ -26,7 +26,7 @@ export class ActaError extends Error {
 export function atItem<E extends ActaError>(err: E, index: number): E {
   // One that is marked already (an instance of the caller's own, thrown again) or frozen stays as
   // it is: marked again it read "enqueueMany item 0: enqueueMany item 0: ..."; frozen, the marking
-  // threw a TypeError in its place (adversarial review).
+  // threw a TypeError in its place.
   if (err.item !== undefined || !Object.isExtensible(err)) return err;
   try {
     const before = err.message;
@@ -67,9 +67,9 @@ export class SchemaNotMigratedError extends ActaError {
  * The database's acta schema is newer than this acta: it records migrations this version does not
  * know, or SQL functions of a higher revision (sql/functions.lock). An older acta's migrate would
  * put back its own (older) function files under the newer tables and indexes, and the newer
- * workers would then refuse to start until migrated again (a new-user trial's rolling upgrade
- * went back and forth so), so both migrate and a starting worker refuse instead, and change
- * nothing.
+ * workers would then refuse to start until migrated again (a rolling upgrade would go back and
+ * forth so), so both migrate and a starting worker refuse instead, and change nothing
+ * (test/db/migrator.test.ts, "an older acta refuses a schema a newer one migrated").
  */
 export class SchemaNewerError extends ActaError {
   constructor(unknown: string[]) {
@@ -149,7 +149,7 @@ export class UnknownDefinitionError extends ActaError {
  * `ctx.step(name, fn)`: `fn` ran, but its result cannot be stored as jsonb (the cause, an
  * InvalidJsonError, says where). The job fails without retry: a later attempt would run `fn`
  * again, repeating its effects, and its result still could not be stored (the same rule as a
- * handler's unstorable result; seed 001, "an outcome that cannot be stored").
+ * handler's unstorable result; test/db/steps.test.ts, "a step whose result cannot be stored").
  */
 export class UnstorableStepResultError extends ActaError {
   constructor(

@@ -39,12 +39,12 @@ export interface ExecutorDeps {
 }
 
 /**
- * Runs one entry (shared/DESIGN.md, "Executor"): skips it if its deadline already fired (the row
- * goes back uncharged), runs the handler with an AbortSignal and the definition's timeout, builds
+ * Runs one entry (docs/DESIGN.md, "The pipeline inside one worker": Executor): skips it if its
+ * deadline already fired (the row goes back uncharged), runs the handler with an AbortSignal and the definition's timeout, builds
  * the completion record and hands it to the finalizer. The returned Observable never errors: per
  * job, errors are values. `deps.settled` runs when it ends, i.e. only after the hand-off.
  * (One Observable per job, not defer + from(promise) + finalize: each layer is per-job allocation
- * and code that a fresh process runs cold; issue 5.)
+ * and code that a fresh process runs cold.)
  */
 export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<never> {
   return new Observable<never>((subscriber) => {
@@ -128,25 +128,28 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     try {
       text = value === undefined || value === null ? 'null' : toJsonText(value);
     } catch (err) {
-      // A result that cannot be stored fails its job without retry (DEVELOPERS.md, bad input).
+      // A result that cannot be stored fails its job without retry: another attempt would return
+      // it again (test/faults/completion.test.ts, "poisoned outcomes next to clean ones").
       return failFinal(storedError(err, 'UnstorableResult'), 'result cannot be stored');
     }
     return complete(entry, 'succeeded', text, null, 0);
   } catch (err) {
-    // Stopping gracefully, or giving up: the row goes back uncharged (seed 001, "Shutdown").
+    // Stopping gracefully, or giving up: the row goes back uncharged (test/faults/shutdown.test.ts,
+    // "SIGTERM: running jobs get the shutdown timeout, then go back uncharged").
     if (entry.abortCause === 'shutdown' || entry.abortCause === 'fatal') return complete(entry, 'handed_back', null, null, 0);
     const aborted = abortError(entry, timeoutMs);
     if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
-      // retry, with a readable error describing the value (issue 4).
+      // retry, with a readable error describing the value (test/faults/completion.test.ts,
+      // "poisoned outcomes next to clean ones").
       return failFinal(storedError(err), 'handler threw a non-Error value');
     }
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
       return failFinal(storedError(err), 'step result cannot be stored');
     }
-    // Logged as stored plus the error's own simple fields, under `error` (bounded: pino's `err`
-    // serialiser would write all of it, e.g. one 314 MB line for an AggregateError of a million
-    // errors, 13.9 s on the event loop; adversarial trial).
+    // Logged as stored plus the error's own simple fields, under `error`: bounded, where pino's
+    // `err` serialiser would write all of it, every element of an AggregateError included
+    // (test/faults/completion.test.ts, "an error's cause chain and an AggregateError's errors").
     const stored = storedError(aborted ?? err);
     return failure(entry, definition, attempt, stored, () => loggedError(aborted ?? err, stored), jobLogger);
   } finally {
@@ -205,7 +208,7 @@ function complete(entry: Entry, outcome: CompletionRow['outcome'], result: strin
     entry,
     row: { id: entry.row.id, execution: entry.row.execution, outcome, result, error, retryDelayMs },
     // UTF-8 bytes, as the bound is: string length counts UTF-16 units, a third of the bytes of
-    // CJK text (adversarial trial: a "4 MiB" batch of 5.72 MiB).
+    // CJK text (test/faults/completion.test.ts, "the finalizer's 4 MiB bound counts UTF-8 bytes").
     bytes: (result === null ? 0 : Buffer.byteLength(result, 'utf8')) + (error === null ? 0 : Buffer.byteLength(error, 'utf8')),
   };
 }

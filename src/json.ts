@@ -64,8 +64,8 @@ export function badString(s: string): string | undefined {
  * The most bytes of JSON text acta stores as one jsonb value: jsonb's own bound (2^28 − 1 bytes,
  * PostgreSQL's JENTRY_OFFLENMASK; only a text of many escapes parses smaller). Beyond it the
  * database refuses the value (54000), or, past its 1 GB message bound once the driver has quoted
- * the batch, drops the connection: a completion of 360 million '€' (1 GB in UTF-8) was repeated
- * without end (adversarial review).
+ * the batch, drops the connection, and the completion write would be repeated without end
+ * (test/json.spec.ts, "refuses a text of more UTF-8 bytes than a jsonb value holds").
  */
 export const JSONB_MAX_BYTES = 2 ** 28 - 1;
 
@@ -85,8 +85,9 @@ function errorText(err: unknown): string {
 
 /**
  * The slow path: walks `value` as JSON.stringify would and names the first value jsonb refuses,
- * or the first one that throws when read (a getter, a Proxy's trap, a revoked Proxy: before, the
- * user's own error came out of enqueue, untyped and without a path; adversarial trial).
+ * or the first one that throws when read (a getter, a Proxy's trap, a revoked Proxy), so that
+ * enqueue throws InvalidJsonError with a path, not the user's own error (test/json.spec.ts,
+ * "refuses a value that throws when read").
  */
 function findBadValue(value: unknown): { path: string; reason: string } | undefined {
   const ancestors = new Set<unknown>();

@@ -4,7 +4,7 @@ import type { Permits } from './permits';
 import type { Registry as InFlight } from './registry';
 
 /**
- * A worker's Prometheus metrics (shared/DESIGN.md, "Names": `acta_` prefix, base units, `_total`
+ * A worker's Prometheus metrics (docs/DESIGN.md, "Names": `acta_` prefix, base units, `_total`
  * for counters, no job id as a label). Each worker has its own prom-client Registry unless one is
  * given, so several workers in one process do not collide.
  */

@@ -2,9 +2,9 @@ import { Observable, Subject } from 'rxjs';
 
 /**
  * The executor permits (N of them): a claim takes a row only for a free permit, and an executor
- * returns its permit only after it handed its completion to the finalizer (shared/DESIGN.md,
- * "Claimer", "Executor"). This is what bounds `mergeMap(run, N)`'s input, which would otherwise
- * buffer without limit (STYLE.md, known traps).
+ * returns its permit only after it handed its completion to the finalizer (docs/DESIGN.md, "The
+ * pipeline inside one worker": Claimer, Executor). This is what bounds `mergeMap(run, N)`'s input:
+ * mergeMap holds whatever arrives beyond its N running, without limit (test/permits.spec.ts).
  */
 export class Permits {
   private free: number;

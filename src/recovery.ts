@@ -24,8 +24,8 @@ export interface RecoveryPassConfig {
 }
 
 /**
- * One recovery pass (shared/DESIGN.md, "The lease clock"; issue 4): calls acta.recover_jobs
- * until a call returns fewer than a full batch. It runs beside the worker's loop, taken by
+ * One recovery pass (docs/DESIGN.md, "The lease clock"; test/faults/recovery.test.ts): calls
+ * acta.recover_jobs until a call returns fewer than a full batch. It runs beside the worker's loop, taken by
  * whichever heartbeat found it due (that beat moved the namespace's clock one lease on), so a
  * worker whose executors are all busy still sweeps. A worker that dies mid-pass holds nothing
  * back: each call is its own transaction over rows taken FOR UPDATE SKIP LOCKED. A call that

@@ -1,6 +1,6 @@
 import type { ClaimedRow, HeldPair, JobId } from './db/types';
 
-/** Entry states (shared/DESIGN.md, "Registry"): Claimed → Executing → Finalizing → removed. */
+/** Entry states: Claimed → Executing → Finalizing → removed (docs/DESIGN.md, "The pipeline inside one worker": Registry). */
 export type EntryState = 'claimed' | 'executing' | 'finalizing';
 
 /**
@@ -13,8 +13,9 @@ export type AbortCause = 'timeout' | 'deadline' | 'lost' | 'shutdown' | 'fatal';
 
 /**
  * One held claim. Its AbortController is made on first use (`controller`, `ctx.signal`): most
- * attempts end without anyone reading it, and a controller per job was measurable in the
- * pipeline's profile (issue 5: EventTarget set-up and a listener per job, ~4 % of its CPU).
+ * attempts end without anyone reading it, and a controller per job is an EventTarget and a
+ * listener set up on the path every job takes
+ * (docs/decisions/2026-11-30-abort-controller-on-first-use.md).
  * `aborted` and `abortCause` are the cheap checks.
  */
 export class Entry {

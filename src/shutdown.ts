@@ -27,7 +27,7 @@ export interface ShutdownDeps {
 }
 
 /**
- * The graceful shutdown of one worker (seed 001, "Shutdown"; issue 4), for SIGINT/SIGTERM and
+ * The graceful shutdown of one worker (test/faults/shutdown.test.ts), for SIGINT/SIGTERM and
  * `worker.stop()`:
  *
  * 1. stop claiming at once (a claim already in flight is awaited, up to the timeout);
@@ -75,7 +75,8 @@ export async function shutdown(deps: ShutdownDeps): Promise<void> {
   deps.closeFinalizer();
   // At least until a failed write's first repeat would be due: with a timeout of 0 (or a few ms)
   // the hand-backs just queued were abandoned before their write could land, and their rows
-  // stayed Executing until recovery (adversarial trial: 3 of 4 rows at shutdownTimeoutMs 0).
+  // stayed Executing until recovery (test/faults/shutdown.test.ts, "shutdownTimeoutMs 0: running
+  // handlers are aborted at once and their rows still go back").
   const writeMs = Math.max(shutdownTimeoutMs, PIPELINE.writeRetryInitialMs);
   if ((await raceTimeout(deps.finalizerDone(), writeMs, scheduler)) === 'timeout') {
     logger.error({ held: registry.size }, 'completions could not be written before the shutdown timeout; their rows will be recovered');

@@ -9,7 +9,8 @@ import { toJsonText } from './json';
 import type { Entry, Registry } from './registry';
 
 /**
- * `ctx.step(name, fn)`: a durable step inside a handler (issue 6; DESIGN.md, "Delivery").
+ * `ctx.step(name, fn)`: a durable step inside a handler (docs/DESIGN.md, "Delivery";
+ * test/db/steps.test.ts).
  *
  * The first time a job reaches step `name`, `fn` runs and its result is recorded in acta.steps
  * by acta.record_step, in the same statement that checks the attempt still owns the job (the
@@ -38,11 +39,10 @@ export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
  * A step's database calls (reading the recorded steps, recording one) repeat on a transient error
  * (connection loss, server restart: src/db/transient.ts), 250 ms doubling to 5 s, ±25 %, as the
  * recovery pass's do (PIPELINE.callRetry*), for as long as the attempt holds its deadline and is
- * not aborted; then the attempt ends as the heartbeat decides. Before, one failed call failed the
- * attempt and charged it: an adversarial trial restarted the server for 2 s and 2–3 of 20
- * maxAttempts-1 jobs ended Failed although their handlers never failed. Repeating a record is
+ * not aborted; then the attempt ends as the heartbeat decides. A database that is away for a
+ * moment must not fail and charge an attempt whose handler did not fail. Repeating a record is
  * safe: a record that had committed before its answer was lost comes back as `exists` with this
- * attempt's own result.
+ * attempt's own result (test/db/steps.test.ts, "a step survives transient database errors").
  */
 const STEP_RETRY = { initialMs: PIPELINE.callRetryInitialMs, maxMs: PIPELINE.callRetryMaxMs, jitter: PIPELINE.callRetryJitter };
 
@@ -67,10 +67,10 @@ export function createStep(db: Queryable, workerId: string, entry: Entry, regist
     // Past the attempt deadline the lease may be gone and another attempt may have recorded this
     // step: `fn` must not run. The heartbeat notices a passed deadline only on its next check, and
     // a process that was paused or whose event loop was blocked (a long GC, a synchronous loop)
-    // reaches this line first: an adversarial trial saw a SIGSTOPped worker, resumed, run a step
-    // another attempt had recorded (4 of 5 runs). The deadline (2.5 H after the last confirmed
-    // renewal) comes 1.5 H before the lease ends (4 H; DESIGN.md, lease clock): no other attempt
-    // can exist while it has not passed.
+    // reaches this line first (test/db/steps.test.ts, "a step reached after the attempt deadline
+    // passed unnoticed"). The deadline (2.5 H after the last confirmed renewal) comes 1.5 H before
+    // the lease ends (4 H; docs/DESIGN.md, "The lease clock"): no other attempt can exist while it
+    // has not passed.
     if (now() >= entry.deadlineAt) registry.abort(entry, 'deadline');
     entry.controller.signal.throwIfAborted();
     const value = await fn();

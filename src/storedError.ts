@@ -11,8 +11,8 @@ import { InvalidJsonError } from './errors';
 
 /**
  * An Error of this realm or of another (`vm` contexts, whose Errors are not `instanceof` this
- * realm's Error: a TypeError thrown in one was stored as a thrown non-Error and not retried;
- * adversarial trial); false for a value on which the test throws (e.g. a revoked Proxy).
+ * realm's Error, and must be retried as one: test/faults/completion.test.ts, "another realm's
+ * Error is an Error"); false for a value on which the test throws (e.g. a revoked Proxy).
  */
 export function isError(err: unknown): err is Error {
   try {
@@ -69,8 +69,8 @@ export function storedError(err: unknown, name?: string): Record<string, unknown
     return errorFields(err, name);
   } catch {
     // Not expected: every read of `err` is guarded. But this must not throw, or the attempt's
-    // completion is never made (a Proxy of an Error whose traps throw only on a later call;
-    // adversarial trial).
+    // completion is never made (a Proxy of an Error whose traps throw only on a later call:
+    // test/faults/completion.test.ts, "a user's code that throws where acta reads it").
     return unreadable(name);
   }
 }
@@ -79,18 +79,19 @@ export function storedError(err: unknown, name?: string): Record<string, unknown
  * The error of an attempt as the worker logs it: storedError's fields, plus the error's own
  * enumerable fields of simple values (strings cut at 1,000 characters, finite numbers, booleans;
  * at most 20 of the first 100, names of at most 100 characters), e.g. a pg error's `detail` and `constraint`, an HTTP error's `status`, a system
- * error's `syscall` and `port`, which the stored form leaves out (a review). Never throws.
+ * error's `syscall` and `port`, which the stored form leaves out (test/faults/completion.test.ts,
+ * "an error's cause chain and an AggregateError's errors"). Never throws.
  */
 export function loggedError(err: unknown, stored: Record<string, unknown>): Record<string, unknown> {
   const own: Record<string, unknown> = {};
   if (isError(err) && !types.isProxy(err)) {
-    // (A Proxy's traps would list every key of its target: 2.9 s for one of a typed array, a review.)
+    // (Not a Proxy's: its traps would run for every key of its target, e.g. each element of a typed array.)
     try {
       let n = 0;
       let looked = 0;
       for (const key in err) {
-        // At most 20 kept of the first 100 looked at; names of at most 100 characters (a review:
-        // one field named by 1e8 characters made a 100 MB line).
+        // At most 20 kept of the first 100 looked at; names of at most 100 characters: the line
+        // stays bounded whatever the error holds.
         if (n >= 20 || ++looked > 100) break;
         if (key in stored || key.length > 100 || !Object.prototype.hasOwnProperty.call(err, key)) continue;
         let v: unknown;
@@ -133,7 +134,7 @@ function unreadable(name?: string): Record<string, unknown> {
  * characters (3.4 MB of UTF-8 at worst, control characters escaped) beside
  * the error's own message and stack, whatever the handler threw (a cycle of causes, an `errors`
  * array with its own `slice`, a Proxy). acta's own choice; a completion larger than the 4 MiB
- * batch bound is written alone (shared/DESIGN.md, finalizer).
+ * batch bound is written alone (docs/DESIGN.md, "The pipeline inside one worker": Finalizer).
  */
 const NESTED_ERRORS = { causeDepth: 4, maxErrors: 10, textMaxChars: 4_096 } as const;
 

@@ -91,9 +91,8 @@ class DurationQueue {
  * comes due after its entry was cancelled re-arms for the next live one: at most one extra wakeup
  * per duration per timeout period. With nothing pending no action is left scheduled.
  *
- * Why (issue 5): a timer per attempt (rxjs asyncScheduler → setInterval/clearInterval) cost
- * ~0.3 µs per job warm and 5–8 µs per job for a process's first few thousand jobs, on the path
- * every job takes; a timeout almost never fires.
+ * Why: a timer per attempt would be set and cleared on the path every job takes, for a timeout
+ * that almost never fires (docs/decisions/2026-11-30-shared-timeouts.md). test/timeouts.spec.ts.
  */
 export class Timeouts {
   private readonly queues = new Map<number, DurationQueue>();

@@ -104,11 +104,13 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
         (err: unknown) => logger.warn({ err }, `Redis SUBSCRIBE ${what} failed; relying on the safety poll`),
       );
     // ioredis emits 'error' at each failed (re)connect and, with no listener, prints each raw to
-    // stderr (new-user trial: 16 lines in 8 s, and no word in the worker's log): one warning
-    // when the connection goes down, one line when it is back.
+    // stderr, with no word in the worker's log: one warning when the connection goes down, one
+    // line when it is back (test/wakeups.spec.ts, "Redis: a subscription connection that cannot
+    // connect logs one warning").
     let down = false;
     // 'error' is not in RedisLike's `on` (an adapter written to it needs only 'message' and
-    // 'ready'), and one that refuses other events must not end the worker (adversarial review).
+    // 'ready'), and one that refuses other events must not end the worker (test/wakeups.spec.ts,
+    // "Redis: an adapter whose on() refuses "error", or whose disconnect() rejects, ends nothing").
     try {
       (sub as unknown as { on(event: 'error', listener: (err: Error) => void): unknown }).on('error', (err: Error) => {
         if (down) return;

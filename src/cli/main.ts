@@ -31,7 +31,8 @@ function isoDate(value: string): Date {
 /**
  * An option parser for the Redis address, as ioredis takes it (`redis://host:6379`, `host:port`, a
  * socket path): refuses an empty one (an unset `$REDIS_URL`: ioredis would use 127.0.0.1:6379)
- * and a URL that does not parse, naming the flag (adversarial review).
+ * and a URL that does not parse, naming the flag (test/cli.test.ts, "an option out of range is
+ * refused, naming the flag").
  */
 function redisAddress(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('must not be empty.');
@@ -53,7 +54,8 @@ export function loadDefinitions(modulePath: string): Definition[] {
     const e = err as NodeJS.ErrnoException;
     // Only when the module itself is missing: Node's message names the missing module on its first
     // line, then lists the requiring files, so a module that exists but requires a package that
-    // is not installed would otherwise be reported as missing itself (new-user trial).
+    // is not installed would otherwise be reported as missing itself (test/cli.test.ts, "`acta
+    // worker` with a missing module or a TypeScript file says so plainly").
     if (e.code === 'MODULE_NOT_FOUND' && e.message.split('\n')[0].includes(`'${resolved}'`)) {
       throw new ActaError('ACTA_MODULE_NOT_FOUND', `no module at ${resolved}`);
     }

@@ -1,5 +1,5 @@
 /**
- * The database access seam (shared/DESIGN.md, "Storage"): the rest of acta sees only this, and
+ * The database access seam (docs/DESIGN.md, "Storage"): the rest of acta sees only this, and
  * is blind to whether a PostgreSQL server or embedded PGlite is behind it.
  */
 

@@ -9,14 +9,11 @@ const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f:
  * acta.complete_executions: the whole batch in one call; acks in batch order. A retry delay is
  * sent clamped to 0..2^31-1 ms (a non-finite one as 0): the column is an integer, and an
  * out-of-range value would fail the batch's statement.
- * Encoding (issue 5): ids, executions and outcomes go as array literals joined here (decimal
- * digits and fixed words: nothing to quote), and the results, errors and delays as a null array
- * when no element has one (the function reads a null array as all-null elements, a null delay as
- * 0). Against the driver quoting every element (issue 5, 128-row batches of successes whose
- * handlers returned nothing, i.e. result texts 'null'): 0.14 against 0.50 us of client CPU per
- * element to encode; the server's CPU per element the same within its noise (13.0 against 13.2 us,
- * backend CPU from /proc/<pid>/schedstat, 10 interleaved rounds of 60 calls). Too small for a whole
- * drain to tell apart (bench/README.md, session of 2026-12-01, afternoon).
+ * Encoding: ids, executions and outcomes go as array literals joined here (decimal digits and
+ * fixed words: nothing to quote), and the results, errors and delays as a null array when no
+ * element has one (the function reads a null array as all-null elements, a null delay as 0): less
+ * client CPU than the driver quoting every element (docs/decisions/2026-12-01-completion-encoding.md;
+ * test/db/fencing.test.ts, "complete_executions stores result and error texts as given").
  */
 export async function completeExecutions(q: Queryable, workerId: string, batch: CompletionRow[]): Promise<CompletionAck[]> {
   const n = batch.length;

@@ -19,8 +19,8 @@ function unlessAllNull<T>(values: (T | null)[]): (T | null)[] | null {
 
 /**
  * acta.enqueue_jobs: one result per input element, in order (id null: see the key race in
- * client.ts). On a Db, a named statement: a single-job enqueue took 1.74 against 1.88 ms (p50 of
- * 200 interleaved calls 15 ms apart, durable commit included; issue 5's latency path). On a
+ * client.ts). On a Db, a named statement, planned once per connection
+ * (docs/decisions/2026-12-01-prepared-statements.md; test/db/prepared.test.ts). On a
  * PostgreSQL server's Db (outside any transaction) it is acta.enqueue_jobs_wake_early: workers
  * are woken before the commit's WAL flush, and the call still returns only after it
  * (sql/functions/jobs_enqueue.sql). In a caller's transaction, and on PGlite (one in-process

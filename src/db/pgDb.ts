@@ -38,9 +38,10 @@ async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): 
 /**
  * Refuses a connection string that `pg` (pg-connection-string) would read as a URL relative to
  * `postgres://base`: it then dialled a host named "base" ("getaddrinfo ENOTFOUND base" for
- * `DATABASE_URL=not-a-url`, a new-user trial), or took most of a string whose `//` was forgotten
- * for a database name (`postgres:pw@host/db` connected to database "pw@host/db" and printed it:
- * a review), or a query alone (`?sslmode=disable` dialled "base" too). Accepted: `scheme://…`,
+ * `DATABASE_URL=not-a-url`), or took most of a string whose `//` was forgotten for a database
+ * name (`postgres:pw@host/db` connected to database "pw@host/db" and printed it), or a query
+ * alone (`?sslmode=disable` dialled "base" too); test/cli.test.ts, "`acta job <id>` prints the
+ * job as JSON". Accepted: `scheme://…`,
  * `socket:…`, a socket path (`/folder [database]`), and '' (pg then uses the PG* environment
  * variables). The value is not echoed:
  * it may hold a password. Throws ConfigError.
@@ -65,18 +66,16 @@ export function createPgDb(options: PgDbOptions): Db {
   // would crash the process. The next query on the pool reconnects.
   pool.on('error', () => undefined);
   const listeners = new Set<() => Promise<void>>();
-  // Db.prepared: a named statement, parsed and planned once per connection. Measured (issue 5,
-  // pgbench -M extended against -M prepared, one client, 3 pairs): an empty claim 0.101-0.108 ms
-  // against 0.075-0.079 ms, i.e. about 25 us of server time per call. Three errors leave a
-  // connection's statement unusable; all come at Parse or Bind, before anything ran, so the call
-  // is repeated once unnamed (pool.query has already closed that connection). 26000, the
+  // Db.prepared: a named statement, parsed and planned once per connection, not at every call of
+  // the worker's hot statements (docs/decisions/2026-12-01-prepared-statements.md). Three errors
+  // leave a connection's statement unusable; all come at Parse or Bind, before anything ran, so
+  // the call is repeated once unnamed (pool.query has already closed that connection). 26000, the
   // statement is gone, and 42P05, another client's statement of that name is there: a pooler in
   // transaction mode that does not track prepared statements (PgBouncer before 1.21, or with
   // max_prepared_statements = 0) gave the call another server connection (or DISCARD ALL ran);
   // after either, this Db names nothing. And 0A000 "cached plan must not change result type": a
   // newer acta replaced the function with another result type during a rolling upgrade; the next
-  // connection prepares it anew (test/db/prepared.test.ts; an adversarial trial's transaction-mode
-  // proxy drained every job once, with claims failing on 42P05 before this handled it).
+  // connection prepares it anew (test/db/prepared.test.ts).
   let named = true;
   const prepared = async <R>(name: string, text: string, params: unknown[]): Promise<{ rows: R[] }> => {
     if (named) {
@@ -94,7 +93,7 @@ export function createPgDb(options: PgDbOptions): Db {
     kind: 'postgres',
     // Text of several statements (no parameters: the simple protocol) comes back from node-postgres
     // as an array of results; the Db contract, as on PGlite, is the last statement's rows
-    // (new-user trial: `acta sql "select 1; select 2"` failed with "rows is not iterable").
+    // (test/cli.test.ts, "`acta sql` prints each row as a JSON line").
     query: async (text, params) => {
       const result = await pool.query(text, params as unknown[]);
       return (Array.isArray(result) ? result[result.length - 1] : result) as never;

@@ -30,7 +30,7 @@ const VERDICT_IN_TX_WAIT_MS = 1_000;
 /**
  * The migrator's verdict on `db`: 'current', or the error assertMigrated threw. One question at
  * a time per Db, shared by the failures that wait for it (a burst of failing enqueues asks once:
- * each question reads and hashes the SQL files, ~2 ms, and makes two queries; a review).
+ * each question reads and hashes the SQL files and makes two queries).
  */
 const verdicts = new WeakMap<Db, Promise<unknown>>();
 function verdictOf(db: Db): Promise<unknown> {
@@ -52,9 +52,11 @@ function verdictOf(db: Db): Promise<unknown> {
  * or older than this client (SchemaNotMigratedError: migrate) or newer (SchemaNewerError: upgrade
  * the client), with `err` as the cause; `err` itself for anything else, and when the migrator
  * finds the schema current (e.g. a user's trigger on acta.jobs that calls a missing function of
- * its own: adversarial trials). Inside a caller's transaction the verdict is waited for at most
- * VERDICT_IN_TX_WAIT_MS, and on PGlite not asked at all: that transaction may hold the pool's last
- * connection or PGlite's one session, and the question would wait for it forever (reviews); then
+ * its own: test/db/jobs.test.ts, "a user's trigger whose table is missing keeps its own error").
+ * Inside a caller's transaction the verdict is waited for at most VERDICT_IN_TX_WAIT_MS, and on
+ * PGlite not asked at all: that transaction may hold the pool's last connection or PGlite's one
+ * session, and the question would wait for it forever (test/pglite.test.ts, "a failed query
+ * leaves the one session usable"); then
  * `err`'s message decides (MISSING_SCHEMA_OBJECT: English messages).
  */
 export async function schemaError(db: Db, err: unknown, inCallersTx: boolean): Promise<unknown> {
@@ -70,7 +72,8 @@ export async function schemaError(db: Db, err: unknown, inCallersTx: boolean): P
     clearTimeout(timer);
   }
   if (verdict instanceof SchemaNewerError || verdict instanceof SchemaNotMigratedError) {
-    // A copy per caller, with that caller's error as the cause: the verdict is shared (a review).
+    // A copy per caller, with that caller's error as the cause: the verdict is shared
+    // (test/db/jobs.test.ts, "on a database without the acta schema getJob says to migrate").
     // A native error of the verdict's class (structuredClone, util.types.isNativeError and, from
     // Node 21, `stack` need one), with its fields and its stack.
     const own = Reflect.construct(Error, [verdict.message, { cause: err }], verdict.constructor) as Error;

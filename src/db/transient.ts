@@ -1,5 +1,5 @@
 /**
- * Classifies database errors (issue 4; seed 001, "Database errors"): a transient one — the
+ * Classifies database errors (test/faults/transient.spec.ts): a transient one — the
  * database went away for a while (connection loss, server restart or failover, too many
  * connections) or a transaction lost a race (serialization failure, deadlock) — is logged and
  * retried with back-off; any other stops the operation.

@@ -78,7 +78,7 @@ export interface StepRecord {
   result: unknown;
 }
 
-/** `acta.jobs.status` (sql/migrations/0001_core.sql; shared/DESIGN.md, "The ledger"). */
+/** `acta.jobs.status` (sql/migrations/0001_core.sql; docs/DESIGN.md, "The ledger"). */
 export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
 
 /** `acta.executions.outcome`: CompletionOutcome, `failed_final`, or recovery's `lost` / `lost_uncharged` (sql/functions/jobs_recover.sql). */
