@@ -9,7 +9,7 @@ export const MIGRATION_LOCK_KEY = 0x61637461;
 
 /** One SQL file the migrator applies: a numbered migration (once) or a function (when it changed). */
 export interface SqlFile {
-  /** `migrations/0001_core.sql` or `functions/jobs_claim.sql`. */
+  /** `migrations/0001_core.sql` or `functions/claim_jobs.sql` (a function file is named after the one function it defines). */
   name: string;
   text: string;
   checksum: string;

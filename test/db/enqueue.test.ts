@@ -287,10 +287,10 @@ test('enqueue on a database with no acta schema, or one older than the client, i
     await expect(unmigrated.enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED', message: expect.stringMatching(/acta migrate/) });
     const olderDb = older.open();
     await olderDb.query('drop procedure acta.enqueue_jobs_wake_early');
-    await olderDb.query(`update acta.migrations set checksum = 'older' where name = 'functions/jobs_enqueue.sql'`);
+    await olderDb.query(`update acta.migrations set checksum = 'older' where name = 'functions/enqueue_jobs_wake_early.sql'`);
     await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({
       code: 'ACTA_SCHEMA_NOT_MIGRATED',
-      message: expect.stringContaining('jobs_enqueue.sql'),
+      message: expect.stringContaining('enqueue_jobs_wake_early.sql'),
       cause: expect.objectContaining({ code: '42883', message: expect.stringContaining('enqueue_jobs_wake_early') }),
     });
     expect((await olderDb.query<{ n: string }>('select count(*) as n from acta.jobs')).rows[0].n).toBe('0');

@@ -1,6 +1,6 @@
 // The migrator on real PostgreSQL: idempotent, recorded, safe under concurrent starts (advisory
 // lock), and a worker refuses an unmigrated schema with a message saying what to run.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createClient, createPgDb, createWorker, defineJob, migrate, SchemaNewerError, SchemaNotMigratedError } from '../../src';
 import { claimJobs } from '../../src/db/jobs';
 import { assertMigrated, loadFunctionsLock, loadSqlFiles, REVISION_ROW } from '../../src/db/migrator';
@@ -22,9 +22,10 @@ test('migrate applies every file once and records it; a second run applies nothi
   const db = (await fresh()).open();
   expect(await migrate(db)).toEqual(files.map((f) => f.name));
   expect(await migrate(db)).toEqual([]);
-  const { rows } = await db.query<{ name: string; checksum: string }>('select name, checksum from acta.migrations order by name');
+  // Both in code-point order: a locale's collation puts enqueue_jobs.sql and enqueue_jobs_wake_early.sql either way.
+  const { rows } = await db.query<{ name: string; checksum: string }>('select name, checksum from acta.migrations order by name collate "C"');
   expect(rows).toEqual(
-    [...files.map((f) => ({ name: f.name, checksum: f.checksum })), { name: REVISION_ROW, checksum: String(revision) }].sort((a, b) => a.name.localeCompare(b.name)),
+    [...files.map((f) => ({ name: f.name, checksum: f.checksum })), { name: REVISION_ROW, checksum: String(revision) }].sort((a, b) => (a.name < b.name ? -1 : 1)),
   );
   await expect(assertMigrated(db)).resolves.toBeUndefined();
 });
@@ -42,9 +43,9 @@ test('5 concurrent migrate() calls on a fresh database all succeed; exactly one 
 test('a changed function file is re-applied; a changed migration is refused (forward-only)', async () => {
   const db = (await fresh()).open();
   await migrate(db);
-  const changedFn = files.map((f) => (f.name === 'functions/workers_stop.sql' ? { ...f, text: `${f.text}\n-- edited`, checksum: 'edited' } : f));
-  await expect(assertMigrated(db, changedFn)).rejects.toThrow(/workers_stop\.sql/);
-  expect(await migrate(db, changedFn)).toEqual(['functions/workers_stop.sql']);
+  const changedFn = files.map((f) => (f.name === 'functions/stop_worker.sql' ? { ...f, text: `${f.text}\n-- edited`, checksum: 'edited' } : f));
+  await expect(assertMigrated(db, changedFn)).rejects.toThrow(/stop_worker\.sql/);
+  expect(await migrate(db, changedFn)).toEqual(['functions/stop_worker.sql']);
   await expect(assertMigrated(db, changedFn)).resolves.toBeUndefined();
 
   const changedMigration = files.map((f) => (f.name.startsWith('migrations/0001') ? { ...f, checksum: 'edited' } : f));
@@ -58,11 +59,11 @@ test('an older acta refuses a schema a newer one migrated: its migrate changes n
   await migrate(db);
   const older = files
     .filter((f) => f.name !== 'migrations/0006_claim_key.sql')
-    .map((f) => (f.name === 'functions/jobs_claim.sql' ? { ...f, text: `${f.text}\n-- older`, checksum: 'older' } : f));
-  const before = (await db.query<{ checksum: string }>(`select checksum from acta.migrations where name = 'functions/jobs_claim.sql'`)).rows;
+    .map((f) => (f.name === 'functions/claim_jobs.sql' ? { ...f, text: `${f.text}\n-- older`, checksum: 'older' } : f));
+  const before = (await db.query<{ checksum: string }>(`select checksum from acta.migrations where name = 'functions/claim_jobs.sql'`)).rows;
   await expect(migrate(db, older)).rejects.toThrow(SchemaNewerError);
   await expect(migrate(db, older)).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER', message: expect.stringContaining('migrations/0006_claim_key.sql') });
-  expect((await db.query(`select checksum from acta.migrations where name = 'functions/jobs_claim.sql'`)).rows).toEqual(before);
+  expect((await db.query(`select checksum from acta.migrations where name = 'functions/claim_jobs.sql'`)).rows).toEqual(before);
   await expect(assertMigrated(db, older)).rejects.toThrow(SchemaNewerError);
   await expect(assertMigrated(db)).resolves.toBeUndefined(); // the newer build still finds it as it left it
 });
@@ -83,7 +84,7 @@ test('an older acta refuses functions a newer one migrated without a new migrati
   // Open item: a change of function files alone was not detected, so an older `acta migrate` put
   // its own functions back under the newer workers.
   const db = (await fresh()).open();
-  const older = files.map((f) => (f.name === 'functions/jobs_claim.sql' ? { ...f, text: `${f.text}\n-- older`, checksum: 'older' } : f));
+  const older = files.map((f) => (f.name === 'functions/claim_jobs.sql' ? { ...f, text: `${f.text}\n-- older`, checksum: 'older' } : f));
   // Migrated by a build from before revisions: no revision row; this build migrates and records it.
   await migrate(db);
   await db.query('delete from acta.migrations where name = $1', [REVISION_ROW]);
@@ -100,14 +101,63 @@ test('an older acta refuses functions a newer one migrated without a new migrati
   expect((await db.query('select name, checksum, applied_at from acta.migrations order by name')).rows).toEqual(before);
   await expect(assertMigrated(db, older, revision - 1)).rejects.toThrow(SchemaNewerError); // what a starting worker checks
   // The same build, or a newer one, goes on as before: the older build's function file is applied.
-  expect(await migrate(db, older, revision)).toEqual(['functions/jobs_claim.sql']);
-  expect(await migrate(db, files, revision + 1)).toEqual(['functions/jobs_claim.sql']);
+  expect(await migrate(db, older, revision)).toEqual(['functions/claim_jobs.sql']);
+  expect(await migrate(db, files, revision + 1)).toEqual(['functions/claim_jobs.sql']);
   expect(await recordedRevision()).toEqual([{ checksum: String(revision + 1) }]);
   await expect(migrate(db, files, revision)).rejects.toThrow(SchemaNewerError);
   // A revision that is not a number is not known to be older: refused, not overwritten.
   await db.query('update acta.migrations set checksum = $2 where name = $1', [REVISION_ROW, 'edited by hand']);
   await expect(migrate(db, files, revision + 1)).rejects.toMatchObject({ message: expect.stringContaining("SQL functions of revision edited by hand") });
   expect(await recordedRevision()).toEqual([{ checksum: 'edited by hand' }]);
+});
+
+test('a database migrated when the function files had other names (revision 12) upgrades: each file is applied under its own name, and the older acta is refused', async () => {
+  // The migrator keys a function file by its name, so a renamed file is one not applied yet. Until
+  // revision 12 the files were named after their table (jobs_claim.sql) and two held several
+  // functions; the same texts under those names stand for that build here.
+  const previous: Record<string, string[]> = {
+    'functions/definitions_refresh.sql': ['functions/refresh_definitions.sql'],
+    'functions/executions_complete.sql': ['functions/complete_executions.sql'],
+    'functions/jobs_claim.sql': ['functions/claim_jobs.sql'],
+    'functions/jobs_enqueue.sql': ['functions/wal_message_allowed.sql', 'functions/enqueue_jobs.sql', 'functions/enqueue_jobs_wake_early.sql'],
+    'functions/jobs_recover.sql': ['functions/recover_jobs.sql'],
+    'functions/namespaces_recovery.sql': ['functions/take_recovery_pass.sql', 'functions/release_recovery_pass.sql'],
+    'functions/steps_record.sql': ['functions/record_step.sql'],
+    'functions/workers_heartbeat.sql': ['functions/heartbeat.sql'],
+    'functions/workers_register.sql': ['functions/register_worker.sql'],
+    'functions/workers_stop.sql': ['functions/stop_worker.sql'],
+  };
+  const text = new Map(files.map((f) => [f.name, f.text]));
+  const previousFiles = [
+    ...files.filter((f) => f.name.startsWith('migrations/')),
+    ...Object.entries(previous).map(([name, parts]) => {
+      const joined = parts.map((p) => text.get(p) ?? '').join('\n');
+      return { name, text: joined, checksum: createHash('sha256').update(joined).digest('hex') };
+    }),
+  ];
+  const functionFiles = files.filter((f) => f.name.startsWith('functions/')).map((f) => f.name);
+  const db = (await fresh()).open();
+  const catalog = async (q: typeof db) =>
+    (await q.query<{ proname: string; args: string }>(
+      `select p.proname, pg_get_function_identity_arguments(p.oid) as args from pg_proc p
+        where p.pronamespace = 'acta'::regnamespace order by 1, 2`,
+    )).rows;
+  await migrate(db, previousFiles, 12);
+  await expect(assertMigrated(db)).rejects.toThrow(SchemaNotMigratedError);
+  expect(await migrate(db)).toEqual(functionFiles);
+  expect(await migrate(db)).toEqual([]);
+  await expect(assertMigrated(db)).resolves.toBeUndefined();
+  // Every function once, as on a fresh database.
+  const freshDb = (await fresh()).open();
+  await migrate(freshDb);
+  expect(await catalog(db)).toEqual(await catalog(freshDb));
+  // The rows of the old names stay, read by nobody: this build checks the files it has, and the
+  // build of revision 12 is refused by the revision recorded, changing nothing.
+  const recorded = (await db.query<{ name: string }>('select name from acta.migrations order by name')).rows.map((r) => r.name);
+  expect(recorded).toEqual(expect.arrayContaining([...Object.keys(previous), ...functionFiles]));
+  await expect(migrate(db, previousFiles, 12)).rejects.toThrow(SchemaNewerError);
+  await expect(assertMigrated(db, previousFiles, 12)).rejects.toThrow(SchemaNewerError);
+  await expect(assertMigrated(db)).resolves.toBeUndefined();
 });
 
 test('a worker refuses to start on an unmigrated database, telling to run `npx acta migrate`', async () => {
@@ -141,10 +191,10 @@ test('a schema of 0.1.0 (3821756) upgrades: function files drop the shapes they 
     create function acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb[], p_priorities integer[],
         p_run_ats timestamptz[], p_max_attempts integer[], p_idempotency_keys text[])
       returns table (id bigint, created boolean) language sql as 'select null::bigint, null::boolean where false';
-    update acta.migrations set checksum = '0.1.0' where name in ('functions/executions_complete.sql', 'functions/jobs_enqueue.sql');
+    update acta.migrations set checksum = '0.1.0' where name in ('functions/complete_executions.sql', 'functions/enqueue_jobs.sql');
   `);
   await expect(assertMigrated(db)).rejects.toThrow(SchemaNotMigratedError);
-  expect((await migrate(db)).sort()).toEqual(['functions/executions_complete.sql', 'functions/jobs_enqueue.sql']);
+  expect((await migrate(db)).sort()).toEqual(['functions/complete_executions.sql', 'functions/enqueue_jobs.sql']);
   await expect(assertMigrated(db)).resolves.toBeUndefined();
   const { rows } = await db.query<{ proname: string; n: string }>(
     `select p.proname, count(*) as n from pg_proc p join pg_namespace s on s.oid = p.pronamespace

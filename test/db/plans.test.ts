@@ -1,6 +1,6 @@
 // The plans of the two calls on every job's path do not depend on statistics.
 //
-// The claim (sql/functions/jobs_claim.sql, "Plan"): with
+// The claim (sql/functions/claim_jobs.sql, "Plan"): with
 // statistics taken while every row was finished and then a backlog enqueued, the pick still reads
 // the rows it takes and stops, instead of reading the whole backlog and sorting it (issue 5: 35 ms
 // per claim at 60,000 queued). On PostgreSQL 15 the planner picks that sort from about 20,000 rows
@@ -120,7 +120,7 @@ test('rows due later are not walked: by a claim that finds fewer due rows than i
   }
 }, 60_000);
 
-// The heartbeat and the completion (sql/functions/executions_complete.sql, "Plan"; migration
+// The heartbeat and the completion (sql/functions/complete_executions.sql, "Plan"; migration
 // 0002): with many rows Executing under other workers, they find their rows by primary key, never by reading
 // jobs_lease_idx (every Executing row of the fleet; issue 5: 7.5 ms against 1.3 ms per 128-row
 // call at 19,128).
@@ -175,7 +175,7 @@ describe.each([
     expect(done.answer.map((a) => a.status)).toEqual(Array(128).fill('succeeded'));
     expect(done.lease).toBe(0);
     expect(done.pkey).toBeGreaterThanOrEqual(1);
-    // The first call of a session: a custom plan (sql/functions/executions_complete.sql, plan_cache_mode) read the table here.
+    // The first call of a session: a custom plan (sql/functions/complete_executions.sql, plan_cache_mode) read the table here.
     expect(done.table).toBe(0);
   }, 60_000);
 });
