@@ -1,0 +1,124 @@
+// acta.complete_executions shape by shape (sql/functions/complete_executions.sql, its `decision`
+// table): for each outcome, on a job with attempts left, on its last attempt, and with no limit of
+// its own, the row and the ledger row it writes and the letter it answers. One batch holds them
+// all, as a worker's finalizer sends mixed shapes in one call.
+import { randomUUID } from 'node:crypto';
+import { useTestDatabase } from '../helpers/db';
+
+const { db } = useTestDatabase();
+
+const worker = randomUUID();
+const outcomes = ['succeeded', 'failed', 'failed_final', 'handed_back', 'expired'] as const;
+type Outcome = (typeof outcomes)[number];
+/** The job before its completion: attempts charged so far and its own limit (null: none). */
+const states = { 'attempts left': { attempts: 1, max: 3 }, 'last attempt': { attempts: 2, max: 3 }, 'no limit of its own': { attempts: 7, max: null } } as const;
+type State = keyof typeof states;
+
+interface Expected {
+  answer: string;
+  status: string;
+  attempts: number;
+  uncharged_returns: number;
+  run_at: 'kept' | 'now' | 'retry';
+  result: unknown;
+  error: unknown;
+  finished: boolean;
+  ledger: { outcome: string; charged: boolean; error: unknown };
+}
+
+const RESULT = { r: 1 };
+const OLD_ERROR = { name: 'Error', message: 'the previous attempt' };
+const NEW_ERROR = { name: 'Error', message: 'this attempt' };
+
+function expected(outcome: Outcome, state: State): Expected {
+  const { attempts } = states[state];
+  const last = state === 'last attempt';
+  const kept = { result: null, error: OLD_ERROR };
+  switch (outcome) {
+    case 'succeeded':
+      return { answer: 's', status: 'succeeded', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', result: RESULT, error: null, finished: true, ledger: { outcome: 'succeeded', charged: true, error: null } };
+    case 'failed':
+      return last
+        ? { answer: 'f', status: 'failed', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', ...kept, error: NEW_ERROR, finished: true, ledger: { outcome: 'failed_final', charged: true, error: NEW_ERROR } }
+        : { answer: 'r', status: 'ready', attempts: attempts + 1, uncharged_returns: 0, run_at: 'retry', ...kept, error: NEW_ERROR, finished: false, ledger: { outcome: 'failed', charged: true, error: NEW_ERROR } };
+    case 'failed_final':
+      return { answer: 'f', status: 'failed', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', ...kept, error: NEW_ERROR, finished: true, ledger: { outcome: 'failed_final', charged: true, error: NEW_ERROR } };
+    case 'handed_back':
+      return { answer: 'r', status: 'ready', attempts, uncharged_returns: 0, run_at: 'now', ...kept, finished: false, ledger: { outcome: 'handed_back', charged: false, error: null } };
+    case 'expired':
+      return { answer: 'r', status: 'ready', attempts, uncharged_returns: 1, run_at: 'now', ...kept, finished: false, ledger: { outcome: 'expired', charged: false, error: null } };
+  }
+}
+
+test('every shape on every attempt state writes its row, its ledger row and its letter, in one batch', async () => {
+  await db.query(`insert into acta.workers (id, namespace, hostname, pid, definitions) values ($1, 'default', 'test', 1, '{shapes}')`, [worker]);
+  const cases = outcomes.flatMap((outcome) => (Object.keys(states) as State[]).map((state) => ({ outcome, state })));
+  const ids: string[] = [];
+  for (const { state } of cases) {
+    const { attempts, max } = states[state];
+    const { rows } = await db.query<{ id: string }>(
+      `insert into acta.jobs (definition, payload, status, execution, attempts, max_attempts, lease_holder, lease_expires_at, claimed_at, started, error, run_at)
+       values ('shapes', '{}', 'executing', 4, $1, $2, $3, now() + interval '1 minute', now(), true, $4, now() - interval '1 hour')
+       returning id`,
+      [attempts, max, worker, OLD_ERROR],
+    );
+    ids.push(rows[0].id);
+  }
+  const { rows: [{ answer }] } = await db.query<{ answer: string }>(
+    `select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer`,
+    [
+      worker,
+      ids,
+      ids.map(() => 4),
+      cases.map((c) => c.outcome),
+      cases.map((c) => (c.outcome === 'succeeded' ? JSON.stringify(RESULT) : null)),
+      cases.map((c) => (c.outcome.startsWith('failed') ? JSON.stringify(NEW_ERROR) : null)),
+      cases.map(() => 60_000),
+    ],
+  );
+  const { rows } = await db.query<{ id: string; status: string; attempts: number; uncharged_returns: number; run_at: string; result: unknown; error: unknown; finished: boolean; lease_holder: string | null; started: boolean }>(
+    // Times against the completion's own now(), which its ledger row's finished_at took.
+    `select j.id, j.status, j.attempts, j.uncharged_returns, j.result, j.error, j.finished_at is not null as finished, j.lease_holder, j.started,
+            case when j.run_at < e.finished_at - interval '1 minute' then 'kept'
+                 when j.run_at = e.finished_at then 'now'
+                 when j.run_at = e.finished_at + interval '1 minute' then 'retry' end as run_at
+       from acta.jobs j join acta.executions e on e.job_id = j.id order by j.id`,
+  );
+  const { rows: ledger } = await db.query<{ job_id: string; execution: number; worker_id: string; outcome: string; charged: boolean; error: unknown }>(
+    'select job_id, execution, worker_id, outcome, charged, error from acta.executions order by job_id',
+  );
+  const seen = cases.map((c, i) => ({
+    ...c,
+    answer: answer[i],
+    row: rows[i],
+    ledger: ledger.find((l) => l.job_id === ids[i]),
+  }));
+  expect(seen).toEqual(
+    cases.map((c, i) => {
+      const e = expected(c.outcome, c.state);
+      return {
+        ...c,
+        answer: e.answer,
+        row: { id: ids[i], status: e.status, attempts: e.attempts, uncharged_returns: e.uncharged_returns, run_at: e.run_at, result: e.result, error: e.error, finished: e.finished, lease_holder: null, started: false },
+        ledger: { job_id: ids[i], execution: 4, worker_id: worker, ...e.ledger },
+      };
+    }),
+  );
+});
+
+test('an element whose outcome names no shape is not applied and is answered as stale, beside one that is applied', async () => {
+  const { rows } = await db.query<{ id: string }>(
+    `insert into acta.jobs (definition, payload, status, execution, lease_holder, lease_expires_at, claimed_at)
+     select 'shapes', '{}', 'executing', 1, $1, now() + interval '1 minute', now() from generate_series(1, 2) returning id`,
+    [worker],
+  );
+  const ids = rows.map((r) => r.id);
+  const before = (await db.query('select * from acta.jobs where id = $1', [ids[0]])).rows;
+  const { rows: [{ answer }] } = await db.query<{ answer: string }>(
+    `select acta.complete_executions($1, $2, '{1,1}', '{no-such-shape,succeeded}', null, null, null) as answer`,
+    [worker, ids],
+  );
+  expect(answer).toBe('xs');
+  expect((await db.query('select * from acta.jobs where id = $1', [ids[0]])).rows).toEqual(before);
+  expect((await db.query('select job_id, outcome from acta.executions where job_id = any ($1) order by job_id', [ids])).rows).toEqual([{ job_id: ids[1], outcome: 'succeeded' }]);
+});
