@@ -1,17 +1,23 @@
 import { asyncScheduler, defer, type Observable as Obs, Observable, type SchedulerLike, Subscription } from 'rxjs';
 import { monotonicScheduler, setImmediateScheduler } from '../operators';
-import type { ClaimedRow, ClaimResult } from './db/types';
+import type { ClaimedRow } from './db/types';
 import type { Permits } from './permits';
 
-/** Dependencies and settings of {@link claimer}. */
-export interface ClaimerConfig {
+/** A claim call's answer: what it claimed (as the claim hands it on), and, when nothing, ms until the next row is due (null: none). */
+export interface ClaimAnswer<T> {
+  rows: T[];
+  nextDueInMs: number | null;
+}
+
+/** Dependencies and settings of {@link claimer}; `T` is what a claim hands on (the worker: registry entries). */
+export interface ClaimerConfig<T = ClaimedRow> {
   permits: Permits;
   /** Wakeups (NOTIFY, Redis, a worker's own hints). They only shorten waits; SQL polling is truth. */
   wakeup$: Obs<unknown>;
   /** Backpressure: claiming stops while this is false (the completed channel is full, or the heartbeat fails). */
   intakeOpen$: Obs<boolean>;
   /** One claim call for up to `n` rows (one round trip). */
-  claim: (n: number) => Obs<ClaimResult>;
+  claim: (n: number) => Obs<ClaimAnswer<T>>;
   /** Longest idle sleep and the failed-claim back-off, ms (DESIGN.md: 1 000). */
   safetyPollMs: number;
   /** Shortest idle sleep, ms (DESIGN.md: 50). */
@@ -62,7 +68,7 @@ export interface ClaimerConfig {
  *                                       after E it sleeps min(1000, max(50, 1000)) + 0 · 100 = 1000
  * ```
  */
-export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
+export function claimer<T = ClaimedRow>(config: ClaimerConfig<T>): Observable<T[]> {
   const scheduler = config.scheduler ?? asyncScheduler;
   // "One tick later" in real time is the next check phase (setImmediate), not asyncScheduler's
   // 0 ms, which is a ≥ 1 ms timer: at 8 rows per claim that clamp alone would cap a worker
@@ -70,7 +76,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
   const tickScheduler = scheduler === asyncScheduler || scheduler === monotonicScheduler ? setImmediateScheduler : scheduler;
   const settings: ClaimerSettings = { safetyPollMs: config.safetyPollMs, pollFloorMs: config.pollFloorMs, jitterMs: config.jitterMs, random: config.random ?? Math.random };
   const { permits } = config;
-  return new Observable<ClaimedRow[]>((subscriber) => {
+  return new Observable<T[]>((subscriber) => {
     let state = INITIAL_CLAIMER_STATE;
     let timer: Subscription | null = null;
     let inFlight: { asked: number; subscription: Subscription } | null = null;
@@ -100,7 +106,7 @@ export function claimer(config: ClaimerConfig): Observable<ClaimedRow[]> {
         case 'claim':
           return startClaim();
         case 'emit':
-          return subscriber.next(effect.rows);
+          return subscriber.next(effect.rows as T[]);
         case 'giveBack':
           return permits.giveBack(effect.n);
         case 'arm':
@@ -187,7 +193,7 @@ export const INITIAL_CLAIMER_STATE: ClaimerState = { phase: 'ready', intakeOpen:
 export type ClaimerEvent =
   | { readonly type: 'start' | 'released' | 'wakeup' | 'timer' }
   | { readonly type: 'intake'; readonly open: boolean }
-  | { readonly type: 'answered'; readonly asked: number; readonly result: ClaimResult }
+  | { readonly type: 'answered'; readonly asked: number; readonly result: ClaimAnswer<unknown> }
   | { readonly type: 'failed'; readonly asked: number; readonly err: unknown };
 
 const START: ClaimerEvent = { type: 'start' };
@@ -200,7 +206,7 @@ const INTAKE_SHUT: ClaimerEvent = { type: 'intake', open: false };
 /** What the shell does, in order: claim with every free permit, hand rows on, give permits back, (re)arm or clear the timer (0: a tick), report a failed claim. */
 export type ClaimerEffect =
   | { readonly type: 'claim' }
-  | { readonly type: 'emit'; readonly rows: ClaimedRow[] }
+  | { readonly type: 'emit'; readonly rows: readonly unknown[] }
   | { readonly type: 'giveBack'; readonly n: number }
   | { readonly type: 'arm'; readonly ms: number }
   | { readonly type: 'disarm' }

@@ -23,45 +23,34 @@ export interface ExecutorDeps {
   registry: Registry;
   logger: Logger;
   scheduler: SchedulerLike;
-  /** Hands the completion to the finalizer. */
-  hand: (completion: Completion) => void;
-  /** Called when an attempt ends, by outcome (metrics). */
-  onOutcome?: (completion: Completion) => void;
   /** The worker's execution timeouts (src/timeouts.ts), on `scheduler`. */
   timeouts: Timeouts;
   /** Builds the attempt's `ctx.step` (src/steps.ts); called on the handler's first use of it. */
   stepFor: (entry: Entry) => Step;
   /**
-   * Called once when the returned Observable ends: completed (after the hand-off), errored, or
-   * unsubscribed (the worker returns the entry's permit here).
+   * Called once when the returned Observable ends: completed (after its completion went
+   * downstream), errored, or unsubscribed (the worker returns the entry's permit here).
    */
   settled?: () => void;
 }
 
 /**
- * Runs one entry (docs/DESIGN.md, "The pipeline inside one worker": Executor): skips it if its
- * deadline already fired (the row goes back uncharged), runs the handler with an AbortSignal and the definition's timeout, builds
- * the completion record and hands it to the finalizer. The returned Observable never errors: per
- * job, errors are values. `deps.settled` runs when it ends, i.e. only after the hand-off.
- * (One Observable per job, not defer + from(promise) + finalize: each layer is per-job allocation
- * and code that a fresh process runs cold.)
+ * Runs one entry (docs/DESIGN.md, "Executor"): skips it if its deadline already fired (the row
+ * goes back uncharged), runs the handler with an AbortSignal and the definition's timeout, and
+ * emits the completion record (state Finalizing), then completes. An entry superseded meanwhile
+ * by a new claim of its job emits nothing: the new attempt owns the row (Registry.addClaimed).
+ * Never errors for a job's own failure: per job, errors are values. `deps.settled` runs when it
+ * ends, i.e. only after the completion went on to the finalizer. (One Observable per job, not
+ * defer + from(promise) + finalize: each layer is per-job allocation on the hot path.)
  */
-export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<never> {
-  return new Observable<never>((subscriber) => {
+export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<Completion> {
+  return new Observable<Completion>((subscriber) => {
     entry.taken = true;
     execute(entry, deps).then(
       (completion) => {
-        // Superseded by a new claim of the same job (its own claim was lost by the server): it
-        // writes nothing; the new attempt owns the row (Registry.addClaimed).
         if (!subscriber.closed && deps.registry.isCurrent(entry)) {
-          try {
-            entry.state = 'finalizing';
-            deps.onOutcome?.(completion);
-            deps.hand(completion);
-          } catch (err) {
-            subscriber.error(err); // e.g. the finalizer is closed: the worker's fatal path
-            return;
-          }
+          entry.state = 'finalizing';
+          subscriber.next(completion);
         }
         subscriber.complete();
       },

@@ -1,81 +1,32 @@
 import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
-import {
-  BehaviorSubject,
-  combineLatest,
-  defer,
-  EMPTY,
-  finalize,
-  firstValueFrom,
-  map,
-  merge,
-  mergeMap,
-  type SchedulerLike,
-  Subject,
-  type Subscription,
-  takeUntil,
-} from 'rxjs';
-import type { Registry as PromRegistry } from 'prom-client';
-import { claimer } from './claimer';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption, PIPELINE } from './config';
-import type { Db } from './db/Db';
+import { BehaviorSubject, combineLatest, defer, EMPTY, finalize, firstValueFrom, map, merge, Subject, type Subscription, takeUntil } from 'rxjs';
+import { admit } from './admission';
+import { PIPELINE } from './config';
 import { completeExecutions } from './db/executions';
 import { claimJobs, recoverJobs } from './db/jobs';
 import { releaseRecoveryPass } from './db/namespaces';
 import { heartbeat as heartbeatCall, registerWorker, stopWorker } from './db/workers';
 import { assertMigrated } from './db/migrator';
 import { isTransientDbError } from './db/transient';
-import { checkDefinition, type Definition } from './definition';
-import { ConfigError } from './errors';
 import { type Completion, handBackCompletion, runEntry, type ExecutorDeps } from './executor';
 import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
-import { createLogger, type Logger } from './logger';
+import { ConfigError } from './errors';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { Permits } from './permits';
+import { pipeline } from './pipeline';
 import { recoveryPass } from './recovery';
-import { Registry } from './registry';
+import { type Entry, Registry } from './registry';
 import { createStep } from './steps';
 import { raceTimeout, shutdown } from './shutdown';
-import { monotonicScheduler, retryBackoff } from '../operators';
+import { retryBackoff } from '../operators';
 import { Timeouts } from './timeouts';
-import { notifyWakeups, type RedisLike, redisWakeups } from './wakeups';
+import { notifyWakeups, redisWakeups } from './wakeups';
+import { type WorkerOptions, workerSettings } from './workerOptions';
 
-/** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler'];
-
-/** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (DESIGN.md). */
-export interface WorkerOptions {
-  db: Db;
-  /** The definitions this worker runs; it claims only these. */
-  definitions: Definition<any, any>[];
-  /** Executor count N (default 4 per core, clamped to 8..64; DESIGN.md). */
-  executors?: number;
-  /** Queue namespace (default "default"). */
-  namespace?: string;
-  /** Heartbeat interval H, ms (default 45 000); lease 4 H, deadline 2.5 H, dead after 7 H. */
-  heartbeatIntervalMs?: number;
-  /** Safety poll, ms (default 1 000): the longest idle sleep. */
-  safetyPollMs?: number;
-  /** How long stop() waits for running handlers before aborting them, ms (default 10 000). */
-  shutdownTimeoutMs?: number;
-  /** LISTEN for NOTIFY wakeups (default true). */
-  listen?: boolean;
-  /** Also take wakeups from Redis pub/sub (an ioredis client). */
-  redis?: RedisLike;
-  /** Serve Prometheus metrics on this port at /metrics (default: not served). */
-  metricsPort?: number;
-  /** prom-client registry to register into (default: a registry of this worker's own). */
-  metricsRegistry?: PromRegistry;
-  logger?: Logger;
-  /**
-   * Time source (default monotonicScheduler: asyncScheduler's timers, `now()` from
-   * `performance.now()`, so wall-clock steps cannot fire deadlines); a TestScheduler runs the
-   * pipeline in virtual time.
-   */
-  scheduler?: SchedulerLike;
-}
+export type { WorkerOptions } from './workerOptions';
 
 /** A running worker. */
 export interface Worker {
@@ -99,42 +50,26 @@ export interface Worker {
 }
 
 /**
- * Creates a worker: the pipeline of shared/DESIGN.md — permits and wakeups drive the claimer, whose
- * rows go to executors as `mergeMap(run, N)`, whose completions go through the finalizer's bounded
- * buffer into one complete_executions call per batch; the heartbeat renews what the registry holds.
- * Throws ConfigError, before touching the database, for an unknown option, no or duplicate
- * definitions, a definition checkDefinition refuses (name, handler, maxAttempts, backoff), or a setting
- * out of range: executors 1..10 000, heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1,
- * shutdownTimeoutMs 0..2^31−1, a definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the
- * longest Node.js timer: a longer one would fire after 1 ms).
+ * Creates a worker (docs/DESIGN.md, "The pipeline inside one worker"): its pipeline (pipeline.ts:
+ * claimer → admit → executors as `mergeMap(run, N)` → finalizer), the heartbeat that renews what
+ * the registry holds and runs a due recovery pass, and the lifecycle around them: start
+ * (schema check, registration), graceful stop (shutdown.ts) and the fatal stop. Throws
+ * ConfigError, before touching the database, for options workerSettings refuses.
  */
 export function createWorker(options: WorkerOptions): Worker {
-  knownKeys('worker option', options, WORKER_OPTION_KEYS);
-  if (!Array.isArray(options.definitions) || options.definitions.length === 0) throw new ConfigError('a worker needs at least one definition');
-  for (const d of options.definitions) checkDefinition(d, true);
-  const names = options.definitions.map((d) => d.name);
-  if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
-  const executors = intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS);
-  const safetyPollMs = intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS);
-  const shutdownTimeoutMs = intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS);
-  const clock = leaseClock(options.heartbeatIntervalMs);
-  const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
-  // Monotonic: attempt deadlines, timeouts and retry windows are durations on this clock, so a
-  // wall-clock step cannot fire them (adversarial trial: Date.now moved 10 min ahead failed every
-  // running attempt with "attempt deadline passed"; DESIGN.md: never a worker's clock for leases).
-  const scheduler = options.scheduler ?? monotonicScheduler;
-  const root = options.logger ?? createLogger();
+  const settings = workerSettings(options);
+  const { db, definitions, names, executors, safetyPollMs, shutdownTimeoutMs, clock, namespace, scheduler } = settings;
   const id = randomUUID();
-  const logger = root.child({ workerId: id });
-  const { db } = options;
-  const definitions = new Map(options.definitions.map((d) => [d.name, d as Definition]));
+  const logger = settings.logger.child({ workerId: id });
 
   const registry = new Registry();
   const permits = new Permits(executors);
+  /** The heartbeat succeeds: claims are made only while it does. */
   const healthy = new BehaviorSubject<boolean>(true);
   /** The LISTEN connection is up (or not used). */
   let listening = true;
-  const metrics = new WorkerMetrics({ inflight: registry, permits, degraded: () => !healthy.value || !listening }, options.metricsRegistry);
+  const metrics = new WorkerMetrics({ inflight: registry, permits, degraded: () => !healthy.value || !listening }, settings.metricsRegistry);
+  /** The worker's own wakeups of its claimer (a retry became due, a recovery returned rows, wake()). */
   const wakeups = new Subject<void>();
   /** Signs that the database answers again, while the heartbeat fails: its retry tries at once. */
   const reachable = new Subject<void>();
@@ -145,17 +80,25 @@ export function createWorker(options: WorkerOptions): Worker {
   /** stop() during start(): ends the registration's retries at once. */
   const cancelStart = new Subject<void>();
   const stopAll = new Subject<void>();
+  /** Completions no executor makes: rows handed back at shutdown. Completing it closes the finalizer. */
+  const handBacks = new Subject<Completion>();
   const subscriptions: Subscription[] = [];
-  let claimInFlight: Promise<unknown> = Promise.resolve();
+  const recoveries = new Set<Subscription>();
   let metricsServer: Server | undefined;
   let state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
   let starting: Promise<void> | undefined;
   let stopping: Promise<void> | undefined;
+  let claimInFlight: Promise<unknown> = Promise.resolve();
+  /** Scheduler time of the registration's start: the first confirmed renewal (workers_register.sql). */
+  let registeredAt = scheduler.now();
+  /** The registration took the namespace's recovery pass: run() starts it. */
+  let recoveryDueAtStart = false;
+  /** The registration call in flight: stop() during start() waits for it before marking the worker stopped. */
+  let registering: Promise<void> = Promise.resolve();
   let executorsDone: Promise<void> = Promise.resolve();
   let finalizerDone: Promise<void> = Promise.resolve();
   /** Settles the two promises above when the pipeline is torn down instead of completing. */
   const settleOnTeardown: (() => void)[] = [];
-  const recoveries = new Set<Subscription>();
   let resolveDone!: () => void;
   let rejectDone!: (err: unknown) => void;
   const done = new Promise<void>((resolve, reject) => {
@@ -164,26 +107,22 @@ export function createWorker(options: WorkerOptions): Worker {
   });
   done.catch(() => undefined); // a caller that never awaits `done` must not see an unhandled rejection
 
-  /** Completions on their way to the finalizer's write. */
-  const completions = new Subject<Completion>();
-  /** Completions may still come to fill a batch: an attempt is running, or the last claim came back full. */
+  // ---- The batch window's "more is coming" -------------------------------------------------
+  /** The last claim took every row it asked for: the backlog goes on. */
+  let lastClaimFull = false;
+  /** Completions may still come to fill a batch: an attempt is held and not yet handed over, or the last claim came back full. */
   const moreComing = new BehaviorSubject<boolean>(false);
   const updateMoreComing = () => {
     const more = registry.size > finalizer.backlog || lastClaimFull;
     if (more !== moreComing.value) moreComing.next(more);
   };
-  const pushCompletion = (completion: Completion) => {
-    completions.next(completion);
-    updateMoreComing();
-  };
+
   const finalizer = new Finalizer({
     executors,
     logger: logger.child({ component: 'finalizer' }),
     scheduler,
     write: (rows) => completeExecutions(db, id, rows),
     onRetry: () => metrics.writeRetries.inc(),
-    // An attempt is running (held, i.e. claimed and not committed, but not yet handed over), or
-    // the last claim took all it asked for, so the backlog goes on.
     moreComing$: moreComing,
     onWritten: (batch, acks) => {
       sawDatabase();
@@ -208,12 +147,7 @@ export function createWorker(options: WorkerOptions): Worker {
     },
   });
 
-  /** The last claim took every row it asked for (read by the finalizer's batch window). */
-  let lastClaimFull = false;
-  const claimAnswered = (full: boolean) => {
-    lastClaimFull = full;
-    updateMoreComing();
-  };
+  /** One claim call: what it claims is registered (state Claimed) before the claimer hands it on. */
   const claim = (n: number) =>
     defer(() => {
       const startedAt = scheduler.now();
@@ -222,44 +156,22 @@ export function createWorker(options: WorkerOptions): Worker {
         end();
         metrics.claimRowsAsked.inc(n);
         metrics.claimRowsClaimed.inc(result.rows.length);
-        registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs);
-        claimAnswered(result.rows.length > 0 && result.rows.length === n);
-        return result;
+        const entries = registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs);
+        lastClaimFull = result.rows.length > 0 && result.rows.length === n;
+        updateMoreComing();
+        return { rows: entries, nextDueInMs: result.nextDueInMs };
       });
-      claimInFlight = call.catch(() => claimAnswered(false));
+      claimInFlight = call.catch(() => {
+        lastClaimFull = false;
+        updateMoreComing();
+      });
       return call;
     });
 
-  const teardown = () => {
-    stopClaiming.next();
-    stopAll.next();
-    for (const s of subscriptions) s.unsubscribe();
-    subscriptions.length = 0;
-    for (const s of recoveries) s.unsubscribe();
-    recoveries.clear();
-    for (const settle of settleOnTeardown.splice(0)) settle();
-    metricsServer?.close();
-  };
-
-  /**
-   * The worker gives up (no heartbeat for a whole lease, or a non-transient error): it stops
-   * claiming, aborts every handler (reason 'fatal'), tries ONCE, briefly, to hand its unfinished
-   * rows back uncharged (seed 001), and rejects `done`; whatever that write did not reach, the
-   * recovery pass of another worker returns once its lease expires.
-   */
-  const fatal = (err: unknown) => {
-    if (state === 'stopped' || state === 'new') return;
-    state = 'stopped';
-    logger.error({ err }, 'worker stopping: fatal error');
-    teardown();
-    const held = registry.snapshot();
-    for (const entry of held) registry.abort(entry, 'fatal');
-    const rows = held.filter((e) => e.state !== 'finalizing').map((e) => handBackCompletion(e).row);
-    const lastTry = rows.length === 0 ? Promise.resolve() : completeExecutions(db, id, rows).then(
-      () => logger.info({ handedBack: rows.length }, 'unfinished rows handed back'),
-      (writeErr) => logger.warn({ err: writeErr, rows: rows.length }, 'could not hand the unfinished rows back; recovery returns them after their lease'),
-    );
-    void raceTimeout(lastTry, Math.min(clock.heartbeatIntervalMs, 2_000), scheduler).then(() => rejectDone(err));
+  const handBack = (entry: Entry) => {
+    entry.state = 'finalizing';
+    handBacks.next(handBackCompletion(entry));
+    updateMoreComing();
   };
 
   const runRecovery = () => {
@@ -280,11 +192,40 @@ export function createWorker(options: WorkerOptions): Worker {
     if (!subscription.closed) recoveries.add(subscription);
   };
 
+  const teardown = () => {
+    stopClaiming.next();
+    stopAll.next();
+    for (const s of subscriptions) s.unsubscribe();
+    subscriptions.length = 0;
+    for (const s of recoveries) s.unsubscribe();
+    recoveries.clear();
+    for (const settle of settleOnTeardown.splice(0)) settle();
+    metricsServer?.close();
+  };
+
+  /**
+   * The worker gives up (no heartbeat for a whole lease while it held attempts, or a
+   * non-transient error): it stops claiming, aborts every handler (reason 'fatal'), tries ONCE,
+   * briefly, to hand its unfinished rows back uncharged, and rejects `done`; whatever that write
+   * did not reach, the recovery pass of another worker returns once its lease expires
+   * (test/faults/heartbeatLoss.test.ts).
+   */
+  const fatal = (err: unknown) => {
+    if (state === 'stopped' || state === 'new') return;
+    state = 'stopped';
+    logger.error({ err }, 'worker stopping: fatal error');
+    teardown();
+    const held = registry.snapshot();
+    for (const entry of held) registry.abort(entry, 'fatal');
+    const rows = held.filter((e) => e.state !== 'finalizing').map((e) => handBackCompletion(e).row);
+    const lastTry = rows.length === 0 ? Promise.resolve() : completeExecutions(db, id, rows).then(
+      () => logger.info({ handedBack: rows.length }, 'unfinished rows handed back'),
+      (writeErr) => logger.warn({ err: writeErr, rows: rows.length }, 'could not hand the unfinished rows back; recovery returns them after their lease'),
+    );
+    void raceTimeout(lastTry, Math.min(clock.heartbeatIntervalMs, 2_000), scheduler).then(() => rejectDone(err));
+  };
+
   /** Schema check and registration; a transient error is repeated with back-off for up to one lease. */
-  /** The registration call in flight: stop() during start() waits for it before marking the worker stopped. */
-  let registering: Promise<void> = Promise.resolve();
-  /** The registration took the namespace's recovery pass: run() starts it. */
-  let recoveryDueAtStart = false;
   const register = () =>
     firstValueFrom(
       defer(() => {
@@ -297,7 +238,7 @@ export function createWorker(options: WorkerOptions): Worker {
             hostname: os.hostname(),
             pid: process.pid,
             definitions: names,
-            maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
+            maxAttempts: settings.maxAttempts,
             leaseMs: clock.leaseMs,
           });
           recoveryDueAtStart = registration.recoveryDue;
@@ -320,12 +261,14 @@ export function createWorker(options: WorkerOptions): Worker {
       { defaultValue: undefined },
     );
 
+  /** Starts the pipeline and the heartbeat (after a successful registration). */
   const run = () => {
+    const wakeupsLogger = logger.child({ component: 'wakeups' });
     const wakeup$ = merge(
       wakeups,
-      options.listen === false
+      !settings.listen
         ? EMPTY
-        : notifyWakeups(db, namespace, logger.child({ component: 'wakeups' }), {
+        : notifyWakeups(db, namespace, wakeupsLogger, {
             // Found within interval + timeout (5 s): about 15 s at the default H.
             probeIntervalMs: Math.max(1_000, Math.min(10_000, clock.heartbeatIntervalMs)),
             onListening: (up) => {
@@ -335,9 +278,8 @@ export function createWorker(options: WorkerOptions): Worker {
               sawDatabase();
             },
           }),
-      options.redis ? redisWakeups(options.redis, namespace, logger.child({ component: 'wakeups' })) : EMPTY,
+      settings.redis ? redisWakeups(settings.redis, namespace, wakeupsLogger) : EMPTY,
     );
-    const intakeOpen$ = combineLatest([finalizer.intakeOpen$, healthy]).pipe(map(([room, ok]) => room && ok));
     const claimerLogger = logger.child({ component: 'claimer' });
     const executorDeps: ExecutorDeps = {
       definitions,
@@ -345,39 +287,46 @@ export function createWorker(options: WorkerOptions): Worker {
       logger: logger.child({ component: 'executor' }),
       scheduler,
       timeouts: new Timeouts(scheduler),
-      hand: pushCompletion,
       stepFor: (entry) => createStep(db, id, entry, registry, scheduler),
-      settled: () => permits.release(1),
+      // After the completion entered the finalizer's channel: the permit goes back.
+      settled: () => {
+        permits.release(1);
+        updateMoreComing();
+      },
     };
-    const heartbeatLogger = logger.child({ component: 'heartbeat' });
 
-    const executors$ = claimer({
-      permits,
-      wakeup$,
-      intakeOpen$,
-      claim,
-      safetyPollMs,
-      pollFloorMs: PIPELINE.pollFloorMs,
-      jitterMs: PIPELINE.idleJitterMs,
-      scheduler,
-      onClaimError: (err) => claimerLogger.warn({ err }, 'claim failed; backing off one safety poll'),
-    }).pipe(
-      takeUntil(stopClaiming),
-      mergeMap((rows) => rows),
-      mergeMap((row) => {
-        const entry = registry.get(row.id);
-        return entry ? runEntry(entry, executorDeps) : EMPTY;
-      }, executors),
-    );
-
+    let executorsEnded!: () => void;
+    executorsDone = new Promise<void>((resolve) => (executorsEnded = resolve));
+    settleOnTeardown.push(executorsEnded);
     finalizerDone = new Promise<void>((resolve) => {
       settleOnTeardown.push(resolve);
-      subscriptions.push(completions.pipe(finalizer.write).subscribe({ error: fatal, complete: resolve }));
+      subscriptions.push(
+        pipeline({
+          claimer: {
+            permits,
+            wakeup$,
+            // Backpressure and health: no claims while the completed channel is full or the heartbeat fails.
+            intakeOpen$: combineLatest([finalizer.intakeOpen$, healthy]).pipe(map(([room, ok]) => room && ok)),
+            claim,
+            safetyPollMs,
+            pollFloorMs: PIPELINE.pollFloorMs,
+            jitterMs: PIPELINE.idleJitterMs,
+            scheduler,
+            onClaimError: (err) => claimerLogger.warn({ err }, 'claim failed; backing off one safety poll'),
+          },
+          stopClaiming$: stopClaiming,
+          admit: admit(),
+          executors,
+          run: (entry) => runEntry(entry, executorDeps),
+          handBacks$: handBacks,
+          finalizer,
+          onExecutorsDone: executorsEnded,
+        }).subscribe({ error: fatal, complete: resolve }),
+      );
     });
     // The registration was the first beat (it took the recovery pass if one was due: a catch-up
     // for a fleet that was down; started below, after the first claim has its connection); the
-    // heartbeat beats every H from it. A beat at once, beside the first claim, cost every starting
-    // worker one more server connection (issue 5).
+    // heartbeat beats every H from it.
     subscriptions.push(
       heartbeat({
         registry,
@@ -389,7 +338,7 @@ export function createWorker(options: WorkerOptions): Worker {
           healthy.next(ok);
         },
         onFatal: fatal,
-        logger: heartbeatLogger,
+        logger: logger.child({ component: 'heartbeat' }),
         scheduler,
         startedAt: registeredAt,
         reachable$: reachable,
@@ -397,13 +346,8 @@ export function createWorker(options: WorkerOptions): Worker {
         .pipe(takeUntil(stopAll))
         .subscribe({ error: fatal }),
     );
-    executorsDone = new Promise<void>((resolve) => {
-      settleOnTeardown.push(resolve);
-      subscriptions.push(executors$.subscribe({ error: fatal, complete: resolve }));
-    });
     if (recoveryDueAtStart) runRecovery();
   };
-  let registeredAt = scheduler.now();
 
   const worker: Worker = {
     id,
@@ -423,7 +367,7 @@ export function createWorker(options: WorkerOptions): Worker {
         try {
           // The metrics server first: a start that fails on it (a port in use) has not registered,
           // so it leaves no live worker row and takes no recovery pass it would never run.
-          if (options.metricsPort !== undefined) metricsServer = await serveMetrics(metrics.registry, options.metricsPort);
+          if (settings.metricsPort !== undefined) metricsServer = await serveMetrics(metrics.registry, settings.metricsPort);
           await register();
         } catch (err) {
           metricsServer?.close();
@@ -475,12 +419,9 @@ export function createWorker(options: WorkerOptions): Worker {
           shutdownTimeoutMs,
           stopClaiming: () => stopClaiming.next(),
           claimInFlight: () => claimInFlight,
-          handBack: (entry) => {
-            entry.state = 'finalizing';
-            pushCompletion(handBackCompletion(entry));
-          },
+          handBack,
           executorsDone: () => executorsDone,
-          closeFinalizer: () => completions.complete(),
+          closeFinalizer: () => handBacks.complete(),
           finalizerDone: () => finalizerDone,
           abandonFinalizer: () => finalizer.abandon(),
         });

@@ -1,0 +1,101 @@
+import type { SchedulerLike } from 'rxjs';
+import type { Registry as PromRegistry } from 'prom-client';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
+import type { Db } from './db/Db';
+import { checkDefinition, type Definition } from './definition';
+import { ConfigError } from './errors';
+import { createLogger, type Logger } from './logger';
+import { monotonicScheduler } from '../operators';
+import type { RedisLike } from './wakeups';
+
+/** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler'];
+
+/** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
+export interface WorkerOptions {
+  db: Db;
+  /** The definitions this worker runs; it claims only these. */
+  definitions: Definition<any, any>[];
+  /** Executor count N (default 4 per core, clamped to 8..64; docs/DESIGN.md). */
+  executors?: number;
+  /** Queue namespace (default "default"). */
+  namespace?: string;
+  /** Heartbeat interval H, ms (default 45 000); lease 4 H, deadline 2.5 H, dead after 7 H. */
+  heartbeatIntervalMs?: number;
+  /** Safety poll, ms (default 1 000): the longest idle sleep. */
+  safetyPollMs?: number;
+  /** How long stop() waits for running handlers before aborting them, ms (default 10 000). */
+  shutdownTimeoutMs?: number;
+  /** LISTEN for NOTIFY wakeups (default true). */
+  listen?: boolean;
+  /** Also take wakeups from Redis pub/sub (an ioredis client). */
+  redis?: RedisLike;
+  /** Serve Prometheus metrics on this port at /metrics (default: not served). */
+  metricsPort?: number;
+  /** prom-client registry to register into (default: a registry of this worker's own). */
+  metricsRegistry?: PromRegistry;
+  logger?: Logger;
+  /**
+   * Time source (default monotonicScheduler: asyncScheduler's timers, `now()` from
+   * `performance.now()`, so wall-clock steps cannot fire deadlines); a TestScheduler runs the
+   * pipeline in virtual time.
+   */
+  scheduler?: SchedulerLike;
+}
+
+/** A worker's options, checked, with every default applied. */
+export interface WorkerSettings {
+  db: Db;
+  definitions: ReadonlyMap<string, Definition>;
+  /** The definitions' names, in the order given. */
+  names: string[];
+  executors: number;
+  safetyPollMs: number;
+  shutdownTimeoutMs: number;
+  clock: LeaseClock;
+  namespace: string;
+  scheduler: SchedulerLike;
+  logger: Logger;
+  listen: boolean;
+  redis?: RedisLike;
+  metricsPort?: number;
+  metricsRegistry?: PromRegistry;
+  /** The definitions' own maxAttempts, in `names` order (null: none given). */
+  maxAttempts: (number | null)[];
+}
+
+/**
+ * Checks a worker's options before anything touches the database. Throws ConfigError for an
+ * unknown option, no or duplicate definitions, a definition checkDefinition refuses (name,
+ * handler, maxAttempts, backoff), or a setting out of range: executors 1..10 000,
+ * heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1, shutdownTimeoutMs 0..2^31−1, a
+ * definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the longest Node.js timer: a longer
+ * one would fire after 1 ms).
+ */
+export function workerSettings(options: WorkerOptions): WorkerSettings {
+  knownKeys('worker option', options, WORKER_OPTION_KEYS);
+  if (!Array.isArray(options.definitions) || options.definitions.length === 0) throw new ConfigError('a worker needs at least one definition');
+  for (const d of options.definitions) checkDefinition(d, true);
+  const names = options.definitions.map((d) => d.name);
+  if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
+  return {
+    db: options.db,
+    definitions: new Map(options.definitions.map((d) => [d.name, d as Definition])),
+    names,
+    executors: intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS),
+    safetyPollMs: intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS),
+    shutdownTimeoutMs: intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS),
+    clock: leaseClock(options.heartbeatIntervalMs),
+    namespace: nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES),
+    // Monotonic: attempt deadlines, timeouts and retry windows are durations on this clock, so a
+    // wall-clock step cannot fire them (docs/DESIGN.md: lease times are never a worker's clock;
+    // test/db/clock.test.ts).
+    scheduler: options.scheduler ?? monotonicScheduler,
+    logger: options.logger ?? createLogger(),
+    listen: options.listen !== false,
+    redis: options.redis,
+    metricsPort: options.metricsPort,
+    metricsRegistry: options.metricsRegistry,
+    maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
+  };
+}
