@@ -32,7 +32,7 @@ export interface ClaimerConfig<T = ClaimedRow> {
 }
 
 /**
- * The claimer (shared/DESIGN.md, "Claimer"; seed 000, "What each stage decides"). Emits each
+ * The claimer (docs/DESIGN.md, "The pipeline inside one worker": Claimer). Emits each
  * non-empty claim's rows; never errors, never completes (unsubscribe to stop it).
  *
  * - Waits for one permit, then takes every other free one, and claims that many rows in one call.

@@ -22,10 +22,9 @@ const ENCODABLE_CHARS = 2 ** 27;
  * (SQLSTATE class 22 "data exception", e.g. 22P05 untranslatable character, 22021 bad byte
  * sequence; class 54 "program limit exceeded", e.g. a jsonb value too large), or the client could
  * not encode them: V8's RangeError "Invalid string length" from a batch of at least
- * ENCODABLE_CHARS characters (a result of ~500 million characters; adversarial trial: the batch
- * was repeated without end, every later completion of the worker queued behind it, and the
- * heartbeat kept the leases alive). Writing the same rows again cannot succeed, but the other
- * rows of the batch can land. Any other error (a lost connection, a missing function, a
+ * ENCODABLE_CHARS characters (a result of ~500 million characters). Writing the same rows again
+ * cannot succeed (repeated as it was, the batch would block every later completion of the worker
+ * while the heartbeat kept the leases alive; test/finalizer.spec.ts), but the other rows can land. Any other error (a lost connection, a missing function, a
  * permission, another RangeError, e.g. a stack overflow in a Db wrapper or a failed allocation,
  * which a later try may not meet) says nothing about the rows and the call is repeated as it is.
  */

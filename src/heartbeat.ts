@@ -14,7 +14,7 @@ export interface HeartbeatConfig {
   beat: (held: HeldPair[]) => Promise<HeartbeatResult>;
   /** Starts the recovery pass beside the loop (this beat took it). */
   startRecovery: () => void;
-  /** false while heartbeats fail: the worker claims nothing then (seed 001, "Database errors"). */
+  /** false while heartbeats fail: the worker claims nothing then (test/faults/heartbeat.spec.ts). */
   onHealth: (healthy: boolean) => void;
   /** No heartbeat succeeded for a whole lease while attempts were held, or a non-transient error: the worker must stop. */
   onFatal: (err: unknown) => void;
@@ -77,7 +77,8 @@ export class HeartbeatLostError extends Error {
 }
 
 /**
- * The heartbeat (shared/DESIGN.md, "Heartbeat" and "The lease clock"; issue 4).
+ * The heartbeat (docs/DESIGN.md, "The pipeline inside one worker" and "The lease clock";
+ * test/faults/heartbeat.spec.ts, test/faults/outage.test.ts).
  *
  * ```
  * beats:   R--------B--------B-x-x--x---x---x--!   every H ONE call (R: the worker's registration,
