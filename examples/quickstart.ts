@@ -1,43 +1,25 @@
-/**
- * The README's API example, type-checked in CI. Run: `node dist/examples/quickstart.js`
- * (PGlite in ./.acta/quickstart) or with DATABASE_URL=postgres://... for a server.
- */
-import { connect, createClient, createWorker, defineJob, migrate } from '../src';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect, createClient, createWorker, defineJob } from '../src';
 
-const sendEmail = defineJob<{ to: string; subject: string }, { messageId: string }>({
-  name: 'send-email',
-  maxAttempts: 5,
-  backoff: { delayMs: 1_000, factor: 2, maxDelayMs: 60_000 },
-  timeoutMs: 30_000,
-  async handler(payload, { signal, attempt, logger }) {
-    logger.info({ to: payload.to }, `sending (attempt ${attempt})`);
-    signal.throwIfAborted(); // stop work when the attempt is cancelled
-    return { messageId: `msg-${payload.to}` };
-  },
+const greet = defineJob<{ name: string }, { greeting: string }>({
+  name: 'greet',
+  handler: async ({ name }) => ({ greeting: `hello, ${name}` }), // what it returns is the job's result
 });
 
 async function main(): Promise<void> {
-  // DATABASE_URL when set, else PGlite in ./.acta/quickstart (an explicit dataDir would win over DATABASE_URL).
-  const db = await connect(process.env.DATABASE_URL ? {} : { dataDir: '.acta/quickstart' });
-  await migrate(db);
-
-  const client = createClient({ db, definitions: [sendEmail] });
-  // The definition itself (its payload type is checked) or its name.
-  const { id } = await client.enqueue(sendEmail, { to: 'ada@example.com', subject: 'hi' }, { idempotencyKey: 'welcome:ada' });
-  await client.enqueueMany([
-    { definition: sendEmail, payload: { to: 'bob@example.com', subject: 'later' }, runAt: new Date(Date.now() + 1_000) },
-    { definition: 'send-email', payload: { to: 'eve@example.com', subject: 'urgent' }, priority: 10 },
-  ]);
-
-  const worker = createWorker({ db, definitions: [sendEmail] });
+  const db = await connect(); // DATABASE_URL if set, else the embedded PGlite database in ./.acta/data
+  const worker = createWorker({ db, definitions: [greet] });
   await worker.start();
-  await new Promise((resolve) => setTimeout(resolve, 2_000));
-  await worker.stop();
-
-  // The job, its result and its attempts (null if the namespace has no such job).
-  const job = await client.getJob<{ to: string }, { messageId: string }>(id);
-  console.log(job?.status, job?.result?.messageId, job?.executions.map((e) => e.outcome));
-  await db.close();
+  const client = createClient({ db });
+  const { id } = await client.enqueue(greet, { name: 'Ada' });
+  let job = await client.getJob(id);
+  while (!job?.finishedAt) {
+    await sleep(50);
+    job = await client.getJob(id);
+  }
+  console.log(job.status, job.result);
+  await worker.stop(); // waits for running handlers
+  await db.close(); // last: an open pool or PGlite keeps the process alive
 }
 
-if (require.main === module) void main();
+void main();
