@@ -1,74 +1,22 @@
 -- acta.claim_jobs: claim up to p_limit due rows of the given definitions for one worker.
 --
--- Contract: each claimed row moves straight to Executing (the claim starts the execution; there
--- is no separate start write), its execution number (the fence) goes up by one, its lease is set
--- to now() + p_lease_ms and its holder to p_worker. Returns the claimed rows in claim order.
--- When nothing is claimable it returns exactly one row whose job_id is null and whose
--- next_due_in_ms is the time until the earliest future row of those definitions is due (null
--- when there is none), measured on the database clock (DESIGN.md: the claimer's idle sleep).
--- Durability: the claim commits asynchronously (synchronous_commit = off for its transaction
--- only), so it does not wait for a WAL flush. If the server crashes before the flush, the claim
--- is lost although the worker got its answer: exactly DESIGN.md's "a claim whose answer was
--- lost is treated as a crash right after it". The row comes back Ready with its old execution
--- number, and the next claim reuses that number under ANOTHER holder; every fenced write
--- (complete_executions, heartbeat, record_step) checks (job, execution, holder), so the lost
--- claim's worker can never write for it. Enqueue, completions, step records and heartbeats stay
--- synchronous: what they acknowledge is durable.
--- Locks: FOR UPDATE SKIP LOCKED on the rows taken, so concurrent claimers never wait on or
--- double-take a row.
--- Plan: per definition, the pick locks the first p_limit rows due now in due order, along
--- jobs_due_idx (migration 0005: the definition's Ready rows by due time, then id), a walk that ends
--- at the first row due later. Fewer than p_limit: they are all the rows due (unlocked). Otherwise
--- they are the first in claim order when they share one priority and no due row of these
--- definitions has a higher one (a look at jobs_claim_idx above that priority: usually an empty
--- range); if not, the pick walks jobs_claim_idx (partial, in claim order within one definition:
--- migration 0003) and stops after p_limit rows. Walking jobs_claim_idx alone, a claim that found
--- fewer due rows than it asked for walked every Ready row of its definition due later (priority
--- leads that index, so the due time cannot end the walk): 3 due and 100,000 due in an hour, 21-34
--- ms per 8-row claim (adversarial trial). Rows due later at a higher priority than due ones are
--- still walked when the due rows mix priorities or a higher one is due (README, "What makes a
--- claim slower"). Counted (bench/server-instructions.sh): 713,473 instructions per 1-row claim
--- against 604,113 with the one-statement pick before; 8-row claim + completion 313,084 against
--- 298,587 per job; 128-row 180,747 against 179,331. The pick once walked the namespace's index, so
--- every Ready row of a definition this worker does not run that came first in claim order was
--- walked on every claim (new-user trial: 200,000 such rows, 105-109 ms per claim against 0.33). A
--- worker running D definitions locks up to D x p_limit rows in the pick and keeps p_limit; the
--- others stay Ready and are free again at commit. The idle claim's next due time is the first
--- entry after now() of each definition in jobs_due_idx.
--- Key: both indexes lead with hashtextextended(namespace || '/' || definition, 0), one bigint per
--- queue (migration 0006), so each query names its definition by that key and checks
--- namespace and definition on every row it reads: two queues whose texts hash alike (namespace
--- "a" with definition "b/c", namespace "a/b" with "c") share a range and nothing else (core.test).
--- Counted against the text-led indexes of 0003/0005: 630,810 against 672,643 instructions per
--- 1-row claim, 301,606 against 307,982 per job for 8-row claim + completion, 179,230 against
--- 180,293 for 128 rows; an enqueue 62,710 against 88,812 per job.
--- With stale statistics (taken while nothing was Ready, e.g. a table of finished jobs, then a burst
--- of enqueues) the planner would rather read every Ready row through jobs_due_idx and sort them: measured
--- here at 60,000 queued, 35 ms per claim against 1.2 ms (issue 5). So sorting is disabled while
--- the pick is planned (the final ORDER BY of the <= p_limit claimed rows still sorts: it has no
--- other plan). Disabling adds 1e10 to the cost of any plan that sorts, which would set off JIT
--- compilation (80 ms for a 128-row claim), so JIT is off as well. Sequential scans are off too:
--- the plan is made once per session (see plan_cache_mode below), and made while acta.jobs held a
--- few analyzed rows, the UPDATE read the whole table to find its rows, and went on doing so as
--- the table grew, until an ANALYZE replanned it (test/db/plans.test.ts; counted by
--- bench/server-instructions.sh: 900,000 against 606,000 instructions per 1-row claim at 400
--- rows). All three hold for the whole call (the function's SET clauses; put back at its exit):
--- the idle probe is planned under them too (put back before it, they let it be planned as a
--- sequential scan on a small table, which an idle worker then ran on every poll as the table grew:
--- 300,010 rows, 66-83 ms per idle claim; adversarial trial). SET clauses rather than set_config
--- calls in the body: 671,860 against 716,705 instructions per 1-row claim, 307,982 against 314,139
--- per job for 8-row claim + completion (bench/server-instructions.sh). synchronous_commit stays a
--- set_config call: a SET clause would be put back before the commit it is for.
--- Answer: typed columns; uncharged_returns lets the worker apply recovery's bound on uncharged
--- returns to a claim that reaches it after its attempt deadline (executions_complete.sql,
--- 'expired'). own_max_attempts is the job's own limit, null when it has none (the worker then
--- applies its definition's: migration 0004); max_attempts is coalesce(own, 25), the number
--- workers from before migration 0004 read, which apply the smaller of it and their definition's:
--- a null there would make them fail every job at its first error during an upgrade (adversarial
--- trial). (Tried and dropped, issue 5: one JSON text per row saved the client 2 us
--- per row and cost the server 1.4, timed in the server: 10.5 -> 11.9 us per claimed row; the
--- server is what a fleet shares.) Earlier commits had other shapes; CREATE OR REPLACE cannot change a
--- function's result type, hence the drop.
+-- Contract: each claimed row goes straight to Executing (the claim starts the execution), its
+-- execution number (the fence) + 1, its lease now() + p_lease_ms, its holder p_worker; returned
+-- in claim order: priority, due time, id (docs/DESIGN.md, "Policies"). Nothing claimable: one row
+-- with a null job_id and next_due_in_ms, the time until the earliest later row of these
+-- definitions is due (null: none), on the database clock. own_max_attempts is the job's own limit
+-- (null: its definition's); max_attempts is coalesce(own, 25), read by workers from before
+-- migration 0004 (test/db/migrator.test.ts). Fence: the execution number and the holder.
+-- Durability: asynchronous commit, this transaction only: a claim lost in a crash is a crash
+-- right after it (docs/DESIGN.md, "The ledger"; why that is safe:
+-- docs/decisions/2026-11-30-claim-commits-asynchronously.md).
+-- Locks: FOR UPDATE SKIP LOCKED on the rows picked: claimers never wait on or double-take a row.
+-- Plan: per definition along jobs_due_idx, jobs_claim_idx only if due rows mix priorities, both
+-- led by the queue's key (migration 0006; each query checks namespace and definition on every
+-- row: test/db/core.test.ts); one plan per session whatever the statistics
+-- (test/db/plans.test.ts). Why: docs/decisions/2026-12-01-claim-queue-key.md and
+-- docs/decisions/2026-11-30-claim-per-definition-along-the-due-index.md.
+-- Earlier shapes had other result types, which CREATE OR REPLACE cannot change: hence the drop.
 drop function if exists acta.claim_jobs(text, uuid, text[], integer, integer);
 create or replace function acta.claim_jobs(
   p_namespace   text,
@@ -91,12 +39,12 @@ create or replace function acta.claim_jobs(
 language plpgsql
 -- STRICT: a call with any null argument claims nothing and returns no row, at no cost per call. A
 -- null limit would otherwise be no LIMIT at all (every due row claimed), and a null lease a row
--- Executing with no lease, which recovery never takes back if its worker dies (adversarial trial:
--- SQL callers; the worker always passes every argument).
+-- Executing with no lease, which recovery never takes back if its worker dies (SQL callers; the
+-- worker passes every argument; test/db/fencing.test.ts).
 strict
--- One plan per session, from the statement's shape (the same one the custom plans chose, tested in
--- test/db/plans.test.ts): planning anew for each call cost an idle worker's claim 0.11 ms of its
--- ~0.95 (issue 5, latency).
+-- One plan per session; no sort, no JIT, no sequential scan, for the whole call (the idle probe
+-- included): each kept a plan made on unfit statistics or a small table from going by the
+-- indexes (docs/decisions/2026-11-30-claim-plan-settings.md). Put back at the function's exit.
 set plan_cache_mode = force_generic_plan
 set enable_sort = off
 set jit = off
@@ -111,15 +59,17 @@ declare
   v_locked      integer;
   v_locked_ids  bigint[];
 begin
-  -- A limit below 1 claimed nothing and answered "nothing due" although rows were (0), or failed
-  -- deep in the plan (a negative one): refused plainly instead (SQL callers; an adversarial trial).
+  -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
+  -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
   if p_limit < 1 then
     raise exception 'acta.claim_jobs: p_limit must be at least 1, got %', p_limit using errcode = '22023';
   end if;
-  perform set_config('synchronous_commit', 'off', true); -- this transaction only (see Durability)
+  -- This transaction only (see Durability); a SET clause would be put back before its commit.
+  perform set_config('synchronous_commit', 'off', true);
   -- Each name once: the pick runs per name, and a second pass over a name sees the rows this
   -- transaction has just locked (SKIP LOCKED skips only other transactions' locks), so a name
-  -- given twice brought the claim back short (SQL callers; the worker refuses duplicate names).
+  -- given twice brought the claim back short (SQL callers, test/db/core.test.ts; the worker
+  -- refuses duplicate names).
   -- One definition, the worker's usual case, costs only the test.
   if cardinality(p_definitions) > 1 then
     p_definitions := array(select distinct u.name from unnest(p_definitions) as u(name));
@@ -145,8 +95,6 @@ begin
     -- priority and no due row has a higher one: any other due row comes later in due order, or has
     -- a lower priority. Otherwise walk jobs_claim_idx in claim order (rows due later at a higher
     -- priority are walked there); the rows locked above and not taken are free again at commit.
-    -- (One statement computing both cost more: 733,119 against 713,473 instructions per 1-row
-    -- claim, bench/server-instructions.sh.)
     if v_min_priority = v_max_priority and not exists (
       select 1
       from unnest(p_definitions) as d(name)
@@ -157,8 +105,8 @@ begin
           and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
           and j.priority > v_max_priority and j.run_at <= now()
         -- Along jobs_claim_idx, the range above v_max_priority (usually empty). Without the order,
-        -- a plan made without statistics read the due backlog along jobs_due_idx instead,
-        -- filtering on priority: 545 against 105 us of server CPU per job in a default drain.
+        -- a plan made without statistics reads the due backlog along jobs_due_idx instead,
+        -- filtering on priority.
         order by j.priority desc, j.run_at, j.id
         limit 1
       ) higher
@@ -187,7 +135,7 @@ begin
     return query
     with claimed as (
       -- By primary key from the locked ids (an array, not a join: with statistics the planner
-      -- joined the picked rows against a scan of the whole table; issue 5).
+      -- joined the picked rows against a scan of the whole table).
       update acta.jobs j
       set status = 'executing',
           execution = j.execution + 1,
@@ -208,9 +156,9 @@ begin
   v_claimed := cardinality(v_ids) > 0 and found; -- FOUND: this RETURN QUERY's, before PERFORM sets it
   -- Rows the pick locked and did not take (the walk took others; or more than p_limit across
   -- definitions) are free again at commit, but a concurrent claim skipped them and may have gone
-  -- idle until its next poll (adversarial trial: a due row left waiting while a peer slept). Wake
-  -- the namespace's idle workers at commit, as an enqueue does. Rare: mixed priorities among the
-  -- due rows, or a worker with several definitions.
+  -- idle until its next poll, leaving a due row waiting. Wake the namespace's idle workers at
+  -- commit, as an enqueue does (test/db/core.test.ts). Rare: mixed priorities among the due rows,
+  -- or a worker with several definitions.
   if v_locked > p_limit then
     perform pg_notify('acta_jobs', p_namespace);
   elsif v_locked_ids is not null then -- the walk ran (a separate IF: no query on the common path)

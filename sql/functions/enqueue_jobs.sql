@@ -1,29 +1,23 @@
 -- acta.enqueue_jobs: insert a batch of jobs in one call and wake idle workers once.
 --
--- Contract: one element per job. p_payloads is a JSON array of the payloads (one jsonb value the
--- client builds by joining the payload texts it checked; issue 5: a jsonb[] literal cost an
--- escaping pass per element on both sides). The other arrays run in parallel with it; a null
--- ARRAY stands for all-null elements (nothing to send for the common case), and a null priority /
--- run_at takes the default 0 / now(); a null max_attempts stays null: the job's definition's
--- applies (migration 0004). Returns one row: `ids`, the job ids in
--- input order joined by commas, and `created`, one character per element, 't' when this call
--- created the job, 'f' when not (one row rather than one per job: the client reads 20,000 ids
--- with one split). An element whose idempotency key already names a job in the
--- namespace (an earlier row, an earlier element of this batch, or a row a concurrent transaction
--- committed while this insert waited for it) creates nothing and returns that job's id.
--- Locks: row locks on the inserted rows only; a conflicting key waits for its inserter.
--- Without any key: one insert (the fast path, no conflict handling). With keys, two statements:
--- the insert, then (only for keys that conflicted with a row this insert's
--- snapshot cannot see, i.e. one committed while it waited) a look-up with a fresh snapshot, so an
--- id is never null under READ COMMITTED. (Under REPEATABLE READ such a conflict is a
--- serialization failure, raised by PostgreSQL itself.)
--- Wakeup: one pg_notify('acta_jobs', namespace) per call when any job is due now; PostgreSQL
--- delivers it at commit, so enqueue inside a caller's transaction wakes workers only then.
--- Plan: a key taken before the call is looked up by one probe of jobs_idempotency_key_idx per
--- element. It used to be a join to acta.jobs, and a session plans it once: planned while acta.jobs
--- held a few analyzed rows, every enqueue with keys read the whole table (20,017 rows per 2-job
--- call at 20,010 rows), and with sequential scans off, the whole key index instead (every keyed
--- job), until an ANALYZE replanned it (test/db/plans.test.ts). Sequential scans stay off.
+-- Contract: one element per job. p_payloads is a JSON array of the payloads; the other arrays run
+-- in parallel with it, a null ARRAY standing for all-null elements; a null priority / run_at takes
+-- 0 / now(), a null max_attempts stays null (the definition's applies: migration 0004). Returns
+-- one row: `ids`, the job ids in input order joined by commas, and `created`, one letter per
+-- element, 't' created by this call, 'f' not (why one row:
+-- docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md). An element whose
+-- idempotency key already names a job in the namespace (an earlier row, an earlier element, a row
+-- a concurrent transaction committed while this insert waited for it: found by a second
+-- statement's snapshot; under REPEATABLE READ a serialization failure) creates nothing and
+-- returns that job's id (test/db/enqueue.test.ts).
+-- Durability: the caller's commit; a key found taken adds a WAL record so that commit flushes
+-- through the job it names (docs/decisions/2026-12-01-a-taken-key-makes-the-enqueue-flush.md).
+-- Locks: the inserted rows; a conflicting key waits for its inserter; keyed rows in key order.
+-- Wakeup: one pg_notify('acta_jobs', namespace) per call when a job is due within a second,
+-- delivered at commit (in a caller's transaction, only then).
+-- Plan: without keys one insert; with keys the insert, then a probe of jobs_idempotency_key_idx
+-- per taken key, never a join to acta.jobs; no sequential scans, no JIT (test/db/plans.test.ts;
+-- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
 drop function if exists acta.enqueue_jobs(text, text[], jsonb[], integer[], timestamptz[], integer[], text[]);
 create or replace function acta.enqueue_jobs(
   p_namespace        text,
@@ -35,10 +29,8 @@ create or replace function acta.enqueue_jobs(
   p_idempotency_keys text[]
 ) returns table (ids text, created text)
 language plpgsql
--- JIT compiling costs more than it saves on these statements, and misestimated key joins set it
--- off (bench: 478 ms with JIT, 160 ms without, for 20 000 jobs in the server).
-set jit = off
 -- See Plan.
+set jit = off
 set enable_seqscan = off
 as $$
 #variable_conflict use_column
@@ -82,8 +74,8 @@ begin
     from input i
     -- In key order, not input order: two batches sharing keys in different orders then take the
     -- keys' index entries in the same order, one waiting for the other, instead of deadlocking
-    -- (adversarial trial: 14 of 50 rounds of two concurrent batches failed with 40P01). Ids
-    -- still follow the input order (new_id above).
+    -- (docs/decisions/2026-11-30-keyed-inserts-in-key-order.md). Ids still follow the input
+    -- order (new_id above).
     order by i.idempotency_key, i.ord
     on conflict (namespace, idempotency_key) where idempotency_key is not null do nothing
     returning acta.jobs.id, acta.jobs.idempotency_key
@@ -112,16 +104,13 @@ begin
   join unnest(p_idempotency_keys) with ordinality as k(key, ord) on k.ord = r.ord;
 
   -- A key found taken names a job another enqueue may have committed before its WAL flush
-  -- (acta.enqueue_jobs_wake_early, below). This transaction then has one WAL record of its own, so
-  -- that its synchronous commit flushes (and waits for synchronous standbys) through that job
-  -- before the caller hears of it; without it, a caller's transaction that wrote nothing else
-  -- committed with no flush, and a server crash lost the job it had been told exists (adversarial
-  -- trial; test/faults/enqueueFlush.test.ts). (A transaction id alone is not enough: a commit that
-  -- wrote no other WAL does not wait for its flush.) A role that may not write the message locks
-  -- one such job FOR KEY SHARE instead, which is a WAL record too (a second trial: it wrote
-  -- nothing, and was answered before the job it named was durable). That lock makes a claim skip
-  -- the job (FOR UPDATE SKIP LOCKED) until this commit, whose NOTIFY below wakes the claimers
-  -- again; it needs the UPDATE privilege, and a role with neither writes nothing, as before.
+  -- (acta.enqueue_jobs_wake_early). This transaction then has one WAL record of its own, so that
+  -- its synchronous commit flushes (and waits for synchronous standbys) through that job before
+  -- the caller hears of it (test/faults/enqueueFlush.test.ts). A transaction id alone is not
+  -- enough: a commit that wrote no other WAL does not wait for its flush. A role that may not
+  -- write the message locks one such job FOR KEY SHARE instead, which is a WAL record too; that
+  -- lock makes a claim skip the job until this commit, whose NOTIFY below wakes the claimers
+  -- again. It needs the UPDATE privilege; a role with neither writes nothing.
   if position('f' in v_created_text) > 0 then
     if acta.wal_message_allowed(3) then
       perform pg_logical_emit_message(true, 'acta', 'idempotency key taken');

@@ -1,26 +1,21 @@
 -- acta.heartbeat: renew every lease a worker holds, in one call, and take the namespace's
--- recovery pass when it is due (shared/DESIGN.md, "The lease clock"; issue 4).
+-- recovery pass when it is due (docs/DESIGN.md, "The lease clock").
 --
 -- Contract: p_ids/p_executions are the (job, execution) pairs in the worker's registry, Claimed
--- ones included (no row waiting in a worker's buffer may lose its lease); p_started[i] says
--- whether that attempt's handler has started (recovery charges only started attempts). Returns
--- one row per pair with state
---   renewed -> lease_expires_at = now() + p_lease_ms (the caller re-arms the attempt deadline);
---   locked  -> the row matches the fence but another transaction held its lock for longer than
---              100 ms (e.g. a stalled completion write of this worker, a recovery pass deciding
---              it): nothing changed, the caller keeps the deadline and asks again next beat;
---   lost    -> the row has moved past this attempt (recovered, completed, fenced): the caller
---              cancels a Claimed or Executing entry and leaves a Finalizing one to its write.
--- plus, when this call took the namespace's recovery pass (acta.take_recovery_pass: exactly one
--- worker takes each pass; with mixed leases in one namespace, every shortest lease), one row
--- (null, null, 'recovery_due').
--- Fence: a pair is renewed only while its row is Executing with the same execution number AND
--- is leased to p_worker. A row whose lease already ran out but that no recovery pass has taken
--- yet is still this worker's and is renewed. Lease times come from now(): the database clock.
--- Also stamps the worker's last_heartbeat_at (marking it alive again after a stall, unless it
--- stopped). Locks: the worker's row; FOR UPDATE SKIP LOCKED on the renewed rows, then, for rows
--- locked at that moment, a wait of at most 100 ms each (lock_timeout; the first timeout ends it);
--- the namespace row when the pass is due.
+-- ones included; p_started[i] says whether that attempt's handler has started (recovery charges
+-- only started attempts). One row per pair: 'renewed' (lease now() + p_lease_ms: re-arm the
+-- attempt deadline); 'locked' (another transaction held the row past 100 ms: nothing changed, ask
+-- again next beat); 'lost' (the row moved past this attempt: cancel a Claimed or Executing entry,
+-- leave a Finalizing one to its write). Plus (null, null, 'recovery_due') when this call took the
+-- pass (acta.take_recovery_pass). Stamps the worker's last_heartbeat_at (alive again unless
+-- stopped). Lease times come from now(): the database clock.
+-- Fence: Executing, same execution number, leased to p_worker; a lease that ran out but that no
+-- recovery pass has taken yet is still renewed (test/faults/recovery.test.ts).
+-- Locks: the worker's row; FOR UPDATE SKIP LOCKED on the renewed rows, then a wait of at most
+-- 100 ms for the rows locked at that moment (docs/decisions/2026-11-30-heartbeat-waits-for-locked-rows.md);
+-- the namespace row when the pass is due. Durability: the caller's commit.
+-- Plan: as acta.complete_executions, by primary key from `j.id = any (p_ids)` only, one plan per
+-- session (test/db/plans.test.ts; docs/decisions/2026-11-30-fenced-writes-plan-settings.md).
 create or replace function acta.heartbeat(
   p_worker     uuid,
   p_namespace  text,
@@ -30,15 +25,9 @@ create or replace function acta.heartbeat(
   p_lease_ms   integer
 ) returns table (job_id bigint, execution integer, state text)
 language plpgsql
--- Plan once per session, from the statement's shape: the held rows by primary key from the input.
--- A custom plan, made per call for a session's first five calls, estimated this holder's
--- Executing rows at 1 and read the whole table for 128 pairs (test/db/plans.test.ts; issue 5).
--- Sequential scans, plain index scans and nested loops off while it runs: that one plan, made while
--- acta.jobs held a few analyzed rows, read the whole table to find its rows, and with sequential
--- scans off the whole primary key in key order (40,026 entries per 1-row call at 20,010 rows), and
--- went on doing so as the table grew, until an ANALYZE replanned it (test/db/plans.test.ts). Each
--- statement reaches acta.jobs through `j.id = any (p_ids)` (a bitmap scan of the primary key), the
--- only plan left (as in acta.complete_executions, "Plan").
+-- One plan per session, from the statement's shape; with sequential scans, plain index scans and
+-- nested loops off, the only plan left reaches acta.jobs through `j.id = any (p_ids)`, a bitmap
+-- scan of the primary key (docs/decisions/2026-11-30-fenced-writes-plan-settings.md).
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 set enable_indexscan = off
@@ -83,10 +72,10 @@ begin
 
   -- Rows locked at that moment: wait for them, briefly. The holder is usually short: a step record
   -- of the attempt (acta.record_step holds FOR SHARE until it commits), or this worker's own
-  -- completion write (after which the row has moved on and is not renewed). Skipping them as
-  -- before left a job recording steps back to back unrenewed beat after beat until its attempt
-  -- deadline passed (adversarial trial: 3 of 3 runs failed at H = 0.5 s). A lock held longer (a
-  -- stalled write, a recovery pass deciding the row) ends the wait: those rows stay "locked".
+  -- completion write (after which the row has moved on and is not renewed). Skipped, a job
+  -- recording steps back to back would go unrenewed beat after beat until its attempt deadline.
+  -- A lock held longer (a stalled write, a recovery pass deciding the row) ends the wait: those
+  -- rows stay "locked" (test/faults/recovery.test.ts).
   v_late := array(select unnest(v_held) except select unnest(v_renewed));
   if cardinality(v_late) > 0 then
     v_lock_timeout := current_setting('lock_timeout');

@@ -1,21 +1,20 @@
 -- acta.record_step: record a step's result for the attempt that ran it, fenced by
 -- (job, execution, holder).
 --
--- Contract: the step (p_job_id, p_name) is recorded with p_result only if the job row is still
--- Executing with execution = p_execution and held by p_worker (the attempt still owns the job). Returns one row:
---   recorded -> this call wrote it; result = p_result;
---   exists   -> an earlier attempt recorded it first; result = the recorded result (use it);
---   stale    -> the attempt no longer owns the job (recovered, fenced): nothing written; the
---               caller must abort the attempt.
--- Started: a recorded step proves the attempt's handler started, so the first record of an
--- attempt sets jobs.started, and recovery charges the attempt if it is lost (DESIGN.md,
--- Delivery: "charges ... only if its attempt had started"). Before, only a heartbeat reported a
--- start: an adversarial trial killed workers 300 ms into handlers that had recorded steps, and a
--- maxAttempts-1 job ran 4 times, its 3 lost attempts uncharged.
--- Locks: the job row for the rest of the transaction (the first record's UPDATE, later ones FOR
--- SHARE), so recovery (SKIP LOCKED) and a completion cannot move the row between the fence check
--- and the insert.
--- Steps are unique per (job, name): a recorded step never runs again (DESIGN.md, delivery).
+-- Contract: the step (p_job_id, p_name) is recorded with p_result only if the attempt still owns
+-- the job. Returns one row: 'recorded' (this call wrote it; result = p_result); 'exists' (an
+-- earlier attempt recorded it first; result = the recorded one, to use); 'stale' (the attempt no
+-- longer owns the job: nothing written, the caller aborts the attempt). Steps are unique per
+-- (job, name): a recorded step never runs again (docs/DESIGN.md, "Delivery";
+-- test/db/steps.test.ts). The first record of an attempt sets jobs.started, so recovery charges
+-- the attempt if it is lost (test/faults/recovery.test.ts;
+-- docs/decisions/2026-11-30-a-recorded-step-marks-its-attempt-started.md).
+-- Fence: the row is Executing with execution = p_execution and held by p_worker.
+-- Locks: the job row until commit (the first record's UPDATE, later ones FOR SHARE), so recovery
+-- (SKIP LOCKED) and a completion cannot move the row between the fence check and the insert.
+-- Durability: the caller's commit, synchronous by default: a recorded step is durable.
+-- Plan: by primary key; no sequential scans (test/db/plans.test.ts;
+-- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
 -- The first form, before the holder joined the fence (only ever in development databases).
 drop function if exists acta.record_step(bigint, integer, text, jsonb);
 
@@ -27,9 +26,7 @@ create or replace function acta.record_step(
   p_result    jsonb
 ) returns table (status text, result jsonb)
 language plpgsql
--- No sequential scans: a plan made while acta.jobs held a few analyzed rows read the whole table
--- to find the job's row, and kept doing so as the table grew, until an ANALYZE replanned it
--- (test/db/plans.test.ts).
+-- No sequential scans: see Plan.
 set enable_seqscan = off
 as $$
 #variable_conflict use_column

@@ -1,36 +1,25 @@
--- acta.recover_jobs: the recovery pass of one namespace (shared/DESIGN.md, "The lease clock" and
--- "Delivery"; issue 4). Run by the worker whose heartbeat took the pass (acta.heartbeat).
+-- acta.recover_jobs: the recovery pass of one namespace (docs/DESIGN.md, "The lease clock" and
+-- "Delivery"), run by the worker whose heartbeat or registration took the pass.
 --
--- Contract: every Executing row whose OWN lease has expired (lease_expires_at < now(), the
--- database clock; never judged by a join to the workers table) goes back to Ready at now(), or
--- to Failed when the return is charged and the job's attempts are then used up (error
--- {"name": "WorkerLost", "message": "worker lost: ..."}), so nothing stays Executing forever.
--- Charging: a return is charged (attempts + 1) only if the attempt had started (a heartbeat
--- reported its handler running, or it recorded a step: acta.record_step). Bound on uncharged returns: a job goes back uncharged at most
--- 3 times in its life (jobs.uncharged_returns); from the 4th return on, every return is charged
--- whether or not a start was reported, so a poison job that kills its worker before the first
--- heartbeat cannot loop forever uncharged: it ends Failed within max_attempts + 3 recoveries.
--- Hand-backs by a live worker (graceful shutdown) go through complete_executions and do not
--- count against the bound; a claim that reached its worker after the attempt deadline does
--- ('expired', complete_executions: the worker applies the same bound, PIPELINE.unchargedReturnsMax).
--- Ledger: each returned attempt gets its row in acta.executions (outcome 'lost', charged, with
--- the WorkerLost error; or 'lost_uncharged'), with the worker that held the lease.
--- Attempts: a job's limit is its own max_attempts, else its definition's in acta.definitions (as
--- the newest live worker running it declared it: acta.refresh_definitions), else 25 (migration
--- 0004, PIPELINE.maxAttempts).
--- Workers: alive workers silent for longer than p_dead_after_ms (7 H) are marked dead. That is
--- bookkeeping only: rows are returned by their own lease, whatever their holder's status. (It
--- also hands their definitions' policies back to the live workers: acta.refresh_definitions.)
+-- Contract: every Executing row whose OWN lease has expired (lease_expires_at < now(), never judged
+-- by its holder's status) goes back to Ready at now(), or to Failed when the return is charged and
+-- the job's attempts are then used up (error {"name": "WorkerLost", ...}). A return is charged only
+-- if the attempt had started (a heartbeat reported its handler, or it recorded a step), or once the
+-- job has gone back uncharged 3 times (jobs.uncharged_returns; PIPELINE.unchargedReturnsMax in
+-- src/config.ts): a poison job that kills its worker before its first beat ends Failed
+-- within max_attempts + 3 returns (test/faults/recovery.test.ts). A job's limit is its own
+-- max_attempts, else its definition's (acta.definitions), else 25 (migration 0004). Each returned
+-- attempt gets its acta.executions row ('lost', charged, with the error; or 'lost_uncharged').
+-- Workers silent for longer than p_dead_after_ms are marked dead (bookkeeping only; their
+-- definitions' policies go back to the live workers: acta.refresh_definitions).
 -- Returns the rows it moved: job_id, execution (of the lost attempt), new status, charged.
+-- Fence: the returned row is no longer Executing under its holder, so the lost attempt's later
+-- writes are stale (test/db/fencing.test.ts). Durability: the caller's commit.
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
--- returns p_limit rows); a row whose holder is renewing or completing it right now is skipped
--- and decided by that write.
--- Plan: the expired rows through jobs_lease_idx (partial: Executing rows only), in lease order;
--- then the update by primary key from their ids (`j.id = any (...)`, no join to acta.jobs), the
--- ledger and the answer from the two CTEs' own rows. Sequential scans are off: a session plans
--- this once, and planned while acta.jobs held a few analyzed rows, the pass read the whole table
--- twice (the pick, and the update's join to it: 40,020 rows per pass at 20,010 rows), and went on
--- doing so as the table grew, until an ANALYZE replanned it (test/db/plans.test.ts).
+-- returns p_limit rows); a row being renewed or completed right now is left to that write.
+-- Plan: the expired rows through jobs_lease_idx in lease order, then by primary key from their
+-- ids; no sequential scans (test/db/plans.test.ts;
+-- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
 create or replace function acta.recover_jobs(
   p_namespace      text,
   p_dead_after_ms  integer,
@@ -67,7 +56,7 @@ begin
   ),
   returned as (
     -- In SET, j.* are the row's values as the pick locked them, so `charged` is expired's. A
-    -- job's limit is its own, else its definition's, else 25 (see Attempts).
+    -- job's limit is its own, else its definition's, else 25 (see Contract).
     update acta.jobs j
     set (status, attempts, uncharged_returns, error, finished_at) = (
           select case when c.charged and j.attempts + 1 >= c.max_attempts then 'failed' else 'ready' end,

@@ -2,7 +2,8 @@
 -- the named definitions' policy in acta.definitions to what the most recently started worker
 -- still alive that runs it declared (migration 0004). A definition no live worker runs keeps its
 -- last declaration. Workers registered before migration 0004 declared nothing and are skipped.
--- Called by acta.stop_worker and acta.recover_jobs: rare, off the claim and completion paths.
+-- Called by acta.stop_worker and acta.recover_jobs: rare, off the claim and completion paths
+-- (test/faults/recovery.test.ts, "a stopped or dead worker's maxAttempts gives way").
 -- Locks: the acta.definitions rows it updates, in name order (as acta.register_worker takes them).
 create or replace function acta.refresh_definitions(p_namespace text, p_names text[])
 returns void

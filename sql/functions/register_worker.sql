@@ -1,22 +1,20 @@
 -- acta.register_worker: put a new worker incarnation in the membership list (creating its
--- namespace on first use). Each process start registers a fresh id, so a restarted process
--- never renews its previous incarnation's rows.
--- The registration is the worker's first beat (shared/DESIGN.md, "The lease clock"): it takes the
--- namespace's recovery pass when it is due (acta.take_recovery_pass, p_lease_ms being the worker's
--- lease) and returns whether it did; the worker's heartbeat then beats every H from it. (A beat at
--- once beside the first claim cost each starting worker one more server connection: issue 5.)
--- Repeatable: the worker repeats the call when its answer is lost (a connection dropped after the
--- commit), and the id is this incarnation's own, so a row already there is that earlier call's.
--- That call may have taken the recovery pass, which nobody would then run until the next one, a
--- lease later; so a repeat answers true (run a pass) without taking one: at worst one extra pass,
--- and a pass is a sweep that may run at any time (core.test: a dead worker's row is recovered at
--- once after a registration whose answer was lost).
--- A worker stopped before its pipeline started gives a pass it took back (acta.release_recovery_pass).
+-- namespace on first use). Each process start registers a fresh id, so a restarted process never
+-- renews its previous incarnation's rows.
+--
+-- Contract: the registration is the worker's first beat (docs/DESIGN.md, "The lease clock";
+-- docs/decisions/2026-12-01-registration-is-the-first-beat.md): it takes the namespace's recovery
+-- pass when due (acta.take_recovery_pass, p_lease_ms the worker's lease) and returns whether it did.
+-- Repeatable: the worker repeats the call when its answer is lost, and the id is this
+-- incarnation's own, so a row already there is that earlier call's, which may have taken the pass:
+-- a repeat answers true (run a pass) without taking one (test/db/core.test.ts, "a registration
+-- whose answer was lost is repeated").
 -- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); the worker
 -- row keeps both, and each definition is upserted into acta.definitions, so recovery applies the
 -- policy of the newest worker running it (migration 0004; acta.refresh_definitions when a worker
--- stops or dies). Upserted in name order: two workers starting at once lock the rows in the same
--- order.
+-- stops or dies).
+-- Locks: the acta.definitions rows, upserted in name order (two workers starting at once take
+-- them in the same order); the namespace row when the pass is due.
 drop function if exists acta.register_worker(uuid, text, text, integer, text[]);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[]);
 create or replace function acta.register_worker(

@@ -1,8 +1,9 @@
 -- acta.stop_worker: mark a worker incarnation stopped after a graceful shutdown (its rows have
--- been completed or handed back by then). Returns whether the worker row existed. Its
--- definitions' policies go back to the newest live worker running them (a canary that declared
--- another maxAttempts and stopped must not leave its value to recovery; adversarial trial):
--- acta.refresh_definitions.
+-- been completed or handed back by then). Returns whether the worker row existed. Its definitions'
+-- policies go back to the newest live worker running them (acta.refresh_definitions), so a canary
+-- that declared another maxAttempts and stopped leaves no value to recovery
+-- (test/faults/recovery.test.ts, "a stopped or dead worker's maxAttempts gives way").
+-- Locks: the worker's row; the acta.definitions rows it updates, in name order.
 create or replace function acta.stop_worker(p_worker uuid) returns boolean
 language plpgsql as $$
 declare

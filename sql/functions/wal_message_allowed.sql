@@ -4,16 +4,11 @@
 -- false, so the 3-argument call is that one too). acta.enqueue_jobs_wake_early and
 -- acta.enqueue_jobs use them to make a commit durable (see there). Every role may by default; a
 -- server that revoked them gets enqueues that commit synchronously and wake workers after the
--- flush, as before the early wake, rather than enqueues that commit their jobs and then fail
--- (which a caller would retry into duplicates).
--- PL/pgSQL, not SQL: acta.enqueue_jobs_wake_early asks it in a simple expression, whose state lasts
--- one transaction, and an SQL function called from there had its catalog query parsed and planned
--- anew at every call (PostgreSQL before 18 keeps no plan of an SQL function across statements);
--- a PL/pgSQL function's statement is planned once per session. Measured (issue 5's latency, an
--- enqueue of one job every 15 ms, p50 of 180 interleaved calls): the NOTIFY reached a listener 1.65
--- ms after the call began with the SQL function and both questions asked, 1.24 with the look-up
--- planned once and the PostgreSQL 17 question skipped before 17, 1.16 with no question at all; the
--- call 2.31, 1.89 and 1.81 ms.
+-- flush, rather than enqueues that commit their jobs and then fail (which a caller would retry
+-- into duplicates; test/faults/enqueueFlush.test.ts).
+-- PL/pgSQL, not SQL, so its query is planned once per session, not at every call from a simple
+-- expression (test/db/catalog.test.ts; docs/decisions/2026-12-03-wal-message-allowed-in-plpgsql.md).
+-- Locks: none. The zero-argument form of earlier revisions is dropped.
 drop function if exists acta.wal_message_allowed();
 create or replace function acta.wal_message_allowed(p_args integer) returns boolean
 language plpgsql stable
