@@ -30,4 +30,4 @@ const old = fs.existsSync(lockPath) ? JSON.parse(fs.readFileSync(lockPath, 'utf8
 const same = JSON.stringify(old.checksums) === JSON.stringify(checksums);
 const lock = { revision: same ? old.revision : old.revision + 1, checksums };
 fs.writeFileSync(lockPath, `${JSON.stringify(lock, null, 2)}\n`);
-console.log(same ? `sql/functions.lock: revision ${lock.revision}, unchanged` : `sql/functions.lock: revision ${old.revision} -> ${lock.revision}`);
+console.log(same ? `sql/functions.lock: revision ${lock.revision}, unchanged` : `sql/functions.lock: revision ${old.revision} -> ${lock.revision} (then \`npm run sql:schema\` for sql/schema.sql)`);
