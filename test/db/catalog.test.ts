@@ -25,8 +25,8 @@ test('no acta function exists that SIGNATURES does not list', async () => {
 // Before PostgreSQL 18 an SQL-language function keeps no plan across statements: called from
 // PL/pgSQL once per statement (a simple expression's state lasts one transaction), its query was
 // parsed and planned at every call. acta.wal_message_allowed was one, asked twice by every
-// enqueue on a server: 0.41 ms of the 1.65 before the enqueue's NOTIFY left (issue 5's latency;
-// sql/functions/wal_message_allowed.sql). PL/pgSQL plans its statements once per session.
+// enqueue on a server: 0.41 ms of the 1.65 before the enqueue's NOTIFY left
+// (docs/decisions/2026-12-03-wal-message-allowed-in-plpgsql.md). PL/pgSQL plans its statements once per session.
 test('the functions an enqueue calls from PL/pgSQL are PL/pgSQL, so their queries are planned once per session', async () => {
   const { rows } = await db.query<{ proname: string; lanname: string }>(
     `select p.proname, l.lanname from pg_proc p join pg_namespace n on n.oid = p.pronamespace join pg_language l on l.oid = p.prolang

@@ -11,7 +11,7 @@ import { waitFor } from '../helpers/wait';
 const { db } = useTestDatabase();
 
 test('the wall clock jumping 10 minutes ahead while handlers run fails no attempt', async () => {
-  // Adversarial trial: with Date.now moved 10 min ahead, every running attempt failed with
+  // The case it guards: with Date.now moved 10 min ahead, every running attempt failed with
   // "attempt deadline passed" (its deadline was measured on Date.now) and was charged.
   const realNow = Date.now;
   const job = defineJob({

@@ -208,7 +208,7 @@ test('two queues with the same claim key (namespace "a", definition "b/c"; names
 });
 
 test('a claim that names a definition twice takes as many rows as it asks for, each once', async () => {
-  // Open item of an adversarial trial (SQL callers; the worker refuses duplicate names): the pick
+  // The case it guards (SQL callers; the worker refuses duplicate names): the pick
   // ran once per name, and the second pass saw the rows its own transaction had just locked (SKIP
   // LOCKED skips only other transactions' locks), so the claim came back with half its rows.
   const client = createClient({ db });
@@ -231,7 +231,7 @@ test('a claim for fewer than 1 row is refused with 22023, rather than answering 
 });
 
 test('a due row the claim locked but did not take wakes idle workers when the claim commits', async () => {
-  // Adversarial trial: the pick locks the first due rows in due order, then walks claim order when
+  // The case it guards: the pick locks the first due rows in due order, then walks claim order when
   // their priorities differ from a due row's; the row it locked and left was skipped by a
   // concurrent claim, which went idle until its next poll while the row stayed due.
   const client = createClient({ db });
@@ -285,7 +285,7 @@ test('a job whose runAt is in the future is not claimed before it is due', async
 test('a registration whose answer was lost is repeated, the worker starts (register_worker is repeatable), and the recovery pass the lost call took runs', async () => {
   // A dead worker's row, its lease run out, and the namespace's recovery pass due: the lost call
   // takes the pass (moving it a lease on, 80 s here), so unless the repeat runs one, nobody
-  // recovers the row for 80 s (an open item of an earlier trial).
+  // recovers the row for 80 s (docs/decisions/2026-12-01-registration-is-the-first-beat.md).
   const client = createClient({ db });
   const orphan = await client.enqueue('registered', { orphan: true });
   await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['registered'], limit: 1, leaseMs: 1 });

@@ -267,7 +267,7 @@ test('bad options are refused with ConfigError before anything is written, for t
 });
 
 test('a payload the database refuses as too large for jsonb (54000) is an InvalidJsonError for one job; a batch keeps the database error', async () => {
-  // PostgreSQL's own error for a 300 MB string (new-user trial); producing it for real takes > 1 GB here.
+  // PostgreSQL's own error for a 300 MB string; producing it for real takes > 1 GB here.
   const tooLong = Object.assign(new DatabaseError('string too long to represent as jsonb string', 0, 'error'), { code: '54000' });
   const refusing = aroundStatements(db, () => Promise.reject(tooLong));
   const one = createClient({ db: refusing }).enqueue('job', { big: '…' });
@@ -277,7 +277,7 @@ test('a payload the database refuses as too large for jsonb (54000) is an Invali
 });
 
 test('enqueue on a database with no acta schema, or one older than the client, is a SchemaNotMigratedError saying to migrate; newer, a SchemaNewerError; a user\'s own missing function keeps its error', async () => {
-  // Open item: the client reached the server's raw "does not exist" error (3F000; 42883 for the
+  // The case it guards: the client reached the server's raw "does not exist" error (3F000; 42883 for the
   // procedure of a client newer than the schema), where a worker says to run `acta migrate`.
   const bare = await createTestDatabase({ migrate: false });
   const older = await createTestDatabase();
@@ -294,13 +294,13 @@ test('enqueue on a database with no acta schema, or one older than the client, i
       cause: expect.objectContaining({ code: '42883', message: expect.stringContaining('enqueue_jobs_wake_early') }),
     });
     expect((await olderDb.query<{ n: string }>('select count(*) as n from acta.jobs')).rows[0].n).toBe('0');
-    // Newer than the client (adversarial trial): the procedure it calls has another shape now, and
+    // Newer than the client: the procedure it calls has another shape now, and
     // the schema holds a migration this build does not know. Migrating with this build would be
     // refused; the error says to run the newer acta.
     await olderDb.query(`insert into acta.migrations (name, checksum) values ('migrations/9999_future.sql', 'future')`);
     await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER' });
-    // Also inside a caller's transaction, while the pool has a connection to ask on (a review: the
-    // error's message alone said to migrate).
+    // Also inside a caller's transaction, while the pool has a connection to ask on (the error's
+    // message alone said to migrate).
     // (In a transaction the client calls acta.enqueue_jobs, renamed here as a newer acta might.)
     await olderDb.query('alter function acta.enqueue_jobs rename to enqueue_jobs_v2');
     await withPgClient(older.url, async (tx) => {
@@ -344,7 +344,7 @@ test('createWorker refuses a setting out of range with ConfigError naming it, be
   expect(slow(2_147_483_647)).not.toThrow();
 });
 
-test('createWorker and createClient refuse unknown options, bad definitions and bad namespaces with ConfigError (new-user trial)', async () => {
+test('createWorker and createClient refuse unknown options, bad definitions and bad namespaces with ConfigError', async () => {
   const job = defineJob({ name: 'job', handler: () => undefined });
   const worker = (options: object) => () => createWorker({ db, definitions: [job], logger: silentLogger, ...options } as never);
   // A misspelt option used to start a worker with the default instead.
@@ -363,7 +363,7 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   expect(withDefinition({ name: 'j', handler: () => undefined, backoff: { delayMs: -1 } })).toThrow(/^backoff of definition "j" must be a function or/);
   expect(withDefinition({ name: 'j', handler: () => undefined, backoff: { delayMs: 10, factor: 0 } })).toThrow(ConfigError);
   expect(withDefinition({ name: 'j', handler: () => undefined, backoff: (n: number) => n, maxAttempts: 3, timeoutMs: 10 })).not.toThrow();
-  // defineJob checks the same where the definition is written (it accepted each; new-user trial).
+  // defineJob checks the same where the definition is written (it accepted each before).
   expect(() => defineJob({ name: 'j', handler: () => undefined, maxAttempts: 0 })).toThrow(/^maxAttempts of definition "j" must be an integer between 1/);
   expect(() => defineJob({ name: 'j', handler: () => undefined, timeoutMs: -5 })).toThrow(/^timeoutMs of definition "j" must be an integer between 1/);
   expect(() => defineJob({ name: '', handler: () => undefined })).toThrow(/^a definition name must be a non-empty string/);
@@ -379,8 +379,8 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   await expect(createClient({ db }).enqueue('job', { n: 1 }, null)).resolves.toMatchObject({ created: true });
   expect(await jobCount()).toBe(1);
 
-  // Names beyond 255 bytes: each was accepted, then failed as a raw database error (adversarial
-  // trial): a 3,000-byte definition name at every worker's start (definitions_pkey: 54000), a
+  // Names beyond 255 bytes: each was accepted, then failed as a raw database error: a
+  // 3,000-byte definition name at every worker's start (definitions_pkey: 54000), a
   // 1,500-byte namespace with a 2,000-byte key at enqueue (jobs_idempotency_key_idx: 54000), an
   // 8,000-byte namespace at every enqueue (pg_notify: 22023).
   const long = 'é'.repeat(128); // 256 bytes in UTF-8

@@ -1,5 +1,5 @@
 /**
- * A claim that reaches its worker after the attempt deadline (issue 5's open item: a 100 MB
+ * A claim that reaches its worker after the attempt deadline (the case it guards: a 100 MB
  * payload at H = 1 s took 3.5 s to arrive and was handed back uncharged on every claim, forever).
  * Here every claim answer is held back past the deadline: the job goes back uncharged at most
  * PIPELINE.unchargedReturnsMax (3) times, recovery's bound, then the next expiry costs an attempt

@@ -238,7 +238,7 @@ test('a batch with no result, no error or no delay anywhere (sent as null arrays
 });
 
 test('a claim with a null argument claims nothing and answers no row; a negative limit is refused', async () => {
-  // Adversarial trial (SQL callers): a null limit was no LIMIT at all, every due row claimed; a null
+  // The case it guards (SQL callers): a null limit was no LIMIT at all, every due row claimed; a null
   // lease left rows Executing with no lease, which recovery never takes back.
   await createClient({ db }).enqueueMany([1, 2, 3].map((n) => ({ definition: 'fenced', payload: { n } })));
   const call = (args: unknown[]) => db.query(`select * from acta.claim_jobs($1, $2, $3, $4, $5)`, args);

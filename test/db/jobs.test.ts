@@ -153,20 +153,20 @@ test('on a database without the acta schema getJob says to migrate', async () =>
   const empty = await createTestDatabase({ migrate: false });
   try {
     await expect(createClient({ db: empty.open() }).getJob('1')).rejects.toThrow(SchemaNotMigratedError);
-    // Calls failing at once share one question to the migrator, not one error: each its own cause (a review).
+    // Calls failing at once share one question to the migrator, not one error: each its own cause.
     const shared = createClient({ db: empty.open() });
     const [read, cancelled] = await Promise.allSettled([shared.getJob('1'), shared.cancel('2')]);
     const reasons = [read, cancelled].map((r) => (r as PromiseRejectedResult).reason as Error);
     for (const reason of reasons) {
       expect(reason).toBeInstanceOf(SchemaNotMigratedError);
-      expect(types.isNativeError(reason)).toBe(true); // a real error: structuredClone and Node 21+'s stack need one (a review)
+      expect(types.isNativeError(reason)).toBe(true); // a real error: structuredClone and Node 21+'s stack need one
       expect(reason.stack).toMatch(/^SchemaNotMigratedError: the acta schema is not migrated/);
       expect(structuredClone(reason).message).toBe(reason.message);
     }
     expect(reasons[0]).not.toBe(reasons[1]);
     expect(reasons[0].cause).not.toBe(reasons[1].cause);
     // Inside a caller's transaction holding the pool's only connection: asking the migrator on
-    // another connection waited forever (a review); the error's own message decides there.
+    // another connection waited forever; the error's own message decides there.
     const single = empty.open({ max: 1 });
     const calls: ((tx: Queryable) => Promise<unknown>)[] = [(tx) => createClient({ db: single }).getJob('1', { tx }), (tx) => createClient({ db: single }).cancel('1', { tx })];
     for (const call of calls) {

@@ -53,7 +53,7 @@ test('a changed function file is re-applied; a changed migration is refused (for
 });
 
 test('an older acta refuses a schema a newer one migrated: its migrate changes nothing, and a starting worker\'s check says why', async () => {
-  // New-user trial: an older checkout's `acta migrate` put its own claim function back under
+  // The case it guards: an older checkout's `acta migrate` put its own claim function back under
   // migration 0006's indexes, and the newer workers then refused to start until migrated again.
   const db = (await fresh()).open();
   await migrate(db);
@@ -81,7 +81,7 @@ test('sql/functions.lock stands for the function files as they are (else run `np
 });
 
 test('an older acta refuses functions a newer one migrated without a new migration; a database from before revisions were recorded takes the revision', async () => {
-  // Open item: a change of function files alone was not detected, so an older `acta migrate` put
+  // The case it guards: a change of function files alone was not detected, so an older `acta migrate` put
   // its own functions back under the newer workers.
   const db = (await fresh()).open();
   const older = files.map((f) => (f.name === 'functions/claim_jobs.sql' ? { ...f, text: `${f.text}\n-- older`, checksum: 'older' } : f));

@@ -2,8 +2,8 @@
 //
 // The claim (sql/functions/claim_jobs.sql, "Plan"): with
 // statistics taken while every row was finished and then a backlog enqueued, the pick still reads
-// the rows it takes and stops, instead of reading the whole backlog and sorting it (issue 5: 35 ms
-// per claim at 60,000 queued). On PostgreSQL 15 the planner picks that sort from about 20,000 rows
+// the rows it takes and stops, instead of reading the whole backlog and sorting it (35 ms per
+// claim at 60,000 queued: docs/decisions/2026-11-30-claim-plan-settings.md). On PostgreSQL 15 the planner picks that sort from about 20,000 rows
 // of history up.
 import { randomUUID } from 'node:crypto';
 import { createClient, type Db, type Queryable } from '../../src';
@@ -53,7 +53,7 @@ test('with statistics that say nothing is Ready, a claim of 10 reads about 10 in
 }, 60_000);
 
 test('Ready rows of other definitions ahead in claim order are not walked: by the claim, nor by the idle claim\'s next-due probe', async () => {
-  // New-user trial: 200,000 Ready rows of another definition at a higher priority made each claim
+  // The case it guards: 200,000 Ready rows of another definition at a higher priority made each claim
   // of the worker's own definition walk all of them (105-109 ms against 0.33; migration 0003).
   await db.query('truncate acta.jobs');
   const client = createClient({ db });
@@ -81,7 +81,7 @@ test('Ready rows of other definitions ahead in claim order are not walked: by th
 }, 60_000);
 
 test('rows due later are not walked: by a claim that finds fewer due rows than it asks for, nor by the idle probe of a definition due after them', async () => {
-  // Adversarial trial: jobs_claim_idx orders a definition's rows by priority first, so the due time
+  // The case it guards: jobs_claim_idx orders a definition's rows by priority first, so the due time
   // could not end the pick's walk: with 3 rows due and 100,000 due in an hour, each 8-row claim
   // walked all of them (21-34 ms against ~1); and jobs_due_idx, per namespace, made the idle probe
   // of a definition walk every row of the others due before its own (100,001 entries, 54 ms).
@@ -122,8 +122,8 @@ test('rows due later are not walked: by a claim that finds fewer due rows than i
 
 // The heartbeat and the completion (sql/functions/complete_executions.sql, "Plan"; migration
 // 0002): with many rows Executing under other workers, they find their rows by primary key, never by reading
-// jobs_lease_idx (every Executing row of the fleet; issue 5: 7.5 ms against 1.3 ms per 128-row
-// call at 19,128).
+// jobs_lease_idx (every Executing row of the fleet: 7.5 ms against 1.3 ms per 128-row call at
+// 19,128; docs/decisions/2026-11-30-fenced-writes-plan-settings.md).
 describe.each([
   ['never analyzed', false],
   ['analyzed while nothing was Executing', true],
@@ -191,7 +191,7 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
   // then) read the whole table twice: 40,020 rows per pass; an enqueue with idempotency keys once
   // (20,017 rows per 2-job call), and with sequential scans off the whole key index. The idle
   // claim's next-due probe, planned after the claim put sequential scans back on, read the whole
-  // table on every idle poll (adversarial trial: 300,010 rows, 66-83 ms).
+  // table on every idle poll (300,010 rows, 66-83 ms; docs/decisions/2026-11-30-claim-plan-settings.md).
   // Every call here is about one row: it should read a few index entries, whatever the table holds.
   await db.query('truncate acta.jobs');
   const client = createClient({ db });

@@ -98,7 +98,7 @@ test('a step whose result cannot be stored fails its job without retry: its fn r
 });
 
 test('a step reached after the attempt deadline passed unnoticed (event loop blocked) does not run; the attempt fails with the deadline', async () => {
-  // Adversarial trial: a worker paused or blocked past its lease ran, when it resumed, a step that
+  // The case it guards: a worker paused or blocked past its lease ran, when it resumed, a step that
   // another attempt had recorded meanwhile. Here H = 500 ms: deadline 1.25 s after the last renewal.
   const runs: string[] = [];
   const job = defineJob({
@@ -132,7 +132,7 @@ test('a step reached after the attempt deadline passed unnoticed (event loop blo
 }, 30_000);
 
 test('a step survives transient database errors: the read of recorded steps and a record whose answer was lost are repeated; fn runs once', async () => {
-  // Adversarial trial: a 2 s server restart failed 2–3 of 20 maxAttempts-1 jobs whose handlers
+  // The case it guards: a 2 s server restart failed 2–3 of 20 maxAttempts-1 jobs whose handlers
   // never failed: one failed step call failed (and charged) the attempt.
   const failures: string[] = [];
   const flaky = {
