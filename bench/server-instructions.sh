@@ -11,7 +11,7 @@
 #
 # It makes a throwaway cluster (initdb, as the `postgres` user when run as root), installs acta's
 # schema with this checkout's migrator (`npm run build` first), applies variant.sql if given (e.g.
-# a changed sql/functions/jobs_claim.sql, or an ALTER), then runs `postgres --single` under
+# a changed sql/functions/claim_jobs.sql, or an ALTER), then runs `postgres --single` under
 # callgrind twice: setup only (enqueue iterations × rows jobs, VACUUM ANALYZE), and setup plus a
 # loop of claim_jobs(rows) + complete_executions (every job succeeded), one transaction per
 # iteration, as bench scenario 7 does. Prints the loop's instructions per job (the difference),

@@ -76,7 +76,7 @@ export const PIPELINE = {
   executionTimeoutMs: 300_000,
   /**
    * Uncharged returns a job may have in its life: acta.recover_jobs' bound on lost attempts that
-   * never started (sql/functions/jobs_recover.sql, the same 3), also applied by the executor to a
+   * never started (sql/functions/recover_jobs.sql, the same 3), also applied by the executor to a
    * claim that reaches it after its attempt deadline; beyond it such a return costs an attempt.
    */
   unchargedReturnsMax: 3,

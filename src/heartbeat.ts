@@ -194,7 +194,7 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
     );
   };
 
-  // Every H from the start: the worker's registration was its first beat (workers_register.sql).
+  // Every H from the start: the worker's registration was its first beat (register_worker.sql).
   // After a fatal error nothing more is started: the Observable completes.
   const beats$ = timer(H, H, scheduler).pipe(takeWhile(() => !fatal), exhaustMap(() => beatOnce()));
 

@@ -71,7 +71,7 @@ export class Registry {
   /**
    * Adds freshly claimed rows in state Claimed with the given deadline. A row whose job this
    * worker already holds proves that earlier claim was lost by the server (a crash before its
-   * asynchronous commit was flushed: sql/functions/jobs_claim.sql), and the new claim may carry
+   * asynchronous commit was flushed: sql/functions/claim_jobs.sql), and the new claim may carry
    * the same (job, execution, holder): the old entry is aborted as lost and superseded, and
    * nothing of it is written (see isCurrent).
    */

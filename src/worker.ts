@@ -89,7 +89,7 @@ export function createWorker(options: WorkerOptions): Worker {
   let starting: Promise<void> | undefined;
   let stopping: Promise<void> | undefined;
   let claimInFlight: Promise<unknown> = Promise.resolve();
-  /** Scheduler time of the registration's start: the first confirmed renewal (workers_register.sql). */
+  /** Scheduler time of the registration's start: the first confirmed renewal (register_worker.sql). */
   let registeredAt = scheduler.now();
   /** The registration took the namespace's recovery pass: run() starts it. */
   let recoveryDueAtStart = false;

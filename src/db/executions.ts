@@ -2,7 +2,7 @@ import { runStatement } from './call';
 import type { Queryable } from './Db';
 import { INT4_MAX, type CompletionAck, type CompletionRow } from './types';
 
-/** complete_executions' answer letters (sql/functions/executions_complete.sql). */
+/** complete_executions' answer letters (sql/functions/complete_executions.sql). */
 const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f: 'failed', r: 'ready', x: 'stale' };
 
 /**

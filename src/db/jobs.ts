@@ -23,7 +23,7 @@ function unlessAllNull<T>(values: (T | null)[]): (T | null)[] | null {
  * (docs/decisions/2026-12-01-prepared-statements.md; test/db/prepared.test.ts). On a
  * PostgreSQL server's Db (outside any transaction) it is acta.enqueue_jobs_wake_early: workers
  * are woken before the commit's WAL flush, and the call still returns only after it
- * (sql/functions/jobs_enqueue.sql). In a caller's transaction, and on PGlite (one in-process
+ * (sql/functions/enqueue_jobs_wake_early.sql). In a caller's transaction, and on PGlite (one in-process
  * session: no flush to overlap), the function itself.
  */
 export async function enqueueJobs(q: Queryable, namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]> {

@@ -23,7 +23,7 @@ export interface ClaimResult {
   nextDueInMs: number | null;
 }
 
-/** The shapes a completion can take (sql/functions/executions_complete.sql). */
+/** The shapes a completion can take (sql/functions/complete_executions.sql). */
 export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired';
 
 export interface CompletionRow {
@@ -81,7 +81,7 @@ export interface StepRecord {
 /** `acta.jobs.status` (sql/migrations/0001_core.sql; docs/DESIGN.md, "The ledger"). */
 export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
 
-/** `acta.executions.outcome`: CompletionOutcome, `failed_final`, or recovery's `lost` / `lost_uncharged` (sql/functions/jobs_recover.sql). */
+/** `acta.executions.outcome`: CompletionOutcome, `failed_final`, or recovery's `lost` / `lost_uncharged` (sql/functions/recover_jobs.sql). */
 export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'lost' | 'lost_uncharged';
 
 /** An error as acta stores it (src/storedError.ts, errorJson): `code` and `path` only when the error had them. */

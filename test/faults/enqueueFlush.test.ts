@@ -1,6 +1,6 @@
 /**
  * The client's enqueue on a server wakes workers before its commit's WAL flush and returns only
- * after it (sql/functions/jobs_enqueue.sql, acta.enqueue_jobs_wake_early; issue 5's latency).
+ * after it (sql/functions/enqueue_jobs_wake_early.sql; docs/DESIGN.md, "Decisions taken on measurements").
  * Made observable on a server of the test's own: a synchronous standby that never connects
  * (`synchronous_standby_names`) holds every synchronous commit at its durability wait for as long
  * as the test likes, which on the shared server would stall everyone.

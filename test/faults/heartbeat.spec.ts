@@ -61,7 +61,7 @@ test('the first beat comes H after the start; one call per beat carries every he
   a.state = 'executing';
   a.taken = true;
   const t = run(async (held) => answer(held, 'renewed'), registry);
-  // The registration was the first beat (workers_register.sql): the next comes H after it.
+  // The registration was the first beat (register_worker.sql): the next comes H after it.
   await jest.advanceTimersByTimeAsync(H - 1);
   expect(t.calls).toEqual([]);
   await jest.advanceTimersByTimeAsync(1);

@@ -195,7 +195,7 @@ test('the heartbeat waits briefly for a row another transaction holds (a step re
 
 test('of many heartbeats and registrations that find the pass due, exactly one takes it, and it is due again one lease on', async () => {
   await db.query(`update acta.namespaces set recovery_due_at = now() - interval '1 second' where name = 'default'`);
-  // A registration is a starting worker's first beat (workers_register.sql): it competes for the pass too.
+  // A registration is a starting worker's first beat (register_worker.sql): it competes for the pass too.
   const beats = await Promise.all(
     Array.from({ length: 8 }, (_, i) =>
       i % 2 === 0
