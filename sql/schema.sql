@@ -70,8 +70,15 @@ create table acta.migrations (
 create table acta.namespaces (
   name text not null,
   created_at timestamp with time zone not null default now(),
-  recovery_due_at timestamp with time zone not null default now(),
   constraint namespaces_pkey PRIMARY KEY (name)
+);
+
+create table acta.passes (
+  namespace text not null,
+  pass text not null,
+  due_at timestamp with time zone not null default now(),
+  constraint passes_namespace_fkey FOREIGN KEY (namespace) REFERENCES acta.namespaces(name),
+  constraint passes_pkey PRIMARY KEY (namespace, pass)
 );
 
 create table acta.steps (
@@ -467,7 +474,7 @@ end
 $procedure$;
 
 -- acta.heartbeat: sql/functions/heartbeat.sql
-CREATE OR REPLACE FUNCTION acta.heartbeat(p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer)
+CREATE OR REPLACE FUNCTION acta.heartbeat(p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer, p_passes text[], p_pass_intervals_ms integer[])
  RETURNS TABLE(job_id bigint, execution integer, state text)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -551,10 +558,9 @@ begin
          end
   from unnest(p_ids, p_executions) as i(id, execution);
 
-  -- The namespace's recovery pass, when it is due (and a shorter lease pulls the next one in).
-  if acta.take_recovery_pass(p_namespace, p_lease_ms) then
-    return query select null::bigint, null::integer, 'recovery_due'::text;
-  end if;
+  -- The namespace's passes that are due (and a shorter interval pulls the next one in).
+  return query select null::bigint, null::integer, 'pass:' || t.pass
+  from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
 end
 $function$;
 
@@ -683,8 +689,8 @@ end
 $function$;
 
 -- acta.register_worker: sql/functions/register_worker.sql
-CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_lease_ms integer)
- RETURNS boolean
+CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[])
+ RETURNS text[]
  LANGUAGE plpgsql
 AS $function$
 declare
@@ -702,18 +708,19 @@ begin
   on conflict (namespace, name) do update
     set max_attempts = excluded.max_attempts, registered_at = now();
   if v_repeat then
-    return true; -- see Repeatable
+    return p_passes; -- see Repeatable
   end if;
-  return acta.take_recovery_pass(p_namespace, p_lease_ms);
+  return array(select acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms));
 end
 $function$;
 
--- acta.release_recovery_pass: sql/functions/release_recovery_pass.sql
-CREATE OR REPLACE FUNCTION acta.release_recovery_pass(p_namespace text)
+-- acta.release_passes: sql/functions/release_passes.sql
+CREATE OR REPLACE FUNCTION acta.release_passes(p_namespace text, p_passes text[])
  RETURNS void
  LANGUAGE sql
 AS $function$
-  update acta.namespaces set recovery_due_at = now() where name = p_namespace and recovery_due_at > now();
+  update acta.passes set due_at = now()
+  where namespace = p_namespace and pass = any (p_passes) and due_at > now();
 $function$;
 
 -- acta.stop_worker: sql/functions/stop_worker.sql
@@ -735,21 +742,27 @@ begin
 end
 $function$;
 
--- acta.take_recovery_pass: sql/functions/take_recovery_pass.sql
-CREATE OR REPLACE FUNCTION acta.take_recovery_pass(p_namespace text, p_lease_ms integer)
- RETURNS boolean
+-- acta.take_passes: sql/functions/take_passes.sql
+CREATE OR REPLACE FUNCTION acta.take_passes(p_namespace text, p_passes text[], p_intervals_ms integer[])
+ RETURNS SETOF text
  LANGUAGE plpgsql
- STRICT
 AS $function$
 begin
-  update acta.namespaces n
-  set recovery_due_at = now() + p_lease_ms * interval '1 millisecond'
-  where n.name = p_namespace and n.recovery_due_at > now() + p_lease_ms * interval '1 millisecond';
+  insert into acta.passes (namespace, pass)
+  select p_namespace, p.pass from unnest(p_passes) as p(pass)
+  on conflict (namespace, pass) do nothing;
 
-  update acta.namespaces n
-  set recovery_due_at = now() + p_lease_ms * interval '1 millisecond'
-  where n.name = p_namespace and n.recovery_due_at <= now();
-  return found;
+  update acta.passes s
+  set due_at = now() + p.ms * interval '1 millisecond'
+  from rows from (unnest(p_passes), unnest(p_intervals_ms)) as p(pass, ms)
+  where s.namespace = p_namespace and s.pass = p.pass and s.due_at > now() + p.ms * interval '1 millisecond';
+
+  return query
+  update acta.passes s
+  set due_at = now() + p.ms * interval '1 millisecond'
+  from rows from (unnest(p_passes), unnest(p_intervals_ms)) as p(pass, ms)
+  where s.namespace = p_namespace and s.pass = p.pass and s.due_at <= now()
+  returning s.pass;
 end
 $function$;
 

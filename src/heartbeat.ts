@@ -12,8 +12,8 @@ export interface HeartbeatConfig {
   clock: LeaseClock;
   /** One heartbeat call (acta.heartbeat) for the held pairs. */
   beat: (held: HeldPair[]) => Promise<HeartbeatResult>;
-  /** Starts the recovery pass beside the loop (this beat took it). */
-  startRecovery: () => void;
+  /** Starts a periodic pass beside the loop (this beat took it: acta.take_passes). */
+  startPass: (name: string) => void;
   /** false while heartbeats fail: the worker claims nothing then (test/faults/heartbeat.spec.ts). */
   onHealth: (healthy: boolean) => void;
   /** No heartbeat succeeded for a whole lease while attempts were held, or a non-transient error: the worker must stop. */
@@ -98,7 +98,7 @@ export class HeartbeatLostError extends Error {
  *
  * Every try snapshots the registry afresh (a try after a failure carries the rows claimed
  * meanwhile), Claimed rows included: no row waiting in a buffer may lose its lease. The beat that
- * took the namespace's recovery pass starts it beside the loop. A non-transient error stops the
+ * took one of the namespace's periodic passes (recovery) starts it beside the loop. A non-transient error stops the
  * worker at once (a missing schema as SchemaNotMigratedError).
  *
  * "No heartbeat for a whole lease" is judged at the checks: the last confirmed renewal started at
@@ -187,7 +187,7 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
           // Still in the claimer's hands: no executor will write for it, and the row has moved on.
           if (!entry.taken) registry.remove(entry);
         }
-        if (result.recoveryDue) config.startRecovery();
+        for (const name of result.duePasses) config.startPass(name);
       }),
       // Only a fatal error gets past the retry, and onFatal has it already.
       catchError(() => EMPTY),

@@ -6,7 +6,8 @@ import { admit } from './admission';
 import { PIPELINE } from './config';
 import { completeExecutions } from './db/executions';
 import { claimJobs, recoverJobs } from './db/jobs';
-import { releaseRecoveryPass } from './db/namespaces';
+import { releasePasses } from './db/namespaces';
+import type { PassSchedule } from './db/types';
 import { heartbeat as heartbeatCall, registerWorker, stopWorker } from './db/workers';
 import { assertMigrated } from './db/migrator';
 import { isTransientDbError } from './db/transient';
@@ -52,7 +53,7 @@ export interface Worker {
 /**
  * Creates a worker (docs/DESIGN.md, "The pipeline inside one worker"): its pipeline (pipeline.ts:
  * claimer → admit → executors as `mergeMap(run, N)` → finalizer), the heartbeat that renews what
- * the registry holds and runs a due recovery pass, and the lifecycle around them: start
+ * the registry holds and runs the periodic passes it takes (recovery), and the lifecycle around them: start
  * (schema check, registration), graceful stop (shutdown.ts) and the fatal stop. Throws
  * ConfigError, before touching the database, for options workerSettings refuses.
  */
@@ -91,8 +92,8 @@ export function createWorker(options: WorkerOptions): Worker {
   let claimInFlight: Promise<unknown> = Promise.resolve();
   /** Scheduler time of the registration's start: the first confirmed renewal (register_worker.sql). */
   let registeredAt = scheduler.now();
-  /** The registration took the namespace's recovery pass: run() starts it. */
-  let recoveryDueAtStart = false;
+  /** The passes the registration took: run() starts them. */
+  let duePassesAtStart: string[] = [];
   /** The registration call in flight: stop() during start() waits for it before marking the worker stopped. */
   let registering: Promise<void> = Promise.resolve();
   let executorsDone: Promise<void> = Promise.resolve();
@@ -192,6 +193,14 @@ export function createWorker(options: WorkerOptions): Worker {
     if (!subscription.closed) recoveries.add(subscription);
   };
 
+  /**
+   * The periodic passes this worker runs, taken by whichever worker's beat finds one due
+   * (acta.take_passes, migration 0007): a new pass is an entry here and its function.
+   */
+  const passes: { schedule: PassSchedule; run: () => void }[] = [{ schedule: { name: 'recovery', intervalMs: clock.recoveryIntervalMs }, run: runRecovery }];
+  const passSchedules = passes.map((p) => p.schedule);
+  const startPass = (name: string) => passes.find((p) => p.schedule.name === name)?.run();
+
   const teardown = () => {
     stopClaiming.next();
     stopAll.next();
@@ -240,8 +249,9 @@ export function createWorker(options: WorkerOptions): Worker {
             definitions: names,
             maxAttempts: settings.maxAttempts,
             leaseMs: clock.leaseMs,
+            passes: passSchedules,
           });
-          recoveryDueAtStart = registration.recoveryDue;
+          duePassesAtStart = registration.duePasses;
         })();
         return registering;
       }).pipe(
@@ -324,15 +334,15 @@ export function createWorker(options: WorkerOptions): Worker {
         }).subscribe({ error: fatal, complete: resolve }),
       );
     });
-    // The registration was the first beat (it took the recovery pass if one was due: a catch-up
+    // The registration was the first beat (it took the passes that were due: a recovery pass is a catch-up
     // for a fleet that was down; started below, after the first claim has its connection); the
     // heartbeat beats every H from it.
     subscriptions.push(
       heartbeat({
         registry,
         clock,
-        beat: (held) => heartbeatCall(db, { workerId: id, namespace, held, leaseMs: clock.leaseMs }),
-        startRecovery: runRecovery,
+        beat: (held) => heartbeatCall(db, { workerId: id, namespace, held, leaseMs: clock.leaseMs, passes: passSchedules }),
+        startPass,
         onHealth: (ok) => {
           if (!ok) metrics.heartbeatFailures.inc();
           healthy.next(ok);
@@ -346,7 +356,7 @@ export function createWorker(options: WorkerOptions): Worker {
         .pipe(takeUntil(stopAll))
         .subscribe({ error: fatal }),
     );
-    if (recoveryDueAtStart) runRecovery();
+    for (const name of duePassesAtStart) startPass(name);
   };
 
   const worker: Worker = {
@@ -403,8 +413,8 @@ export function createWorker(options: WorkerOptions): Worker {
             // A registration cancelled in flight may still commit: after this stop, it would
             // leave the worker's row 'alive' (bounded: the database may be what start() waited for).
             await raceTimeout(registering.catch(() => undefined), shutdownTimeoutMs, scheduler);
-            // A recovery pass the registration took is not run by this worker: due again at once.
-            if (recoveryDueAtStart) await releaseRecoveryPass(db, namespace).catch(() => undefined);
+            // Passes the registration took are not run by this worker: due again at once.
+            if (duePassesAtStart.length > 0) await releasePasses(db, namespace, duePassesAtStart).catch(() => undefined);
             await stopWorker(db, id).catch(() => undefined);
             state = 'stopped';
             resolveDone();

@@ -1,28 +1,32 @@
 -- acta.heartbeat: renew every lease a worker holds, in one call, and take the namespace's
--- recovery pass when it is due (docs/DESIGN.md, "The lease clock").
+-- periodic passes that are due (docs/DESIGN.md, "The lease clock").
 --
 -- Contract: p_ids/p_executions are the (job, execution) pairs in the worker's registry, Claimed
 -- ones included; p_started[i] says whether that attempt's handler has started (recovery charges
 -- only started attempts). One row per pair: 'renewed' (lease now() + p_lease_ms: re-arm the
 -- attempt deadline); 'locked' (another transaction held the row past 100 ms: nothing changed, ask
 -- again next beat); 'lost' (the row moved past this attempt: cancel a Claimed or Executing entry,
--- leave a Finalizing one to its write). Plus (null, null, 'recovery_due') when this call took the
--- pass (acta.take_recovery_pass). Stamps the worker's last_heartbeat_at (alive again unless
--- stopped). Lease times come from now(): the database clock.
+-- leave a Finalizing one to its write). Plus (null, null, 'pass:' || name) for each of the
+-- worker's passes p_passes (intervals p_pass_intervals_ms) this call took (acta.take_passes).
+-- Stamps the worker's last_heartbeat_at (alive again unless stopped). Lease times come from
+-- now(): the database clock.
 -- Fence: Executing, same execution number, leased to p_worker; a lease that ran out but that no
 -- recovery pass has taken yet is still renewed (test/faults/recovery.test.ts).
 -- Locks: the worker's row; FOR UPDATE SKIP LOCKED on the renewed rows, then a wait of at most
 -- 100 ms for the rows locked at that moment (docs/decisions/2026-11-30-heartbeat-waits-for-locked-rows.md);
--- the namespace row when the pass is due. Durability: the caller's commit.
+-- the pass rows it takes. Durability: the caller's commit.
 -- Plan: as acta.complete_executions, by primary key from `j.id = any (p_ids)` only, one plan per
 -- session (test/db/plans.test.ts; docs/decisions/2026-11-30-fenced-writes-plan-settings.md).
+drop function if exists acta.heartbeat(uuid, text, bigint[], integer[], boolean[], integer);
 create or replace function acta.heartbeat(
-  p_worker     uuid,
-  p_namespace  text,
-  p_ids        bigint[],
-  p_executions integer[],
-  p_started    boolean[],
-  p_lease_ms   integer
+  p_worker             uuid,
+  p_namespace          text,
+  p_ids                bigint[],
+  p_executions         integer[],
+  p_started            boolean[],
+  p_lease_ms           integer,
+  p_passes             text[],
+  p_pass_intervals_ms  integer[]
 ) returns table (job_id bigint, execution integer, state text)
 language plpgsql
 -- One plan per session, from the statement's shape; with sequential scans, plain index scans and
@@ -109,9 +113,8 @@ begin
          end
   from unnest(p_ids, p_executions) as i(id, execution);
 
-  -- The namespace's recovery pass, when it is due (and a shorter lease pulls the next one in).
-  if acta.take_recovery_pass(p_namespace, p_lease_ms) then
-    return query select null::bigint, null::integer, 'recovery_due'::text;
-  end if;
+  -- The namespace's passes that are due (and a shorter interval pulls the next one in).
+  return query select null::bigint, null::integer, 'pass:' || t.pass
+  from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
 end
 $$;

@@ -3,29 +3,32 @@
 -- renews its previous incarnation's rows.
 --
 -- Contract: the registration is the worker's first beat (docs/DESIGN.md, "The lease clock";
--- docs/decisions/2026-12-01-registration-is-the-first-beat.md): it takes the namespace's recovery
--- pass when due (acta.take_recovery_pass, p_lease_ms the worker's lease) and returns whether it did.
+-- docs/decisions/2026-12-01-registration-is-the-first-beat.md): it takes the namespace's passes
+-- that are due among the worker's p_passes (acta.take_passes, intervals p_pass_intervals_ms) and
+-- returns the names it took.
 -- Repeatable: the worker repeats the call when its answer is lost, and the id is this
 -- incarnation's own, so a row already there is that earlier call's, which may have taken the pass:
--- a repeat answers true (run a pass) without taking one (test/db/core.test.ts, "a registration
--- whose answer was lost is repeated").
+-- a repeat answers every pass (run them: a pass is a sweep that may run any time) without taking
+-- one (test/db/core.test.ts, "a registration whose answer was lost is repeated").
 -- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); the worker
 -- row keeps both, and each definition is upserted into acta.definitions, so recovery applies the
 -- policy of the newest worker running it (migration 0004; acta.refresh_definitions when a worker
 -- stops or dies).
 -- Locks: the acta.definitions rows, upserted in name order (two workers starting at once take
--- them in the same order); the namespace row when the pass is due.
+-- them in the same order); the pass rows it takes.
 drop function if exists acta.register_worker(uuid, text, text, integer, text[]);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[]);
+drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[], integer);
 create or replace function acta.register_worker(
-  p_worker       uuid,
-  p_namespace    text,
-  p_hostname     text,
-  p_pid          integer,
-  p_definitions  text[],
-  p_max_attempts integer[],
-  p_lease_ms     integer
-) returns boolean
+  p_worker            uuid,
+  p_namespace         text,
+  p_hostname          text,
+  p_pid               integer,
+  p_definitions       text[],
+  p_max_attempts      integer[],
+  p_passes            text[],
+  p_pass_intervals_ms integer[]
+) returns text[]
 language plpgsql as $$
 declare
   v_repeat boolean;
@@ -42,8 +45,8 @@ begin
   on conflict (namespace, name) do update
     set max_attempts = excluded.max_attempts, registered_at = now();
   if v_repeat then
-    return true; -- see Repeatable
+    return p_passes; -- see Repeatable
   end if;
-  return acta.take_recovery_pass(p_namespace, p_lease_ms);
+  return array(select acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms));
 end
 $$;

@@ -60,8 +60,14 @@ export interface HeartbeatResult {
   renewed: HeldPair[];
   locked: HeldPair[];
   lost: HeldPair[];
-  /** This call took the namespace's recovery pass: run it now. */
-  recoveryDue: boolean;
+  /** The periodic passes this call took (acta.take_passes): run them now. */
+  duePasses: string[];
+}
+
+/** A periodic pass a worker runs, and its interval (sql/functions/take_passes.sql). */
+export interface PassSchedule {
+  name: string;
+  intervalMs: number;
 }
 
 export interface RecoveredRow {

@@ -290,7 +290,7 @@ test('a registration whose answer was lost is repeated, the worker starts (regis
   const orphan = await client.enqueue('registered', { orphan: true });
   await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['registered'], limit: 1, leaseMs: 1 });
   await waitFor(async () => (await db.query(`select 1 from acta.jobs where id = $1 and lease_expires_at < now()`, [orphan.id])).rows.length > 0, 'the lease to run out');
-  await db.query(`update acta.namespaces set recovery_due_at = now() where name = 'default'`);
+  await db.query(`update acta.passes set due_at = now() where namespace = 'default' and pass = 'recovery'`);
   let lost = 0;
   // The call commits, then the connection drops before the answer arrives.
   const flaky = new Proxy(db, {

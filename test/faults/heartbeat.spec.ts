@@ -21,7 +21,7 @@ const answer = (held: HeldPair[], state: 'renewed' | 'locked' | 'lost'): Heartbe
   renewed: state === 'renewed' ? held : [],
   locked: state === 'locked' ? held : [],
   lost: state === 'lost' ? held : [],
-  recoveryDue: false,
+  duePasses: [],
 });
 const transient = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 
@@ -45,7 +45,7 @@ const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = ne
       calls.push(held);
       return beat(held);
     },
-    startRecovery: () => undefined,
+    startPass: () => undefined,
     onHealth: (ok) => health.push(ok),
     onFatal: (err) => fatal.push(err),
     logger,

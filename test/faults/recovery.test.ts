@@ -194,7 +194,7 @@ test('the heartbeat waits briefly for a row another transaction holds (a step re
 });
 
 test('of many heartbeats and registrations that find the pass due, exactly one takes it, and it is due again one lease on', async () => {
-  await db.query(`update acta.namespaces set recovery_due_at = now() - interval '1 second' where name = 'default'`);
+  await db.query(`update acta.passes set due_at = now() - interval '1 second' where namespace = 'default' and pass = 'recovery'`);
   // A registration is a starting worker's first beat (register_worker.sql): it competes for the pass too.
   const beats = await Promise.all(
     Array.from({ length: 8 }, (_, i) =>
@@ -203,14 +203,14 @@ test('of many heartbeats and registrations that find the pass due, exactly one t
         : registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: i, definitions: ['job'], leaseMs: LEASE_MS }),
     ),
   );
-  expect(beats.filter((b) => b.recoveryDue)).toHaveLength(1);
+  expect(beats.filter((b) => b.duePasses.includes('recovery'))).toHaveLength(1);
   const { rows } = await db.query<{ in_ms: number }>(
-    `select extract(epoch from recovery_due_at - now()) * 1000 as in_ms from acta.namespaces where name = 'default'`,
+    `select extract(epoch from due_at - now()) * 1000 as in_ms from acta.passes where namespace = 'default' and pass = 'recovery'`,
   );
   expect(Number(rows[0].in_ms)).toBeGreaterThan(LEASE_MS - 5_000);
   expect(Number(rows[0].in_ms)).toBeLessThanOrEqual(LEASE_MS);
-  expect((await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })).recoveryDue).toBe(false);
-  expect((await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 9, definitions: ['job'], leaseMs: LEASE_MS })).recoveryDue).toBe(false);
+  expect((await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: LEASE_MS })).duePasses).toEqual([]);
+  expect((await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 9, definitions: ['job'], leaseMs: LEASE_MS })).duePasses).toEqual([]);
 });
 
 test('a starting worker whose registration took the pass runs it at once: a dead fleet\'s expired rows come back without waiting for a beat', async () => {
@@ -218,7 +218,7 @@ test('a starting worker whose registration took the pass runs it at once: a dead
   const { id } = await createClient({ db }).enqueue('job', { n: 1 });
   await claimOne(randomUUID());
   await expire(id);
-  await db.query(`update acta.namespaces set recovery_due_at = now() - interval '1 second' where name = 'default'`);
+  await db.query(`update acta.passes set due_at = now() - interval '1 second' where namespace = 'default' and pass = 'recovery'`);
   const runs: number[] = [];
   const definition = defineJob({ name: 'job', handler: (_p, ctx) => void runs.push(ctx.execution) });
   // H = 45 s: no heartbeat comes within this test, and the registration moved the pass a lease on.
@@ -236,11 +236,11 @@ test('a start that ends before the pipeline runs takes no recovery pass for good
   // Adversarial trial: both left the due pass taken and never run, so a dead fleet's expired rows
   // waited a whole lease more.
   const dueNow = async () =>
-    (await db.query<{ due: boolean }>(`select recovery_due_at <= now() as due from acta.namespaces where name = 'default'`)).rows[0].due;
+    (await db.query<{ due: boolean }>(`select due_at <= now() as due from acta.passes where namespace = 'default' and pass = 'recovery'`)).rows[0].due;
   // The namespace's row (a registration makes it).
   await registerWorker(db, { workerId: randomUUID(), namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'], leaseMs: LEASE_MS });
   const definition = defineJob({ name: 'job', handler: () => undefined });
-  const makeDue = () => db.query(`update acta.namespaces set recovery_due_at = now() - interval '1 second' where name = 'default'`);
+  const makeDue = () => db.query(`update acta.passes set due_at = now() - interval '1 second' where namespace = 'default' and pass = 'recovery'`);
 
   // A metrics port in use: start() fails before it registers.
   await makeDue();
@@ -276,16 +276,16 @@ test('the registration of a worker in a new namespace takes its first recovery p
   const namespace = `fresh-${randomUUID()}`;
   const first = await registerWorker(db, { workerId: randomUUID(), namespace, hostname: 'test', pid: 1, definitions: ['job'], leaseMs: LEASE_MS });
   const second = await registerWorker(db, { workerId: randomUUID(), namespace, hostname: 'test', pid: 2, definitions: ['job'], leaseMs: LEASE_MS });
-  expect([first.recoveryDue, second.recoveryDue]).toEqual([true, false]);
+  expect([first.duePasses.includes('recovery'), second.duePasses.includes('recovery')]).toEqual([true, false]);
 });
 
 test('a worker with a shorter lease pulls the next pass in (mixed heartbeat intervals); a longer one never pushes it out', async () => {
   const dueInMs = async () =>
-    Number((await db.query<{ in_ms: number }>(`select extract(epoch from recovery_due_at - now()) * 1000 as in_ms from acta.namespaces where name = 'default'`)).rows[0].in_ms);
+    Number((await db.query<{ in_ms: number }>(`select extract(epoch from due_at - now()) * 1000 as in_ms from acta.passes where namespace = 'default' and pass = 'recovery'`)).rows[0].in_ms);
   // As a default worker (H = 45 s) leaves it after taking a pass: due in 180 s.
-  await db.query(`update acta.namespaces set recovery_due_at = now() + interval '180 seconds' where name = 'default'`);
+  await db.query(`update acta.passes set due_at = now() + interval '180 seconds' where namespace = 'default' and pass = 'recovery'`);
   const short = await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: 2_000 }); // H = 0.5 s
-  expect(short.recoveryDue).toBe(false); // not due yet: pulled in, not taken
+  expect(short.duePasses).toEqual([]); // not due yet: pulled in, not taken
   expect(await dueInMs()).toBeLessThanOrEqual(2_000);
   expect(await dueInMs()).toBeGreaterThan(0);
   await heartbeat(db, { workerId: randomUUID(), namespace: 'default', held: [], leaseMs: 180_000 });
