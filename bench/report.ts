@@ -68,12 +68,12 @@ export function markdownTable(result: BenchResult): string {
 export type RunValue = { run: number; scenario: string; system: string; value?: number };
 
 /**
- * A ratio of acta's figure to another's "against the same run's figures" (issue 5): the ratio in
- * each run that measured both, then their median (min–max), so that a host that speeds up or slows
- * down between runs (the in-server floor measured 20,297 and 41,249 jobs/s in two runs of one
- * bench) compares each figure with its neighbour minutes apart, not with another run's.
- * `top` and `bottom` compute one side from a run's values (e.g. the better of two systems).
- * Without per-run values, the ratio of the medians.
+ * A ratio of acta's figure to another's "against the same run's figures" (docs/performance.md, "The
+ * targets, and how they are judged"): the ratio in each run that measured both, then their median
+ * (min–max), so that a host that speeds up or slows down between runs (the in-server floor measured
+ * 20,297 and 41,249 jobs/s in two runs of one bench) compares each figure with its neighbour
+ * minutes apart, not with another run's. `top` and `bottom` compute one side from a run's values
+ * (e.g. the better of two systems). Without per-run values, the ratio of the medians.
  */
 function pairedRatio(
   rows: Row[],
@@ -109,8 +109,9 @@ function ratioText(r: ReturnType<typeof pairedRatio>, digits: number, unit?: str
 }
 
 /**
- * Issue 5's targets. Ratios are paired by run (pairedRatio: the median of each run's ratio);
- * absolute targets (latency, transactions, idle, memory) take the medians.
+ * The benchmark's targets (docs/performance.md, "The targets, and how they are judged"). Ratios are
+ * paired by run (pairedRatio: the median of each run's ratio); absolute targets (latency,
+ * transactions, idle, memory) take the medians.
  */
 export function checkTargets(
   rows: Row[],
@@ -144,10 +145,10 @@ export function checkTargets(
         add(`${p} processes ≥ 0.9 × 1 process (${system}, ${variant})`, '≥ 0.9×', ratioText(r, 2), Number.isFinite(r.ratio) ? r.ratio >= 0.9 : null);
       }
     }
-    // Not issue 5's measurement: the same check with warmed processes (see "Warm drains").
+    // Not one of the original targets: the same check with warmed processes (see "Warm drains").
     if (rows.some((r) => r.scenario === 'drain8-warm' && r.system === system)) {
       const w = paired((v) => v('drain8-warm', system), (v) => v('drain1-warm', system));
-      add(`(not in issue 5) 8 warm processes ≥ 0.9 × 1 warm process (${system})`, '≥ 0.9×', ratioText(w, 2), Number.isFinite(w.ratio) ? w.ratio >= 0.9 : null);
+      add(`(not an original target) 8 warm processes ≥ 0.9 × 1 warm process (${system})`, '≥ 0.9×', ratioText(w, 2), Number.isFinite(w.ratio) ? w.ratio >= 0.9 : null);
     }
     const idle = med(rows, 'idle-xacts', system);
     add(`idle worker ≤ 1.1 transactions/s (${system})`, '≤ 1.1/s', Number.isFinite(idle) ? `${idle.toFixed(2)}/s` : 'not measured', Number.isFinite(idle) ? idle <= 1.1 : null);
@@ -161,7 +162,7 @@ export function checkTargets(
 }
 
 export function targetsTable(targets: TargetCheck[]): string {
-  const lines = ['| target (issue 5) | required | acta, this run | met? |', '|---|---|---|---|'];
+  const lines = ['| target | required | acta, this run | met? |', '|---|---|---|---|'];
   for (const t of targets) lines.push(`| ${t.target} | ${t.required} | ${t.measured} | ${t.met === null ? 'not measured' : t.met ? '**met**' : '**MISSED**'} |`);
   return lines.join('\n');
 }

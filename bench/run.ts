@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: issue 5's side-by-side benchmark of acta, graphile-worker, pg-boss and BullMQ.
+ * `npm run bench`: the side-by-side benchmark of acta, graphile-worker, pg-boss and BullMQ.
  *
  *   npm run bench -- [--runs 3] [--jobs 20000] [--quick] [--only acta-default,graphile-perf]
  *                    [--scenarios enqueue,drain,latency,idle,memory,backpressure,floor]
@@ -251,7 +251,7 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
               const r = await measureDrain(ctx, system, processes, analyzed);
               record(run, scenario, system, r.value, r.raw);
               if (processes === 1 && r.raw.xactsPerJob !== undefined) record(run, 'xacts-per-job', system, r.raw.xactsPerJob, { from: scenario });
-              // Where the time goes (issue 5): CPU per job on each side, where /proc shows both.
+              // Where the time goes: CPU per job on each side, where /proc shows both.
               if (processes === 1 && !analyzed && r.raw.workerCpuUsPerJob !== undefined) record(run, 'cpu-worker', system, r.raw.workerCpuUsPerJob, { from: scenario });
               if (processes === 1 && !analyzed && r.raw.serverCpuUsPerJob !== undefined) record(run, 'cpu-server', system, r.raw.serverCpuUsPerJob, { from: scenario });
               show(run, scenario, system, r.value, (r.raw.xactsPerJob !== undefined ? `; ${r.raw.xactsPerJob.toFixed(3)} tx/job` : '') + cpuText(r.raw));
@@ -359,7 +359,7 @@ function markdown(result: BenchResult): string {
     '',
     markdownTable(result),
     '',
-    '## Issue 5 targets',
+    '## Targets',
     '',
     targetsTable(result.targets),
     '',
@@ -374,16 +374,16 @@ function markdown(result: BenchResult): string {
     `- Drain: ${opt.jobs} jobs queued, then the worker process(es) get "go" once loaded; the time runs from "go" (the system's start call is inside it) until the orchestrator's poll sees no job left (it asks the worker processes over IPC every ${opt.pollMs} ms how many handlers they ran, and once they ran all of them, polls the database every 1 ms with one query); every job is then checked completed. "After ANALYZE" ran ANALYZE on the database before "go". Pool per process: the system's own size, capped at ⌊48 / processes⌋ (8 processes: 6).`,
     ...(result.rows.some((r) => r.scenario.endsWith('-warm'))
       ? [
-          `- Warm drains (not issue 5's measurement): worker processes started and working, which first share ${(2 * opt.jobs).toLocaleString('en-US')} untimed jobs; then the database is vacuumed (what autovacuum does in service, where it is on: without it, acta's claims walked the warm-up's ${(2 * opt.jobs).toLocaleString('en-US')} dead index entries; after 40,000, 1.2 ms per empty claim) and they sit idle 0.5 s; then ${opt.jobs} jobs are queued in one bulk call, and the time runs from the first of them's handler start (noted by the worker process on the machine's monotonic clock) until the poll sees them done, as above: not from the call's return, which for graphile-worker and BullMQ comes after their workers ran most of the jobs (their bulk calls return every job, and the client reads them while the workers run). The same started instance works both batches, as a worker in service does: no start call in the window, pools and connections open, V8's code tiered up. What the 2- and 8-process target is about ("claims do not make workers fight") without each process's start and warm-up inside the window. The table is not fresh (it holds the warm-up's rows, vacuumed, never analyzed) and no transactions are counted; the server CPU includes the bulk enqueue. graphile-worker at its defaults is left out (one job at a time: the warm-up alone would take ~30 s a run).`,
+          `- Warm drains (not one of the original targets' measurements): worker processes started and working, which first share ${(2 * opt.jobs).toLocaleString('en-US')} untimed jobs; then the database is vacuumed (what autovacuum does in service, where it is on: without it, acta's claims walked the warm-up's ${(2 * opt.jobs).toLocaleString('en-US')} dead index entries; after 40,000, 1.2 ms per empty claim) and they sit idle 0.5 s; then ${opt.jobs} jobs are queued in one bulk call, and the time runs from the first of them's handler start (noted by the worker process on the machine's monotonic clock) until the poll sees them done, as above: not from the call's return, which for graphile-worker and BullMQ comes after their workers ran most of the jobs (their bulk calls return every job, and the client reads them while the workers run). The same started instance works both batches, as a worker in service does: no start call in the window, pools and connections open, V8's code tiered up. What the 2- and 8-process target is about ("claims do not make workers fight") without each process's start and warm-up inside the window. The table is not fresh (it holds the warm-up's rows, vacuumed, never analyzed) and no transactions are counted; the server CPU includes the bulk enqueue. graphile-worker at its defaults is left out (one job at a time: the warm-up alone would take ~30 s a run).`,
         ]
       : []),
     `- Transactions per job: pg_stat_database.xact_commit of the run's database from before the worker processes start until they have exited (startup and shutdown included), minus the orchestrator's polls, divided by the jobs.`,
     '- CPU per job: over the 1-process drain on the fresh table, from "go" until the poll saw it done, the worker process\'s CPU time and that of every `postgres` process on the machine (for BullMQ, `redis-server`), including backends that exited (their parent\'s cutime), from /proc at 10 ms resolution; the server figure includes the orchestrator\'s polls and the background writers. Shown only when the server runs on this machine.',
     `- Latency: an idle worker, ${opt.latencyJobs} jobs enqueued one at a time ${opt.latencySpacingMs} ms apart, after ${opt.latencyWarmupJobs} untimed jobs sent the same way (a worker process's first jobs pay one-off costs: new connections, the server compiling functions, V8 tiering up) and a settle; both timestamps on the orchestrator's monotonic clock: before the enqueue call, and when the handler's first act (an IPC message) arrives. That includes the enqueue call itself and one IPC hop (≈ ${Number.isFinite(ipc) ? ipc.toFixed(3) : '?'} ms, half the measured round trip).`,
-    `- Targets (issue 5): a ratio ("acta against the same run's figures") is taken in each run that measured both sides, and the table shows the median of those ratios with their range, not the ratio of the medians: this machine's speed changes between runs (the in-server floor differs up to 2 × between runs of one bench), and a figure is compared with its neighbour measured minutes apart. Absolute targets (latency, transactions, idle, memory) use the medians.`,
+    `- Targets: a ratio ("acta against the same run's figures") is taken in each run that measured both sides, and the table shows the median of those ratios with their range, not the ratio of the medians: this machine's speed changes between runs (the in-server floor differs up to 2 × between runs of one bench), and a figure is compared with its neighbour measured minutes apart. Absolute targets (latency, transactions, idle, memory) use the medians.`,
     `- Idle: transactions per second of an idle worker's database over ${opt.idleSeconds} s after ${opt.idleSettleSeconds} s of settling (each session publishes its counters at most once a second, and an idle session's last ones after 10 s, hence the settle; ±1–2 transactions).`,
     `- Memory: an acta worker with ${opt.memoryJobs.toLocaleString('en-US')} jobs queued (inserted by SQL), its RSS read from /proc every 250 ms for up to ${opt.memorySeconds} s; flat = the last third's max ≤ 1.1 × the middle third's max (the first third is V8's warm-up).`,
-    `- Backpressure (issue 3): an acta worker with a backlog; the orchestrator holds LOCK TABLE acta.executions IN EXCLUSIVE MODE for ${opt.stallMs} ms, so complete_executions blocks; claims during the stall = rows turned Executing; bound = 128 + 2 × executors (the completed channel plus the permits).`,
+    `- Backpressure (docs/DESIGN.md, "The pipeline inside one worker": intake stops when the completed channel is full): an acta worker with a backlog; the orchestrator holds LOCK TABLE acta.executions IN EXCLUSIVE MODE for ${opt.stallMs} ms, so complete_executions blocks; claims during the stall = rows turned Executing; bound = 128 + 2 × executors (the completed channel plus the permits).`,
     '- Floor: the same SQL with no client: one acta.enqueue_jobs call of N elements built in the server, and a DO block looping claim_jobs(…, 128, …) + complete_executions(…) committing per batch.',
   ];
   if (memory.length) {

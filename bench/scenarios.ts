@@ -172,17 +172,17 @@ export interface WarmDrainRaw {
 }
 
 /**
- * Warm drains (not issue 5's measurement): `processes` worker processes started and working, which
- * first share 2 × N untimed jobs; then the store is vacuumed and they sit idle 0.5 s; then N jobs
- * are queued in one bulk call, and the time runs from the first of them's handler start (on the
- * machine's monotonic clock, noted by the worker process) until the last completion is committed:
- * not from the call's return, which in some systems comes after the workers ran most of the jobs
- * (see `firstStartMs`). The same started instance of the system works both batches, as a worker in
- * service does: no start call, pools and connections open, V8's code tiered up. What the 2- and
- * 8-process target ("claims do not make workers fight", issue 5) is about, without each process's
- * start and warm-up inside the window. The table is not fresh (it holds the warm-up's rows,
- * vacuumed); no transactions are counted. The CPU meter runs from the bulk call's start: the
- * server figure includes the enqueue.
+ * Warm drains (not one of the original targets' measurements): `processes` worker processes started
+ * and working, which first share 2 × N untimed jobs; then the store is vacuumed and they sit idle
+ * 0.5 s; then N jobs are queued in one bulk call, and the time runs from the first of them's
+ * handler start (on the machine's monotonic clock, noted by the worker process) until the last
+ * completion is committed: not from the call's return, which in some systems comes after the
+ * workers ran most of the jobs (see `firstStartMs`). The same started instance of the system works
+ * both batches, as a worker in service does: no start call, pools and connections open, V8's code
+ * tiered up. What the 2- and 8-process target ("claims do not make workers fight";
+ * docs/performance.md) is about, without each process's start and warm-up inside the window. The
+ * table is not fresh (it holds the warm-up's rows, vacuumed); no transactions are counted. The CPU
+ * meter runs from the bulk call's start: the server figure includes the enqueue.
  */
 export async function measureWarmDrain(ctx: Context, system: SystemName, processes: number) {
   const n = ctx.options.jobs;
@@ -451,9 +451,10 @@ export async function measureMemory(ctx: Context, system: SystemName) {
 }
 
 /**
- * Issue 3's backpressure: completion writes stalled by `LOCK TABLE acta.executions IN EXCLUSIVE
- * MODE` held for stallMs while a backlog waits; claims made during the stall (rows that turned
- * Executing) must stay bounded by permits + the completed channel, RSS flat, and work resume.
+ * Backpressure (docs/DESIGN.md, "The pipeline inside one worker"): completion writes stalled by
+ * `LOCK TABLE acta.executions IN EXCLUSIVE MODE` held for stallMs while a backlog waits; claims
+ * made during the stall (rows that turned Executing) must stay bounded by permits + the completed
+ * channel, RSS flat, and work resume.
  */
 export async function measureBackpressure(ctx: Context, system: SystemName, executors: number) {
   const { backpressureJobs, stallMs } = ctx.options;

@@ -1,6 +1,7 @@
 /**
- * Issue 5's latency, split by stage for acta (docs/proposals/issue-5-decisions.md, section 1):
- * where the time goes between an enqueue call and its handler's start on an idle worker.
+ * The latency target (enqueue → handler start), split by stage for acta
+ * (docs/proposals/benchmark-targets.md, section 1): where the time goes between an enqueue call and
+ * its handler's start on an idle worker.
  *
  *   node dist/bench/stages.js [--jobs 200] [--warmup 200] [--spacing 15] [--executors N] [--json]
  *

@@ -1,11 +1,12 @@
 /**
- * Smoke test of the benchmark (issue 5): builds bench/, runs `dist/bench/run.js --quick` under the
- * Node 22 binary the bench uses, for every system and every scenario, against the tests' PostgreSQL
- * server (ACTA_TEST_DATABASE_URL) and Redis (ACTA_TEST_REDIS_URL), and checks the JSON it writes:
- * a row per system × scenario, each with finite, positive numbers. No timing is asserted: the
- * numbers of a quick run on a shared machine mean nothing; this only keeps the bench from rotting.
- * BullMQ is left out (and the reason printed) only when Redis cannot be reached. Then
- * `dist/bench/stages.js` (issue 5's latency split by stage) at a tiny size, for the same reason.
+ * Smoke test of the benchmark (docs/performance.md): builds bench/, runs
+ * `dist/bench/run.js --quick` under the Node 22 binary the bench uses, for every system and every
+ * scenario, against the tests' PostgreSQL server (ACTA_TEST_DATABASE_URL) and Redis
+ * (ACTA_TEST_REDIS_URL), and checks the JSON it writes: a row per system × scenario, each with
+ * finite, positive numbers. No timing is asserted: the numbers of a quick run on a shared machine
+ * mean nothing; this only keeps the bench from rotting. BullMQ is left out (and the reason printed)
+ * only when Redis cannot be reached. Then `dist/bench/stages.js` (the latency enqueue → handler
+ * start split by stage) at a tiny size, for the same reason.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -77,7 +78,7 @@ test('npm run bench --quick: a row per system × scenario, with positive numbers
     }
     const markdown = fs.readFileSync(path.join(out, 'latest.md'), 'utf8');
     expect(markdown).toContain('| scenario | unit |');
-    expect(markdown).toContain('## Issue 5 targets');
+    expect(markdown).toContain('## Targets');
     expect(fs.readFileSync(path.join(out, 'latest.svg'), 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
