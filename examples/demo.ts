@@ -46,11 +46,11 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /**
  * What the printed `acta sql` command needs in front to open the database the demo used (connect's
  * order: the dataDir given, then DATABASE_URL, then ACTA_DATA_DIR): the server's URL when it holds
- * no password (with one, a placeholder: the hint is printed, the password must not be; new-user
- * trial and its adversarial review: a DATABASE_URL set for `npm start` alone sent the hint to
- * ./.acta/data); or the data folder when not the default one, e.g. after `ACTA_DATA_DIR=/tmp/x npm
- * start`, with DATABASE_URL emptied when the demo was given a folder although it was set (it
- * would win).
+ * no password (with one, a placeholder: the hint is printed, the password must not be; once, a
+ * DATABASE_URL set for `npm start` alone sent the hint to ./.acta/data: test/demo.test.ts, "the
+ * printed `acta sql` command opens the database the demo used"); or the data folder when not the
+ * default one, e.g. after `ACTA_DATA_DIR=/tmp/x npm start`, with DATABASE_URL emptied when the demo
+ * was given a folder although it was set (it would win).
  */
 export function sqlCommandPrefix(dataDir: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   if (dataDir === undefined && env.DATABASE_URL) {

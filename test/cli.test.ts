@@ -168,8 +168,8 @@ test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>`
   const elsewhere = await acta(['job', id]); // the default namespace has no such job
   expect(elsewhere).toMatchObject({ code: 1, stdout: '' });
   expect(elsewhere.stderr).toBe(`acta: no job ${id} in namespace "default"\n`);
-  // A DATABASE_URL that is not a URL: pg dialled a host named "base" (new-user trial). Not echoed: it may hold a password.
-  // Nor one whose // was forgotten: pg took "secret@127.0.0.1:5432/x" for the database name, and printed it (a review).
+  // A DATABASE_URL that is not a URL: pg dialled a host named "base". Not echoed: it may hold a password.
+  // Nor one whose // was forgotten: pg took "secret@127.0.0.1:5432/x" for the database name, and printed it.
   for (const url of ['not-a-url-secret', 'postgres:secret@127.0.0.1:5432/x', '//secret@127.0.0.1/x', '?sslmode=disable&password=secret']) {
     const notUrl = await acta(['job', id], { DATABASE_URL: url });
     expect(notUrl).toMatchObject({ code: 1, stdout: '' });
@@ -187,7 +187,8 @@ test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>`
   expect(JSON.parse((await acta(['job', id, '--namespace', 'cli-job'])).stdout)).toMatchObject({ status: 'cancelled' });
 });
 
-test('`acta --version` names the package version and the SQL functions\' revision (new-user trial: no way to tell which acta is installed)', async () => {
+test('`acta --version` names the package version and the SQL functions\' revision', async () => {
+  // Before it, there was no way to tell which acta is installed.
   const { loadFunctionsLock } = await import('../src/db/migrator');
   const { version } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
   const result = await acta(['--version']);
@@ -264,7 +265,7 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect(attempts.code).toBe(1);
   expect(attempts.stderr).toMatch(/option '--max-attempts <n>' argument '0' is invalid\. must be an integer ≥ 1\./);
   expect(attempts.stdout).toBe('');
-  // Named the API option ("runAt must be a valid Date") and pino's internals before (new-user trial).
+  // Named the API option ("runAt must be a valid Date") and pino's internals before.
   const runAt = await acta(['enqueue', 'cli-echo', '{}', '--run-at', 'tomorrow']);
   expect(runAt.code).toBe(1);
   expect(runAt.stderr).toMatch(/option '--run-at <iso>' argument 'tomorrow' is invalid\. must be an ISO 8601 date/);

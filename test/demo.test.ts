@@ -85,7 +85,7 @@ test('the demo hashes every file; a second run redoes nothing; a touched file is
 }, 60_000);
 
 test('the printed `acta sql` command opens the database the demo used', () => {
-  // New-user trial: after `ACTA_DATA_DIR=/tmp/x npm start`, the hint opened ./.acta/data instead.
+  // The case it guards: after `ACTA_DATA_DIR=/tmp/x npm start`, the hint opened ./.acta/data instead.
   expect(sqlCommandPrefix(undefined, {})).toBe('');
   expect(sqlCommandPrefix(undefined, { ACTA_DATA_DIR: "/tmp/my data/it's $HOME" })).toBe(`ACTA_DATA_DIR='/tmp/my data/it'\\''s $HOME' `);
   expect(sqlCommandPrefix('/tmp/given', { ACTA_DATA_DIR: '/tmp/other' })).toBe(`ACTA_DATA_DIR='/tmp/given' `);

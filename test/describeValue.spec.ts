@@ -1,8 +1,9 @@
-// describeValue(): how a value that is not an Error (thrown, or as a cause) is named in a stored error.
-// The JSON form JSON.stringify writes, for small values; for large ones the start of it, from a
-// walk that stops at 1,000 characters or 5,000 members instead of serialising all of the value
-// first (reviews: a 20 MB Buffer cause took 1.4 s, a boxed string of 1e7 characters 35.8 s, a
-// Proxy of a typed array 32.5 s). Sizes and contents are asserted here, never times.
+// describeValue(): how a value that is not an Error (thrown, or as a cause) is named in a stored
+// error. The JSON form JSON.stringify writes, for small values; for large ones the start of it,
+// from a walk that stops at 1,000 characters or 5,000 members instead of serialising all of the
+// value first (docs/decisions/2026-12-02-bounded-error-descriptions.md: a 20 MB Buffer cause took
+// 1.4 s, a boxed string of 1e7 characters 35.8 s, a Proxy of a typed array 32.5 s). Sizes and
+// contents are asserted here, never times.
 import { describeValue } from '../src/describeValue';
 
 class Point {
@@ -32,7 +33,7 @@ test('small values are described as JSON.stringify writes them', () => {
     new String('boxed'),
     new Number(7),
     new Boolean(false),
-    { toJSON: () => new String('abc') }, // toJSON first, then the boxed value (a review)
+    { toJSON: () => new String('abc') }, // toJSON first, then the boxed value
     [{ toJSON: () => new Number(5) }],
     Object(Symbol('boxed')),
     { a: Object(Symbol('boxed')) },
@@ -66,7 +67,7 @@ test('binary data by type and size, a Proxy by name, a cycle marked; a value tha
   expect(describeValue({ p: new Proxy(new Uint8Array(5_000_000), {}) })).toBe('{"p":"[a Proxy]"}');
   expect(describeValue(new Proxy({}, {}))).toBe('[a Proxy]');
   expect(describeValue({ toJSON: () => new Proxy(new Uint8Array(500_000), {}) })).toBe('"[a Proxy]"'); // what toJSON returns is checked too
-  // Objects that inherit many keys JSON does not read: their own keys only (a review: 17 s through for...in).
+  // Objects that inherit many keys JSON does not read: their own keys only (for...in took 17 s).
   const shared = {};
   for (let i = 0; i < 50_000; i++) Object.defineProperty(shared, `k${i}`, { value: 1, enumerable: false });
   const inheriting = describeValue(Array.from({ length: 400 }, () => Object.create(shared)));

@@ -300,9 +300,9 @@ describe('Finalizer', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, flush }) => {
       // What node-postgres throws when the batch's quoted array literal would pass V8's longest
-      // string (a result of ~500 million characters; adversarial trial): any call carrying X, up
-      // to the 20th call (so that a finalizer that repeats it ends, and fails the test below).
-      // X's result is 2^27 characters: the least for which the error is taken as the rows' own.
+      // string (a result of ~500 million characters): any call carrying X, up to the 20th call (so
+      // that a finalizer that repeats it ends, and fails the test below). X's result is 2^27
+      // characters: the least for which the error is taken as the rows' own.
       const tooLong = () => new RangeError('Invalid string length');
       const h = harness(scheduler, cold, { fail: (rows, n) => (n <= 20 && rows.some((r) => r.id === 'X' && r.outcome === 'succeeded') ? tooLong() : undefined) });
       const s = h.finalizer.written$.subscribe();
@@ -334,8 +334,8 @@ describe('Finalizer', () => {
 
   it('repeats, and does not bisect, a batch that met another RangeError, or "Invalid string length" from fewer than 2^27 characters', () => {
     // A stack overflow in a Db wrapper, a failed allocation under memory pressure, or a string
-    // error the batch's size cannot explain: a later try may not meet it. Taken as the rows' own,
-    // a lone completion whose handler succeeded was stored failed_final (adversarial trial).
+    // error the batch's size cannot explain: a later try may not meet it. Taken as the rows' own, a
+    // lone completion whose handler succeeded was stored failed_final.
     for (const err of [new RangeError('Maximum call stack size exceeded'), new RangeError('Array buffer allocation failed'), new RangeError('Invalid string length')]) {
       const scheduler = newScheduler();
       scheduler.run(({ cold, flush }) => {

@@ -83,7 +83,7 @@ describe('errors on PGlite', () => {
         cause: expect.objectContaining({ message: expect.stringMatching(/schema "acta" does not exist|acta\.enqueue_jobs/) }),
       });
       // Also inside a transaction, which holds PGlite's one session: asking the migrator on the
-      // Db's own session waited for it forever, and every later query with it (adversarial trial).
+      // Db's own session waited for it forever, and every later query with it.
       const calls: ((c: Client, tx: Queryable) => Promise<unknown>)[] = [(c, tx) => c.getJob('1', { tx }), (c, tx) => c.cancel('1', { tx }), (c, tx) => c.enqueue('x', {}, { tx })];
       for (const call of calls) {
         await expect(db.transaction((tx) => call(createClient({ db }), tx))).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED' });
@@ -128,7 +128,7 @@ describe('the data folder lock', () => {
       const second = createPgliteDb({ dataDir: dir });
       await expect(second).rejects.toThrow(DataDirLockedError);
       await expect(second).rejects.toMatchObject({ code: 'ACTA_DATA_DIR_LOCKED', pid: process.pid, dataDir: dir });
-      // It said "in use by process <this one>; one process per data directory" (new-user trial).
+      // Before, it said "in use by process <this one>; one process per data directory".
       await expect(second).rejects.toThrow(`the data directory ${dir} is locked with this process's pid (${process.pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process that had the same pid (a container's PID 1 after a crash: then remove ${dir}/acta.lock)`);
       // The refused open did not take the lock away from its holder.
       expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));

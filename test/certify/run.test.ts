@@ -5,8 +5,8 @@ import * as path from 'node:path';
 import type { CertifyReport } from '../../certify/run';
 import { createTestDatabase } from '../helpers/db';
 
-// A small certification, every CI run (issue 6): real worker processes, one killed every 2 s,
-// H = 1 s; the verdict comes from the database ledgers alone. The run is the compiled
+// A small certification, every CI run (docs/certification.md): real worker processes, one killed
+// every 2 s, H = 1 s; the verdict comes from the database ledgers alone. The run is the compiled
 // `dist/certify/run.js`, exactly what `npm run certify` runs (`npm test` builds first).
 
 const ROOT = path.resolve(__dirname, '..', '..');

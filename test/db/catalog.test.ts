@@ -1,5 +1,6 @@
-// Every typed wrapper of src/db/ (src/db/call.ts, SIGNATURES) held against the live catalog (STYLE.md, SQL): a
-// signature drift between TS and SQL fails here, not in production.
+// Every typed wrapper of src/db/ (src/db/call.ts, SIGNATURES) held against the live catalog
+// (docs/DESIGN.md, "Storage": each stage's database work is one SQL function): a signature drift
+// between TS and SQL fails here, not in production.
 import { SIGNATURES } from '../../src/db/call';
 import { useTestDatabase } from '../helpers/db';
 

@@ -1,5 +1,6 @@
 /**
- * Completion writes under faults (issue 4), with an in-process worker on a real PostgreSQL:
+ * Completion writes under faults (docs/DESIGN.md, "The pipeline inside one worker", Finalizer),
+ * with an in-process worker on a real PostgreSQL:
  * - outcomes that cannot be stored (NUL or a lone surrogate in jsonb, a circular or BigInt value,
  *   a thrown non-Error) never block their batch: the clean completions of the same batch land,
  *   and each poisoned job ends Failed without new attempts, with a readable error;
@@ -132,7 +133,7 @@ test("a user's code that throws where acta reads it (a backoff function, an erro
     // Its text is cut at 64 Ki characters: at ~280 million, serialising the error threw and ended the worker.
     defineJob({ name: 'hugeMessage', maxAttempts: 1, handler: () => { throw new Error('M'.repeat(1_000_000)); } }),
     // An Error in a Proxy whose getPrototypeOf trap answers once, then throws: an instanceof test
-    // after the first ended the attempt's code with the trap's error (adversarial trial).
+    // after the first ended the attempt's code with the trap's error.
     defineJob({
       name: 'trickyProxy',
       maxAttempts: 1,
@@ -195,7 +196,8 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
     }),
     fail('manyErrors', () => new AggregateError(Array.from({ length: 200_000 }, (_, i) => new Error(`e${i}`)), '200,000 errors')),
     // A plain-object cause of 100,000 rows, a 20 MB Buffer: described by a walk that stops at 1,000
-    // characters, not serialised whole first (a review: 1.4 s for the Buffer, 47 s for ten of them).
+    // characters, not serialised whole first, which took 1.4 s for the Buffer and 47 s for ten of
+    // them (docs/decisions/2026-12-02-bounded-error-descriptions.md).
     fail('largeObjectCause', () => new Error('outer', { cause: { status: 500, rows: Array.from({ length: 100_000 }, (_, i) => ({ i })) } })),
     fail('bufferCause', () => new AggregateError(Array.from({ length: 10 }, () => Buffer.alloc(20_000_000)), 'upload failed', { cause: new Uint8Array(5_000_000) })),
     // The log keeps an error's own simple fields (a pg error's detail, an HTTP status), as pino did.

@@ -183,7 +183,8 @@ test('a role that may not write WAL messages enqueues as durably: its own jobs, 
   // then makes one synchronous commit (once, the CALL committed the jobs and then failed on the
   // message, and a retrying caller enqueued them twice). And a key found taken must not be
   // acknowledged before the job it names is durable: the taken-key path writes a logical message,
-  // skipped it for such a role, and acknowledged at once (adversarial trial).
+  // skipped it for such a role, and acknowledged at once
+  // (docs/decisions/2026-12-01-a-taken-key-makes-the-enqueue-flush.md).
   await server.query('alter database acta_fault set synchronous_commit = on');
   await server.query(`create role acta_no_wal_message login password 'secret'`);
   await server.query('grant usage on schema acta to acta_no_wal_message');

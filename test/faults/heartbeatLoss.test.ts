@@ -1,9 +1,9 @@
 /**
- * The database gone for longer than a lease (issue 4; seed 001, "Database errors"): the worker
- * claims nothing while its heartbeat fails, aborts its handlers, and once no heartbeat has
- * succeeded for a whole lease `acta worker` exits 1 for its supervisor to restart it; the row it
- * held comes back through the fleet once the database does. A non-transient error (the schema is
- * not migrated) stops the worker at once with a clear message.
+ * The database gone for longer than a lease (docs/how-it-works.md, "Database faults", "A whole
+ * lease without a heartbeat"): the worker claims nothing while its heartbeat fails, aborts its
+ * handlers, and once no heartbeat has succeeded for a whole lease `acta worker` exits 1 for its
+ * supervisor to restart it; the row it held comes back through the fleet once the database does. A
+ * non-transient error (the schema is not migrated) stops the worker at once with a clear message.
  */
 import { Client } from 'pg';
 import { withDatabase } from '../helpers/db';

@@ -1,7 +1,8 @@
 /**
- * kill -9 a worker mid-job (issue 4): its rows run out their lease, a recovery pass returns them
- * (charged once, since their start was reported), another worker completes them; the killed
- * worker, restarted at once, is a new identity and never renews its old rows.
+ * kill -9 a worker mid-job (docs/DESIGN.md, "The lease clock" and "Delivery"): its rows run out
+ * their lease, a recovery pass returns them (charged once, since their start was reported), another
+ * worker completes them; the killed worker, restarted at once, is a new identity and never renews
+ * its old rows.
  */
 import {
   enqueueWork,

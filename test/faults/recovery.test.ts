@@ -1,9 +1,10 @@
 /**
- * The lease protocol in SQL (acta.heartbeat, acta.recover_jobs; issue 4), one call at a time so
- * every state is exact: the bound on uncharged returns, "worker lost" when attempts are used up,
- * the lease-holder fence of the heartbeat, one recovery pass per lease, and dead workers.
- * Expiry is simulated by moving lease_expires_at into the past: the database clock decides. One
- * worker-level test: a starting worker runs the pass its registration took.
+ * The lease protocol in SQL (acta.heartbeat, acta.recover_jobs; docs/DESIGN.md, "The lease clock"
+ * and "Delivery"), one call at a time so every state is exact: the bound on uncharged returns,
+ * "worker lost" when attempts are used up, the lease-holder fence of the heartbeat, one recovery
+ * pass per lease, and dead workers. Expiry is simulated by moving lease_expires_at into the past:
+ * the database clock decides. One worker-level test: a starting worker runs the pass its
+ * registration took.
  */
 import { randomUUID } from 'node:crypto';
 import * as net from 'node:net';
@@ -38,8 +39,9 @@ const ledger = async (id: string) =>
   (await db.query<{ execution: number; outcome: string; charged: boolean }>('select execution, outcome, charged from acta.executions where job_id = $1 order by execution', [id])).rows;
 
 test('a recorded step marks the attempt started: lost after it, the attempt is charged (a maxAttempts-1 job ends Failed)', async () => {
-  // Adversarial trial: killed 300 ms into handlers that had recorded steps, before any heartbeat,
-  // a maxAttempts-1 job went back uncharged 3 times and ran 4 times.
+  // The case it guards (docs/decisions/2026-11-30-a-recorded-step-marks-its-attempt-started.md):
+  // killed 300 ms into handlers that had recorded steps, before any heartbeat, a maxAttempts-1 job
+  // went back uncharged 3 times and ran 4 times.
   const { id } = await createClient({ db }).enqueue('job', {}, { maxAttempts: 1 });
   const worker = randomUUID();
   const row = await claimOne(worker);
@@ -233,8 +235,8 @@ test('a starting worker whose registration took the pass runs it at once: a dead
 });
 
 test('a start that ends before the pipeline runs takes no recovery pass for good: a busy metrics port, a stop during registration', async () => {
-  // Adversarial trial: both left the due pass taken and never run, so a dead fleet's expired rows
-  // waited a whole lease more.
+  // The case it guards (docs/decisions/2026-12-01-registration-is-the-first-beat.md): both left the
+  // due pass taken and never run, so a dead fleet's expired rows waited a whole lease more.
   const dueNow = async () =>
     (await db.query<{ due: boolean }>(`select due_at <= now() as due from acta.passes where namespace = 'default' and pass = 'recovery'`)).rows[0].due;
   // The namespace's row (a registration makes it).

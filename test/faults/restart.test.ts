@@ -1,8 +1,8 @@
 /**
- * Restart the PostgreSQL server while jobs run, and keep it down longer than the reconnect
- * back-off (issue 4): no job lost, no attempt doubled, the workers resume without a restart, and
- * NOTIFY wakeups return (a job enqueued afterwards starts far sooner than the safety poll, set
- * large here, would explain).
+ * Restart the PostgreSQL server while jobs run, and keep it down longer than the reconnect back-off
+ * (docs/how-it-works.md, "Database faults"): no job lost, no attempt doubled, the workers resume
+ * without a restart, and NOTIFY wakeups return (a job enqueued afterwards starts far sooner than
+ * the safety poll, set large here, would explain).
  */
 import {
   enqueueWork,

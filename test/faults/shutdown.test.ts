@@ -1,5 +1,5 @@
 /**
- * Graceful shutdown (issue 4; seed 001, "Shutdown"): SIGTERM stops claiming at once, hands back
+ * Graceful shutdown (docs/how-it-works.md, "Shutdown"): SIGTERM stops claiming at once, hands back
  * claimed-but-unstarted rows at once, waits up to the shutdown timeout for running handlers, then
  * aborts the rest and hands their rows back without spending an attempt, and `acta worker`
  * exits 0. A second signal exits at once.

@@ -1,8 +1,8 @@
 /**
- * SIGSTOP a worker past its lease, then SIGCONT (issue 4): meanwhile recovery returns its row and
- * another worker completes the job; once resumed, the stalled worker aborts its handler (its
- * attempt deadline passed) and its late completion is fenced out, so the job has exactly one
- * final state.
+ * SIGSTOP a worker past its lease, then SIGCONT (docs/DESIGN.md, "The lease clock" and "The ledger
+ * (one row per job)"): meanwhile recovery returns its row and another worker completes the job;
+ * once resumed, the stalled worker aborts its handler (its attempt deadline passed) and its late
+ * completion is fenced out, so the job has exactly one final state.
  */
 import {
   enqueueWork,

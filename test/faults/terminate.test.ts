@@ -1,8 +1,8 @@
 /**
- * Kill the workers' connections with pg_terminate_backend while jobs run (issue 4): every backend
- * of the test database but the test's own, three times over. Same guarantees as a server
- * restart: no job lost, no attempt doubled, the workers resume without a restart, and NOTIFY
- * wakeups return.
+ * Kill the workers' connections with pg_terminate_backend while jobs run (docs/how-it-works.md,
+ * "Database faults"): every backend of the test database but the test's own, three times over. Same
+ * guarantees as a server restart: no job lost, no attempt doubled, the workers resume without a
+ * restart, and NOTIFY wakeups return.
  */
 import {
   enqueueWork,
