@@ -1,4 +1,4 @@
-import { asyncScheduler, type MonoTypeOperatorFunction, retry, type SchedulerLike, throwError, timer } from 'rxjs';
+import { asyncScheduler, merge, type MonoTypeOperatorFunction, type Observable, retry, type SchedulerLike, take, throwError, timer } from 'rxjs';
 
 /** Configuration of {@link retryBackoff}. */
 export interface RetryBackoffConfig {
@@ -18,6 +18,8 @@ export interface RetryBackoffConfig {
   random?: () => number;
   /** Time source of the delays (default asyncScheduler); a TestScheduler runs them in virtual time. */
   scheduler?: SchedulerLike;
+  /** An emission ends the delay being waited (if any) at once: the retry is made now (e.g. the service is known to be back). */
+  retryNow$?: Observable<unknown>;
 }
 
 /** The delay before retry number `n` (1-based): initialMs·2^(n-1), capped at maxMs, jittered. */
@@ -44,7 +46,8 @@ export function backoffDelay(n: number, config: Pick<RetryBackoffConfig, 'initia
  *                 7006ms ^-!                retry 3, 4 s after the error at 3006
  * result:         7008ms #                  maxRetries spent: the error goes on
  * ```
- * Later delays: 8 s, 16 s, 30 s, 30 s, ... (each ± 25 %).
+ * Later delays: 8 s, 16 s, 30 s, 30 s, ... (each ± 25 %). An emission of `retryNow$` during a
+ * delay ends it: the retry is made at once, and the count goes on.
  */
 export function retryBackoff<T>(config: RetryBackoffConfig): MonoTypeOperatorFunction<T> {
   const scheduler = config.scheduler ?? asyncScheduler;
@@ -55,7 +58,7 @@ export function retryBackoff<T>(config: RetryBackoffConfig): MonoTypeOperatorFun
       if (config.shouldRetry && !config.shouldRetry(err)) return throwError(() => err);
       const delayMs = backoffDelay(n, config, random);
       config.onRetry?.(err, n, delayMs);
-      return timer(delayMs, scheduler);
+      return config.retryNow$ ? merge(timer(delayMs, scheduler), config.retryNow$).pipe(take(1)) : timer(delayMs, scheduler);
     },
   });
 }

@@ -51,6 +51,8 @@ export interface FinalizerConfig {
   /** After a batch committed (or was fenced out): registry removal, metrics, wakeups. */
   onWritten: (batch: Completion[], acks: CompletionAck[]) => void;
   onRetry?: (err: unknown, retry: number, delayMs: number) => void;
+  /** Signs that the database is back (worker: the heartbeat succeeds again): a repeat waiting for its back-off is made at once. */
+  retryNow$?: Observable<unknown>;
   /**
    * Whether completions may still come to fill a batch (worker: an attempt is running, or the
    * last claim came back full so the backlog goes on). While false the batch window ends at once:
@@ -75,8 +77,9 @@ export interface WrittenBatch {
  * call, the next only after the previous one landed. The output emits each batch once written and
  * completes once the completions have completed and everything is written.
  *
- * The write repeats until it lands: 1 s, 2 s, 4 s, ... capped at 30 s, each ±25 %; logged as a
- * warning for the first three repeats, then as an error; `abandon()` gives up (shutdown). A
+ * The write repeats until it lands: 1 s, 2 s, 4 s, ... capped at 30 s, each ±25 %, and at once on
+ * `retryNow$`; logged as a warning for the first three repeats, then as an error; `abandon()`
+ * gives up (shutdown). A
  * batch the database refuses for its content ({@link isContentError}) is bisected: each half is
  * written on its own, so the clean completions land, and a single completion it refuses is
  * rewritten as failed_final with an `UnstorableOutcome` error and no result (an outcome that
@@ -177,6 +180,7 @@ export class Finalizer {
         jitter: PIPELINE.writeRetryJitter,
         random: this.config.random,
         scheduler: this.config.scheduler,
+        retryNow$: this.config.retryNow$,
         shouldRetry: repeat,
         onRetry: (err, retry, delayMs) => {
           const level = retry <= PIPELINE.writeRetryWarnings ? 'warn' : 'error';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
-import { BehaviorSubject, combineLatest, defer, EMPTY, finalize, firstValueFrom, map, merge, Subject, type Subscription, takeUntil } from 'rxjs';
+import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, skip, Subject, type Subscription, takeUntil } from 'rxjs';
 import { admit } from './admission';
 import { PIPELINE } from './config';
 import { completeExecutions } from './db/executions';
@@ -124,6 +124,8 @@ export function createWorker(options: WorkerOptions): Worker {
     scheduler,
     write: (rows) => completeExecutions(db, id, rows),
     onRetry: () => metrics.writeRetries.inc(),
+    // The heartbeat succeeding again after failures: a write waiting up to 30 s is repeated now.
+    retryNow$: healthy.pipe(skip(1), filter(Boolean)),
     moreComing$: moreComing,
     onWritten: (batch, acks) => {
       sawDatabase();

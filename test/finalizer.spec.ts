@@ -35,6 +35,8 @@ interface Options {
   random?: () => number;
   /** Whether completions may still come, as the worker reports it (default: the option left out). */
   moreComing$?: Observable<boolean>;
+  /** Signs that the database is back (default: the option left out). */
+  retryNow$?: Observable<unknown>;
 }
 
 /**
@@ -53,6 +55,7 @@ function harness(scheduler: TestScheduler, cold: Cold, options: Options = {}) {
     scheduler,
     random: options.random ?? (() => 0.5),
     moreComing$: options.moreComing$,
+    retryNow$: options.retryNow$,
     write: (rows) => {
       calls.push({ at: scheduler.now(), rows });
       const err = options.fail?.(rows, calls.length);
@@ -252,6 +255,26 @@ describe('Finalizer', () => {
       ]);
       expect(h.written.map((w) => w.batch)).toEqual([['x'], ['a', 'b', 'c', 'd']]);
       expect(h.logs.some((l) => /cannot be stored|content/.test(l.msg))).toBe(false);
+    });
+  });
+
+  it('repeats a waiting write at once when the database is known to be back (retryNow$), not after its back-off', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, hot, flush }) => {
+      const h = harness(scheduler, cold, { fail: (_rows, n) => (n <= 4 ? transient() : undefined), retryNow$: hot('9000ms b') });
+      const s = h.finalizer.written$.subscribe();
+      pushAt(scheduler, h.finalizer, 0, [completion('a')]);
+      flush();
+      s.unsubscribe();
+      // Tries at 0, 1 003, 3 006, 7 009 (1, 2, 4 s after each 3 ms failure); the 8 s wait from 7 012 is cut at 9 000.
+      expect(h.callLog()).toEqual([
+        [0, 1],
+        [1_003, 1],
+        [3_006, 1],
+        [7_009, 1],
+        [9_000, 1],
+      ]);
+      expect(h.written.map((w) => w.batch)).toEqual([['a']]);
     });
   });
 

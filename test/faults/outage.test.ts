@@ -83,6 +83,9 @@ test('after a long outage every idle worker claims within about 5 s of the serve
   await Promise.all(Object.values(workers).map((w) => w.workerId()));
   const port = (await workers.polling.waitForLog('worker started')).metricsPort as number;
   expect(await degraded(port)).toBe(0);
+  // A job that finishes during the outage: its completion write fails until the server is back.
+  const [during] = await enqueueWork(server, [{ ms: 1_500 }], 25, 'b');
+  await waitFor(() => readEvents(events).some((e) => e.jobId === during && e.event === 'start'), 'the job to start');
 
   await server.stop();
   try {
@@ -100,15 +103,20 @@ test('after a long outage every idle worker claims within about 5 s of the serve
     polling: (await enqueueWork(server, [{ ms: 10 }], 25, 'b'))[0],
     short: (await enqueueWork(server, [{ ms: 10 }], 25, 'c'))[0],
   };
-  await waitForStatus(server, Object.values(ids), 'succeeded', 'each namespace\'s job to run', 30_000);
+  await waitForStatus(server, [...Object.values(ids), during], 'succeeded', 'each namespace\'s job to run', 30_000);
+  // The waiting completion write was repeated once the heartbeat succeeded again, not after its
+  // back-off (which had grown to 8-16 s).
+  const [written] = await server.query<{ at: Date }>('select finished_at as at from acta.executions where job_id = $1', [during]);
+  const writtenAfterMs = written.at.getTime() - backAt;
   const claimedAfterMs: Record<string, number> = {};
   for (const [name, id] of Object.entries(ids)) {
     const [row] = await server.query<{ at: Date }>('select claimed_at as at from acta.executions where job_id = $1', [id]);
     claimedAfterMs[name] = row.at.getTime() - backAt;
   }
-  if (process.env.ACTA_FAULT_DEBUG) console.log(`claimed after the server's return (ms): ${JSON.stringify(claimedAfterMs)}`);
+  if (process.env.ACTA_FAULT_DEBUG) console.log(`claimed after the server's return (ms): ${JSON.stringify(claimedAfterMs)}; the outage's completion written after ${writtenAfterMs} ms`);
   // The cap (5 s with its jitter), plus a claim round; the restored listener is not slower.
   for (const ms of Object.values(claimedAfterMs)) expect(ms).toBeLessThan(6_500);
+  expect(writtenAfterMs).toBeLessThan(6_500);
 
   await waitFor(async () => ((await degraded(port)) === 0 ? true : null), 'acta_worker_degraded 0 again', 5_000);
 

@@ -148,6 +148,21 @@ describe('retryBackoff', () => {
     });
   });
 
+  it('retries at once when retryNow$ emits during a delay, and keeps counting; an emission between delays does nothing', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, hot, flush }) => {
+      const { source, subscribedAt } = flaky(scheduler, cold, 3);
+      // Delays 1 s, 2 s, 4 s; retryNow$ at 1500 (inside the second delay, which began at 1004) and
+      // at 1003 (between the first delay's end at 1002 and the next error at 1004: no delay waits).
+      const retryNow$ = hot('1003ms n 496ms n');
+      const values: string[] = [];
+      source.pipe(retryBackoff({ ...acta, random: () => 0.5, scheduler, retryNow$ })).subscribe((v) => values.push(v));
+      flush();
+      expect(subscribedAt).toEqual([0, 1002, 1500, 5502]);
+      expect(values).toEqual(['a']);
+    });
+  });
+
   it('passes values and completion through untouched when nothing fails', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, expectObservable }) => {
