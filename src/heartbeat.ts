@@ -72,7 +72,7 @@ export class HeartbeatLostError extends Error {
     readonly sinceMs: number,
     options?: { cause?: unknown },
   ) {
-    super(`no heartbeat succeeded for ${sinceMs} ms (a whole lease): this worker's leases are gone; stopping`, options);
+    super(`no heartbeat succeeded for ${Math.round(sinceMs)} ms (a whole lease): this worker's leases are gone; stopping`, options);
   }
 }
 
@@ -163,7 +163,9 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
         delay: (err, retryNumber) => {
           if (!shouldRetry(err)) return throwError(() => err);
           const delayMs = beatRetryDelayMs(retryNumber, scheduler.now(), earliestDeadline(registry), H, random);
-          logger.warn({ err, retry: retryNumber, delayMs }, 'heartbeat failed (transient); repeating');
+          // The stack once per outage; later repeats say only what failed.
+          const error = retryNumber === 1 ? { err } : { error: err instanceof Error ? err.message : String(err) };
+          logger.warn({ ...error, retry: retryNumber, delayMs }, 'heartbeat failed (transient); repeating');
           return merge(timer(delayMs, scheduler), reachable$).pipe(take(1));
         },
       }),
@@ -214,7 +216,10 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
       if (!beating) return;
       tryingMs += elapsed;
       // A beat that neither succeeds nor fails (a connection that hangs) counts as failing.
-      if (tryingMs >= H) setHealthy(false);
+      if (tryingMs >= H && healthy) {
+        logger.warn({ waitedMs: Math.round(tryingMs) }, 'heartbeat unanswered for H: claiming stops until it answers');
+        setHealthy(false);
+      }
       const sinceMs = now - lastSuccessAt;
       if (sinceMs < clock.leaseMs || tryingMs < H) return;
       if (registry.size > 0) {

@@ -115,7 +115,7 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
       (sub as unknown as { on(event: 'error', listener: (err: Error) => void): unknown }).on('error', (err: Error) => {
         if (down) return;
         down = true;
-        logger.warn({ err }, 'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)');
+        logger.warn({ err }, 'Redis wakeups: the connection failed; reconnecting (the safety poll, and NOTIFY when listening, still wake the claimer)');
       });
     } catch {
       /* an adapter without 'error': its failures are its own to report */

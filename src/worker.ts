@@ -29,6 +29,9 @@ import { type WorkerOptions, workerSettings } from './workerOptions';
 
 export type { WorkerOptions } from './workerOptions';
 
+/** An error's message, for a log line that repeats (its stack was logged the first time). */
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
 /** A running worker. */
 export interface Worker {
   /** This incarnation's id (a fresh UUID per start; DESIGN.md: a restarted process never renews its old rows). */
@@ -263,9 +266,16 @@ export function createWorker(options: WorkerOptions): Worker {
           jitter: 0.25,
           shouldRetry: (() => {
             const since = scheduler.now();
-            return (err: unknown) => isTransientDbError(err) && scheduler.now() - since < clock.leaseMs;
+            return (err: unknown) => {
+              if (!isTransientDbError(err)) return false;
+              const waitedMs = Math.round(scheduler.now() - since);
+              if (waitedMs < clock.leaseMs) return true;
+              logger.error({ error: errorText(err), waitedMs }, 'worker start: the database stayed unreachable for a whole lease; giving up');
+              return false;
+            };
           })(),
-          onRetry: (err, retry, delayMs) => logger.warn({ err, retry, delayMs }, 'worker start: database unavailable; repeating'),
+          // The stack once; later repeats say only what failed.
+          onRetry: (err, retry, delayMs) => logger.warn(retry === 1 ? { err, retry, delayMs } : { error: errorText(err), retry, delayMs }, 'worker start: database unavailable; repeating'),
           scheduler,
         }),
         takeUntil(cancelStart),

@@ -93,9 +93,9 @@ test('Redis: a subscription connection that cannot connect logs one warning, not
   fake.emit('ready');
   fake.emit('error', new Error('read ECONNRESET'));
   expect(seen).toEqual([
-    'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)',
+    'Redis wakeups: the connection failed; reconnecting (the safety poll, and NOTIFY when listening, still wake the claimer)',
     'Redis wakeups: connected again',
-    'Redis wakeups: the connection failed; reconnecting (NOTIFY and the safety poll still wake the claimer)',
+    'Redis wakeups: the connection failed; reconnecting (the safety poll, and NOTIFY when listening, still wake the claimer)',
   ]);
   again.unsubscribe();
 });
