@@ -5,7 +5,9 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Redis } from 'ioredis';
 import { createClient, type Db } from '../src';
+import { redisChannel } from '../src/wakeups';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
 import { waitFor } from './helpers/wait';
 
@@ -296,4 +298,34 @@ test('`acta worker` with a missing module or a TypeScript file says so plainly a
   const ts = await acta(['worker', 'examples/hashFile.ts']);
   expect(ts.code).toBe(1);
   expect(ts.stderr).toContain('is TypeScript: compile it and give the .js file');
+});
+
+test('`acta enqueue --redis` publishes one wakeup on the namespace\'s channel; an unreachable Redis is reported, exit 1, with the job enqueued', async () => {
+  const url = process.env.ACTA_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const sub = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await sub.connect();
+  } catch (err) {
+    if (process.env.CI) throw err;
+    console.warn(`skipping the Redis half of this test: no Redis at ${url} (${(err as Error).message}); CI always runs it`);
+    sub.disconnect();
+    return;
+  }
+  try {
+    const got: string[] = [];
+    sub.on('message', (channel: string) => got.push(channel));
+    await sub.subscribe(redisChannel('cli-redis'));
+    const sent = await acta(['enqueue', 'cli-echo', '{}', '--namespace', 'cli-redis', '--force', '--redis', url]);
+    expect(sent.code).toBe(0);
+    await waitFor(() => got.length > 0 || undefined, 'the wakeup to arrive', 5_000);
+    expect(got).toEqual([redisChannel('cli-redis')]);
+
+    const failed = await acta(['enqueue', 'cli-echo', '{}', '--namespace', 'cli-redis', '--force', '--redis', 'redis://127.0.0.1:1']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/^acta: the job is enqueued, but the Redis wakeup failed/);
+    const { id } = JSON.parse(failed.stdout);
+    expect(await count('select count(*) as n from acta.jobs where id = $1', [id])).toBe(1);
+  } finally {
+    sub.disconnect();
+  }
 });

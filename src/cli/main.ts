@@ -10,6 +10,7 @@ import type { Definition } from '../definition';
 import { ActaError } from '../errors';
 import { createLogger } from '../logger';
 import { createWorker } from '../worker';
+import { redisChannel } from '../wakeups';
 
 /** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
 const int =
@@ -91,6 +92,26 @@ function withClient<T>(namespace: string, fn: (client: Client, db: Db) => Promis
 }
 
 /**
+ * Publishes one Redis wakeup for `namespace` (what redisWakeups listens for) and closes the
+ * connection. The job is already committed: a failure is reported on stderr, with exit code 1,
+ * and the job waits for a worker's safety poll instead (test/cli.test.ts).
+ */
+async function publishWakeup(url: string, namespace: string): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2_000, retryStrategy: () => null });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    await redis.publish(redisChannel(namespace), '1');
+  } catch (err) {
+    process.exitCode = 1;
+    console.error(`acta: the job is enqueued, but the Redis wakeup failed (${(err as Error).message}); workers find it at their next safety poll`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
  * Refuses, with ACTA_UNKNOWN_DEFINITION, a definition name that no worker has declared in
  * `namespace`: a job of it would wait for a worker that may never come (a typo, or the wrong
  * namespace). Workers declare their definitions in acta.definitions when they start
@@ -148,7 +169,8 @@ export function program(): Command {
     .option('--idempotency-key <key>', 'at most one job per key')
     .option('--definitions <module>', "the worker's module: refuse a name it does not define (checked instead of the names workers declared)")
     .addOption(new Option('--force', 'enqueue a definition name no worker has declared in the namespace (e.g. its worker has not started yet)').conflicts('definitions'))
-    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string; force?: boolean }) => {
+    .option('--redis <url>', 'also wake workers that take Redis wakeups (acta worker --redis), e.g. behind a pooler where NOTIFY does not reach them', redisAddress)
+    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string; force?: boolean; redis?: string }) => {
       let payload: unknown;
       try {
         payload = JSON.parse(json);
@@ -167,6 +189,7 @@ export function program(): Command {
         definitions,
       );
       console.log(JSON.stringify(result));
+      if (opts.redis !== undefined) await publishWakeup(opts.redis, opts.namespace);
     });
 
   cli
