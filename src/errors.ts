@@ -6,7 +6,7 @@
 /** Base class: `code` is stable and safe to switch on. */
 export class ActaError extends Error {
   /** Thrown by enqueueMany about one of its items: that item's index (0-based), also named at the start of the message. */
-  declare item?: number;
+  item?: number;
 
   constructor(
     readonly code: string,

@@ -142,3 +142,17 @@ test('PostgreSQL: a first connect that fails settles listen() and keeps trying i
   await waitUntil(() => connects === 1);
   await db.close();
 });
+
+test('PostgreSQL: a LISTEN left unanswered is a lost connection too: listen() settles, and the next connection LISTENs', async () => {
+  const db = createPgDb({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
+  let connects = 0;
+  let downs = 0;
+  // The first client's LISTEN is never answered (a backend that stopped right after the connect).
+  await db.listen('acta_wakeup', { onNotify: () => undefined, onConnect: () => connects++, onDown: () => downs++ }, { probeIntervalMs: 20, probeTimeoutMs: 30 });
+  expect(downs).toBe(1);
+  expect(fake.clients[0].ended).toBe(true);
+  await waitUntil(() => fake.clients.length >= 2 && fake.clients[1].listens.length === 1);
+  fake.clients[1].listens[0].resolve({});
+  await waitUntil(() => connects === 1);
+  await db.close();
+});

@@ -13,8 +13,8 @@ const RECONNECT = { initialMs: 100, maxMs: 2_000, jitter: 0.25 };
  *
  * - TCP keepalive is on; a connection that errors or ends is dropped and replaced (back-off
  *   100 ms → 2 s, ±25 %), LISTEN is issued again, and `onConnect` fires once it is in effect.
- * - The session is probed (`select 1`) every `probeIntervalMs`; a probe that fails or is not
- *   answered within `probeTimeoutMs` drops the connection the same way. A half-open connection
+ * - The session is probed (`select 1`) every `probeIntervalMs`; a probe, or the LISTEN itself,
+ *   that fails or is not answered within `probeTimeoutMs` drops the connection the same way. A half-open connection
  *   (the server's backend stopped, a silent network) answers no probe, and keepalive alone takes
  *   minutes to notice it: found within interval + timeout (test/db/wakeups.test.ts).
  * - `onDown` fires once per loss of an established connection; failed reconnects are silent.
@@ -68,7 +68,7 @@ export async function listenOnOwnConnection(config: ClientConfig, channel: strin
     });
     client
       .connect()
-      .then(() => client.query(`LISTEN ${client.escapeIdentifier(channel)}`))
+      .then(() => answeredWithin(client.query(`LISTEN ${client.escapeIdentifier(channel)}`), probeTimeoutMs, 'its LISTEN'))
       .then(
         () => {
           if (lost) return;
@@ -85,16 +85,9 @@ export async function listenOnOwnConnection(config: ClientConfig, channel: strin
           probeTimer = setInterval(() => {
             if (probing) return;
             probing = true;
-            const timer = setTimeout(() => lose(new Error(`the LISTEN connection answered no probe within ${probeTimeoutMs} ms`)), probeTimeoutMs);
-            client.query('select 1').then(
-              () => {
-                clearTimeout(timer);
-                probing = false;
-              },
-              (err: Error) => {
-                clearTimeout(timer);
-                lose(err);
-              },
+            answeredWithin(client.query('select 1'), probeTimeoutMs, 'a probe').then(
+              () => (probing = false),
+              (err: Error) => lose(err),
             );
           }, probeIntervalMs);
         },
@@ -112,6 +105,40 @@ export async function listenOnOwnConnection(config: ClientConfig, channel: strin
     current = null;
     if (client) discard(client);
   };
+}
+
+/**
+ * `query`'s answer, or a rejection if none came within `ms`. The verdict waits one turn of the
+ * event loop past the timer, so an answer already read off the socket while the process was
+ * busy (a long synchronous handler) is not taken for silence (test/pgListener.spec.ts).
+ */
+function answeredWithin<T>(query: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          reject(new Error(`the LISTEN connection did not answer ${what} within ${ms} ms`));
+        }),
+      ms,
+    );
+    query.then(
+      (value) => {
+        clearTimeout(timer);
+        if (settled) return;
+        settled = true;
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        if (settled) return;
+        settled = true;
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { Client, Pool } from 'pg';
+import { listenOnOwnConnection } from '../../src/db/pgListener';
 import { createClient, createPgDb, createWorker, defineJob, redisPublisher, type Db, type Worker } from '../../src';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
@@ -186,4 +187,28 @@ test('the worker serves Prometheus metrics on /metrics', async () => {
   ]) {
     expect(text).toContain(name);
   }
+});
+
+test('a process whose event loop is blocked past the probe timeout keeps its healthy LISTEN connection (the answer waiting on the socket counts)', async () => {
+  let downs = 0;
+  let connects = 0;
+  const stop = await listenOnOwnConnection({ connectionString: tdb.url }, 'acta_busy_probe', { onNotify: () => undefined, onConnect: () => connects++, onDown: () => downs++ }, { probeIntervalMs: 200, probeTimeoutMs: 100 });
+  let blocks = 0;
+  // Just after each probe goes out, 150 ms of synchronous work (a handler's CPU-bound step).
+  const blocker = setInterval(() => {
+    if (++blocks > 10) return;
+    setImmediate(() => {
+      const until = Date.now() + 150;
+      while (Date.now() < until) {
+        /* busy */
+      }
+    });
+  }, 200);
+  try {
+    await new Promise((r) => setTimeout(r, 2_500));
+  } finally {
+    clearInterval(blocker);
+    await stop();
+  }
+  expect({ downs, connects }).toEqual({ downs: 0, connects: 1 });
 });

@@ -321,3 +321,10 @@ export async function exitWithin(worker: WorkerProcess, ms: number): Promise<{ c
     clearTimeout(timer);
   }
 }
+
+/** One unlabelled metric of the worker serving /metrics on `port` (undefined when it is not there). */
+export async function metric(port: number, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.split(' ')[1]);
+}

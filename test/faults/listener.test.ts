@@ -5,7 +5,7 @@
  * info and counted in acta_listener_reconnects_total; NOTIFY wakeups work again afterwards
  * (acta_worker_degraded during an outage: test/faults/outage.test.ts). At the default H, so detection is the default's (about 15 s).
  */
-import { expectWakeupsWork, eventsFile, spawnWorker, useFaultServer } from './harness';
+import { expectWakeupsWork, eventsFile, metric, spawnWorker, useFaultServer } from './harness';
 import { waitFor } from '../helpers/wait';
 
 const SAFETY_POLL = 30_000;
@@ -14,11 +14,6 @@ const server = useFaultServer();
 const listenerPids = async () =>
   (await server.query<{ pid: number }>(`select pid from pg_stat_activity where datname = 'acta_fault' and application_name = 'acta listener'`)).map((r) => r.pid);
 
-const metric = async (port: number, name: string) => {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line === undefined ? undefined : Number(line.split(' ')[1]);
-};
 
 test('a stopped listener backend is found within about 15 s, replaced, logged at info, and wakeups return', async () => {
   const w = spawnWorker({ dbUrl: server.dbUrl, events: eventsFile(), args: ['--safety-poll', String(SAFETY_POLL), '--metrics-port', '0'] });

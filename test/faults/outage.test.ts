@@ -11,6 +11,7 @@ import {
   enqueueWork,
   eventsFile,
   expectEachSucceededOnce,
+  metric,
   readEvents,
   sleep,
   spawnWorker,
@@ -23,10 +24,7 @@ import { waitFor } from '../helpers/wait';
 const server = useFaultServer();
 
 /** acta_worker_degraded of the worker serving metrics on `port`. */
-const degraded = async (port: number) => {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Number(/^acta_worker_degraded (\d+)$/m.exec(text)?.[1]);
-};
+const degraded = (port: number) => metric(port, 'acta_worker_degraded');
 
 /** The job's lease expiry, as the database has it (a renewal moves it to now() + 4 H). */
 const leaseOf = async (id: string) => (await server.query<{ at: Date | null }>('select lease_expires_at as at from acta.jobs where id = $1', [id]))[0].at?.getTime();
