@@ -20,6 +20,8 @@ export interface RetryBackoffConfig {
   scheduler?: SchedulerLike;
   /** An emission ends the delay being waited (if any) at once: the retry is made now (e.g. the service is known to be back). */
   retryNow$?: Observable<unknown>;
+  /** The delay before retry `n`, ms, instead of `backoffDelay` (a caller whose schedule has its own bounds). */
+  delayMs?: (n: number) => number;
 }
 
 /** The delay before retry number `n` (1-based): initialMs·2^(n-1), capped at maxMs, jittered. */
@@ -56,7 +58,7 @@ export function retryBackoff<T>(config: RetryBackoffConfig): MonoTypeOperatorFun
     count: config.maxRetries,
     delay: (err, n) => {
       if (config.shouldRetry && !config.shouldRetry(err)) return throwError(() => err);
-      const delayMs = backoffDelay(n, config, random);
+      const delayMs = config.delayMs ? config.delayMs(n) : backoffDelay(n, config, random);
       config.onRetry?.(err, n, delayMs);
       return config.retryNow$ ? merge(timer(delayMs, scheduler), config.retryNow$).pipe(take(1)) : timer(delayMs, scheduler);
     },

@@ -1,10 +1,12 @@
-import { catchError, defer, EMPTY, exhaustMap, interval, merge, type Observable, retry, type SchedulerLike, take, takeWhile, tap, throwError, timer } from 'rxjs';
+import { catchError, defer, EMPTY, exhaustMap, interval, merge, type Observable, type SchedulerLike, takeWhile, tap, timer } from 'rxjs';
 import type { Logger } from 'pino';
-import { backoffDelay } from '../operators';
+import { backoffDelay, retryBackoff } from '../operators';
 import { type LeaseClock, PIPELINE } from './config';
 import type { HeartbeatResult, HeldPair } from './db/types';
 import { isSchemaError, isTransientDbError } from './db/transient';
 import { SchemaNotMigratedError } from './errors';
+import { errorText } from './json';
+import { retryErrorFields } from './logger';
 import type { Registry } from './registry';
 
 export interface HeartbeatConfig {
@@ -135,7 +137,6 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
     config.onFatal(err);
   };
 
-  const reachable$ = config.reachable$ ?? EMPTY;
   const random = config.random ?? Math.random;
   const shouldRetry = (err: unknown): boolean => {
     if (fatal) return false;
@@ -144,7 +145,7 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
     if (isTransientDbError(err)) return true;
     if (isSchemaError(err)) {
       logger.error({ err }, 'the acta schema is missing or out of date: stopping');
-      stop(new SchemaNotMigratedError(err instanceof Error ? err.message : String(err)));
+      stop(new SchemaNotMigratedError(errorText(err)));
     } else {
       logger.error({ err }, 'heartbeat failed with a non-transient error: stopping');
       stop(err);
@@ -159,15 +160,14 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
       tryStartedAt = scheduler.now();
       return config.beat(registry.heldPairs());
     }).pipe(
-      retry<HeartbeatResult>({
-        delay: (err, retryNumber) => {
-          if (!shouldRetry(err)) return throwError(() => err);
-          const delayMs = beatRetryDelayMs(retryNumber, scheduler.now(), earliestDeadline(registry), H, random);
-          // The stack once per outage; later repeats say only what failed.
-          const error = retryNumber === 1 ? { err } : { error: err instanceof Error ? err.message : String(err) };
-          logger.warn({ ...error, retry: retryNumber, delayMs }, 'heartbeat failed (transient); repeating');
-          return merge(timer(delayMs, scheduler), reachable$).pipe(take(1));
-        },
+      retryBackoff<HeartbeatResult>({
+        initialMs: Math.min(1_000, H / 4),
+        maxMs: Math.min(H, PIPELINE.unreachableRetryMaxMs),
+        delayMs: (retryNumber) => beatRetryDelayMs(retryNumber, scheduler.now(), earliestDeadline(registry), H, random),
+        retryNow$: config.reachable$,
+        scheduler,
+        shouldRetry,
+        onRetry: (err, retryNumber, delayMs) => logger.warn({ ...retryErrorFields(err, retryNumber), retry: retryNumber, delayMs }, 'heartbeat failed (transient); repeating'),
       }),
       tap((result) => {
         if (fatal) return;

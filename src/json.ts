@@ -75,7 +75,7 @@ function isStackOverflow(err: unknown): boolean {
 }
 
 /** An error's message, or the thrown value as text; never throws. */
-function errorText(err: unknown): string {
+export function errorText(err: unknown): string {
   try {
     return err instanceof Error ? err.message : String(err);
   } catch {

@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { ConfigError } from './errors';
+import { errorText } from './json';
 
 export type { Logger };
 
@@ -16,4 +17,12 @@ export function createLogger(options: { level?: string; pretty?: boolean } = {})
     return pino({ level, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
   }
   return pino({ level });
+}
+
+/**
+ * The error fields of a log line that repeats while a call is retried: the error with its stack
+ * on the first retry, its message alone on later ones.
+ */
+export function retryErrorFields(err: unknown, retry: number): Record<string, unknown> {
+  return retry === 1 ? { err } : { error: errorText(err) };
 }

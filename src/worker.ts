@@ -14,6 +14,8 @@ import { isTransientDbError } from './db/transient';
 import { type Completion, handBackCompletion, runEntry, type ExecutorDeps } from './executor';
 import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
+import { errorText } from './json';
+import { retryErrorFields } from './logger';
 import { ConfigError } from './errors';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { Permits } from './permits';
@@ -28,9 +30,6 @@ import { notifyWakeups, redisWakeups } from './wakeups';
 import { type WorkerOptions, workerSettings } from './workerOptions';
 
 export type { WorkerOptions } from './workerOptions';
-
-/** An error's message, for a log line that repeats (its stack was logged the first time). */
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** A running worker. */
 export interface Worker {
@@ -274,8 +273,7 @@ export function createWorker(options: WorkerOptions): Worker {
               return false;
             };
           })(),
-          // The stack once; later repeats say only what failed.
-          onRetry: (err, retry, delayMs) => logger.warn(retry === 1 ? { err, retry, delayMs } : { error: errorText(err), retry, delayMs }, 'worker start: database unavailable; repeating'),
+          onRetry: (err, retry, delayMs) => logger.warn({ ...retryErrorFields(err, retry), retry, delayMs }, 'worker start: database unavailable; repeating'),
           scheduler,
         }),
         takeUntil(cancelStart),
