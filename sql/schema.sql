@@ -11,8 +11,18 @@ create table acta.definitions (
   name text not null,
   max_attempts integer,
   registered_at timestamp with time zone not null default now(),
+  timeout_ms integer,
+  concurrency_limit integer,
+  rate_limit integer,
+  rate_per_ms integer,
+  fair boolean not null default false,
+  build text,
+  policy jsonb,
+  constraint definitions_concurrency_limit_check CHECK ((concurrency_limit >= 1)),
   constraint definitions_max_attempts_check CHECK ((max_attempts >= 1)),
-  constraint definitions_pkey PRIMARY KEY (namespace, name)
+  constraint definitions_pkey PRIMARY KEY (namespace, name),
+  constraint definitions_rate_limit_check CHECK ((rate_limit >= 1)),
+  constraint definitions_rate_per_ms_check CHECK ((rate_per_ms >= 1))
 );
 
 create table acta.executions (
@@ -26,6 +36,18 @@ create table acta.executions (
   error jsonb,
   constraint executions_pkey PRIMARY KEY (job_id, execution)
 );
+
+create table acta.gates (
+  namespace text not null,
+  kind text not null,
+  key text not null,
+  recheck_at timestamp with time zone,
+  stamps timestamp with time zone[] not null default '{}'::timestamp with time zone[],
+  shut_until timestamp with time zone,
+  constraint gates_kind_check CHECK ((kind = ANY (ARRAY['lane'::text, 'concurrency'::text, 'rate'::text]))),
+  constraint gates_pkey PRIMARY KEY (namespace, kind, key)
+);
+CREATE INDEX gates_recheck_idx ON acta.gates USING btree (namespace, recheck_at) WHERE (recheck_at IS NOT NULL);
 
 create table acta.jobs (
   id bigint not null generated always as identity,
@@ -51,14 +73,28 @@ create table acta.jobs (
   error jsonb,
   created_at timestamp with time zone not null default now(),
   finished_at timestamp with time zone,
+  rate_key text,
+  blocked_by text,
+  fair_tag bigint,
+  constraint jobs_blocked_by_check CHECK ((blocked_by = ANY (ARRAY['lane'::text, 'concurrency'::text, 'rate'::text]))),
   constraint jobs_max_attempts_check CHECK ((max_attempts >= 1)),
   constraint jobs_pkey PRIMARY KEY (id),
   constraint jobs_status_check CHECK ((status = ANY (ARRAY['ready'::text, 'executing'::text, 'waiting'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
-CREATE INDEX jobs_claim_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), priority DESC, run_at, id) WHERE (status = 'ready'::text);
-CREATE INDEX jobs_due_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), run_at, id) WHERE (status = 'ready'::text);
+CREATE INDEX jobs_claim_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NULL));
+CREATE INDEX jobs_due_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NULL));
+CREATE INDEX jobs_fair_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), priority DESC, fair_tag, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NOT NULL));
+CREATE INDEX jobs_fair_key_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), concurrency_key, priority, fair_tag) WHERE ((status = 'ready'::text) AND (fair_tag IS NOT NULL));
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON acta.jobs USING btree (namespace, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE INDEX jobs_key_held_idx ON acta.jobs USING btree (namespace, concurrency_key) WHERE ((status = 'executing'::text) AND (concurrency_key IS NOT NULL));
+CREATE INDEX jobs_lane_held_idx ON acta.jobs USING btree (namespace, lane) WHERE ((status = ANY (ARRAY['executing'::text, 'waiting'::text])) AND (lane IS NOT NULL));
+CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, id) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lease_idx ON acta.jobs USING btree (namespace, lease_expires_at) WHERE ((status = 'executing'::text) AND (lease_expires_at IS NOT NULL));
+CREATE INDEX jobs_parked_idx ON acta.jobs USING btree (namespace, blocked_by, (
+CASE blocked_by
+    WHEN 'rate'::text THEN rate_key
+    ELSE concurrency_key
+END), priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by = ANY (ARRAY['concurrency'::text, 'rate'::text])));
 
 create table acta.migrations (
   name text not null,
@@ -70,6 +106,7 @@ create table acta.migrations (
 create table acta.namespaces (
   name text not null,
   created_at timestamp with time zone not null default now(),
+  policy_version bigint not null default 0,
   constraint namespaces_pkey PRIMARY KEY (name)
 );
 
@@ -101,10 +138,38 @@ create table acta.workers (
   last_heartbeat_at timestamp with time zone not null default now(),
   stopped_at timestamp with time zone,
   max_attempts integer[],
+  build text,
+  policies jsonb,
   constraint workers_pkey PRIMARY KEY (id),
   constraint workers_status_check CHECK ((status = ANY (ARRAY['alive'::text, 'stopped'::text, 'dead'::text])))
 );
 CREATE INDEX workers_alive_idx ON acta.workers USING btree (namespace, last_heartbeat_at) WHERE (status = 'alive'::text);
+
+-- acta.cancel_job: sql/functions/cancel_job.sql
+CREATE OR REPLACE FUNCTION acta.cancel_job(p_namespace text, p_id bigint)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_lane    text;
+  v_parked  boolean;
+begin
+  update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp()
+  where j.id = p_id and j.namespace = p_namespace and j.status = 'ready'
+  returning j.lane, j.blocked_by is not null into v_lane, v_parked;
+  if not found then
+    return false;
+  end if;
+  if v_lane is not null and not v_parked then
+    perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, 'lane', v_lane));
+    if acta.release_gate(p_namespace, 'lane', v_lane) > 0 then
+      perform pg_notify('acta_jobs', p_namespace);
+    end if;
+  end if;
+  return true;
+end
+$function$;
 
 -- acta.claim_jobs: sql/functions/claim_jobs.sql
 CREATE OR REPLACE FUNCTION acta.claim_jobs(p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer)
@@ -118,12 +183,39 @@ CREATE OR REPLACE FUNCTION acta.claim_jobs(p_namespace text, p_worker uuid, p_de
 AS $function$
 #variable_conflict use_column
 declare
-  v_claimed     boolean;
-  v_ids         bigint[];
+  v_fair         text[];
+  v_plain        text[];
+  v_gate         record;
+  v_lock         bigint;
+  v_locks        bigint[] := '{}';
+  v_max_lock     bigint;
+  v_busy         bigint[] := '{}';
+  v_want         integer;
+  v_round        integer := 0;
+  v_ids          bigint[];
+  v_fair_ids     bigint[];
+  v_fair_prios   integer[];
+  v_plain_prios  integer[];
+  v_keyed        boolean;
+  v_fair_keyed   boolean;
+  v_taken        bigint[] := '{}';
+  v_seen         bigint[] := '{}';
+  v_admitted     bigint[];
+  v_parked_ids   bigint[];
+  v_parked_kinds text[];
+  v_gate_kinds   text[];
+  v_gate_keys    text[];
+  v_release_kinds text[] := '{}';
+  v_release_keys  text[] := '{}';
+  v_rate_keys    text[];
+  v_rate_counts  integer[];
+  v_rate_pers    integer[];
+  v_skipped      boolean := false;
+  v_notify       boolean := false;
   v_min_priority integer;
   v_max_priority integer;
-  v_locked      integer;
-  v_locked_ids  bigint[];
+  v_locked       integer;
+  v_locked_ids   bigint[];
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -140,113 +232,401 @@ begin
   if cardinality(p_definitions) > 1 then
     p_definitions := array(select distinct u.name from unnest(p_definitions) as u(name));
   end if;
-  -- Per definition, its first p_limit unlocked rows due now in due order, along jobs_due_idx (see
-  -- Plan), locked; in claim order.
-  select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),
-         coalesce(min(a.priority), 0), coalesce(max(a.priority), 0)
-    into v_ids, v_min_priority, v_max_priority
-  from unnest(p_definitions) as d(name)
-  cross join lateral (
-    select j.id, j.priority, j.run_at
-    from acta.jobs j
-    where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
-      and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
-    order by j.run_at, j.id
-    limit p_limit
-    for update skip locked
-  ) a;
-  v_locked := cardinality(v_ids);
-  if v_locked >= p_limit then
-    -- Perhaps more due than this claim takes. These are the first in claim order if they share one
-    -- priority and no due row has a higher one: any other due row comes later in due order, or has
-    -- a lower priority. Otherwise walk jobs_claim_idx in claim order (rows due later at a higher
-    -- priority are walked there); the rows locked above and not taken are free again at commit.
-    if v_min_priority = v_max_priority and not exists (
-      select 1
-      from unnest(p_definitions) as d(name)
+  v_fair := array(select d.name from acta.definitions d
+                  where d.namespace = p_namespace and d.name = any (p_definitions) and d.fair);
+  v_plain := case when cardinality(v_fair) = 0 then p_definitions
+                  else array(select u.name from unnest(p_definitions) as u(name) where u.name <> all (v_fair)) end;
+
+  -- Gates whose recheck has come (a key's bounce, a meter's next token): release what they have
+  -- room for, before the pick, so this claim can take it. Only tried: see Locks.
+  for v_gate in
+    select g.kind, g.key, acta.gate_lock(p_namespace, g.kind, g.key) as lock
+    from acta.gates g
+    where g.namespace = p_namespace and g.recheck_at <= now()
+    order by g.recheck_at
+    limit 16
+  loop
+    continue when not (v_gate.lock = any (v_locks) or pg_try_advisory_xact_lock(v_gate.lock));
+    v_locks := v_locks || v_gate.lock;
+    v_max_lock := greatest(v_max_lock, v_gate.lock);
+    -- Under the lock, a new statement: another claim may have rechecked it meanwhile.
+    if exists (select 1 from acta.gates g
+               where g.namespace = p_namespace and g.kind = v_gate.kind and g.key = v_gate.key and g.recheck_at <= now()) then
+      if acta.release_gate(p_namespace, v_gate.kind, v_gate.key) > 0 then
+        v_notify := true;
+      end if;
+    end if;
+  end loop;
+
+  -- Fair order: give each fair definition's newly due rows their turns (see Contract). A key's
+  -- next turn follows its own latest one (jobs_fair_key_idx) and is never before the turn being
+  -- served at that priority (the first of jobs_fair_idx); rows of one key take consecutive turns
+  -- in due order. Rows not yet due wait untagged in jobs_due_idx.
+  if cardinality(v_fair) > 0 then
+    with due as (
+      select t.id, coalesce(t.concurrency_key, '') as fkey, t.priority, t.run_at, t.definition
+      from unnest(v_fair) as d(name)
       cross join lateral (
-        select 1
+        select j.id, j.concurrency_key, j.priority, j.run_at, j.definition
         from acta.jobs j
         where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
           and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
-          and j.priority > v_max_priority and j.run_at <= now()
-        -- Along jobs_claim_idx, the range above v_max_priority (usually empty). Without the order,
-        -- a plan made without statistics reads the due backlog along jobs_due_idx instead,
-        -- filtering on priority.
-        order by j.priority desc, j.run_at, j.id
-        limit 1
-      ) higher
-    ) then
-      v_ids := v_ids[1:p_limit]; -- D definitions gave up to D x p_limit
-    else
-      v_locked_ids := v_ids;
-      v_ids := array(
-        select b.id
-        from unnest(p_definitions) as d(name)
-        cross join lateral (
-          select j.id, j.priority, j.run_at
-          from acta.jobs j
-          where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
-            and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
-          order by j.priority desc, j.run_at, j.id
-          limit p_limit
-          for update skip locked
-        ) b
-        order by b.priority desc, b.run_at, b.id
-        limit p_limit);
-    end if;
-  end if;
-
-  if cardinality(v_ids) > 0 then
-    return query
-    with claimed as (
-      -- By primary key from the locked ids (an array, not a join: with statistics the planner
-      -- joined the picked rows against a scan of the whole table).
-      update acta.jobs j
-      set status = 'executing',
-          execution = j.execution + 1,
-          lease_holder = p_worker,
-          lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-          claimed_at = now(),
-          started = false
-      where j.id = any (v_ids)
-      returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
+          and j.blocked_by is null and j.fair_tag is null and j.run_at <= now()
+        order by j.run_at, j.id
+        limit 100000
+        for update skip locked
+      ) t
+    ),
+    turn as (
+      select g.definition, g.fkey, g.priority,
+             greatest(
+               coalesce((select f.fair_tag from acta.jobs f
+                         where hashtextextended(f.namespace || '/' || f.definition, 0) = hashtextextended(p_namespace || '/' || g.definition, 0)
+                           and f.namespace = p_namespace and f.definition = g.definition and f.status = 'ready'
+                           and f.blocked_by is null and f.fair_tag is not null and f.priority = g.priority
+                         order by f.priority desc, f.fair_tag, f.id limit 1), 0),
+               coalesce((select f.fair_tag + 1 from acta.jobs f
+                         where hashtextextended(f.namespace || '/' || f.definition, 0) = hashtextextended(p_namespace || '/' || g.definition, 0)
+                           and coalesce(f.concurrency_key, '') = g.fkey and f.priority = g.priority
+                           and f.namespace = p_namespace and f.definition = g.definition and f.status = 'ready'
+                           and f.fair_tag is not null
+                         order by f.fair_tag desc limit 1), 0)) as first_turn
+      from (select distinct u.definition, u.fkey, u.priority from due u) g
+    ),
+    ranked as (
+      select u.id, u.definition, u.fkey, u.priority,
+             row_number() over (partition by u.definition, u.fkey, u.priority order by u.run_at, u.id) as n
+      from due u
     )
-    -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
-    select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
-           c.uncharged_returns, c.priority,
-           null::double precision
-    from claimed c
-    order by c.priority desc, c.run_at, c.id;
-  end if;
-  v_claimed := cardinality(v_ids) > 0 and found; -- FOUND: this RETURN QUERY's, before PERFORM sets it
-  -- Rows the pick locked and did not take (the walk took others; or more than p_limit across
-  -- definitions) are free again at commit, but a concurrent claim skipped them and may have gone
-  -- idle until its next poll, leaving a due row waiting. Wake the namespace's idle workers at
-  -- commit, as an enqueue does (test/db/core.test.ts). Rare: mixed priorities among the due rows,
-  -- or a worker with several definitions.
-  if v_locked > p_limit then
-    perform pg_notify('acta_jobs', p_namespace);
-  elsif v_locked_ids is not null then -- the walk ran (a separate IF: no query on the common path)
-    if exists (select 1 from unnest(v_locked_ids) as l(id) where l.id <> all (v_ids)) then
-      perform pg_notify('acta_jobs', p_namespace);
-    end if;
+    update acta.jobs j
+    set fair_tag = t.first_turn + r.n - 1
+    from ranked r
+    join turn t on t.definition = r.definition and t.fkey = r.fkey and t.priority = r.priority
+    where j.id = any (array(select u.id from due u)) and j.id = r.id;
   end if;
 
-  if not v_claimed then
+  v_want := p_limit;
+  loop
+    v_round := v_round + 1;
+    v_ids := '{}';
+    v_keyed := false;
+    v_locked := 0;
+    v_locked_ids := null;
+    -- Per definition, its first v_want unlocked rows due now in due order, along jobs_due_idx (see
+    -- Plan), locked; in claim order. (v_seen: candidates of an earlier round, which this
+    -- transaction has locked, so SKIP LOCKED would not skip them.)
+    if cardinality(v_plain) > 0 then
+      select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),
+             coalesce(array_agg(a.priority order by a.priority desc, a.run_at, a.id), '{}'),
+             coalesce(min(a.priority), 0), coalesce(max(a.priority), 0),
+             coalesce(bool_or(a.keyed), false)
+        into v_ids, v_plain_prios, v_min_priority, v_max_priority, v_keyed
+      from unnest(v_plain) as d(name)
+      cross join lateral (
+        select j.id, j.priority, j.run_at,
+               (j.concurrency_key is not null or j.rate_key is not null or j.lane is not null) as keyed
+        from acta.jobs j
+        where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+          and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+          and j.blocked_by is null and j.fair_tag is null and j.run_at <= now()
+          and j.id <> all (v_seen)
+        order by j.run_at, j.id
+        limit v_want
+        for update skip locked
+      ) a;
+      v_locked := cardinality(v_ids);
+      if v_locked >= v_want then
+        -- Perhaps more due than this claim takes. These are the first in claim order if they share
+        -- one priority and no due row has a higher one: any other due row comes later in due order,
+        -- or has a lower priority. Otherwise walk jobs_claim_idx in claim order (rows due later at
+        -- a higher priority are walked there); the rows locked above and not taken are free again
+        -- at commit.
+        if v_min_priority = v_max_priority and not exists (
+          select 1
+          from unnest(v_plain) as d(name)
+          cross join lateral (
+            select 1
+            from acta.jobs j
+            where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+              and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+              and j.blocked_by is null and j.fair_tag is null
+              and j.priority > v_max_priority and j.run_at <= now()
+            -- Along jobs_claim_idx, the range above v_max_priority (usually empty). Without the
+            -- order, a plan made without statistics reads the due backlog along jobs_due_idx
+            -- instead, filtering on priority.
+            order by j.priority desc, j.run_at, j.id
+            limit 1
+          ) higher
+        ) then
+          v_ids := v_ids[1:v_want]; -- D definitions gave up to D x v_want
+          v_plain_prios := v_plain_prios[1:v_want];
+        else
+          v_locked_ids := v_ids;
+          select coalesce(array_agg(b.id order by b.priority desc, b.run_at, b.id), '{}'),
+                 coalesce(array_agg(b.priority order by b.priority desc, b.run_at, b.id), '{}'),
+                 coalesce(bool_or(b.keyed), false)
+            into v_ids, v_plain_prios, v_keyed
+          from (
+            select b.*
+            from unnest(v_plain) as d(name)
+            cross join lateral (
+              select j.id, j.priority, j.run_at,
+                     (j.concurrency_key is not null or j.rate_key is not null or j.lane is not null) as keyed
+              from acta.jobs j
+              where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+                and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+                and j.blocked_by is null and j.fair_tag is null and j.run_at <= now()
+                and j.id <> all (v_seen)
+              order by j.priority desc, j.run_at, j.id
+              limit v_want
+              for update skip locked
+            ) b
+            order by b.priority desc, b.run_at, b.id
+            limit v_want
+          ) b;
+        end if;
+      end if;
+    end if;
+    -- A fair definition's rows in turn order, along jobs_fair_idx (tagged rows are due).
+    if cardinality(v_fair) > 0 then
+      select coalesce(array_agg(a.id order by a.priority desc, a.fair_tag, a.id), '{}'),
+             coalesce(array_agg(a.priority order by a.priority desc, a.fair_tag, a.id), '{}'),
+             coalesce(bool_or(a.keyed), false)
+        into v_fair_ids, v_fair_prios, v_fair_keyed
+      from unnest(v_fair) as d(name)
+      cross join lateral (
+        select j.id, j.priority, j.fair_tag,
+               (j.concurrency_key is not null or j.rate_key is not null or j.lane is not null) as keyed
+        from acta.jobs j
+        where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+          and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+          and j.blocked_by is null and j.fair_tag is not null
+          and j.id <> all (v_seen)
+        order by j.priority desc, j.fair_tag, j.id
+        limit v_want
+        for update skip locked
+      ) a;
+      v_locked := v_locked + cardinality(v_fair_ids);
+      v_keyed := v_keyed or v_fair_keyed;
+      -- Both kinds: by priority, then each definition's own order, alternating.
+      v_ids := array(
+        select m.id
+        from (select p.id, p.prio, p.ord from unnest(v_ids, v_plain_prios) with ordinality as p(id, prio, ord)
+              union all
+              select f.id, f.prio, f.ord from unnest(v_fair_ids, v_fair_prios) with ordinality as f(id, prio, ord)) m
+        order by m.prio desc, m.ord, m.id
+        limit v_want);
+    end if;
+    v_seen := v_seen || v_ids;
+    -- Rows the pick locked and did not take (the walk took others; more than v_want across
+    -- definitions) are free again at commit, but a concurrent claim skipped them and may have gone
+    -- idle until its next poll: wake the namespace's idle workers at commit, as an enqueue does
+    -- (test/db/core.test.ts). Rare: mixed priorities among the due rows, or several definitions.
+    if v_locked > v_want then
+      v_notify := true;
+    elsif v_locked_ids is not null and exists (select 1 from unnest(v_locked_ids) as l(id) where l.id <> all (v_ids)) then
+      v_notify := true;
+    end if;
+    exit when cardinality(v_ids) = 0;
+
+    if not v_keyed then
+      v_admitted := v_ids;
+    else
+      -- Admission. First the gates the candidates pass, locked in increasing order (see Locks).
+      for v_lock in
+        select distinct x.lock
+        from (
+          select acta.gate_lock(p_namespace, 'lane', j.lane) as lock
+          from acta.jobs j where j.id = any (v_ids) and j.lane is not null
+          union all
+          select acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key)
+          from acta.jobs j
+          join acta.definitions d on d.namespace = p_namespace and d.name = j.definition and d.concurrency_limit is not null
+          where j.id = any (v_ids) and j.concurrency_key is not null
+          union all
+          select acta.gate_lock(p_namespace, 'rate', j.rate_key)
+          from acta.jobs j where j.id = any (v_ids) and j.rate_key is not null
+        ) x
+        order by x.lock
+      loop
+        continue when v_lock = any (v_locks);
+        if v_max_lock is null or v_lock > v_max_lock then
+          perform pg_advisory_xact_lock(v_lock);
+          v_max_lock := v_lock;
+        elsif not pg_try_advisory_xact_lock(v_lock) then
+          v_busy := v_busy || v_lock;
+          continue;
+        end if;
+        v_locks := v_locks || v_lock;
+      end loop;
+
+      -- Then each candidate, in claim order: its lane, its key, its meter (see Contract).
+      with c as (
+        select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane,
+               j.priority as prio, j.run_at, o.ord,
+               d.concurrency_limit as climit, d.rate_limit as rlimit, d.rate_per_ms as rper,
+               (j.lane is not null and acta.gate_lock(p_namespace, 'lane', j.lane) = any (v_busy))
+               or (j.concurrency_key is not null and acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key) = any (v_busy))
+               or (j.rate_key is not null and acta.gate_lock(p_namespace, 'rate', j.rate_key) = any (v_busy)) as busy
+        from unnest(v_ids) with ordinality as o(id, ord)
+        join acta.jobs j on j.id = o.id
+        left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
+        where j.id = any (v_ids)
+      ),
+      -- 1. Its lane's first Ready row, with nothing of the lane running or waiting.
+      l as (
+        select c.*, not c.busy and (c.lane is null or (
+                 not exists (select 1 from acta.jobs h
+                             where h.namespace = p_namespace and h.lane = c.lane and h.status in ('executing', 'waiting'))
+                 and not exists (select 1 from acta.jobs r
+                                 where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
+        from c
+      ),
+      -- 2. Its key: the slots free (acta.gate_room) go to the key's candidates in claim order, but
+      -- not past a parked row of the key that comes before them.
+      k as (
+        select x.ckey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
+        from (select distinct on (l.ckey) l.ckey, l.def from l
+              where l.lane_ok and l.ckey is not null and l.climit is not null
+              order by l.ckey, l.climit, l.ord) x
+        cross join lateral acta.gate_room(p_namespace, 'concurrency', x.ckey, x.def) as r
+        left join lateral (
+          select p.priority, p.run_at, p.id from acta.jobs p
+          where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+            and p.blocked_by = 'concurrency' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.ckey
+          order by p.priority desc, p.run_at, p.id
+          limit 1) f on true
+      ),
+      kq as (
+        select l.id, row_number() over (partition by l.ckey order by l.ord) <= k.room as fits
+        from l join k on k.ckey = l.ckey
+        where l.lane_ok and (k.fi is null or k.fp < l.prio or (k.fp = l.prio and (k.fr, k.fi) > (l.run_at, l.id)))
+      ),
+      kc as (
+        select l.*, l.lane_ok and (l.ckey is null or l.climit is null or coalesce(kq.fits, false)) as key_ok
+        from l left join kq on kq.id = l.id
+      ),
+      -- 3. Its meter: the tokens it has, the same way (a meter held shut has none).
+      m as (
+        select x.rkey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
+        from (select distinct on (kc.rkey) kc.rkey, kc.def from kc
+              where kc.key_ok and kc.rkey is not null
+              order by kc.rkey, kc.rlimit, kc.ord) x
+        cross join lateral acta.gate_room(p_namespace, 'rate', x.rkey, x.def) as r
+        left join lateral (
+          select p.priority, p.run_at, p.id from acta.jobs p
+          where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+            and p.blocked_by = 'rate' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.rkey
+          order by p.priority desc, p.run_at, p.id
+          limit 1) f on true
+      ),
+      mq as (
+        select kc.id, m.room is null or row_number() over (partition by kc.rkey order by kc.ord) <= m.room as fits
+        from kc join m on m.rkey = kc.rkey
+        where kc.key_ok and (m.fi is null or m.fp < kc.prio or (m.fp = kc.prio and (m.fr, m.fi) > (kc.run_at, kc.id)))
+      ),
+      verdict as (
+        select kc.id, kc.ord, kc.lane, kc.ckey, kc.rkey, kc.rlimit, kc.rper,
+               case when kc.busy then 'busy'
+                    when not kc.lane_ok then 'lane'
+                    when not kc.key_ok then 'concurrency'
+                    when kc.rkey is null or coalesce(mq.fits, false) then 'admitted'
+                    else 'rate' end as v
+        from kc left join mq on mq.id = kc.id
+      )
+      select coalesce(array_agg(v.id order by v.ord) filter (where v.v = 'admitted'), '{}'),
+             coalesce(array_agg(v.id) filter (where v.v in ('lane', 'concurrency', 'rate')), '{}'),
+             coalesce(array_agg(v.v) filter (where v.v in ('lane', 'concurrency', 'rate')), '{}'),
+             coalesce(bool_or(v.v = 'busy'), false),
+             (select coalesce(array_agg(g.kind), '{}') from (select distinct v2.v as kind, case v2.v when 'lane' then v2.lane when 'rate' then v2.rkey else v2.ckey end as key from verdict v2 where v2.v in ('lane', 'concurrency', 'rate')) g),
+             (select coalesce(array_agg(g.key), '{}') from (select distinct v2.v as kind, case v2.v when 'lane' then v2.lane when 'rate' then v2.rkey else v2.ckey end as key from verdict v2 where v2.v in ('lane', 'concurrency', 'rate')) g),
+             (select coalesce(array_agg(s.rkey), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s),
+             (select coalesce(array_agg(s.n), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s),
+             (select coalesce(array_agg(s.per), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s)
+        into v_admitted, v_parked_ids, v_parked_kinds, v_skipped, v_gate_kinds, v_gate_keys, v_rate_keys, v_rate_counts, v_rate_pers
+      from verdict v;
+
+      v_notify := v_notify or v_skipped;
+      v_release_kinds := v_release_kinds || v_gate_kinds;
+      v_release_keys := v_release_keys || v_gate_keys;
+      -- Refused: parked where it stands.
+      if cardinality(v_parked_ids) > 0 then
+        update acta.jobs j
+        set blocked_by = p.kind
+        from unnest(v_parked_ids, v_parked_kinds) as p(id, kind)
+        where j.id = any (v_parked_ids) and j.id = p.id;
+      end if;
+      -- Admitted through a meter: their start times go into its log, which keeps the window only.
+      if cardinality(v_rate_keys) > 0 then
+        insert into acta.gates as g (namespace, kind, key, stamps)
+        select p_namespace, 'rate', s.key, array_fill(now(), array[s.n])
+        from unnest(v_rate_keys, v_rate_counts) as s(key, n)
+        on conflict (namespace, kind, key) do update
+          set stamps = array(select t from unnest(g.stamps || excluded.stamps) as t
+                             where t > now() - (select s.per from unnest(v_rate_keys, v_rate_pers) as s(key, per) where s.key = g.key) * interval '1 millisecond'
+                             order by t);
+      end if;
+    end if;
+    -- Claimed now, round by round, so that the next round's admission counts these as holding
+    -- their slots and their lanes.
+    if cardinality(v_admitted) > 0 then
+      v_taken := v_taken || v_admitted;
+      return query
+      with claimed as (
+        -- By primary key from the locked ids (an array, not a join: with statistics the planner
+        -- joined the picked rows against a scan of the whole table).
+        update acta.jobs j
+        set status = 'executing',
+            execution = j.execution + 1,
+            lease_holder = p_worker,
+            lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+            claimed_at = now(),
+            started = false
+        where j.id = any (v_admitted)
+        returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
+      )
+      -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
+      select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
+             c.uncharged_returns, c.priority,
+             null::double precision
+      from claimed c
+      order by c.priority desc, c.run_at, c.id;
+    end if;
+    exit when cardinality(v_taken) >= p_limit or v_locked < v_want or v_round >= 4;
+    v_want := p_limit - cardinality(v_taken);
+  end loop;
+
+  -- The gates rows were parked on: set their recheck (the rows admitted hold their slots now), and
+  -- release what has room after all (a lane whose head was parked behind nothing).
+  if cardinality(v_release_kinds) > 0 then
+    for v_gate in select distinct g.kind, g.key from unnest(v_release_kinds, v_release_keys) as g(kind, key) loop
+      if acta.release_gate(p_namespace, v_gate.kind, v_gate.key) > 0 then
+        v_notify := true;
+      end if;
+    end loop;
+  end if;
+  if v_notify then
+    perform pg_notify('acta_jobs', p_namespace);
+  end if;
+
+  if cardinality(v_taken) = 0 then
     -- The next due time among rows due later only: nothing of these definitions was claimable
     -- now, so the earliest is in the future (or locked by another claimer, which takes it). Per
-    -- definition, the first entry after now() in jobs_due_idx.
+    -- definition, the first entry after now() in jobs_due_idx; and the namespace's next gate
+    -- recheck, when a parked row may be released.
     return query
     select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
            null::integer, null::integer, null::integer,
-           (extract(epoch from (min(n.run_at) - now())) * 1000)::double precision
+           (extract(epoch from (least(min(n.run_at),
+                                      (select min(g.recheck_at) from acta.gates g
+                                       where g.namespace = p_namespace and g.recheck_at > now())) - now())) * 1000)::double precision
     from unnest(p_definitions) as d(name)
     cross join lateral (
       select j.run_at
       from acta.jobs j
       where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
-        and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at > now()
+        and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+        and j.blocked_by is null and j.fair_tag is null and j.run_at > now()
       order by j.run_at
       limit 1
     ) n;
@@ -265,7 +645,14 @@ CREATE OR REPLACE FUNCTION acta.complete_executions(p_worker uuid, p_ids bigint[
 AS $function$
 #variable_conflict use_column
 declare
-  v_answer text;
+  v_answer     text;
+  v_namespace  text;
+  v_gate_kinds text[];
+  v_gate_keys  text[];
+  v_shut_keys  text[];
+  v_shut_ms    integer[];
+  v_gate       record;
+  v_released   boolean := false;
 begin
   with input as (
     select u.*
@@ -286,16 +673,19 @@ begin
   --   due              run_at: 'kept', 'now', or 'retry' (now() + the element's delay);
   --   finished         finished_at = now() (else null);
   --   recorded_as      the ledger row's outcome;
-  --   follows          what else the transition sets off, applied by a statement of its own
-  --                    over `done`: nothing yet (to come: wake a parent, hand a lane on, re-arm
-  --                    a schedule; docs/DESIGN.md, "Workflows").
+  --   follows          what else the transition sets off, applied after it over `done`:
+  --                    'shut_meter' holds the row's rate meter shut until its due time. Every
+  --                    transition frees a concurrency slot, and a finished one hands its lane on
+  --                    (see Hand-on); to come: wake a parent, re-arm a schedule
+  --                    (docs/DESIGN.md, "Workflows").
   decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
     values ('succeeded',    null::boolean, 'succeeded', 's', true,  false, true,  'kept',  true,  'succeeded',    null::text),
            ('failed',       false,         'ready',     'r', true,  false, false, 'retry', false, 'failed',       null),
            ('failed',       true,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
            ('failed_final', null,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
            ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
-           ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null)
+           ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
+           ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter')
   ),
   -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
   -- In SET and WHERE, j.* are the row's values before this update.
@@ -312,25 +702,73 @@ begin
         lease_holder = null,
         lease_expires_at = null,
         started = false,
-        finished_at = case when d.finished then now() end
+        finished_at = case when d.finished then now() end,
+        fair_tag = case when d.due = 'retry' then null else j.fair_tag end
     from input i
     join decision d on d.outcome = i.outcome
     where j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
-    returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as
+    returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
+              j.namespace, j.concurrency_key, j.lane, j.rate_key
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
     select d.id, d.execution, p_worker, d.claimed_at, d.recorded_as, d.charged, d.error
     from done d
   )
-  select string_agg(coalesce(d.answer, 'x'), '' order by i.ord)
-    into v_answer
+  -- The gates the applied attempts leave (see Hand-on): every concurrency key, the lane of a head
+  -- that finished, the meter of a rate-limited attempt.
+  , gates as (
+    select 'concurrency' as kind, d.concurrency_key as key from done d where d.concurrency_key is not null
+    union
+    select 'lane', d.lane from done d where d.lane is not null and d.status in ('succeeded', 'failed')
+    union
+    select 'rate', d.rate_key from done d where d.rate_key is not null and d.follows = 'shut_meter'
+  )
+  select string_agg(coalesce(d.answer, 'x'), '' order by i.ord),
+         (select min(d2.namespace) from done d2),
+         (select array_agg(g.kind) from gates g),
+         (select array_agg(g.key) from gates g),
+         (select array_agg(d3.rate_key) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
+         (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter')
+    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
-  -- Rows back to Ready (a hand-back, a retry) wake the namespace's idle workers, as an enqueue
-  -- does; a woken worker sleeps until a retry that is due later. Nothing to do for successes.
-  if strpos(v_answer, 'r') > 0 then
+
+  if v_gate_kinds is not null then
+    -- Gate locks in increasing order (acta.gate_lock); this call holds none before.
+    for v_gate in
+      select g.kind, g.key, acta.gate_lock(v_namespace, g.kind, g.key) as lock
+      from unnest(v_gate_kinds, v_gate_keys) as g(kind, key)
+      order by 3
+    loop
+      perform pg_advisory_xact_lock(v_gate.lock);
+    end loop;
+    -- A meter held shut until the rate-limited attempt's retry is due: a claim refuses its rows
+    -- until then, and its parked rows are reconsidered then (acta.gate_room, acta.release_gate).
+    insert into acta.gates as g (namespace, kind, key, shut_until)
+    select v_namespace, 'rate', s.key, max(now() + s.ms * interval '1 millisecond')
+    from unnest(v_shut_keys, v_shut_ms) as s(key, ms)
+    where s.key is not null
+    group by s.key
+    on conflict (namespace, kind, key) do update set shut_until = greatest(g.shut_until, excluded.shut_until);
+    -- A key or a meter has parked rows only while its gate row exists (acta.release_gate keeps
+    -- it so, under the lock held here); a lane's are found by acta.release_gate itself.
+    for v_gate in
+      select g.kind, g.key
+      from unnest(v_gate_kinds, v_gate_keys) as g(kind, key)
+      where g.kind = 'lane'
+         or exists (select 1 from acta.gates x where x.namespace = v_namespace and x.kind = g.kind and x.key = g.key)
+    loop
+      if acta.release_gate(v_namespace, v_gate.kind, v_gate.key) > 0 then
+        v_released := true;
+      end if;
+    end loop;
+  end if;
+  -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle
+  -- workers, as an enqueue does; a woken worker sleeps until a retry that is due later. Nothing to
+  -- do for successes alone.
+  if strpos(v_answer, 'r') > 0 or v_released then
     perform pg_notify('acta_jobs', w.namespace) from acta.workers w where w.id = p_worker;
   end if;
   return coalesce(v_answer, '');
@@ -338,7 +776,7 @@ end
 $function$;
 
 -- acta.enqueue_jobs: sql/functions/enqueue_jobs.sql
-CREATE OR REPLACE FUNCTION acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[])
+CREATE OR REPLACE FUNCTION acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[])
  RETURNS TABLE(ids text, created text)
  LANGUAGE plpgsql
  SET jit TO 'off'
@@ -357,14 +795,15 @@ begin
       select nextval('acta.jobs_id_seq'::regclass) as new_id, u.*
       -- ROWS FROM zips the element lists, padding a null array with nulls.
       from rows from (unnest(p_definitions), jsonb_array_elements(p_payloads), unnest(p_priorities),
-                      unnest(p_run_ats), unnest(p_max_attempts))
-        with ordinality as u(definition, payload, priority, run_at, max_attempts, ord)
+                      unnest(p_run_ats), unnest(p_max_attempts), unnest(p_concurrency_keys),
+                      unnest(p_rate_keys), unnest(p_lanes))
+        with ordinality as u(definition, payload, priority, run_at, max_attempts, concurrency_key, rate_key, lane, ord)
     ),
     inserted as (
-      insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts)
+      insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts, concurrency_key, rate_key, lane)
       overriding system value
       select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
-             coalesce(i.run_at, now()), i.max_attempts
+             coalesce(i.run_at, now()), i.max_attempts, i.concurrency_key, i.rate_key, i.lane
       from input i
     )
     select string_agg(i.new_id::text, ',' order by i.ord), repeat('t', count(*)::integer)
@@ -374,14 +813,15 @@ begin
   with input as (
     select u.*, nextval('acta.jobs_id_seq'::regclass) as new_id
     from rows from (unnest(p_definitions), jsonb_array_elements(p_payloads), unnest(p_priorities),
-                    unnest(p_run_ats), unnest(p_max_attempts), unnest(p_idempotency_keys))
-      with ordinality as u(definition, payload, priority, run_at, max_attempts, idempotency_key, ord)
+                    unnest(p_run_ats), unnest(p_max_attempts), unnest(p_idempotency_keys),
+                    unnest(p_concurrency_keys), unnest(p_rate_keys), unnest(p_lanes))
+      with ordinality as u(definition, payload, priority, run_at, max_attempts, idempotency_key, concurrency_key, rate_key, lane, ord)
   ),
   inserted as (
-    insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts, idempotency_key)
+    insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts, idempotency_key, concurrency_key, rate_key, lane)
     overriding system value
     select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
-           coalesce(i.run_at, now()), i.max_attempts, i.idempotency_key
+           coalesce(i.run_at, now()), i.max_attempts, i.idempotency_key, i.concurrency_key, i.rate_key, i.lane
     from input i
     -- In key order, not input order: two batches sharing keys in different orders then take the
     -- keys' index entries in the same order, one waiting for the other, instead of deadlocking
@@ -445,7 +885,7 @@ end
 $function$;
 
 -- acta.enqueue_jobs_wake_early: sql/functions/enqueue_jobs_wake_early.sql
-CREATE OR REPLACE PROCEDURE acta.enqueue_jobs_wake_early(IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], INOUT ids text DEFAULT NULL::text, INOUT created text DEFAULT NULL::text)
+CREATE OR REPLACE PROCEDURE acta.enqueue_jobs_wake_early(IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], IN p_concurrency_keys text[], IN p_rate_keys text[], IN p_lanes text[], INOUT ids text DEFAULT NULL::text, INOUT created text DEFAULT NULL::text)
  LANGUAGE plpgsql
 AS $procedure$
 declare
@@ -461,7 +901,8 @@ begin
     perform set_config('synchronous_commit', 'off', true); -- the enqueue's transaction only
   end if;
   select e.ids, e.created into ids, created
-  from acta.enqueue_jobs(p_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys) e;
+  from acta.enqueue_jobs(p_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys,
+                         p_concurrency_keys, p_rate_keys, p_lanes) e;
   commit;
   if v_after = 'flush' then
     if current_setting('synchronous_commit') <> 'off' then -- the session's own setting again
@@ -472,6 +913,58 @@ begin
   end if;
 end
 $procedure$;
+
+-- acta.gate_lock: sql/functions/gate_lock.sql
+CREATE OR REPLACE FUNCTION acta.gate_lock(p_namespace text, p_kind text, p_key text)
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select hashtextextended(p_kind || '/' || p_namespace || '/' || p_key, 0) $function$;
+
+-- acta.gate_room: sql/functions/gate_room.sql
+CREATE OR REPLACE FUNCTION acta.gate_room(p_namespace text, p_kind text, p_key text, p_definition text, OUT room integer, OUT next_at timestamp with time zone)
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_limit integer;
+  v_per   integer;
+  v_shut  timestamptz;
+  v_stamps timestamptz[];
+  v_in_window timestamptz[];
+begin
+  if p_kind = 'concurrency' then
+    select d.concurrency_limit into v_limit
+    from acta.definitions d where d.namespace = p_namespace and d.name = p_definition;
+    if v_limit is null then
+      return;
+    end if;
+    room := v_limit - (select count(*) from acta.jobs e
+                       where e.namespace = p_namespace and e.concurrency_key = p_key and e.status = 'executing');
+    next_at := now() + interval '2 seconds';
+    return;
+  end if;
+  select d.rate_limit, d.rate_per_ms into v_limit, v_per
+  from acta.definitions d where d.namespace = p_namespace and d.name = p_definition;
+  select g.shut_until, g.stamps into v_shut, v_stamps
+  from acta.gates g where g.namespace = p_namespace and g.kind = 'rate' and g.key = p_key;
+  if v_shut > now() then
+    room := 0;
+    next_at := v_shut;
+    return;
+  end if;
+  if v_limit is null then
+    return;
+  end if;
+  v_in_window := array(select s from unnest(v_stamps) as s where s > now() - v_per * interval '1 millisecond' order by s);
+  room := v_limit - cardinality(v_in_window);
+  -- The token after the room: when the start that must leave the window for it does (now() + the
+  -- window when the log is empty).
+  next_at := coalesce(v_in_window[greatest(1, cardinality(v_in_window) - v_limit + 1)], now()) + v_per * interval '1 millisecond';
+end
+$function$;
 
 -- acta.heartbeat: sql/functions/heartbeat.sql
 CREATE OR REPLACE FUNCTION acta.heartbeat(p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer, p_passes text[], p_pass_intervals_ms integer[])
@@ -561,6 +1054,9 @@ begin
   -- The namespace's passes that are due (and a shorter interval pulls the next one in).
   return query select null::bigint, null::integer, 'pass:' || t.pass
   from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
+
+  return query select null::bigint, null::integer, 'policy:' || n.policy_version
+  from acta.namespaces n where n.name = p_namespace;
 end
 $function$;
 
@@ -607,6 +1103,14 @@ AS $function$
 #variable_conflict use_column
 declare
   v_dead_definitions text[];
+  v_ids      bigint[];
+  v_execs    integer[];
+  v_statuses text[];
+  v_charged  boolean[];
+  v_gate_kinds text[];
+  v_gate_keys  text[];
+  v_gate     record;
+  v_released boolean := false;
 begin
   with dead as (
     update acta.workers w set status = 'dead'
@@ -621,7 +1125,6 @@ begin
     perform acta.refresh_definitions(p_namespace, v_dead_definitions);
   end if;
 
-  return query
   with expired as (
     select j.id, j.lease_holder, (j.started or j.uncharged_returns >= 3) as charged
     from acta.jobs j
@@ -654,7 +1157,7 @@ begin
         lease_expires_at = null,
         started = false
     where j.id = any (array(select e.id from expired e))
-    returning j.id, j.execution, j.status, j.claimed_at, j.error
+    returning j.id, j.execution, j.status, j.claimed_at, j.error, j.concurrency_key, j.lane
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
@@ -662,8 +1165,30 @@ begin
            case when e.charged then 'lost' else 'lost_uncharged' end, e.charged,
            case when e.charged then r.error end
     from returned r join expired e on e.id = r.id
+  ),
+  gates as (
+    select distinct g.kind, g.key, acta.gate_lock(p_namespace, g.kind, g.key) as lock
+    from returned r
+    cross join lateral (values ('concurrency', r.concurrency_key), ('lane', case when r.status = 'failed' then r.lane end)) as g(kind, key)
+    where g.key is not null
   )
-  select r.id, r.execution, r.status, e.charged from returned r join expired e on e.id = r.id;
+  select array_agg(r.id), array_agg(r.execution), array_agg(r.status), array_agg(e.charged),
+         (select array_agg(g.kind order by g.lock) from gates g), (select array_agg(g.key order by g.lock) from gates g)
+    into v_ids, v_execs, v_statuses, v_charged, v_gate_kinds, v_gate_keys
+  from returned r join expired e on e.id = r.id;
+
+  for v_gate in select g.kind, g.key from unnest(v_gate_kinds, v_gate_keys) with ordinality as g(kind, key, ord) order by g.ord loop
+    perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, v_gate.kind, v_gate.key));
+    if v_gate.kind = 'lane' or exists (select 1 from acta.gates x where x.namespace = p_namespace and x.kind = v_gate.kind and x.key = v_gate.key) then
+      if acta.release_gate(p_namespace, v_gate.kind, v_gate.key) > 0 then
+        v_released := true;
+      end if;
+    end if;
+  end loop;
+  if v_released then
+    perform pg_notify('acta_jobs', p_namespace);
+  end if;
+  return query select * from unnest(v_ids, v_execs, v_statuses, v_charged);
 end
 $function$;
 
@@ -672,24 +1197,57 @@ CREATE OR REPLACE FUNCTION acta.refresh_definitions(p_namespace text, p_names te
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+declare
+  v_changed integer;
 begin
-  update acta.definitions d
-  set max_attempts = l.max_attempts, registered_at = l.started_at
-  from (
-    select distinct on (x.name) x.name, x.max_attempts, w.started_at
+  perform 1 from acta.definitions d
+  where d.namespace = p_namespace and d.name = any (p_names)
+  order by d.name
+  for update;
+  with live as (
+    select x.name, x.max_attempts, w.started_at, w.build, w.policies -> x.name as policy
     from acta.workers w
     cross join lateral unnest(w.definitions, w.max_attempts) as x(name, max_attempts)
     where w.namespace = p_namespace and w.status = 'alive' and w.max_attempts is not null
       and x.name = any (p_names)
-    order by x.name, w.started_at desc
-  ) l
-  where d.namespace = p_namespace and d.name = l.name
-    and d.max_attempts is distinct from l.max_attempts;
+  ),
+  newest as (
+    select distinct on (l.name) l.* from live l order by l.name, l.started_at desc
+  ),
+  strictest as (
+    select l.name,
+           min((l.policy -> 'concurrency' ->> 'limit')::integer) as concurrency_limit,
+           (select array[(s.policy -> 'rate' ->> 'limit')::integer, (s.policy -> 'rate' ->> 'perMs')::integer]
+            from live s
+            where s.name = l.name and jsonb_typeof(s.policy -> 'rate') = 'object'
+            order by (s.policy -> 'rate' ->> 'limit')::float8 / (s.policy -> 'rate' ->> 'perMs')::float8, s.started_at desc
+            limit 1) as rate
+    from live l
+    group by l.name
+  ),
+  policy as (
+    select n.name, n.max_attempts, (n.policy ->> 'timeoutMs')::integer as timeout_ms,
+           s.concurrency_limit, s.rate[1] as rate_limit, s.rate[2] as rate_per_ms,
+           coalesce((n.policy ->> 'fair')::boolean, false) as fair, n.build, n.policy, n.started_at
+    from newest n join strictest s on s.name = n.name
+  )
+  update acta.definitions d
+  set max_attempts = p.max_attempts, timeout_ms = p.timeout_ms, concurrency_limit = p.concurrency_limit,
+      rate_limit = p.rate_limit, rate_per_ms = p.rate_per_ms, fair = p.fair, build = p.build, policy = p.policy,
+      registered_at = p.started_at
+  from policy p
+  where d.namespace = p_namespace and d.name = p.name
+    and (d.max_attempts, d.timeout_ms, d.concurrency_limit, d.rate_limit, d.rate_per_ms, d.fair, d.build, d.policy)
+        is distinct from (p.max_attempts, p.timeout_ms, p.concurrency_limit, p.rate_limit, p.rate_per_ms, p.fair, p.build, p.policy);
+  get diagnostics v_changed = row_count;
+  if v_changed > 0 then
+    update acta.namespaces set policy_version = policy_version + 1 where name = p_namespace;
+  end if;
 end
 $function$;
 
 -- acta.register_worker: sql/functions/register_worker.sql
-CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[])
+CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[], p_build text, p_policies jsonb)
  RETURNS text[]
  LANGUAGE plpgsql
 AS $function$
@@ -697,20 +1255,84 @@ declare
   v_repeat boolean;
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
-  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts)
-  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts)
+  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts, build, policies)
+  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts, p_build, p_policies)
   on conflict (id) do nothing;
   v_repeat := not found;
-  insert into acta.definitions (namespace, name, max_attempts)
-  select p_namespace, d.name, d.max_attempts
-  from rows from (unnest(p_definitions), unnest(p_max_attempts)) as d(name, max_attempts)
+  insert into acta.definitions (namespace, name)
+  select p_namespace, d.name from unnest(p_definitions) as d(name)
   order by d.name
-  on conflict (namespace, name) do update
-    set max_attempts = excluded.max_attempts, registered_at = now();
+  on conflict (namespace, name) do nothing;
+  perform acta.refresh_definitions(p_namespace, p_definitions);
   if v_repeat then
     return p_passes; -- see Repeatable
   end if;
   return array(select acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms));
+end
+$function$;
+
+-- acta.release_gate: sql/functions/release_gate.sql
+CREATE OR REPLACE FUNCTION acta.release_gate(p_namespace text, p_kind text, p_key text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+#variable_conflict use_column
+declare
+  v_definition text;
+  v_room       integer;
+  v_next_at    timestamptz;
+  v_released   integer := 0;
+begin
+  if p_kind = 'lane' then
+    if exists (select 1 from acta.jobs h
+               where h.namespace = p_namespace and h.lane = p_key and h.status in ('executing', 'waiting')) then
+      return 0;
+    end if;
+    update acta.jobs j set blocked_by = null
+    where j.id = (select r.id from acta.jobs r
+                  where r.namespace = p_namespace and r.lane = p_key and r.status = 'ready'
+                  order by r.id limit 1)
+      and j.blocked_by = 'lane';
+    get diagnostics v_released = row_count;
+    return v_released;
+  end if;
+
+  select p.definition into v_definition
+  from acta.jobs p
+  where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+    and p.blocked_by = p_kind and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = p_key
+  order by p.priority desc, p.run_at, p.id
+  limit 1;
+  if v_definition is not null then
+    select r.room, r.next_at into v_room, v_next_at from acta.gate_room(p_namespace, p_kind, p_key, v_definition) as r;
+    -- No limit (any more): release in chunks of 1,000, the rest at the next recheck.
+    with released as (
+      update acta.jobs j set blocked_by = null
+      where j.id = any (array(
+        select p.id from acta.jobs p
+        where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+          and p.blocked_by = p_kind and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = p_key
+        order by p.priority desc, p.run_at, p.id
+        limit greatest(coalesce(v_room, 1000), 0)))
+      returning 1
+    )
+    select count(*) into v_released from released;
+  end if;
+
+  if exists (select 1 from acta.jobs p
+             where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+               and p.blocked_by = p_kind and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = p_key) then
+    insert into acta.gates (namespace, kind, key, recheck_at)
+    values (p_namespace, p_kind, p_key, coalesce(v_next_at, now() + interval '2 seconds'))
+    on conflict (namespace, kind, key) do update set recheck_at = excluded.recheck_at;
+  elsif p_kind = 'concurrency' then
+    delete from acta.gates g where g.namespace = p_namespace and g.kind = 'concurrency' and g.key = p_key;
+  else
+    update acta.gates g set recheck_at = null
+    where g.namespace = p_namespace and g.kind = 'rate' and g.key = p_key and g.recheck_at is not null;
+  end if;
+  return v_released;
 end
 $function$;
 

@@ -3,7 +3,7 @@ import type { Db, Queryable } from './db/Db';
 import { cancelJob, enqueueJobs, readJob } from './db/jobs';
 import { INT4_MAX, INT8_MAX, type JobId, type JobRecord } from './db/types';
 import { schemaError } from './db/schemaVerdict';
-import { checkDefinition, type Definition } from './definition';
+import { checkDefinition, type Definition, policyKeys } from './definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, UnknownDefinitionError } from './errors';
 import { toJsonText } from './json';
 
@@ -25,6 +25,15 @@ export interface EnqueueOptions {
    * A non-empty string of at most 2,000 bytes in UTF-8, without \u0000 or a lone surrogate.
    */
   idempotencyKey?: string;
+  /**
+   * The job's concurrency key, rate key and lane (docs/DESIGN.md, "Policies"): each given one wins
+   * over what its definition's `concurrency.key`, `rate.key` or `lane` function computes from the
+   * payload (which the client can only do when it has the definition: given to enqueue, or in the
+   * client's `definitions`). A non-empty string of at most 1,000 bytes in UTF-8, without \u0000.
+   */
+  concurrencyKey?: string;
+  rateKey?: string;
+  lane?: string;
   /**
    * Enqueue inside the caller's own transaction: a `pg` client (or any Queryable) on which the
    * caller ran BEGIN. The job exists, and workers are woken, only when that transaction commits.
@@ -74,7 +83,7 @@ export interface ClientOptions {
    * without its own `maxAttempts` takes its definition's whether or not the client knows it:
    * the worker and recovery apply it.)
    */
-  definitions?: Pick<Definition<any, any>, 'name' | 'maxAttempts'>[];
+  definitions?: Pick<Definition<any, any>, 'name' | 'maxAttempts' | 'concurrency' | 'rate' | 'lane' | 'fair'>[];
 }
 
 export interface Client {
@@ -161,7 +170,7 @@ function shown(value: unknown): string {
 const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions'];
 
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
-const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey'];
+const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane'];
 const TX_HINT = "; tx is enqueue's option, and enqueueMany's second argument: enqueueMany(items, { tx })";
 
 /**
@@ -194,6 +203,9 @@ export function createClient(options: ClientOptions): Client {
       runAts: [] as (Date | null)[],
       maxAttempts: [] as (number | null)[],
       idempotencyKeys: [] as (string | null)[],
+      concurrencyKeys: [] as (string | null)[],
+      rateKeys: [] as (string | null)[],
+      lanes: [] as (string | null)[],
     };
     /** The name the item before had, checked already: a batch of one definition checks it once. */
     let checkedName: string | undefined;
@@ -208,6 +220,11 @@ export function createClient(options: ClientOptions): Client {
         checkedName = name;
         const definition = known?.get(name);
         if (known && !definition) throw new UnknownDefinitionError(name, [...known.keys()].sort());
+        // The keys: given, else computed by the definition at hand (the item's own, else the client's).
+        const given = typeof item.definition === 'object' ? (item.definition as Definition) : definition;
+        // A key for a policy the definition does not have would limit nothing: refused.
+        if (given && item.concurrencyKey !== undefined && !given.concurrency) throw new ConfigError(`concurrencyKey: definition "${name}" has no concurrency policy`);
+        if (given && item.rateKey !== undefined && !given.rate) throw new ConfigError(`rateKey: definition "${name}" has no rate policy`);
         // Both are PostgreSQL integer columns: out of int4 range would fail the whole statement.
         if (item.priority !== undefined && !(Number.isInteger(item.priority) && Math.abs(item.priority) <= INT4_MAX)) {
           throw new ConfigError(`priority must be an integer between -${INT4_MAX} and ${INT4_MAX}, got ${item.priority}`);
@@ -231,6 +248,10 @@ export function createClient(options: ClientOptions): Client {
         rows.runAts.push(item.runAt ?? null);
         rows.maxAttempts.push(item.maxAttempts ?? null);
         rows.idempotencyKeys.push(item.idempotencyKey ?? null);
+        const keys = policyKeys(given, item.payload, item);
+        rows.concurrencyKeys.push(keys.concurrencyKey);
+        rows.rateKeys.push(keys.rateKey);
+        rows.lanes.push(keys.lane);
       } catch (err) {
         // enqueueMany names the item, also in a batch of one (test/db/enqueue.test.ts, "enqueueMany
         // names the item its error is about").

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
-import { INT4_MAX, type JobId } from './db/types';
+import { type DeclaredPolicy, INT4_MAX, type JobId } from './db/types';
 import { ConfigError } from './errors';
 import type { Step } from './steps';
 
@@ -39,6 +39,40 @@ export interface JobContext {
    * recorded result without running `fn` (see src/steps.ts for exactly what is guaranteed).
    */
   step: Step;
+  /**
+   * Ends the attempt as rate limited (e.g. the API answered 429): the job is due again after
+   * `retryAfterMs` (default 1,000; an integer 0..2^31−1, else ConfigError), uncharged, and its rate
+   * meter (the definition's `rate` key) is held shut for the whole fleet until then. Throws
+   * RateLimitedError, which the handler should let through; once called, the attempt is rate
+   * limited whatever the handler does next (docs/DESIGN.md, "Policies").
+   */
+  rateLimited(options?: { retryAfterMs?: number }): never;
+}
+
+/**
+ * At most `limit` attempts of one key hold a slot at any instant, across every worker of the
+ * namespace (docs/DESIGN.md, "Policies"). A job's key comes from `key(payload)` at enqueue, or is
+ * given as the enqueue option `concurrencyKey`. A job refused its slot waits parked, uncharged, in
+ * its place, and is released when a slot frees (at the latest reconsidered after 2 s).
+ */
+export interface ConcurrencyPolicy<P = any> {
+  /** The job's key, from its payload: a non-empty string of at most 1,000 bytes. */
+  key?: (payload: P) => string;
+  /** Attempts of one key at once, fleet-wide: an integer ≥ 1. May be left out with `fair: true` (turns by key, no limit). */
+  limit?: number;
+}
+
+/**
+ * At most `limit` attempts of one key start within any `perMs` window, across every worker of the
+ * namespace (a sliding window). A job refused a token waits parked, uncharged, until the next one.
+ */
+export interface RatePolicy<P = any> {
+  /** The job's meter, from its payload (or the enqueue option `rateKey`). */
+  key?: (payload: P) => string;
+  /** Starts per window: an integer ≥ 1. */
+  limit: number;
+  /** The window, ms: an integer 1..2^31−1. */
+  perMs: number;
 }
 
 /**
@@ -64,9 +98,28 @@ export interface Definition<P = any, R = unknown> {
    */
   maxAttempts?: number;
   backoff?: Backoff;
+  /** A concurrency limit per key, fleet-wide (see ConcurrencyPolicy). */
+  concurrency?: ConcurrencyPolicy<P>;
+  /** A rate limit per key, fleet-wide (see RatePolicy). */
+  rate?: RatePolicy<P>;
+  /**
+   * The job's lane, from its payload (or the enqueue option `lane`): jobs of one lane run one at a
+   * time, in enqueue order; a retrying head keeps the lane waiting, a head that fails for good or
+   * is cancelled hands it on.
+   */
+  lane?: (payload: P) => string;
+  /**
+   * Fair order across the concurrency key: each key takes turns, so one key's burst does not hold
+   * another key's lone job back more than about one claim, and a key alone still takes every free
+   * executor. Needs `concurrency`.
+   */
+  fair?: boolean;
 }
 
-const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff'];
+const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff', 'concurrency', 'rate', 'lane', 'fair'];
+
+/** The longest policy key (a concurrency key, a rate key, a lane), in UTF-8 bytes: it is part of B-tree entries (jobs_parked_idx) that hold at most 2,704 bytes. */
+export const MAX_KEY_BYTES = 1_000;
 
 /**
  * Checks a definition before anything touches the database; throws ConfigError. createWorker
@@ -88,6 +141,70 @@ export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): 
       throw new ConfigError(`backoff of definition "${name}" must be a function or { delayMs >= 0, factor >= 1?, maxDelayMs >= 0? } (ms), got ${JSON.stringify(b)}`);
     }
   }
+  const policy = (what: string, value: unknown, keys: string[]) => {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`${what} of definition "${name}" must be an object { ${keys.join(', ')} }, got ${JSON.stringify(value) ?? typeof value}`);
+    knownKeys(`field of ${what} of definition "${name}"`, value, keys);
+    const key = (value as { key?: unknown }).key;
+    if (key !== undefined && typeof key !== 'function') throw new ConfigError(`${what}.key of definition "${name}" must be a function (payload) => string`);
+  };
+  if (d.concurrency !== undefined) {
+    policy('concurrency', d.concurrency, ['key', 'limit']);
+    if (d.concurrency.limit !== undefined) intOption(`concurrency.limit of definition "${name}"`, d.concurrency.limit, 1, INT4_MAX);
+    else if (d.fair !== true) throw new ConfigError(`concurrency of definition "${name}" needs a limit (or fair: true, for turns by key without a limit)`);
+  }
+  if (d.rate !== undefined) {
+    policy('rate', d.rate, ['key', 'limit', 'perMs']);
+    intOption(`rate.limit of definition "${name}"`, d.rate.limit, 1, INT4_MAX);
+    intOption(`rate.perMs of definition "${name}"`, d.rate.perMs, 1, MAX_TIMER_MS);
+  }
+  if (d.lane !== undefined && typeof d.lane !== 'function') throw new ConfigError(`lane of definition "${name}" must be a function (payload) => string`);
+  if (d.fair !== undefined && typeof d.fair !== 'boolean') throw new ConfigError(`fair of definition "${name}" must be a boolean`);
+  if (d.fair === true && d.concurrency === undefined) throw new ConfigError(`fair of definition "${name}" needs concurrency: { key }: turns are taken by concurrency key`);
+}
+
+/** A definition's policy as its workers declare it at registration (acta.workers.policies): its functions only named. */
+export function declaredPolicy(d: Definition): DeclaredPolicy {
+  const b = d.backoff;
+  return {
+    maxAttempts: d.maxAttempts ?? null,
+    timeoutMs: d.timeoutMs ?? null,
+    backoff: b === undefined ? null : typeof b === 'function' ? 'function' : { delayMs: b.delayMs, factor: b.factor, maxDelayMs: b.maxDelayMs },
+    concurrency: d.concurrency ? { limit: d.concurrency.limit ?? null } : null,
+    rate: d.rate ? { limit: d.rate.limit, perMs: d.rate.perMs } : null,
+    lane: d.lane !== undefined,
+    fair: d.fair === true,
+  };
+}
+
+/** A job's policy keys: the enqueue options given, else the definition's key functions' answers. */
+export interface PolicyKeys {
+  concurrencyKey: string | null;
+  rateKey: string | null;
+  lane: string | null;
+}
+
+/**
+ * The keys of one job at enqueue: each given option wins, else the definition's function computes
+ * it from the payload (when the definition is known). Throws ConfigError for a key that is not a
+ * non-empty string of at most MAX_KEY_BYTES without \u0000, or a key function that throws.
+ */
+export function policyKeys(d: Pick<Definition, 'name' | 'concurrency' | 'rate' | 'lane'> | undefined, payload: unknown, given: { concurrencyKey?: unknown; rateKey?: unknown; lane?: unknown }): PolicyKeys {
+  const one = (what: string, option: unknown, fn: ((p: any) => string) | undefined): string | null => {
+    if (option !== undefined && option !== null) return nameOption(what, option, MAX_KEY_BYTES);
+    if (!fn) return null;
+    let key: unknown;
+    try {
+      key = fn(payload);
+    } catch (err) {
+      throw new ConfigError(`the ${what} function of definition "${d?.name}" threw: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    return nameOption(`${what} of definition "${d?.name}"`, key, MAX_KEY_BYTES);
+  };
+  return {
+    concurrencyKey: one('concurrencyKey', given.concurrencyKey, d?.concurrency?.key),
+    rateKey: one('rateKey', given.rateKey, d?.rate?.key),
+    lane: one('lane', given.lane, d?.lane),
+  };
 }
 
 /**

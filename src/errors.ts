@@ -136,6 +136,17 @@ export class ClaimExpiredError extends ActaError {
   }
 }
 
+/**
+ * Thrown by `ctx.rateLimited()` to end the attempt: the job is due again after `retryAfterMs`,
+ * uncharged, and its rate meter is held shut for the fleet until then (docs/DESIGN.md,
+ * "Policies"). A handler that catches it changes nothing: the call itself decided the outcome.
+ */
+export class RateLimitedError extends ActaError {
+  constructor(readonly retryAfterMs: number) {
+    super('ACTA_RATE_LIMITED', `the handler reported being rate limited: the job is due again in ${retryAfterMs} ms, uncharged`);
+  }
+}
+
 /** An unknown definition name at enqueue time, when the client was given its definitions. */
 export class UnknownDefinitionError extends ActaError {
   /** `known`: the names there are (listed in the message, up to 20). */

@@ -1,14 +1,17 @@
 import { Observable, type SchedulerLike } from 'rxjs';
 import type { Logger } from 'pino';
 import { PIPELINE } from './config';
-import type { CompletionRow } from './db/types';
-import { backoffMs, type Definition } from './definition';
-import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, UnstorableStepResultError } from './errors';
+import { type CompletionRow, INT4_MAX } from './db/types';
+import { backoffMs, type Definition, type JobContext } from './definition';
+import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, ConfigError, RateLimitedError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';
 import type { Entry, Registry } from './registry';
 import type { Step } from './steps';
 import { isError, isInstance, loggedError, storedError, storedErrorText } from './storedError';
 import type { Timeouts } from './timeouts';
+
+/** ctx.rateLimited's delay when none is given, ms. */
+const DEFAULT_RETRY_AFTER_MS = 1_000;
 
 /** A completion record: what the finalizer writes for one attempt, and the entry it settles. */
 export interface Completion {
@@ -90,6 +93,14 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   };
   entry.state = 'executing';
   let step: Step | undefined;
+  /** Set by the handler's first ctx.rateLimited call: the attempt's outcome, whatever follows. */
+  let rateLimitedMs: number | undefined;
+  let rateLimited: JobContext['rateLimited'] | undefined;
+  /** The rate-limited completion (docs/DESIGN.md, "Policies": uncharged, due after the delay, the meter held shut). */
+  const rateLimitedCompletion = (ms: number) => {
+    safeLog(() => jobLogger().info({ retryAfterMs: ms }, 'attempt rate limited: due again after retryAfterMs, uncharged'));
+    return complete(entry, 'rate_limited', null, null, ms);
+  };
   const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
   const timeout = deps.timeouts.start(timeoutMs, () => deps.registry.abort(entry, 'timeout'));
   try {
@@ -109,10 +120,19 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
           get step() {
             return (step ??= deps.stepFor(entry));
           },
+          get rateLimited() {
+            return (rateLimited ??= (options?: { retryAfterMs?: number }): never => {
+              const ms = options?.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS;
+              if (!Number.isInteger(ms) || ms < 0 || ms > INT4_MAX) throw new ConfigError(`ctx.rateLimited: retryAfterMs must be an integer between 0 and ${INT4_MAX} (ms), got ${ms}`);
+              rateLimitedMs ??= ms;
+              throw new RateLimitedError(ms);
+            });
+          },
         }),
       ),
       entry,
     );
+    if (rateLimitedMs !== undefined) return rateLimitedCompletion(rateLimitedMs);
     let text: string;
     try {
       text = value === undefined || value === null ? 'null' : toJsonText(value);
@@ -126,6 +146,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // Stopping gracefully, or giving up: the row goes back uncharged (test/faults/shutdown.test.ts,
     // "SIGTERM: running jobs get the shutdown timeout, then go back uncharged").
     if (entry.abortCause === 'shutdown' || entry.abortCause === 'fatal') return complete(entry, 'handed_back', null, null, 0);
+    if (rateLimitedMs !== undefined) return rateLimitedCompletion(rateLimitedMs);
     const aborted = abortError(entry, timeoutMs);
     if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without

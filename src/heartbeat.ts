@@ -16,6 +16,8 @@ export interface HeartbeatConfig {
   beat: (held: HeldPair[]) => Promise<HeartbeatResult>;
   /** Starts a periodic pass beside the loop (this beat took it: acta.take_passes). */
   startPass: (name: string) => void;
+  /** The namespace's policy version each successful beat reports (the worker reloads when it moved). */
+  onPolicyVersion?: (version: number | undefined) => void;
   /** false while heartbeats fail: the worker claims nothing then (test/faults/heartbeat.spec.ts). */
   onHealth: (healthy: boolean) => void;
   /** No heartbeat succeeded for a whole lease while attempts were held, or a non-transient error: the worker must stop. */
@@ -190,6 +192,7 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
           if (!entry.taken) registry.remove(entry);
         }
         for (const name of result.duePasses) config.startPass(name);
+        config.onPolicyVersion?.(result.policyVersion);
       }),
       // Only a fatal error gets past the retry, and onFatal has it already.
       catchError(() => EMPTY),

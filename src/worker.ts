@@ -20,6 +20,8 @@ import { ConfigError } from './errors';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { Permits } from './permits';
 import { pipeline } from './pipeline';
+import { createPolicies } from './policies';
+import { declaredPolicy } from './definition';
 import { recoveryPass } from './recovery';
 import { type Entry, Registry } from './registry';
 import { createStep } from './steps';
@@ -67,6 +69,8 @@ export function createWorker(options: WorkerOptions): Worker {
 
   const registry = new Registry();
   const permits = new Permits(executors);
+  /** The definitions as the namespace's policies apply them (policies.ts), reloaded by the heartbeat. */
+  const policies = createPolicies({ db, namespace, definitions, logger: logger.child({ component: 'policies' }) });
   /** The heartbeat succeeds: claims are made only while it does. */
   const healthy = new BehaviorSubject<boolean>(true);
   /** The LISTEN connection is up (or not used). */
@@ -254,8 +258,11 @@ export function createWorker(options: WorkerOptions): Worker {
             maxAttempts: settings.maxAttempts,
             leaseMs: clock.leaseMs,
             passes: passSchedules,
+            build: settings.build,
+            policies: Object.fromEntries([...definitions].map(([name, d]) => [name, declaredPolicy(d)])),
           });
           duePassesAtStart = registration.duePasses;
+          await policies.load();
         })();
         return registering;
       }).pipe(
@@ -302,7 +309,7 @@ export function createWorker(options: WorkerOptions): Worker {
     );
     const claimerLogger = logger.child({ component: 'claimer' });
     const executorDeps: ExecutorDeps = {
-      definitions,
+      definitions: policies.definitions,
       registry,
       logger: logger.child({ component: 'executor' }),
       scheduler,
@@ -353,6 +360,7 @@ export function createWorker(options: WorkerOptions): Worker {
         clock,
         beat: (held) => heartbeatCall(db, { workerId: id, namespace, held, leaseMs: clock.leaseMs, passes: passSchedules }),
         startPass,
+        onPolicyVersion: (version) => policies.versionSeen(version),
         onHealth: (ok) => {
           if (!ok) metrics.heartbeatFailures.inc();
           healthy.next(ok);

@@ -9,7 +9,7 @@ import { monotonicScheduler } from '../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'build'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
 export interface WorkerOptions {
@@ -20,6 +20,12 @@ export interface WorkerOptions {
   executors?: number;
   /** Queue namespace (default "default"). */
   namespace?: string;
+  /**
+   * The build this worker runs (a version, a commit), declared with its definitions' policies: the
+   * namespace applies the newest live worker's declaration, and while builds disagree the
+   * strictest concurrency and rate limits (docs/DESIGN.md, "Policies"). Default: not declared.
+   */
+  build?: string;
   /** Heartbeat interval H, ms (default 45 000); lease 4 H, deadline 2.5 H, dead after 7 H. */
   heartbeatIntervalMs?: number;
   /** Safety poll, ms (default 1 000): the longest idle sleep. */
@@ -62,6 +68,7 @@ export interface WorkerSettings {
   metricsRegistry?: PromRegistry;
   /** The definitions' own maxAttempts, in `names` order (null: none given). */
   maxAttempts: (number | null)[];
+  build: string | null;
 }
 
 /**
@@ -97,5 +104,6 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     metricsPort: options.metricsPort,
     metricsRegistry: options.metricsRegistry,
     maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
+    build: options.build === undefined ? null : nameOption('build', options.build, MAX_NAME_BYTES),
   };
 }

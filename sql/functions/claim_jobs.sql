@@ -1,22 +1,30 @@
--- acta.claim_jobs: claim up to p_limit due rows of the given definitions for one worker.
+-- acta.claim_jobs: claim up to p_limit due rows of the given definitions for one worker, admitting
+-- each through its lane, concurrency key and rate meter (docs/DESIGN.md, "Policies").
 --
 -- Contract: each claimed row goes straight to Executing (the claim starts the execution), its
--- execution number (the fence) + 1, its lease now() + p_lease_ms, its holder p_worker; returned
--- in claim order: priority, due time, id (docs/DESIGN.md, "Policies"). Nothing claimable: one row
--- with a null job_id and next_due_in_ms, the time until the earliest later row of these
--- definitions is due (null: none), on the database clock. own_max_attempts is the job's own limit
--- (null: its definition's); max_attempts is coalesce(own, 25), read by workers from before
--- migration 0004 (test/db/migrator.test.ts). Fence: the execution number and the holder.
--- Durability: asynchronous commit, this transaction only: a claim lost in a crash is a crash
--- right after it (docs/DESIGN.md, "The ledger"; why that is safe:
+-- execution number (the fence) + 1, its lease now() + p_lease_ms, its holder p_worker; returned in
+-- claim order: priority, then due time (a fair definition: its turn, fair_tag), then id. A
+-- candidate is admitted when its lane has nothing running or waiting and it is the lane's first
+-- Ready row, its key has a free slot and no parked row of the key ahead of it, and its meter has a
+-- token (acta.gate_room); else it is PARKED (blocked_by: out of the claim's indexes, its place
+-- kept) and released by the gate's hand-on or recheck (acta.release_gate). So a batch never starts
+-- more attempts of a key than its free slots, whatever p_limit. Nothing claimable: one row with a
+-- null job_id and next_due_in_ms, the time until the next row of these definitions is due or the
+-- next gate recheck of the namespace (null: none). own_max_attempts is the job's own limit (null:
+-- its definition's); max_attempts is coalesce(own, 25), read by workers from before migration 0004.
+-- Fair order: each due row of a fair definition takes a turn when it is tagged here, its key's next
+-- turn after its own earlier rows and not before the turn being served at its priority (start-time
+-- fair queuing): a key's burst does not hold another key's lone row back more than one claim.
+-- Fence: the execution number and the holder. Durability: asynchronous commit, this transaction
+-- only: a claim lost in a crash is a crash right after it (docs/DESIGN.md, "The ledger";
 -- docs/decisions/2026-11-30-claim-commits-asynchronously.md).
--- Locks: FOR UPDATE SKIP LOCKED on the rows picked: claimers never wait on or double-take a row.
--- Plan: per definition along jobs_due_idx, jobs_claim_idx only if due rows mix priorities, both
--- led by the queue's key (migration 0006; each query checks namespace and definition on every
--- row: test/db/core.test.ts); one plan per session whatever the statistics
--- (test/db/plans.test.ts). Why: docs/decisions/2026-12-01-claim-queue-key.md and
--- docs/decisions/2026-11-30-claim-per-definition-along-the-due-index.md.
--- Earlier shapes had other result types, which CREATE OR REPLACE cannot change: hence the drop.
+-- Locks: FOR UPDATE SKIP LOCKED on the rows picked; gate locks (acta.gate_lock) in increasing
+-- order, waiting only for one above all it holds, else trying: a busy gate's candidates are left
+-- for the next claim (and the namespace woken), so claimers never deadlock.
+-- Plan: per definition along jobs_due_idx (jobs_claim_idx if due rows mix priorities; jobs_fair_idx
+-- for a fair one), led by the queue's key; one plan per session whatever the statistics
+-- (test/db/plans.test.ts; docs/decisions/2026-12-01-claim-queue-key.md,
+-- 2026-11-30-claim-per-definition-along-the-due-index.md, 2026-12-04-admission-in-the-claim.md).
 drop function if exists acta.claim_jobs(text, uuid, text[], integer, integer);
 create or replace function acta.claim_jobs(
   p_namespace   text,
@@ -52,12 +60,39 @@ set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare
-  v_claimed     boolean;
-  v_ids         bigint[];
+  v_fair         text[];
+  v_plain        text[];
+  v_gate         record;
+  v_lock         bigint;
+  v_locks        bigint[] := '{}';
+  v_max_lock     bigint;
+  v_busy         bigint[] := '{}';
+  v_want         integer;
+  v_round        integer := 0;
+  v_ids          bigint[];
+  v_fair_ids     bigint[];
+  v_fair_prios   integer[];
+  v_plain_prios  integer[];
+  v_keyed        boolean;
+  v_fair_keyed   boolean;
+  v_taken        bigint[] := '{}';
+  v_seen         bigint[] := '{}';
+  v_admitted     bigint[];
+  v_parked_ids   bigint[];
+  v_parked_kinds text[];
+  v_gate_kinds   text[];
+  v_gate_keys    text[];
+  v_release_kinds text[] := '{}';
+  v_release_keys  text[] := '{}';
+  v_rate_keys    text[];
+  v_rate_counts  integer[];
+  v_rate_pers    integer[];
+  v_skipped      boolean := false;
+  v_notify       boolean := false;
   v_min_priority integer;
   v_max_priority integer;
-  v_locked      integer;
-  v_locked_ids  bigint[];
+  v_locked       integer;
+  v_locked_ids   bigint[];
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -74,113 +109,401 @@ begin
   if cardinality(p_definitions) > 1 then
     p_definitions := array(select distinct u.name from unnest(p_definitions) as u(name));
   end if;
-  -- Per definition, its first p_limit unlocked rows due now in due order, along jobs_due_idx (see
-  -- Plan), locked; in claim order.
-  select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),
-         coalesce(min(a.priority), 0), coalesce(max(a.priority), 0)
-    into v_ids, v_min_priority, v_max_priority
-  from unnest(p_definitions) as d(name)
-  cross join lateral (
-    select j.id, j.priority, j.run_at
-    from acta.jobs j
-    where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
-      and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
-    order by j.run_at, j.id
-    limit p_limit
-    for update skip locked
-  ) a;
-  v_locked := cardinality(v_ids);
-  if v_locked >= p_limit then
-    -- Perhaps more due than this claim takes. These are the first in claim order if they share one
-    -- priority and no due row has a higher one: any other due row comes later in due order, or has
-    -- a lower priority. Otherwise walk jobs_claim_idx in claim order (rows due later at a higher
-    -- priority are walked there); the rows locked above and not taken are free again at commit.
-    if v_min_priority = v_max_priority and not exists (
-      select 1
-      from unnest(p_definitions) as d(name)
+  v_fair := array(select d.name from acta.definitions d
+                  where d.namespace = p_namespace and d.name = any (p_definitions) and d.fair);
+  v_plain := case when cardinality(v_fair) = 0 then p_definitions
+                  else array(select u.name from unnest(p_definitions) as u(name) where u.name <> all (v_fair)) end;
+
+  -- Gates whose recheck has come (a key's bounce, a meter's next token): release what they have
+  -- room for, before the pick, so this claim can take it. Only tried: see Locks.
+  for v_gate in
+    select g.kind, g.key, acta.gate_lock(p_namespace, g.kind, g.key) as lock
+    from acta.gates g
+    where g.namespace = p_namespace and g.recheck_at <= now()
+    order by g.recheck_at
+    limit 16
+  loop
+    continue when not (v_gate.lock = any (v_locks) or pg_try_advisory_xact_lock(v_gate.lock));
+    v_locks := v_locks || v_gate.lock;
+    v_max_lock := greatest(v_max_lock, v_gate.lock);
+    -- Under the lock, a new statement: another claim may have rechecked it meanwhile.
+    if exists (select 1 from acta.gates g
+               where g.namespace = p_namespace and g.kind = v_gate.kind and g.key = v_gate.key and g.recheck_at <= now()) then
+      if acta.release_gate(p_namespace, v_gate.kind, v_gate.key) > 0 then
+        v_notify := true;
+      end if;
+    end if;
+  end loop;
+
+  -- Fair order: give each fair definition's newly due rows their turns (see Contract). A key's
+  -- next turn follows its own latest one (jobs_fair_key_idx) and is never before the turn being
+  -- served at that priority (the first of jobs_fair_idx); rows of one key take consecutive turns
+  -- in due order. Rows not yet due wait untagged in jobs_due_idx.
+  if cardinality(v_fair) > 0 then
+    with due as (
+      select t.id, coalesce(t.concurrency_key, '') as fkey, t.priority, t.run_at, t.definition
+      from unnest(v_fair) as d(name)
       cross join lateral (
-        select 1
+        select j.id, j.concurrency_key, j.priority, j.run_at, j.definition
         from acta.jobs j
         where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
           and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
-          and j.priority > v_max_priority and j.run_at <= now()
-        -- Along jobs_claim_idx, the range above v_max_priority (usually empty). Without the order,
-        -- a plan made without statistics reads the due backlog along jobs_due_idx instead,
-        -- filtering on priority.
-        order by j.priority desc, j.run_at, j.id
-        limit 1
-      ) higher
-    ) then
-      v_ids := v_ids[1:p_limit]; -- D definitions gave up to D x p_limit
-    else
-      v_locked_ids := v_ids;
-      v_ids := array(
-        select b.id
-        from unnest(p_definitions) as d(name)
-        cross join lateral (
-          select j.id, j.priority, j.run_at
-          from acta.jobs j
-          where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
-            and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at <= now()
-          order by j.priority desc, j.run_at, j.id
-          limit p_limit
-          for update skip locked
-        ) b
-        order by b.priority desc, b.run_at, b.id
-        limit p_limit);
-    end if;
-  end if;
-
-  if cardinality(v_ids) > 0 then
-    return query
-    with claimed as (
-      -- By primary key from the locked ids (an array, not a join: with statistics the planner
-      -- joined the picked rows against a scan of the whole table).
-      update acta.jobs j
-      set status = 'executing',
-          execution = j.execution + 1,
-          lease_holder = p_worker,
-          lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-          claimed_at = now(),
-          started = false
-      where j.id = any (v_ids)
-      returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
+          and j.blocked_by is null and j.fair_tag is null and j.run_at <= now()
+        order by j.run_at, j.id
+        limit 100000
+        for update skip locked
+      ) t
+    ),
+    turn as (
+      select g.definition, g.fkey, g.priority,
+             greatest(
+               coalesce((select f.fair_tag from acta.jobs f
+                         where hashtextextended(f.namespace || '/' || f.definition, 0) = hashtextextended(p_namespace || '/' || g.definition, 0)
+                           and f.namespace = p_namespace and f.definition = g.definition and f.status = 'ready'
+                           and f.blocked_by is null and f.fair_tag is not null and f.priority = g.priority
+                         order by f.priority desc, f.fair_tag, f.id limit 1), 0),
+               coalesce((select f.fair_tag + 1 from acta.jobs f
+                         where hashtextextended(f.namespace || '/' || f.definition, 0) = hashtextextended(p_namespace || '/' || g.definition, 0)
+                           and coalesce(f.concurrency_key, '') = g.fkey and f.priority = g.priority
+                           and f.namespace = p_namespace and f.definition = g.definition and f.status = 'ready'
+                           and f.fair_tag is not null
+                         order by f.fair_tag desc limit 1), 0)) as first_turn
+      from (select distinct u.definition, u.fkey, u.priority from due u) g
+    ),
+    ranked as (
+      select u.id, u.definition, u.fkey, u.priority,
+             row_number() over (partition by u.definition, u.fkey, u.priority order by u.run_at, u.id) as n
+      from due u
     )
-    -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
-    select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
-           c.uncharged_returns, c.priority,
-           null::double precision
-    from claimed c
-    order by c.priority desc, c.run_at, c.id;
-  end if;
-  v_claimed := cardinality(v_ids) > 0 and found; -- FOUND: this RETURN QUERY's, before PERFORM sets it
-  -- Rows the pick locked and did not take (the walk took others; or more than p_limit across
-  -- definitions) are free again at commit, but a concurrent claim skipped them and may have gone
-  -- idle until its next poll, leaving a due row waiting. Wake the namespace's idle workers at
-  -- commit, as an enqueue does (test/db/core.test.ts). Rare: mixed priorities among the due rows,
-  -- or a worker with several definitions.
-  if v_locked > p_limit then
-    perform pg_notify('acta_jobs', p_namespace);
-  elsif v_locked_ids is not null then -- the walk ran (a separate IF: no query on the common path)
-    if exists (select 1 from unnest(v_locked_ids) as l(id) where l.id <> all (v_ids)) then
-      perform pg_notify('acta_jobs', p_namespace);
-    end if;
+    update acta.jobs j
+    set fair_tag = t.first_turn + r.n - 1
+    from ranked r
+    join turn t on t.definition = r.definition and t.fkey = r.fkey and t.priority = r.priority
+    where j.id = any (array(select u.id from due u)) and j.id = r.id;
   end if;
 
-  if not v_claimed then
+  v_want := p_limit;
+  loop
+    v_round := v_round + 1;
+    v_ids := '{}';
+    v_keyed := false;
+    v_locked := 0;
+    v_locked_ids := null;
+    -- Per definition, its first v_want unlocked rows due now in due order, along jobs_due_idx (see
+    -- Plan), locked; in claim order. (v_seen: candidates of an earlier round, which this
+    -- transaction has locked, so SKIP LOCKED would not skip them.)
+    if cardinality(v_plain) > 0 then
+      select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),
+             coalesce(array_agg(a.priority order by a.priority desc, a.run_at, a.id), '{}'),
+             coalesce(min(a.priority), 0), coalesce(max(a.priority), 0),
+             coalesce(bool_or(a.keyed), false)
+        into v_ids, v_plain_prios, v_min_priority, v_max_priority, v_keyed
+      from unnest(v_plain) as d(name)
+      cross join lateral (
+        select j.id, j.priority, j.run_at,
+               (j.concurrency_key is not null or j.rate_key is not null or j.lane is not null) as keyed
+        from acta.jobs j
+        where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+          and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+          and j.blocked_by is null and j.fair_tag is null and j.run_at <= now()
+          and j.id <> all (v_seen)
+        order by j.run_at, j.id
+        limit v_want
+        for update skip locked
+      ) a;
+      v_locked := cardinality(v_ids);
+      if v_locked >= v_want then
+        -- Perhaps more due than this claim takes. These are the first in claim order if they share
+        -- one priority and no due row has a higher one: any other due row comes later in due order,
+        -- or has a lower priority. Otherwise walk jobs_claim_idx in claim order (rows due later at
+        -- a higher priority are walked there); the rows locked above and not taken are free again
+        -- at commit.
+        if v_min_priority = v_max_priority and not exists (
+          select 1
+          from unnest(v_plain) as d(name)
+          cross join lateral (
+            select 1
+            from acta.jobs j
+            where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+              and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+              and j.blocked_by is null and j.fair_tag is null
+              and j.priority > v_max_priority and j.run_at <= now()
+            -- Along jobs_claim_idx, the range above v_max_priority (usually empty). Without the
+            -- order, a plan made without statistics reads the due backlog along jobs_due_idx
+            -- instead, filtering on priority.
+            order by j.priority desc, j.run_at, j.id
+            limit 1
+          ) higher
+        ) then
+          v_ids := v_ids[1:v_want]; -- D definitions gave up to D x v_want
+          v_plain_prios := v_plain_prios[1:v_want];
+        else
+          v_locked_ids := v_ids;
+          select coalesce(array_agg(b.id order by b.priority desc, b.run_at, b.id), '{}'),
+                 coalesce(array_agg(b.priority order by b.priority desc, b.run_at, b.id), '{}'),
+                 coalesce(bool_or(b.keyed), false)
+            into v_ids, v_plain_prios, v_keyed
+          from (
+            select b.*
+            from unnest(v_plain) as d(name)
+            cross join lateral (
+              select j.id, j.priority, j.run_at,
+                     (j.concurrency_key is not null or j.rate_key is not null or j.lane is not null) as keyed
+              from acta.jobs j
+              where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+                and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+                and j.blocked_by is null and j.fair_tag is null and j.run_at <= now()
+                and j.id <> all (v_seen)
+              order by j.priority desc, j.run_at, j.id
+              limit v_want
+              for update skip locked
+            ) b
+            order by b.priority desc, b.run_at, b.id
+            limit v_want
+          ) b;
+        end if;
+      end if;
+    end if;
+    -- A fair definition's rows in turn order, along jobs_fair_idx (tagged rows are due).
+    if cardinality(v_fair) > 0 then
+      select coalesce(array_agg(a.id order by a.priority desc, a.fair_tag, a.id), '{}'),
+             coalesce(array_agg(a.priority order by a.priority desc, a.fair_tag, a.id), '{}'),
+             coalesce(bool_or(a.keyed), false)
+        into v_fair_ids, v_fair_prios, v_fair_keyed
+      from unnest(v_fair) as d(name)
+      cross join lateral (
+        select j.id, j.priority, j.fair_tag,
+               (j.concurrency_key is not null or j.rate_key is not null or j.lane is not null) as keyed
+        from acta.jobs j
+        where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+          and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+          and j.blocked_by is null and j.fair_tag is not null
+          and j.id <> all (v_seen)
+        order by j.priority desc, j.fair_tag, j.id
+        limit v_want
+        for update skip locked
+      ) a;
+      v_locked := v_locked + cardinality(v_fair_ids);
+      v_keyed := v_keyed or v_fair_keyed;
+      -- Both kinds: by priority, then each definition's own order, alternating.
+      v_ids := array(
+        select m.id
+        from (select p.id, p.prio, p.ord from unnest(v_ids, v_plain_prios) with ordinality as p(id, prio, ord)
+              union all
+              select f.id, f.prio, f.ord from unnest(v_fair_ids, v_fair_prios) with ordinality as f(id, prio, ord)) m
+        order by m.prio desc, m.ord, m.id
+        limit v_want);
+    end if;
+    v_seen := v_seen || v_ids;
+    -- Rows the pick locked and did not take (the walk took others; more than v_want across
+    -- definitions) are free again at commit, but a concurrent claim skipped them and may have gone
+    -- idle until its next poll: wake the namespace's idle workers at commit, as an enqueue does
+    -- (test/db/core.test.ts). Rare: mixed priorities among the due rows, or several definitions.
+    if v_locked > v_want then
+      v_notify := true;
+    elsif v_locked_ids is not null and exists (select 1 from unnest(v_locked_ids) as l(id) where l.id <> all (v_ids)) then
+      v_notify := true;
+    end if;
+    exit when cardinality(v_ids) = 0;
+
+    if not v_keyed then
+      v_admitted := v_ids;
+    else
+      -- Admission. First the gates the candidates pass, locked in increasing order (see Locks).
+      for v_lock in
+        select distinct x.lock
+        from (
+          select acta.gate_lock(p_namespace, 'lane', j.lane) as lock
+          from acta.jobs j where j.id = any (v_ids) and j.lane is not null
+          union all
+          select acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key)
+          from acta.jobs j
+          join acta.definitions d on d.namespace = p_namespace and d.name = j.definition and d.concurrency_limit is not null
+          where j.id = any (v_ids) and j.concurrency_key is not null
+          union all
+          select acta.gate_lock(p_namespace, 'rate', j.rate_key)
+          from acta.jobs j where j.id = any (v_ids) and j.rate_key is not null
+        ) x
+        order by x.lock
+      loop
+        continue when v_lock = any (v_locks);
+        if v_max_lock is null or v_lock > v_max_lock then
+          perform pg_advisory_xact_lock(v_lock);
+          v_max_lock := v_lock;
+        elsif not pg_try_advisory_xact_lock(v_lock) then
+          v_busy := v_busy || v_lock;
+          continue;
+        end if;
+        v_locks := v_locks || v_lock;
+      end loop;
+
+      -- Then each candidate, in claim order: its lane, its key, its meter (see Contract).
+      with c as (
+        select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane,
+               j.priority as prio, j.run_at, o.ord,
+               d.concurrency_limit as climit, d.rate_limit as rlimit, d.rate_per_ms as rper,
+               (j.lane is not null and acta.gate_lock(p_namespace, 'lane', j.lane) = any (v_busy))
+               or (j.concurrency_key is not null and acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key) = any (v_busy))
+               or (j.rate_key is not null and acta.gate_lock(p_namespace, 'rate', j.rate_key) = any (v_busy)) as busy
+        from unnest(v_ids) with ordinality as o(id, ord)
+        join acta.jobs j on j.id = o.id
+        left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
+        where j.id = any (v_ids)
+      ),
+      -- 1. Its lane's first Ready row, with nothing of the lane running or waiting.
+      l as (
+        select c.*, not c.busy and (c.lane is null or (
+                 not exists (select 1 from acta.jobs h
+                             where h.namespace = p_namespace and h.lane = c.lane and h.status in ('executing', 'waiting'))
+                 and not exists (select 1 from acta.jobs r
+                                 where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
+        from c
+      ),
+      -- 2. Its key: the slots free (acta.gate_room) go to the key's candidates in claim order, but
+      -- not past a parked row of the key that comes before them.
+      k as (
+        select x.ckey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
+        from (select distinct on (l.ckey) l.ckey, l.def from l
+              where l.lane_ok and l.ckey is not null and l.climit is not null
+              order by l.ckey, l.climit, l.ord) x
+        cross join lateral acta.gate_room(p_namespace, 'concurrency', x.ckey, x.def) as r
+        left join lateral (
+          select p.priority, p.run_at, p.id from acta.jobs p
+          where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+            and p.blocked_by = 'concurrency' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.ckey
+          order by p.priority desc, p.run_at, p.id
+          limit 1) f on true
+      ),
+      kq as (
+        select l.id, row_number() over (partition by l.ckey order by l.ord) <= k.room as fits
+        from l join k on k.ckey = l.ckey
+        where l.lane_ok and (k.fi is null or k.fp < l.prio or (k.fp = l.prio and (k.fr, k.fi) > (l.run_at, l.id)))
+      ),
+      kc as (
+        select l.*, l.lane_ok and (l.ckey is null or l.climit is null or coalesce(kq.fits, false)) as key_ok
+        from l left join kq on kq.id = l.id
+      ),
+      -- 3. Its meter: the tokens it has, the same way (a meter held shut has none).
+      m as (
+        select x.rkey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
+        from (select distinct on (kc.rkey) kc.rkey, kc.def from kc
+              where kc.key_ok and kc.rkey is not null
+              order by kc.rkey, kc.rlimit, kc.ord) x
+        cross join lateral acta.gate_room(p_namespace, 'rate', x.rkey, x.def) as r
+        left join lateral (
+          select p.priority, p.run_at, p.id from acta.jobs p
+          where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+            and p.blocked_by = 'rate' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.rkey
+          order by p.priority desc, p.run_at, p.id
+          limit 1) f on true
+      ),
+      mq as (
+        select kc.id, m.room is null or row_number() over (partition by kc.rkey order by kc.ord) <= m.room as fits
+        from kc join m on m.rkey = kc.rkey
+        where kc.key_ok and (m.fi is null or m.fp < kc.prio or (m.fp = kc.prio and (m.fr, m.fi) > (kc.run_at, kc.id)))
+      ),
+      verdict as (
+        select kc.id, kc.ord, kc.lane, kc.ckey, kc.rkey, kc.rlimit, kc.rper,
+               case when kc.busy then 'busy'
+                    when not kc.lane_ok then 'lane'
+                    when not kc.key_ok then 'concurrency'
+                    when kc.rkey is null or coalesce(mq.fits, false) then 'admitted'
+                    else 'rate' end as v
+        from kc left join mq on mq.id = kc.id
+      )
+      select coalesce(array_agg(v.id order by v.ord) filter (where v.v = 'admitted'), '{}'),
+             coalesce(array_agg(v.id) filter (where v.v in ('lane', 'concurrency', 'rate')), '{}'),
+             coalesce(array_agg(v.v) filter (where v.v in ('lane', 'concurrency', 'rate')), '{}'),
+             coalesce(bool_or(v.v = 'busy'), false),
+             (select coalesce(array_agg(g.kind), '{}') from (select distinct v2.v as kind, case v2.v when 'lane' then v2.lane when 'rate' then v2.rkey else v2.ckey end as key from verdict v2 where v2.v in ('lane', 'concurrency', 'rate')) g),
+             (select coalesce(array_agg(g.key), '{}') from (select distinct v2.v as kind, case v2.v when 'lane' then v2.lane when 'rate' then v2.rkey else v2.ckey end as key from verdict v2 where v2.v in ('lane', 'concurrency', 'rate')) g),
+             (select coalesce(array_agg(s.rkey), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s),
+             (select coalesce(array_agg(s.n), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s),
+             (select coalesce(array_agg(s.per), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s)
+        into v_admitted, v_parked_ids, v_parked_kinds, v_skipped, v_gate_kinds, v_gate_keys, v_rate_keys, v_rate_counts, v_rate_pers
+      from verdict v;
+
+      v_notify := v_notify or v_skipped;
+      v_release_kinds := v_release_kinds || v_gate_kinds;
+      v_release_keys := v_release_keys || v_gate_keys;
+      -- Refused: parked where it stands.
+      if cardinality(v_parked_ids) > 0 then
+        update acta.jobs j
+        set blocked_by = p.kind
+        from unnest(v_parked_ids, v_parked_kinds) as p(id, kind)
+        where j.id = any (v_parked_ids) and j.id = p.id;
+      end if;
+      -- Admitted through a meter: their start times go into its log, which keeps the window only.
+      if cardinality(v_rate_keys) > 0 then
+        insert into acta.gates as g (namespace, kind, key, stamps)
+        select p_namespace, 'rate', s.key, array_fill(now(), array[s.n])
+        from unnest(v_rate_keys, v_rate_counts) as s(key, n)
+        on conflict (namespace, kind, key) do update
+          set stamps = array(select t from unnest(g.stamps || excluded.stamps) as t
+                             where t > now() - (select s.per from unnest(v_rate_keys, v_rate_pers) as s(key, per) where s.key = g.key) * interval '1 millisecond'
+                             order by t);
+      end if;
+    end if;
+    -- Claimed now, round by round, so that the next round's admission counts these as holding
+    -- their slots and their lanes.
+    if cardinality(v_admitted) > 0 then
+      v_taken := v_taken || v_admitted;
+      return query
+      with claimed as (
+        -- By primary key from the locked ids (an array, not a join: with statistics the planner
+        -- joined the picked rows against a scan of the whole table).
+        update acta.jobs j
+        set status = 'executing',
+            execution = j.execution + 1,
+            lease_holder = p_worker,
+            lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+            claimed_at = now(),
+            started = false
+        where j.id = any (v_admitted)
+        returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
+      )
+      -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
+      select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
+             c.uncharged_returns, c.priority,
+             null::double precision
+      from claimed c
+      order by c.priority desc, c.run_at, c.id;
+    end if;
+    exit when cardinality(v_taken) >= p_limit or v_locked < v_want or v_round >= 4;
+    v_want := p_limit - cardinality(v_taken);
+  end loop;
+
+  -- The gates rows were parked on: set their recheck (the rows admitted hold their slots now), and
+  -- release what has room after all (a lane whose head was parked behind nothing).
+  if cardinality(v_release_kinds) > 0 then
+    for v_gate in select distinct g.kind, g.key from unnest(v_release_kinds, v_release_keys) as g(kind, key) loop
+      if acta.release_gate(p_namespace, v_gate.kind, v_gate.key) > 0 then
+        v_notify := true;
+      end if;
+    end loop;
+  end if;
+  if v_notify then
+    perform pg_notify('acta_jobs', p_namespace);
+  end if;
+
+  if cardinality(v_taken) = 0 then
     -- The next due time among rows due later only: nothing of these definitions was claimable
     -- now, so the earliest is in the future (or locked by another claimer, which takes it). Per
-    -- definition, the first entry after now() in jobs_due_idx.
+    -- definition, the first entry after now() in jobs_due_idx; and the namespace's next gate
+    -- recheck, when a parked row may be released.
     return query
     select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
            null::integer, null::integer, null::integer,
-           (extract(epoch from (min(n.run_at) - now())) * 1000)::double precision
+           (extract(epoch from (least(min(n.run_at),
+                                      (select min(g.recheck_at) from acta.gates g
+                                       where g.namespace = p_namespace and g.recheck_at > now())) - now())) * 1000)::double precision
     from unnest(p_definitions) as d(name)
     cross join lateral (
       select j.run_at
       from acta.jobs j
       where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
-        and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready' and j.run_at > now()
+        and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
+        and j.blocked_by is null and j.fair_tag is null and j.run_at > now()
       order by j.run_at
       limit 1
     ) n;

@@ -3,15 +3,21 @@
 -- Contract: parallel arrays, one element per attempt; p_outcomes[i] names the element's shape, and
 -- the table `decision` in the body says what each shape does to the job row and its ledger row
 -- (a new shape is one row there). Returns one letter per element, in input order: 's' Succeeded,
--- 'f' Failed, 'r' Ready again (a retry, a hand-back), 'x' not applied: stale, or an outcome that
--- names no shape (docs/decisions/2026-12-03-completion-decide-then-apply.md). Arrays in, letters
--- out: docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md.
+-- 'f' Failed, 'r' Ready again (a retry, a hand-back, a rate-limited attempt), 'x' not applied:
+-- stale, or an outcome that names no shape (docs/decisions/2026-12-03-completion-decide-then-apply.md).
+-- Arrays in, letters out: docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md.
+-- Hand-on (docs/DESIGN.md, "Policies"): each applied attempt frees its concurrency key's slot and
+-- the key's parked rows get the room (acta.release_gate); a lane's head that ended for good
+-- (Succeeded, Failed) hands the lane on; a rate-limited attempt holds its meter shut for the fleet
+-- until its retry delay has passed. A row due later (a retry, a rate-limited attempt) gives up its
+-- fair turn and takes a new one when due (acta.claim_jobs).
 -- Fence: an element is applied only while its row is Executing with the same execution number
 -- AND held by p_worker (docs/DESIGN.md, "The ledger"; test/db/fencing.test.ts). The holder keeps
 -- the fence for a claim lost in a server crash after its answer (acta.claim_jobs, Durability).
--- Ledger: one acta.executions row per applied element. Wakeup: a row back to Ready sends NOTIFY
--- acta_jobs with the worker's namespace, delivered at commit.
--- Locks: the applied rows, until commit. Durability: the caller's commit, synchronous by default.
+-- Ledger: one acta.executions row per applied element. Wakeup: a row back to Ready, or a parked
+-- row released, sends NOTIFY acta_jobs with the worker's namespace, delivered at commit.
+-- Locks: the applied rows, then the gates of the keyed ones in increasing order (acta.gate_lock),
+-- until commit. Durability: the caller's commit, synchronous by default.
 -- Plan: one generic plan per session that reaches acta.jobs only through `j.id = any (p_ids)`, a
 -- bitmap scan of jobs_pkey hash-joined to the input, never jobs_lease_idx or a table scan, whatever
 -- the statistics were when it was planned (test/db/plans.test.ts); see the SET clauses.
@@ -40,7 +46,14 @@ set enable_nestloop = off
 as $$
 #variable_conflict use_column
 declare
-  v_answer text;
+  v_answer     text;
+  v_namespace  text;
+  v_gate_kinds text[];
+  v_gate_keys  text[];
+  v_shut_keys  text[];
+  v_shut_ms    integer[];
+  v_gate       record;
+  v_released   boolean := false;
 begin
   with input as (
     select u.*
@@ -61,16 +74,19 @@ begin
   --   due              run_at: 'kept', 'now', or 'retry' (now() + the element's delay);
   --   finished         finished_at = now() (else null);
   --   recorded_as      the ledger row's outcome;
-  --   follows          what else the transition sets off, applied by a statement of its own
-  --                    over `done`: nothing yet (to come: wake a parent, hand a lane on, re-arm
-  --                    a schedule; docs/DESIGN.md, "Workflows").
+  --   follows          what else the transition sets off, applied after it over `done`:
+  --                    'shut_meter' holds the row's rate meter shut until its due time. Every
+  --                    transition frees a concurrency slot, and a finished one hands its lane on
+  --                    (see Hand-on); to come: wake a parent, re-arm a schedule
+  --                    (docs/DESIGN.md, "Workflows").
   decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
     values ('succeeded',    null::boolean, 'succeeded', 's', true,  false, true,  'kept',  true,  'succeeded',    null::text),
            ('failed',       false,         'ready',     'r', true,  false, false, 'retry', false, 'failed',       null),
            ('failed',       true,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
            ('failed_final', null,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
            ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
-           ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null)
+           ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
+           ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter')
   ),
   -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
   -- In SET and WHERE, j.* are the row's values before this update.
@@ -87,25 +103,73 @@ begin
         lease_holder = null,
         lease_expires_at = null,
         started = false,
-        finished_at = case when d.finished then now() end
+        finished_at = case when d.finished then now() end,
+        fair_tag = case when d.due = 'retry' then null else j.fair_tag end
     from input i
     join decision d on d.outcome = i.outcome
     where j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
-    returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as
+    returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
+              j.namespace, j.concurrency_key, j.lane, j.rate_key
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
     select d.id, d.execution, p_worker, d.claimed_at, d.recorded_as, d.charged, d.error
     from done d
   )
-  select string_agg(coalesce(d.answer, 'x'), '' order by i.ord)
-    into v_answer
+  -- The gates the applied attempts leave (see Hand-on): every concurrency key, the lane of a head
+  -- that finished, the meter of a rate-limited attempt.
+  , gates as (
+    select 'concurrency' as kind, d.concurrency_key as key from done d where d.concurrency_key is not null
+    union
+    select 'lane', d.lane from done d where d.lane is not null and d.status in ('succeeded', 'failed')
+    union
+    select 'rate', d.rate_key from done d where d.rate_key is not null and d.follows = 'shut_meter'
+  )
+  select string_agg(coalesce(d.answer, 'x'), '' order by i.ord),
+         (select min(d2.namespace) from done d2),
+         (select array_agg(g.kind) from gates g),
+         (select array_agg(g.key) from gates g),
+         (select array_agg(d3.rate_key) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
+         (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter')
+    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
-  -- Rows back to Ready (a hand-back, a retry) wake the namespace's idle workers, as an enqueue
-  -- does; a woken worker sleeps until a retry that is due later. Nothing to do for successes.
-  if strpos(v_answer, 'r') > 0 then
+
+  if v_gate_kinds is not null then
+    -- Gate locks in increasing order (acta.gate_lock); this call holds none before.
+    for v_gate in
+      select g.kind, g.key, acta.gate_lock(v_namespace, g.kind, g.key) as lock
+      from unnest(v_gate_kinds, v_gate_keys) as g(kind, key)
+      order by 3
+    loop
+      perform pg_advisory_xact_lock(v_gate.lock);
+    end loop;
+    -- A meter held shut until the rate-limited attempt's retry is due: a claim refuses its rows
+    -- until then, and its parked rows are reconsidered then (acta.gate_room, acta.release_gate).
+    insert into acta.gates as g (namespace, kind, key, shut_until)
+    select v_namespace, 'rate', s.key, max(now() + s.ms * interval '1 millisecond')
+    from unnest(v_shut_keys, v_shut_ms) as s(key, ms)
+    where s.key is not null
+    group by s.key
+    on conflict (namespace, kind, key) do update set shut_until = greatest(g.shut_until, excluded.shut_until);
+    -- A key or a meter has parked rows only while its gate row exists (acta.release_gate keeps
+    -- it so, under the lock held here); a lane's are found by acta.release_gate itself.
+    for v_gate in
+      select g.kind, g.key
+      from unnest(v_gate_kinds, v_gate_keys) as g(kind, key)
+      where g.kind = 'lane'
+         or exists (select 1 from acta.gates x where x.namespace = v_namespace and x.kind = g.kind and x.key = g.key)
+    loop
+      if acta.release_gate(v_namespace, v_gate.kind, v_gate.key) > 0 then
+        v_released := true;
+      end if;
+    end loop;
+  end if;
+  -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle
+  -- workers, as an enqueue does; a woken worker sleeps until a retry that is due later. Nothing to
+  -- do for successes alone.
+  if strpos(v_answer, 'r') > 0 or v_released then
     perform pg_notify('acta_jobs', w.namespace) from acta.workers w where w.id = p_worker;
   end if;
   return coalesce(v_answer, '');

@@ -2,7 +2,9 @@
 --
 -- Contract: one element per job. p_payloads is a JSON array of the payloads; the other arrays run
 -- in parallel with it, a null ARRAY standing for all-null elements; a null priority / run_at takes
--- 0 / now(), a null max_attempts stays null (the definition's applies: migration 0004). Returns
+-- 0 / now(), a null max_attempts stays null (the definition's applies: migration 0004); a job's
+-- concurrency key, rate key and lane (docs/DESIGN.md, "Policies"; null: none) are stored as given
+-- (a new row is never parked: the claim admits or parks it). Returns
 -- one row: `ids`, the job ids in input order joined by commas, and `created`, one letter per
 -- element, 't' created by this call, 'f' not (why one row:
 -- docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md). An element whose
@@ -19,6 +21,7 @@
 -- per taken key, never a join to acta.jobs; no sequential scans, no JIT (test/db/plans.test.ts;
 -- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
 drop function if exists acta.enqueue_jobs(text, text[], jsonb[], integer[], timestamptz[], integer[], text[]);
+drop function if exists acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[]);
 create or replace function acta.enqueue_jobs(
   p_namespace        text,
   p_definitions      text[],
@@ -26,7 +29,10 @@ create or replace function acta.enqueue_jobs(
   p_priorities       integer[],
   p_run_ats          timestamptz[],
   p_max_attempts     integer[],
-  p_idempotency_keys text[]
+  p_idempotency_keys text[],
+  p_concurrency_keys text[],
+  p_rate_keys        text[],
+  p_lanes            text[]
 ) returns table (ids text, created text)
 language plpgsql
 -- See Plan.
@@ -46,14 +52,15 @@ begin
       select nextval('acta.jobs_id_seq'::regclass) as new_id, u.*
       -- ROWS FROM zips the element lists, padding a null array with nulls.
       from rows from (unnest(p_definitions), jsonb_array_elements(p_payloads), unnest(p_priorities),
-                      unnest(p_run_ats), unnest(p_max_attempts))
-        with ordinality as u(definition, payload, priority, run_at, max_attempts, ord)
+                      unnest(p_run_ats), unnest(p_max_attempts), unnest(p_concurrency_keys),
+                      unnest(p_rate_keys), unnest(p_lanes))
+        with ordinality as u(definition, payload, priority, run_at, max_attempts, concurrency_key, rate_key, lane, ord)
     ),
     inserted as (
-      insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts)
+      insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts, concurrency_key, rate_key, lane)
       overriding system value
       select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
-             coalesce(i.run_at, now()), i.max_attempts
+             coalesce(i.run_at, now()), i.max_attempts, i.concurrency_key, i.rate_key, i.lane
       from input i
     )
     select string_agg(i.new_id::text, ',' order by i.ord), repeat('t', count(*)::integer)
@@ -63,14 +70,15 @@ begin
   with input as (
     select u.*, nextval('acta.jobs_id_seq'::regclass) as new_id
     from rows from (unnest(p_definitions), jsonb_array_elements(p_payloads), unnest(p_priorities),
-                    unnest(p_run_ats), unnest(p_max_attempts), unnest(p_idempotency_keys))
-      with ordinality as u(definition, payload, priority, run_at, max_attempts, idempotency_key, ord)
+                    unnest(p_run_ats), unnest(p_max_attempts), unnest(p_idempotency_keys),
+                    unnest(p_concurrency_keys), unnest(p_rate_keys), unnest(p_lanes))
+      with ordinality as u(definition, payload, priority, run_at, max_attempts, idempotency_key, concurrency_key, rate_key, lane, ord)
   ),
   inserted as (
-    insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts, idempotency_key)
+    insert into acta.jobs (id, namespace, definition, payload, priority, run_at, max_attempts, idempotency_key, concurrency_key, rate_key, lane)
     overriding system value
     select i.new_id, p_namespace, i.definition, i.payload, coalesce(i.priority, 0),
-           coalesce(i.run_at, now()), i.max_attempts, i.idempotency_key
+           coalesce(i.run_at, now()), i.max_attempts, i.idempotency_key, i.concurrency_key, i.rate_key, i.lane
     from input i
     -- In key order, not input order: two batches sharing keys in different orders then take the
     -- keys' index entries in the same order, one waiting for the other, instead of deadlocking

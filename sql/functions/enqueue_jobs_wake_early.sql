@@ -16,6 +16,7 @@
 -- synchronous commit (acta.wal_message_allowed). Why, measured, and the cost in transaction ids:
 -- docs/decisions/2026-12-01-enqueue-wakes-before-the-flush.md (test/faults/enqueueFlush.test.ts).
 -- Locks: acta.enqueue_jobs'.
+drop procedure if exists acta.enqueue_jobs_wake_early(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text, text);
 create or replace procedure acta.enqueue_jobs_wake_early(
   p_namespace        text,
   p_definitions      text[],
@@ -24,6 +25,9 @@ create or replace procedure acta.enqueue_jobs_wake_early(
   p_run_ats          timestamptz[],
   p_max_attempts     integer[],
   p_idempotency_keys text[],
+  p_concurrency_keys text[],
+  p_rate_keys        text[],
+  p_lanes            text[],
   inout ids          text default null,
   inout created      text default null
 )
@@ -42,7 +46,8 @@ begin
     perform set_config('synchronous_commit', 'off', true); -- the enqueue's transaction only
   end if;
   select e.ids, e.created into ids, created
-  from acta.enqueue_jobs(p_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys) e;
+  from acta.enqueue_jobs(p_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys,
+                         p_concurrency_keys, p_rate_keys, p_lanes) e;
   commit;
   if v_after = 'flush' then
     if current_setting('synchronous_commit') <> 'off' then -- the session's own setting again

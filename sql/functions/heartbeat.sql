@@ -7,7 +7,9 @@
 -- attempt deadline); 'locked' (another transaction held the row past 100 ms: nothing changed, ask
 -- again next beat); 'lost' (the row moved past this attempt: cancel a Claimed or Executing entry,
 -- leave a Finalizing one to its write). Plus (null, null, 'pass:' || name) for each of the
--- worker's passes p_passes (intervals p_pass_intervals_ms) this call took (acta.take_passes).
+-- worker's passes p_passes (intervals p_pass_intervals_ms) this call took (acta.take_passes); and
+-- (null, null, 'policy:' || n), the namespace's policy version (acta.namespaces.policy_version: it
+-- moves when a definition's policy changes, and the worker then reloads the policies).
 -- Stamps the worker's last_heartbeat_at (alive again unless stopped). Lease times come from
 -- now(): the database clock.
 -- Fence: Executing, same execution number, leased to p_worker; a lease that ran out but that no
@@ -116,5 +118,8 @@ begin
   -- The namespace's passes that are due (and a shorter interval pulls the next one in).
   return query select null::bigint, null::integer, 'pass:' || t.pass
   from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
+
+  return query select null::bigint, null::integer, 'policy:' || n.policy_version
+  from acta.namespaces n where n.name = p_namespace;
 end
 $$;

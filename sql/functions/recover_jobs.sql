@@ -13,10 +13,13 @@
 -- Workers silent for longer than p_dead_after_ms are marked dead (bookkeeping only; their
 -- definitions' policies go back to the live workers: acta.refresh_definitions).
 -- Returns the rows it moved: job_id, execution (of the lost attempt), new status, charged.
+-- Hand-on, as acta.complete_executions': a returned row frees its concurrency key's slot, a lane
+-- head that ended Failed hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
 -- Fence: the returned row is no longer Executing under its holder, so the lost attempt's later
 -- writes are stale (test/db/fencing.test.ts). Durability: the caller's commit.
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
--- returns p_limit rows); a row being renewed or completed right now is left to that write.
+-- returns p_limit rows); a row being renewed or completed right now is left to that write; then
+-- the gates of the returned rows in increasing order (acta.gate_lock).
 -- Plan: the expired rows through jobs_lease_idx in lease order, then by primary key from their
 -- ids; no sequential scans (test/db/plans.test.ts;
 -- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
@@ -31,6 +34,14 @@ as $$
 #variable_conflict use_column
 declare
   v_dead_definitions text[];
+  v_ids      bigint[];
+  v_execs    integer[];
+  v_statuses text[];
+  v_charged  boolean[];
+  v_gate_kinds text[];
+  v_gate_keys  text[];
+  v_gate     record;
+  v_released boolean := false;
 begin
   with dead as (
     update acta.workers w set status = 'dead'
@@ -45,7 +56,6 @@ begin
     perform acta.refresh_definitions(p_namespace, v_dead_definitions);
   end if;
 
-  return query
   with expired as (
     select j.id, j.lease_holder, (j.started or j.uncharged_returns >= 3) as charged
     from acta.jobs j
@@ -78,7 +88,7 @@ begin
         lease_expires_at = null,
         started = false
     where j.id = any (array(select e.id from expired e))
-    returning j.id, j.execution, j.status, j.claimed_at, j.error
+    returning j.id, j.execution, j.status, j.claimed_at, j.error, j.concurrency_key, j.lane
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
@@ -86,7 +96,29 @@ begin
            case when e.charged then 'lost' else 'lost_uncharged' end, e.charged,
            case when e.charged then r.error end
     from returned r join expired e on e.id = r.id
+  ),
+  gates as (
+    select distinct g.kind, g.key, acta.gate_lock(p_namespace, g.kind, g.key) as lock
+    from returned r
+    cross join lateral (values ('concurrency', r.concurrency_key), ('lane', case when r.status = 'failed' then r.lane end)) as g(kind, key)
+    where g.key is not null
   )
-  select r.id, r.execution, r.status, e.charged from returned r join expired e on e.id = r.id;
+  select array_agg(r.id), array_agg(r.execution), array_agg(r.status), array_agg(e.charged),
+         (select array_agg(g.kind order by g.lock) from gates g), (select array_agg(g.key order by g.lock) from gates g)
+    into v_ids, v_execs, v_statuses, v_charged, v_gate_kinds, v_gate_keys
+  from returned r join expired e on e.id = r.id;
+
+  for v_gate in select g.kind, g.key from unnest(v_gate_kinds, v_gate_keys) with ordinality as g(kind, key, ord) order by g.ord loop
+    perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, v_gate.kind, v_gate.key));
+    if v_gate.kind = 'lane' or exists (select 1 from acta.gates x where x.namespace = p_namespace and x.kind = v_gate.kind and x.key = v_gate.key) then
+      if acta.release_gate(p_namespace, v_gate.kind, v_gate.key) > 0 then
+        v_released := true;
+      end if;
+    end if;
+  end loop;
+  if v_released then
+    perform pg_notify('acta_jobs', p_namespace);
+  end if;
+  return query select * from unnest(v_ids, v_execs, v_statuses, v_charged);
 end
 $$;

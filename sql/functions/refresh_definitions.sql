@@ -1,25 +1,64 @@
--- acta.refresh_definitions: after workers of a namespace stopped or were marked dead, set each of
--- the named definitions' policy in acta.definitions to what the most recently started worker
--- still alive that runs it declared (migration 0004). A definition no live worker runs keeps its
--- last declaration. Workers registered before migration 0004 declared nothing and are skipped.
--- Called by acta.stop_worker and acta.recover_jobs: rare, off the claim and completion paths
--- (test/faults/recovery.test.ts, "a stopped or dead worker's maxAttempts gives way").
--- Locks: the acta.definitions rows it updates, in name order (as acta.register_worker takes them).
+-- acta.refresh_definitions: set the named definitions' policy in acta.definitions to what the
+-- namespace's live workers declare (docs/DESIGN.md, "Policies"; migration 0008): the declaration
+-- of the most recently started live worker running it (timeout, attempts, backoff, fair order,
+-- the build it came from), except that while live workers disagree the smallest concurrency limit
+-- and the slowest rate (fewest starts per ms) that any of them declared apply: no build ever sees
+-- more attempts of a key, or more starts of a meter, than its own declaration allows
+-- (test/faults/policies.test.ts). A definition no live worker runs keeps its last policy. Workers
+-- registered before migration 0004 declared nothing and are skipped; those before 0008, only
+-- maxAttempts. Bumps the namespace's policy_version when a policy changed (the heartbeat reports
+-- it and workers reload). Called by acta.register_worker, acta.stop_worker and acta.recover_jobs
+-- (a worker marked dead): rare, off the claim and completion paths.
+-- Locks: the acta.definitions rows it updates, in name order (as acta.register_worker takes them);
+-- the namespace's row when a policy changed.
 create or replace function acta.refresh_definitions(p_namespace text, p_names text[])
 returns void
 language plpgsql as $$
+declare
+  v_changed integer;
 begin
-  update acta.definitions d
-  set max_attempts = l.max_attempts, registered_at = l.started_at
-  from (
-    select distinct on (x.name) x.name, x.max_attempts, w.started_at
+  perform 1 from acta.definitions d
+  where d.namespace = p_namespace and d.name = any (p_names)
+  order by d.name
+  for update;
+  with live as (
+    select x.name, x.max_attempts, w.started_at, w.build, w.policies -> x.name as policy
     from acta.workers w
     cross join lateral unnest(w.definitions, w.max_attempts) as x(name, max_attempts)
     where w.namespace = p_namespace and w.status = 'alive' and w.max_attempts is not null
       and x.name = any (p_names)
-    order by x.name, w.started_at desc
-  ) l
-  where d.namespace = p_namespace and d.name = l.name
-    and d.max_attempts is distinct from l.max_attempts;
+  ),
+  newest as (
+    select distinct on (l.name) l.* from live l order by l.name, l.started_at desc
+  ),
+  strictest as (
+    select l.name,
+           min((l.policy -> 'concurrency' ->> 'limit')::integer) as concurrency_limit,
+           (select array[(s.policy -> 'rate' ->> 'limit')::integer, (s.policy -> 'rate' ->> 'perMs')::integer]
+            from live s
+            where s.name = l.name and jsonb_typeof(s.policy -> 'rate') = 'object'
+            order by (s.policy -> 'rate' ->> 'limit')::float8 / (s.policy -> 'rate' ->> 'perMs')::float8, s.started_at desc
+            limit 1) as rate
+    from live l
+    group by l.name
+  ),
+  policy as (
+    select n.name, n.max_attempts, (n.policy ->> 'timeoutMs')::integer as timeout_ms,
+           s.concurrency_limit, s.rate[1] as rate_limit, s.rate[2] as rate_per_ms,
+           coalesce((n.policy ->> 'fair')::boolean, false) as fair, n.build, n.policy, n.started_at
+    from newest n join strictest s on s.name = n.name
+  )
+  update acta.definitions d
+  set max_attempts = p.max_attempts, timeout_ms = p.timeout_ms, concurrency_limit = p.concurrency_limit,
+      rate_limit = p.rate_limit, rate_per_ms = p.rate_per_ms, fair = p.fair, build = p.build, policy = p.policy,
+      registered_at = p.started_at
+  from policy p
+  where d.namespace = p_namespace and d.name = p.name
+    and (d.max_attempts, d.timeout_ms, d.concurrency_limit, d.rate_limit, d.rate_per_ms, d.fair, d.build, d.policy)
+        is distinct from (p.max_attempts, p.timeout_ms, p.concurrency_limit, p.rate_limit, p.rate_per_ms, p.fair, p.build, p.policy);
+  get diagnostics v_changed = row_count;
+  if v_changed > 0 then
+    update acta.namespaces set policy_version = policy_version + 1 where name = p_namespace;
+  end if;
 end
 $$;

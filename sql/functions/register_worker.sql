@@ -10,15 +10,18 @@
 -- incarnation's own, so a row already there is that earlier call's, which may have taken the pass:
 -- a repeat answers every pass (run them: a pass is a sweep that may run any time) without taking
 -- one (test/db/core.test.ts, "a registration whose answer was lost is repeated").
--- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); the worker
--- row keeps both, and each definition is upserted into acta.definitions, so recovery applies the
--- policy of the newest worker running it (migration 0004; acta.refresh_definitions when a worker
--- stops or dies).
--- Locks: the acta.definitions rows, upserted in name order (two workers starting at once take
--- them in the same order); the pass rows it takes.
+-- Definitions: p_max_attempts runs in parallel with p_definitions (null: the default); p_policies
+-- holds each definition's whole policy by name, p_build the worker's build (any text; null: not
+-- declared). The worker row keeps them, and each definition's policy in acta.definitions is
+-- what the live workers declare (acta.refresh_definitions: the newest, with the strictest limits
+-- while builds disagree; migrations 0004 and 0008).
+-- Locks: the acta.definitions rows, inserted and updated in name order (two workers starting at
+-- once take them in the same order); the namespace's row when a policy changed; the pass rows it
+-- takes.
 drop function if exists acta.register_worker(uuid, text, text, integer, text[]);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[]);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[], integer);
+drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[], text[], integer[]);
 create or replace function acta.register_worker(
   p_worker            uuid,
   p_namespace         text,
@@ -27,23 +30,24 @@ create or replace function acta.register_worker(
   p_definitions       text[],
   p_max_attempts      integer[],
   p_passes            text[],
-  p_pass_intervals_ms integer[]
+  p_pass_intervals_ms integer[],
+  p_build             text,
+  p_policies          jsonb
 ) returns text[]
 language plpgsql as $$
 declare
   v_repeat boolean;
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
-  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts)
-  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts)
+  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts, build, policies)
+  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts, p_build, p_policies)
   on conflict (id) do nothing;
   v_repeat := not found;
-  insert into acta.definitions (namespace, name, max_attempts)
-  select p_namespace, d.name, d.max_attempts
-  from rows from (unnest(p_definitions), unnest(p_max_attempts)) as d(name, max_attempts)
+  insert into acta.definitions (namespace, name)
+  select p_namespace, d.name from unnest(p_definitions) as d(name)
   order by d.name
-  on conflict (namespace, name) do update
-    set max_attempts = excluded.max_attempts, registered_at = now();
+  on conflict (namespace, name) do nothing;
+  perform acta.refresh_definitions(p_namespace, p_definitions);
   if v_repeat then
     return p_passes; -- see Repeatable
   end if;

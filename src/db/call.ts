@@ -8,21 +8,26 @@ import type { Db, Queryable } from './Db';
  */
 export const SIGNATURES = {
   enqueue_jobs:
-    'p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[]',
+    'p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[]',
   enqueue_jobs_wake_early:
-    'IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], INOUT ids text, INOUT created text',
+    'IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], IN p_concurrency_keys text[], IN p_rate_keys text[], IN p_lanes text[], INOUT ids text, INOUT created text',
   wal_message_allowed: 'p_args integer',
   claim_jobs: 'p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer',
   complete_executions:
     'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
   heartbeat: 'p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer, p_passes text[], p_pass_intervals_ms integer[]',
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
-  register_worker: 'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[]',
+  register_worker:
+    'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[], p_build text, p_policies jsonb',
   take_passes: 'p_namespace text, p_passes text[], p_intervals_ms integer[]',
   release_passes: 'p_namespace text, p_passes text[]',
   stop_worker: 'p_worker uuid',
   refresh_definitions: 'p_namespace text, p_names text[]',
   record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
+  cancel_job: 'p_namespace text, p_id bigint',
+  gate_lock: 'p_namespace text, p_kind text, p_key text',
+  gate_room: 'p_namespace text, p_kind text, p_key text, p_definition text, OUT room integer, OUT next_at timestamp with time zone',
+  release_gate: 'p_namespace text, p_kind text, p_key text',
 } as const;
 
 /** `q.prepared` when `q` is a Db (the worker's own calls), else `q.query` (a transaction, a caller's client). */

@@ -10,6 +10,10 @@ export interface EnqueueRows {
   runAts: (Date | null)[];
   maxAttempts: (number | null)[];
   idempotencyKeys: (string | null)[];
+  /** The policy keys of each job (docs/DESIGN.md, "Policies"); absent or null: none. */
+  concurrencyKeys?: (string | null)[];
+  rateKeys?: (string | null)[];
+  lanes?: (string | null)[];
 }
 
 /** `values`, or null when every element is null (enqueue_jobs reads a null array as all-null elements). */
@@ -35,11 +39,14 @@ export async function enqueueJobs(q: Queryable, namespace: string, rows: Enqueue
     unlessAllNull(rows.runAts),
     unlessAllNull(rows.maxAttempts),
     unlessAllNull(rows.idempotencyKeys),
+    rows.concurrencyKeys ? unlessAllNull(rows.concurrencyKeys) : null,
+    rows.rateKeys ? unlessAllNull(rows.rateKeys) : null,
+    rows.lanes ? unlessAllNull(rows.lanes) : null,
   ];
   const [name, text] =
     (q as Partial<Db>).kind === 'postgres'
-      ? ['acta_enqueue_jobs_wake_early', 'call acta.enqueue_jobs_wake_early($1, $2, $3::jsonb, $4, $5, $6, $7, null, null)']
-      : ['acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7)'];
+      ? ['acta_enqueue_jobs_wake_early', 'call acta.enqueue_jobs_wake_early($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, null, null)']
+      : ['acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10)'];
   const result = await runStatement<{ ids: string; created: string }>(q, name, text, params);
   const { ids, created } = result.rows[0];
   return ids.split(',').map((id, i) => ({ id: id === '' ? null : id, created: created[i] === 't' }));
@@ -149,19 +156,13 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
 }
 
 /**
- * Cancels one Ready job of `namespace` (queued, due later, or waiting out a retry's backoff): one
- * statement. True when this call moved it to Cancelled (finished at this statement's start on the
- * database clock, not its transaction's: in a caller's transaction now() could precede the job's
- * creation);
- * false when there is no such job or it is not Ready (Executing, finished, already Cancelled).
- * A claim holding the row's lock at that moment is waited for, and then the row is Executing: false.
+ * acta.cancel_job: cancels one Ready job of `namespace` (queued, due later, waiting out a retry's
+ * backoff, or parked on a gate); a cancelled lane head hands its lane on. True when this call moved
+ * it to Cancelled; false when there is no such job or it is not Ready (Executing, finished, already
+ * Cancelled). A claim holding the row's lock at that moment is waited for, and then the row is
+ * Executing: false.
  */
 export async function cancelJob(q: Queryable, namespace: string, id: string): Promise<boolean> {
-  const { rows } = await q.query(
-    `update acta.jobs set status = 'cancelled', finished_at = statement_timestamp()
-      where id = $1::bigint and namespace = $2 and status = 'ready'
-      returning id`,
-    [id, namespace],
-  );
-  return rows.length === 1;
+  const { rows } = await q.query<{ cancelled: boolean }>('select acta.cancel_job($1, $2::bigint) as cancelled', [namespace, id]);
+  return rows[0]?.cancelled === true;
 }

@@ -24,7 +24,7 @@ export interface ClaimResult {
 }
 
 /** The shapes a completion can take (sql/functions/complete_executions.sql). */
-export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired';
+export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited';
 
 export interface CompletionRow {
   id: JobId;
@@ -34,7 +34,7 @@ export interface CompletionRow {
   result: string | null;
   /** JSON text of the error (failed*) or null. */
   error: string | null;
-  /** Back-off before the retry, ms (failed only). */
+  /** Back-off before the retry, ms (failed), or until the rate meter opens (rate_limited). */
   retryDelayMs: number;
 }
 
@@ -62,6 +62,24 @@ export interface HeartbeatResult {
   lost: HeldPair[];
   /** The periodic passes this call took (acta.take_passes): run them now. */
   duePasses: string[];
+  /** The namespace's policy version (acta.namespaces.policy_version): reload the policies when it moved. Absent: not reported. */
+  policyVersion?: number;
+}
+
+/**
+ * A definition's policy as a worker declares it at registration (acta.workers.policies; reconciled
+ * across the namespace by acta.refresh_definitions): what src/definition.ts holds, without its
+ * functions (a key function or a backoff function is only named).
+ */
+export interface DeclaredPolicy {
+  maxAttempts: number | null;
+  timeoutMs: number | null;
+  /** An object backoff as declared; 'function' for a backoff function; null: the default. */
+  backoff: { delayMs: number; factor?: number; maxDelayMs?: number } | 'function' | null;
+  concurrency: { limit: number | null } | null;
+  rate: { limit: number; perMs: number } | null;
+  lane: boolean;
+  fair: boolean;
 }
 
 /** A periodic pass a worker runs, and its interval (sql/functions/take_passes.sql). */
@@ -88,7 +106,7 @@ export interface StepRecord {
 export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
 
 /** `acta.executions.outcome`: CompletionOutcome, `failed_final`, or recovery's `lost` / `lost_uncharged` (sql/functions/recover_jobs.sql). */
-export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'lost' | 'lost_uncharged';
+export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'lost' | 'lost_uncharged';
 
 /** An error as acta stores it (src/storedError.ts, errorJson): `code` and `path` only when the error had them. */
 export interface StoredError {

@@ -1,5 +1,5 @@
 import type { Queryable } from './Db';
-import type { HeartbeatResult, HeldPair, PassSchedule } from './types';
+import type { DeclaredPolicy, HeartbeatResult, HeldPair, PassSchedule } from './types';
 
 /** The passes every worker runs when none are named: the recovery pass, every lease (docs/DESIGN.md, "The lease clock"). */
 const recoveryOnly = (leaseMs: number): PassSchedule[] => [{ name: 'recovery', intervalMs: leaseMs }];
@@ -23,8 +23,9 @@ export async function heartbeat(
   const byKey = new Map(args.held.map((h) => [`${h.id}:${h.execution}`, h]));
   const out: HeartbeatResult = { renewed: [], locked: [], lost: [], duePasses: [] };
   for (const r of rows) {
-    if (r.state.startsWith('pass:')) {
-      out.duePasses.push(r.state.slice('pass:'.length));
+    if (r.job_id === null) {
+      if (r.state.startsWith('pass:')) out.duePasses.push(r.state.slice('pass:'.length));
+      else if (r.state.startsWith('policy:')) out.policyVersion = Number(r.state.slice('policy:'.length));
       continue;
     }
     const pair = byKey.get(`${r.job_id}:${r.execution}`);
@@ -34,17 +35,29 @@ export async function heartbeat(
 }
 
 /**
- * acta.register_worker: the worker and its definitions' policies (`maxAttempts[i]` belongs to
- * `definitions[i]`; null or absent: the default), which recovery applies (migration 0004). The
- * registration is the worker's first beat: `duePasses` are the passes it took (due, among the
- * worker's `passes`; default: recovery, every `leaseMs`), which the caller then runs.
+ * acta.register_worker: the worker, its build and its definitions' policies (`maxAttempts[i]`
+ * belongs to `definitions[i]`; null or absent: the default; `policies` by definition name: the
+ * declarations acta.refresh_definitions reconciles across the namespace's live workers; migrations
+ * 0004 and 0008). The registration is the worker's first beat: `duePasses` are the passes it took
+ * (due, among the worker's `passes`; default: recovery, every `leaseMs`), which the caller then runs.
  */
 export async function registerWorker(
   q: Queryable,
-  args: { workerId: string; namespace: string; hostname: string; pid: number; definitions: string[]; maxAttempts?: (number | null)[]; leaseMs: number; passes?: PassSchedule[] },
+  args: {
+    workerId: string;
+    namespace: string;
+    hostname: string;
+    pid: number;
+    definitions: string[];
+    maxAttempts?: (number | null)[];
+    leaseMs: number;
+    passes?: PassSchedule[];
+    build?: string | null;
+    policies?: Record<string, DeclaredPolicy>;
+  },
 ): Promise<{ duePasses: string[] }> {
   const passes = args.passes ?? recoveryOnly(args.leaseMs);
-  const { rows } = await q.query<{ due: string[] | null }>('select acta.register_worker($1, $2, $3, $4, $5, $6, $7, $8) as due', [
+  const { rows } = await q.query<{ due: string[] | null }>('select acta.register_worker($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) as due', [
     args.workerId,
     args.namespace,
     args.hostname,
@@ -53,8 +66,64 @@ export async function registerWorker(
     args.maxAttempts ?? args.definitions.map(() => null),
     passes.map((p) => p.name),
     passes.map((p) => p.intervalMs),
+    args.build ?? null,
+    args.policies ? JSON.stringify(args.policies) : null,
   ]);
   return { duePasses: rows[0]?.due ?? [] };
+}
+
+/** One definition's policy as the namespace applies it now (acta.definitions; acta.refresh_definitions). */
+export interface AppliedPolicy {
+  name: string;
+  maxAttempts: number | null;
+  timeoutMs: number | null;
+  /** The backoff of the declaration that applies: an object, 'function' (the worker's own function), or null (the default). */
+  backoff: DeclaredPolicy['backoff'];
+  concurrencyLimit: number | null;
+  rateLimit: number | null;
+  ratePerMs: number | null;
+  fair: boolean;
+  /** The build whose declaration applies (null: not declared). */
+  build: string | null;
+}
+
+/** The namespace's policy version and the applied policies of `names`, in one statement. */
+export async function loadPolicies(q: Queryable, namespace: string, names: string[]): Promise<{ version: number; policies: AppliedPolicy[] }> {
+  const { rows } = await q.query<{
+    version: string;
+    name: string | null;
+    max_attempts: number | null;
+    timeout_ms: number | null;
+    backoff: DeclaredPolicy['backoff'];
+    concurrency_limit: number | null;
+    rate_limit: number | null;
+    rate_per_ms: number | null;
+    fair: boolean | null;
+    build: string | null;
+  }>(
+    `select n.policy_version::text as version, d.name, d.max_attempts, d.timeout_ms, d.policy -> 'backoff' as backoff,
+            d.concurrency_limit, d.rate_limit, d.rate_per_ms, d.fair, d.build
+       from acta.namespaces n
+       left join acta.definitions d on d.namespace = n.name and d.name = any ($2)
+      where n.name = $1`,
+    [namespace, names],
+  );
+  return {
+    version: Number(rows[0]?.version ?? 0),
+    policies: rows
+      .filter((r) => r.name !== null)
+      .map((r) => ({
+        name: r.name as string,
+        maxAttempts: r.max_attempts,
+        timeoutMs: r.timeout_ms,
+        backoff: r.backoff ?? null,
+        concurrencyLimit: r.concurrency_limit,
+        rateLimit: r.rate_limit,
+        ratePerMs: r.rate_per_ms,
+        fair: r.fair === true,
+        build: r.build,
+      })),
+  };
 }
 
 /** acta.stop_worker. */
