@@ -9,7 +9,8 @@ export type EntryState = 'claimed' | 'executing' | 'finalizing';
  * worker stopping gracefully (the row goes back uncharged); or the worker giving up (no heartbeat
  * for a whole lease, or a fatal error: the row is left to recovery).
  */
-export type AbortCause = 'timeout' | 'deadline' | 'lost' | 'shutdown' | 'fatal';
+export const ABORT_CAUSES = ['timeout', 'deadline', 'lost', 'shutdown', 'fatal'] as const;
+export type AbortCause = (typeof ABORT_CAUSES)[number];
 
 /**
  * One held claim. Its AbortController is made on first use (`controller`, `ctx.signal`): most

@@ -6,6 +6,7 @@ import { loadSteps, recordStep } from './db/steps';
 import { isTransientDbError } from './db/transient';
 import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';
+import type { StepRecord } from './db/types';
 import type { Entry, Registry } from './registry';
 
 /**
@@ -46,22 +47,42 @@ export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
  */
 const STEP_RETRY = { initialMs: PIPELINE.callRetryInitialMs, maxMs: PIPELINE.callRetryMaxMs, jitter: PIPELINE.callRetryJitter };
 
+/**
+ * Where a job's steps are kept: acta.steps for a worker (createStep), memory for acta/testing's
+ * runAttempt (src/testing/index.ts). The rules of a step are createStepWith's, the same for both.
+ */
+export interface StepStore {
+  /** Every recorded step of the job: name → result as stored. */
+  load(): Promise<Map<string, unknown>>;
+  /** Records step `name` with `resultJson` (checked JSON text) for this attempt, fenced: its result as stored, or 'stale'. */
+  record(name: string, resultJson: string): Promise<StepRecord>;
+}
+
+/** The worker's `ctx.step`: its records in acta.steps, each call repeated on transient errors (STEP_RETRY). */
 export function createStep(db: Queryable, workerId: string, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
-  const now = () => scheduler.now();
   const persist = <R>(call: () => Promise<R>): Promise<R> =>
     firstValueFrom(
       defer(call).pipe(
-        retryBackoff<R>({ ...STEP_RETRY, shouldRetry: (err) => isTransientDbError(err) && !entry.aborted && now() < entry.deadlineAt, scheduler }),
+        retryBackoff<R>({ ...STEP_RETRY, shouldRetry: (err) => isTransientDbError(err) && !entry.aborted && scheduler.now() < entry.deadlineAt, scheduler }),
         takeUntil(fromEvent(entry.controller.signal, 'abort')),
       ),
     ).catch((err: unknown) => {
       entry.controller.signal.throwIfAborted(); // aborted while waiting to repeat: the abort's reason
       throw err;
     });
+  const store: StepStore = {
+    load: () => persist(() => loadSteps(db, entry.row.id)),
+    record: (name, resultJson) => persist(() => recordStep(db, { workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson })),
+  };
+  return createStepWith(store, entry, registry, scheduler);
+}
+
+/** `ctx.step` over `store`, with the rules of a step (see Step). */
+export function createStepWith(store: StepStore, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
   let recorded: Promise<Map<string, unknown>> | undefined;
   return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
     if (typeof name !== 'string' || name.length === 0) throw new ConfigError('a step needs a non-empty name');
-    recorded ??= persist(() => loadSteps(db, entry.row.id));
+    recorded ??= store.load();
     const steps = await recorded;
     if (steps.has(name)) return steps.get(name) as T;
     // Past the attempt deadline the lease may be gone and another attempt may have recorded this
@@ -71,7 +92,7 @@ export function createStep(db: Queryable, workerId: string, entry: Entry, regist
     // passed unnoticed"). The deadline (2.5 H after the last confirmed renewal) comes 1.5 H before
     // the lease ends (4 H; docs/DESIGN.md, "The lease clock"): no other attempt can exist while it
     // has not passed.
-    if (now() >= entry.deadlineAt) registry.abort(entry, 'deadline');
+    if (scheduler.now() >= entry.deadlineAt) registry.abort(entry, 'deadline');
     entry.controller.signal.throwIfAborted();
     const value = await fn();
     let resultJson: string;
@@ -83,7 +104,7 @@ export function createStep(db: Queryable, workerId: string, entry: Entry, regist
     }
     // A superseded attempt (its claim was lost by the server) records nothing.
     entry.controller.signal.throwIfAborted();
-    const outcome = await persist(() => recordStep(db, { workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson }));
+    const outcome = await store.record(name, resultJson);
     if (outcome.status === 'stale') {
       registry.abort(entry, 'lost');
       throw new AttemptCancelledError(`step "${name}" could not be recorded: the attempt no longer owns job ${entry.row.id}`);

@@ -1,0 +1,323 @@
+// acta/testing's runAttempt, used as a user's unit test uses it: through the entry the package's
+// exports map points at (src/testing/index.ts, built to dist/src/testing), no database. Time is
+// virtual (a VirtualTimeScheduler) wherever a timeout or a timed abort is involved.
+import { VirtualTimeScheduler } from 'rxjs';
+import { ConfigError, defineJob, InvalidJsonError, type JobContext } from '../../src';
+import { type AbortCause, runAttempt } from '../../src/testing';
+
+/** A promise that settles when `signal` aborts (with its reason), as a handler that waits for its signal does. */
+const untilAborted = (signal: AbortSignal) =>
+  new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error(`aborted: ${String(signal.reason)}`)), { once: true }));
+
+describe('steps', () => {
+  const calls: string[] = [];
+  const order = defineJob({
+    name: 'charge-and-mail',
+    handler: async (p: { orderId: string; total: number }, { step }: JobContext) => {
+      const charge = await step('charge', () => {
+        calls.push('charge');
+        return { chargeId: `ch_${p.orderId}`, at: new Date(Date.UTC(2030, 0, 2)) };
+      });
+      const mail = await step('mail', () => {
+        calls.push('mail');
+        return { sentFor: charge.chargeId, at: charge.at };
+      });
+      return { charge, mail };
+    },
+  });
+  beforeEach(() => (calls.length = 0));
+
+  test('a seeded first step is replayed, not run again; the second runs; both are recorded', async () => {
+    const run = await runAttempt(order, { orderId: 'o1', total: 5 }, { attempt: 2, steps: { charge: { chargeId: 'ch_seeded', at: '2030-01-01T00:00:00.000Z' } } });
+    expect(calls).toEqual(['mail']);
+    expect(run.steps.ran).toEqual(['mail']);
+    expect(run.steps.replayed).toEqual(['charge']);
+    expect(run.outcome).toBe('succeeded');
+    expect(run.result).toEqual({
+      charge: { chargeId: 'ch_seeded', at: '2030-01-01T00:00:00.000Z' },
+      mail: { sentFor: 'ch_seeded', at: '2030-01-01T00:00:00.000Z' },
+    });
+    expect(run.steps.recorded).toEqual({
+      charge: { chargeId: 'ch_seeded', at: '2030-01-01T00:00:00.000Z' },
+      mail: { sentFor: 'ch_seeded', at: '2030-01-01T00:00:00.000Z' },
+    });
+  });
+
+  test('results go through JSON as jsonb stores them: a Date comes back as its ISO string, a later attempt gets them back', async () => {
+    const first = await runAttempt(order, { orderId: 'o2', total: 5 });
+    expect(calls).toEqual(['charge', 'mail']);
+    expect(first.steps).toEqual({
+      ran: ['charge', 'mail'],
+      replayed: [],
+      recorded: { charge: { chargeId: 'ch_o2', at: '2030-01-02T00:00:00.000Z' }, mail: { sentFor: 'ch_o2', at: '2030-01-02T00:00:00.000Z' } },
+    });
+    // The step's caller got the stored form too, not the Date its fn returned.
+    expect(first.result).toEqual({ charge: first.steps.recorded.charge, mail: first.steps.recorded.mail });
+    const second = await runAttempt(order, { orderId: 'o2', total: 5 }, { attempt: 2, steps: first.steps.recorded });
+    expect(calls).toEqual(['charge', 'mail']); // nothing ran again
+    expect(second.steps.replayed).toEqual(['charge', 'mail']);
+    expect(second.result).toEqual(first.result);
+  });
+
+  test('a step that returned undefined is recorded as null; a name used twice returns the first record', async () => {
+    let runs = 0;
+    const def = defineJob({
+      name: 'twice',
+      handler: async (_: null, { step }: JobContext) => [await step('a', () => void runs++), await step('a', () => runs++)],
+    });
+    const run = await runAttempt(def, null);
+    expect(runs).toBe(1);
+    expect(run.result).toEqual([null, null]);
+    expect(run.steps).toEqual({ ran: ['a'], replayed: ['a'], recorded: { a: null } });
+  });
+
+  test("an unstorable step result fails the job without retry (UnstorableStepResultError); a bad name is the handler's ConfigError", async () => {
+    const unstorable = defineJob({ name: 'bigint-step', handler: async (_: null, { step }: JobContext) => step('n', () => 10n) });
+    const run = await runAttempt(unstorable, null);
+    expect(run).toMatchObject({ outcome: 'failed_final', retryDelayMs: null, steps: { ran: ['n'], recorded: {} } });
+    expect(run.error).toMatchObject({ name: 'UnstorableStepResultError', code: 'ACTA_UNSTORABLE_STEP_RESULT', cause: { name: 'InvalidJsonError' } });
+
+    const unnamed = defineJob({ name: 'unnamed-step', handler: async (_: null, { step }: JobContext) => step('', () => 1) });
+    const bad = await runAttempt(unnamed, null);
+    expect(bad).toMatchObject({ outcome: 'failed', error: { name: 'ConfigError', message: 'a step needs a non-empty name' } });
+  });
+
+  test('seeded steps are stored as acta stores them, or refused', async () => {
+    const seen: unknown[] = [];
+    const def = defineJob({ name: 'seen', handler: async (_: null, { step }: JobContext) => void seen.push(await step('s', () => 'ran'), await step('u', () => 'ran')) });
+    await runAttempt(def, null, { steps: { s: new Date(0), u: undefined } });
+    expect(seen).toEqual(['1970-01-01T00:00:00.000Z', null]);
+    await expect(runAttempt(def, null, { steps: { s: { n: 1n } } })).rejects.toThrow(InvalidJsonError);
+    await expect(runAttempt(def, null, { steps: { s: { n: 1n } } })).rejects.toMatchObject({ path: '$.s.n' });
+    await expect(runAttempt(def, null, { steps: { '': 1 } })).rejects.toThrow(ConfigError);
+  });
+});
+
+describe('timeout and abort', () => {
+  const waits = (timeoutMs?: number) =>
+    defineJob({
+      name: 'waits',
+      timeoutMs,
+      handler: async (_: null, ctx: JobContext) => {
+        await untilAborted(ctx.signal);
+      },
+    });
+
+  test("the definition's timeoutMs aborts the signal with 'timeout' and fails the attempt with AttemptTimeoutError, retried after the backoff", async () => {
+    const scheduler = new VirtualTimeScheduler();
+    let reason: unknown;
+    let waiting!: () => void;
+    const handlerWaits = new Promise<void>((resolve) => (waiting = resolve));
+    const def = defineJob({
+      name: 'slow',
+      timeoutMs: 2_000,
+      backoff: { delayMs: 700 },
+      handler: async (_: null, ctx: JobContext) => {
+        ctx.signal.addEventListener('abort', () => (reason = ctx.signal.reason));
+        waiting();
+        await new Promise(() => {}); // never settles: the worker does not wait for it
+      },
+    });
+    const pending = runAttempt(def, null, { scheduler });
+    await handlerWaits; // the handler starts on a later turn: let it reach its wait, then move the time on
+    scheduler.flush();
+    const run = await pending;
+    expect(scheduler.now()).toBe(2_000);
+    expect(reason).toBe('timeout');
+    expect(run).toMatchObject({ outcome: 'failed', abortCause: 'timeout', retryDelayMs: 700, result: null });
+    expect(run.error).toMatchObject({ name: 'AttemptTimeoutError', code: 'ACTA_ATTEMPT_TIMEOUT', message: 'attempt exceeded its timeout of 2000 ms' });
+  });
+
+  test("with the default scheduler, jest's fake timers move the timeout on", async () => {
+    jest.useFakeTimers();
+    try {
+      const pending = runAttempt(waits(5_000), null);
+      await jest.advanceTimersByTimeAsync(4_999);
+      let settled = false;
+      void pending.then(() => (settled = true));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(settled).toBe(false);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(await pending).toMatchObject({ outcome: 'failed', abortCause: 'timeout', error: { name: 'AttemptTimeoutError' } });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test('without timeoutMs the default is 300 s', async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const pending = runAttempt(waits(), null, { scheduler });
+    scheduler.flush();
+    expect((await pending).error?.message).toBe('attempt exceeded its timeout of 300000 ms');
+    expect(scheduler.now()).toBe(300_000);
+  });
+
+  test.each<[AbortCause, string, string | null]>([
+    ['lost', 'failed', 'AttemptCancelledError'],
+    ['deadline', 'failed', 'AttemptTimeoutError'],
+    ['shutdown', 'handed_back', null],
+    ['fatal', 'handed_back', null],
+  ])("the test's signal aborted with '%s': %s", async (cause, outcome, errorName) => {
+    const controller = new AbortController();
+    let started!: () => void;
+    const handlerStarted = new Promise<void>((resolve) => (started = resolve));
+    const def = defineJob({
+      name: 'aborted',
+      handler: async (_: null, ctx: JobContext) => {
+        started();
+        await untilAborted(ctx.signal);
+      },
+    });
+    const pending = runAttempt(def, null, { signal: controller.signal });
+    await handlerStarted;
+    controller.abort(cause);
+    const run = await pending;
+    expect(run.outcome).toBe(outcome);
+    expect(run.abortCause).toBe(cause);
+    expect(run.error?.name ?? null).toBe(errorName);
+    expect(run.retryDelayMs).toBe(outcome === 'failed' ? 1_000 : 0);
+  });
+
+  test("abortAfter aborts after that many ms of the scheduler's time", async () => {
+    const scheduler = new VirtualTimeScheduler();
+    let abortedAt: number | undefined;
+    let waiting!: () => void;
+    const handlerWaits = new Promise<void>((resolve) => (waiting = resolve));
+    const def = defineJob({
+      name: 'abort-after',
+      handler: async (_: null, ctx: JobContext) => {
+        ctx.signal.addEventListener('abort', () => (abortedAt = scheduler.now()));
+        waiting();
+        await untilAborted(ctx.signal);
+      },
+    });
+    const pending = runAttempt(def, null, { scheduler, abortAfter: { ms: 250, cause: 'lost' } });
+    await handlerWaits;
+    scheduler.flush();
+    const run = await pending;
+    expect(abortedAt).toBe(250);
+    expect(run).toMatchObject({ outcome: 'failed', abortCause: 'lost', error: { name: 'AttemptCancelledError' } });
+  });
+
+  test('a signal aborted before the run: the handler never runs and the job goes back uncharged', async () => {
+    let ran = false;
+    const def = defineJob({ name: 'never', handler: () => void (ran = true) });
+    const run = await runAttempt(def, null, { signal: AbortSignal.abort('shutdown') });
+    await Promise.resolve();
+    expect(ran).toBe(false);
+    expect(run).toMatchObject({ outcome: 'handed_back', retryDelayMs: 0, error: null, abortCause: 'shutdown' });
+  });
+
+  test('an abort reason that is not a cause a worker uses is refused', async () => {
+    const controller = new AbortController();
+    const pending = runAttempt(waits(), null, { signal: controller.signal });
+    controller.abort(); // reason: a DOMException
+    await expect(pending).rejects.toThrow(ConfigError);
+    await expect(pending).rejects.toThrow(/the signal's reason must be one of timeout, deadline, lost, shutdown, fatal/);
+    await expect(runAttempt(waits(), null, { abortAfter: { ms: 1, cause: 'crash' as AbortCause } })).rejects.toThrow(/abortAfter.cause must be one of/);
+  });
+});
+
+describe('outcomes', () => {
+  test('a thrown non-Error fails the job without retry (NonErrorThrown)', async () => {
+    const def = defineJob({
+      name: 'throws-string',
+      handler: () => {
+        throw 'no such user';
+      },
+    });
+    const run = await runAttempt(def, null);
+    expect(run).toMatchObject({ outcome: 'failed_final', retryDelayMs: null });
+    expect(run.error).toEqual({ name: 'NonErrorThrown', message: 'handler threw a non-Error value (string): no such user' });
+  });
+
+  test('a result that cannot be stored fails the job without retry (UnstorableResult)', async () => {
+    const def = defineJob({ name: 'cyclic', handler: () => {
+      const o: Record<string, unknown> = {};
+      o.self = o;
+      return o;
+    } });
+    const run = await runAttempt(def, null);
+    expect(run).toMatchObject({ outcome: 'failed_final', result: null, error: { name: 'UnstorableResult', path: '$.self' } });
+  });
+
+  test("retries: the definition's backoff for the attempt that failed, final when the attempts are used up", async () => {
+    const def = defineJob({
+      name: 'flaky',
+      maxAttempts: 4,
+      backoff: { delayMs: 500, factor: 3, maxDelayMs: 10_000 },
+      handler: () => {
+        throw Object.assign(new Error('upstream 503'), { code: 'E503' });
+      },
+    });
+    const runs = await Promise.all([1, 2, 3, 4].map((attempt) => runAttempt(def, null, { attempt })));
+    expect(runs.map((r) => [r.outcome, r.retryDelayMs])).toEqual([
+      ['failed', 500],
+      ['failed', 1_500],
+      ['failed', 4_500],
+      ['failed_final', null],
+    ]);
+    expect(runs[0].error).toMatchObject({ name: 'Error', message: 'upstream 503', code: 'E503' });
+    expect(runs[0].error?.stack).toContain('upstream 503');
+    // The job's own maxAttempts wins over the definition's; without either, 25.
+    expect((await runAttempt(def, null, { attempt: 2, maxAttempts: 2 })).outcome).toBe('failed_final');
+    const plain = defineJob({ name: 'plain', backoff: (attempt: number) => attempt * 10, handler: () => Promise.reject(new Error('x')) });
+    expect(await runAttempt(plain, null, { attempt: 24 })).toMatchObject({ outcome: 'failed', retryDelayMs: 240 });
+    expect(await runAttempt(plain, null, { attempt: 25 })).toMatchObject({ outcome: 'failed_final', retryDelayMs: null });
+    await expect(runAttempt(plain, null, { attempt: 26 })).rejects.toThrow("attempt 26 is past the job's maxAttempts (25): a worker never claims it");
+  });
+
+  test("the result as stored; the context's fields, with defaults and as set; the payload as enqueue stores it", async () => {
+    const seen: Omit<JobContext, 'signal' | 'logger' | 'step'>[] = [];
+    const def = defineJob({
+      name: 'echo',
+      handler: (p: { at: Date; n?: number }, ctx: JobContext) => {
+        seen.push({ jobId: ctx.jobId, attempt: ctx.attempt, execution: ctx.execution, definition: ctx.definition });
+        return { p, undef: undefined, when: new Date(0) };
+      },
+    });
+    const run = await runAttempt(def, { at: new Date(1_000), n: undefined });
+    expect(run).toMatchObject({ outcome: 'succeeded', error: null, retryDelayMs: null, abortCause: null });
+    expect(run.result).toEqual({ p: { at: '1970-01-01T00:00:01.000Z' }, when: '1970-01-01T00:00:00.000Z' });
+    await runAttempt(def, { at: new Date(0) }, { jobId: '42', attempt: 3, execution: 5, definitionName: 'echo-v2' });
+    expect(seen).toEqual([
+      { jobId: '1', attempt: 1, execution: 1, definition: 'echo' },
+      { jobId: '42', attempt: 3, execution: 5, definition: 'echo-v2' },
+    ]);
+    await expect(runAttempt(def, { at: new Date(0), n: 1n as unknown as number })).rejects.toMatchObject({ name: 'InvalidJsonError', path: '$.n' });
+  });
+
+  test('bad input is refused with ConfigError before the handler runs', async () => {
+    let ran = false;
+    const def = defineJob({ name: 'ok', handler: () => void (ran = true) });
+    await expect(runAttempt(def, null, { attempts: 2 } as never)).rejects.toThrow('unknown runAttempt option "attempts"');
+    await expect(runAttempt(def, null, { attempt: 0 })).rejects.toThrow(ConfigError);
+    await expect(runAttempt(def, null, { attempt: 3, execution: 2 })).rejects.toThrow('execution must be an integer between 3');
+    await expect(runAttempt(def, null, { jobId: '' })).rejects.toThrow(ConfigError);
+    await expect(runAttempt(def, null, { signal: {} as AbortSignal })).rejects.toThrow('signal must be an AbortSignal');
+    await expect(runAttempt({ name: 'x', handler: () => 1, timeoutMs: 0 }, null)).rejects.toThrow('timeoutMs of definition "x"');
+    expect(ran).toBe(false);
+  });
+});
+
+test("logs: ctx.logger's lines and the worker's own about the attempt, with the job's bindings", async () => {
+  const def = defineJob({
+    name: 'logs',
+    maxAttempts: 2,
+    handler: (p: { user: string }, { logger }: JobContext) => {
+      logger.debug({ user: p.user }, 'looking up');
+      logger.info('found');
+      throw new Error('mail server down');
+    },
+  });
+  const first = await runAttempt(def, { user: 'ada' });
+  expect(first.logs.map((l) => [l.level, l.msg])).toEqual([
+    ['debug', 'looking up'],
+    ['info', 'found'],
+    ['warn', 'attempt failed'],
+  ]);
+  expect(first.logs[0]).toEqual({ level: 'debug', component: 'executor', jobId: '1', definition: 'logs', attempt: 1, user: 'ada', msg: 'looking up' });
+  expect(first.logs[2]).toMatchObject({ maxAttempts: 2, error: { name: 'Error', message: 'mail server down' } });
+  const last = await runAttempt(def, { user: 'ada' }, { attempt: 2 });
+  expect(last.logs[2]).toMatchObject({ level: 'error', msg: 'job failed: no attempts left', attempt: 2 });
+});
