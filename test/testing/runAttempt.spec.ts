@@ -268,7 +268,7 @@ describe('outcomes', () => {
   });
 
   test("the result as stored; the context's fields, with defaults and as set; the payload as enqueue stores it", async () => {
-    const seen: Omit<JobContext, 'signal' | 'logger' | 'step'>[] = [];
+    const seen: Pick<JobContext, 'jobId' | 'attempt' | 'execution' | 'definition'>[] = [];
     const def = defineJob({
       name: 'echo',
       handler: (p: { at: Date; n?: number }, ctx: JobContext) => {
@@ -285,6 +285,22 @@ describe('outcomes', () => {
       { jobId: '42', attempt: 3, execution: 5, definition: 'echo-v2' },
     ]);
     await expect(runAttempt(def, { at: new Date(0), n: 1n as unknown as number })).rejects.toMatchObject({ name: 'InvalidJsonError', path: '$.n' });
+  });
+
+  test('ctx.rateLimited ends the attempt rate limited, uncharged, due after its delay, whatever the handler does next; a bad delay fails the attempt with ConfigError', async () => {
+    const def = defineJob({
+      name: 'api',
+      handler: async (_: null, ctx: JobContext) => {
+        try {
+          ctx.rateLimited({ retryAfterMs: 30_000 });
+        } catch {
+          return 'swallowed'; // the call decided already
+        }
+      },
+    });
+    expect(await runAttempt(def, null)).toMatchObject({ outcome: 'rate_limited', retryDelayMs: 30_000, result: null });
+    const bad = defineJob({ name: 'bad', handler: (_: null, ctx: JobContext) => ctx.rateLimited({ retryAfterMs: -1 }) });
+    expect(await runAttempt(bad, null)).toMatchObject({ outcome: 'failed', error: { name: 'ConfigError' } });
   });
 
   test('bad input is refused with ConfigError before the handler runs', async () => {
