@@ -87,6 +87,7 @@ CREATE INDEX jobs_fair_idx ON acta.jobs USING btree (hashtextextended(((namespac
 CREATE INDEX jobs_fair_key_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), concurrency_key, priority, fair_tag) WHERE ((status = 'ready'::text) AND (fair_tag IS NOT NULL));
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON acta.jobs USING btree (namespace, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 CREATE INDEX jobs_key_held_idx ON acta.jobs USING btree (namespace, concurrency_key) WHERE ((status = 'executing'::text) AND (concurrency_key IS NOT NULL));
+CREATE INDEX jobs_key_ready_idx ON acta.jobs USING btree (namespace, concurrency_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (concurrency_key IS NOT NULL));
 CREATE INDEX jobs_lane_held_idx ON acta.jobs USING btree (namespace, lane) WHERE ((status = ANY (ARRAY['executing'::text, 'waiting'::text])) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, id) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lease_idx ON acta.jobs USING btree (namespace, lease_expires_at) WHERE ((status = 'executing'::text) AND (lease_expires_at IS NOT NULL));
@@ -95,6 +96,7 @@ CASE blocked_by
     WHEN 'rate'::text THEN rate_key
     ELSE concurrency_key
 END), priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by = ANY (ARRAY['concurrency'::text, 'rate'::text])));
+CREATE INDEX jobs_rate_ready_idx ON acta.jobs USING btree (namespace, rate_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (rate_key IS NOT NULL));
 
 create table acta.migrations (
   name text not null,
@@ -555,6 +557,37 @@ begin
         set blocked_by = p.kind
         from unnest(v_parked_ids, v_parked_kinds) as p(id, kind)
         where j.id = any (v_parked_ids) and j.id = p.id;
+      end if;
+      -- A round refused whole: the head of the queue is a backlog of gates that have no room (a
+      -- tenant's burst at its limit, a long lane). Park the rest of their due rows now, in one
+      -- statement each, so that this claim and the next reach the rows behind them; a round that
+      -- admitted something parks only what it met (interleaved keys mostly find room).
+      if cardinality(v_admitted) = 0 and cardinality(v_parked_ids) > 0 then
+        update acta.jobs j set blocked_by = 'concurrency'
+        where j.id = any (array(
+          select x.id from acta.jobs x
+          where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
+            and x.concurrency_key = any (array(select g.key from unnest(v_gate_kinds, v_gate_keys) as g(kind, key) where g.kind = 'concurrency'))
+            and x.run_at <= now() and x.definition = any (p_definitions)
+          limit 10000
+          for update skip locked));
+        update acta.jobs j set blocked_by = 'rate'
+        where j.id = any (array(
+          select x.id from acta.jobs x
+          where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
+            and x.rate_key = any (array(select g.key from unnest(v_gate_kinds, v_gate_keys) as g(kind, key) where g.kind = 'rate'))
+            and x.run_at <= now() and x.definition = any (p_definitions)
+          limit 10000
+          for update skip locked));
+        -- A lane's rows behind its first Ready row (that one is its head, running or not).
+        update acta.jobs j set blocked_by = 'lane'
+        where j.id = any (array(
+          select x.id from acta.jobs x
+          join unnest(v_gate_kinds, v_gate_keys) as g(kind, key) on g.kind = 'lane' and x.lane = g.key
+          where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
+            and x.id > (select min(f.id) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
+          limit 10000
+          for update skip locked));
       end if;
       -- Admitted through a meter: their start times go into its log, which keeps the window only.
       if cardinality(v_rate_keys) > 0 then

@@ -433,6 +433,37 @@ begin
         from unnest(v_parked_ids, v_parked_kinds) as p(id, kind)
         where j.id = any (v_parked_ids) and j.id = p.id;
       end if;
+      -- A round refused whole: the head of the queue is a backlog of gates that have no room (a
+      -- tenant's burst at its limit, a long lane). Park the rest of their due rows now, in one
+      -- statement each, so that this claim and the next reach the rows behind them; a round that
+      -- admitted something parks only what it met (interleaved keys mostly find room).
+      if cardinality(v_admitted) = 0 and cardinality(v_parked_ids) > 0 then
+        update acta.jobs j set blocked_by = 'concurrency'
+        where j.id = any (array(
+          select x.id from acta.jobs x
+          where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
+            and x.concurrency_key = any (array(select g.key from unnest(v_gate_kinds, v_gate_keys) as g(kind, key) where g.kind = 'concurrency'))
+            and x.run_at <= now() and x.definition = any (p_definitions)
+          limit 10000
+          for update skip locked));
+        update acta.jobs j set blocked_by = 'rate'
+        where j.id = any (array(
+          select x.id from acta.jobs x
+          where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
+            and x.rate_key = any (array(select g.key from unnest(v_gate_kinds, v_gate_keys) as g(kind, key) where g.kind = 'rate'))
+            and x.run_at <= now() and x.definition = any (p_definitions)
+          limit 10000
+          for update skip locked));
+        -- A lane's rows behind its first Ready row (that one is its head, running or not).
+        update acta.jobs j set blocked_by = 'lane'
+        where j.id = any (array(
+          select x.id from acta.jobs x
+          join unnest(v_gate_kinds, v_gate_keys) as g(kind, key) on g.kind = 'lane' and x.lane = g.key
+          where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
+            and x.id > (select min(f.id) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
+          limit 10000
+          for update skip locked));
+      end if;
       -- Admitted through a meter: their start times go into its log, which keeps the window only.
       if cardinality(v_rate_keys) > 0 then
         insert into acta.gates as g (namespace, kind, key, stamps)

@@ -37,6 +37,12 @@ create index jobs_lane_held_idx on acta.jobs (namespace, lane)
   where status in ('executing', 'waiting') and lane is not null;
 create index jobs_lane_ready_idx on acta.jobs (namespace, lane, id)
   where status = 'ready' and lane is not null;
+-- A key's and a meter's rows not parked, by due time: parked all at once when a claim finds the
+-- head of its queue blocked by them (acta.claim_jobs).
+create index jobs_key_ready_idx on acta.jobs (namespace, concurrency_key, run_at)
+  where status = 'ready' and blocked_by is null and concurrency_key is not null;
+create index jobs_rate_ready_idx on acta.jobs (namespace, rate_key, run_at)
+  where status = 'ready' and blocked_by is null and rate_key is not null;
 -- Rows parked on a concurrency key or a rate meter, per gate in the order they are released.
 create index jobs_parked_idx on acta.jobs (namespace, blocked_by, (case blocked_by when 'rate' then rate_key else concurrency_key end), priority desc, run_at, id)
   where status = 'ready' and blocked_by in ('concurrency', 'rate');

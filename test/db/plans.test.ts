@@ -6,11 +6,12 @@
 // claim at 60,000 queued: docs/decisions/2026-11-30-claim-plan-settings.md). On PostgreSQL 15 the planner picks that sort from about 20,000 rows
 // of history up.
 import { randomUUID } from 'node:crypto';
-import { createClient, type Db, type Queryable } from '../../src';
+import { createClient, type Db, defineJob, type Queryable } from '../../src';
 import { completeExecutions } from '../../src/db/executions';
 import { claimJobs, enqueueJobs, recoverJobs } from '../../src/db/jobs';
 import { recordStep } from '../../src/db/steps';
-import { heartbeat } from '../../src/db/workers';
+import { heartbeat, registerWorker } from '../../src/db/workers';
+import { declaredPolicy } from '../../src/definition';
 import { Client } from 'pg';
 import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db';
 
@@ -286,5 +287,49 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
     expect(await claimBeatComplete()).toEqual(expected); // the same plans, on 20,010 rows
   } finally {
     await session.end();
+  }
+}, 60_000);
+
+test('a key with 20,000 parked rows costs a claim and a hand-on a few index entries, with or without statistics', async () => {
+  // The parked rows are out of the claim's indexes (migration 0008): claiming other keys' rows
+  // does not walk them, and a hand-on reads the first of them along jobs_parked_idx.
+  await db.query('truncate acta.jobs');
+  const worker = randomUUID();
+  const keyed = defineJob({ name: 'keyed', handler: () => undefined, concurrency: { limit: 1 } });
+  await registerWorker(db, { workerId: worker, namespace: 'default', hostname: 'test', pid: 1, definitions: ['keyed'], maxAttempts: [null], leaseMs: 60_000, policies: { keyed: declaredPolicy(keyed) } });
+  const client = createClient({ db });
+  await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'keyed', payload: { i }, concurrencyKey: 'hot' })));
+  const [holder] = (await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['keyed'], limit: 8, leaseMs: 60_000 })).rows;
+  expect(Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where blocked_by = 'concurrency'`)).rows[0].n)).toBe(BACKLOG - 1);
+  // The parked rows' old entries in jobs_due_idx are dead: the next scan over them marks them so
+  // (as after any update of that many rows), and later scans pass them at once.
+  await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['keyed'], limit: 8, leaseMs: 60_000 });
+  for (const analyze of [false, true]) {
+    if (analyze) await db.query('analyze acta.jobs');
+    await client.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ definition: 'keyed', payload: { other: i }, concurrencyKey: `other-${analyze}-${i}` })));
+    const seen = await db.transaction(async (tx) => {
+      const reads = async () =>
+        (
+          await tx.query<{ parked: string; due: string; key_ready: string }>(
+            `select pg_stat_get_xact_tuples_returned('acta.jobs_parked_idx'::regclass) as parked,
+                    pg_stat_get_xact_tuples_returned('acta.jobs_due_idx'::regclass) as due,
+                    pg_stat_get_xact_tuples_returned('acta.jobs_key_ready_idx'::regclass) as key_ready`,
+          )
+        ).rows[0];
+      const before = await reads();
+      const claimed = await claimJobs(tx, { namespace: 'default', workerId: worker, definitions: ['keyed'], limit: 8, leaseMs: 60_000 });
+      const mid = await reads();
+      const acks = await completeExecutions(tx, worker, analyze ? [] : [{ id: holder.id, execution: holder.execution, outcome: 'succeeded', result: null, error: null, retryDelayMs: 0 }]);
+      const after = await reads();
+      const d = (a: Record<string, string>, b: Record<string, string>) => Object.fromEntries(Object.keys(a).map((k) => [k, Number(b[k]) - Number(a[k])]));
+      return { claimed: claimed.rows.map((r) => r.payload), acks: acks.map((a) => a.status), claim: d(before, mid), handOn: d(mid, after) };
+    });
+    // The second round also takes the row the first round's hand-on released.
+    const others = [0, 1, 2].map((i) => ({ other: i }));
+    expect({ analyze, claimed: seen.claimed, acks: seen.acks }).toEqual({ analyze, claimed: analyze ? [{ i: 1 }, ...others] : others, acks: analyze ? [] : ['succeeded'] });
+    // Entries read, dead ones included: a handful, against the 20,000 parked.
+    for (const [call, reads] of Object.entries({ claim: seen.claim, handOn: seen.handOn })) {
+      expect({ analyze, call, reads: Object.values(reads).every((n) => n < 50) ? 'a few' : reads }).toEqual({ analyze, call, reads: 'a few' });
+    }
   }
 }, 60_000);

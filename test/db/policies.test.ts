@@ -87,6 +87,22 @@ describe('concurrency keys', () => {
     expect((await db.query(`select count(*)::int as n from acta.jobs where namespace = $1 and status = 'executing'`, [ns])).rows[0].n).toBe(3);
   });
 
+  test("a key's burst at its limit, first in the queue, does not hold other keys back: the claim that meets it whole parks the rest of it and takes the rows behind", async () => {
+    const ns = fresh();
+    const worker = await declare(ns, [rebuild]);
+    const client = createClient({ db, namespace: ns });
+    await client.enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: rebuild, payload: { tenant: 'burst', i } })));
+    await client.enqueueMany(Array.from({ length: 5 }, (_, i) => ({ definition: rebuild, payload: { tenant: `lone-${i}`, i: 10_000 + i } })));
+    const got = await claim(ns, worker, ['rebuild'], 8);
+    // 3 of the burst (its limit), then the first round of candidates refused whole: the burst is
+    // parked in one statement, and the lone tenants behind it are reached in the same claim.
+    expect(got.rows.map((r) => (r.payload as { tenant: string }).tenant)).toEqual(['burst', 'burst', 'burst', 'lone-0', 'lone-1', 'lone-2', 'lone-3', 'lone-4']);
+    expect((await parked(ns)).length).toBe(1_997);
+    // Order kept: the hand-on releases the burst's rows from its oldest.
+    await completeExecutions(db, worker, done(got.rows.slice(0, 1)));
+    expect(payloadsOf((await claim(ns, worker, ['rebuild'], 8)).rows)).toEqual([{ tenant: 'burst', i: 3 }]);
+  });
+
   test('one key across definitions shares its slots; each definition admits up to its own limit', async () => {
     const ns = fresh();
     const one = defineJob({ name: 'one', handler, concurrency: { limit: 1 } });
