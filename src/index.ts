@@ -4,7 +4,7 @@
  */
 export { createClient, type Client, type ClientOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client';
 export { createWorker, type Worker, type WorkerOptions } from './worker';
-export { defineJob, backoffMs, type Backoff, type Definition, type JobContext } from './definition';
+export { defineJob, backoffMs, type Backoff, type ConcurrencyPolicy, type Definition, type JobContext, type RatePolicy } from './definition';
 export { connect, describeTarget, DEFAULT_DATA_DIR } from './db/connect';
 export { createPgDb, type PgDbOptions } from './db/pgDb';
 export { createPgliteDb, type PgliteDbOptions } from './db/pgliteDb';
@@ -26,4 +26,5 @@ export {
   SchemaNotMigratedError,
   UnknownDefinitionError,
   UnstorableStepResultError,
+  RateLimitedError,
 } from './errors';

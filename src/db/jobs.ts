@@ -113,10 +113,15 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     created_at: Date;
     finished_at: Date | null;
     idempotency_key: string | null;
+    concurrency_key: string | null;
+    rate_key: string | null;
+    lane: string | null;
+    blocked_by: JobRecord['blockedBy'];
     executions: { execution: number; worker_id: string | null; claimed_at: string; finished_at: string; outcome: ExecutionOutcome; charged: boolean; error: StoredError | null }[];
   }>(
     `select j.id::text as id, j.definition, j.status, j.payload, j.result, j.error, j.attempts, j.max_attempts,
             j.execution, j.priority, j.run_at, j.created_at, j.finished_at, j.idempotency_key,
+            j.concurrency_key, j.rate_key, j.lane, j.blocked_by,
             coalesce((select json_agg(json_build_object(
                                'execution', e.execution, 'worker_id', e.worker_id, 'claimed_at', e.claimed_at,
                                'finished_at', e.finished_at, 'outcome', e.outcome, 'charged', e.charged, 'error', e.error)
@@ -143,6 +148,10 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     createdAt: r.created_at,
     finishedAt: r.finished_at,
     idempotencyKey: r.idempotency_key,
+    concurrencyKey: r.concurrency_key,
+    rateKey: r.rate_key,
+    lane: r.lane,
+    blockedBy: r.blocked_by,
     executions: r.executions.map((e) => ({
       execution: e.execution,
       workerId: e.worker_id,

@@ -167,6 +167,15 @@ export interface JobRecord<P = unknown, R = unknown> {
   createdAt: Date;
   finishedAt: Date | null;
   idempotencyKey: string | null;
+  /** The job's policy keys (docs/DESIGN.md, "Policies"), or null. */
+  concurrencyKey: string | null;
+  rateKey: string | null;
+  lane: string | null;
+  /**
+   * A Ready job a claim refused waits parked for its gate: 'lane' (its lane's head runs or waits),
+   * 'concurrency' (its key has no free slot), 'rate' (its meter has no token); null otherwise.
+   */
+  blockedBy: 'lane' | 'concurrency' | 'rate' | null;
   /** Finished attempts in execution order; an attempt still running has no row yet. */
   executions: ExecutionRecord[];
 }

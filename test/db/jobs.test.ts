@@ -32,6 +32,10 @@ test('a queued job reads as Ready with its payload, options and no attempts', as
     createdAt: expect.any(Date),
     finishedAt: null,
     idempotencyKey: 'k1',
+    concurrencyKey: null,
+    rateKey: null,
+    lane: null,
+    blockedBy: null,
     executions: [],
   });
   expect(job!.createdAt.getTime()).toBeGreaterThanOrEqual(before.rows[0].now.getTime());

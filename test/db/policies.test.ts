@@ -50,11 +50,13 @@ describe('concurrency keys', () => {
     const ns = fresh();
     const worker = await declare(ns, [rebuild]);
     const client = createClient({ db, namespace: ns });
-    await client.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ definition: rebuild, payload: { tenant: 'acme', i } })));
+    const ids = await client.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ definition: rebuild, payload: { tenant: 'acme', i } })));
     await client.enqueue(rebuild, { tenant: 'other', i: 100 });
     const first = await claim(ns, worker, ['rebuild'], 100);
     expect(payloadsOf(first.rows)).toEqual([0, 1, 2, 100].map((i) => ({ tenant: i === 100 ? 'other' : 'acme', i })));
     expect((await parked(ns)).map((r) => [r.i, r.blocked_by])).toEqual([3, 4, 5, 6, 7, 8, 9].map((i) => [i, 'concurrency']));
+    // getJob says why it waits.
+    expect(await client.getJob(ids[3].id)).toMatchObject({ status: 'ready', concurrencyKey: 'tenant:acme', rateKey: null, lane: null, blockedBy: 'concurrency', attempts: 0 });
     const { rows: charged } = await db.query<{ n: string }>(`select count(*) as n from acta.jobs where namespace = $1 and attempts > 0`, [ns]);
     expect(Number(charged[0].n)).toBe(0);
     // Nothing more for the key: an idle answer whose next due time is the gate's recheck, the bounce.
