@@ -1,0 +1,86 @@
+import type { Db, ListenHandlers, ListenOptions } from './db/Db';
+import { completeExecutions } from './db/executions';
+import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, readJob, recoverJobs } from './db/jobs';
+import { assertMigrated } from './db/migrator';
+import { releasePasses } from './db/namespaces';
+import { loadSteps, recordStep } from './db/steps';
+import type { ClaimResult, CompletionAck, CompletionRow, DeclaredPolicy, HeartbeatResult, HeldPair, JobId, JobRecord, PassSchedule, RecoveredRow, StepRecord } from './db/types';
+import { type AppliedPolicy, heartbeat, loadPolicies, registerWorker, stopWorker } from './db/workers';
+
+/**
+ * The ledger as a worker and a client use it: every call a stage makes to the database, one round
+ * trip each (docs/DESIGN.md, "Storage"). `sqlLedger(db)` makes them on PostgreSQL or PGlite
+ * through the SQL functions of sql/functions/; `acta/testing`'s in-memory ledger makes the same
+ * decisions in memory, its answers arriving on a scheduler. One contract suite runs against both
+ * (test/ledger/), so the two cannot drift apart.
+ */
+export interface Ledger {
+  /** Throws SchemaNotMigratedError / SchemaNewerError when the store is not at this version. */
+  assertReady(): Promise<void>;
+  registerWorker(args: RegisterArgs): Promise<{ duePasses: string[] }>;
+  loadPolicies(namespace: string, names: string[]): Promise<{ version: number; policies: AppliedPolicy[] }>;
+  claimJobs(args: ClaimArgs): Promise<ClaimResult>;
+  completeExecutions(workerId: string, rows: CompletionRow[]): Promise<CompletionAck[]>;
+  heartbeat(args: HeartbeatArgs): Promise<HeartbeatResult>;
+  recoverJobs(args: { namespace: string; deadAfterMs: number; limit?: number }): Promise<RecoveredRow[]>;
+  releasePasses(namespace: string, passes: string[]): Promise<void>;
+  stopWorker(workerId: string): Promise<void>;
+  loadSteps(jobId: JobId): Promise<Map<string, unknown>>;
+  recordStep(args: { workerId: string; jobId: JobId; execution: number; name: string; resultJson: string }): Promise<StepRecord>;
+  /** NOTIFY wakeups: `channel` 'acta_jobs', a payload per namespace woken (Db.listen's contract). */
+  listen(channel: string, handlers: ListenHandlers, options?: ListenOptions): Promise<() => Promise<void>>;
+  /** A client's calls. */
+  enqueueJobs(namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]>;
+  readJob(namespace: string, id: string): Promise<JobRecord | null>;
+  cancelJob(namespace: string, id: string): Promise<boolean>;
+}
+
+export interface RegisterArgs {
+  workerId: string;
+  namespace: string;
+  hostname: string;
+  pid: number;
+  definitions: string[];
+  maxAttempts?: (number | null)[];
+  leaseMs: number;
+  passes?: PassSchedule[];
+  build?: string | null;
+  policies?: Record<string, DeclaredPolicy>;
+}
+
+export interface ClaimArgs {
+  namespace: string;
+  workerId: string;
+  definitions: string[];
+  limit: number;
+  leaseMs: number;
+}
+
+export interface HeartbeatArgs {
+  workerId: string;
+  namespace: string;
+  held: HeldPair[];
+  leaseMs: number;
+  passes?: PassSchedule[];
+}
+
+/** The ledger on a database: each call is the SQL function's typed wrapper in src/db/. */
+export function sqlLedger(db: Db): Ledger {
+  return {
+    assertReady: () => assertMigrated(db),
+    registerWorker: (args) => registerWorker(db, args),
+    loadPolicies: (namespace, names) => loadPolicies(db, namespace, names),
+    claimJobs: (args) => claimJobs(db, args),
+    completeExecutions: (workerId, rows) => completeExecutions(db, workerId, rows),
+    heartbeat: (args) => heartbeat(db, args),
+    recoverJobs: (args) => recoverJobs(db, args),
+    releasePasses: (namespace, passes) => releasePasses(db, namespace, passes),
+    stopWorker: (workerId) => stopWorker(db, workerId),
+    loadSteps: (jobId) => loadSteps(db, jobId),
+    recordStep: (args) => recordStep(db, args),
+    listen: (channel, handlers, options) => db.listen(channel, handlers, options),
+    enqueueJobs: (namespace, rows) => enqueueJobs(db, namespace, rows),
+    readJob: (namespace, id) => readJob(db, namespace, id),
+    cancelJob: (namespace, id) => cancelJob(db, namespace, id),
+  };
+}
