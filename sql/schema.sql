@@ -84,7 +84,7 @@ create table acta.jobs (
 CREATE INDEX jobs_claim_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NULL));
 CREATE INDEX jobs_due_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NULL));
 CREATE INDEX jobs_fair_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), priority DESC, fair_tag, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NOT NULL));
-CREATE INDEX jobs_fair_key_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), concurrency_key, priority, fair_tag) WHERE ((status = 'ready'::text) AND (fair_tag IS NOT NULL));
+CREATE INDEX jobs_fair_key_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), COALESCE(concurrency_key, ''::text), priority, fair_tag) WHERE ((status = 'ready'::text) AND (fair_tag IS NOT NULL));
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON acta.jobs USING btree (namespace, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 CREATE INDEX jobs_key_held_idx ON acta.jobs USING btree (namespace, concurrency_key) WHERE ((status = 'executing'::text) AND (concurrency_key IS NOT NULL));
 CREATE INDEX jobs_key_ready_idx ON acta.jobs USING btree (namespace, concurrency_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (concurrency_key IS NOT NULL));

@@ -27,7 +27,7 @@ create index jobs_claim_idx on acta.jobs (hashtextextended(namespace || '/' || d
 -- A fair definition's due rows in turn order, and each key's last turn.
 create index jobs_fair_idx on acta.jobs (hashtextextended(namespace || '/' || definition, 0), priority desc, fair_tag, id)
   where status = 'ready' and blocked_by is null and fair_tag is not null;
-create index jobs_fair_key_idx on acta.jobs (hashtextextended(namespace || '/' || definition, 0), concurrency_key, priority, fair_tag)
+create index jobs_fair_key_idx on acta.jobs (hashtextextended(namespace || '/' || definition, 0), coalesce(concurrency_key, ''), priority, fair_tag)
   where status = 'ready' and fair_tag is not null;
 -- The attempts that hold a key's slots; a lane's head while it runs or waits; a lane's Ready rows
 -- in lane order (its head first).
