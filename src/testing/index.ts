@@ -5,3 +5,4 @@
  */
 export { runAttempt, type AttemptRun, type LogLine, type RunAttemptOptions } from './runAttempt';
 export { ABORT_CAUSES, type AbortCause } from '../registry';
+export { VirtualClock, fromMarbles, type Recording } from './virtualClock';
