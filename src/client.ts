@@ -6,6 +6,7 @@ import { schemaError } from './db/schemaVerdict';
 import { checkDefinition, type Definition, policyKeys } from './definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, UnknownDefinitionError } from './errors';
 import { toJsonText } from './json';
+import { type Ledger, sqlLedger } from './ledger';
 
 /** Options of one job at enqueue. */
 export interface EnqueueOptions {
@@ -72,7 +73,10 @@ export type EnqueueItemOf<D> = Omit<EnqueueItem, 'definition' | 'payload'> & { d
 export type WakeupPublisher = (namespace: string) => void;
 
 export interface ClientOptions {
-  db: Db;
+  /** The database. Required unless `ledger` is given. */
+  db?: Db;
+  /** The ledger to enqueue into and read from instead of `db` (acta/testing's in-memory ledger); no `tx` then. */
+  ledger?: Ledger;
   /** Queue namespace, default "default". */
   namespace?: string;
   /** Extra wakeup channel (Redis) for setups where NOTIFY does not reach workers. */
@@ -167,7 +171,7 @@ function shown(value: unknown): string {
 }
 
 /** The keys of ClientOptions: createClient refuses any other. */
-const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions'];
+const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', 'ledger'];
 
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
 const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane'];
@@ -190,7 +194,16 @@ function definitionName(definition: unknown): unknown {
 /** Creates a client that enqueues jobs (docs/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {
   knownKeys('client option', options, CLIENT_OPTION_KEYS);
+  if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a client needs a db (or a ledger)');
   const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
+  const ledger = options.ledger ?? sqlLedger(options.db as Db);
+  /** A caller's transaction is a Queryable of the database; a ledger without a db has none. */
+  const inTx = (tx: Queryable | undefined): Queryable | undefined => {
+    if (tx !== undefined && options.db === undefined) throw new ConfigError('tx: this client has a ledger and no database, so no transactions');
+    return tx;
+  };
+  /** The migrator's verdict on a database error (schemaError); a ledger's errors are its own. */
+  const verdict = async (err: unknown, inCallersTx: boolean) => (options.db ? schemaError(options.db, err, inCallersTx) : err);
   for (const d of options.definitions ?? []) checkDefinition(d, false);
   const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
   /** `many`: called as enqueueMany, whose errors about an item name it (enqueue's one item is not named). */
@@ -260,7 +273,8 @@ export function createClient(options: ClientOptions): Client {
     }
     let result: Awaited<ReturnType<typeof enqueueJobs>>;
     try {
-      result = await enqueueJobs(opts.tx ?? options.db, namespace, rows);
+      const tx = inTx(opts.tx);
+      result = tx ? await enqueueJobs(tx, namespace, rows) : await ledger.enqueueJobs(namespace, rows);
     } catch (err) {
       // 54000 (program_limit_exceeded): a payload beyond what one jsonb value holds (256 MB; a
       // string within it as well). One job: that payload cannot be stored, refused like any other.
@@ -271,7 +285,7 @@ export function createClient(options: ClientOptions): Client {
       // No acta schema (3F000), or one older or newer than this client (42883: a function or
       // procedure it calls is missing, e.g. acta.enqueue_jobs_wake_early before it was migrated,
       // or has other arguments): say what to run.
-      throw await schemaError(options.db, err, opts.tx !== undefined);
+      throw await verdict(err, opts.tx !== undefined);
     }
     if (!opts.tx) options.publishWakeup?.(namespace);
     return result.map((r, i) => {
@@ -284,14 +298,15 @@ export function createClient(options: ClientOptions): Client {
    * One statement about one job (getJob, cancel): options checked, the id as text (`none` when no
    * job can have it), and a missing schema reported as the migrator's verdict (schemaError).
    */
-  const byId = async <T>(what: string, id: unknown, opts: { tx?: Queryable } | null | undefined, none: T, run: (q: Queryable, id: string) => Promise<T>): Promise<T> => {
+  const byId = async <T>(what: string, id: unknown, opts: { tx?: Queryable } | null | undefined, none: T, run: (q: Queryable | undefined, id: string) => Promise<T>): Promise<T> => {
     knownKeys(`${what} option`, opts ?? {}, ['tx']);
     const text = jobIdText(id);
     if (text === null) return none;
+    const tx = inTx(opts?.tx ?? undefined);
     try {
-      return await run(opts?.tx ?? options.db, text);
+      return await run(tx, text);
     } catch (err) {
-      throw await schemaError(options.db, err, opts?.tx !== undefined);
+      throw await verdict(err, tx !== undefined);
     }
   };
   return {
@@ -302,7 +317,8 @@ export function createClient(options: ClientOptions): Client {
     },
     enqueueMany: (items: readonly EnqueueItem[], opts: { tx?: Queryable } = {}) => enqueueItems(items, opts, true),
     getJob: <P, R>(id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
-      byId('getJob', id, opts, null, (q, text) => readJob(q, namespace, text) as Promise<JobRecord<P, R> | null>),
-    cancel: (id: JobId | number | bigint, opts?: { tx?: Queryable } | null) => byId('cancel', id, opts, false, (q, text) => cancelJob(q, namespace, text)),
+      byId('getJob', id, opts, null, (tx, text) => (tx ? readJob(tx, namespace, text) : ledger.readJob(namespace, text)) as Promise<JobRecord<P, R> | null>),
+    cancel: (id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
+      byId('cancel', id, opts, false, (tx, text) => (tx ? cancelJob(tx, namespace, text) : ledger.cancelJob(namespace, text))),
   };
 }

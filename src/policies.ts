@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Queryable } from './db/Db';
-import { type AppliedPolicy, loadPolicies } from './db/workers';
+import type { AppliedPolicy } from './db/workers';
+import type { Ledger } from './ledger';
 import type { Definition } from './definition';
 
 /**
@@ -27,15 +27,15 @@ export function appliedDefinition(own: Definition, applied: AppliedPolicy): Defi
   return { ...own, timeoutMs: applied.timeoutMs ?? undefined, maxAttempts: applied.maxAttempts ?? undefined, backoff };
 }
 
-export function createPolicies(options: { db: Queryable; namespace: string; definitions: ReadonlyMap<string, Definition>; logger: Logger }): Policies {
-  const { db, namespace, logger } = options;
+export function createPolicies(options: { ledger: Pick<Ledger, 'loadPolicies'>; namespace: string; definitions: ReadonlyMap<string, Definition>; logger: Logger }): Policies {
+  const { ledger, namespace, logger } = options;
   const own = options.definitions;
   const definitions = new Map(own);
   const names = [...own.keys()];
   let version: number | undefined;
   let loading: Promise<void> | undefined;
   const load = (): Promise<void> =>
-    (loading ??= loadPolicies(db, namespace, names)
+    (loading ??= ledger.loadPolicies(namespace, names)
       .then((answer) => {
         for (const applied of answer.policies) {
           const mine = own.get(applied.name);

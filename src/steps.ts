@@ -1,9 +1,8 @@
 import { defer, firstValueFrom, fromEvent, type SchedulerLike, takeUntil } from 'rxjs';
 import { retryBackoff } from '../operators';
 import { PIPELINE } from './config';
-import type { Queryable } from './db/Db';
-import { loadSteps, recordStep } from './db/steps';
 import { isTransientDbError } from './db/transient';
+import type { Ledger } from './ledger';
 import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';
 import type { StepRecord } from './db/types';
@@ -59,7 +58,7 @@ export interface StepStore {
 }
 
 /** The worker's `ctx.step`: its records in acta.steps, each call repeated on transient errors (STEP_RETRY). */
-export function createStep(db: Queryable, workerId: string, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
+export function createStep(ledger: Pick<Ledger, 'loadSteps' | 'recordStep'>, workerId: string, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
   const persist = <R>(call: () => Promise<R>): Promise<R> =>
     firstValueFrom(
       defer(call).pipe(
@@ -71,8 +70,8 @@ export function createStep(db: Queryable, workerId: string, entry: Entry, regist
       throw err;
     });
   const store: StepStore = {
-    load: () => persist(() => loadSteps(db, entry.row.id)),
-    record: (name, resultJson) => persist(() => recordStep(db, { workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson })),
+    load: () => persist(() => ledger.loadSteps(entry.row.id)),
+    record: (name, resultJson) => persist(() => ledger.recordStep({ workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson })),
   };
   return createStepWith(store, entry, registry, scheduler);
 }

@@ -23,7 +23,7 @@ export interface NotifyWakeupsOptions extends ListenOptions {
  * wakeup never carries truth; SQL polling does. Never errors: a lost connection is logged at info
  * ("LISTEN connection lost"), and so is its return ("LISTEN connected", with `downMs`).
  */
-export function notifyWakeups(db: Db, namespace: string, logger: Logger, options: NotifyWakeupsOptions = {}): Observable<'notify' | 'connect'> {
+export function notifyWakeups(db: Pick<Db, 'listen'>, namespace: string, logger: Logger, options: NotifyWakeupsOptions = {}): Observable<'notify' | 'connect'> {
   return new Observable((subscriber) => {
     let unlisten: (() => Promise<void>) | null = null;
     let closed = false;

@@ -4,12 +4,7 @@ import type { Server } from 'node:http';
 import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, skip, Subject, type Subscription, takeUntil } from 'rxjs';
 import { admit } from './admission';
 import { PIPELINE } from './config';
-import { completeExecutions } from './db/executions';
-import { claimJobs, recoverJobs } from './db/jobs';
-import { releasePasses } from './db/namespaces';
 import type { PassSchedule } from './db/types';
-import { heartbeat as heartbeatCall, registerWorker, stopWorker } from './db/workers';
-import { assertMigrated } from './db/migrator';
 import { isTransientDbError } from './db/transient';
 import { type Completion, handBackCompletion, runEntry, type ExecutorDeps } from './executor';
 import { Finalizer } from './finalizer';
@@ -63,14 +58,14 @@ export interface Worker {
  */
 export function createWorker(options: WorkerOptions): Worker {
   const settings = workerSettings(options);
-  const { db, definitions, names, executors, safetyPollMs, shutdownTimeoutMs, clock, namespace, scheduler } = settings;
+  const { ledger, definitions, names, executors, safetyPollMs, shutdownTimeoutMs, clock, namespace, scheduler } = settings;
   const id = randomUUID();
   const logger = settings.logger.child({ workerId: id });
 
   const registry = new Registry();
   const permits = new Permits(executors);
   /** The definitions as the namespace's policies apply them (policies.ts), reloaded by the heartbeat. */
-  const policies = createPolicies({ db, namespace, definitions, logger: logger.child({ component: 'policies' }) });
+  const policies = createPolicies({ ledger, namespace, definitions, logger: logger.child({ component: 'policies' }) });
   /** The heartbeat succeeds: claims are made only while it does. */
   const healthy = new BehaviorSubject<boolean>(true);
   /** The LISTEN connection is up (or not used). */
@@ -128,7 +123,7 @@ export function createWorker(options: WorkerOptions): Worker {
     executors,
     logger: logger.child({ component: 'finalizer' }),
     scheduler,
-    write: (rows) => completeExecutions(db, id, rows),
+    write: (rows) => ledger.completeExecutions(id, rows),
     onRetry: () => metrics.writeRetries.inc(),
     // The heartbeat succeeding again after failures: a write waiting up to 30 s is repeated now.
     retryNow$: healthy.pipe(skip(1), filter(Boolean)),
@@ -161,7 +156,7 @@ export function createWorker(options: WorkerOptions): Worker {
     defer(() => {
       const startedAt = scheduler.now();
       const end = metrics.claimDuration.startTimer();
-      const call = claimJobs(db, { namespace, workerId: id, definitions: names, limit: n, leaseMs: clock.leaseMs }).then((result) => {
+      const call = ledger.claimJobs({ namespace, workerId: id, definitions: names, limit: n, leaseMs: clock.leaseMs }).then((result) => {
         end();
         metrics.claimRowsAsked.inc(n);
         metrics.claimRowsClaimed.inc(result.rows.length);
@@ -186,7 +181,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const runRecovery = () => {
     if (recoveries.size > 0) return; // the pass still running sweeps on until it finds no more
     const subscription = recoveryPass({
-      recover: (limit) => recoverJobs(db, { namespace, deadAfterMs: clock.workerDeadAfterMs, limit }),
+      recover: (limit) => ledger.recoverJobs({ namespace, deadAfterMs: clock.workerDeadAfterMs, limit }),
       logger: logger.child({ component: 'recovery' }),
       onRecovered: (rows) => {
         for (const r of rows) metrics.recovered.inc({ charged: String(r.charged) });
@@ -235,7 +230,7 @@ export function createWorker(options: WorkerOptions): Worker {
     const held = registry.snapshot();
     for (const entry of held) registry.abort(entry, 'fatal');
     const rows = held.filter((e) => e.state !== 'finalizing').map((e) => handBackCompletion(e).row);
-    const lastTry = rows.length === 0 ? Promise.resolve() : completeExecutions(db, id, rows).then(
+    const lastTry = rows.length === 0 ? Promise.resolve() : ledger.completeExecutions(id, rows).then(
       () => logger.info({ handedBack: rows.length }, 'unfinished rows handed back'),
       (writeErr) => logger.warn({ err: writeErr, rows: rows.length }, 'could not hand the unfinished rows back; recovery returns them after their lease'),
     );
@@ -247,9 +242,9 @@ export function createWorker(options: WorkerOptions): Worker {
     firstValueFrom(
       defer(() => {
         registering = (async () => {
-          await assertMigrated(db);
+          await ledger.assertReady();
           if (state !== 'starting') return; // stop() came meanwhile: do not register at all
-          const registration = await registerWorker(db, {
+          const registration = await ledger.registerWorker({
             workerId: id,
             namespace,
             hostname: os.hostname(),
@@ -295,7 +290,7 @@ export function createWorker(options: WorkerOptions): Worker {
       wakeups,
       !settings.listen
         ? EMPTY
-        : notifyWakeups(db, namespace, wakeupsLogger, {
+        : notifyWakeups(ledger, namespace, wakeupsLogger, {
             // Found within interval + timeout (5 s): about 15 s at the default H.
             probeIntervalMs: Math.max(1_000, Math.min(10_000, clock.heartbeatIntervalMs)),
             onListening: (up) => {
@@ -314,7 +309,7 @@ export function createWorker(options: WorkerOptions): Worker {
       logger: logger.child({ component: 'executor' }),
       scheduler,
       timeouts: new Timeouts(scheduler),
-      stepFor: (entry) => createStep(db, id, entry, registry, scheduler),
+      stepFor: (entry) => createStep(ledger, id, entry, registry, scheduler),
       // After the completion entered the finalizer's channel: the permit goes back.
       settled: () => {
         permits.release(1);
@@ -358,7 +353,7 @@ export function createWorker(options: WorkerOptions): Worker {
       heartbeat({
         registry,
         clock,
-        beat: (held) => heartbeatCall(db, { workerId: id, namespace, held, leaseMs: clock.leaseMs, passes: passSchedules }),
+        beat: (held) => ledger.heartbeat({ workerId: id, namespace, held, leaseMs: clock.leaseMs, passes: passSchedules }),
         startPass,
         onPolicyVersion: (version) => policies.versionSeen(version),
         onHealth: (ok) => {
@@ -432,8 +427,8 @@ export function createWorker(options: WorkerOptions): Worker {
             // leave the worker's row 'alive' (bounded: the database may be what start() waited for).
             await raceTimeout(registering.catch(() => undefined), shutdownTimeoutMs, scheduler);
             // Passes the registration took are not run by this worker: due again at once.
-            if (duePassesAtStart.length > 0) await releasePasses(db, namespace, duePassesAtStart).catch(() => undefined);
-            await stopWorker(db, id).catch(() => undefined);
+            if (duePassesAtStart.length > 0) await ledger.releasePasses(namespace, duePassesAtStart).catch(() => undefined);
+            await ledger.stopWorker(id).catch(() => undefined);
             state = 'stopped';
             resolveDone();
             return;
@@ -455,7 +450,7 @@ export function createWorker(options: WorkerOptions): Worker {
         });
         if (state !== 'stopping') return; // a fatal error ended it meanwhile
         teardown();
-        await stopWorker(db, id).catch((err) => logger.warn({ err }, 'could not mark the worker stopped'));
+        await ledger.stopWorker(id).catch((err) => logger.warn({ err }, 'could not mark the worker stopped'));
         state = 'stopped';
         logger.info('worker stopped');
         resolveDone();

@@ -2,6 +2,7 @@ import type { SchedulerLike } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
 import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
 import type { Db } from './db/Db';
+import { type Ledger, sqlLedger } from './ledger';
 import { checkDefinition, type Definition } from './definition';
 import { ConfigError } from './errors';
 import { createLogger, type Logger } from './logger';
@@ -9,11 +10,17 @@ import { monotonicScheduler } from '../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'build'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'build', 'ledger'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
 export interface WorkerOptions {
-  db: Db;
+  /** The database. Required unless `ledger` is given. */
+  db?: Db;
+  /**
+   * The ledger the worker's calls go to instead of `db`'s SQL functions (src/ledger.ts): acta/testing's
+   * in-memory ledger, or a wrapper that injects faults. Default: `sqlLedger(db)`.
+   */
+  ledger?: Ledger;
   /** The definitions this worker runs; it claims only these. */
   definitions: Definition<any, any>[];
   /** Executor count N (default 4 per core, clamped to 8..64; docs/DESIGN.md). */
@@ -51,7 +58,7 @@ export interface WorkerOptions {
 
 /** A worker's options, checked, with every default applied. */
 export interface WorkerSettings {
-  db: Db;
+  ledger: Ledger;
   definitions: ReadonlyMap<string, Definition>;
   /** The definitions' names, in the order given. */
   names: string[];
@@ -85,8 +92,9 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   for (const d of options.definitions) checkDefinition(d, true);
   const names = options.definitions.map((d) => d.name);
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
+  if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a worker needs a db (or a ledger)');
   return {
-    db: options.db,
+    ledger: options.ledger ?? sqlLedger(options.db as Db),
     definitions: new Map(options.definitions.map((d) => [d.name, d as Definition])),
     names,
     executors: intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS),
