@@ -6,9 +6,14 @@ import { INT4_MAX, type CompletionAck, type CompletionRow } from './types';
 const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f: 'failed', r: 'ready', x: 'stale' };
 
 /**
- * acta.complete_executions: the whole batch in one call; acks in batch order. A retry delay is
- * sent clamped to 0..2^31-1 ms (a non-finite one as 0): the column is an integer, and an
- * out-of-range value would fail the batch's statement.
+ * A completion's retry delay as it is sent: clamped to 0..2^31-1 ms, a non-finite one as 0 (the
+ * parameter is an integer, and an out-of-range value would fail the batch's statement).
+ */
+export const retryDelayParam = (ms: number): number => (Number.isFinite(ms) ? Math.min(INT4_MAX, Math.max(0, Math.round(ms))) : 0);
+
+/**
+ * acta.complete_executions: the whole batch in one call; acks in batch order, retry delays as
+ * retryDelayParam sends them.
  * Encoding: ids, executions and outcomes go as array literals joined here (decimal digits and
  * fixed words: nothing to quote), and the results, errors and delays as a null array when no
  * element has one (the function reads a null array as all-null elements, a null delay as 0): less
@@ -33,7 +38,7 @@ export async function completeExecutions(q: Queryable, workerId: string, batch: 
     outcomes[i] = c.outcome;
     results[i] = c.result;
     errors[i] = c.error;
-    const delay = Number.isFinite(c.retryDelayMs) ? Math.min(INT4_MAX, Math.max(0, Math.round(c.retryDelayMs))) : 0;
+    const delay = retryDelayParam(c.retryDelayMs);
     delays[i] = delay;
     anyResult ||= c.result !== null;
     anyError ||= c.error !== null;

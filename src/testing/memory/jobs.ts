@@ -1,0 +1,318 @@
+/*
+ * A job's life after the claim, and a client's calls: enqueue, completion, recovery, cancel, steps,
+ * and the read of a job (docs/DESIGN.md, "The ledger" and "Delivery").
+ */
+import { PIPELINE } from '../../config';
+import { retryDelayParam } from '../../db/executions';
+import type { EnqueueRows } from '../../db/jobs';
+import type { CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
+import { releaseGate } from './gates';
+import { copyJson, type GateKind, jobIdOf, type MemoryJob, parseJsonb, SqlStateError, type Store, type Tx } from './state';
+import { refreshDefinitions } from './workers';
+
+/** An enqueue wakes idle workers for a job due within this (enqueue_jobs: an idle claimer sleeps up to its safety poll). */
+const WAKE_WITHIN_MS = 1_000;
+
+/**
+ * acta.enqueue_jobs (sql/functions/enqueue_jobs.sql): one job per element, ids drawn in input
+ * order; an element whose idempotency key already names a job of the namespace (or an earlier
+ * element's) creates nothing and answers that job's id.
+ */
+export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: EnqueueRows): { id: JobId | null; created: boolean }[] {
+  const payloads = parseJsonb(`[${rows.payloads.join(',')}]`) as unknown[];
+  const at = <T>(values: (T | null)[] | undefined, i: number): T | null => values?.[i] ?? null;
+  rows.maxAttempts.forEach((m) => {
+    if (m !== null && m < 1) throw new SqlStateError('23514', 'new row for relation "jobs" violates check constraint "jobs_max_attempts_check"');
+  });
+  const byKey = new Map<string, number>();
+  for (const j of store.jobsIn(namespace)) if (j.idempotencyKey !== null) byKey.set(j.idempotencyKey, j.id);
+  const out = rows.definitions.map((definition, i) => {
+    const id = store.nextId();
+    const key = at(rows.idempotencyKeys, i);
+    const taken = key === null ? undefined : byKey.get(key);
+    if (taken !== undefined) return { id: String(taken), created: false };
+    if (key !== null) byKey.set(key, id);
+    const runAt = at(rows.runAts, i);
+    store.insertJob({
+      id,
+      namespace,
+      definition,
+      payload: payloads[i],
+      status: 'ready',
+      priority: at(rows.priorities, i) ?? 0,
+      runAt: runAt === null ? tx.now : runAt.getTime(),
+      execution: 0,
+      attempts: 0,
+      maxAttempts: at(rows.maxAttempts, i),
+      unchargedReturns: 0,
+      leaseHolder: null,
+      leaseExpiresAt: null,
+      claimedAt: null,
+      started: false,
+      idempotencyKey: key,
+      concurrencyKey: at(rows.concurrencyKeys, i),
+      rateKey: at(rows.rateKeys, i),
+      lane: at(rows.lanes, i),
+      blockedBy: null,
+      fairTag: null,
+      result: null,
+      error: null,
+      createdAt: tx.now,
+      finishedAt: null,
+    });
+    return { id: String(id), created: true };
+  });
+  if (rows.runAts.every((r) => r === null) || rows.runAts.some((r) => r === null || r.getTime() <= tx.now + WAKE_WITHIN_MS)) tx.notify(namespace);
+  return out;
+}
+
+/** One row of complete_executions' `decision` table: what a shape does to the job and its ledger row. */
+interface Decision {
+  status: JobStatus;
+  charged: boolean;
+  unchargedReturn: boolean;
+  settles: boolean;
+  due: 'kept' | 'now' | 'retry';
+  finished: boolean;
+  recordedAs: ExecutionOutcome;
+  shutsMeter: boolean;
+}
+
+const decide = (outcome: CompletionOutcome, lastAttempt: boolean): Decision | undefined => {
+  const d = (status: JobStatus, charged: boolean, due: Decision['due'], recordedAs: ExecutionOutcome, more: Partial<Decision> = {}): Decision => ({
+    status,
+    charged,
+    unchargedReturn: false,
+    settles: false,
+    due,
+    finished: status === 'succeeded' || status === 'failed',
+    recordedAs,
+    shutsMeter: false,
+    ...more,
+  });
+  switch (outcome) {
+    case 'succeeded':
+      return d('succeeded', true, 'kept', 'succeeded', { settles: true });
+    case 'failed':
+      return lastAttempt ? d('failed', true, 'kept', 'failed_final') : d('ready', true, 'retry', 'failed');
+    case 'failed_final':
+      return d('failed', true, 'kept', 'failed_final');
+    case 'handed_back':
+      return d('ready', false, 'now', 'handed_back');
+    case 'expired':
+      return d('ready', false, 'now', 'expired', { unchargedReturn: true });
+    case 'rate_limited':
+      return d('ready', false, 'retry', 'rate_limited', { shutsMeter: true });
+    default:
+      return undefined; // names no shape: not applied
+  }
+};
+
+/**
+ * acta.complete_executions (sql/functions/complete_executions.sql): each element applied as its
+ * shape decides, only while its row is Executing with its execution number under this worker
+ * (else 'stale'); then the hand-on: every applied attempt frees its key's slot, a finished lane
+ * head hands its lane on, a rate-limited attempt holds its meter shut until its retry is due.
+ */
+export function completeExecutions(store: Store, tx: Tx, workerId: string, batch: CompletionRow[]): CompletionAck[] {
+  const input = batch.map((c) => ({
+    id: jobIdOf(c.id),
+    execution: c.execution,
+    outcome: c.outcome,
+    result: c.result === null ? null : parseJsonb(c.result),
+    error: c.error === null ? null : parseJsonb(c.error),
+    delayMs: retryDelayParam(c.retryDelayMs),
+  }));
+  // Each row is updated once, from its values before this call (one UPDATE statement).
+  const done = new Map<number, { execution: number; status: CompletionAck['status']; job: MemoryJob; decision: Decision; delayMs: number }>();
+  for (const el of input) {
+    const job = store.jobs.get(el.id);
+    if (!job || done.has(el.id) || job.execution !== el.execution || job.status !== 'executing' || job.leaseHolder !== workerId) continue;
+    const decision = decide(el.outcome, job.maxAttempts !== null && job.attempts + 1 >= job.maxAttempts);
+    if (!decision) continue;
+    store.executions.push({ jobId: job.id, execution: job.execution, workerId, claimedAt: job.claimedAt as number, finishedAt: tx.now, outcome: decision.recordedAs, charged: decision.charged, error: el.error });
+    job.status = decision.status;
+    job.attempts += decision.charged ? 1 : 0;
+    job.unchargedReturns += decision.unchargedReturn ? 1 : 0;
+    job.runAt = decision.due === 'now' ? tx.now : decision.due === 'retry' ? tx.now + el.delayMs : job.runAt;
+    if (decision.settles) {
+      job.result = el.result;
+      job.error = null;
+    } else {
+      job.error = el.error ?? job.error;
+    }
+    job.leaseHolder = null;
+    job.leaseExpiresAt = null;
+    job.started = false;
+    job.finishedAt = decision.finished ? tx.now : null;
+    if (decision.due === 'retry') job.fairTag = null;
+    const status = decision.status === 'succeeded' ? 'succeeded' : decision.status === 'failed' ? 'failed' : 'ready';
+    done.set(el.id, { execution: el.execution, status, job, decision, delayMs: el.delayMs });
+  }
+  const acks = batch.map((c, i) => {
+    const d = done.get(input[i].id);
+    return { id: c.id, execution: c.execution, status: d && d.execution === c.execution ? d.status : ('stale' as const) };
+  });
+
+  // The hand-on, under the namespace of the applied rows.
+  const applied = [...done.values()];
+  let released = false;
+  if (applied.length > 0) {
+    const namespace = applied.map((d) => d.job.namespace).sort()[0];
+    const gates = new Map<string, { kind: GateKind; key: string }>();
+    const add = (kind: GateKind, key: string | null) => key !== null && gates.set(`${kind}\u0000${key}`, { kind, key });
+    for (const { job, decision } of applied) {
+      add('concurrency', job.concurrencyKey);
+      if (decision.finished) add('lane', job.lane);
+      if (decision.shutsMeter) add('rate', job.rateKey);
+    }
+    for (const { job, decision, delayMs } of applied) {
+      if (!decision.shutsMeter || job.rateKey === null) continue;
+      const gate = store.upsertGate(namespace, 'rate', job.rateKey);
+      gate.shutUntil = Math.max(gate.shutUntil ?? -Infinity, tx.now + delayMs);
+    }
+    for (const { kind, key } of gates.values()) {
+      if ((kind === 'lane' || store.gate(namespace, kind, key)) && releaseGate(store, tx, namespace, kind, key) > 0) released = true;
+    }
+  }
+  const worker = store.workers.get(workerId);
+  if (worker && (acks.some((a) => a.status === 'ready') || released)) tx.notify(worker.namespace);
+  return acks;
+}
+
+/**
+ * acta.recover_jobs (sql/functions/recover_jobs.sql): marks workers silent for `deadAfterMs` dead
+ * (their declarations give way: acta.refresh_definitions), then returns every row whose own lease
+ * has expired to Ready, charged only if its attempt had started or after 3 uncharged returns,
+ * Failed with WorkerLost when a charge uses up its attempts; the hand-on as a completion's.
+ */
+export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; deadAfterMs: number; limit?: number }): RecoveredRow[] {
+  const { namespace, deadAfterMs } = args;
+  const limit = args.limit ?? 10_000;
+  const dead = new Set<string>();
+  for (const w of store.workers.values()) {
+    if (w.namespace === namespace && w.status === 'alive' && w.lastHeartbeatAt < tx.now - deadAfterMs) {
+      w.status = 'dead';
+      w.definitions.forEach((d) => dead.add(d));
+    }
+  }
+  if (dead.size > 0) refreshDefinitions(store, tx, namespace, [...dead]);
+
+  const expired = store
+    .jobsIn(namespace)
+    .filter((j) => j.status === 'executing' && j.leaseExpiresAt !== null && j.leaseExpiresAt < tx.now)
+    .sort((a, b) => (a.leaseExpiresAt as number) - (b.leaseExpiresAt as number) || a.id - b.id)
+    .slice(0, Math.max(limit, 0));
+  const out: RecoveredRow[] = [];
+  const gates = new Map<string, { kind: GateKind; key: string }>();
+  for (const j of expired) {
+    const charged = j.started || j.unchargedReturns >= PIPELINE.unchargedReturnsMax;
+    const maxAttempts = j.maxAttempts ?? store.definition(namespace, j.definition)?.maxAttempts ?? PIPELINE.maxAttempts;
+    const last = charged && j.attempts + 1 >= maxAttempts;
+    const holder = j.leaseHolder;
+    if (charged) j.error = { name: 'WorkerLost', message: 'worker lost: the lease expired without a completion', workerId: holder };
+    store.executions.push({
+      jobId: j.id,
+      execution: j.execution,
+      workerId: holder,
+      claimedAt: j.claimedAt as number,
+      finishedAt: tx.now,
+      outcome: charged ? 'lost' : 'lost_uncharged',
+      charged,
+      error: charged ? copyJson(j.error) : null,
+    });
+    j.status = last ? 'failed' : 'ready';
+    j.attempts += charged ? 1 : 0;
+    j.unchargedReturns += charged ? 0 : 1;
+    j.finishedAt = last ? tx.now : null;
+    j.runAt = tx.now;
+    j.leaseHolder = null;
+    j.leaseExpiresAt = null;
+    j.started = false;
+    if (j.concurrencyKey !== null) gates.set(`concurrency\u0000${j.concurrencyKey}`, { kind: 'concurrency', key: j.concurrencyKey });
+    if (last && j.lane !== null) gates.set(`lane\u0000${j.lane}`, { kind: 'lane', key: j.lane });
+    out.push({ id: String(j.id), execution: j.execution, status: last ? 'failed' : 'ready', charged });
+  }
+  let released = false;
+  for (const { kind, key } of gates.values()) {
+    if ((kind === 'lane' || store.gate(namespace, kind, key)) && releaseGate(store, tx, namespace, kind, key) > 0) released = true;
+  }
+  if (released) tx.notify(namespace);
+  return out;
+}
+
+/**
+ * acta.cancel_job (sql/functions/cancel_job.sql): a Ready job of the namespace (queued, due later,
+ * waiting out a backoff, or parked) to Cancelled; an unparked lane head hands its lane on.
+ */
+export function cancelJob(store: Store, tx: Tx, namespace: string, id: string): boolean {
+  const job = store.jobs.get(jobIdOf(id));
+  if (!job || job.namespace !== namespace || job.status !== 'ready') return false;
+  job.status = 'cancelled';
+  job.finishedAt = tx.now;
+  if (job.lane !== null && job.blockedBy === null && releaseGate(store, tx, namespace, 'lane', job.lane) > 0) tx.notify(namespace);
+  return true;
+}
+
+/** src/db/jobs.ts readJob: the job of the namespace and its finished attempts (getJob's record), or null. */
+export function readJob(store: Store, namespace: string, id: string): JobRecord | null {
+  const j = store.jobs.get(jobIdOf(id));
+  if (!j || j.namespace !== namespace) return null;
+  const date = (ms: number | null) => (ms === null ? null : new Date(ms));
+  return {
+    id: String(j.id),
+    definition: j.definition,
+    status: j.status,
+    payload: copyJson(j.payload),
+    result: copyJson(j.result),
+    error: copyJson(j.error) as StoredError | null,
+    attempts: j.attempts,
+    maxAttempts: j.maxAttempts,
+    execution: j.execution,
+    priority: j.priority,
+    runAt: new Date(j.runAt),
+    createdAt: new Date(j.createdAt),
+    finishedAt: date(j.finishedAt),
+    idempotencyKey: j.idempotencyKey,
+    concurrencyKey: j.concurrencyKey,
+    rateKey: j.rateKey,
+    lane: j.lane,
+    blockedBy: j.blockedBy,
+    executions: store.executions
+      .filter((e) => e.jobId === j.id)
+      .sort((a, b) => a.execution - b.execution)
+      .map((e) => ({
+        execution: e.execution,
+        workerId: e.workerId,
+        claimedAt: new Date(e.claimedAt),
+        finishedAt: new Date(e.finishedAt),
+        outcome: e.outcome,
+        charged: e.charged,
+        error: copyJson(e.error) as StoredError | null,
+      })),
+  };
+}
+
+/**
+ * acta.record_step (sql/functions/record_step.sql): recorded once per (job, name), fenced by (job,
+ * execution, holder): 'recorded', 'exists' (an earlier attempt's result), or 'stale'. The first
+ * record of an attempt marks it started.
+ */
+export function recordStep(store: Store, tx: Tx, args: { workerId: string; jobId: JobId; execution: number; name: string; resultJson: string }): StepRecord {
+  const result = parseJsonb(args.resultJson);
+  const job = store.jobs.get(jobIdOf(args.jobId));
+  if (!job || job.execution !== args.execution || job.status !== 'executing' || job.leaseHolder !== args.workerId) return { status: 'stale', result: null };
+  job.started = true;
+  let steps = store.steps.get(job.id);
+  if (!steps) store.steps.set(job.id, (steps = new Map()));
+  const recorded = steps.get(args.name);
+  if (recorded) return { status: 'exists', result: copyJson(recorded.result) };
+  steps.set(args.name, { jobId: job.id, name: args.name, execution: args.execution, result, recordedAt: tx.now });
+  return { status: 'recorded', result: copyJson(result) };
+}
+
+/** src/db/steps.ts loadSteps: every recorded step of a job, name → result. */
+export function loadSteps(store: Store, jobId: JobId): Map<string, unknown> {
+  const steps = store.steps.get(jobIdOf(jobId));
+  return new Map([...(steps?.values() ?? [])].map((s) => [s.name, copyJson(s.result)]));
+}

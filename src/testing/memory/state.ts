@@ -1,0 +1,273 @@
+/*
+ * The in-memory ledger's tables: acta's schema (sql/migrations/) as plain records, with the
+ * columns' names in camelCase and times in ms on the ledger's scheduler. Only the decisions of
+ * sql/functions/ change them (claim.ts, gates.ts, jobs.ts, workers.ts).
+ */
+import type { DeclaredPolicy, ExecutionOutcome, JobStatus } from '../../db/types';
+
+export type GateKind = 'lane' | 'concurrency' | 'rate';
+
+/** A row of acta.jobs. */
+export interface MemoryJob {
+  id: number;
+  namespace: string;
+  definition: string;
+  payload: unknown;
+  status: JobStatus;
+  priority: number;
+  runAt: number;
+  execution: number;
+  attempts: number;
+  maxAttempts: number | null;
+  unchargedReturns: number;
+  leaseHolder: string | null;
+  leaseExpiresAt: number | null;
+  claimedAt: number | null;
+  started: boolean;
+  idempotencyKey: string | null;
+  concurrencyKey: string | null;
+  rateKey: string | null;
+  lane: string | null;
+  blockedBy: GateKind | null;
+  fairTag: number | null;
+  result: unknown;
+  error: unknown;
+  createdAt: number;
+  finishedAt: number | null;
+}
+
+/** A row of acta.executions: one finished attempt. */
+export interface MemoryExecution {
+  jobId: number;
+  execution: number;
+  workerId: string | null;
+  claimedAt: number;
+  finishedAt: number;
+  outcome: ExecutionOutcome;
+  charged: boolean;
+  error: unknown;
+}
+
+/** A row of acta.steps. */
+export interface MemoryStep {
+  jobId: number;
+  name: string;
+  execution: number;
+  result: unknown;
+  recordedAt: number;
+}
+
+/** A row of acta.workers. */
+export interface MemoryWorker {
+  id: string;
+  namespace: string;
+  hostname: string;
+  pid: number;
+  definitions: string[];
+  maxAttempts: (number | null)[] | null;
+  build: string | null;
+  policies: Record<string, DeclaredPolicy> | null;
+  status: 'alive' | 'stopped' | 'dead';
+  startedAt: number;
+  lastHeartbeatAt: number;
+  stoppedAt: number | null;
+}
+
+/** A row of acta.definitions: a definition's policy as it applies (acta.refresh_definitions). */
+export interface MemoryDefinition {
+  namespace: string;
+  name: string;
+  maxAttempts: number | null;
+  timeoutMs: number | null;
+  concurrencyLimit: number | null;
+  rateLimit: number | null;
+  ratePerMs: number | null;
+  fair: boolean;
+  build: string | null;
+  policy: DeclaredPolicy | null;
+  registeredAt: number;
+}
+
+/** A row of acta.namespaces. */
+export interface MemoryNamespace {
+  name: string;
+  createdAt: number;
+  policyVersion: number;
+}
+
+/** A row of acta.passes. */
+export interface MemoryPass {
+  namespace: string;
+  pass: string;
+  dueAt: number;
+}
+
+/** A row of acta.gates: a lane, a concurrency key or a rate meter with parked rows or a meter's log. */
+export interface MemoryGate {
+  namespace: string;
+  kind: GateKind;
+  key: string;
+  recheckAt: number | null;
+  stamps: number[];
+  shutUntil: number | null;
+}
+
+/**
+ * One call, as one transaction: its now() (ms on the scheduler, the same for the whole call, as a
+ * transaction's now() is) and the namespaces it wakes with pg_notify('acta_jobs', namespace) at
+ * its commit (one notification per namespace per call, as PostgreSQL folds a transaction's
+ * duplicates).
+ */
+export interface Tx {
+  readonly now: number;
+  notify(namespace: string): void;
+}
+
+/** An error as PostgreSQL raises it: `code` is its SQLSTATE (src/db/transient.ts reads it). */
+export class SqlStateError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SqlStateError';
+  }
+}
+
+/** Claim order: priority (higher first), due time, id (acta.claim_jobs, jobs_claim_idx). */
+export const byClaimOrder = (a: MemoryJob, b: MemoryJob): number => b.priority - a.priority || a.runAt - b.runAt || a.id - b.id;
+/** Due order: due time, id (jobs_due_idx). */
+export const byDueOrder = (a: MemoryJob, b: MemoryJob): number => a.runAt - b.runAt || a.id - b.id;
+
+/** A text as jsonb takes it (`$1::jsonb`): parsed, or refused with PostgreSQL's SQLSTATE. */
+export function parseJsonb(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new SqlStateError('22P02', `invalid input syntax for type json: ${(err as Error).message}`);
+  }
+  checkJsonbStrings(value);
+  return value;
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** jsonb holds no NUL (22P05) and no lone surrogate (22P02), in strings and keys alike. */
+function checkJsonbStrings(value: unknown): void {
+  const check = (s: string) => {
+    if (s.includes('\u0000')) throw new SqlStateError('22P05', 'unsupported Unicode escape sequence');
+    if (LONE_SURROGATE.test(s)) throw new SqlStateError('22P02', 'invalid input syntax for type json: a lone surrogate');
+  };
+  if (typeof value === 'string') check(value);
+  else if (Array.isArray(value)) value.forEach(checkJsonbStrings);
+  else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      check(k);
+      checkJsonbStrings(v);
+    }
+  }
+}
+
+/** A stored JSON value as a read returns it: a copy, so no caller can change the ledger's. */
+export const copyJson = <T>(value: T): T => (value === undefined || value === null ? value : (JSON.parse(JSON.stringify(value)) as T));
+
+/** A job id as `$1::bigint` reads it (leading zeros and all), or SQLSTATE 22P02. */
+export function jobIdOf(id: string): number {
+  if (!/^\s*[+-]?[0-9]+\s*$/.test(id)) throw new SqlStateError('22P02', `invalid input syntax for type bigint: "${id}"`);
+  return Number(BigInt(id.trim()));
+}
+
+const key2 = (a: string, b: string) => `${a}\u0000${b}`;
+const key3 = (a: string, b: string, c: string) => `${a}\u0000${b}\u0000${c}`;
+
+/** The tables, and the lookups the decisions make on them. */
+export class Store {
+  /** acta.jobs by id, in id order (ids only grow). */
+  readonly jobs = new Map<number, MemoryJob>();
+  /** Each namespace's jobs in id order: every decision is within one namespace. */
+  private readonly jobsByNamespace = new Map<string, MemoryJob[]>();
+  readonly executions: MemoryExecution[] = [];
+  readonly steps = new Map<number, Map<string, MemoryStep>>();
+  /** acta.workers in registration order. */
+  readonly workers = new Map<string, MemoryWorker>();
+  readonly namespaces = new Map<string, MemoryNamespace>();
+  private readonly definitionRows = new Map<string, MemoryDefinition>();
+  private readonly passRows = new Map<string, MemoryPass>();
+  private readonly gateRows = new Map<string, MemoryGate>();
+  /** acta.jobs_id_seq: every element of an enqueue draws one, created or not. */
+  private lastId = 0;
+
+  /** A fresh schema at `now`: migration 0001's namespace 'default' and 0007's recovery pass for it, due. */
+  constructor(now: number) {
+    this.namespaces.set('default', { name: 'default', createdAt: now, policyVersion: 0 });
+    this.passRows.set(key2('default', 'recovery'), { namespace: 'default', pass: 'recovery', dueAt: now });
+  }
+
+  nextId(): number {
+    return ++this.lastId;
+  }
+
+  insertJob(job: MemoryJob): void {
+    this.jobs.set(job.id, job);
+    let list = this.jobsByNamespace.get(job.namespace);
+    if (!list) this.jobsByNamespace.set(job.namespace, (list = []));
+    list.push(job);
+  }
+
+  /** The namespace's jobs in id order (the live records: decisions change them in place). */
+  jobsIn(namespace: string): readonly MemoryJob[] {
+    return this.jobsByNamespace.get(namespace) ?? [];
+  }
+
+  definition(namespace: string, name: string): MemoryDefinition | undefined {
+    return this.definitionRows.get(key2(namespace, name));
+  }
+
+  ensureDefinition(namespace: string, name: string, now: number): void {
+    const k = key2(namespace, name);
+    if (!this.definitionRows.has(k)) {
+      this.definitionRows.set(k, { namespace, name, maxAttempts: null, timeoutMs: null, concurrencyLimit: null, rateLimit: null, ratePerMs: null, fair: false, build: null, policy: null, registeredAt: now });
+    }
+  }
+
+  allDefinitions(): IterableIterator<MemoryDefinition> {
+    return this.definitionRows.values();
+  }
+
+  pass(namespace: string, pass: string): MemoryPass | undefined {
+    return this.passRows.get(key2(namespace, pass));
+  }
+
+  insertPass(namespace: string, pass: string, dueAt: number): void {
+    this.passRows.set(key2(namespace, pass), { namespace, pass, dueAt });
+  }
+
+  allPasses(): IterableIterator<MemoryPass> {
+    return this.passRows.values();
+  }
+
+  gate(namespace: string, kind: GateKind, key: string): MemoryGate | undefined {
+    return this.gateRows.get(key3(namespace, kind, key));
+  }
+
+  /** The gate's row, inserted with the columns' defaults when missing. */
+  upsertGate(namespace: string, kind: GateKind, key: string): MemoryGate {
+    const k = key3(namespace, kind, key);
+    let gate = this.gateRows.get(k);
+    if (!gate) this.gateRows.set(k, (gate = { namespace, kind, key, recheckAt: null, stamps: [], shutUntil: null }));
+    return gate;
+  }
+
+  deleteGate(namespace: string, kind: GateKind, key: string): void {
+    this.gateRows.delete(key3(namespace, kind, key));
+  }
+
+  gatesIn(namespace: string): MemoryGate[] {
+    return [...this.gateRows.values()].filter((g) => g.namespace === namespace);
+  }
+
+  allGates(): IterableIterator<MemoryGate> {
+    return this.gateRows.values();
+  }
+}
