@@ -96,6 +96,8 @@ export async function recoverJobs(q: Queryable, args: { namespace: string; deadA
 /**
  * One job of `namespace` and its finished attempts, in one statement; null when no such job.
  * The attempts travel as one json array (their times as ISO text) and are decoded here.
+ * blockedBy is read for a Ready row only: a parked row that was cancelled keeps its blocked_by
+ * (acta.cancel_job leaves it), and is no longer waiting for anything.
  */
 export async function readJob(q: Queryable, namespace: string, id: string): Promise<JobRecord | null> {
   const { rows } = await q.query<{
@@ -121,7 +123,7 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
   }>(
     `select j.id::text as id, j.definition, j.status, j.payload, j.result, j.error, j.attempts, j.max_attempts,
             j.execution, j.priority, j.run_at, j.created_at, j.finished_at, j.idempotency_key,
-            j.concurrency_key, j.rate_key, j.lane, j.blocked_by,
+            j.concurrency_key, j.rate_key, j.lane, case when j.status = 'ready' then j.blocked_by end as blocked_by,
             coalesce((select json_agg(json_build_object(
                                'execution', e.execution, 'worker_id', e.worker_id, 'claimed_at', e.claimed_at,
                                'finished_at', e.finished_at, 'outcome', e.outcome, 'charged', e.charged, 'error', e.error)

@@ -672,6 +672,17 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       await h.advance(3_600_001);
       expect(await claim(ns, worker, ['c'], 10)).toEqual({ rows: [], nextDueInMs: null });
     });
+
+    test('a parked job is cancelled: it reads Cancelled and no longer parked, and the rows behind it keep their place', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, [defineJob({ name: 'k', handler, concurrency: { limit: 1 } })]);
+      const jobIds = await ids(ns, [0, 1, 2].map((i) => ({ definition: 'k', payload: { i }, concurrencyKey: 'key' })));
+      const running = await claim(ns, worker, ['k'], 10);
+      expect(await ledger.cancelJob(ns, jobIds[1])).toBe(true);
+      expect(await job(ns, jobIds[1])).toMatchObject({ status: 'cancelled', blockedBy: null, concurrencyKey: 'key' });
+      await complete(worker, completion(running.rows));
+      expect(iOf((await claim(ns, worker, ['k'], 10)).rows)).toEqual([2]);
+    });
   });
 
   describe('wakeups', () => {

@@ -277,7 +277,7 @@ export function readJob(store: Store, namespace: string, id: string): JobRecord 
     concurrencyKey: j.concurrencyKey,
     rateKey: j.rateKey,
     lane: j.lane,
-    blockedBy: j.blockedBy,
+    blockedBy: j.status === 'ready' ? j.blockedBy : null,
     executions: store.executions
       .filter((e) => e.jobId === j.id)
       .sort((a, b) => a.execution - b.execution)
