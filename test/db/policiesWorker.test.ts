@@ -1,7 +1,7 @@
 // Policies as a worker applies them (docs/DESIGN.md, "Policies"): a handler's ctx.rateLimited, a
 // policy reloaded when the namespace's version moves, and keys computed at enqueue, through
-// createWorker and createClient on a real server. test/db/policies.test.ts holds the SQL rules,
-// test/faults/policies.test.ts the fleet with crashes.
+// createWorker and createClient on a real server. test/ledger/contract.ts holds the rules of the
+// ledger's calls, test/faults/policies.test.ts the fleet with crashes.
 import { randomUUID } from 'node:crypto';
 import { createClient, createWorker, defineJob, type JobContext, type Worker } from '../../src';
 import { registerWorker } from '../../src/db/workers';
