@@ -19,12 +19,7 @@ const BULK_PARK_MAX = 10_000;
 const keyed = (j: MemoryJob) => j.concurrencyKey !== null || j.rateKey !== null || j.lane !== null;
 const byFairOrder = (a: MemoryJob, b: MemoryJob): number => b.priority - a.priority || (a.fairTag ?? 0) - (b.fairTag ?? 0) || a.id - b.id;
 
-/**
- * acta.claim_jobs (sql/functions/claim_jobs.sql): up to `limit` due rows of `definitions`, each
- * admitted through its lane, concurrency key and rate meter, straight to Executing under this
- * worker; refused rows parked in their place; nothing claimable: the time until the next row is
- * due or the namespace's next gate recheck.
- */
+/** acta.claim_jobs (sql/functions/claim_jobs.sql): the claim, its admission and parking, or the idle answer. */
 export function claimJobs(store: Store, tx: Tx, args: ClaimArgs): ClaimResult {
   const { namespace, workerId, definitions, limit, leaseMs } = args;
   // STRICT: a null argument claims nothing.
@@ -38,7 +33,7 @@ export function claimJobs(store: Store, tx: Tx, args: ClaimArgs): ClaimResult {
   const isDue = (j: MemoryJob) => j.status === 'ready' && j.blockedBy === null && j.runAt <= now;
   let notify = false;
 
-  // Gates whose recheck has come.
+  // The rechecks that have come (claim_jobs.sql, before the pick).
   const rechecks = store
     .gatesIn(namespace)
     .filter((g) => g.recheckAt !== null && g.recheckAt <= now)
@@ -82,12 +77,12 @@ export function claimJobs(store: Store, tx: Tx, args: ClaimArgs): ClaimResult {
     if (fair.length > 0) {
       const fairIds = fair.flatMap((name) => jobs.filter((j) => j.definition === name && j.status === 'ready' && j.blockedBy === null && j.fairTag !== null && !seen.has(j.id)).sort(byFairOrder).slice(0, want)).sort(byFairOrder);
       picked += fairIds.length;
-      // Both kinds: by priority, then each definition's own order, alternating.
+      // Merged as claim_jobs.sql merges them (by priority, then position in each list).
       const ranked = [...ids.map((job, i) => ({ job, ord: i })), ...fairIds.map((job, i) => ({ job, ord: i }))];
       ids = ranked.sort((a, b) => b.job.priority - a.job.priority || a.ord - b.ord || a.job.id - b.job.id).slice(0, want).map((r) => r.job);
     }
     for (const j of ids) seen.add(j.id);
-    // Rows the pick looked at and did not take wake the namespace (a concurrent claim skipped them).
+    // claim_jobs.sql's v_locked / v_locked_ids wakeup.
     if (picked > want || (walked !== null && walked.some((j) => !ids.includes(j)))) notify = true;
     if (ids.length === 0) break;
 
@@ -105,7 +100,7 @@ export function claimJobs(store: Store, tx: Tx, args: ClaimArgs): ClaimResult {
     want = limit - taken.length;
   }
 
-  // The gates rows were parked on: their recheck, and what has room after all.
+  // Every gate a row was parked on, released (claim_jobs.sql, after the rounds).
   for (const { kind, key } of releases.values()) {
     if (releaseGate(store, tx, namespace, kind, key) > 0) notify = true;
   }
@@ -127,11 +122,7 @@ function claimedRow(j: MemoryJob): ClaimedRow {
   };
 }
 
-/**
- * Fair order: each newly due row of a fair definition takes a turn, its key's next after the
- * key's own waiting rows and never before the turn being served at its priority; rows of one key
- * take consecutive turns in due order.
- */
+/** The fair definitions' newly due rows take their turns (claim_jobs.sql, "Fair order"). */
 function tagFairTurns(store: Store, namespace: string, fair: string[], now: number): void {
   const jobs = store.jobsIn(namespace);
   const due = fair.flatMap((name) =>
@@ -170,10 +161,9 @@ const before = (f: MemoryJob | undefined, c: MemoryJob) =>
   f === undefined || f.priority < c.priority || (f.priority === c.priority && (f.runAt > c.runAt || (f.runAt === c.runAt && f.id > c.id)));
 
 /**
- * Admission of one round's candidates, in claim order: the lane, then the key, then the meter.
- * Parks the refused (and, for a round refused whole, the rest of their gates' due rows), logs the
- * meters' start times, and returns the admitted rows in claim order. Every verdict is taken on the
- * rows as they were when the round began.
+ * One round's admission (claim_jobs.sql, the `verdict` query and the statements after it): the
+ * admitted rows in claim order; the refused parked. Every verdict is taken on the rows as they
+ * were when the round began, as one statement sees them.
  */
 function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: MemoryJob[], releases: Map<string, { kind: GateKind; key: string }>): MemoryJob[] {
   const jobs = store.jobsIn(namespace);
@@ -183,7 +173,7 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
     return { job, ord, climit: d?.concurrencyLimit ?? null, rlimit: d?.rateLimit ?? null, rper: d?.ratePerMs ?? null };
   });
 
-  // 1. Its lane's first Ready row, with nothing of the lane running or waiting.
+  // The lane (claim_jobs.sql: `l`).
   const laneOk = new Map<Candidate, boolean>();
   for (const c of cands) {
     const lane = c.job.lane;
@@ -194,7 +184,7 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
     );
   }
 
-  // 2. Its key: the free slots go to the key's candidates in claim order, not past a parked row.
+  // The key (`k`, `kq`, `kc`).
   const keyOk = new Map<Candidate, boolean>();
   const keyFits = fits(
     store,
@@ -208,7 +198,7 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
   );
   for (const c of cands) keyOk.set(c, laneOk.get(c) === true && (c.job.concurrencyKey === null || c.climit === null || keyFits.get(c) === true));
 
-  // 3. Its meter: the tokens it has, the same way (a meter held shut has none).
+  // The meter (`m`, `mq`).
   const rateFits = fits(
     store,
     tx,
@@ -234,7 +224,7 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
   for (const [k, g] of gates) releases.set(k, g);
   for (const { c, verdict } of refused) c.job.blockedBy = verdict;
 
-  // A round refused whole: park the rest of its gates' due rows at once.
+  // A round refused whole: the bulk parking.
   if (admitted.length === 0 && refused.length > 0) {
     const keysOf = (kind: GateKind) => new Set([...gates.values()].filter((g) => g.kind === kind).map((g) => g.key));
     const parkAll = (kind: GateKind, rows: MemoryJob[]) => rows.slice(0, BULK_PARK_MAX).forEach((x) => (x.blockedBy = kind));
@@ -259,7 +249,7 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
     );
   }
 
-  // Admitted through a meter: their start times go into its log, which keeps the window only.
+  // The meters' start times (acta.gates.stamps).
   const starts = new Map<string, { n: number; perMs: number }>();
   for (const c of admitted) {
     if (c.job.rateKey === null || c.rlimit === null) continue;

@@ -24,10 +24,7 @@ function parkedAt(store: Store, namespace: string, kind: 'concurrency' | 'rate',
 export const firstParked = (store: Store, namespace: string, kind: 'concurrency' | 'rate', key: string): MemoryJob | undefined =>
   parkedAt(store, namespace, kind, key)[0];
 
-/**
- * acta.gate_room (sql/functions/gate_room.sql): how many more attempts the key or meter admits now
- * for `definition`'s limits (null: it sets none), and when a refused row is reconsidered.
- */
+/** acta.gate_room (sql/functions/gate_room.sql): room (null: no limit) and when a refused row is reconsidered. */
 export function gateRoom(store: Store, tx: Tx, namespace: string, kind: 'concurrency' | 'rate', key: string, definition: string): { room: number | null; nextAt: number | null } {
   const d = store.definition(namespace, definition);
   if (kind === 'concurrency') {
@@ -46,10 +43,7 @@ export function gateRoom(store: Store, tx: Tx, namespace: string, kind: 'concurr
   return { room: limit - inWindow.length, nextAt: freesNext + perMs };
 }
 
-/**
- * acta.release_gate (sql/functions/release_gate.sql): release as many of the gate's parked rows as
- * it has room for now, in order, and set when the rest are reconsidered. Returns how many.
- */
+/** acta.release_gate (sql/functions/release_gate.sql): how many parked rows it released. */
 export function releaseGate(store: Store, tx: Tx, namespace: string, kind: GateKind, key: string): number {
   const jobs = store.jobsIn(namespace);
   if (kind === 'lane') {

@@ -10,14 +10,10 @@ import { releaseGate } from './gates';
 import { copyJson, type GateKind, jobIdOf, type MemoryJob, parseJsonb, SqlStateError, type Store, type Tx } from './state';
 import { refreshDefinitions } from './workers';
 
-/** An enqueue wakes idle workers for a job due within this (enqueue_jobs: an idle claimer sleeps up to its safety poll). */
+/** An enqueue wakes idle workers for a job due within this (enqueue_jobs.sql, Wakeup). */
 const WAKE_WITHIN_MS = 1_000;
 
-/**
- * acta.enqueue_jobs (sql/functions/enqueue_jobs.sql): one job per element, ids drawn in input
- * order; an element whose idempotency key already names a job of the namespace (or an earlier
- * element's) creates nothing and answers that job's id.
- */
+/** acta.enqueue_jobs (sql/functions/enqueue_jobs.sql): a job per element, or the id its idempotency key names. */
 export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: EnqueueRows): { id: JobId | null; created: boolean }[] {
   const payloads = parseJsonb(`[${rows.payloads.join(',')}]`) as unknown[];
   const at = <T>(values: (T | null)[] | undefined, i: number): T | null => values?.[i] ?? null;
@@ -66,7 +62,7 @@ export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: Enque
   return out;
 }
 
-/** One row of complete_executions' `decision` table: what a shape does to the job and its ledger row. */
+/** A row of complete_executions.sql's `decision` table. */
 interface Decision {
   status: JobStatus;
   charged: boolean;
@@ -108,12 +104,7 @@ const decide = (outcome: CompletionOutcome, lastAttempt: boolean): Decision | un
   }
 };
 
-/**
- * acta.complete_executions (sql/functions/complete_executions.sql): each element applied as its
- * shape decides, only while its row is Executing with its execution number under this worker
- * (else 'stale'); then the hand-on: every applied attempt frees its key's slot, a finished lane
- * head hands its lane on, a rate-limited attempt holds its meter shut until its retry is due.
- */
+/** acta.complete_executions (sql/functions/complete_executions.sql): the batch, fenced, then the hand-on. */
 export function completeExecutions(store: Store, tx: Tx, workerId: string, batch: CompletionRow[]): CompletionAck[] {
   const input = batch.map((c) => ({
     id: jobIdOf(c.id),
@@ -180,12 +171,7 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
   return acks;
 }
 
-/**
- * acta.recover_jobs (sql/functions/recover_jobs.sql): marks workers silent for `deadAfterMs` dead
- * (their declarations give way: acta.refresh_definitions), then returns every row whose own lease
- * has expired to Ready, charged only if its attempt had started or after 3 uncharged returns,
- * Failed with WorkerLost when a charge uses up its attempts; the hand-on as a completion's.
- */
+/** acta.recover_jobs (sql/functions/recover_jobs.sql): dead workers, then the rows whose lease expired, then the hand-on. */
 export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; deadAfterMs: number; limit?: number }): RecoveredRow[] {
   const { namespace, deadAfterMs } = args;
   const limit = args.limit ?? 10_000;
@@ -241,10 +227,7 @@ export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; dea
   return out;
 }
 
-/**
- * acta.cancel_job (sql/functions/cancel_job.sql): a Ready job of the namespace (queued, due later,
- * waiting out a backoff, or parked) to Cancelled; an unparked lane head hands its lane on.
- */
+/** acta.cancel_job (sql/functions/cancel_job.sql). */
 export function cancelJob(store: Store, tx: Tx, namespace: string, id: string): boolean {
   const job = store.jobs.get(jobIdOf(id));
   if (!job || job.namespace !== namespace || job.status !== 'ready') return false;
@@ -293,11 +276,7 @@ export function readJob(store: Store, namespace: string, id: string): JobRecord 
   };
 }
 
-/**
- * acta.record_step (sql/functions/record_step.sql): recorded once per (job, name), fenced by (job,
- * execution, holder): 'recorded', 'exists' (an earlier attempt's result), or 'stale'. The first
- * record of an attempt marks it started.
- */
+/** acta.record_step (sql/functions/record_step.sql). */
 export function recordStep(store: Store, tx: Tx, args: { workerId: string; jobId: JobId; execution: number; name: string; resultJson: string }): StepRecord {
   const result = parseJsonb(args.resultJson);
   const job = store.jobs.get(jobIdOf(args.jobId));

@@ -10,11 +10,7 @@ import { copyJson, jobIdOf, SqlStateError, type Store, type Tx } from './state';
 /** The passes a worker runs when none are named: recovery, every lease (src/db/workers.ts). */
 const passesOf = (args: { passes?: PassSchedule[]; leaseMs: number }): PassSchedule[] => args.passes ?? [{ name: 'recovery', intervalMs: args.leaseMs }];
 
-/**
- * acta.register_worker (sql/functions/register_worker.sql): a new worker incarnation, its
- * namespace and definitions created on first use, the definitions' policies reconciled; its first
- * beat: the due passes it took. A repeat (the id is there already) answers every pass, taking none.
- */
+/** acta.register_worker (sql/functions/register_worker.sql): the worker's first beat; a repeat takes no pass. */
 export function registerWorker(store: Store, tx: Tx, args: RegisterArgs): { duePasses: string[] } {
   const passes = passesOf(args);
   if (!store.namespaces.has(args.namespace)) store.namespaces.set(args.namespace, { name: args.namespace, createdAt: tx.now, policyVersion: 0 });
@@ -45,12 +41,7 @@ export function registerWorker(store: Store, tx: Tx, args: RegisterArgs): { dueP
 const canonical = (value: unknown): string =>
   JSON.stringify(value, (_k, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
 
-/**
- * acta.refresh_definitions (sql/functions/refresh_definitions.sql): each named definition's policy
- * as the namespace's live workers declare it: the most recently started one's declaration, with the
- * smallest concurrency limit and the slowest rate any of them declared; the namespace's policy
- * version moves when one changed. A definition no live worker runs keeps its last policy.
- */
+/** acta.refresh_definitions (sql/functions/refresh_definitions.sql): the policies the live workers' declarations give. */
 export function refreshDefinitions(store: Store, tx: Tx, namespace: string, names: string[]): void {
   const live: { name: string; maxAttempts: number | null; startedAt: number; build: string | null; policy: DeclaredPolicy | null; seq: number }[] = [];
   let seq = 0;
@@ -94,7 +85,7 @@ export function refreshDefinitions(store: Store, tx: Tx, namespace: string, name
   if (changed > 0 && ns) ns.policyVersion++;
 }
 
-/** acta.stop_worker (sql/functions/stop_worker.sql): the worker stopped; its definitions' policies go back to the live workers'. */
+/** acta.stop_worker (sql/functions/stop_worker.sql). */
 export function stopWorker(store: Store, tx: Tx, workerId: string): void {
   const w = store.workers.get(workerId);
   if (!w) return;
@@ -103,11 +94,7 @@ export function stopWorker(store: Store, tx: Tx, workerId: string): void {
   refreshDefinitions(store, tx, w.namespace, w.definitions);
 }
 
-/**
- * acta.take_passes (sql/functions/take_passes.sql): the worker's passes that are due, each moved one
- * interval on as it is taken (a pass the namespace has no row for is created due); a shorter
- * interval pulls a later due time in.
- */
+/** acta.take_passes (sql/functions/take_passes.sql). */
 export function takePasses(store: Store, tx: Tx, namespace: string, passes: PassSchedule[]): string[] {
   for (const p of passes) if (!store.pass(namespace, p.name)) store.insertPass(namespace, p.name, tx.now);
   for (const p of passes) {
@@ -124,7 +111,7 @@ export function takePasses(store: Store, tx: Tx, namespace: string, passes: Pass
   return taken;
 }
 
-/** acta.release_passes (sql/functions/release_passes.sql): the passes are due again at once. */
+/** acta.release_passes (sql/functions/release_passes.sql). */
 export function releasePasses(store: Store, tx: Tx, namespace: string, passes: string[]): void {
   for (const name of passes) {
     const row = store.pass(namespace, name);
@@ -132,11 +119,7 @@ export function releasePasses(store: Store, tx: Tx, namespace: string, passes: s
   }
 }
 
-/**
- * acta.heartbeat (sql/functions/heartbeat.sql): renews every held pair still Executing under this
- * worker with its execution number (a lease that ran out but was not recovered yet too); the others
- * are 'lost'. Then the passes it took and the namespace's policy version.
- */
+/** acta.heartbeat (sql/functions/heartbeat.sql); never 'locked': nothing else holds a row here. */
 export function heartbeat(store: Store, tx: Tx, args: HeartbeatArgs): HeartbeatResult {
   const passes = passesOf(args);
   // acta.passes references acta.namespaces: a pass of a namespace no worker registered fails the call.
