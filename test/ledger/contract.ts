@@ -189,6 +189,11 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       let last: ClaimedRow[] = [];
       expect(await woken(async () => (last = (await claim(ns, worker, ['order'], 8)).rows))).toEqual([]);
       expect(last.map((r) => r.id)).toEqual(early.slice(15, 20));
+      // Two definitions give up to twice the rows asked for: the ones left wake the namespace too.
+      await enqueue(ns, ['order', 'order', 'other', 'other'].map((definition, i) => ({ definition, payload: { i } })));
+      let two: ClaimedRow[] = [];
+      expect(await woken(async () => (two = (await claim(ns, worker, ['order', 'other'], 2)).rows))).toEqual([ns]);
+      expect(iOf(two)).toEqual([0, 1]);
     });
 
     test('rows due later wait: the idle answer is the time until the next one of the claim\'s definitions is due', async () => {
@@ -613,6 +618,9 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(p.runAt).toEqual(p.createdAt);
       expect(await ledger.readJob(fresh(), id)).toBeNull();
       expect(await ledger.readJob(ns, '999999999')).toBeNull();
+      // A limit below 1 fails the whole batch (the column's check), writing nothing.
+      await expect(enqueue(ns, [{ definition: 'mail', payload: { n: 1 } }, { definition: 'mail', maxAttempts: 0 }])).rejects.toMatchObject({ code: '23514' });
+      expect(await ledger.readJob(ns, String(Number(plain) + 1))).toBeNull();
     });
 
     test('an idempotency key names one job per namespace: again, it answers that id, created false, and writes nothing; in one batch the first element wins; a cancelled job keeps its key', async () => {
