@@ -1,39 +1,40 @@
 // The in-memory ledger of acta/testing (src/testing/memoryLedger.ts) on a virtual clock: the
 // contract (contract.ts) it shares with the SQL, then what is its own: latency, faults, its state.
-import { VirtualTimeScheduler } from 'rxjs';
-import { ConfigError, type Definition, defineJob } from '../../src';
+import { ConfigError, createClient, createWorker, type Definition, defineJob } from '../../src';
 import type { EnqueueRows } from '../../src/db/jobs';
 import { isTransientDbError } from '../../src/db/transient';
 import { declaredPolicy } from '../../src/definition';
 import type { Ledger } from '../../src/ledger';
-import { InjectedConnectionError, memoryLedger, type MemoryLedger, type MemoryLedgerOptions } from '../../src/testing';
+import { InjectedConnectionError, memoryLedger, type MemoryLedgerOptions, VirtualClock } from '../../src/testing';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
 import { ledgerContract } from './contract';
 
 /**
- * A memory ledger on a VirtualTimeScheduler, and `ledger`: the same whose every call runs the
- * clock's due actions at once, so an answer (and a wakeup) that arrives without latency is there
- * when its promise is awaited. `advance(ms)` runs the clock `ms` on.
+ * A memory ledger on a VirtualClock (acta/testing), and `ledger`: the same, whose every call then
+ * runs the clock's current instant, so that an answer without latency (and a wakeup) is there when
+ * its promise is awaited; synchronously, so that it never races the clock's own advance(ms).
  */
-function onVirtualTime(options: Omit<MemoryLedgerOptions, 'scheduler'> = {}) {
-  const scheduler = new VirtualTimeScheduler();
-  const runTo = (frame: number) => {
-    scheduler.maxFrames = frame;
-    scheduler.flush();
-    scheduler.frame = frame;
+function onVirtualTime() {
+  const clock = new VirtualClock();
+  const runNow = () => {
+    clock.scheduler.maxFrames = clock.scheduler.frame;
+    clock.scheduler.flush();
+    clock.scheduler.maxFrames = Number.POSITIVE_INFINITY;
   };
-  const memory = memoryLedger({ ...options, scheduler });
+  const memory = memoryLedger({ scheduler: clock.scheduler });
   const ledger = new Proxy(memory, {
     get(target, name) {
       const value = Reflect.get(target, name) as unknown;
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         const answer = (value as (...a: unknown[]) => unknown).apply(target, args);
-        runTo(scheduler.frame);
+        runNow();
         return answer;
       };
     },
-  }) as MemoryLedger;
-  return { memory, scheduler, ledger: ledger as Ledger, now: async () => scheduler.now(), advance: async (ms: number) => runTo(scheduler.frame + ms) };
+  }) as Ledger;
+  return { ledger, now: async () => clock.now(), advance: (ms: number) => clock.advance(ms) };
 }
 
 describe('the contract', () => ledgerContract(() => onVirtualTime()));
@@ -48,17 +49,11 @@ describe('the memory ledger', () => {
     idempotencyKeys: Array.from({ length: n }, () => null),
     ...more,
   });
-  /** A raw ledger on a virtual clock, and `runTo(frame)`: the clock to `frame`, then the promise callbacks it settled. */
+  /** A ledger on a VirtualClock, and `runTo(frame)`: the clock to that time (from where it is), promises settled. */
   function virtual(options: Omit<MemoryLedgerOptions, 'scheduler'> = {}) {
-    const scheduler = new VirtualTimeScheduler();
-    const ledger = memoryLedger({ ...options, scheduler });
-    const runTo = async (frame: number) => {
-      scheduler.maxFrames = frame;
-      scheduler.flush();
-      scheduler.frame = frame;
-      await new Promise((resolve) => setImmediate(resolve));
-    };
-    return { scheduler, ledger, runTo };
+    const clock = new VirtualClock();
+    const ledger = memoryLedger({ ...options, scheduler: clock.scheduler });
+    return { ledger, runTo: (frame: number) => clock.advance(frame - clock.now()) };
   }
   const claimArgs = { namespace: 'default', workerId: 'w', definitions: ['d'], limit: 10, leaseMs: 1_000 };
 
@@ -181,10 +176,33 @@ describe('the memory ledger', () => {
     expect(ledger.state().jobs[1].status).toBe('ready');
   });
 
-  test('on the default scheduler it answers in real time', async () => {
+  test('on the default scheduler, in real time, a worker and a client run on it: a key of limit 1 held, a step, a retry', async () => {
     const ledger = memoryLedger();
-    expect(await ledger.enqueueJobs('default', rows(1))).toEqual([{ id: '1', created: true }]);
-    expect((await ledger.claimJobs(claimArgs)).rows).toHaveLength(1);
+    const job = defineJob({
+      name: 'j',
+      backoff: { delayMs: 10 },
+      concurrency: { key: () => 'k', limit: 1 },
+      handler: async (p: { i: number }, ctx) => {
+        await ctx.step('s', () => p.i);
+        if (p.i === 2 && ctx.attempt === 1) throw new Error('once');
+        return p.i * 2;
+      },
+    });
+    const worker = createWorker({ ledger, definitions: [job], logger: silentLogger, executors: 4, heartbeatIntervalMs: 200 });
+    await worker.start();
+    const client = createClient({ ledger, definitions: [job] });
+    const ids = await client.enqueueMany([0, 1, 2, 3].map((i) => ({ definition: job, payload: { i } })));
+    const read = () => Promise.all(ids.map((r) => client.getJob(r.id)));
+    await waitFor(async () => (await read()).every((j) => j?.status === 'succeeded'), 'every job to succeed');
+    await worker.stop();
+    expect((await read()).map((j) => [j?.result, j?.attempts])).toEqual([[0, 1], [2, 1], [4, 2], [6, 1]]);
+    const { executions, steps, workers } = ledger.state();
+    expect(executions.map((e) => e.outcome).sort()).toEqual(['failed', 'succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    // One attempt of the key at a time: each starts after the one before it ended.
+    const byStart = [...executions].sort((a, b) => a.claimedAt - b.claimedAt);
+    byStart.slice(1).forEach((e, i) => expect(e.claimedAt).toBeGreaterThanOrEqual(byStart[i].finishedAt));
+    expect(steps.map((st) => [st.jobId, st.execution])).toEqual([[1, 1], [2, 1], [3, 1], [4, 1]]);
+    expect(workers.map((w) => w.status)).toEqual(['stopped']);
   });
 
   test('options and knobs it cannot take are refused with ConfigError', () => {
