@@ -155,15 +155,14 @@ CREATE OR REPLACE FUNCTION acta.cancel_job(p_namespace text, p_id bigint)
 AS $function$
 declare
   v_lane    text;
-  v_parked  boolean;
 begin
   update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp()
   where j.id = p_id and j.namespace = p_namespace and j.status = 'ready'
-  returning j.lane, j.blocked_by is not null into v_lane, v_parked;
+  returning j.lane into v_lane;
   if not found then
     return false;
   end if;
-  if v_lane is not null and not v_parked then
+  if v_lane is not null then
     perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, 'lane', v_lane));
     if acta.release_gate(p_namespace, 'lane', v_lane) > 0 then
       perform pg_notify('acta_jobs', p_namespace);
@@ -1312,22 +1311,33 @@ CREATE OR REPLACE FUNCTION acta.release_gate(p_namespace text, p_kind text, p_ke
 AS $function$
 #variable_conflict use_column
 declare
+  v_head       bigint;
+  v_head_gate  text;
   v_definition text;
   v_room       integer;
   v_next_at    timestamptz;
   v_released   integer := 0;
 begin
   if p_kind = 'lane' then
-    if exists (select 1 from acta.jobs h
-               where h.namespace = p_namespace and h.lane = p_key and h.status in ('executing', 'waiting')) then
-      return 0;
+    if not exists (select 1 from acta.jobs h
+                   where h.namespace = p_namespace and h.lane = p_key and h.status in ('executing', 'waiting')) then
+      select r.id, r.blocked_by into v_head, v_head_gate
+      from acta.jobs r
+      where r.namespace = p_namespace and r.lane = p_key and r.status = 'ready'
+      order by r.id limit 1;
+      if v_head_gate = 'lane' then
+        update acta.jobs j set blocked_by = null
+        where j.id = (select x.id from acta.jobs x where x.id = v_head and x.blocked_by = 'lane' for update skip locked);
+        get diagnostics v_released = row_count;
+        if v_released = 0 then
+          insert into acta.gates (namespace, kind, key, recheck_at)
+          values (p_namespace, 'lane', p_key, now() + interval '2 seconds')
+          on conflict (namespace, kind, key) do update set recheck_at = excluded.recheck_at;
+          return 0;
+        end if;
+      end if;
     end if;
-    update acta.jobs j set blocked_by = null
-    where j.id = (select r.id from acta.jobs r
-                  where r.namespace = p_namespace and r.lane = p_key and r.status = 'ready'
-                  order by r.id limit 1)
-      and j.blocked_by = 'lane';
-    get diagnostics v_released = row_count;
+    delete from acta.gates g where g.namespace = p_namespace and g.kind = 'lane' and g.key = p_key;
     return v_released;
   end if;
 
@@ -1347,7 +1357,8 @@ begin
         where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
           and p.blocked_by = p_kind and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = p_key
         order by p.priority desc, p.run_at, p.id
-        limit greatest(coalesce(v_room, 1000), 0)))
+        limit greatest(coalesce(v_room, 1000), 0)
+        for update skip locked))
       returning 1
     )
     select count(*) into v_released from released;

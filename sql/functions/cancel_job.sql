@@ -5,25 +5,25 @@
 -- the database clock, not its transaction's: in a caller's transaction now() could precede the
 -- job's creation); false when there is no such job or it is not Ready (Executing, finished,
 -- already Cancelled). A claim holding the row's lock is waited for, and then the row is Executing:
--- false. A cancelled lane head hands its lane on (acta.release_gate; docs/DESIGN.md, "Policies"),
--- with NOTIFY acta_jobs when it released a row.
--- Locks: the row; then, for an unparked row of a lane, the lane's gate lock (a parked row is no
--- head: nothing to hand on, and no gate lock is waited for while its row lock is held).
+-- false. A cancelled row of a lane hands the lane on if it was its head, parked on a key or a meter
+-- or not (acta.release_gate; docs/DESIGN.md, "Policies"), with NOTIFY acta_jobs when it released a
+-- row.
+-- Locks: the row, then its lane's gate lock. No deadlock: whoever holds that gate lock never waits
+-- for a Ready row's lock (claims skip locked rows, acta.release_gate takes parked ones SKIP LOCKED).
 create or replace function acta.cancel_job(p_namespace text, p_id bigint) returns boolean
 language plpgsql
 set enable_seqscan = off
 as $$
 declare
   v_lane    text;
-  v_parked  boolean;
 begin
   update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp()
   where j.id = p_id and j.namespace = p_namespace and j.status = 'ready'
-  returning j.lane, j.blocked_by is not null into v_lane, v_parked;
+  returning j.lane into v_lane;
   if not found then
     return false;
   end if;
-  if v_lane is not null and not v_parked then
+  if v_lane is not null then
     perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, 'lane', v_lane));
     if acta.release_gate(p_namespace, 'lane', v_lane) > 0 then
       perform pg_notify('acta_jobs', p_namespace);

@@ -1014,13 +1014,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(iOf((await claim(ns, worker, ['keyed'], 10)).rows)).toEqual([2]);
     });
 
-    // Known bug, reported: sql/functions/cancel_job.sql hands a lane on only for an unparked row ("a
-    // parked row is no head"), but a head parked on its key or meter IS the lane's head: cancelled,
-    // the row behind it stays parked on the lane with nothing left to release it (no gate, no
-    // recheck) until another row of the lane is enqueued, against docs/policies.md ("a head that
-    // fails for good or is cancelled hands the lane on"). The memory ledger makes the SQL's decision.
-    // test.failing: passes while the bug is there; make it a plain test with the fix.
-    test.failing("a lane's head parked on its key, cancelled, hands its lane on", async () => {
+    test("a lane's head parked on its key, cancelled, hands its lane on", async () => {
       const { ns, worker, holding, head } = await setUp();
       expect(await ledger.cancelJob(ns, head)).toBe(true);
       await complete(worker, completion(holding.rows));

@@ -233,7 +233,7 @@ export function cancelJob(store: Store, tx: Tx, namespace: string, id: string): 
   if (!job || job.namespace !== namespace || job.status !== 'ready') return false;
   job.status = 'cancelled';
   job.finishedAt = tx.now;
-  if (job.lane !== null && job.blockedBy === null && releaseGate(store, tx, namespace, 'lane', job.lane) > 0) tx.notify(namespace);
+  if (job.lane !== null && releaseGate(store, tx, namespace, 'lane', job.lane) > 0) tx.notify(namespace);
   return true;
 }
 
