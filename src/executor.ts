@@ -35,6 +35,10 @@ export interface ExecutorDeps {
    * downstream), errored, or unsubscribed (the worker returns the entry's permit here).
    */
   settled?: () => void;
+  /** The handler is about to start (state Executing): events record the time (src/events.ts). */
+  onStart?: (entry: Entry) => void;
+  /** The attempt's completion is about to go downstream (state Finalizing). */
+  onEnd?: (entry: Entry) => void;
 }
 
 /**
@@ -53,6 +57,7 @@ export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<Completio
       (completion) => {
         if (!subscriber.closed && deps.registry.isCurrent(entry)) {
           entry.state = 'finalizing';
+          deps.onEnd?.(entry);
           subscriber.next(completion);
         }
         subscriber.complete();
@@ -92,6 +97,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
   };
   entry.state = 'executing';
+  deps.onStart?.(entry);
   let step: Step | undefined;
   /** Set by the handler's first ctx.rateLimited call: the attempt's outcome, whatever follows. */
   let rateLimitedMs: number | undefined;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
-import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, skip, Subject, type Subscription, takeUntil } from 'rxjs';
+import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, type Subscription, takeUntil } from 'rxjs';
 import { admit } from './admission';
 import { PIPELINE } from './config';
 import type { PassSchedule } from './db/types';
@@ -12,6 +12,7 @@ import { heartbeat } from './heartbeat';
 import { errorText } from './json';
 import { retryErrorFields } from './logger';
 import { ConfigError } from './errors';
+import { type WorkerEvent, WorkerEvents } from './events';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { Permits } from './permits';
 import { pipeline } from './pipeline';
@@ -47,6 +48,12 @@ export interface Worker {
   wake(): void;
   /** The metrics server's port, when `metricsPort` was given. */
   readonly metricsServerPort?: number;
+  /**
+   * What the worker does, as typed events (events.ts, WorkerEvent; docs/reference.md, "Events"):
+   * hot, nothing is replayed; `stopped` is the last, then it completes. Built only while
+   * subscribed: with no subscriber it costs the hot path close to nothing.
+   */
+  readonly events$: Observable<WorkerEvent>;
 }
 
 /**
@@ -71,6 +78,7 @@ export function createWorker(options: WorkerOptions): Worker {
   /** The LISTEN connection is up (or not used). */
   let listening = true;
   const metrics = new WorkerMetrics({ inflight: registry, permits, degraded: () => !healthy.value || !listening }, settings.metricsRegistry);
+  const events = new WorkerEvents(settings.events);
   /** The worker's own wakeups of its claimer (a retry became due, a recovery returned rows, wake()). */
   const wakeups = new Subject<void>();
   /** Signs that the database answers again, while the heartbeat fails: its retry tries at once. */
@@ -108,6 +116,10 @@ export function createWorker(options: WorkerOptions): Worker {
     rejectDone = reject;
   });
   done.catch(() => undefined); // a caller that never awaits `done` must not see an unhandled rejection
+  done.then(
+    () => events.stopped(id),
+    (err: unknown) => events.stopped(id, err),
+  );
 
   // ---- The batch window's "more is coming" -------------------------------------------------
   /** The last claim took every row it asked for: the backlog goes on. */
@@ -147,6 +159,7 @@ export function createWorker(options: WorkerOptions): Worker {
         }
       }
       for (const [outcome, n] of byOutcome) metrics.completions.inc({ outcome }, n);
+      events.written(batch, acks);
       if (retried) wakeups.next();
     },
   });
@@ -160,7 +173,9 @@ export function createWorker(options: WorkerOptions): Worker {
         end();
         metrics.claimRowsAsked.inc(n);
         metrics.claimRowsClaimed.inc(result.rows.length);
-        const entries = registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs);
+        const answeredAt = scheduler.now();
+        events.claimed(n, result.rows.length, answeredAt - startedAt);
+        const entries = registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs, answeredAt);
         lastClaimFull = result.rows.length > 0 && result.rows.length === n;
         updateMoreComing();
         return { rows: entries, nextDueInMs: result.nextDueInMs };
@@ -295,6 +310,7 @@ export function createWorker(options: WorkerOptions): Worker {
             probeIntervalMs: Math.max(1_000, Math.min(10_000, clock.heartbeatIntervalMs)),
             onListening: (up) => {
               listening = up;
+              events.health('listener', up);
               if (!up) return;
               metrics.listenerReconnects.inc();
               sawDatabase();
@@ -314,6 +330,15 @@ export function createWorker(options: WorkerOptions): Worker {
       settled: () => {
         permits.release(1);
         updateMoreComing();
+      },
+      // Times are recorded only for what reads them: an events$ subscriber.
+      onStart: (entry) => {
+        if (!events.observed) return;
+        entry.startedAt = scheduler.now();
+        events.started(entry);
+      },
+      onEnd: (entry) => {
+        if (entry.startedAt >= 0) entry.endedAt = scheduler.now();
       },
     };
 
@@ -359,7 +384,9 @@ export function createWorker(options: WorkerOptions): Worker {
         onHealth: (ok) => {
           if (!ok) metrics.heartbeatFailures.inc();
           healthy.next(ok);
+          events.health('heartbeat', ok);
         },
+        onLost: (entry) => events.leaseLost(entry),
         onFatal: fatal,
         logger: logger.child({ component: 'heartbeat' }),
         scheduler,
@@ -381,6 +408,7 @@ export function createWorker(options: WorkerOptions): Worker {
       return address && typeof address === 'object' ? address.port : undefined;
     },
     wake: () => wakeups.next(),
+    events$: events.events$,
 
     start() {
       if (state !== 'new') return Promise.reject(new ConfigError('a worker starts once; create another to start again'));
@@ -396,12 +424,14 @@ export function createWorker(options: WorkerOptions): Worker {
           metricsServer?.close();
           metricsServer = undefined;
           state = 'stopped';
+          events.stopped(id, err);
           resolveDone();
           throw err;
         }
         if (state !== 'starting') return; // stop() was called meanwhile: it waits for us
         state = 'running';
         run();
+        events.running(id, namespace);
         logger.info({ namespace, executors, heartbeatIntervalMs: clock.heartbeatIntervalMs, leaseMs: clock.leaseMs, definitions: names, metricsPort: worker.metricsServerPort }, 'worker started');
       })();
       return starting;

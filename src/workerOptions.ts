@@ -5,12 +5,13 @@ import type { Db } from './db/Db';
 import { type Ledger, sqlLedger } from './ledger';
 import { checkDefinition, type Definition } from './definition';
 import { ConfigError } from './errors';
+import type { WorkerEventsOptions } from './events';
 import { createLogger, type Logger } from './logger';
 import { monotonicScheduler } from '../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'build', 'ledger'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'build', 'ledger', 'events'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
 export interface WorkerOptions {
@@ -54,6 +55,8 @@ export interface WorkerOptions {
    * pipeline in virtual time.
    */
   scheduler?: SchedulerLike;
+  /** `worker.events$`: `{ payloads: true }` puts each job's payload on its per-attempt events (default: no payloads). */
+  events?: WorkerEventsOptions;
 }
 
 /** A worker's options, checked, with every default applied. */
@@ -76,6 +79,7 @@ export interface WorkerSettings {
   /** The definitions' own maxAttempts, in `names` order (null: none given). */
   maxAttempts: (number | null)[];
   build: string | null;
+  events: WorkerEventsOptions;
 }
 
 /**
@@ -84,7 +88,7 @@ export interface WorkerSettings {
  * handler, maxAttempts, backoff), or a setting out of range: executors 1..10 000,
  * heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1, shutdownTimeoutMs 0..2^31−1, a
  * definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the longest Node.js timer: a longer
- * one would fire after 1 ms).
+ * one would fire after 1 ms), or events options other than `payloads`.
  */
 export function workerSettings(options: WorkerOptions): WorkerSettings {
   knownKeys('worker option', options, WORKER_OPTION_KEYS);
@@ -113,5 +117,15 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     metricsRegistry: options.metricsRegistry,
     maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
     build: options.build === undefined ? null : nameOption('build', options.build, MAX_NAME_BYTES),
+    events: eventsOption(options.events),
   };
+}
+
+/** `events`: `{ payloads?: boolean }`. Throws ConfigError. */
+function eventsOption(events: WorkerEventsOptions | undefined): WorkerEventsOptions {
+  if (events === undefined) return {};
+  if (events === null || typeof events !== 'object') throw new ConfigError(`events must be an object { payloads?: boolean }, got ${events === null ? 'null' : typeof events}`);
+  knownKeys('events option', events, ['payloads']);
+  if (events.payloads !== undefined && typeof events.payloads !== 'boolean') throw new ConfigError(`events.payloads must be a boolean, got ${typeof events.payloads}`);
+  return { payloads: events.payloads === true };
 }
