@@ -24,11 +24,11 @@ export class Entry {
   abortCause?: AbortCause;
   /** An executor has taken the entry (false: it is still in the claimer's hands). */
   taken = false;
-  /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler). */
+  /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler, or hooks.ts' wait for a run to start). */
   onAbort?: (cause: AbortCause) => void;
   /**
    * Scheduler times (ms) of the handler's start and end, recorded only while something reads them
-   * (an events$ subscriber: src/events.ts); -1: not recorded.
+   * (hooks, an events$ subscriber: src/events.ts); -1: not recorded.
    */
   startedAt = -1;
   endedAt = -1;

@@ -11,7 +11,7 @@ import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
 import { errorText } from './json';
 import { retryErrorFields } from './logger';
-import { ConfigError } from './errors';
+import { ConfigError, type HookFailedError } from './errors';
 import { type WorkerEvent, WorkerEvents } from './events';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { Permits } from './permits';
@@ -79,6 +79,8 @@ export function createWorker(options: WorkerOptions): Worker {
   let listening = true;
   const metrics = new WorkerMetrics({ inflight: registry, permits, degraded: () => !healthy.value || !listening }, settings.metricsRegistry);
   const events = new WorkerEvents(settings.events);
+  /** A hook's failure (HookFailedError): the worker stops gracefully and `done` rejects with it. */
+  let failure: HookFailedError | undefined;
   /** The worker's own wakeups of its claimer (a retry became due, a recovery returned rows, wake()). */
   const wakeups = new Subject<void>();
   /** Signs that the database answers again, while the heartbeat fails: its retry tries at once. */
@@ -187,9 +189,18 @@ export function createWorker(options: WorkerOptions): Worker {
       return call;
     });
 
-  const handBack = (entry: Entry) => {
+  /** Hands an entry no executor will write for back uncharged; false when it is not: handed back already, no longer held, or the worker gave up (fatal() hands its rows back itself). */
+  const handBack = (entry: Entry): boolean => {
+    if (state === 'stopped' || entry.state === 'finalizing' || !registry.isCurrent(entry)) return false;
     entry.state = 'finalizing';
     handBacks.next(handBackCompletion(entry));
+    updateMoreComing();
+    return true;
+  };
+
+  /** An executor's permit comes back: after its completion (or hand-back) entered the finalizer's channel. */
+  const release = () => {
+    permits.release(1);
     updateMoreComing();
   };
 
@@ -326,14 +337,9 @@ export function createWorker(options: WorkerOptions): Worker {
       scheduler,
       timeouts: new Timeouts(scheduler),
       stepFor: (entry) => createStep(ledger, id, entry, registry, scheduler),
-      // After the completion entered the finalizer's channel: the permit goes back.
-      settled: () => {
-        permits.release(1);
-        updateMoreComing();
-      },
-      // Times are recorded only for what reads them: an events$ subscriber.
+      // Times are recorded only for what reads them: the hooks' views, an events$ subscriber.
       onStart: (entry) => {
-        if (!events.observed) return;
+        if (!settings.hooks && !events.observed) return;
         entry.startedAt = scheduler.now();
         events.started(entry);
       },
@@ -364,9 +370,22 @@ export function createWorker(options: WorkerOptions): Worker {
           stopClaiming$: stopClaiming,
           admit: admit(),
           executors,
-          run: (entry) => runEntry(entry, executorDeps),
+          // The permit goes back after the completion entered the finalizer's channel (pipeline.ts).
+          run: (entry, settled) => runEntry(entry, executorDeps, settled),
+          release,
+          handBack,
           handBacks$: handBacks,
           finalizer,
+          hooks: settings.hooks && {
+            hooks: settings.hooks,
+            scheduler,
+            logger: logger.child({ component: 'hooks' }),
+            holdLimitMs: clock.attemptDeadlineMs,
+            onFailure: (err) => {
+              failure ??= err;
+              void worker.stop();
+            },
+          },
           onExecutorsDone: executorsEnded,
         }).subscribe({ error: fatal, complete: resolve }),
       );
@@ -483,7 +502,8 @@ export function createWorker(options: WorkerOptions): Worker {
         await ledger.stopWorker(id).catch((err) => logger.warn({ err }, 'could not mark the worker stopped'));
         state = 'stopped';
         logger.info('worker stopped');
-        resolveDone();
+        if (failure) rejectDone(failure);
+        else resolveDone();
       })();
       return stopping;
     },
