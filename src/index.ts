@@ -4,6 +4,7 @@
  */
 export { createClient, type Client, type ClientOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client';
 export { createWorker, type Worker, type WorkerOptions } from './worker';
+export { runWorker$, type RunWorkerOptions } from './runWorker';
 export type { Attempt, AttemptCompletion, HookTools, WorkerHooks } from './hooks';
 export type {
   AttemptEventFields,
