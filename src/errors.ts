@@ -170,3 +170,19 @@ export class UnstorableStepResultError extends ActaError {
     super('ACTA_UNSTORABLE_STEP_RESULT', `step "${step}" ran but its result cannot be stored (${cause.message}): the job fails without retry`, { cause });
   }
 }
+
+/**
+ * A worker's `beforeExecution` hook failed: its operator errored (or threw when called), or it
+ * completed while the worker was still claiming. The worker hands back what the hook held, stops
+ * gracefully (running attempts finish and are written) and `done` rejects with this error;
+ * `cause` is the hook's own error (docs/reference.md, "Hooks").
+ */
+export class HookFailedError extends ActaError {
+  constructor(
+    readonly hook: 'beforeExecution',
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super('ACTA_HOOK_FAILED', `the ${hook} hook ${reason}: the worker stops (what the hook held was handed back uncharged)`, options);
+  }
+}

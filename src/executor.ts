@@ -33,8 +33,13 @@ export interface ExecutorDeps {
   /**
    * Called once when the returned Observable ends: completed (after its completion went
    * downstream), errored, or unsubscribed (the worker returns the entry's permit here).
+   * runEntry's third argument, when given, takes its place.
    */
   settled?: () => void;
+  /** The handler is about to start (state Executing): events and hooks record the time (src/events.ts). */
+  onStart?: (entry: Entry) => void;
+  /** The attempt's completion is about to go downstream (state Finalizing). */
+  onEnd?: (entry: Entry) => void;
 }
 
 /**
@@ -42,24 +47,25 @@ export interface ExecutorDeps {
  * goes back uncharged), runs the handler with an AbortSignal and the definition's timeout, and
  * emits the completion record (state Finalizing), then completes. An entry superseded meanwhile
  * by a new claim of its job emits nothing: the new attempt owns the row (Registry.addClaimed).
- * Never errors for a job's own failure: per job, errors are values. `deps.settled` runs when it
+ * Never errors for a job's own failure: per job, errors are values. `settled` runs when it
  * ends, i.e. only after the completion went on to the finalizer. (One Observable per job, not
  * defer + from(promise) + finalize: each layer is per-job allocation on the hot path.)
  */
-export function runEntry(entry: Entry, deps: ExecutorDeps): Observable<Completion> {
+export function runEntry(entry: Entry, deps: ExecutorDeps, settled = deps.settled): Observable<Completion> {
   return new Observable<Completion>((subscriber) => {
     entry.taken = true;
     execute(entry, deps).then(
       (completion) => {
         if (!subscriber.closed && deps.registry.isCurrent(entry)) {
           entry.state = 'finalizing';
+          deps.onEnd?.(entry);
           subscriber.next(completion);
         }
         subscriber.complete();
       },
       (err: unknown) => subscriber.error(err),
     );
-    return deps.settled;
+    return settled;
   });
 }
 
@@ -92,6 +98,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
   };
   entry.state = 'executing';
+  deps.onStart?.(entry);
   let step: Step | undefined;
   /** Set by the handler's first ctx.rateLimited call: the attempt's outcome, whatever follows. */
   let rateLimitedMs: number | undefined;

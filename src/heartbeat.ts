@@ -7,7 +7,7 @@ import { isSchemaError, isTransientDbError } from './db/transient';
 import { SchemaNotMigratedError } from './errors';
 import { errorText } from './json';
 import { retryErrorFields } from './logger';
-import type { Registry } from './registry';
+import type { Entry, Registry } from './registry';
 
 export interface HeartbeatConfig {
   registry: Registry;
@@ -22,6 +22,8 @@ export interface HeartbeatConfig {
   onHealth: (healthy: boolean) => void;
   /** No heartbeat succeeded for a whole lease while attempts were held, or a non-transient error: the worker must stop. */
   onFatal: (err: unknown) => void;
+  /** A beat found this attempt's lease lost; called after it was aborted. */
+  onLost?: (entry: Entry) => void;
   logger: Logger;
   scheduler: SchedulerLike;
   /** Scheduler time of the last confirmed renewal's start (the start of the worker's registration). */
@@ -188,6 +190,7 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
           if (!entry || entry.row.execution !== pair.execution || entry.state === 'finalizing') continue;
           logger.warn({ jobId: pair.id, execution: pair.execution, state: entry.state }, 'lease lost: cancelling the attempt');
           registry.abort(entry, 'lost');
+          config.onLost?.(entry);
           // Still in the claimer's hands: no executor will write for it, and the row has moved on.
           if (!entry.taken) registry.remove(entry);
         }

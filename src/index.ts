@@ -4,13 +4,32 @@
  */
 export { createClient, type Client, type ClientOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client';
 export { createWorker, type Worker, type WorkerOptions } from './worker';
+export { runWorker$, type RunWorkerOptions } from './runWorker';
+export type { Attempt, AttemptCompletion, HookTools, WorkerHooks } from './hooks';
+export type {
+  AttemptEventFields,
+  ClaimedEvent,
+  DegradedEvent,
+  FailedEvent,
+  HandedBackEvent,
+  RateLimitedEvent,
+  LeaseLostEvent,
+  RecoveredEvent,
+  RunningEvent,
+  StaleEvent,
+  StartedEvent,
+  StoppedEvent,
+  SucceededEvent,
+  WorkerEvent,
+  WorkerEventsOptions,
+} from './events';
 export { defineJob, backoffMs, type Backoff, type ConcurrencyPolicy, type Definition, type JobContext, type RatePolicy } from './definition';
 export { connect, describeTarget, DEFAULT_DATA_DIR } from './db/connect';
 export { createPgDb, type PgDbOptions } from './db/pgDb';
 export { createPgliteDb, type PgliteDbOptions } from './db/pgliteDb';
 export type { Db, Queryable, ListenHandlers } from './db/Db';
 export { migrate, assertMigrated } from './db/migrator';
-export type { JobId, JobRecord, JobStatus, ExecutionRecord, ExecutionOutcome, StoredError, NestedError } from './db/types';
+export type { JobId, JobRecord, JobStatus, ExecutionRecord, ExecutionOutcome, CompletionOutcome, StoredError, NestedError } from './db/types';
 export { leaseClock, defaultExecutors, type LeaseClock } from './config';
 export { redisPublisher, type RedisLike } from './wakeups';
 export { createLogger } from './logger';
@@ -21,6 +40,7 @@ export {
   ClaimExpiredError,
   ConfigError,
   DataDirLockedError,
+  HookFailedError,
   InvalidJsonError,
   SchemaNewerError,
   SchemaNotMigratedError,

@@ -75,6 +75,13 @@ export class WorkerMetrics {
       },
     });
   }
+
+  /** Removes this worker's metrics from its registry, so another worker can register into it (runWorker$: the next incarnation). */
+  unregister(): void {
+    const own = [this.inflight, this.permitsFree, this.batchSize, this.claimDuration, this.claimRowsAsked, this.claimRowsClaimed, this.completions, this.completionsStale, this.writeRetries, this.heartbeatFailures, this.recovered, this.listenerReconnects, this.degraded];
+    // prom-client keeps a metric's configuration on it, `name` included (its types leave it out).
+    for (const metric of own) this.registry.removeSingleMetric((metric as unknown as { name: string }).name);
+  }
 }
 
 /**

@@ -2,21 +2,8 @@ import { identity, merge, mergeMap, type MonoTypeOperatorFunction, type Observab
 import { claimer, type ClaimerConfig } from './claimer';
 import type { Completion } from './executor';
 import type { Finalizer, WrittenBatch } from './finalizer';
+import { type HookStagesConfig, hookStages } from './hooks';
 import type { Entry } from './registry';
-
-/**
- * The points where an operator plugs into the pipeline. Each one keeps the pipeline's contract:
- * every attempt that enters comes out (or is handed back); none holds a permit past its attempt,
- * and none bypasses the completed channel's bound (docs/DESIGN.md, "The Rx surface").
- */
-export interface PipelineHooks {
-  /** Before execution, after admission: may delay (throttle) or tap entries. */
-  beforeExecution?: MonoTypeOperatorFunction<Entry>;
-  /** Around the handler: wraps one attempt's run, which emits its one completion. */
-  aroundHandler?: (entry: Entry, run: Observable<Completion>) => Observable<Completion>;
-  /** On completions, before the finalizer writes them: may tap or sample. */
-  beforeWrite?: MonoTypeOperatorFunction<Completion>;
-}
 
 /** The stages of one worker's pipeline, built by worker.ts. */
 export interface PipelineConfig {
@@ -28,12 +15,17 @@ export interface PipelineConfig {
   admit: MonoTypeOperatorFunction<Entry>;
   /** Executor count N: attempts run at once. */
   executors: number;
-  /** One attempt: emits its completion, then completes (executor.ts, runEntry). */
-  run: (entry: Entry) => Observable<Completion>;
-  /** Completions that no executor makes: entries handed back at shutdown; complete it to close the finalizer. */
+  /** One attempt: emits its completion, then completes, then calls `settled` (executor.ts, runEntry). */
+  run: (entry: Entry, settled?: () => void) => Observable<Completion>;
+  /** Returns one executor permit: called once per entry, after its completion (or hand-back) entered the finalizer's channel. */
+  release: () => void;
+  /** Hands an entry back uncharged into `handBacks$`; false when it is not (already handed back, no longer held, the worker gave up). */
+  handBack: (entry: Entry) => boolean;
+  /** Completions that no executor makes: entries handed back (shutdown, hooks); complete it to close the finalizer. */
   handBacks$: Observable<Completion>;
   finalizer: Finalizer;
-  hooks?: PipelineHooks;
+  /** The user's operators at the named points, and what they need (hooks.ts). */
+  hooks?: HookStagesConfig;
   /** Every executor has ended (claiming stopped and the last attempt handed over). */
   onExecutorsDone?: () => void;
 }
@@ -41,25 +33,25 @@ export interface PipelineConfig {
 /**
  * One worker's pipeline as one stream (docs/DESIGN.md, "The pipeline inside one worker"):
  * ```
- * claimer ──entries──▶ admit ──▶ beforeExecution ──▶ mergeMap(aroundHandler(run), N) ──▶ beforeWrite ─┐
- *                                                                     hand-backs (shutdown) ──────────┴▶ finalizer.write ──▶ batches written
+ * claimer ──entries──▶ admit ──▶ beforeExecution ──▶ mergeMap(aroundHandler(run), N) ─┐
+ *                              hand-backs (shutdown, hooks) ──────────────────────────┴▶ beforeWrite ──▶ finalizer.write ──▶ batches written
  * ```
  * Permits bound the claims (an executor returns its permit after its completion entered the
- * finalizer's channel); the channel's 128 + N bound closes the claimer's intake. Emits each
- * written batch; completes once claiming stopped, every attempt was handed over, the hand-backs
- * completed and everything was written; errors only with a fatal error of a stage.
+ * finalizer's channel); the channel's 128 + N bound closes the claimer's intake. The hook points
+ * are identity without hooks; with them, hooks.ts keeps that contract (test/hooks.spec.ts).
+ * Emits each written batch; completes once claiming stopped, every attempt was handed over, the
+ * hand-backs completed and everything was written; errors only with a fatal error of a stage.
  */
 export function pipeline(config: PipelineConfig): Observable<WrittenBatch> {
-  const hooks = config.hooks ?? {};
-  const around = hooks.aroundHandler;
+  const stages = config.hooks ? hookStages(config.hooks, { handBack: config.handBack, release: config.release, run: (entry) => config.run(entry) }) : {};
+  const around = stages.aroundHandler;
   const executed$ = claimer(config.claimer).pipe(
     takeUntil(config.stopClaiming$),
     mergeMap((entries) => entries),
     config.admit,
-    hooks.beforeExecution ?? identity,
-    mergeMap((entry) => (around ? around(entry, config.run(entry)) : config.run(entry)), config.executors),
-    hooks.beforeWrite ?? identity,
+    stages.beforeExecution ?? identity,
+    mergeMap((entry) => (around ? around(entry) : config.run(entry, config.release)), config.executors),
     tap({ complete: config.onExecutorsDone }),
   );
-  return merge(executed$, config.handBacks$).pipe(config.finalizer.write);
+  return merge(executed$, config.handBacks$).pipe(stages.beforeWrite ?? identity, config.finalizer.write);
 }

@@ -24,14 +24,22 @@ export class Entry {
   abortCause?: AbortCause;
   /** An executor has taken the entry (false: it is still in the claimer's hands). */
   taken = false;
-  /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler). */
+  /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler, or hooks.ts' wait for a run to start). */
   onAbort?: (cause: AbortCause) => void;
+  /**
+   * Scheduler times (ms) of the handler's start and end, recorded only while something reads them
+   * (hooks, an events$ subscriber: src/events.ts); -1: not recorded.
+   */
+  startedAt = -1;
+  endedAt = -1;
   private abortController?: AbortController;
 
   constructor(
     readonly row: ClaimedRow,
     /** Scheduler time (ms) at which the attempt deadline fires unless a renewal re-arms it. */
     public deadlineAt: number,
+    /** Scheduler time (ms) of the claim's answer. */
+    readonly claimedAt = 0,
   ) {}
 
   /** Aborts the handler (its signal's reason is the cause); made on first use, already aborted if the attempt was. */
@@ -74,13 +82,13 @@ export class Registry {
    * worker already holds proves that earlier claim was lost by the server (a crash before its
    * asynchronous commit was flushed: sql/functions/claim_jobs.sql), and the new claim may carry
    * the same (job, execution, holder): the old entry is aborted as lost and superseded, and
-   * nothing of it is written (see isCurrent).
+   * nothing of it is written (see isCurrent). `claimedAt`: the scheduler time of the answer.
    */
-  addClaimed(rows: ClaimedRow[], deadlineAt: number): Entry[] {
+  addClaimed(rows: ClaimedRow[], deadlineAt: number, claimedAt?: number): Entry[] {
     return rows.map((row) => {
       const previous = this.entries.get(row.id);
       if (previous) this.abort(previous, 'lost');
-      const entry = new Entry(row, deadlineAt);
+      const entry = new Entry(row, deadlineAt, claimedAt);
       this.entries.set(row.id, entry);
       return entry;
     });

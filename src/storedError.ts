@@ -112,6 +112,17 @@ export function loggedError(err: unknown, stored: Record<string, unknown>): Reco
   return { ...own, ...stored };
 }
 
+/** The name and message of an error as stored (storedErrorText's JSON), for views that carry no more of it; undefined for null. Never throws. */
+export function storedErrorSummary(text: string | null): { name: string; message: string } | undefined {
+  if (text === null) return undefined;
+  try {
+    const { name, message } = JSON.parse(text) as { name?: unknown; message?: unknown };
+    return { name: String(name), message: String(message) };
+  } catch {
+    return { name: 'Error', message: text };
+  }
+}
+
 /** storedError's object as the JSON text stored. Never throws. */
 export function storedErrorText(fields: Record<string, unknown>, name?: string): string {
   try {

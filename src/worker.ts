@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
-import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, skip, Subject, type Subscription, takeUntil } from 'rxjs';
+import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, type Subscription, takeUntil } from 'rxjs';
 import { admit } from './admission';
 import { PIPELINE } from './config';
 import type { PassSchedule } from './db/types';
@@ -11,7 +11,8 @@ import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
 import { errorText } from './json';
 import { retryErrorFields } from './logger';
-import { ConfigError } from './errors';
+import { ConfigError, type HookFailedError } from './errors';
+import { type WorkerEvent, WorkerEvents } from './events';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { Permits } from './permits';
 import { pipeline } from './pipeline';
@@ -47,6 +48,12 @@ export interface Worker {
   wake(): void;
   /** The metrics server's port, when `metricsPort` was given. */
   readonly metricsServerPort?: number;
+  /**
+   * What the worker does, as typed events (events.ts, WorkerEvent; docs/reference.md, "Events"):
+   * hot, nothing is replayed; `stopped` is the last, then it completes. Built only while
+   * subscribed: with no subscriber it costs the hot path close to nothing.
+   */
+  readonly events$: Observable<WorkerEvent>;
 }
 
 /**
@@ -71,6 +78,9 @@ export function createWorker(options: WorkerOptions): Worker {
   /** The LISTEN connection is up (or not used). */
   let listening = true;
   const metrics = new WorkerMetrics({ inflight: registry, permits, degraded: () => !healthy.value || !listening }, settings.metricsRegistry);
+  const events = new WorkerEvents(settings.events);
+  /** A hook's failure (HookFailedError): the worker stops gracefully and `done` rejects with it. */
+  let failure: HookFailedError | undefined;
   /** The worker's own wakeups of its claimer (a retry became due, a recovery returned rows, wake()). */
   const wakeups = new Subject<void>();
   /** Signs that the database answers again, while the heartbeat fails: its retry tries at once. */
@@ -108,6 +118,10 @@ export function createWorker(options: WorkerOptions): Worker {
     rejectDone = reject;
   });
   done.catch(() => undefined); // a caller that never awaits `done` must not see an unhandled rejection
+  done.then(
+    () => events.stopped(id),
+    (err: unknown) => events.stopped(id, err),
+  );
 
   // ---- The batch window's "more is coming" -------------------------------------------------
   /** The last claim took every row it asked for: the backlog goes on. */
@@ -147,6 +161,7 @@ export function createWorker(options: WorkerOptions): Worker {
         }
       }
       for (const [outcome, n] of byOutcome) metrics.completions.inc({ outcome }, n);
+      events.written(batch, acks);
       if (retried) wakeups.next();
     },
   });
@@ -160,7 +175,9 @@ export function createWorker(options: WorkerOptions): Worker {
         end();
         metrics.claimRowsAsked.inc(n);
         metrics.claimRowsClaimed.inc(result.rows.length);
-        const entries = registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs);
+        const answeredAt = scheduler.now();
+        events.claimed(n, result.rows.length, answeredAt - startedAt);
+        const entries = registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs, answeredAt);
         lastClaimFull = result.rows.length > 0 && result.rows.length === n;
         updateMoreComing();
         return { rows: entries, nextDueInMs: result.nextDueInMs };
@@ -172,9 +189,18 @@ export function createWorker(options: WorkerOptions): Worker {
       return call;
     });
 
-  const handBack = (entry: Entry) => {
+  /** Hands an entry no executor will write for back uncharged; false when it is not: handed back already, no longer held, or the worker gave up (fatal() hands its rows back itself). */
+  const handBack = (entry: Entry): boolean => {
+    if (state === 'stopped' || entry.state === 'finalizing' || !registry.isCurrent(entry)) return false;
     entry.state = 'finalizing';
     handBacks.next(handBackCompletion(entry));
+    updateMoreComing();
+    return true;
+  };
+
+  /** An executor's permit comes back: after its completion (or hand-back) entered the finalizer's channel. */
+  const release = () => {
+    permits.release(1);
     updateMoreComing();
   };
 
@@ -295,6 +321,7 @@ export function createWorker(options: WorkerOptions): Worker {
             probeIntervalMs: Math.max(1_000, Math.min(10_000, clock.heartbeatIntervalMs)),
             onListening: (up) => {
               listening = up;
+              events.health('listener', up);
               if (!up) return;
               metrics.listenerReconnects.inc();
               sawDatabase();
@@ -310,10 +337,14 @@ export function createWorker(options: WorkerOptions): Worker {
       scheduler,
       timeouts: new Timeouts(scheduler),
       stepFor: (entry) => createStep(ledger, id, entry, registry, scheduler),
-      // After the completion entered the finalizer's channel: the permit goes back.
-      settled: () => {
-        permits.release(1);
-        updateMoreComing();
+      // Times are recorded only for what reads them: the hooks' views, an events$ subscriber.
+      onStart: (entry) => {
+        if (!settings.hooks && !events.observed) return;
+        entry.startedAt = scheduler.now();
+        events.started(entry);
+      },
+      onEnd: (entry) => {
+        if (entry.startedAt >= 0) entry.endedAt = scheduler.now();
       },
     };
 
@@ -339,9 +370,22 @@ export function createWorker(options: WorkerOptions): Worker {
           stopClaiming$: stopClaiming,
           admit: admit(),
           executors,
-          run: (entry) => runEntry(entry, executorDeps),
+          // The permit goes back after the completion entered the finalizer's channel (pipeline.ts).
+          run: (entry, settled) => runEntry(entry, executorDeps, settled),
+          release,
+          handBack,
           handBacks$: handBacks,
           finalizer,
+          hooks: settings.hooks && {
+            hooks: settings.hooks,
+            scheduler,
+            logger: logger.child({ component: 'hooks' }),
+            holdLimitMs: clock.attemptDeadlineMs,
+            onFailure: (err) => {
+              failure ??= err;
+              void worker.stop();
+            },
+          },
           onExecutorsDone: executorsEnded,
         }).subscribe({ error: fatal, complete: resolve }),
       );
@@ -359,7 +403,9 @@ export function createWorker(options: WorkerOptions): Worker {
         onHealth: (ok) => {
           if (!ok) metrics.heartbeatFailures.inc();
           healthy.next(ok);
+          events.health('heartbeat', ok);
         },
+        onLost: (entry) => events.leaseLost(entry),
         onFatal: fatal,
         logger: logger.child({ component: 'heartbeat' }),
         scheduler,
@@ -381,6 +427,7 @@ export function createWorker(options: WorkerOptions): Worker {
       return address && typeof address === 'object' ? address.port : undefined;
     },
     wake: () => wakeups.next(),
+    events$: events.events$,
 
     start() {
       if (state !== 'new') return Promise.reject(new ConfigError('a worker starts once; create another to start again'));
@@ -396,12 +443,14 @@ export function createWorker(options: WorkerOptions): Worker {
           metricsServer?.close();
           metricsServer = undefined;
           state = 'stopped';
+          events.stopped(id, err);
           resolveDone();
           throw err;
         }
         if (state !== 'starting') return; // stop() was called meanwhile: it waits for us
         state = 'running';
         run();
+        events.running(id, namespace);
         logger.info({ namespace, executors, heartbeatIntervalMs: clock.heartbeatIntervalMs, leaseMs: clock.leaseMs, definitions: names, metricsPort: worker.metricsServerPort }, 'worker started');
       })();
       return starting;
@@ -453,7 +502,8 @@ export function createWorker(options: WorkerOptions): Worker {
         await ledger.stopWorker(id).catch((err) => logger.warn({ err }, 'could not mark the worker stopped'));
         state = 'stopped';
         logger.info('worker stopped');
-        resolveDone();
+        if (failure) rejectDone(failure);
+        else resolveDone();
       })();
       return stopping;
     },

@@ -5,12 +5,14 @@ import type { Db } from './db/Db';
 import { type Ledger, sqlLedger } from './ledger';
 import { checkDefinition, type Definition } from './definition';
 import { ConfigError } from './errors';
+import type { WorkerEventsOptions } from './events';
+import { HOOK_KEYS, type WorkerHooks } from './hooks';
 import { createLogger, type Logger } from './logger';
 import { monotonicScheduler } from '../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'build', 'ledger'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'build', 'ledger', 'hooks', 'events'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
 export interface WorkerOptions {
@@ -54,6 +56,10 @@ export interface WorkerOptions {
    * pipeline in virtual time.
    */
   scheduler?: SchedulerLike;
+  /** Your operators at the pipeline's named points (hooks.ts; docs/rx.md). */
+  hooks?: WorkerHooks;
+  /** `worker.events$`: `{ payloads: true }` puts each job's payload on its per-attempt events (default: no payloads). */
+  events?: WorkerEventsOptions;
 }
 
 /** A worker's options, checked, with every default applied. */
@@ -76,6 +82,9 @@ export interface WorkerSettings {
   /** The definitions' own maxAttempts, in `names` order (null: none given). */
   maxAttempts: (number | null)[];
   build: string | null;
+  /** Undefined when none was given. */
+  hooks?: WorkerHooks;
+  events: WorkerEventsOptions;
 }
 
 /**
@@ -84,7 +93,7 @@ export interface WorkerSettings {
  * handler, maxAttempts, backoff), or a setting out of range: executors 1..10 000,
  * heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1, shutdownTimeoutMs 0..2^31−1, a
  * definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the longest Node.js timer: a longer
- * one would fire after 1 ms).
+ * one would fire after 1 ms), hooks that are not functions, or events options other than `payloads`.
  */
 export function workerSettings(options: WorkerOptions): WorkerSettings {
   knownKeys('worker option', options, WORKER_OPTION_KEYS);
@@ -113,5 +122,27 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     metricsRegistry: options.metricsRegistry,
     maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
     build: options.build === undefined ? null : nameOption('build', options.build, MAX_NAME_BYTES),
+    hooks: hooksOption(options.hooks),
+    events: eventsOption(options.events),
   };
+}
+
+/** `hooks`: an object of the known hooks, each a function; undefined when it names none. Throws ConfigError. */
+function hooksOption(hooks: WorkerHooks | undefined): WorkerHooks | undefined {
+  if (hooks === undefined) return undefined;
+  if (hooks === null || typeof hooks !== 'object') throw new ConfigError(`hooks must be an object of ${HOOK_KEYS.join(', ')}, got ${hooks === null ? 'null' : typeof hooks}`);
+  knownKeys('hook', hooks, HOOK_KEYS);
+  for (const key of HOOK_KEYS) {
+    if (hooks[key] !== undefined && typeof hooks[key] !== 'function') throw new ConfigError(`hooks.${key} must be a function, got ${typeof hooks[key]}`);
+  }
+  return HOOK_KEYS.some((key) => hooks[key] !== undefined) ? { ...hooks } : undefined;
+}
+
+/** `events`: `{ payloads?: boolean }`. Throws ConfigError. */
+function eventsOption(events: WorkerEventsOptions | undefined): WorkerEventsOptions {
+  if (events === undefined) return {};
+  if (events === null || typeof events !== 'object') throw new ConfigError(`events must be an object { payloads?: boolean }, got ${events === null ? 'null' : typeof events}`);
+  knownKeys('events option', events, ['payloads']);
+  if (events.payloads !== undefined && typeof events.payloads !== 'boolean') throw new ConfigError(`events.payloads must be a boolean, got ${typeof events.payloads}`);
+  return { payloads: events.payloads === true };
 }
