@@ -65,7 +65,7 @@ export interface Worker {
  */
 export function createWorker(options: WorkerOptions): Worker {
   const settings = workerSettings(options);
-  const { ledger, definitions, names, executors, safetyPollMs, shutdownTimeoutMs, clock, namespace, scheduler } = settings;
+  const { ledger, definitions, names, executors, safetyPollMs, shutdownTimeoutMs, clock, namespace, scheduler, random } = settings;
   const id = randomUUID();
   const logger = settings.logger.child({ workerId: id });
 
@@ -137,6 +137,7 @@ export function createWorker(options: WorkerOptions): Worker {
     executors,
     logger: logger.child({ component: 'finalizer' }),
     scheduler,
+    random,
     write: (rows) => ledger.completeExecutions(id, rows),
     onRetry: () => metrics.writeRetries.inc(),
     // The heartbeat succeeding again after failures: a write waiting up to 30 s is repeated now.
@@ -216,6 +217,7 @@ export function createWorker(options: WorkerOptions): Worker {
       retryInitialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
       retryMaxMs: Math.min(clock.heartbeatIntervalMs, PIPELINE.unreachableRetryMaxMs),
       scheduler,
+      random,
     })
       .pipe(finalize(() => recoveries.delete(subscription)))
       .subscribe();
@@ -303,6 +305,7 @@ export function createWorker(options: WorkerOptions): Worker {
           })(),
           onRetry: (err, retry, delayMs) => logger.warn({ ...retryErrorFields(err, retry), retry, delayMs }, 'worker start: database unavailable; repeating'),
           scheduler,
+          random,
         }),
         takeUntil(cancelStart),
       ),
@@ -365,6 +368,7 @@ export function createWorker(options: WorkerOptions): Worker {
             pollFloorMs: PIPELINE.pollFloorMs,
             jitterMs: PIPELINE.idleJitterMs,
             scheduler,
+            random,
             onClaimError: (err) => claimerLogger.warn({ err }, 'claim failed; backing off one safety poll'),
           },
           stopClaiming$: stopClaiming,
@@ -409,6 +413,7 @@ export function createWorker(options: WorkerOptions): Worker {
         onFatal: fatal,
         logger: logger.child({ component: 'heartbeat' }),
         scheduler,
+        random,
         startedAt: registeredAt,
         reachable$: reachable,
       })

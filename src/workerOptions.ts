@@ -12,7 +12,7 @@ import { monotonicScheduler } from '../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'build', 'ledger', 'hooks', 'events'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
 export interface WorkerOptions {
@@ -56,6 +56,11 @@ export interface WorkerOptions {
    * pipeline in virtual time.
    */
   scheduler?: SchedulerLike;
+  /**
+   * Uniform [0, 1) source of the worker's jitter: the idle claimer's (up to 100 ms) and the
+   * retries' (±25 %). Default Math.random; a test in virtual time passes `() => 0` for exact times.
+   */
+  random?: () => number;
   /** Your operators at the pipeline's named points (hooks.ts; docs/rx.md). */
   hooks?: WorkerHooks;
   /** `worker.events$`: `{ payloads: true }` puts each job's payload on its per-attempt events (default: no payloads). */
@@ -64,6 +69,7 @@ export interface WorkerOptions {
 
 /** A worker's options, checked, with every default applied. */
 export interface WorkerSettings {
+  random: () => number;
   ledger: Ledger;
   definitions: ReadonlyMap<string, Definition>;
   /** The definitions' names, in the order given. */
@@ -121,6 +127,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     metricsPort: options.metricsPort,
     metricsRegistry: options.metricsRegistry,
     maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
+    random: options.random === undefined ? Math.random : typeof options.random === 'function' ? options.random : badRandom(options.random),
     build: options.build === undefined ? null : nameOption('build', options.build, MAX_NAME_BYTES),
     hooks: hooksOption(options.hooks),
     events: eventsOption(options.events),
@@ -145,4 +152,8 @@ function eventsOption(events: WorkerEventsOptions | undefined): WorkerEventsOpti
   knownKeys('events option', events, ['payloads']);
   if (events.payloads !== undefined && typeof events.payloads !== 'boolean') throw new ConfigError(`events.payloads must be a boolean, got ${typeof events.payloads}`);
   return { payloads: events.payloads === true };
+}
+
+function badRandom(value: unknown): never {
+  throw new ConfigError(`random must be a function returning a number in [0, 1), got ${typeof value}`);
 }

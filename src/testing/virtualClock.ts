@@ -54,6 +54,22 @@ export class VirtualClock {
     return this.now() - start;
   }
 
+  /**
+   * Advances until `promise` settles (in steps of `stepMs`, default 1; at most `maxMs` of virtual
+   * time, default 60,000) and resolves or rejects as it does. For a call whose answer comes on this
+   * clock, such as a memoryLedger's: `await clock.await(client.enqueue(job, payload))`. (A plain
+   * `await` of it would wait for virtual time that never moves.)
+   */
+  async await<T>(promise: Promise<T>, options: { stepMs?: number; maxMs?: number } = {}): Promise<T> {
+    let settled = false;
+    const watched = promise.finally(() => {
+      settled = true;
+    });
+    watched.catch(() => undefined); // rejections are the caller's, from the await below
+    await this.advanceUntil(() => settled, options);
+    return watched;
+  }
+
   /** Records each value `source$` emits with the virtual time it came at, until unsubscribed. */
   record<T>(source$: Observable<T>): Recording<T> {
     const entries: { at: number; value: T }[] = [];

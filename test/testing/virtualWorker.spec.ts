@@ -1,0 +1,129 @@
+// A whole worker in virtual time, the way a user writes it with the public exports (acta and
+// acta/testing): createWorker on acta/testing's memoryLedger, both on a VirtualClock's scheduler,
+// the ledger's answers arriving after a set latency (docs/rx.md, "Testing in virtual time").
+// Admission's timing (docs/DESIGN.md, "Policies": the next free token, the hand-on, a meter held
+// shut) and a user's operator's effect on the finalizer's batching, as marbles of virtual ms.
+import pino from 'pino';
+import { concatMap, map, timer } from 'rxjs';
+import { createClient, createWorker, type Definition, defineJob, type JobContext, type Worker, type WorkerEvent, type WorkerHooks } from '../../src';
+import { fromMarbles, memoryLedger, VirtualClock } from '../../src/testing';
+
+const silent = pino({ level: 'silent' });
+
+/** A worker and a client on one memory ledger, in virtual time on `clock`; started (the registration took 1 ms). */
+async function virtualWorker(clock: VirtualClock, definitions: Definition[], options: { executors?: number; hooks?: WorkerHooks } = {}) {
+  const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  const worker: Worker = createWorker({
+    ledger,
+    definitions,
+    scheduler: clock.scheduler,
+    random: () => 0, // no jitter: exact times
+    executors: options.executors ?? 4,
+    hooks: options.hooks,
+    heartbeatIntervalMs: 10_000,
+    logger: silent,
+  });
+  const events = clock.record(worker.events$);
+  await clock.await(worker.start());
+  await clock.advance(10 - clock.now());
+  // The client's calls answer on the clock too: await them through it (VirtualClock.await).
+  const plain = createClient({ ledger, definitions });
+  const client = {
+    enqueue: <P>(definition: Definition<P, any>, payload: P) => clock.await(plain.enqueue(definition, payload)),
+    enqueueMany: (items: Parameters<typeof plain.enqueueMany>[0]) => clock.await(plain.enqueueMany(items)),
+  };
+  const stop = async () => {
+    const stopped = worker.stop();
+    await clock.advanceUntil(() => events.entries.some((e) => e.value.type === 'stopped'), { stepMs: 10 });
+    await stopped;
+  };
+  return { ledger, worker, client, events, stop };
+}
+
+/** The virtual times of the events of `type` (of jobs whose payload index `i` is given, if asked). */
+const timesOf = (events: { entries: { at: number; value: WorkerEvent }[] }, type: WorkerEvent['type']) =>
+  events.entries.filter((e) => e.value.type === type).map((e) => e.at);
+
+test('a rate limit of 2 per second: a burst of 6 starts 2 at once, then 2 at each next free token, exactly (the claimer sleeps until the token)', async () => {
+  const clock = new VirtualClock();
+  const ping = defineJob({ name: 'ping', rate: { key: () => 'api', limit: 2, perMs: 1_000 }, handler: () => undefined });
+  const { client, events, stop } = await virtualWorker(clock, [ping]);
+  await client.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ definition: ping, payload: { i } })));
+  await clock.advance(3_000);
+  // The enqueue at 10 woke the worker (its NOTIFY); its claim, made at 10, admitted two and parked
+  // the rest, answered at 11. The claim after the completions answered at 12 that the next token
+  // frees at 1,010 (the first start + 1 s): the claimer slept from that answer, 998 ms, claimed at
+  // 1,011 and started the next two at 1,012; the same again a second later.
+  expect(timesOf(events, 'started')).toEqual([11, 11, 1012, 1012, 2013, 2013]);
+  await stop();
+});
+
+test("a key at its limit: the refused job starts when the holder's completion hands its slot on (one write, one claim), not at the bounce", async () => {
+  const clock = new VirtualClock();
+  const render = defineJob({
+    name: 'render',
+    concurrency: { key: () => 'gpu', limit: 1 },
+    handler: (p: { ms: number }, ctx: JobContext) => new Promise<void>((resolve) => {
+      // Time from the worker's own clock: a handler in virtual time takes its time there too.
+      const sub = timer(p.ms, clock.scheduler).subscribe(() => resolve());
+      ctx.signal.addEventListener('abort', () => sub.unsubscribe());
+    }),
+  });
+  const { client, events, stop } = await virtualWorker(clock, [render]);
+  await client.enqueue(render, { ms: 300 });
+  await client.enqueue(render, { ms: 10 });
+  await clock.advance(1_000);
+  // The first runs from 11 to 311; the second, enqueued at 11, was refused by the claim its enqueue
+  // woke (answered at 12: 'claimed 0/3') and waits parked. The first's completion, written at 311,
+  // hands the slot on and its NOTIFY wakes the claimer, whose claim (made at 311) starts the second
+  // at 312, when the write's answer also arrives: not at the 2 s bounce, nor at a poll.
+  expect(timesOf(events, 'started')).toEqual([11, 312]);
+  expect(timesOf(events, 'succeeded')).toEqual([312, 323]);
+  await stop();
+});
+
+test('ctx.rateLimited holds the meter shut for its delay: the other job of the key waits, the rate-limited one is due after it', async () => {
+  let calls = 0;
+  const api = defineJob({
+    name: 'api',
+    rate: { key: () => 'vendor', limit: 100, perMs: 1_000 },
+    handler: (_: { i: number }, ctx: JobContext) => {
+      if (calls++ === 0) ctx.rateLimited({ retryAfterMs: 500 });
+    },
+  });
+  const clock = new VirtualClock();
+  const { client, events, stop } = await virtualWorker(clock, [api], { executors: 1 });
+  await client.enqueue(api, { i: 0 });
+  await clock.advance(20);
+  await client.enqueue(api, { i: 1 });
+  await clock.advance(1_000);
+  // i=0 started at 11 and was rate limited: the write, made at 11 (its answer at 12), shut the meter
+  // and made i=0 due at 511. i=1, enqueued at 31, was refused and parked until the meter opens (the
+  // idle answer's next due, 511): the claimer slept from that answer (32) 480 ms and claimed at 512,
+  // where the meter's recheck released i=1, first in due order (its place: due at 31), then i=0.
+  expect(timesOf(events, 'rate_limited')).toEqual([12]);
+  expect(timesOf(events, 'started')).toEqual([11, 513, 514]);
+  await stop();
+});
+
+test("a user's throttle before execution spaces the starts, and the finalizer then writes each completion alone instead of one batch", async () => {
+  const noop = defineJob({ name: 'noop', handler: () => undefined });
+  const written = async (hooks?: (clock: VirtualClock) => WorkerHooks) => {
+    const clock = new VirtualClock();
+    const { client, events, stop } = await virtualWorker(clock, [noop], { executors: 4, hooks: hooks?.(clock) });
+    await client.enqueueMany(Array.from({ length: 4 }, (_, i) => ({ definition: noop, payload: { i } })));
+    await clock.advance(500);
+    await stop();
+    return events.entries.filter((e) => e.value.type === 'succeeded').map((e) => ({ at: e.at, value: 's' }));
+  };
+  // Without a hook: four attempts start at 11 and end at once. The finalizer writes the first
+  // completion alone (a lone completion never waits for a batch: docs/DESIGN.md, "Finalizer") and
+  // the three that came meanwhile in the next call, when the first call's answer is in.
+  expect(await written()).toEqual(fromMarbles('12ms s (sss)', { s: 's' }));
+  // With a throttle of one start per 100 ms (the user's own operator, on the worker's scheduler):
+  // each attempt starts alone, so each completion is written alone, 100 ms apart.
+  const spaced = (clock: VirtualClock): WorkerHooks => ({
+    beforeExecution: (attempts) => attempts.pipe(concatMap((a, n) => (n === 0 ? [a] : timer(100, clock.scheduler).pipe(map(() => a))))),
+  });
+  expect(await written(spaced)).toEqual(fromMarbles('12ms s 99ms s 99ms s 99ms s', { s: 's' }));
+});
