@@ -27,4 +27,5 @@ export {
   type MemoryNamespace,
   type MemoryPass,
 } from './memoryLedger';
-export type { Ledger, RegisterArgs, ClaimArgs, HeartbeatArgs } from '../ledger';
+export { sqlLedger, type Ledger, type RegisterArgs, type ClaimArgs, type HeartbeatArgs } from '../ledger';
+export { injectFaults, InjectedFaultError, type Faults, type FaultyCall } from './faults';

@@ -6,15 +6,16 @@
 import pino from 'pino';
 import { concatMap, map, timer } from 'rxjs';
 import { createClient, createWorker, type Definition, defineJob, type JobContext, type Worker, type WorkerEvent, type WorkerHooks } from '../../src';
-import { fromMarbles, memoryLedger, VirtualClock } from '../../src/testing';
+import { fromMarbles, injectFaults, memoryLedger, VirtualClock } from '../../src/testing';
 
 const silent = pino({ level: 'silent' });
 
 /** A worker and a client on one memory ledger, in virtual time on `clock`; started (the registration took 1 ms). */
-async function virtualWorker(clock: VirtualClock, definitions: Definition[], options: { executors?: number; hooks?: WorkerHooks } = {}) {
+async function virtualWorker(clock: VirtualClock, definitions: Definition[], options: { executors?: number; hooks?: WorkerHooks; faults?: boolean } = {}) {
   const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  const faults = injectFaults(ledger, { scheduler: clock.scheduler });
   const worker: Worker = createWorker({
-    ledger,
+    ledger: options.faults ? faults.ledger : ledger,
     definitions,
     scheduler: clock.scheduler,
     random: () => 0, // no jitter: exact times
@@ -37,7 +38,7 @@ async function virtualWorker(clock: VirtualClock, definitions: Definition[], opt
     await clock.advanceUntil(() => events.entries.some((e) => e.value.type === 'stopped'), { stepMs: 10 });
     await stopped;
   };
-  return { ledger, worker, client, events, stop };
+  return { ledger, faults, worker, client, events, stop };
 }
 
 /** The virtual times of the events of `type` (of jobs whose payload index `i` is given, if asked). */
@@ -126,4 +127,27 @@ test("a user's throttle before execution spaces the starts, and the finalizer th
     beforeExecution: (attempts) => attempts.pipe(concatMap((a, n) => (n === 0 ? [a] : timer(100, clock.scheduler).pipe(map(() => a))))),
   });
   expect(await written(spaced)).toEqual(fromMarbles('12ms s 99ms s 99ms s 99ms s', { s: 's' }));
+});
+
+test('a crash right after a step, in virtual time: the row comes back after its lease (40 s at H = 10 s) and the next attempt replays the step instead of running it', async () => {
+  const clock = new VirtualClock();
+  const effects: [string, number][] = [];
+  const pay = defineJob({
+    name: 'pay',
+    handler: async (_: null, ctx: JobContext) => {
+      await ctx.step('charge', () => void effects.push(['charge', clock.now()]));
+      await ctx.step('receipt', () => void effects.push(['receipt', clock.now()]));
+    },
+  });
+  const { faults, client, events, stop } = await virtualWorker(clock, [pay], { faults: true });
+  faults.crashAfterStep('charge');
+  await client.enqueue(pay, null);
+  await clock.advanceUntil(() => events.entries.some((e) => e.value.type === 'succeeded'), { stepMs: 100, maxMs: 200_000 });
+  // Charged once, at 12 (the attempt started at 11; its first step read the recorded steps, 1 ms);
+  // the receipt by the second attempt, once recovery had returned the row after its 40 s lease
+  // (the recovery pass runs every lease too).
+  expect(effects.map(([what]) => what)).toEqual(['charge', 'receipt']);
+  expect(effects[0][1]).toBe(12);
+  expect(effects[1][1]).toBeGreaterThan(40_000);
+  await stop();
 });
