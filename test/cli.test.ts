@@ -277,6 +277,8 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect([emptyRedis.code, emptyRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument '' is invalid\. must not be empty\./)]);
   const badRedis = await acta(['worker', FIXTURE, '--redis', 'redis://[::1']);
   expect([badRedis.code, badRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument 'redis:\/\/\[::1' is invalid\. is not a valid URL\./)]);
+  const build = await acta(['worker', FIXTURE, '--build', '']);
+  expect([build.code, build.stderr]).toEqual([1, expect.stringMatching(/option '--build <id>' argument '' is invalid\. must be a non-empty string/)]);
   const level = await acta(['worker', FIXTURE], { ACTA_LOG_LEVEL: 'bogus' });
   expect(level.code).toBe(1);
   expect(level.stderr).toMatch(/^acta: log level \(ACTA_LOG_LEVEL or level\) must be one of trace, debug, info, warn, error, fatal, silent, got "bogus"\n$/);

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { type Client, createClient } from '../client';
-import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS } from '../config';
+import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS, MAX_NAME_BYTES, nameOption } from '../config';
 import { connect, describeTarget } from '../db/connect';
 import type { Db } from '../db/Db';
 import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../db/migrator';
@@ -40,6 +40,18 @@ function redisAddress(value: string): string {
   if (value.includes('://') && !URL.canParse(value.trim())) throw new InvalidArgumentError('is not a valid URL.');
   return value.trim();
 }
+
+/**
+ * An option parser for a name as the API takes it (nameOption: non-empty, at most `maxBytes` of
+ * UTF-8, no \u0000): a bad value is refused before anything connects, naming the flag.
+ */
+const name = (maxBytes: number) => (value: string) => {
+  try {
+    return nameOption('it', value, maxBytes);
+  } catch (err) {
+    throw new InvalidArgumentError(`${(err as Error).message.replace(/^it /, '')}.`);
+  }
+};
 
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
 export function loadDefinitions(modulePath: string): Definition[] {
@@ -238,6 +250,7 @@ export function program(): Command {
     .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int(0, 65_535))
     .option('--redis <url>', 'also take wakeups from Redis pub/sub (what ioredis takes: redis://host:6379, host:port, a socket path)', redisAddress)
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
+    .option('--build <id>', 'the build this worker runs (a version, a commit), declared with its policies: while live builds disagree, the strictest concurrency and rate limits apply (docs/policies.md)', name(MAX_NAME_BYTES))
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
       const logger = createLogger();
       const definitions = loadDefinitions(modulePath);
@@ -263,6 +276,7 @@ export function program(): Command {
         listen: opts.listen as boolean,
         redis: redis as never,
         logger,
+        build: opts.build as string | undefined,
       });
       let signals = 0;
       const onSignal = (signal: NodeJS.Signals) => {
