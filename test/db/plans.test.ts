@@ -333,3 +333,36 @@ test('a key with 20,000 parked rows costs a claim and a hand-on a few index entr
     }
   }
 }, 60_000);
+
+test("a fair definition's burst of 2,000 rows takes its turns in one pass: each key's turn looked up once, the rows updated through one scan of the primary key", async () => {
+  // The claim tags every newly due row of a fair definition with its turn (sql/functions/claim_jobs.sql,
+  // "Fair order"), holding those rows locked until it commits: a concurrent claim skips them.
+  await db.query('truncate acta.jobs');
+  const worker = randomUUID();
+  const report = defineJob({ name: 'report', handler: () => undefined, fair: true, concurrency: { key: (p: { tenant: string }) => p.tenant } });
+  await registerWorker(db, { workerId: worker, namespace: 'default', hostname: 'test', pid: 1, definitions: ['report'], maxAttempts: [null], leaseMs: 60_000, policies: { report: declaredPolicy(report) } });
+  await createClient({ db, definitions: [report] }).enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: report, payload: { tenant: 'A', i } })));
+  const seen = await db.transaction(async (tx) => {
+    const scans = async () =>
+      (
+        await tx.query<{ fair: string; fair_key: string; pkey: string }>(
+          `select pg_stat_get_xact_numscans('acta.jobs_fair_idx'::regclass) as fair,
+                  pg_stat_get_xact_numscans('acta.jobs_fair_key_idx'::regclass) as fair_key,
+                  pg_stat_get_xact_numscans('acta.jobs_pkey'::regclass) as pkey`,
+        )
+      ).rows[0];
+    const before = await scans();
+    const claimed = await claimJobs(tx, { namespace: 'default', workerId: worker, definitions: ['report'], limit: 8, leaseMs: 60_000 });
+    const after = await scans();
+    const tagged = (await tx.query<{ n: number }>('select count(*)::int as n from acta.jobs where fair_tag is not null')).rows[0].n;
+    const d = Object.fromEntries(Object.keys(before).map((k) => [k, Number(after[k as keyof typeof after]) - Number(before[k as keyof typeof before])]));
+    return { claimed: claimed.rows.length, tagged, scans: d };
+  });
+  expect({ claimed: seen.claimed, tagged: seen.tagged }).toEqual({ claimed: 8, tagged: 2_000 });
+  // Index scans in the whole claim: the turn lookups a few times, not once per row tagged (2,000
+  // each, when they ran per row); the primary key about once per row (each element of
+  // `id = any (array)` is a scan), not once per row per row (2 million, when the update probed it
+  // per row, each probe going through the whole array).
+  const { fair, fair_key: fairKey, pkey } = seen.scans;
+  expect({ fair: fair < 20, fairKey: fairKey < 20, pkey: pkey < 3 * 2_000 ? 'linear' : pkey }).toEqual({ fair: true, fairKey: true, pkey: 'linear' });
+}, 60_000);
