@@ -218,6 +218,7 @@ declare
   v_locked       integer;
   v_locked_ids   bigint[];
   v_nestloop     text;
+  v_tagged       integer;
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -314,7 +315,15 @@ begin
     from ranked r
     join turn t on t.definition = r.definition and t.fkey = r.fkey and t.priority = r.priority
     where j.id = any (array(select u.id from due u)) and j.id = r.id;
+    get diagnostics v_tagged = row_count;
     perform set_config('enable_nestloop', v_nestloop, true);
+    -- The rows tagged here stay locked until commit, and a concurrent claim skipped them (its
+    -- tagging and its pick alike) and may have gone idle until its next poll: wake the
+    -- namespace's idle workers at commit when more were tagged than this claim can take, as for
+    -- the pick below (test/db/policies.test.ts, "fair order").
+    if v_tagged > p_limit then
+      v_notify := true;
+    end if;
   end if;
 
   v_want := p_limit;

@@ -1,5 +1,5 @@
 // Which job runs next (docs/DESIGN.md, "Policies"; migration 0008), where only the SQL can say:
-// states reached by setting rows directly. Every rule on the ledger's calls (concurrency keys,
+// states reached by setting rows directly, transactions that hold rows or locks. Every rule on the ledger's calls (concurrency keys,
 // rate limits, lanes, fair order, policies through deploys) is in the Ledger's contract,
 // test/ledger/contract.ts, which test/ledger/sql.test.ts runs on a real server;
 // test/faults/policies.test.ts holds them with worker processes, crashes and stalls.
@@ -10,6 +10,7 @@ import type { ClaimedRow } from '../../src/db/types';
 import { registerWorker } from '../../src/db/workers';
 import { declaredPolicy } from '../../src/definition';
 import { useTestDatabase } from '../helpers/db';
+import { waitFor } from '../helpers/wait';
 
 const { db } = useTestDatabase();
 
@@ -53,5 +54,28 @@ describe('lanes', () => {
     expect((await claim(ns, worker, ['step'], 10)).rows).toEqual([]);
     expect((await laneOf(ns, 'o')).rows.map((r) => r.blocked_by)).toEqual([null, 'lane', 'lane']);
     expect(payloadsOf((await claim(ns, worker, ['step'], 10)).rows)).toEqual([{ order: 'o', i: 0 }]);
+  });
+});
+
+describe('fair order', () => {
+  const report = defineJob({ name: 'report', handler, fair: true, concurrency: { key: (p: { tenant: string; i: number }) => p.tenant } });
+
+  test('a claim that gives a burst its turns wakes idle workers when it commits: a concurrent claim skipped the rows it held and found nothing', async () => {
+    const ns = fresh();
+    const worker = await declare(ns, [report]);
+    await createClient({ db, namespace: ns }).enqueueMany(Array.from({ length: 20 }, (_, i) => ({ definition: report, payload: { tenant: 'big', i } })));
+    const woken: string[] = [];
+    const unlisten = await db.listen('acta_jobs', { onNotify: (payload) => woken.push(payload) });
+    try {
+      await db.transaction(async (tx) => {
+        expect((await claimJobs(tx, { namespace: ns, workerId: worker, definitions: ['report'], limit: 4, leaseMs: LEASE_MS })).rows).toHaveLength(4);
+        // The other 16 rows are locked by the first claim, which tagged them: nothing for this one.
+        expect((await claim(ns, randomUUID(), ['report'], 4)).rows).toEqual([]);
+      });
+      await waitFor(() => woken.includes(ns), 'a wakeup when the claim that tagged the burst committed', 5_000);
+      expect((await claim(ns, randomUUID(), ['report'], 4)).rows).toHaveLength(4);
+    } finally {
+      await unlisten();
+    }
   });
 });
