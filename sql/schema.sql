@@ -219,6 +219,7 @@ declare
   v_locked_ids   bigint[];
   v_nestloop     text;
   v_tagged       integer;
+  v_at           timestamptz;
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -452,6 +453,7 @@ begin
 
     if not v_keyed then
       v_admitted := v_ids;
+      v_at := clock_timestamp();
     else
       -- Admission. First the gates the candidates pass, locked in increasing order (see Locks).
       for v_lock in
@@ -480,6 +482,9 @@ begin
         end if;
         v_locks := v_locks || v_lock;
       end loop;
+      -- The admission's instant (see Contract, claimed_at): after the gates' locks, so later than
+      -- every hand-on and every admission of these gates before it.
+      v_at := clock_timestamp();
 
       -- Then each candidate, in claim order: its lane, its key, its meter (see Contract).
       with c as (
@@ -510,7 +515,7 @@ begin
         from (select distinct on (l.ckey) l.ckey, l.def from l
               where l.lane_ok and l.ckey is not null and l.climit is not null
               order by l.ckey, l.climit, l.ord) x
-        cross join lateral acta.gate_room(p_namespace, 'concurrency', x.ckey, x.def) as r
+        cross join lateral acta.gate_room(p_namespace, 'concurrency', x.ckey, x.def, v_at) as r
         left join lateral (
           select p.priority, p.run_at, p.id from acta.jobs p
           where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
@@ -533,7 +538,7 @@ begin
         from (select distinct on (kc.rkey) kc.rkey, kc.def from kc
               where kc.key_ok and kc.rkey is not null
               order by kc.rkey, kc.rlimit, kc.ord) x
-        cross join lateral acta.gate_room(p_namespace, 'rate', x.rkey, x.def) as r
+        cross join lateral acta.gate_room(p_namespace, 'rate', x.rkey, x.def, v_at) as r
         left join lateral (
           select p.priority, p.run_at, p.id from acta.jobs p
           where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
@@ -611,11 +616,11 @@ begin
       -- Admitted through a meter: their start times go into its log, which keeps the window only.
       if cardinality(v_rate_keys) > 0 then
         insert into acta.gates as g (namespace, kind, key, stamps)
-        select p_namespace, 'rate', s.key, array_fill(now(), array[s.n])
+        select p_namespace, 'rate', s.key, array_fill(v_at, array[s.n])
         from unnest(v_rate_keys, v_rate_counts) as s(key, n)
         on conflict (namespace, kind, key) do update
           set stamps = array(select t from unnest(g.stamps || excluded.stamps) as t
-                             where t > now() - (select s.per from unnest(v_rate_keys, v_rate_pers) as s(key, per) where s.key = g.key) * interval '1 millisecond'
+                             where t > v_at - (select s.per from unnest(v_rate_keys, v_rate_pers) as s(key, per) where s.key = g.key) * interval '1 millisecond'
                              order by t);
       end if;
     end if;
@@ -631,8 +636,8 @@ begin
         set status = 'executing',
             execution = j.execution + 1,
             lease_holder = p_worker,
-            lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-            claimed_at = now(),
+            lease_expires_at = v_at + p_lease_ms * interval '1 millisecond',
+            claimed_at = v_at,
             started = false
         where j.id = any (v_admitted)
         returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
@@ -974,7 +979,7 @@ CREATE OR REPLACE FUNCTION acta.gate_lock(p_namespace text, p_kind text, p_key t
 AS $function$ select hashtextextended(p_kind || '/' || p_namespace || '/' || p_key, 0) $function$;
 
 -- acta.gate_room: sql/functions/gate_room.sql
-CREATE OR REPLACE FUNCTION acta.gate_room(p_namespace text, p_kind text, p_key text, p_definition text, OUT room integer, OUT next_at timestamp with time zone)
+CREATE OR REPLACE FUNCTION acta.gate_room(p_namespace text, p_kind text, p_key text, p_definition text, p_at timestamp with time zone, OUT room integer, OUT next_at timestamp with time zone)
  RETURNS record
  LANGUAGE plpgsql
  STABLE
@@ -995,14 +1000,14 @@ begin
     end if;
     room := v_limit - (select count(*) from acta.jobs e
                        where e.namespace = p_namespace and e.concurrency_key = p_key and e.status = 'executing');
-    next_at := now() + interval '2 seconds';
+    next_at := p_at + interval '2 seconds';
     return;
   end if;
   select d.rate_limit, d.rate_per_ms into v_limit, v_per
   from acta.definitions d where d.namespace = p_namespace and d.name = p_definition;
   select g.shut_until, g.stamps into v_shut, v_stamps
   from acta.gates g where g.namespace = p_namespace and g.kind = 'rate' and g.key = p_key;
-  if v_shut > now() then
+  if v_shut > p_at then
     room := 0;
     next_at := v_shut;
     return;
@@ -1010,11 +1015,11 @@ begin
   if v_limit is null then
     return;
   end if;
-  v_in_window := array(select s from unnest(v_stamps) as s where s > now() - v_per * interval '1 millisecond' order by s);
+  v_in_window := array(select s from unnest(v_stamps) as s where s > p_at - v_per * interval '1 millisecond' order by s);
   room := v_limit - cardinality(v_in_window);
-  -- The token after the room: when the start that must leave the window for it does (now() + the
+  -- The token after the room: when the start that must leave the window for it does (p_at + the
   -- window when the log is empty).
-  next_at := coalesce(v_in_window[greatest(1, cardinality(v_in_window) - v_limit + 1)], now()) + v_per * interval '1 millisecond';
+  next_at := coalesce(v_in_window[greatest(1, cardinality(v_in_window) - v_limit + 1)], p_at) + v_per * interval '1 millisecond';
 end
 $function$;
 
@@ -1368,7 +1373,7 @@ begin
   order by p.priority desc, p.run_at, p.id
   limit 1;
   if v_definition is not null then
-    select r.room, r.next_at into v_room, v_next_at from acta.gate_room(p_namespace, p_kind, p_key, v_definition) as r;
+    select r.room, r.next_at into v_room, v_next_at from acta.gate_room(p_namespace, p_kind, p_key, v_definition, now()) as r;
     -- No limit (any more): release in chunks of 1,000, the rest at the next recheck.
     with released as (
       update acta.jobs j set blocked_by = null

@@ -2,7 +2,10 @@
 -- each through its lane, concurrency key and rate meter (docs/DESIGN.md, "Policies").
 --
 -- Contract: each claimed row goes straight to Executing (the claim starts the execution), its
--- execution number (the fence) + 1, its lease now() + p_lease_ms, its holder p_worker; returned in
+-- execution number (the fence) + 1, its holder p_worker, claimed_at the instant it was admitted
+-- (clock_timestamp() once the claim holds its gates' locks, not the transaction's start; also its
+-- meter's start time: so the attempt ledger shows a key's next attempt after the one it followed
+-- ended; docs/DESIGN.md, "The ledger"), its lease p_lease_ms from then; returned in
 -- claim order: priority, then due time (a fair definition: its turn, fair_tag), then id. A
 -- candidate is admitted when its lane has nothing running or waiting and it is the lane's first
 -- Ready row, its key has a free slot and no parked row of the key ahead of it, and its meter has a
@@ -95,6 +98,7 @@ declare
   v_locked_ids   bigint[];
   v_nestloop     text;
   v_tagged       integer;
+  v_at           timestamptz;
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -328,6 +332,7 @@ begin
 
     if not v_keyed then
       v_admitted := v_ids;
+      v_at := clock_timestamp();
     else
       -- Admission. First the gates the candidates pass, locked in increasing order (see Locks).
       for v_lock in
@@ -356,6 +361,9 @@ begin
         end if;
         v_locks := v_locks || v_lock;
       end loop;
+      -- The admission's instant (see Contract, claimed_at): after the gates' locks, so later than
+      -- every hand-on and every admission of these gates before it.
+      v_at := clock_timestamp();
 
       -- Then each candidate, in claim order: its lane, its key, its meter (see Contract).
       with c as (
@@ -386,7 +394,7 @@ begin
         from (select distinct on (l.ckey) l.ckey, l.def from l
               where l.lane_ok and l.ckey is not null and l.climit is not null
               order by l.ckey, l.climit, l.ord) x
-        cross join lateral acta.gate_room(p_namespace, 'concurrency', x.ckey, x.def) as r
+        cross join lateral acta.gate_room(p_namespace, 'concurrency', x.ckey, x.def, v_at) as r
         left join lateral (
           select p.priority, p.run_at, p.id from acta.jobs p
           where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
@@ -409,7 +417,7 @@ begin
         from (select distinct on (kc.rkey) kc.rkey, kc.def from kc
               where kc.key_ok and kc.rkey is not null
               order by kc.rkey, kc.rlimit, kc.ord) x
-        cross join lateral acta.gate_room(p_namespace, 'rate', x.rkey, x.def) as r
+        cross join lateral acta.gate_room(p_namespace, 'rate', x.rkey, x.def, v_at) as r
         left join lateral (
           select p.priority, p.run_at, p.id from acta.jobs p
           where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
@@ -487,11 +495,11 @@ begin
       -- Admitted through a meter: their start times go into its log, which keeps the window only.
       if cardinality(v_rate_keys) > 0 then
         insert into acta.gates as g (namespace, kind, key, stamps)
-        select p_namespace, 'rate', s.key, array_fill(now(), array[s.n])
+        select p_namespace, 'rate', s.key, array_fill(v_at, array[s.n])
         from unnest(v_rate_keys, v_rate_counts) as s(key, n)
         on conflict (namespace, kind, key) do update
           set stamps = array(select t from unnest(g.stamps || excluded.stamps) as t
-                             where t > now() - (select s.per from unnest(v_rate_keys, v_rate_pers) as s(key, per) where s.key = g.key) * interval '1 millisecond'
+                             where t > v_at - (select s.per from unnest(v_rate_keys, v_rate_pers) as s(key, per) where s.key = g.key) * interval '1 millisecond'
                              order by t);
       end if;
     end if;
@@ -507,8 +515,8 @@ begin
         set status = 'executing',
             execution = j.execution + 1,
             lease_holder = p_worker,
-            lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-            claimed_at = now(),
+            lease_expires_at = v_at + p_lease_ms * interval '1 millisecond',
+            claimed_at = v_at,
             started = false
         where j.id = any (v_admitted)
         returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at

@@ -60,7 +60,7 @@ begin
   order by p.priority desc, p.run_at, p.id
   limit 1;
   if v_definition is not null then
-    select r.room, r.next_at into v_room, v_next_at from acta.gate_room(p_namespace, p_kind, p_key, v_definition) as r;
+    select r.room, r.next_at into v_room, v_next_at from acta.gate_room(p_namespace, p_kind, p_key, v_definition, now()) as r;
     -- No limit (any more): release in chunks of 1,000, the rest at the next recheck.
     with released as (
       update acta.jobs j set blocked_by = null

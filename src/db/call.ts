@@ -26,7 +26,7 @@ export const SIGNATURES = {
   record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
   cancel_job: 'p_namespace text, p_id bigint',
   gate_lock: 'p_namespace text, p_kind text, p_key text',
-  gate_room: 'p_namespace text, p_kind text, p_key text, p_definition text, OUT room integer, OUT next_at timestamp with time zone',
+  gate_room: 'p_namespace text, p_kind text, p_key text, p_definition text, p_at timestamp with time zone, OUT room integer, OUT next_at timestamp with time zone',
   release_gate: 'p_namespace text, p_kind text, p_key text',
 } as const;
 

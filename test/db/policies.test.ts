@@ -5,6 +5,7 @@
 // test/faults/policies.test.ts holds them with worker processes, crashes and stalls.
 import { randomUUID } from 'node:crypto';
 import { createClient, defineJob, type Definition } from '../../src';
+import { completeExecutions } from '../../src/db/executions';
 import { claimJobs } from '../../src/db/jobs';
 import type { ClaimedRow } from '../../src/db/types';
 import { registerWorker } from '../../src/db/workers';
@@ -37,6 +38,62 @@ const handler = () => undefined;
 const fresh = () => `policies-${++namespaceSeq}`;
 const claim = (namespace: string, worker: string, definitions: string[], limit: number) => claimJobs(db, { namespace, workerId: worker, definitions, limit, leaseMs: LEASE_MS });
 const payloadsOf = (rows: ClaimedRow[]) => rows.map((r) => r.payload);
+
+describe('the ledger', () => {
+  test("a claim that waited for its key's lock stamps its attempt when it was admitted: the key's next attempt starts, in the ledger, after the one it followed ended", async () => {
+    // docs/DESIGN.md, "The ledger": every guarantee checkable from the database alone. A claim
+    // that began before a completion and waited for the key's lock behind it is admitted after
+    // that completion; its claimed_at must not be its transaction's start.
+    const ns = fresh();
+    const worker = await declare(ns, [defineJob({ name: 'solo', handler, concurrency: { limit: 1 } })]);
+    const client = createClient({ db, namespace: ns });
+    await client.enqueue('solo', { i: 0 }, { concurrencyKey: 'k' });
+    await client.enqueue('solo', { i: 1 }, { concurrencyKey: 'k' });
+    const [first] = (await claim(ns, worker, ['solo'], 1)).rows;
+    let commitCompletion!: () => void;
+    const completionMayCommit = new Promise<void>((resolve) => (commitCompletion = resolve));
+    const second = await db.transaction(async (c) => {
+      await c.query('select 1'); // the claim's transaction has begun
+      await new Promise((r) => setTimeout(r, 5));
+      // The first attempt's completion, holding the key's lock until it commits.
+      let locked!: () => void;
+      const holding = new Promise<void>((resolve) => (locked = resolve));
+      const completion = db.transaction(async (t) => {
+        const acks = await completeExecutions(t, worker, [{ id: first.id, execution: first.execution, outcome: 'succeeded', result: null, error: null, retryDelayMs: 0 }]);
+        expect(acks.map((a) => a.status)).toEqual(['succeeded']);
+        locked();
+        await completionMayCommit;
+      });
+      await holding;
+      const claiming = claimJobs(c, { namespace: ns, workerId: worker, definitions: ['solo'], limit: 1, leaseMs: LEASE_MS });
+      await waitFor(async () => (await db.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`)).rows[0].n > 0, 'the claim to wait for the key');
+      commitCompletion();
+      await completion;
+      return (await claiming).rows;
+    });
+    expect(payloadsOf(second)).toEqual([{ i: 1 }]);
+    const { rows } = await db.query<{ gap_ms: number }>(
+      `select extract(epoch from j.claimed_at - e.finished_at) * 1000 as gap_ms
+         from acta.jobs j, acta.executions e where j.id = $1 and e.job_id = $2`,
+      [second[0].id, first.id],
+    );
+    expect(Number(rows[0].gap_ms)).toBeGreaterThanOrEqual(0);
+  });
+
+  test("a meter's start times are its attempts' claimed_at: the ledger's windows are the meter's", async () => {
+    const ns = fresh();
+    const call = defineJob({ name: 'call', handler, rate: { key: (p: { account: string; i: number }) => p.account, limit: 2, perMs: 60_000 } });
+    const worker = await declare(ns, [call]);
+    await createClient({ db, namespace: ns }).enqueueMany(Array.from({ length: 3 }, (_, i) => ({ definition: call, payload: { account: 'a', i } })));
+    expect((await claim(ns, worker, ['call'], 10)).rows).toHaveLength(2);
+    const { rows } = await db.query<{ same: boolean }>(
+      `select g.stamps = array(select j.claimed_at from acta.jobs j where j.namespace = $1 and j.status = 'executing' order by j.claimed_at) as same
+         from acta.gates g where g.namespace = $1 and g.kind = 'rate'`,
+      [ns],
+    );
+    expect(rows).toEqual([{ same: true }]);
+  });
+});
 
 describe('lanes', () => {
   const step = defineJob({ name: 'step', handler, lane: (p: { order: string; i: number }) => p.order });
