@@ -117,8 +117,9 @@ export interface WorkerProcess {
 
 const spawned = new Set<ChildProcess>();
 
-export function spawnWorker(options: { dbUrl: string; events: string; args?: string[]; env?: Record<string, string> }): WorkerProcess {
-  const args = ['bin/acta.js', 'worker', FIXTURE, ...(options.args ?? [])];
+/** Starts `acta worker <module>` (default: FIXTURE) with `args`, on `dbUrl`, its fixture events into `events`. */
+export function spawnWorker(options: { dbUrl: string; events: string; args?: string[]; env?: Record<string, string>; module?: string }): WorkerProcess {
+  const args = ['bin/acta.js', 'worker', options.module ?? FIXTURE, ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: options.dbUrl, FAULT_EVENTS: options.events, ACTA_LOG_LEVEL: 'debug', ...options.env },
