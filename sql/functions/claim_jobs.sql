@@ -521,12 +521,14 @@ begin
         where j.id = any (v_admitted)
         returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
       )
-      -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly.
+      -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly, as the
+      -- candidates came (a fair definition's in turn order).
       select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
              c.uncharged_returns, c.priority,
              null::double precision
       from claimed c
-      order by c.priority desc, c.run_at, c.id;
+      join unnest(v_admitted) with ordinality as o(id, ord) on o.id = c.id
+      order by o.ord;
     end if;
     exit when cardinality(v_taken) >= p_limit or v_locked < v_want or v_round >= 4;
     v_want := p_limit - cardinality(v_taken);

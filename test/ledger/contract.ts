@@ -794,9 +794,8 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       const worker = await declare(ns, ['plain', defineJob({ name: 'fair', handler, fair: true, concurrency: { key: () => 'k' } })]);
       await enqueue(ns, [0, 1, 2, 3].map((i) => ({ definition: 'plain', payload: { i } })));
       await enqueue(ns, [0, 1, 2, 3].map((i) => ({ definition: 'fair', payload: { i: 10 + i }, concurrencyKey: 'k' })));
-      // Claimed in turns (0, 10, 1, 11); returned by priority, due time and id, as every claim's rows
-      // are (claim_jobs.sql's header says "in claim order ... a fair definition: its turn").
-      expect(iOf((await claim(ns, worker, ['plain', 'fair'], 4)).rows)).toEqual([0, 1, 10, 11]);
+      // Claimed in turns, and returned in that claim order (claim_jobs.sql, Contract).
+      expect(iOf((await claim(ns, worker, ['plain', 'fair'], 4)).rows)).toEqual([0, 10, 1, 11]);
     });
 
     test('one key across definitions shares its slots; each definition admits up to its own limit', async () => {

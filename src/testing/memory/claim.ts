@@ -95,7 +95,7 @@ export function claimJobs(store: Store, tx: Tx, args: ClaimArgs): ClaimResult {
       job.claimedAt = now;
       job.started = false;
     }
-    taken.push(...[...admitted].sort(byClaimOrder).map(claimedRow));
+    taken.push(...admitted.map(claimedRow)); // in claim order, as the candidates came
     if (taken.length >= limit || picked < want || round >= MAX_ROUNDS) break;
     want = limit - taken.length;
   }
