@@ -216,6 +216,7 @@ declare
   v_max_priority integer;
   v_locked       integer;
   v_locked_ids   bigint[];
+  v_claimed_at   timestamptz;
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -571,6 +572,7 @@ begin
     -- their slots and their lanes.
     if cardinality(v_admitted) > 0 then
       v_taken := v_taken || v_admitted;
+      v_claimed_at := clock_timestamp(); -- see Contract
       return query
       with claimed as (
         -- By primary key from the locked ids (an array, not a join: with statistics the planner
@@ -579,8 +581,8 @@ begin
         set status = 'executing',
             execution = j.execution + 1,
             lease_holder = p_worker,
-            lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-            claimed_at = now(),
+            lease_expires_at = v_claimed_at + p_lease_ms * interval '1 millisecond',
+            claimed_at = v_claimed_at,
             started = false
         where j.id = any (v_admitted)
         returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at

@@ -2,16 +2,19 @@
 -- each through its lane, concurrency key and rate meter (docs/DESIGN.md, "Policies").
 --
 -- Contract: each claimed row goes straight to Executing (the claim starts the execution), its
--- execution number (the fence) + 1, its lease now() + p_lease_ms, its holder p_worker; returned in
--- claim order: priority, then due time (a fair definition: its turn, fair_tag), then id. A
--- candidate is admitted when its lane has nothing running or waiting and it is the lane's first
--- Ready row, its key has a free slot and no parked row of the key ahead of it, and its meter has a
--- token (acta.gate_room); else it is PARKED (blocked_by: out of the claim's indexes, its place
--- kept) and released by the gate's hand-on or recheck (acta.release_gate). So a batch never starts
--- more attempts of a key than its free slots, whatever p_limit. Nothing claimable: one row with a
--- null job_id and next_due_in_ms, the time until the next row of these definitions is due or the
--- next gate recheck of the namespace (null: none). own_max_attempts is the job's own limit (null:
--- its definition's); max_attempts is coalesce(own, 25), read by workers from before migration 0004.
+-- execution number (the fence) + 1, its claimed_at the clock once admitted, its lease claimed_at +
+-- p_lease_ms, its holder p_worker. (claimed_at comes after every hand-on the admission saw, so the
+-- ledger never shows a slot or a lane taken before it was freed; the transaction's start can
+-- precede that hand-on's: test/db/policies.test.ts, "the ledger".) Returned in claim order:
+-- priority, then due time (a fair definition: its turn, fair_tag), then id. A candidate is admitted
+-- when its lane has nothing running or waiting and it is the lane's first Ready row, its key has a
+-- free slot and no parked row of the key ahead of it, and its meter has a token (acta.gate_room);
+-- else it is PARKED (blocked_by: out of the claim's indexes, its place kept) and released by the
+-- gate's hand-on or recheck (acta.release_gate). So a batch never starts more attempts of a key
+-- than its free slots, whatever p_limit. Nothing claimable: one row with a null job_id and
+-- next_due_in_ms, the time until the next row of these definitions is due or the next gate recheck
+-- of the namespace (null: none). own_max_attempts is the job's own limit (null: its definition's);
+-- max_attempts is coalesce(own, 25), read by workers from before migration 0004.
 -- Fair order: each due row of a fair definition takes a turn when it is tagged here, its key's next
 -- turn after its own earlier rows and not before the turn being served at its priority (start-time
 -- fair queuing): a key's burst does not hold another key's lone row back more than one claim.
@@ -93,6 +96,7 @@ declare
   v_max_priority integer;
   v_locked       integer;
   v_locked_ids   bigint[];
+  v_claimed_at   timestamptz;
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -448,6 +452,7 @@ begin
     -- their slots and their lanes.
     if cardinality(v_admitted) > 0 then
       v_taken := v_taken || v_admitted;
+      v_claimed_at := clock_timestamp(); -- see Contract
       return query
       with claimed as (
         -- By primary key from the locked ids (an array, not a join: with statistics the planner
@@ -456,8 +461,8 @@ begin
         set status = 'executing',
             execution = j.execution + 1,
             lease_holder = p_worker,
-            lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-            claimed_at = now(),
+            lease_expires_at = v_claimed_at + p_lease_ms * interval '1 millisecond',
+            claimed_at = v_claimed_at,
             started = false
         where j.id = any (v_admitted)
         returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at

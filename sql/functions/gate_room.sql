@@ -10,7 +10,7 @@
 -- holds more than rate_limit starts), or 0 while the meter is held shut (ctx.rateLimited); next_at =
 -- when one token more than the room frees (or the meter opens). room null: the definition sets no
 -- limit.
--- Times are now(), the calling transaction's start, as the claim stamps its rows and the meter.
+-- Times are now(), the calling transaction's start, as the claim stamps the meter.
 -- Caller: holds the gate's lock (acta.gate_lock) when the answer decides an admission.
 -- Plan: a count along jobs_key_held_idx; the meter's row by primary key.
 create or replace function acta.gate_room(p_namespace text, p_kind text, p_key text, p_definition text,
