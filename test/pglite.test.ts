@@ -167,19 +167,27 @@ describe('the data folder lock', () => {
 
   test('processes starting on one folder at the same instant: exactly one holds it, with or without a stale lock', async () => {
     const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
-    const race = (dir: string) => {
+    const race = async (dir: string) => {
       const startAt = Date.now() + 400; // every child spins until then, so they try together
-      return Promise.all(
-        Array.from({ length: 4 }, () =>
-          new Promise<string>((resolve, reject) => {
-            const child = spawn(process.execPath, ['test/fixtures/lock-child.js', dir, String(startAt)], { stdio: ['ignore', 'pipe', 'inherit'] });
-            let out = '';
-            child.stdout.on('data', (d) => (out += d));
-            child.on('error', reject);
-            child.on('exit', () => resolve(out.trim()));
-          }),
+      const children = Array.from({ length: 4 }, () => spawn(process.execPath, ['test/fixtures/lock-child.js', dir, String(startAt)], { stdio: ['pipe', 'pipe', 'inherit'] }));
+      // Each child's answer; the holder keeps the lock until every child has answered (its stdin
+      // ends then), so a child that started late on a loaded machine still meets it.
+      const answers = await Promise.all(
+        children.map(
+          (child) =>
+            new Promise<string>((resolve, reject) => {
+              let out = '';
+              child.stdout!.on('data', (d) => {
+                out += d;
+                if (out.includes('\n')) resolve(out.trim());
+              });
+              child.on('error', reject);
+              child.on('exit', () => resolve(out.trim()));
+            }),
         ),
       );
+      await Promise.all(children.map((child) => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.stdin!.end())))));
+      return answers;
     };
     for (const stale of [false, true]) {
       for (let round = 0; round < 3; round++) {
