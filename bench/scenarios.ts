@@ -534,7 +534,7 @@ export async function measureFloor(ctx: Context, analyzed: boolean) {
         `select created from acta.enqueue_jobs('default',
            array_fill('noop'::text, array[$1::int]),
            (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, $1::int) g),
-           null, null, null, null)`,
+           null, null, null, null, null, null, null)`,
         [n],
       );
       const enqueueMs = now() - e0;

@@ -45,7 +45,7 @@ COMPLETE="perform acta.complete_executions(w, ids, execs, array_fill('succeeded'
 EXPECT=$((ITER * LIM))
 if [ "${ACTA_CLAIM_ONLY:-}" = 1 ]; then COMPLETE=''; EXPECT=0; fi
 if [ "${ACTA_ENQUEUE_ONLY:-}" = 1 ]; then EXPECT=$N; fi
-enqueue() { printf "select count(*) from acta.enqueue_jobs('default', array_fill('d'::text, array[%d]), (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, %d) g), null, null, null, null);\n\n" "$1" "$1"; }
+enqueue() { printf "select count(*) from acta.enqueue_jobs('default', array_fill('d'::text, array[%d]), (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, %d) g), null, null, null, null, null, null, null);\n\n" "$1" "$1"; }
 script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succeeded jobs (run without valgrind)
   if [ "${ACTA_ENQUEUE_ONLY:-}" = 1 ]; then # 0: 10 jobs; 1: 10 jobs, then N - 10; 2: the same and a count
     {
