@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Writes sql/schema.sql: the acta schema as a fresh `acta migrate` leaves it, described from the
-// catalog of a freshly migrated database (tables, columns, constraints, indexes, functions), in a
+// catalog of a freshly migrated database (tables, columns, constraints, indexes, triggers, functions), in a
 // form that is the same on every PostgreSQL acta supports and on PGlite, and that runs as SQL.
 //
 //   npm run sql:schema                  (builds dist/, migrates an in-memory PGlite, writes the file)
@@ -26,8 +26,8 @@ const HEADER = `-- The acta schema as a fresh \`acta migrate\` leaves it. Genera
 
 /**
  * The schema's description as SQL text. `query(text, params)` answers `{ rows }`, as pg and
- * PGlite do. Kinds of object it does not describe (views, sequences of their own, types,
- * triggers, ...) make it throw, so that a migration adding one extends it rather than hiding it.
+ * PGlite do. Kinds of object it does not describe (views, sequences of their own, types, ...)
+ * make it throw, so that a migration adding one extends it rather than hiding it.
  */
 async function describeSchema(query) {
   const rows = async (text, params = []) => (await query(text, params)).rows;
@@ -42,9 +42,6 @@ async function describeSchema(query) {
       where t.typnamespace = ${ns} and t.typtype <> 'c' and t.typelem = 0 and not exists (
         select 1 from pg_type r where r.typarray = t.oid)
      union all
-     select 'trigger ' || g.tgname::text from pg_trigger g join pg_class c on c.oid = g.tgrelid
-      where c.relnamespace = ${ns} and not g.tgisinternal
-     union all
      select 'partitioned or inherited table ' || c.relname::text from pg_inherits i join pg_class c on c.oid = i.inhrelid
       where c.relnamespace = ${ns}
      order by 1`,
@@ -53,6 +50,8 @@ async function describeSchema(query) {
     throw new Error(`scripts/schema.js does not describe: ${unsupported.map((u) => u.what).join(', ')}`);
   }
   const out = [HEADER, `create schema ${SCHEMA};\n`];
+  // After the functions they execute.
+  const triggerDefs = [];
   const tables = await rows(`select c.oid, c.relname from pg_class c where c.relnamespace = ${ns} and c.relkind = 'r' order by c.relname collate "C"`);
   for (const t of tables) {
     const columns = await rows(
@@ -88,6 +87,11 @@ async function describeSchema(query) {
       [t.oid],
     );
     for (const i of indexes) out.push(`${i.def};`);
+    const triggers = await rows(
+      `select pg_get_triggerdef(g.oid) as def from pg_trigger g where g.tgrelid = $1 and not g.tgisinternal order by g.tgname collate "C"`,
+      [t.oid],
+    );
+    triggerDefs.push(...triggers.map((g) => `${g.def};`));
     out.push('');
   }
   const functions = await rows(
@@ -99,6 +103,7 @@ async function describeSchema(query) {
     const file = fs.existsSync(path.join(sqlDir, `${f.proname}.sql`)) ? `sql/functions/${f.proname}.sql` : 'no file of its own';
     out.push(`-- ${SCHEMA}.${f.proname}: ${file}\n${f.def.trimEnd()};\n`);
   }
+  out.push(...triggerDefs);
   return `${out.join('\n').trimEnd()}\n`;
 }
 

@@ -76,6 +76,9 @@ create table acta.jobs (
   rate_key text,
   blocked_by text,
   fair_tag bigint,
+  progress jsonb,
+  cancel_requested_at timestamp with time zone,
+  watched boolean not null default false,
   constraint jobs_blocked_by_check CHECK ((blocked_by = ANY (ARRAY['lane'::text, 'concurrency'::text, 'rate'::text]))),
   constraint jobs_max_attempts_check CHECK ((max_attempts >= 1)),
   constraint jobs_pkey PRIMARY KEY (id),
@@ -149,18 +152,27 @@ CREATE INDEX workers_alive_idx ON acta.workers USING btree (namespace, last_hear
 
 -- acta.cancel_job: sql/functions/cancel_job.sql
 CREATE OR REPLACE FUNCTION acta.cancel_job(p_namespace text, p_id bigint)
- RETURNS boolean
+ RETURNS text
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
 AS $function$
 declare
-  v_lane    text;
+  v_lane      text;
+  v_holder    uuid;
+  v_execution integer;
 begin
   update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp()
   where j.id = p_id and j.namespace = p_namespace and j.status = 'ready'
   returning j.lane into v_lane;
   if not found then
-    return false;
+    update acta.jobs j set cancel_requested_at = coalesce(j.cancel_requested_at, statement_timestamp())
+    where j.id = p_id and j.namespace = p_namespace and j.status = 'executing'
+    returning j.lease_holder, j.execution into v_holder, v_execution;
+    if not found then
+      return null;
+    end if;
+    perform pg_notify('acta_jobs', 'cancel:' || v_holder::text || ':' || p_id || ':' || v_execution);
+    return 'requested';
   end if;
   if v_lane is not null then
     perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, 'lane', v_lane));
@@ -168,7 +180,7 @@ begin
       perform pg_notify('acta_jobs', p_namespace);
     end if;
   end if;
-  return true;
+  return 'cancelled';
 end
 $function$;
 
@@ -744,7 +756,8 @@ begin
            ('failed_final', null,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
            ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
            ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
-           ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter')
+           ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
+           ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null)
   ),
   -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
   -- In SET and WHERE, j.* are the row's values before this update.
@@ -763,9 +776,9 @@ begin
         started = false,
         finished_at = case when d.finished then now() end,
         fair_tag = case when d.due = 'retry' then null else j.fair_tag end
-    from input i
-    join decision d on d.outcome = i.outcome
-    where j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
+    from input i, decision d
+    where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
+      and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
               j.namespace, j.concurrency_key, j.lane, j.rate_key
@@ -780,7 +793,7 @@ begin
   , gates as (
     select 'concurrency' as kind, d.concurrency_key as key from done d where d.concurrency_key is not null
     union
-    select 'lane', d.lane from done d where d.lane is not null and d.status in ('succeeded', 'failed')
+    select 'lane', d.lane from done d where d.lane is not null and d.status in ('succeeded', 'failed', 'cancelled')
     union
     select 'rate', d.rate_key from done d where d.rate_key is not null and d.follows = 'shut_meter'
   )
@@ -1039,6 +1052,7 @@ declare
   v_held    bigint[];
   v_renewed bigint[];
   v_late    bigint[];
+  v_cancel  bigint[];
   v_lock_timeout text;
 begin
   update acta.workers set last_heartbeat_at = now(), status = 'alive'
@@ -1066,10 +1080,11 @@ begin
         started = j.started or i.started
     from lockable l, input i
     where j.id = any (p_ids) and j.id = l.id and i.id = l.id
-    returning j.id
+    returning j.id, j.cancel_requested_at is not null as cancel
   )
-  select (select coalesce(array_agg(id), '{}') from held), (select coalesce(array_agg(id), '{}') from renewed)
-    into v_held, v_renewed;
+  select (select coalesce(array_agg(id), '{}') from held), (select coalesce(array_agg(id), '{}') from renewed),
+         (select coalesce(array_agg(id), '{}') from renewed where cancel)
+    into v_held, v_renewed, v_cancel;
 
   -- Rows locked at that moment: wait for them, briefly. The holder is usually short: a step record
   -- of the attempt (acta.record_step holds FOR SHARE until it commits), or this worker's own
@@ -1092,9 +1107,10 @@ begin
         from input i
         where j.id = any (v_late) and j.id = i.id and j.execution = i.execution
           and j.status = 'executing' and j.lease_holder = p_worker
-        returning j.id
+        returning j.id, j.cancel_requested_at is not null as cancel
       )
-      select v_renewed || coalesce(array_agg(id), '{}') into v_renewed from renewed;
+      select v_renewed || coalesce(array_agg(id), '{}'), v_cancel || coalesce(array_agg(id) filter (where cancel), '{}')
+        into v_renewed, v_cancel from renewed;
     exception when lock_not_available then
       null; -- still locked after 100 ms: reported "locked", asked again next beat
     end;
@@ -1104,6 +1120,7 @@ begin
   return query
   select i.id, i.execution,
          case
+           when i.id = any (v_cancel) then 'cancel'
            when i.id = any (v_renewed) then 'renewed'
            when i.id = any (v_held) then 'locked'
            else 'lost'
@@ -1116,6 +1133,17 @@ begin
 
   return query select null::bigint, null::integer, 'policy:' || n.policy_version
   from acta.namespaces n where n.name = p_namespace;
+end
+$function$;
+
+-- acta.notify_job_changed: no file of its own
+CREATE OR REPLACE FUNCTION acta.notify_job_changed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('acta_job', new.id::text);
+  return null;
 end
 $function$;
 
@@ -1197,7 +1225,8 @@ begin
     -- job's limit is its own, else its definition's, else 25 (see Contract).
     update acta.jobs j
     set (status, attempts, uncharged_returns, error, finished_at) = (
-          select case when c.charged and j.attempts + 1 >= c.max_attempts then 'failed' else 'ready' end,
+          select case when j.cancel_requested_at is not null then 'cancelled'
+                      when c.charged and j.attempts + 1 >= c.max_attempts then 'failed' else 'ready' end,
                  j.attempts + c.charged::integer,
                  j.uncharged_returns + (not c.charged)::integer,
                  case when c.charged
@@ -1205,7 +1234,7 @@ begin
                              'message', 'worker lost: the lease expired without a completion',
                              'workerId', j.lease_holder)
                       else j.error end,
-                 case when c.charged and j.attempts + 1 >= c.max_attempts then now() end
+                 case when j.cancel_requested_at is not null or (c.charged and j.attempts + 1 >= c.max_attempts) then now() end
           from (select j.started or j.uncharged_returns >= 3 as charged,
                        coalesce(j.max_attempts,
                                 (select d.max_attempts from acta.definitions d
@@ -1228,7 +1257,7 @@ begin
   gates as (
     select distinct g.kind, g.key, acta.gate_lock(p_namespace, g.kind, g.key) as lock
     from returned r
-    cross join lateral (values ('concurrency', r.concurrency_key), ('lane', case when r.status = 'failed' then r.lane end)) as g(kind, key)
+    cross join lateral (values ('concurrency', r.concurrency_key), ('lane', case when r.status in ('failed', 'cancelled') then r.lane end)) as g(kind, key)
     where g.key is not null
   )
   select array_agg(r.id), array_agg(r.execution), array_agg(r.status), array_agg(e.charged),
@@ -1416,6 +1445,32 @@ AS $function$
   where namespace = p_namespace and pass = any (p_passes) and due_at > now();
 $function$;
 
+-- acta.report_progress: sql/functions/report_progress.sql
+CREATE OR REPLACE FUNCTION acta.report_progress(p_worker uuid, p_ids bigint[], p_executions integer[], p_values jsonb)
+ RETURNS integer
+ LANGUAGE sql
+ SET enable_seqscan TO 'off'
+AS $function$
+  with input as (
+    select u.id, u.execution, p_values -> (u.ord::integer - 1) as value
+    from unnest(p_ids, p_executions) with ordinality as u(id, execution, ord)
+  ),
+  held as (
+    select j.id
+    from acta.jobs j
+    join input i on i.id = j.id and i.execution = j.execution
+    where j.id = any (p_ids) and j.status = 'executing' and j.lease_holder = p_worker
+    for update of j skip locked
+  ),
+  reported as (
+    update acta.jobs j set progress = i.value
+    from held h, input i
+    where j.id = any (p_ids) and j.id = h.id and i.id = h.id
+    returning j.id
+  )
+  select count(*)::integer from reported
+$function$;
+
 -- acta.stop_worker: sql/functions/stop_worker.sql
 CREATE OR REPLACE FUNCTION acta.stop_worker(p_worker uuid)
  RETURNS boolean
@@ -1477,3 +1532,19 @@ begin
   ), false);
 end
 $function$;
+
+-- acta.watch_job: sql/functions/watch_job.sql
+CREATE OR REPLACE FUNCTION acta.watch_job(p_namespace text, p_id bigint)
+ RETURNS boolean
+ LANGUAGE sql
+AS $function$
+  with marked as (
+    update acta.jobs j set watched = true
+    where j.id = p_id and j.namespace = p_namespace and not j.watched
+    returning j.id
+  )
+  select exists (select 1 from marked)
+      or exists (select 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace)
+$function$;
+
+CREATE TRIGGER jobs_watched_notify AFTER UPDATE ON acta.jobs FOR EACH ROW WHEN ((new.watched AND ((old.status IS DISTINCT FROM new.status) OR (old.execution IS DISTINCT FROM new.execution) OR (old.progress IS DISTINCT FROM new.progress) OR (old.cancel_requested_at IS DISTINCT FROM new.cancel_requested_at) OR (NOT old.watched)))) EXECUTE FUNCTION acta.notify_job_changed();

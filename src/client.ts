@@ -1,10 +1,11 @@
+import { asyncScheduler, Observable, type SchedulerLike, share, type Subscription } from 'rxjs';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from './config';
 import type { Db, Queryable } from './db/Db';
 import { cancelJob, enqueueJobs, readJob } from './db/jobs';
 import { INT4_MAX, INT8_MAX, type JobId, type JobRecord } from './db/types';
 import { schemaError } from './db/schemaVerdict';
 import { checkDefinition, type Definition, policyKeys } from './definition';
-import { ActaError, atItem, ConfigError, InvalidJsonError, UnknownDefinitionError } from './errors';
+import { ActaError, atItem, ConfigError, InvalidJsonError, JobCancelledError, JobFailedError, JobNotFoundError, ResultTimeoutError, UnknownDefinitionError } from './errors';
 import { toJsonText } from './json';
 import { type Ledger, sqlLedger } from './ledger';
 
@@ -88,6 +89,24 @@ export interface ClientOptions {
    * the worker and recovery apply it.)
    */
   definitions?: Pick<Definition<any, any>, 'name' | 'maxAttempts' | 'concurrency' | 'rate' | 'lane' | 'fair'>[];
+  /** The clock of observe's polling and result's timeout (a VirtualClock in virtual-time tests). Default `asyncScheduler`. */
+  scheduler?: SchedulerLike;
+}
+
+/** Options of client.observe. */
+export interface ObserveOptions {
+  /** Unsubscribing before the job ended cancels it (client.cancel: a Ready job at once, a running one through its worker). Default false. */
+  cancelOnUnsubscribe?: boolean;
+  /** The backstop poll, ms: the job is read this often even if no NOTIFY arrives (an integer ≥ 10). Default 5,000. */
+  pollMs?: number;
+}
+
+/** Options of client.result. */
+export interface ResultOptions {
+  /** Rejects with ResultTimeoutError once this many ms passed before the job ended (the job is left as it is). Default: waits as long as it takes. */
+  timeoutMs?: number;
+  /** The backstop poll, ms (ObserveOptions.pollMs). */
+  pollMs?: number;
 }
 
 export interface Client {
@@ -128,15 +147,40 @@ export interface Client {
    */
   getJob<P = unknown, R = unknown>(id: JobId | number | bigint, options?: { tx?: Queryable } | null): Promise<JobRecord<P, R> | null>;
   /**
-   * Cancels a job of this client's namespace that is Ready (queued, due later, or waiting out a
-   * retry's backoff): it becomes Cancelled, is never claimed again, and keeps its idempotency key.
-   * Resolves true when this call cancelled it; false when the namespace has no such job or it is
-   * not Ready: one that is Executing is not stopped (a claim that took it first wins), and a
-   * finished one stays as it ended (getJob tells which). Throws ConfigError for a malformed id.
-   * With `{ tx }`, in the caller's transaction (undone if it rolls back).
+   * Cancels a job of this client's namespace. A Ready one (queued, due later, waiting out a
+   * retry's backoff, or parked on a gate) becomes Cancelled at once, is never claimed again, and
+   * keeps its idempotency key. An Executing one is cancelled through its worker, fleet-wide: the
+   * worker hears it (NOTIFY, else its next heartbeat), aborts the handler's `ctx.signal` (reason
+   * 'cancelled'), and the job ends Cancelled, fenced like any write, unless the handler succeeded
+   * first (getJob's `cancelRequestedAt` shows the request meanwhile). Resolves true when this call
+   * cancelled the job or requested its cancellation; false when the namespace has no such job or
+   * it has finished (it stays as it ended). Throws ConfigError for a malformed id. With `{ tx }`,
+   * in the caller's transaction (undone if it rolls back).
    */
   cancel(id: JobId | number | bigint, options?: { tx?: Queryable } | null): Promise<boolean>;
+  /**
+   * The job's states as they change, across processes: an emission when its status, attempt,
+   * progress (ctx.progress) or cancel request changed, the first one at once. Driven by NOTIFY
+   * (one LISTEN per client, shared by all its observers; the job is marked watched: acta.watch_job),
+   * with a poll every `pollMs` as the backstop. Ends with the job: completes after a Succeeded
+   * state (its `result`), errors after a Failed one with JobFailedError (its stored error) and
+   * after a Cancelled one with JobCancelledError; errors with JobNotFoundError when the namespace
+   * has no such job. Cold: each subscription follows the job anew.
+   */
+  observe<P = unknown, R = unknown>(id: JobId | number | bigint, options?: ObserveOptions): Observable<JobRecord<P, R>>;
+  /**
+   * The job's result once it Succeeded (observe's promise form): rejects with JobFailedError,
+   * JobCancelledError, JobNotFoundError, or ResultTimeoutError after `timeoutMs`.
+   */
+  result<R = unknown>(id: JobId | number | bigint, options?: ResultOptions): Promise<R>;
 }
+
+/** The default backstop poll of observe, ms. */
+const OBSERVE_POLL_MS = 5_000;
+
+/** What an observer emits on: the fields whose change is a new state (migration 0009's trigger watches the same). */
+const stateKey = (r: JobRecord): string =>
+  JSON.stringify([r.status, r.execution, r.attempts, r.progress, r.cancelRequestedAt?.getTime() ?? null, r.runAt.getTime()]);
 
 /** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace (MAX_NAME_BYTES). */
 const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
@@ -171,7 +215,7 @@ function shown(value: unknown): string {
 }
 
 /** The keys of ClientOptions: createClient refuses any other. */
-const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', 'ledger'];
+const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', 'ledger', 'scheduler'];
 
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
 const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane'];
@@ -309,6 +353,113 @@ export function createClient(options: ClientOptions): Client {
       throw await verdict(err, tx !== undefined);
     }
   };
+  const scheduler = options.scheduler ?? asyncScheduler;
+  /**
+   * Ids of watched jobs that changed (NOTIFY acta_job), and '*' each time LISTEN is in effect
+   * (anything may have changed while it was not): one LISTEN for all of this client's observers,
+   * from the first one's subscription to the last one's end.
+   */
+  const changes$ = new Observable<string>((subscriber) => {
+    let stop: (() => Promise<void>) | undefined;
+    let closed = false;
+    ledger.listen('acta_job', { onNotify: (id) => subscriber.next(id), onConnect: () => subscriber.next('*') }).then(
+      (unlisten) => {
+        if (closed) void unlisten();
+        else stop = unlisten;
+      },
+      () => undefined, // no LISTEN: the poll follows the job
+    );
+    return () => {
+      closed = true;
+      void stop?.();
+    };
+  }).pipe(share());
+  const pollOption = (what: string, ms: unknown): number => {
+    if (ms === undefined) return OBSERVE_POLL_MS;
+    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 10 || ms > 2 ** 31 - 1) throw new ConfigError(`${what}: pollMs must be an integer of ms from 10, got ${shown(ms)}`);
+    return ms;
+  };
+  const observe = <P, R>(id: JobId | number | bigint, opts: ObserveOptions = {}): Observable<JobRecord<P, R>> => {
+    knownKeys('observe option', opts ?? {}, ['cancelOnUnsubscribe', 'pollMs']);
+    const pollMs = pollOption('observe', opts?.pollMs);
+    const text = jobIdText(id);
+    return new Observable<JobRecord<P, R>>((subscriber) => {
+      const name = String(id);
+      if (text === null) {
+        subscriber.error(new JobNotFoundError(name));
+        return;
+      }
+      let ended = false;
+      let lastKey: string | undefined;
+      let reading = false;
+      let again = false;
+      let poll: Subscription | undefined;
+      const fail = (err: unknown) => {
+        ended = true;
+        subscriber.error(err);
+      };
+      /** One read at a time; a trigger during a read reads once more after it. */
+      const read = () => {
+        if (ended) return;
+        if (reading) {
+          again = true;
+          return;
+        }
+        reading = true;
+        ledger.readJob(namespace, text).then(
+          (job) => {
+            reading = false;
+            if (ended) return;
+            if (job === null) return fail(new JobNotFoundError(text));
+            const key = stateKey(job);
+            if (key !== lastKey) {
+              lastKey = key;
+              subscriber.next(job as JobRecord<P, R>);
+            }
+            if (job.status === 'succeeded') {
+              ended = true;
+              subscriber.complete();
+            } else if (job.status === 'failed') fail(new JobFailedError(text, job.error));
+            else if (job.status === 'cancelled') fail(new JobCancelledError(text));
+            else if (again) {
+              again = false;
+              read();
+            }
+          },
+          async (err: unknown) => {
+            reading = false;
+            if (!ended) fail(await verdict(err, false));
+          },
+        );
+      };
+      const changes = changes$.subscribe((changed) => {
+        if (changed === text || changed === '*') read();
+      });
+      const schedulePoll = () => {
+        poll = scheduler.schedule(function (this: { schedule(state?: unknown, delay?: number): unknown }) {
+          read();
+          this.schedule(undefined, pollMs);
+        }, pollMs);
+      };
+      ledger.watchJob(namespace, text).then(
+        (found) => {
+          if (ended) return;
+          if (!found) return fail(new JobNotFoundError(text));
+          read();
+          schedulePoll();
+        },
+        async (err: unknown) => {
+          if (!ended) fail(await verdict(err, false));
+        },
+      );
+      return () => {
+        changes.unsubscribe();
+        poll?.unsubscribe();
+        if (!ended && opts?.cancelOnUnsubscribe) ledger.cancelJob(namespace, text).catch(() => undefined);
+        ended = true;
+      };
+    });
+  };
   return {
     async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
@@ -319,6 +470,40 @@ export function createClient(options: ClientOptions): Client {
     getJob: <P, R>(id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
       byId('getJob', id, opts, null, (tx, text) => (tx ? readJob(tx, namespace, text) : ledger.readJob(namespace, text)) as Promise<JobRecord<P, R> | null>),
     cancel: (id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
-      byId('cancel', id, opts, false, (tx, text) => (tx ? cancelJob(tx, namespace, text) : ledger.cancelJob(namespace, text))),
+      byId('cancel', id, opts, false, async (tx, text) => (await (tx ? cancelJob(tx, namespace, text) : ledger.cancelJob(namespace, text))) !== null),
+    observe,
+    result: <R>(id: JobId | number | bigint, opts: ResultOptions = {}) => {
+      try {
+        knownKeys('result option', opts ?? {}, ['timeoutMs', 'pollMs']);
+        const timeoutMs = opts?.timeoutMs;
+        if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0 && timeoutMs <= 2 ** 31 - 1)) {
+          throw new ConfigError(`result: timeoutMs must be a number of ms from 0 to 2^31-1, got ${shown(timeoutMs)}`);
+        }
+        const states = observe<unknown, R>(id, { pollMs: opts?.pollMs });
+        return new Promise<R>((resolve, reject) => {
+          let last: JobRecord<unknown, R> | undefined;
+          let timer: Subscription | undefined;
+          const sub = states.subscribe({
+            next: (job) => (last = job),
+            error: (err: unknown) => {
+              timer?.unsubscribe();
+              reject(err);
+            },
+            complete: () => {
+              timer?.unsubscribe();
+              resolve(last?.result as R);
+            },
+          });
+          if (timeoutMs !== undefined && !sub.closed) {
+            timer = scheduler.schedule(() => {
+              sub.unsubscribe();
+              reject(new ResultTimeoutError(String(id), timeoutMs));
+            }, timeoutMs);
+          }
+        });
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
   };
 }

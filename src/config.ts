@@ -80,6 +80,10 @@ export const PIPELINE = {
    * claim that reaches it after its attempt deadline; beyond it such a return costs an attempt.
    */
   unchargedReturnsMax: 3,
+  /** ctx.progress: at most one acta.report_progress call per worker per this many ms, carrying each running attempt's latest value. */
+  progressIntervalMs: 250,
+  /** ctx.progress: the largest value, as JSON text in UTF-8 bytes. */
+  progressMaxBytes: 65_536,
   /** Default maximum attempts of a job (graphile-worker's default, also the schema default). */
   maxAttempts: 25,
   /**

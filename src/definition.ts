@@ -23,7 +23,7 @@ export function backoffMs(backoff: Backoff | undefined, attempt: number): number
 
 /** What a handler receives besides its payload. */
 export interface JobContext {
-  /** Aborted when the attempt times out, loses its lease, or the worker stops (reason: the cause). */
+  /** Aborted when the attempt times out, loses its lease, its job is cancelled (client.cancel), or the worker stops (reason: the cause: 'timeout', 'deadline', 'lost', 'cancelled', 'shutdown', 'fatal'). */
   signal: AbortSignal;
   jobId: JobId;
   /** 1-based number of this attempt among the charged ones (attempts so far + 1). */
@@ -47,6 +47,12 @@ export interface JobContext {
    * limited whatever the handler does next (docs/DESIGN.md, "Policies").
    */
   rateLimited(options?: { retryAfterMs?: number }): never;
+  /**
+   * Reports the attempt's progress (any JSON value of at most 64 KiB, e.g. `{ done: 40, of: 100 }`):
+   * stored on the job (getJob's `progress`) and seen by client.observe, the latest value per
+   * attempt at most every 250 ms. Throws InvalidJsonError for a value that cannot be stored.
+   */
+  progress(value: unknown): void;
 }
 
 /**

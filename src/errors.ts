@@ -1,3 +1,4 @@
+import type { StoredError } from './db/types';
 /**
  * Typed errors of acta. Every error a user can meet has its own class, a stable `code`, and a
  * message that says what to do.
@@ -118,6 +119,46 @@ export class AttemptTimeoutError extends ActaError {
 export class AttemptCancelledError extends ActaError {
   constructor(message: string) {
     super('ACTA_ATTEMPT_CANCELLED', message);
+  }
+}
+
+/**
+ * The job was cancelled (client.cancel, `acta cancel`): the reason a running handler's attempt is
+ * aborted with, and what client.observe / client.result end with for a Cancelled job.
+ */
+export class JobCancelledError extends ActaError {
+  constructor(
+    readonly jobId: string,
+    message = `job ${jobId} was cancelled`,
+  ) {
+    super('ACTA_JOB_CANCELLED', message);
+  }
+}
+
+/** client.observe / client.result of a job that ended Failed: `error` is its stored last error. */
+export class JobFailedError extends ActaError {
+  constructor(
+    readonly jobId: string,
+    readonly error: StoredError | null,
+  ) {
+    super('ACTA_JOB_FAILED', `job ${jobId} failed${error ? `: ${error.name}: ${error.message.slice(0, 500)}` : ''}`);
+  }
+}
+
+/** client.observe / client.result of a job the namespace does not have (never, or no longer: deleted). */
+export class JobNotFoundError extends ActaError {
+  constructor(readonly jobId: string) {
+    super('ACTA_JOB_NOT_FOUND', `the namespace has no job ${jobId}`);
+  }
+}
+
+/** client.result's `timeoutMs` passed before the job ended; the job itself is not changed. */
+export class ResultTimeoutError extends ActaError {
+  constructor(
+    readonly jobId: string,
+    readonly timeoutMs: number,
+  ) {
+    super('ACTA_RESULT_TIMEOUT', `job ${jobId} did not end within ${timeoutMs} ms`);
   }
 }
 

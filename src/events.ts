@@ -70,6 +70,12 @@ export interface RateLimitedEvent extends AttemptEventFields {
   readonly runMs: number | null;
 }
 
+/** A client cancelled the job while this attempt ran (client.cancel), and its end was written: the job is Cancelled. */
+export interface CancelledEvent extends AttemptEventFields {
+  readonly type: 'cancelled';
+  readonly runMs: number | null;
+}
+
 /** A completion was fenced out: the row had moved on (another execution owns it), nothing was written. */
 export interface StaleEvent extends AttemptEventFields {
   readonly type: 'stale';
@@ -111,7 +117,7 @@ export interface StoppedEvent {
 }
 
 /** What a worker tells about itself (`worker.events$`, `runWorker$`): a union discriminated by `type`. */
-export type WorkerEvent = ClaimedEvent | StartedEvent | SucceededEvent | FailedEvent | HandedBackEvent | RateLimitedEvent | StaleEvent | LeaseLostEvent | DegradedEvent | RecoveredEvent | RunningEvent | StoppedEvent;
+export type WorkerEvent = ClaimedEvent | StartedEvent | SucceededEvent | FailedEvent | HandedBackEvent | RateLimitedEvent | CancelledEvent | StaleEvent | LeaseLostEvent | DegradedEvent | RecoveredEvent | RunningEvent | StoppedEvent;
 
 /** Options of a worker's events: `payloads` puts each job's payload on its per-attempt events (default false). */
 export interface WorkerEventsOptions {
@@ -154,6 +160,10 @@ export class WorkerEvents {
         continue;
       }
       const runMs = entry.startedAt >= 0 && entry.endedAt >= 0 ? entry.endedAt - entry.startedAt : null;
+      if (ack.status === 'cancelled') {
+        this.subject.next({ type: 'cancelled', ...fields, runMs });
+        continue;
+      }
       switch (row.outcome) {
         case 'succeeded':
           this.subject.next({ type: 'succeeded', ...fields, runMs });

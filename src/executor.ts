@@ -3,8 +3,9 @@ import type { Logger } from 'pino';
 import { PIPELINE } from './config';
 import { type CompletionRow, INT4_MAX } from './db/types';
 import { backoffMs, type Definition, type JobContext } from './definition';
-import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, ConfigError, RateLimitedError, UnstorableStepResultError } from './errors';
+import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from './errors';
 import { toJsonText } from './json';
+import { progressJson } from './progress';
 import type { Entry, Registry } from './registry';
 import type { Step } from './steps';
 import { isError, isInstance, loggedError, storedError, storedErrorText } from './storedError';
@@ -40,6 +41,8 @@ export interface ExecutorDeps {
   onStart?: (entry: Entry) => void;
   /** The attempt's completion is about to go downstream (state Finalizing). */
   onEnd?: (entry: Entry) => void;
+  /** ctx.progress (src/progress.ts); absent: progress is checked and dropped. */
+  progress?: (entry: Entry, value: unknown) => void;
 }
 
 /**
@@ -87,6 +90,8 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     return failure(entry, definition, attempt, stored, () => stored, jobLogger);
   }
   if (!definition || entry.aborted) {
+    // Cancelled by a client before it started: the job ends Cancelled.
+    if (entry.abortCause === 'cancelled') return cancelled(entry);
     // Never started (the worker is stopping, or the lease was found lost): back to Ready,
     // uncharged (an unknown definition cannot happen: the claim asks only for the worker's own
     // definitions).
@@ -103,6 +108,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   /** Set by the handler's first ctx.rateLimited call: the attempt's outcome, whatever follows. */
   let rateLimitedMs: number | undefined;
   let rateLimited: JobContext['rateLimited'] | undefined;
+  let progress: JobContext['progress'] | undefined;
   /** The rate-limited completion (docs/DESIGN.md, "Policies": uncharged, due after the delay, the meter held shut). */
   const rateLimitedCompletion = (ms: number) => {
     safeLog(() => jobLogger().info({ retryAfterMs: ms }, 'attempt rate limited: due again after retryAfterMs, uncharged'));
@@ -126,6 +132,12 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
           },
           get step() {
             return (step ??= deps.stepFor(entry));
+          },
+          get progress() {
+            return (progress ??= (value: unknown) => {
+              if (deps.progress) deps.progress(entry, value);
+              else progressJson(value);
+            });
           },
           get rateLimited() {
             return (rateLimited ??= (options?: { retryAfterMs?: number }): never => {
@@ -153,6 +165,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // Stopping gracefully, or giving up: the row goes back uncharged (test/faults/shutdown.test.ts,
     // "SIGTERM: running jobs get the shutdown timeout, then go back uncharged").
     if (entry.abortCause === 'shutdown' || entry.abortCause === 'fatal') return complete(entry, 'handed_back', null, null, 0);
+    if (entry.abortCause === 'cancelled') return cancelled(entry);
     if (rateLimitedMs !== undefined) return rateLimitedCompletion(rateLimitedMs);
     const aborted = abortError(entry, timeoutMs);
     if (!aborted && !isError(err)) {
@@ -213,6 +226,11 @@ function safeLog(log: () => void, fallback?: () => void): void {
       /* nothing left to log it with */
     }
   }
+}
+
+/** The completion of an attempt whose job a client cancelled while it ran: the job ends Cancelled (acta.complete_executions). */
+function cancelled(entry: Entry): Completion {
+  return complete(entry, 'cancelled', null, storedErrorText(storedError(new JobCancelledError(entry.row.id, 'job cancelled while it ran (client.cancel)'))), 0);
 }
 
 /** The `handed_back` completion of an entry that never reached a handler (Ready at once, uncharged). */

@@ -22,6 +22,8 @@ export interface HeartbeatConfig {
   onHealth: (healthy: boolean) => void;
   /** No heartbeat succeeded for a whole lease while attempts were held, or a non-transient error: the worker must stop. */
   onFatal: (err: unknown) => void;
+  /** A beat found a cancel requested for this attempt's job (acta.cancel_job): its lease was renewed; the worker aborts it. */
+  onCancel?: (pair: HeldPair) => void;
   /** A beat found this attempt's lease lost; called after it was aborted. */
   onLost?: (entry: Entry) => void;
   logger: Logger;
@@ -181,10 +183,13 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
         keptOn = false;
         setHealthy(true);
         const deadlineAt = tryStartedAt + clock.attemptDeadlineMs;
-        for (const pair of result.renewed) {
-          const entry = registry.get(pair.id);
-          if (entry && entry.row.execution === pair.execution) entry.deadlineAt = Math.max(entry.deadlineAt, deadlineAt);
+        for (const list of [result.renewed, result.cancel]) {
+          for (const pair of list) {
+            const entry = registry.get(pair.id);
+            if (entry && entry.row.execution === pair.execution) entry.deadlineAt = Math.max(entry.deadlineAt, deadlineAt);
+          }
         }
+        for (const pair of result.cancel) config.onCancel?.(pair);
         for (const pair of result.lost) {
           const entry = registry.get(pair.id);
           if (!entry || entry.row.execution !== pair.execution || entry.state === 'finalizing') continue;

@@ -2,12 +2,13 @@
  * acta — a durable job queue for Node.js on PostgreSQL, with an RxJS worker pipeline.
  * The public API and nothing else.
  */
-export { createClient, type Client, type ClientOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client';
+export { createClient, type Client, type ClientOptions, type ObserveOptions, type ResultOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client';
 export { createWorker, type Worker, type WorkerOptions } from './worker';
 export { runWorker$, type RunWorkerOptions } from './runWorker';
 export type { Attempt, AttemptCompletion, HookTools, WorkerHooks } from './hooks';
 export type {
   AttemptEventFields,
+  CancelledEvent,
   ClaimedEvent,
   DegradedEvent,
   FailedEvent,
@@ -42,6 +43,10 @@ export {
   DataDirLockedError,
   HookFailedError,
   InvalidJsonError,
+  JobCancelledError,
+  JobFailedError,
+  JobNotFoundError,
+  ResultTimeoutError,
   SchemaNewerError,
   SchemaNotMigratedError,
   UnknownDefinitionError,

@@ -1,10 +1,10 @@
 import type { Db, ListenHandlers, ListenOptions } from './db/Db';
 import { completeExecutions } from './db/executions';
-import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, readJob, recoverJobs } from './db/jobs';
+import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
 import { releasePasses } from './db/namespaces';
 import { loadSteps, recordStep } from './db/steps';
-import type { ClaimResult, CompletionAck, CompletionRow, DeclaredPolicy, HeartbeatResult, HeldPair, JobId, JobRecord, PassSchedule, RecoveredRow, StepRecord } from './db/types';
+import type { CancelAnswer, ClaimResult, CompletionAck, CompletionRow, DeclaredPolicy, HeartbeatResult, HeldPair, JobId, JobRecord, PassSchedule, RecoveredRow, StepRecord } from './db/types';
 import { type AppliedPolicy, heartbeat, loadPolicies, registerWorker, stopWorker } from './db/workers';
 
 /**
@@ -27,12 +27,20 @@ export interface Ledger {
   stopWorker(workerId: string): Promise<void>;
   loadSteps(jobId: JobId): Promise<Map<string, unknown>>;
   recordStep(args: { workerId: string; jobId: JobId; execution: number; name: string; resultJson: string }): Promise<StepRecord>;
-  /** NOTIFY wakeups: `channel` 'acta_jobs', a payload per namespace woken (Db.listen's contract). */
+  /** The latest ctx.progress value of running attempts (src/progress.ts); how many rows took theirs. */
+  reportProgress(workerId: string, rows: ProgressRow[]): Promise<number>;
+  /**
+   * NOTIFY (Db.listen's contract): 'acta_jobs' carries a namespace per wakeup, and
+   * 'cancel:<worker>:<job>:<execution>' when a client cancels a running job; 'acta_job' the id of
+   * a watched job that changed.
+   */
   listen(channel: string, handlers: ListenHandlers, options?: ListenOptions): Promise<() => Promise<void>>;
   /** A client's calls. */
   enqueueJobs(namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]>;
   readJob(namespace: string, id: string): Promise<JobRecord | null>;
-  cancelJob(namespace: string, id: string): Promise<boolean>;
+  cancelJob(namespace: string, id: string): Promise<CancelAnswer>;
+  /** Marks a job observed, so that its changes notify 'acta_job'; false when the namespace has no such job. */
+  watchJob(namespace: string, id: string): Promise<boolean>;
 }
 
 export interface RegisterArgs {
@@ -78,9 +86,11 @@ export function sqlLedger(db: Db): Ledger {
     stopWorker: (workerId) => stopWorker(db, workerId),
     loadSteps: (jobId) => loadSteps(db, jobId),
     recordStep: (args) => recordStep(db, args),
+    reportProgress: (workerId, rows) => reportProgress(db, workerId, rows),
     listen: (channel, handlers, options) => db.listen(channel, handlers, options),
     enqueueJobs: (namespace, rows) => enqueueJobs(db, namespace, rows),
     readJob: (namespace, id) => readJob(db, namespace, id),
     cancelJob: (namespace, id) => cancelJob(db, namespace, id),
+    watchJob: (namespace, id) => watchJob(db, namespace, id),
   };
 }

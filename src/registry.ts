@@ -5,11 +5,11 @@ export type EntryState = 'claimed' | 'executing' | 'finalizing';
 
 /**
  * Why an attempt was aborted, carried as its AbortSignal's reason: its definition's timeout; its
- * attempt deadline (no renewal confirmed for 2.5 H); its lease lost (recovered or fenced); the
- * worker stopping gracefully (the row goes back uncharged); or the worker giving up (no heartbeat
+ * attempt deadline (no renewal confirmed for 2.5 H); its lease lost (recovered or fenced); its job
+ * cancelled by a client (client.cancel while it runs: the job ends Cancelled); the worker stopping gracefully (the row goes back uncharged); or the worker giving up (no heartbeat
  * for a whole lease, or a fatal error: the row is left to recovery).
  */
-export const ABORT_CAUSES = ['timeout', 'deadline', 'lost', 'shutdown', 'fatal'] as const;
+export const ABORT_CAUSES = ['timeout', 'deadline', 'lost', 'cancelled', 'shutdown', 'fatal'] as const;
 export type AbortCause = (typeof ABORT_CAUSES)[number];
 
 /**

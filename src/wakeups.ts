@@ -2,7 +2,7 @@ import { Observable } from 'rxjs';
 import type { Logger } from 'pino';
 import type { Db, ListenOptions } from './db/Db';
 
-/** The NOTIFY channel acta.enqueue_jobs signals; the payload is the namespace. */
+/** The NOTIFY channel acta.enqueue_jobs signals; the payload is the namespace (or a running job's cancel: acta.cancel_job). */
 export const NOTIFY_CHANNEL = 'acta_jobs';
 
 /** Redis channel of a namespace's wakeups. */
@@ -14,6 +14,9 @@ export function redisChannel(namespace: string): string {
 export interface NotifyWakeupsOptions extends ListenOptions {
   /** The listening connection went down (false) or LISTEN is in effect again (true); not called for the first connect. */
   onListening?: (up: boolean) => void;
+  /** This worker's id, and what to do when a client cancels one of its running jobs (acta.cancel_job's 'cancel:<worker>:<job>:<execution>'). */
+  workerId?: string;
+  onCancel?: (jobId: string, execution: number) => void;
 }
 
 /**
@@ -29,11 +32,16 @@ export function notifyWakeups(db: Pick<Db, 'listen'>, namespace: string, logger:
     let closed = false;
     /** When the connection was lost (null: it is up, or has never been). */
     let downSince: number | null = null;
+    const cancelPrefix = options.workerId === undefined ? undefined : `cancel:${options.workerId}:`;
     db.listen(
       NOTIFY_CHANNEL,
       {
         onNotify: (payload) => {
           if (payload === namespace) subscriber.next('notify');
+          else if (cancelPrefix !== undefined && payload.startsWith(cancelPrefix)) {
+            const [jobId, execution] = payload.slice(cancelPrefix.length).split(':');
+            options.onCancel?.(jobId, Number(execution));
+          }
         },
         onConnect: () => {
           if (downSince === null) logger.debug('LISTEN connected');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
-import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, type Subscription, takeUntil } from 'rxjs';
+import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil } from 'rxjs';
 import { admit } from './admission';
 import { PIPELINE } from './config';
 import type { PassSchedule } from './db/types';
@@ -19,6 +19,7 @@ import { pipeline } from './pipeline';
 import { createPolicies } from './policies';
 import { declaredPolicy } from './definition';
 import { recoveryPass } from './recovery';
+import { ProgressReporter } from './progress';
 import { type Entry, Registry } from './registry';
 import { createStep } from './steps';
 import { raceTimeout, shutdown } from './shutdown';
@@ -190,6 +191,18 @@ export function createWorker(options: WorkerOptions): Worker {
       return call;
     });
 
+  /**
+   * A client cancelled a job this worker runs (NOTIFY 'cancel:…', or the heartbeat's 'cancel'):
+   * the attempt is aborted with cause 'cancelled'; its completion ends the job Cancelled. An entry
+   * still in the claimer's hands is written by its executor, which sees the cause before the handler.
+   */
+  const cancelAttempt = (jobId: string, execution: number) => {
+    const entry = registry.get(jobId);
+    if (!entry || entry.row.execution !== execution || entry.state === 'finalizing' || entry.aborted) return;
+    logger.info({ jobId, execution, state: entry.state }, 'job cancelled by a client: aborting the attempt');
+    registry.abort(entry, 'cancelled');
+  };
+
   /** Hands an entry no executor will write for back uncharged; false when it is not: handed back already, no longer held, or the worker gave up (fatal() hands its rows back itself). */
   const handBack = (entry: Entry): boolean => {
     if (state === 'stopped' || entry.state === 'finalizing' || !registry.isCurrent(entry)) return false;
@@ -320,6 +333,8 @@ export function createWorker(options: WorkerOptions): Worker {
       !settings.listen
         ? EMPTY
         : notifyWakeups(ledger, namespace, wakeupsLogger, {
+            workerId: id,
+            onCancel: cancelAttempt,
             // Found within interval + timeout (5 s): about 15 s at the default H.
             probeIntervalMs: Math.max(1_000, Math.min(10_000, clock.heartbeatIntervalMs)),
             onListening: (up) => {
@@ -333,6 +348,8 @@ export function createWorker(options: WorkerOptions): Worker {
       settings.redis ? redisWakeups(settings.redis, namespace, wakeupsLogger) : EMPTY,
     );
     const claimerLogger = logger.child({ component: 'claimer' });
+    const progress = new ProgressReporter((rows) => ledger.reportProgress(id, rows), registry, scheduler, logger.child({ component: 'progress' }));
+    subscriptions.push(new Subscription(() => progress.close()));
     const executorDeps: ExecutorDeps = {
       definitions: policies.definitions,
       registry,
@@ -349,6 +366,7 @@ export function createWorker(options: WorkerOptions): Worker {
       onEnd: (entry) => {
         if (entry.startedAt >= 0) entry.endedAt = scheduler.now();
       },
+      progress: (entry, value) => progress.report(entry, value),
     };
 
     let executorsEnded!: () => void;
@@ -410,6 +428,7 @@ export function createWorker(options: WorkerOptions): Worker {
           events.health('heartbeat', ok);
         },
         onLost: (entry) => events.leaseLost(entry),
+        onCancel: (pair) => cancelAttempt(pair.id, pair.execution),
         onFatal: fatal,
         logger: logger.child({ component: 'heartbeat' }),
         scheduler,

@@ -184,7 +184,7 @@ test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>`
 
   // `acta cancel`: a Ready job once; then it says why not.
   expect(await acta(['cancel', id, '--namespace', 'cli-job'])).toEqual({ code: 0, stdout: '{"cancelled":true}\n', stderr: '' });
-  expect(await acta(['cancel', id, '--namespace', 'cli-job'])).toEqual({ code: 1, stdout: '', stderr: `acta: job ${id} is cancelled: only a Ready job can be cancelled\n` });
+  expect(await acta(['cancel', id, '--namespace', 'cli-job'])).toEqual({ code: 1, stdout: '', stderr: `acta: job ${id} is cancelled: it has finished\n` });
   expect(await acta(['cancel', id])).toEqual({ code: 1, stdout: '', stderr: `acta: no job ${id} in namespace "default"\n` });
   expect(JSON.parse((await acta(['job', id, '--namespace', 'cli-job'])).stdout)).toMatchObject({ status: 'cancelled' });
 });

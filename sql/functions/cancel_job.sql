@@ -1,27 +1,40 @@
--- acta.cancel_job: cancel one Ready job of a namespace (queued, due later, waiting out a retry's
--- backoff, or parked on a gate).
+-- acta.cancel_job: cancel one job of a namespace: a Ready one (queued, due later, waiting out a
+-- retry's backoff, or parked on a gate) at once, an Executing one through its worker.
 --
--- Contract: true when this call moved the row to Cancelled (finished at this statement's start on
--- the database clock, not its transaction's: in a caller's transaction now() could precede the
--- job's creation); false when there is no such job or it is not Ready (Executing, finished,
--- already Cancelled). A claim holding the row's lock is waited for, and then the row is Executing:
--- false. A cancelled row of a lane hands the lane on if it was its head, parked on a key or a meter
--- or not (acta.release_gate; docs/DESIGN.md, "Policies"), with NOTIFY acta_jobs when it released a
--- row.
+-- Contract: 'cancelled' when this call moved a Ready row to Cancelled (finished at this statement's
+-- start on the database clock, not its transaction's: in a caller's transaction now() could precede
+-- the job's creation); 'requested' when the row is Executing: its cancel_requested_at is set (kept
+-- if set already) and NOTIFY acta_jobs 'cancel:<lease holder>:<id>:<execution>' tells its worker
+-- (on the channel it listens on for wakeups), which aborts the handler; the attempt's completion or recovery then ends the job Cancelled unless it
+-- succeeded (acta.complete_executions, acta.recover_jobs; its heartbeat repeats the request:
+-- acta.heartbeat). null when there is no such job or it has finished. A claim holding the row's
+-- lock is waited for, and then the row is Executing: 'requested'.
+-- A cancelled row of a lane hands the lane on if it was its head, parked on a key or a meter or not
+-- (acta.release_gate; docs/DESIGN.md, "Policies"), with NOTIFY acta_jobs when it released a row.
 -- Locks: the row, then its lane's gate lock. No deadlock: whoever holds that gate lock never waits
 -- for a Ready row's lock (claims skip locked rows, acta.release_gate takes parked ones SKIP LOCKED).
-create or replace function acta.cancel_job(p_namespace text, p_id bigint) returns boolean
+drop function if exists acta.cancel_job(text, bigint);
+create or replace function acta.cancel_job(p_namespace text, p_id bigint) returns text
 language plpgsql
 set enable_seqscan = off
 as $$
 declare
-  v_lane    text;
+  v_lane      text;
+  v_holder    uuid;
+  v_execution integer;
 begin
   update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp()
   where j.id = p_id and j.namespace = p_namespace and j.status = 'ready'
   returning j.lane into v_lane;
   if not found then
-    return false;
+    update acta.jobs j set cancel_requested_at = coalesce(j.cancel_requested_at, statement_timestamp())
+    where j.id = p_id and j.namespace = p_namespace and j.status = 'executing'
+    returning j.lease_holder, j.execution into v_holder, v_execution;
+    if not found then
+      return null;
+    end if;
+    perform pg_notify('acta_jobs', 'cancel:' || v_holder::text || ':' || p_id || ':' || v_execution);
+    return 'requested';
   end if;
   if v_lane is not null then
     perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, 'lane', v_lane));
@@ -29,6 +42,6 @@ begin
       perform pg_notify('acta_jobs', p_namespace);
     end if;
   end if;
-  return true;
+  return 'cancelled';
 end
 $$;

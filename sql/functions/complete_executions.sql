@@ -3,12 +3,15 @@
 -- Contract: parallel arrays, one element per attempt; p_outcomes[i] names the element's shape, and
 -- the table `decision` in the body says what each shape does to the job row and its ledger row
 -- (a new shape is one row there). Returns one letter per element, in input order: 's' Succeeded,
--- 'f' Failed, 'r' Ready again (a retry, a hand-back, a rate-limited attempt), 'x' not applied:
--- stale, or an outcome that names no shape (docs/decisions/2026-12-03-completion-decide-then-apply.md).
+-- 'f' Failed, 'r' Ready again (a retry, a hand-back, a rate-limited attempt), 'c' Cancelled, 'x'
+-- not applied: stale, or an outcome that names no shape
+-- (docs/decisions/2026-12-03-completion-decide-then-apply.md).
+-- Cancel: an attempt of a row whose cancellation was requested while it ran (acta.cancel_job)
+-- ends the job Cancelled, whatever it sent, unless it succeeded (its result then stands).
 -- Arrays in, letters out: docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md.
 -- Hand-on (docs/DESIGN.md, "Policies"): each applied attempt frees its concurrency key's slot and
 -- the key's parked rows get the room (acta.release_gate); a lane's head that ended for good
--- (Succeeded, Failed) hands the lane on; a rate-limited attempt holds its meter shut for the fleet
+-- (Succeeded, Failed, Cancelled) hands the lane on; a rate-limited attempt holds its meter shut for the fleet
 -- until its retry delay has passed. A row due later (a retry, a rate-limited attempt) gives up its
 -- fair turn and takes a new one when due (acta.claim_jobs).
 -- Fence: an element is applied only while its row is Executing with the same execution number
@@ -86,7 +89,8 @@ begin
            ('failed_final', null,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
            ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
            ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
-           ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter')
+           ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
+           ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null)
   ),
   -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
   -- In SET and WHERE, j.* are the row's values before this update.
@@ -105,9 +109,9 @@ begin
         started = false,
         finished_at = case when d.finished then now() end,
         fair_tag = case when d.due = 'retry' then null else j.fair_tag end
-    from input i
-    join decision d on d.outcome = i.outcome
-    where j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
+    from input i, decision d
+    where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
+      and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
               j.namespace, j.concurrency_key, j.lane, j.rate_key
@@ -122,7 +126,7 @@ begin
   , gates as (
     select 'concurrency' as kind, d.concurrency_key as key from done d where d.concurrency_key is not null
     union
-    select 'lane', d.lane from done d where d.lane is not null and d.status in ('succeeded', 'failed')
+    select 'lane', d.lane from done d where d.lane is not null and d.status in ('succeeded', 'failed', 'cancelled')
     union
     select 'rate', d.rate_key from done d where d.rate_key is not null and d.follows = 'shut_meter'
   )

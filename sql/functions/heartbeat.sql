@@ -4,9 +4,10 @@
 -- Contract: p_ids/p_executions are the (job, execution) pairs in the worker's registry, Claimed
 -- ones included; p_started[i] says whether that attempt's handler has started (recovery charges
 -- only started attempts). One row per pair: 'renewed' (lease now() + p_lease_ms: re-arm the
--- attempt deadline); 'locked' (another transaction held the row past 100 ms: nothing changed, ask
--- again next beat); 'lost' (the row moved past this attempt: cancel a Claimed or Executing entry,
--- leave a Finalizing one to its write). Plus (null, null, 'pass:' || name) for each of the
+-- attempt deadline); 'cancel' (renewed, and a client asked to cancel the job: acta.cancel_job,
+-- whose NOTIFY this repeats: abort the handler); 'locked' (another transaction held the row past
+-- 100 ms: nothing changed, ask again next beat); 'lost' (the row moved past this attempt: cancel a
+-- Claimed or Executing entry, leave a Finalizing one to its write). Plus (null, null, 'pass:' || name) for each of the
 -- worker's passes p_passes (intervals p_pass_intervals_ms) this call took (acta.take_passes); and
 -- (null, null, 'policy:' || n), the namespace's policy version (acta.namespaces.policy_version: it
 -- moves when a definition's policy changes, and the worker then reloads the policies).
@@ -44,6 +45,7 @@ declare
   v_held    bigint[];
   v_renewed bigint[];
   v_late    bigint[];
+  v_cancel  bigint[];
   v_lock_timeout text;
 begin
   update acta.workers set last_heartbeat_at = now(), status = 'alive'
@@ -71,10 +73,11 @@ begin
         started = j.started or i.started
     from lockable l, input i
     where j.id = any (p_ids) and j.id = l.id and i.id = l.id
-    returning j.id
+    returning j.id, j.cancel_requested_at is not null as cancel
   )
-  select (select coalesce(array_agg(id), '{}') from held), (select coalesce(array_agg(id), '{}') from renewed)
-    into v_held, v_renewed;
+  select (select coalesce(array_agg(id), '{}') from held), (select coalesce(array_agg(id), '{}') from renewed),
+         (select coalesce(array_agg(id), '{}') from renewed where cancel)
+    into v_held, v_renewed, v_cancel;
 
   -- Rows locked at that moment: wait for them, briefly. The holder is usually short: a step record
   -- of the attempt (acta.record_step holds FOR SHARE until it commits), or this worker's own
@@ -97,9 +100,10 @@ begin
         from input i
         where j.id = any (v_late) and j.id = i.id and j.execution = i.execution
           and j.status = 'executing' and j.lease_holder = p_worker
-        returning j.id
+        returning j.id, j.cancel_requested_at is not null as cancel
       )
-      select v_renewed || coalesce(array_agg(id), '{}') into v_renewed from renewed;
+      select v_renewed || coalesce(array_agg(id), '{}'), v_cancel || coalesce(array_agg(id) filter (where cancel), '{}')
+        into v_renewed, v_cancel from renewed;
     exception when lock_not_available then
       null; -- still locked after 100 ms: reported "locked", asked again next beat
     end;
@@ -109,6 +113,7 @@ begin
   return query
   select i.id, i.execution,
          case
+           when i.id = any (v_cancel) then 'cancel'
            when i.id = any (v_renewed) then 'renewed'
            when i.id = any (v_held) then 'locked'
            else 'lost'

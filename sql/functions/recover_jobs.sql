@@ -8,13 +8,14 @@
 -- job has gone back uncharged 3 times (jobs.uncharged_returns; PIPELINE.unchargedReturnsMax in
 -- src/config.ts): a poison job that kills its worker before its first beat ends Failed
 -- within max_attempts + 3 returns (test/faults/recovery.test.ts). A job's limit is its own
--- max_attempts, else its definition's (acta.definitions), else 25 (migration 0004). Each returned
+-- max_attempts, else its definition's (acta.definitions), else 25 (migration 0004). A row whose
+-- cancellation was requested while it ran (acta.cancel_job) ends Cancelled instead. Each returned
 -- attempt gets its acta.executions row ('lost', charged, with the error; or 'lost_uncharged').
 -- Workers silent for longer than p_dead_after_ms are marked dead (bookkeeping only; their
 -- definitions' policies go back to the live workers: acta.refresh_definitions).
 -- Returns the rows it moved: job_id, execution (of the lost attempt), new status, charged.
 -- Hand-on, as acta.complete_executions': a returned row frees its concurrency key's slot, a lane
--- head that ended Failed hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
+-- head that ended Failed or Cancelled hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
 -- Fence: the returned row is no longer Executing under its holder, so the lost attempt's later
 -- writes are stale (test/db/fencing.test.ts). Durability: the caller's commit.
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
@@ -69,7 +70,8 @@ begin
     -- job's limit is its own, else its definition's, else 25 (see Contract).
     update acta.jobs j
     set (status, attempts, uncharged_returns, error, finished_at) = (
-          select case when c.charged and j.attempts + 1 >= c.max_attempts then 'failed' else 'ready' end,
+          select case when j.cancel_requested_at is not null then 'cancelled'
+                      when c.charged and j.attempts + 1 >= c.max_attempts then 'failed' else 'ready' end,
                  j.attempts + c.charged::integer,
                  j.uncharged_returns + (not c.charged)::integer,
                  case when c.charged
@@ -77,7 +79,7 @@ begin
                              'message', 'worker lost: the lease expired without a completion',
                              'workerId', j.lease_holder)
                       else j.error end,
-                 case when c.charged and j.attempts + 1 >= c.max_attempts then now() end
+                 case when j.cancel_requested_at is not null or (c.charged and j.attempts + 1 >= c.max_attempts) then now() end
           from (select j.started or j.uncharged_returns >= 3 as charged,
                        coalesce(j.max_attempts,
                                 (select d.max_attempts from acta.definitions d
@@ -100,7 +102,7 @@ begin
   gates as (
     select distinct g.kind, g.key, acta.gate_lock(p_namespace, g.kind, g.key) as lock
     from returned r
-    cross join lateral (values ('concurrency', r.concurrency_key), ('lane', case when r.status = 'failed' then r.lane end)) as g(kind, key)
+    cross join lateral (values ('concurrency', r.concurrency_key), ('lane', case when r.status in ('failed', 'cancelled') then r.lane end)) as g(kind, key)
     where g.key is not null
   )
   select array_agg(r.id), array_agg(r.execution), array_agg(r.status), array_agg(e.charged),

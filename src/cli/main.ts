@@ -5,6 +5,7 @@ import { type Client, createClient } from '../client';
 import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS, MAX_NAME_BYTES, nameOption } from '../config';
 import { connect, describeTarget } from '../db/connect';
 import type { Db } from '../db/Db';
+import { cancelJob } from '../db/jobs';
 import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../db/migrator';
 import type { Definition } from '../definition';
 import { ActaError } from '../errors';
@@ -216,19 +217,22 @@ export function program(): Command {
 
   cli
     .command('cancel <id>')
-    .description('cancel a Ready job (client.cancel): prints {"cancelled":true}; exits 1 saying why when it is not Ready')
+    .description(
+      'cancel a job (client.cancel): a Ready one at once, prints {"cancelled":true}; a running one through its worker, prints {"cancelRequested":true} (its handler is aborted and it ends Cancelled unless it succeeds first; `acta job <id>` shows it); exits 1 saying why when it has finished',
+    )
     .option('--namespace <name>', 'queue namespace', 'default')
     .action(async (id: string, opts: { namespace: string }) => {
-      const why = await withClient(opts.namespace, async (client) => {
-        if (await client.cancel(id)) return undefined;
-        const job = await client.getJob(id);
-        if (job === null) return `no job ${id} in namespace "${opts.namespace}"`;
-        // Not Ready when cancelled, Ready again when read (an attempt that ended and is retried).
-        if (job.status === 'ready') return `job ${id} was not Ready when cancelled (it is Ready again now): run acta cancel again`;
-        return `job ${id} is ${job.status}: only a Ready job can be cancelled`;
+      const answer = await withClient(opts.namespace, async (client, db) => {
+        // getJob checks the id (ConfigError) and finds the job; acta.cancel_job's answer says
+        // which cancel it was (the job may have ended Cancelled by the time it is read again).
+        if ((await client.getJob(id)) === null) return { why: `no job ${id} in namespace "${opts.namespace}"` };
+        const done = await cancelJob(db, opts.namespace, BigInt(id).toString());
+        if (done === 'cancelled') return { cancelled: true };
+        if (done === 'requested') return { cancelRequested: true };
+        return { why: `job ${id} is ${(await client.getJob(id))?.status ?? 'gone'}: it has finished` };
       });
-      if (why !== undefined) throw new ActaError('ACTA_NOT_CANCELLED', why);
-      console.log(JSON.stringify({ cancelled: true }));
+      if ('why' in answer) throw new ActaError('ACTA_NOT_CANCELLED', answer.why as string);
+      console.log(JSON.stringify(answer));
     });
 
   cli

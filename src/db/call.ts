@@ -25,6 +25,10 @@ export const SIGNATURES = {
   refresh_definitions: 'p_namespace text, p_names text[]',
   record_step: 'p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb',
   cancel_job: 'p_namespace text, p_id bigint',
+  watch_job: 'p_namespace text, p_id bigint',
+  report_progress: 'p_worker uuid, p_ids bigint[], p_executions integer[], p_values jsonb',
+  // The trigger function of migration 0009 (jobs_watched_notify): no wrapper calls it.
+  notify_job_changed: '',
   gate_lock: 'p_namespace text, p_kind text, p_key text',
   gate_room: 'p_namespace text, p_kind text, p_key text, p_definition text, p_at timestamp with time zone, OUT room integer, OUT next_at timestamp with time zone',
   release_gate: 'p_namespace text, p_kind text, p_key text',

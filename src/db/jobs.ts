@@ -1,6 +1,6 @@
 import { runStatement } from './call';
 import type { Db, Queryable } from './Db';
-import type { ClaimResult, JobId, JobRecord, JobStatus, ExecutionOutcome, RecoveredRow, StoredError } from './types';
+import type { CancelAnswer, ClaimResult, JobId, JobRecord, JobStatus, ExecutionOutcome, RecoveredRow, StoredError } from './types';
 
 export interface EnqueueRows {
   definitions: string[];
@@ -119,11 +119,14 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     rate_key: string | null;
     lane: string | null;
     blocked_by: JobRecord['blockedBy'];
+    progress: unknown;
+    cancel_requested_at: Date | null;
     executions: { execution: number; worker_id: string | null; claimed_at: string; finished_at: string; outcome: ExecutionOutcome; charged: boolean; error: StoredError | null }[];
   }>(
     `select j.id::text as id, j.definition, j.status, j.payload, j.result, j.error, j.attempts, j.max_attempts,
             j.execution, j.priority, j.run_at, j.created_at, j.finished_at, j.idempotency_key,
             j.concurrency_key, j.rate_key, j.lane, case when j.status = 'ready' then j.blocked_by end as blocked_by,
+            j.progress, j.cancel_requested_at,
             coalesce((select json_agg(json_build_object(
                                'execution', e.execution, 'worker_id', e.worker_id, 'claimed_at', e.claimed_at,
                                'finished_at', e.finished_at, 'outcome', e.outcome, 'charged', e.charged, 'error', e.error)
@@ -154,6 +157,8 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     rateKey: r.rate_key,
     lane: r.lane,
     blockedBy: r.blocked_by,
+    progress: r.progress,
+    cancelRequestedAt: r.cancel_requested_at,
     executions: r.executions.map((e) => ({
       execution: e.execution,
       workerId: e.worker_id,
@@ -167,13 +172,36 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
 }
 
 /**
- * acta.cancel_job: cancels one Ready job of `namespace` (queued, due later, waiting out a retry's
- * backoff, or parked on a gate); a cancelled lane head hands its lane on. True when this call moved
- * it to Cancelled; false when there is no such job or it is not Ready (Executing, finished, already
- * Cancelled). A claim holding the row's lock at that moment is waited for, and then the row is
- * Executing: false.
+ * acta.cancel_job: cancels one job of `namespace`: a Ready one (queued, due later, waiting out a
+ * retry's backoff, or parked on a gate) at once ('cancelled'; a cancelled lane head hands its lane
+ * on); an Executing one through its worker ('requested': its handler is aborted, and the job ends
+ * Cancelled unless it succeeds first). null when there is no such job or it has finished.
  */
-export async function cancelJob(q: Queryable, namespace: string, id: string): Promise<boolean> {
-  const { rows } = await q.query<{ cancelled: boolean }>('select acta.cancel_job($1, $2::bigint) as cancelled', [namespace, id]);
-  return rows[0]?.cancelled === true;
+export async function cancelJob(q: Queryable, namespace: string, id: string): Promise<CancelAnswer> {
+  const { rows } = await q.query<{ answer: CancelAnswer }>('select acta.cancel_job($1, $2::bigint) as answer', [namespace, id]);
+  return rows[0]?.answer ?? null;
+}
+
+/** acta.watch_job: marks the job observed (its changes then send NOTIFY acta_job); false when the namespace has no such job. */
+export async function watchJob(q: Queryable, namespace: string, id: string): Promise<boolean> {
+  const { rows } = await q.query<{ found: boolean }>('select acta.watch_job($1, $2::bigint) as found', [namespace, id]);
+  return rows[0]?.found === true;
+}
+
+/** One attempt's latest progress, as acta.report_progress takes it: the value as JSON text. */
+export interface ProgressRow {
+  id: JobId;
+  execution: number;
+  json: string;
+}
+
+/** acta.report_progress: the batch in one call; how many rows took their value (the others were fenced out). */
+export async function reportProgress(q: Queryable, workerId: string, rows: ProgressRow[]): Promise<number> {
+  const { rows: out } = await q.query<{ n: number }>('select acta.report_progress($1, $2, $3, $4::jsonb) as n', [
+    workerId,
+    rows.map((r) => r.id),
+    rows.map((r) => r.execution),
+    `[${rows.map((r) => r.json).join(',')}]`,
+  ]);
+  return out[0]?.n ?? 0;
 }

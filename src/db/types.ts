@@ -24,7 +24,7 @@ export interface ClaimResult {
 }
 
 /** The shapes a completion can take (sql/functions/complete_executions.sql). */
-export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited';
+export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled';
 
 export interface CompletionRow {
   id: JobId;
@@ -42,7 +42,7 @@ export interface CompletionRow {
 export interface CompletionAck {
   id: JobId;
   execution: number;
-  status: 'succeeded' | 'failed' | 'ready' | 'stale';
+  status: 'succeeded' | 'failed' | 'ready' | 'cancelled' | 'stale';
 }
 
 /** The largest PostgreSQL `integer` (int4). */
@@ -60,6 +60,8 @@ export interface HeartbeatResult {
   renewed: HeldPair[];
   locked: HeldPair[];
   lost: HeldPair[];
+  /** Renewed, and a client asked to cancel the job (acta.cancel_job): abort the attempt. */
+  cancel: HeldPair[];
   /** The periodic passes this call took (acta.take_passes): run them now. */
   duePasses: string[];
   /** The namespace's policy version (acta.namespaces.policy_version): reload the policies when it moved. Absent: not reported. */
@@ -91,9 +93,12 @@ export interface PassSchedule {
 export interface RecoveredRow {
   id: JobId;
   execution: number;
-  status: 'ready' | 'failed';
+  status: 'ready' | 'failed' | 'cancelled';
   charged: boolean;
 }
+
+/** What acta.cancel_job did: Cancelled a Ready job; requested an Executing job's cancellation; or nothing (no such job, or it has finished). */
+export type CancelAnswer = 'cancelled' | 'requested' | null;
 
 /** What acta.record_step did. */
 export interface StepRecord {
@@ -105,8 +110,8 @@ export interface StepRecord {
 /** `acta.jobs.status` (sql/migrations/0001_core.sql; docs/DESIGN.md, "The ledger"). */
 export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
 
-/** `acta.executions.outcome`: CompletionOutcome, `failed_final`, or recovery's `lost` / `lost_uncharged` (sql/functions/recover_jobs.sql). */
-export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'lost' | 'lost_uncharged';
+/** `acta.executions.outcome`: CompletionOutcome (`cancelled`: the attempt's job was cancelled while it ran), or recovery's `lost` / `lost_uncharged` (sql/functions/recover_jobs.sql). */
+export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled' | 'lost' | 'lost_uncharged';
 
 /** An error as acta stores it (src/storedError.ts, errorJson): `code` and `path` only when the error had them. */
 export interface StoredError {
@@ -176,6 +181,10 @@ export interface JobRecord<P = unknown, R = unknown> {
    * 'concurrency' (its key has no free slot), 'rate' (its meter has no token); null otherwise.
    */
   blockedBy: 'lane' | 'concurrency' | 'rate' | null;
+  /** The last value a running attempt reported with `ctx.progress` (kept after the job ends), or null. */
+  progress: unknown;
+  /** When a client asked to cancel the job while it was Executing (it ends Cancelled unless it succeeds first), or null. */
+  cancelRequestedAt: Date | null;
   /** Finished attempts in execution order; an attempt still running has no row yet. */
   executions: ExecutionRecord[];
 }

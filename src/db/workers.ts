@@ -21,7 +21,7 @@ export async function heartbeat(
     passes.map((p) => p.intervalMs),
   ]);
   const byKey = new Map(args.held.map((h) => [`${h.id}:${h.execution}`, h]));
-  const out: HeartbeatResult = { renewed: [], locked: [], lost: [], duePasses: [] };
+  const out: HeartbeatResult = { renewed: [], locked: [], lost: [], cancel: [], duePasses: [] };
   for (const r of rows) {
     if (r.job_id === null) {
       if (r.state.startsWith('pass:')) out.duePasses.push(r.state.slice('pass:'.length));
@@ -29,7 +29,7 @@ export async function heartbeat(
       continue;
     }
     const pair = byKey.get(`${r.job_id}:${r.execution}`);
-    if (pair) out[r.state as 'renewed' | 'locked' | 'lost'].push(pair);
+    if (pair) out[r.state as 'renewed' | 'locked' | 'lost' | 'cancel'].push(pair);
   }
   return out;
 }

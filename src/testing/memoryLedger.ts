@@ -4,7 +4,7 @@ import type { ListenHandlers } from '../db/Db';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
 import { claimJobs } from './memory/claim';
-import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs } from './memory/jobs';
+import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
 import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryNamespace, type MemoryPass, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
 
@@ -80,14 +80,17 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'enqueueJobs',
   'readJob',
   'cancelJob',
+  'watchJob',
+  'reportProgress',
 ];
 
 /**
  * A Ledger (src/ledger.ts) in memory that makes the decisions of the SQL functions of sql/functions/:
  * the claim's order and admission (lanes, concurrency keys, rate meters, fair turns), parking and
  * release, fencing, the completion's decision table and hand-on, recovery's charging, passes, the
- * policies live workers declare, idempotency keys and steps; and NOTIFY wakeups, delivered to
- * `listen('acta_jobs', …)` with the namespace as payload where the SQL calls pg_notify. One contract
+ * policies live workers declare, idempotency keys and steps; and NOTIFY, delivered to
+ * `listen('acta_jobs', …)` (a namespace's wakeup, a running job's cancel) and `listen('acta_job', …)`
+ * (a watched job's change) where the SQL notifies. One contract
  * suite runs against it and against `sqlLedger` (test/ledger/contract.ts), for acta's own tests of
  * the worker in virtual time.
  *
@@ -149,17 +152,27 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
       throw new InjectedConnectionError(name, 'failed');
     });
     const woken = new Set<string>();
+    // Migration 0009's trigger: a watched job whose status, execution, progress or cancel request
+    // the call changed notifies 'acta_job' with its id.
+    const watched = new Map<MemoryJob, string>();
+    for (const j of store.jobs.values()) if (j.watched) watched.set(j, watchedState(j));
     let outcome: { value: T } | { error: unknown };
     try {
-      outcome = { value: effect({ now: scheduler.now(), notify: (namespace) => woken.add(namespace) }) };
+      outcome = { value: effect({ now: scheduler.now(), notify: (payload) => woken.add(payload) }) };
     } catch (error) {
       return arrive(name, () => {
         throw error;
       });
     }
-    for (const namespace of woken) {
-      for (const l of listeners) if (l.channel === 'acta_jobs') scheduler.schedule(() => listeners.has(l) && l.handlers.onNotify(namespace));
-    }
+    const changed: string[] = [];
+    for (const j of store.jobs.values()) if (j.watched && watched.get(j) !== watchedState(j)) changed.push(String(j.id));
+    const deliver = (channel: string, payloads: Iterable<string>) => {
+      for (const payload of payloads) {
+        for (const l of listeners) if (l.channel === channel) scheduler.schedule(() => listeners.has(l) && l.handlers.onNotify(payload));
+      }
+    };
+    deliver('acta_jobs', woken);
+    deliver('acta_job', changed);
     if (loses(name)) outcome = { error: new InjectedConnectionError(name, 'answer lost') };
     return arrive(name, () => {
       if ('error' in outcome) throw outcome.error;
@@ -191,6 +204,8 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     enqueueJobs: (namespace, rows) => call('enqueueJobs', (tx) => enqueueJobs(store, tx, namespace, rows)),
     readJob: (namespace, id) => call('readJob', () => readJob(store, namespace, id)),
     cancelJob: (namespace, id) => call('cancelJob', (tx) => cancelJob(store, tx, namespace, id)),
+    watchJob: (namespace, id) => call('watchJob', () => watchJob(store, namespace, id)),
+    reportProgress: (workerId, rows) => call('reportProgress', () => reportProgress(store, workerId, rows)),
     listen(channel, handlers) {
       const listener = { channel, handlers };
       listeners.add(listener);
@@ -230,6 +245,9 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     },
   };
 }
+
+/** What migration 0009's trigger compares (a watched job newly marked counts as changed, as `not old.watched` there). */
+const watchedState = (j: MemoryJob): string => JSON.stringify([j.status, j.execution, j.progress, j.cancelRequestedAt]);
 
 function checkLatency(latency: LedgerLatency): LedgerLatency {
   const check = (what: string, ms: unknown) => {

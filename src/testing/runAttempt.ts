@@ -6,6 +6,7 @@ import { checkDefinition, type Definition } from '../definition';
 import { ConfigError } from '../errors';
 import { type ExecutorDeps, runEntry } from '../executor';
 import { toJsonText } from '../json';
+import { progressJson } from '../progress';
 import { ABORT_CAUSES, type AbortCause, type Entry, Registry } from '../registry';
 import { createStepWith, type Step, type StepStore } from '../steps';
 import { Timeouts } from '../timeouts';
@@ -51,7 +52,7 @@ export interface AttemptRun<R = unknown> {
    * `succeeded`; `failed` (retried after `retryDelayMs`); `failed_final` (no attempts left, or a
    * thrown non-Error, or a result that cannot be stored); `handed_back` (aborted for 'shutdown' or
    * 'fatal', or aborted before the handler started: not charged); `expired` (aborted for
-   * 'deadline' before it started).
+   * 'deadline' before it started); `cancelled` (aborted for 'cancelled': its job ends Cancelled).
    */
   outcome: CompletionOutcome;
   /** The handler's result as stored (through JSON: a Date as its ISO string, undefined as null); null unless succeeded. */
@@ -72,6 +73,8 @@ export interface AttemptRun<R = unknown> {
   };
   /** Every line of `ctx.logger`, and the worker's own lines about this attempt ("attempt failed", …), in order. */
   logs: LogLine[];
+  /** Every value the handler reported with `ctx.progress`, in order, as stored (through JSON). A worker stores the latest of them at most every 250 ms. */
+  progress: unknown[];
 }
 
 const OPTION_KEYS = ['jobId', 'attempt', 'execution', 'definitionName', 'maxAttempts', 'steps', 'signal', 'abortAfter', 'scheduler'];
@@ -153,6 +156,7 @@ export async function runAttempt<P, R>(definition: Definition<P, R>, payload: No
       abortCause: entry.abortCause ?? null,
       steps: attemptDeps.steps(),
       logs: attemptDeps.logs.slice(),
+      progress: attemptDeps.progress.slice(),
     };
   } finally {
     signal?.removeEventListener('abort', onAbort);
@@ -184,6 +188,7 @@ function testDeps(entry: Entry, registry: Registry, definition: Definition, sche
   };
   const ran: string[] = [];
   const replayed: string[] = [];
+  const progress: unknown[] = [];
   const stepFor = (e: Entry): Step => {
     const step = createStepWith(store, e, registry, scheduler);
     return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
@@ -204,8 +209,9 @@ function testDeps(entry: Entry, registry: Registry, definition: Definition, sche
     scheduler,
     timeouts: new Timeouts(scheduler),
     stepFor,
+    progress: (_entry, value) => void progress.push(JSON.parse(progressJson(value))),
   };
-  return { deps, logs, steps: () => ({ ran: ran.slice(), replayed: replayed.slice(), recorded: Object.fromEntries(records) }) };
+  return { deps, logs, progress, steps: () => ({ ran: ran.slice(), replayed: replayed.slice(), recorded: Object.fromEntries(records) }) };
 }
 
 /** The `steps` option as acta would have stored them: through JSON, undefined as null. */

@@ -370,7 +370,7 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   expect(() => defineJob({ name: 'j' } as never)).toThrow(/^definition "j" needs a handler function$/);
   expect(() => createWorker({ db, definitions: 'job' as never, logger: silentLogger })).toThrow(/^a worker needs at least one definition$/);
 
-  expect(() => createClient({ db, namspace: 'x' } as never)).toThrow(/^unknown client option "namspace"; known: db, namespace, publishWakeup, definitions, ledger$/);
+  expect(() => createClient({ db, namspace: 'x' } as never)).toThrow(/^unknown client option "namspace"; known: db, namespace, publishWakeup, definitions, ledger, scheduler$/);
   expect(() => createClient({ db, namespace: '' })).toThrow(ConfigError);
   expect(() => createClient({ db, definitions: [{ name: 'j', maxAttempts: 0 }] })).toThrow(/^maxAttempts of definition "j"/);
   // The client needs no handler: a worker's definitions or { name, maxAttempts } both do.

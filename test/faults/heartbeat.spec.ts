@@ -21,6 +21,7 @@ const answer = (held: HeldPair[], state: 'renewed' | 'locked' | 'lost'): Heartbe
   renewed: state === 'renewed' ? held : [],
   locked: state === 'locked' ? held : [],
   lost: state === 'lost' ? held : [],
+  cancel: [],
   duePasses: [],
 });
 const transient = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });

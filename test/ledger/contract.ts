@@ -611,6 +611,8 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
         rateKey: 'r',
         lane: 'l',
         blockedBy: null,
+        progress: null,
+        cancelRequestedAt: null,
         executions: [],
       });
       const p = await job(ns, plain);
@@ -642,7 +644,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       const elsewhere = await enqueue(fresh(), [{ definition: 'mail', idempotencyKey: 'k1' }]);
       expect(elsewhere[0].created).toBe(true);
       expect(elsewhere[0].id).not.toBe(first.id);
-      expect(await ledger.cancelJob(ns, first.id as string)).toBe(true);
+      expect(await ledger.cancelJob(ns, first.id as string)).toBe('cancelled');
       expect(await enqueue(ns, [{ definition: 'mail', idempotencyKey: 'k1' }])).toEqual([{ id: first.id, created: false }]);
     });
 
@@ -657,7 +659,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
   });
 
   describe('cancel', () => {
-    test('a Ready job is cancelled once (queued, due later, waiting out a retry), never claimed; an Executing or finished one, or another namespace\'s, is not', async () => {
+    test('a Ready job is cancelled once (queued, due later, waiting out a retry), never claimed; an Executing one is asked to cancel; a finished one, or another namespace\'s, is not', async () => {
       const ns = fresh();
       const worker = await declare(ns, ['c']);
       const now = await h.now();
@@ -668,15 +670,15 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
         { definition: 'c', payload: { i: 3 } },
         { definition: 'c', payload: { i: 4 }, runAt: new Date(now + 3_600_000) },
       ]);
-      expect(await ledger.cancelJob(fresh(), queued)).toBe(false);
-      for (const id of [queued, later, retrying]) expect(await ledger.cancelJob(ns, id)).toBe(true);
-      expect(await ledger.cancelJob(ns, queued)).toBe(false);
-      expect(await ledger.cancelJob(ns, running)).toBe(false);
-      expect(await ledger.cancelJob(ns, done)).toBe(false);
-      expect(await ledger.cancelJob(ns, '999999999')).toBe(false);
+      expect(await ledger.cancelJob(fresh(), queued)).toBe(null);
+      for (const id of [queued, later, retrying]) expect(await ledger.cancelJob(ns, id)).toBe('cancelled');
+      expect(await ledger.cancelJob(ns, queued)).toBe(null);
+      expect(await ledger.cancelJob(ns, running)).toBe('requested');
+      expect(await ledger.cancelJob(ns, done)).toBe(null);
+      expect(await ledger.cancelJob(ns, '999999999')).toBe(null);
       expect(await job(ns, queued)).toMatchObject({ status: 'cancelled', execution: 0, attempts: 0, finishedAt: expect.any(Date), executions: [] });
       expect(await job(ns, retrying)).toMatchObject({ status: 'cancelled', attempts: 1, error: { message: 'x' }, executions: [{ outcome: 'failed' }] });
-      expect((await job(ns, running)).status).toBe('executing');
+      expect(await job(ns, running)).toMatchObject({ status: 'executing', cancelRequestedAt: expect.any(Date) });
       await h.advance(3_600_001);
       expect(await claim(ns, worker, ['c'], 10)).toEqual({ rows: [], nextDueInMs: null });
     });
@@ -686,10 +688,123 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       const worker = await declare(ns, [defineJob({ name: 'k', handler, concurrency: { limit: 1 } })]);
       const jobIds = await ids(ns, [0, 1, 2].map((i) => ({ definition: 'k', payload: { i }, concurrencyKey: 'key' })));
       const running = await claim(ns, worker, ['k'], 10);
-      expect(await ledger.cancelJob(ns, jobIds[1])).toBe(true);
+      expect(await ledger.cancelJob(ns, jobIds[1])).toBe('cancelled');
       expect(await job(ns, jobIds[1])).toMatchObject({ status: 'cancelled', blockedBy: null, concurrencyKey: 'key' });
       await complete(worker, completion(running.rows));
       expect(iOf((await claim(ns, worker, ['k'], 10)).rows)).toEqual([2]);
+    });
+  });
+
+  describe('cancelling a running job', () => {
+    test("the request is kept, sent to the holder (NOTIFY 'cancel:<worker>:<job>:<execution>') and repeated by its heartbeats, which still renew the lease", async () => {
+      const ns = fresh();
+      const worker = await declare(ns, ['r']);
+      await enqueue(ns, [{ definition: 'r' }, { definition: 'r' }]);
+      const rows = byId((await claim(ns, worker, ['r'], 2)).rows);
+      const got: string[] = [];
+      const unlisten = await ledger.listen('acta_jobs', { onNotify: (p) => got.push(p) });
+      try {
+        expect(await ledger.cancelJob(ns, rows[0].id)).toBe('requested');
+        const sent = `cancel:${worker}:${rows[0].id}:${rows[0].execution}`;
+        await waitFor(() => got.includes(sent), `the cancel's NOTIFY (got ${JSON.stringify(got)})`);
+      } finally {
+        await unlisten();
+      }
+      const first = (await job(ns, rows[0].id)).cancelRequestedAt;
+      await h.advance(10);
+      expect(await ledger.cancelJob(ns, rows[0].id)).toBe('requested');
+      expect((await job(ns, rows[0].id)).cancelRequestedAt).toEqual(first); // the first request's time
+      expect(await beat(worker, ns, held(rows))).toMatchObject({ renewed: held(rows.slice(1)), cancel: held(rows.slice(0, 1)), lost: [] });
+      await h.advance(LEASE_MS - 1_000);
+      expect(await recover(ns)).toEqual([]); // renewed by that beat
+    });
+
+    test('its attempt ends the job Cancelled (uncharged, no retry, the lane handed on) whatever it sent, unless it succeeded', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, [defineJob({ name: 'x', handler, lane: () => 'l' }), 'y']);
+      const [laned, behind] = await ids(ns, [0, 1].map((i) => ({ definition: 'x', payload: { i }, lane: 'l' })));
+      const [failing, rateLimited, handedBack, succeeding] = await ids(ns, [2, 3, 4, 5].map((i) => ({ definition: 'y', payload: { i } })));
+      const rows = byId((await claim(ns, worker, ['x', 'y'], 10)).rows);
+      expect(rows.map((r) => r.id)).toEqual([laned, failing, rateLimited, handedBack, succeeding]);
+      for (const r of rows) expect(await ledger.cancelJob(ns, r.id)).toBe('requested');
+      const [l, f, rl, hb, su] = rows;
+      const acks = await complete(worker, [
+        ...completion([l], 'cancelled', 0, { error: JSON.stringify({ name: 'JobCancelledError', message: 'c' }) }),
+        ...completion([f], 'failed', 60_000),
+        ...completion([rl], 'rate_limited', 60_000),
+        ...completion([hb], 'handed_back'),
+        ...completion([su], 'succeeded', 0, { result: '"done"' }),
+      ]);
+      expect(statusesOf(acks)).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled', 'succeeded']);
+      expect(await job(ns, laned)).toMatchObject({ status: 'cancelled', attempts: 0, finishedAt: expect.any(Date), error: { name: 'JobCancelledError' }, executions: [{ outcome: 'cancelled', charged: false }] });
+      expect(await job(ns, failing)).toMatchObject({ status: 'cancelled', attempts: 0, error: { message: 'x' }, executions: [{ outcome: 'cancelled', charged: false }] });
+      expect((await job(ns, rateLimited)).status).toBe('cancelled');
+      expect((await job(ns, handedBack)).status).toBe('cancelled');
+      expect(await job(ns, succeeding)).toMatchObject({ status: 'succeeded', result: 'done', cancelRequestedAt: expect.any(Date) });
+      // The lane went on to the row behind its cancelled head.
+      expect((await claim(ns, worker, ['x', 'y'], 10)).rows.map((r) => r.id)).toEqual([behind]);
+    });
+
+    test('recovery ends a lost attempt of a job asked to cancel Cancelled, and hands its lane on', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, [defineJob({ name: 'x', handler, lane: () => 'l' })]);
+      const [head, behind] = await ids(ns, [0, 1].map((i) => ({ definition: 'x', payload: { i }, lane: 'l' })));
+      const [row] = (await claim(ns, worker, ['x'], 10, 1_000)).rows;
+      expect(row.id).toBe(head);
+      await beat(worker, ns, held([row]), 1_000);
+      expect(await ledger.cancelJob(ns, head)).toBe('requested');
+      await h.advance(1_001);
+      expect(await recover(ns)).toEqual([{ id: head, execution: 1, status: 'cancelled', charged: true }]);
+      expect(await job(ns, head)).toMatchObject({ status: 'cancelled', finishedAt: expect.any(Date), executions: [{ outcome: 'lost', charged: true }] });
+      expect((await claim(ns, worker, ['x'], 10)).rows.map((r) => r.id)).toEqual([behind]);
+    });
+  });
+
+  describe('progress and watched jobs', () => {
+    test("report_progress stores each running attempt's value, fenced as a completion: not another execution's, holder's, or a finished job's", async () => {
+      const ns = fresh();
+      const worker = await declare(ns, ['p']);
+      const other = await declare(ns, ['p']);
+      await enqueue(ns, [{ definition: 'p' }, { definition: 'p' }]);
+      const rows = byId((await claim(ns, worker, ['p'], 2)).rows);
+      const [a, b] = rows;
+      expect(await ledger.reportProgress(worker, [{ id: a.id, execution: a.execution, json: '{"done":1}' }, { id: b.id, execution: b.execution, json: '[1,"two"]' }])).toBe(2);
+      expect(await ledger.reportProgress(other, [{ id: a.id, execution: a.execution, json: '2' }])).toBe(0);
+      expect(await ledger.reportProgress(worker, [{ id: a.id, execution: a.execution + 1, json: '3' }])).toBe(0);
+      await complete(worker, completion([b]));
+      expect(await ledger.reportProgress(worker, [{ id: b.id, execution: b.execution, json: '4' }])).toBe(0);
+      expect((await job(ns, a.id)).progress).toEqual({ done: 1 });
+      expect(await job(ns, b.id)).toMatchObject({ status: 'succeeded', progress: [1, 'two'] });
+    });
+
+    test("a watched job notifies 'acta_job' with its id when its status, attempt, progress or cancel request changes; an unwatched one never", async () => {
+      const ns = fresh();
+      const worker = await declare(ns, ['w']);
+      const [watched, unwatched] = await ids(ns, [{ definition: 'w' }, { definition: 'w' }]);
+      expect(await ledger.watchJob(ns, watched)).toBe(true);
+      expect(await ledger.watchJob(fresh(), watched)).toBe(false);
+      expect(await ledger.watchJob(ns, '999999999')).toBe(false);
+      const got: string[] = [];
+      const unlisten = await ledger.listen('acta_job', { onNotify: (id) => got.push(id) });
+      const seen = async (what: string, n: number) => waitFor(() => got.filter((id) => id === watched).length >= n, `${what} (got ${JSON.stringify(got)})`);
+      try {
+        const rows = byId((await claim(ns, worker, ['w'], 2)).rows);
+        await seen('the claim', 1);
+        await ledger.reportProgress(worker, rows.map((r) => ({ id: r.id, execution: r.execution, json: '1' })));
+        await seen('the progress', 2);
+        await ledger.cancelJob(ns, watched);
+        await seen('the cancel request', 3);
+        await complete(worker, completion(rows, 'failed', 0));
+        await seen('the end', 4);
+        // A marker: a change of another watched job, sent after all of the above.
+        const [marker] = await ids(ns, [{ definition: 'm' }]);
+        await ledger.watchJob(ns, marker);
+        await ledger.cancelJob(ns, marker);
+        await waitFor(() => got.includes(marker), 'the marker');
+        expect(got.filter((id) => id === unwatched)).toEqual([]);
+      } finally {
+        await unlisten();
+      }
     });
   });
 
@@ -948,7 +1063,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(payloadsOf(second.rows)).toEqual([{ order: 'o', i: 1 }]);
       await complete(worker, completion(second.rows, 'failed', 60_000));
       expect((await claim(ns, worker, ['step'], 10)).rows).toEqual([]); // the lane waits for its head
-      expect(await woken(async () => expect(await ledger.cancelJob(ns, jobIds[1])).toBe(true))).toEqual([ns]);
+      expect(await woken(async () => expect(await ledger.cancelJob(ns, jobIds[1])).toBe('cancelled'))).toEqual([ns]);
       expect(payloadsOf((await claim(ns, worker, ['step'], 10)).rows)).toEqual([{ order: 'o', i: 2 }]);
     });
 
@@ -1015,7 +1130,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
 
     test("a lane's head parked on its key, cancelled, hands its lane on", async () => {
       const { ns, worker, holding, head } = await setUp();
-      expect(await ledger.cancelJob(ns, head)).toBe(true);
+      expect(await ledger.cancelJob(ns, head)).toBe('cancelled');
       await complete(worker, completion(holding.rows));
       await h.advance(2_001);
       expect(iOf((await claim(ns, worker, ['keyed'], 10)).rows)).toEqual([2]);

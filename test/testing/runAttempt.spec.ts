@@ -208,12 +208,29 @@ describe('timeout and abort', () => {
     expect(run).toMatchObject({ outcome: 'handed_back', retryDelayMs: 0, error: null, abortCause: 'shutdown' });
   });
 
+  test("a cancel (abortAfter cause 'cancelled', as client.cancel reaches a running attempt): the attempt ends 'cancelled' with JobCancelledError", async () => {
+    const scheduler = new VirtualTimeScheduler();
+    let waiting!: () => void;
+    const handlerWaits = new Promise<void>((resolve) => (waiting = resolve));
+    const def = defineJob({
+      name: 'cancel-me',
+      handler: async (_: null, ctx: JobContext) => {
+        waiting();
+        await untilAborted(ctx.signal);
+      },
+    });
+    const pending = runAttempt(def, null, { scheduler, abortAfter: { ms: 100, cause: 'cancelled' } });
+    await handlerWaits;
+    scheduler.flush();
+    expect(await pending).toMatchObject({ outcome: 'cancelled', abortCause: 'cancelled', retryDelayMs: 0, error: { name: 'JobCancelledError', code: 'ACTA_JOB_CANCELLED' } });
+  });
+
   test('an abort reason that is not a cause a worker uses is refused', async () => {
     const controller = new AbortController();
     const pending = runAttempt(waits(), null, { signal: controller.signal });
     controller.abort(); // reason: a DOMException
     await expect(pending).rejects.toThrow(ConfigError);
-    await expect(pending).rejects.toThrow(/the signal's reason must be one of timeout, deadline, lost, shutdown, fatal/);
+    await expect(pending).rejects.toThrow(/the signal's reason must be one of timeout, deadline, lost, cancelled, shutdown, fatal/);
     await expect(runAttempt(waits(), null, { abortAfter: { ms: 1, cause: 'crash' as AbortCause } })).rejects.toThrow(/abortAfter.cause must be one of/);
   });
 });
@@ -314,6 +331,29 @@ describe('outcomes', () => {
     await expect(runAttempt({ name: 'x', handler: () => 1, timeoutMs: 0 }, null)).rejects.toThrow('timeoutMs of definition "x"');
     expect(ran).toBe(false);
   });
+});
+
+test('ctx.progress: every value reported, in order, as stored (through JSON); a value that cannot be stored, or over 64 KiB, throws InvalidJsonError in the handler', async () => {
+  const def = defineJob({
+    name: 'progress',
+    handler: async (_: null, ctx: JobContext) => {
+      ctx.progress(0);
+      ctx.progress({ done: 1, at: new Date(0) });
+      ctx.progress(undefined);
+      const refused: string[] = [];
+      for (const bad of [{ n: 1n }, 'x'.repeat(70_000)]) {
+        try {
+          ctx.progress(bad);
+        } catch (err) {
+          refused.push(`${(err as Error).name}: ${err instanceof InvalidJsonError}`);
+        }
+      }
+      return refused;
+    },
+  });
+  const run = await runAttempt(def, null);
+  expect(run.progress).toEqual([0, { done: 1, at: '1970-01-01T00:00:00.000Z' }, null]);
+  expect(run.result).toEqual(['InvalidJsonError: true', 'InvalidJsonError: true']);
 });
 
 test("logs: ctx.logger's lines and the worker's own about the attempt, with the job's bindings", async () => {

@@ -4,8 +4,8 @@
  */
 import { PIPELINE } from '../../config';
 import { retryDelayParam } from '../../db/executions';
-import type { EnqueueRows } from '../../db/jobs';
-import type { CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
+import type { EnqueueRows, ProgressRow } from '../../db/jobs';
+import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
 import { releaseGate } from './gates';
 import { copyJson, type GateKind, jobIdOf, type MemoryJob, parseJsonb, SqlStateError, type Store, type Tx } from './state';
 import { refreshDefinitions } from './workers';
@@ -51,6 +51,9 @@ export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: Enque
       lane: at(rows.lanes, i),
       blockedBy: null,
       fairTag: null,
+      progress: null,
+      cancelRequestedAt: null,
+      watched: false,
       result: null,
       error: null,
       createdAt: tx.now,
@@ -81,7 +84,7 @@ const decide = (outcome: CompletionOutcome, lastAttempt: boolean): Decision | un
     unchargedReturn: false,
     settles: false,
     due,
-    finished: status === 'succeeded' || status === 'failed',
+    finished: status === 'succeeded' || status === 'failed' || status === 'cancelled',
     recordedAs,
     shutsMeter: false,
     ...more,
@@ -99,6 +102,8 @@ const decide = (outcome: CompletionOutcome, lastAttempt: boolean): Decision | un
       return d('ready', false, 'now', 'expired', { unchargedReturn: true });
     case 'rate_limited':
       return d('ready', false, 'retry', 'rate_limited', { shutsMeter: true });
+    case 'cancelled':
+      return d('cancelled', false, 'kept', 'cancelled');
     default:
       return undefined; // names no shape: not applied
   }
@@ -119,7 +124,9 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
   for (const el of input) {
     const job = store.jobs.get(el.id);
     if (!job || done.has(el.id) || job.execution !== el.execution || job.status !== 'executing' || job.leaseHolder !== workerId) continue;
-    const decision = decide(el.outcome, job.maxAttempts !== null && job.attempts + 1 >= job.maxAttempts);
+    // A cancel requested while the attempt ran ends the job Cancelled unless it succeeded.
+    const outcome = job.cancelRequestedAt === null || el.outcome === 'succeeded' ? el.outcome : 'cancelled';
+    const decision = decide(outcome, job.maxAttempts !== null && job.attempts + 1 >= job.maxAttempts);
     if (!decision) continue;
     store.executions.push({ jobId: job.id, execution: job.execution, workerId, claimedAt: job.claimedAt as number, finishedAt: tx.now, outcome: decision.recordedAs, charged: decision.charged, error: el.error });
     job.status = decision.status;
@@ -137,7 +144,7 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
     job.started = false;
     job.finishedAt = decision.finished ? tx.now : null;
     if (decision.due === 'retry') job.fairTag = null;
-    const status = decision.status === 'succeeded' ? 'succeeded' : decision.status === 'failed' ? 'failed' : 'ready';
+    const status = decision.status === 'succeeded' || decision.status === 'failed' || decision.status === 'cancelled' ? decision.status : 'ready';
     done.set(el.id, { execution: el.execution, status, job, decision, delayMs: el.delayMs });
   }
   const acks = batch.map((c, i) => {
@@ -195,6 +202,7 @@ export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; dea
     const charged = j.started || j.unchargedReturns >= PIPELINE.unchargedReturnsMax;
     const maxAttempts = j.maxAttempts ?? store.definition(namespace, j.definition)?.maxAttempts ?? PIPELINE.maxAttempts;
     const last = charged && j.attempts + 1 >= maxAttempts;
+    const cancelled = j.cancelRequestedAt !== null;
     const holder = j.leaseHolder;
     if (charged) j.error = { name: 'WorkerLost', message: 'worker lost: the lease expired without a completion', workerId: holder };
     store.executions.push({
@@ -207,17 +215,17 @@ export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; dea
       charged,
       error: charged ? copyJson(j.error) : null,
     });
-    j.status = last ? 'failed' : 'ready';
+    j.status = cancelled ? 'cancelled' : last ? 'failed' : 'ready';
     j.attempts += charged ? 1 : 0;
     j.unchargedReturns += charged ? 0 : 1;
-    j.finishedAt = last ? tx.now : null;
+    j.finishedAt = cancelled || last ? tx.now : null;
     j.runAt = tx.now;
     j.leaseHolder = null;
     j.leaseExpiresAt = null;
     j.started = false;
     if (j.concurrencyKey !== null) gates.set(`concurrency\u0000${j.concurrencyKey}`, { kind: 'concurrency', key: j.concurrencyKey });
-    if (last && j.lane !== null) gates.set(`lane\u0000${j.lane}`, { kind: 'lane', key: j.lane });
-    out.push({ id: String(j.id), execution: j.execution, status: last ? 'failed' : 'ready', charged });
+    if ((cancelled || last) && j.lane !== null) gates.set(`lane\u0000${j.lane}`, { kind: 'lane', key: j.lane });
+    out.push({ id: String(j.id), execution: j.execution, status: j.status as RecoveredRow['status'], charged });
   }
   let released = false;
   for (const { kind, key } of gates.values()) {
@@ -228,13 +236,39 @@ export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; dea
 }
 
 /** acta.cancel_job (sql/functions/cancel_job.sql). */
-export function cancelJob(store: Store, tx: Tx, namespace: string, id: string): boolean {
+export function cancelJob(store: Store, tx: Tx, namespace: string, id: string): CancelAnswer {
   const job = store.jobs.get(jobIdOf(id));
-  if (!job || job.namespace !== namespace || job.status !== 'ready') return false;
+  if (!job || job.namespace !== namespace) return null;
+  if (job.status === 'executing') {
+    job.cancelRequestedAt ??= tx.now;
+    tx.notify(`cancel:${job.leaseHolder}:${job.id}:${job.execution}`);
+    return 'requested';
+  }
+  if (job.status !== 'ready') return null;
   job.status = 'cancelled';
   job.finishedAt = tx.now;
   if (job.lane !== null && releaseGate(store, tx, namespace, 'lane', job.lane) > 0) tx.notify(namespace);
+  return 'cancelled';
+}
+
+/** acta.watch_job (sql/functions/watch_job.sql). */
+export function watchJob(store: Store, namespace: string, id: string): boolean {
+  const job = store.jobs.get(jobIdOf(id));
+  if (!job || job.namespace !== namespace) return false;
+  job.watched = true;
   return true;
+}
+
+/** acta.report_progress (sql/functions/report_progress.sql). */
+export function reportProgress(store: Store, workerId: string, rows: ProgressRow[]): number {
+  let n = 0;
+  for (const r of rows) {
+    const job = store.jobs.get(jobIdOf(r.id));
+    if (!job || job.execution !== r.execution || job.status !== 'executing' || job.leaseHolder !== workerId) continue;
+    job.progress = parseJsonb(r.json);
+    n++;
+  }
+  return n;
 }
 
 /** src/db/jobs.ts readJob: the job of the namespace and its finished attempts (getJob's record), or null. */
@@ -261,6 +295,8 @@ export function readJob(store: Store, namespace: string, id: string): JobRecord 
     rateKey: j.rateKey,
     lane: j.lane,
     blockedBy: j.status === 'ready' ? j.blockedBy : null,
+    progress: copyJson(j.progress),
+    cancelRequestedAt: date(j.cancelRequestedAt),
     executions: store.executions
       .filter((e) => e.jobId === j.id)
       .sort((a, b) => a.execution - b.execution)

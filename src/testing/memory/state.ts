@@ -30,6 +30,9 @@ export interface MemoryJob {
   lane: string | null;
   blockedBy: GateKind | null;
   fairTag: number | null;
+  progress: unknown;
+  cancelRequestedAt: number | null;
+  watched: boolean;
   result: unknown;
   error: unknown;
   createdAt: number;
@@ -120,7 +123,8 @@ export interface MemoryGate {
  */
 export interface Tx {
   readonly now: number;
-  notify(namespace: string): void;
+  /** NOTIFY acta_jobs with `payload` (a namespace, or a running job's 'cancel:…'), delivered after the call. */
+  notify(payload: string): void;
 }
 
 /** An error as PostgreSQL raises it: `code` is its SQLSTATE (src/db/transient.ts reads it). */

@@ -143,8 +143,11 @@ export function heartbeat(store: Store, tx: Tx, args: HeartbeatArgs): HeartbeatR
     job.started ||= args.held.some((p) => jobIdOf(p.id) === id && p.started);
   }
   // Answered per pair by its job: a job never held twice by one worker, as the registry keeps it.
-  const out: HeartbeatResult = { renewed: [], locked: [], lost: [], duePasses: takePasses(store, tx, args.namespace, passes) };
-  for (const pair of args.held) (renewed.has(jobIdOf(pair.id)) ? out.renewed : out.lost).push(pair);
+  const out: HeartbeatResult = { renewed: [], locked: [], lost: [], cancel: [], duePasses: takePasses(store, tx, args.namespace, passes) };
+  for (const pair of args.held) {
+    const id = jobIdOf(pair.id);
+    (!renewed.has(id) ? out.lost : store.jobs.get(id)!.cancelRequestedAt !== null ? out.cancel : out.renewed).push(pair);
+  }
   const ns = store.namespaces.get(args.namespace);
   if (ns) out.policyVersion = ns.policyVersion;
   return out;

@@ -1,0 +1,307 @@
+// A job as an Observable on real PostgreSQL (docs/rx.md, "A job as an Observable"): client.observe
+// follows a job's states to its end across processes (NOTIFY acta_job, the poll as the backstop),
+// ctx.progress stores the latest value, client.result is the promise form, and client.cancel of a
+// running job reaches its worker (NOTIFY, else the heartbeat) and ends it Cancelled, fenced.
+// The ledger's side of each rule is in test/ledger/contract.ts ("cancelling a running job",
+// "progress and watched jobs").
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { firstValueFrom, lastValueFrom, Subject, toArray } from 'rxjs';
+import { createClient, createWorker, type Db, defineJob, JobCancelledError, JobFailedError, JobNotFoundError, type JobRecord, ResultTimeoutError } from '../../src';
+import { useTestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
+
+const { db, tdb } = useTestDatabase();
+beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
+
+/** A handler's gate: `next()` lets it go one step on. */
+function steps() {
+  const gates: (() => void)[] = [];
+  return {
+    wait: () => new Promise<void>((resolve) => gates.push(resolve)),
+    next: () => gates.shift()?.(),
+    get waiting() {
+      return gates.length;
+    },
+  };
+}
+
+const summary = (states: JobRecord[]) => states.map((s) => [s.status, s.progress]);
+
+test("observe: the job's states as they change, its progress among them, then its result; result() is its promise form", async () => {
+  const gate = steps();
+  const report = defineJob({
+    name: 'report',
+    handler: async (_p: unknown, ctx) => {
+      for (let done = 1; done <= 3; done++) {
+        await gate.wait();
+        ctx.progress({ done });
+      }
+      await gate.wait();
+      return { total: 3 };
+    },
+  });
+  const worker = createWorker({ db, definitions: [report], logger: silentLogger, executors: 2 });
+  const client = createClient({ db });
+  const { id } = await client.enqueue(report, {});
+  const states: JobRecord[] = [];
+  const ended = lastValueFrom(client.observe(id).pipe(toArray()));
+  const seen = client.observe(id).subscribe((s) => states.push(s));
+  const result = client.result(id);
+  try {
+    await waitFor(() => states.length === 1, 'the first state');
+    expect(states[0]).toMatchObject({ id, status: 'ready', progress: null });
+    await worker.start();
+    await waitFor(() => states.some((s) => s.status === 'executing'), 'the claim observed');
+    for (let done = 1; done <= 3; done++) {
+      await waitFor(() => gate.waiting === 1, `step ${done}`);
+      gate.next();
+      await waitFor(() => states.some((s) => (s.progress as { done: number } | null)?.done === done), `progress ${done} observed`);
+    }
+    await waitFor(() => gate.waiting === 1, 'the last step');
+    gate.next();
+    expect(await result).toEqual({ total: 3 });
+    const all = await ended;
+    expect(all.at(-1)).toMatchObject({ status: 'succeeded', result: { total: 3 }, progress: { done: 3 } });
+    expect(summary(states)).toEqual([
+      ['ready', null],
+      ['executing', null],
+      ['executing', { done: 1 }],
+      ['executing', { done: 2 }],
+      ['executing', { done: 3 }],
+      ['succeeded', { done: 3 }],
+    ]);
+    expect(seen.closed).toBe(true); // completed after the last state
+    expect((await client.getJob(id))?.progress).toEqual({ done: 3 });
+  } finally {
+    seen.unsubscribe();
+    await worker.stop();
+  }
+});
+
+test('observe ends with JobFailedError after a Failed state, JobCancelledError after a Cancelled one, JobNotFoundError for no such job; result() rejects alike, or with ResultTimeoutError', async () => {
+  const boom = defineJob({ name: 'boom', maxAttempts: 1, handler: async () => Promise.reject(new Error('kaput')) });
+  const worker = createWorker({ db, definitions: [boom], logger: silentLogger });
+  await worker.start();
+  const client = createClient({ db });
+  try {
+    const failed = (await client.enqueue(boom, {})).id;
+    const failure = await client.result(failed).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(JobFailedError);
+    expect(failure).toMatchObject({ code: 'ACTA_JOB_FAILED', jobId: failed, error: { name: 'Error', message: 'kaput' } });
+    const states: JobRecord[] = [];
+    await expect(lastValueFrom(client.observe(failed).pipe())).rejects.toBeInstanceOf(JobFailedError);
+    await new Promise<void>((resolve) => client.observe(failed).subscribe({ next: (s) => states.push(s), error: () => resolve() }));
+    expect(summary(states)).toEqual([['failed', null]]); // the final state first, then the error
+
+    const later = (await client.enqueue(boom, {}, { runAt: new Date(Date.now() + 3_600_000) })).id;
+    await expect(client.result(later, { timeoutMs: 300 })).rejects.toEqual(new ResultTimeoutError(later, 300));
+    const cancelled = client.result(later);
+    expect(await client.cancel(later)).toBe(true);
+    await expect(cancelled).rejects.toBeInstanceOf(JobCancelledError);
+
+    await expect(client.result('999999999')).rejects.toBeInstanceOf(JobNotFoundError);
+    await expect(client.result('99999999999999999999')).rejects.toBeInstanceOf(JobNotFoundError);
+    // Another namespace's job is not found either.
+    await expect(createClient({ db, namespace: 'elsewhere' }).result(failed)).rejects.toBeInstanceOf(JobNotFoundError);
+    expect(() => client.observe('x')).toThrow('a job id is a positive integer');
+    expect(() => client.observe(failed, { pollMs: 1 })).toThrow('pollMs must be an integer of ms from 10');
+    await expect(client.result(failed, { timeoutMs: -1 })).rejects.toThrow('timeoutMs must be a number of ms');
+    await expect(client.result(failed, { timeout: 5 } as never)).rejects.toThrow('unknown result option');
+  } finally {
+    await worker.stop();
+  }
+});
+
+test('many observers share one LISTEN: from the first subscription to the last one ending', async () => {
+  let listens = 0;
+  let open = 0;
+  const counted: Db = {
+    ...db,
+    query: db.query.bind(db),
+    transaction: db.transaction.bind(db),
+    close: db.close.bind(db),
+    listen: async (channel, handlers, options) => {
+      listens++;
+      open++;
+      const stop = await db.listen(channel, handlers, options);
+      return async () => {
+        open--;
+        await stop();
+      };
+    },
+  };
+  const client = createClient({ db: counted });
+  const ids = await Promise.all([1, 2, 3].map(async () => (await client.enqueue('nobody-runs-it', {})).id));
+  const subs = ids.map((id) => client.observe(id).subscribe());
+  await waitFor(() => open === 1, 'the LISTEN');
+  expect(listens).toBe(1);
+  subs[0].unsubscribe();
+  subs[1].unsubscribe();
+  expect(open).toBe(1);
+  subs[2].unsubscribe();
+  await waitFor(() => open === 0, 'the LISTEN to stop');
+  const again = client.observe(ids[0]).subscribe();
+  await waitFor(() => open === 1, 'a new LISTEN');
+  expect(listens).toBe(2);
+  again.unsubscribe();
+});
+
+test("cancel a running job: its handler's signal aborts with reason 'cancelled', the job ends Cancelled (uncharged, the ledger says so); a handler that ignores its signal ends the same, and its late result is fenced out", async () => {
+  const reasons: unknown[] = [];
+  let lateReturn!: () => void;
+  const late = new Promise<void>((resolve) => (lateReturn = resolve));
+  const lateDone = new Subject<void>();
+  const polite = defineJob({
+    name: 'polite',
+    handler: (_p: unknown, ctx) =>
+      new Promise((_resolve, reject) => {
+        ctx.signal.addEventListener('abort', () => {
+          reasons.push(ctx.signal.reason);
+          reject(new Error('stopped'));
+        });
+      }),
+  });
+  const deaf = defineJob({
+    name: 'deaf',
+    handler: async () => {
+      await late;
+      lateDone.next();
+      return 'too late';
+    },
+  });
+  const worker = createWorker({ db, definitions: [polite, deaf], logger: silentLogger, executors: 4 });
+  const events: string[] = [];
+  worker.events$.subscribe((e) => events.push(e.type));
+  await worker.start();
+  const client = createClient({ db });
+  try {
+    const a = (await client.enqueue(polite, {})).id;
+    const b = (await client.enqueue(deaf, {})).id;
+    await waitFor(async () => (await client.getJob(a))?.status === 'executing' && (await client.getJob(b))?.status === 'executing', 'both running');
+    const ends = [a, b].map((id) => client.result(id).catch((err: unknown) => err));
+    expect(await client.cancel(a)).toBe(true);
+    expect(await client.cancel(b)).toBe(true);
+    for (const end of ends) expect(await end).toBeInstanceOf(JobCancelledError);
+    expect(reasons).toEqual(['cancelled']);
+    for (const id of [a, b]) {
+      expect(await client.getJob(id)).toMatchObject({
+        status: 'cancelled',
+        attempts: 0,
+        cancelRequestedAt: expect.any(Date),
+        finishedAt: expect.any(Date),
+        error: { name: 'JobCancelledError', code: 'ACTA_JOB_CANCELLED' },
+        executions: [{ execution: 1, outcome: 'cancelled', charged: false }],
+      });
+    }
+    expect(events.filter((t) => t === 'cancelled')).toHaveLength(2);
+    // The deaf handler returns after all: nothing of it is written.
+    const returned = firstValueFrom(lateDone);
+    lateReturn();
+    await returned;
+    await worker.stop();
+    expect(await client.getJob(b)).toMatchObject({ status: 'cancelled', result: null });
+    expect(await client.cancel(a)).toBe(false); // finished
+  } finally {
+    lateReturn();
+    await worker.stop();
+  }
+});
+
+test("without NOTIFY (listen: false) the worker's next heartbeat carries the cancel", async () => {
+  const reasons: unknown[] = [];
+  const waits = defineJob({
+    name: 'waits',
+    handler: (_p: unknown, ctx) =>
+      new Promise((_resolve, reject) =>
+        ctx.signal.addEventListener('abort', () => {
+          reasons.push(ctx.signal.reason);
+          reject(new Error('stopped'));
+        }),
+      ),
+  });
+  const worker = createWorker({ db, definitions: [waits], logger: silentLogger, listen: false, heartbeatIntervalMs: 500, safetyPollMs: 50 });
+  await worker.start();
+  const client = createClient({ db });
+  try {
+    const { id } = await client.enqueue(waits, {});
+    await waitFor(async () => (await client.getJob(id))?.status === 'executing', 'the job to run');
+    expect(await client.cancel(id)).toBe(true);
+    expect(await client.getJob(id)).toMatchObject({ status: 'executing', cancelRequestedAt: expect.any(Date) });
+    await expect(client.result(id)).rejects.toBeInstanceOf(JobCancelledError);
+    expect(reasons).toEqual(['cancelled']);
+  } finally {
+    await worker.stop();
+  }
+});
+
+test('observe with cancelOnUnsubscribe: unsubscribing before the job ended cancels it (a running one through its worker); after it ended, nothing', async () => {
+  const waits = defineJob({
+    name: 'waits',
+    handler: (_p: unknown, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')))),
+  });
+  const quick = defineJob({ name: 'quick', handler: async () => 'ok' });
+  const worker = createWorker({ db, definitions: [waits, quick], logger: silentLogger });
+  await worker.start();
+  const client = createClient({ db });
+  try {
+    const { id } = await client.enqueue(waits, {});
+    const states: JobRecord[] = [];
+    const sub = client.observe(id, { cancelOnUnsubscribe: true }).subscribe((s) => states.push(s));
+    await waitFor(() => states.some((s) => s.status === 'executing'), 'the job to run');
+    sub.unsubscribe();
+    await waitFor(async () => (await client.getJob(id))?.status === 'cancelled', 'the job to end Cancelled');
+
+    const done = (await client.enqueue(quick, {})).id;
+    expect(await lastValueFrom(client.observe(done, { cancelOnUnsubscribe: true }))).toMatchObject({ status: 'succeeded', result: 'ok' });
+    const after = client.observe(done, { cancelOnUnsubscribe: true }).subscribe();
+    after.unsubscribe();
+    expect(await client.getJob(done)).toMatchObject({ status: 'succeeded', cancelRequestedAt: null });
+  } finally {
+    await worker.stop();
+  }
+});
+
+test('across processes: an `acta worker` process runs the job; this process observes its progress, and `acta cancel` cancels it there', async () => {
+  const root = path.resolve(__dirname, '../..');
+  const child = spawn(process.execPath, ['bin/acta.js', 'worker', 'test/fixtures/fault-jobs.js', '--heartbeat', '1000'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const actaCli = (args: string[]) =>
+    new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const cli = spawn(process.execPath, ['bin/acta.js', ...args], { cwd: root, env: { ...process.env, DATABASE_URL: tdb.url }, stdio: ['ignore', 'pipe', 'inherit'] });
+      let stdout = '';
+      cli.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      cli.on('exit', (code) => resolve({ code, stdout }));
+    });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  try {
+    const client = createClient({ db });
+    const { id } = await client.enqueue('steps', { steps: 3, stepMs: 300 });
+    const states = await lastValueFrom(client.observe(id).pipe(toArray()));
+    expect(states.at(-1)).toMatchObject({ status: 'succeeded', result: { done: 3 } });
+    // Each value the handler reported 300 ms apart while it ran was seen, in order (the last one,
+    // reported as it returned, is stored only if its report landed before the completion).
+    const progress = states.map((s) => s.progress as { done: number; of: number } | null).filter((p) => p !== null);
+    expect(progress.every((p) => p.of === 3)).toBe(true);
+    expect([...new Set(progress.map((p) => p.done))].slice(0, 3)).toEqual([0, 1, 2]);
+
+    const long = (await client.enqueue('steps', { steps: 100, stepMs: 300 })).id;
+    const seen: JobRecord[] = [];
+    const ended = new Promise<unknown>((resolve) => client.observe(long).subscribe({ next: (s) => seen.push(s), error: resolve, complete: () => resolve('completed') }));
+    await waitFor(() => seen.some((s) => (s.progress as { done: number } | null)?.done === 2), 'progress 2 of the long job');
+    // `acta cancel`, from a third process.
+    expect(await actaCli(['cancel', long])).toEqual({ code: 0, stdout: '{"cancelRequested":true}\n' });
+    expect(await ended).toBeInstanceOf(JobCancelledError);
+    expect(await client.getJob(long)).toMatchObject({ status: 'cancelled', executions: [{ outcome: 'cancelled', charged: false }] });
+  } finally {
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }
+  expect(stderr).toBe('');
+}, 60_000);
