@@ -70,11 +70,15 @@ export class VirtualClock {
     return watched;
   }
 
-  /** Records each value `source$` emits with the virtual time it came at, until unsubscribed. */
+  /** Records each value `source$` emits with the virtual time it came at, and its end, until unsubscribed. */
   record<T>(source$: Observable<T>): Recording<T> {
-    const entries: { at: number; value: T }[] = [];
-    const subscription = source$.subscribe((value) => entries.push({ at: this.now(), value }));
-    return { entries, subscription };
+    const recording: Recording<T> = { entries: [], subscription: undefined as unknown as Subscription };
+    recording.subscription = source$.subscribe({
+      next: (value) => recording.entries.push({ at: this.now(), value }),
+      error: (error: unknown) => (recording.error = { at: this.now(), error }),
+      complete: () => (recording.completedAt = this.now()),
+    });
+    return recording;
   }
 
   private nextAt(): number | undefined {
@@ -86,6 +90,10 @@ export class VirtualClock {
 /** What `VirtualClock.record` keeps. */
 export interface Recording<T> {
   entries: { at: number; value: T }[];
+  /** When and with what the source errored (an error is kept here, not thrown). */
+  error?: { at: number; error: unknown };
+  /** When the source completed. */
+  completedAt?: number;
   subscription: Subscription;
 }
 

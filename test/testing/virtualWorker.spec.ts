@@ -5,7 +5,7 @@
 // shut) and a user's operator's effect on the finalizer's batching, as marbles of virtual ms.
 import pino from 'pino';
 import { concatMap, map, timer } from 'rxjs';
-import { createClient, createWorker, type Definition, defineJob, type JobContext, type Worker, type WorkerEvent, type WorkerHooks } from '../../src';
+import { createClient, createWorker, type Definition, defineJob, JobCancelledError, type JobContext, type Worker, type WorkerEvent, type WorkerHooks } from '../../src';
 import { fromMarbles, injectFaults, memoryLedger, VirtualClock } from '../../src/testing';
 
 const silent = pino({ level: 'silent' });
@@ -150,4 +150,53 @@ test('a crash right after a step, in virtual time: the row comes back after its 
   expect(effects[0][1]).toBe(12);
   expect(effects[1][1]).toBeGreaterThan(40_000);
   await stop();
+});
+
+test('a job followed in virtual time: ctx.progress every 10 ms is stored at most every 250 ms (the first at once), client.observe sees each stored value, and a cancel at 600 ends it at once through the NOTIFY', async () => {
+  const clock = new VirtualClock();
+  const reports: number[] = [];
+  const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  // The progress calls, by virtual time: the ledger seen through a wrapper.
+  const watched = { ...ledger, reportProgress: (workerId: string, rows: Parameters<typeof ledger.reportProgress>[1]) => (reports.push(clock.now()), ledger.reportProgress(workerId, rows)) };
+  const long = defineJob({
+    name: 'long',
+    handler: (_p: unknown, ctx: JobContext) =>
+      new Promise<void>((_resolve, reject) => {
+        let done = 0;
+        const sub = timer(0, 10, clock.scheduler).subscribe(() => ctx.progress({ done: done++ }));
+        ctx.signal.addEventListener('abort', () => {
+          sub.unsubscribe();
+          reject(new Error(`aborted: ${String(ctx.signal.reason)}`));
+        });
+      }),
+  });
+  const worker = createWorker({ ledger: watched, definitions: [long], scheduler: clock.scheduler, random: () => 0, heartbeatIntervalMs: 10_000, logger: silent });
+  const events = clock.record(worker.events$);
+  await clock.await(worker.start());
+  const client = createClient({ ledger, scheduler: clock.scheduler });
+  const { id } = await clock.await(client.enqueue(long, {}));
+  const states = clock.record(client.observe(id, { pollMs: 60_000 }));
+  await clock.advance(600 - clock.now());
+  await clock.await(client.cancel(id));
+  await clock.advance(100);
+  // The worker's start took 3 ms; the enqueue's NOTIFY woke its claimer, whose claim answered at 5.
+  expect(timesOf(events, 'started')).toEqual([5]);
+  // The first report went at once, the rest at most every 250 ms, each with the latest value.
+  expect(reports).toEqual([5, 255, 505]);
+  // The observer subscribed at 4 read the job first at 5, already Executing (the claim had taken
+  // it), then each stored value about 2 ms after its call (the NOTIFY, then its read): the tick
+  // values 0, 24 and 49. The cancel at 600: the request (its NOTIFY reaches the observer and the
+  // worker at once), the handler aborted and the completion written at 601, the end read at 602.
+  const seen = states.entries.map((e) => [e.at, e.value.status, (e.value.progress as { done: number } | null)?.done ?? null, e.value.cancelRequestedAt !== null]);
+  expect(seen).toEqual([
+    [5, 'executing', null, false],
+    [7, 'executing', 0, false],
+    [256, 'executing', 24, false],
+    [506, 'executing', 49, false],
+    [601, 'executing', 49, true],
+    [602, 'cancelled', 49, true],
+  ]);
+  expect(timesOf(events, 'cancelled')).toEqual([601]);
+  expect(states.error).toEqual({ at: 602, error: new JobCancelledError(id) });
+  await clock.await(worker.stop());
 });
