@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, createClient, createWorker, defineJob } from '../src';
 
 const greet = defineJob<{ name: string }, { greeting: string }>({
@@ -12,12 +11,8 @@ async function main(): Promise<void> {
   await worker.start();
   const client = createClient({ db });
   const { id } = await client.enqueue(greet, { name: 'Ada' });
-  let job = await client.getJob(id);
-  while (!job?.finishedAt) {
-    await sleep(50);
-    job = await client.getJob(id);
-  }
-  console.log(job.status, job.result);
+  const result = await client.result<{ greeting: string }>(id, { timeoutMs: 10_000 }); // follows the job to its end
+  console.log('succeeded', result);
   await worker.stop(); // waits for running handlers
   await db.close(); // last: an open pool or PGlite keeps the process alive
 }
