@@ -158,7 +158,9 @@ export function createWorker(options: WorkerOptions): Worker {
           metrics.completionsStale.inc();
           logger.warn({ jobId: row.id, execution: row.execution, outcome: row.outcome }, 'completion fenced out: the row had moved on');
         } else {
-          byOutcome.set(row.outcome, (byOutcome.get(row.outcome) ?? 0) + 1);
+          // A job cancelled while it ran ends Cancelled whatever its attempt sent (complete_executions.sql).
+          const outcome = ack.status === 'cancelled' ? 'cancelled' : row.outcome;
+          byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
           if (ack.status === 'ready') retried = true; // the next claim then sees its due time (and sleeps only until it)
         }
       }

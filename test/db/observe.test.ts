@@ -64,6 +64,8 @@ test("observe: the job's states as they change, its progress among them, then it
     expect(await result).toEqual({ total: 3 });
     const all = await ended;
     expect(all.at(-1)).toMatchObject({ status: 'succeeded', result: { total: 3 }, progress: { done: 3 } });
+    // Each observer reads on its own: this one completes after its own last read.
+    await waitFor(() => seen.closed, 'the other observer to complete');
     expect(summary(states)).toEqual([
       ['ready', null],
       ['executing', null],
@@ -72,7 +74,6 @@ test("observe: the job's states as they change, its progress among them, then it
       ['executing', { done: 3 }],
       ['succeeded', { done: 3 }],
     ]);
-    expect(seen.closed).toBe(true); // completed after the last state
     expect((await client.getJob(id))?.progress).toEqual({ done: 3 });
   } finally {
     seen.unsubscribe();
@@ -196,6 +197,7 @@ test("cancel a running job: its handler's signal aborts with reason 'cancelled',
       });
     }
     expect(events.filter((t) => t === 'cancelled')).toHaveLength(2);
+    expect(await worker.metrics.registry.metrics()).toContain('acta_completions_total{outcome="cancelled"} 2');
     // The deaf handler returns after all: nothing of it is written.
     const returned = firstValueFrom(lateDone);
     lateReturn();
