@@ -101,6 +101,8 @@ export function injectFaults(ledger: Ledger, options: { scheduler?: SchedulerLik
     enqueueJobs: guard('enqueueJobs', (namespace, rows) => ledger.enqueueJobs(namespace, rows)),
     readJob: guard('readJob', (namespace, id) => ledger.readJob(namespace, id)),
     cancelJob: guard('cancelJob', (namespace, id) => ledger.cancelJob(namespace, id)),
+    watchJob: guard('watchJob', (namespace, id) => ledger.watchJob(namespace, id)),
+    reportProgress: guard('reportProgress', (workerId, rows) => ledger.reportProgress(workerId, rows)),
     claimJobs: guard('claimJobs', async (args) => {
       const answer = await ledger.claimJobs(args);
       for (const row of answer.rows) {

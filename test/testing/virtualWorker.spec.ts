@@ -200,3 +200,31 @@ test('a job followed in virtual time: ctx.progress every 10 ms is stored at most
   expect(states.error).toEqual({ at: 602, error: new JobCancelledError(id) });
   await clock.await(worker.stop());
 });
+
+test('progress reports that fail (injectFaults) are dropped, and the next report carries the latest value', async () => {
+  const clock = new VirtualClock();
+  const long = defineJob({
+    name: 'long',
+    handler: (_p: unknown, ctx: JobContext) =>
+      new Promise<void>((resolve) => {
+        let done = 0;
+        const sub = timer(0, 10, clock.scheduler).subscribe(() => {
+          ctx.progress({ done: done++ });
+          if (done > 70) {
+            sub.unsubscribe();
+            resolve();
+          }
+        });
+      }),
+  });
+  const { ledger, faults, client, stop } = await virtualWorker(clock, [long], { faults: true });
+  faults.fail('reportProgress', { forMs: 300 });
+  const { id } = await client.enqueue(long, {});
+  const progressAt = async (ms: number) => {
+    await clock.advance(ms - clock.now());
+    return ledger.state().jobs.find((j) => String(j.id) === id)?.progress;
+  };
+  expect(await progressAt(400)).toBe(null); // the reports at 11 and 261 failed
+  expect(await progressAt(520)).toEqual({ done: 49 }); // the one at 511, before that instant's tick: the value of 501
+  await stop();
+});
