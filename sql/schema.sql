@@ -514,14 +514,19 @@ begin
                                  where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
         from c
       ),
-      -- 2. Its key: the slots free (acta.gate_room) go to the key's candidates in claim order, but
-      -- not past a parked row of the key that comes before them.
+      -- 2. Its key: the slots free go to the key's candidates in claim order, but not past a parked
+      -- row of the key that comes before them. The slots free are acta.gate_room's concurrency
+      -- room, written out here (and kept equal to it): the definition's limit less the key's
+      -- Executing rows, along jobs_key_held_idx: a function call per key (~8 µs) cost more than
+      -- the count (docs/decisions/2026-12-04-policies-hot-path.md).
       k as materialized (
-        select x.ckey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
-        from (select distinct on (l.ckey) l.ckey, l.def from l
+        select x.ckey,
+               x.climit - (select count(*) from acta.jobs e
+                           where e.namespace = p_namespace and e.concurrency_key = x.ckey and e.status = 'executing') as room,
+               f.priority as fp, f.run_at as fr, f.id as fi
+        from (select distinct on (l.ckey) l.ckey, l.def, l.climit from l
               where l.lane_ok and l.ckey is not null and l.climit is not null
               order by l.ckey, l.climit, l.ord) x
-        cross join lateral acta.gate_room(p_namespace, 'concurrency', x.ckey, x.def, v_at) as r
         left join lateral (
           select p.priority, p.run_at, p.id from acta.jobs p
           where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
