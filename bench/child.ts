@@ -50,6 +50,9 @@ async function prepareActa(): Promise<Running> {
   const settings = SETTINGS[config.system as 'acta-default' | 'acta-best'];
   const noop = defineJob({
     name: JOB_NAME,
+    // Keyed drains: the limit is the namespace's policy from this worker's start; the keys come
+    // with the jobs (enqueued with `concurrencyKey`), so this function is not called here.
+    ...(config.concurrencyLimit !== undefined ? { concurrency: { key: (p: unknown) => String((p as { key?: unknown }).key), limit: config.concurrencyLimit } } : {}),
     handler: (payload) => {
       handler(payload);
     },

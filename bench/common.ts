@@ -66,6 +66,11 @@ export interface ChildConfig {
   pool: number;
   /** Executor count override for acta (profiling). */
   executors?: number;
+  /**
+   * acta keyed drains (bench/scenarios.ts, KeyedDrain): the no-op definition declares
+   * `concurrency: { key, limit }` with this limit; the jobs carry their keys from the enqueue.
+   */
+  concurrencyLimit?: number;
 }
 
 export type ToChild =

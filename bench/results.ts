@@ -19,6 +19,13 @@ export const SCENARIOS: ScenarioInfo[] = [
   { id: 'drain2-analyzed', label: '3. drain, 2 processes, after ANALYZE', unit: 'jobs/s', better: 'higher' },
   { id: 'drain8-fresh', label: '3. drain, 8 processes, fresh table', unit: 'jobs/s', better: 'higher' },
   { id: 'drain8-analyzed', label: '3. drain, 8 processes, after ANALYZE', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain-keys-1000', label: 'policies: drain, 1 process, fresh, jobs round-robin over 1,000 concurrency keys of limit 1 (acta only)', unit: 'jobs/s', better: 'higher' },
+  { id: 'keys-1000-vs-plain', label: 'policies: 1,000-key drain ÷ the same run\'s plain drain (2., fresh)', unit: '×', better: 'higher' },
+  { id: 'keys-1000-inflight-max', label: 'policies: 1,000-key drain, most attempts of one key in flight at once (attempt ledger; limit 1)', unit: 'attempts', better: 'lower' },
+  { id: 'drain-hot-key', label: 'policies: drain, 1 process, fresh, every job on one concurrency key of limit 10 (acta only)', unit: 'jobs/s', better: 'higher' },
+  { id: 'hot-key-vs-plain', label: 'policies: hot-key drain ÷ the same run\'s plain drain (2., fresh)', unit: '×', better: 'higher' },
+  { id: 'hot-key-bound', label: 'policies: hot-key bound, limit 10 ÷ mean slot hold (claim → completion write, from the attempt ledger)', unit: 'jobs/s', better: 'higher' },
+  { id: 'hot-key-inflight-max', label: 'policies: hot-key drain, most attempts in flight at once (attempt ledger; limit 10)', unit: 'attempts', better: 'lower' },
   { id: 'drain1-warm', label: '3. drain, 1 warm process (after a warm-up; not an original target)', unit: 'jobs/s', better: 'higher' },
   { id: 'drain8-warm', label: '3. drain, 8 warm processes (after a warm-up; not an original target)', unit: 'jobs/s', better: 'higher' },
   { id: 'latency-p50', label: '4. latency enqueue→handler start, p50', unit: 'ms', better: 'lower' },
@@ -72,7 +79,7 @@ export function warmDrained(system: SystemName): boolean {
 /**
  * The (scenario, system) rows a complete run must produce for these systems: drains after
  * ANALYZE, transactions and idle cost only for the PostgreSQL systems; warm drains for
- * `warmDrained` ones; memory and backpressure only for acta; the floor once.
+ * `warmDrained` ones; keyed drains, memory and backpressure only for acta; the floor once.
  */
 export function expectedRows(systems: readonly SystemName[]): { scenario: string; system: RowSystem }[] {
   const pg = systems.filter((s) => s !== 'bullmq');
@@ -85,6 +92,7 @@ export function expectedRows(systems: readonly SystemName[]): { scenario: string
     add(`drain${p}-analyzed`, pg);
   }
   for (const p of [1, 8]) add(`drain${p}-warm`, systems.filter(warmDrained));
+  for (const scenario of KEYED_ROWS) add(scenario, acta);
   add('latency-p50', systems);
   add('latency-p99', systems);
   add('xacts-per-job', pg);
@@ -96,6 +104,9 @@ export function expectedRows(systems: readonly SystemName[]): { scenario: string
   }
   return out;
 }
+
+/** The rows of the keyed drains (acta only; bench/run.ts, group `keys`). */
+export const KEYED_ROWS = ['drain-keys-1000', 'keys-1000-vs-plain', 'keys-1000-inflight-max', 'drain-hot-key', 'hot-key-vs-plain', 'hot-key-bound', 'hot-key-inflight-max'] as const;
 
 /** Rows whose value may legitimately be 0 (a count or an idle rate); every other value must be > 0. */
 export const MAY_BE_ZERO = new Set(['idle-xacts', 'backpressure-claims']);

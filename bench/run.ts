@@ -2,7 +2,7 @@
  * `npm run bench`: the side-by-side benchmark of acta, graphile-worker, pg-boss and BullMQ.
  *
  *   npm run bench -- [--runs 3] [--jobs 20000] [--quick] [--only acta-default,graphile-perf]
- *                    [--scenarios enqueue,drain,latency,idle,memory,backpressure,floor]
+ *                    [--scenarios enqueue,drain,keys,latency,idle,memory,backpressure,floor]
  *                    [--variants fresh,analyzed] [--memory-jobs 1000000] [--memory-seconds 45] [--out bench/results]
  *   node dist/bench/run.js --report bench/results/<timestamp>.json   (rewrites that run's .md and .svg, and latest.*)
  *                    [--cpu-prof <dir>]   (acta worker processes write .cpuprofile files there)
@@ -36,12 +36,13 @@ import {
   flatness,
   measureMemory,
   measureWarmDrain,
+  type KeyedSpec,
   type Options,
 } from './scenarios';
 import { summarize } from './stats';
 import { redisFacts, Stores } from './systems';
 
-export const SCENARIO_GROUPS = ['floor', 'enqueue', 'drain1', 'drain2', 'drain8', 'warm', 'latency', 'idle', 'memory', 'backpressure'] as const;
+export const SCENARIO_GROUPS = ['floor', 'enqueue', 'drain1', 'drain2', 'drain8', 'keys', 'warm', 'latency', 'idle', 'memory', 'backpressure'] as const;
 type Group = (typeof SCENARIO_GROUPS)[number];
 
 interface Args {
@@ -204,6 +205,8 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
   const actaSystems = systems.filter((s) => s.startsWith('acta'));
   const has = (g: Group) => args.scenarios.includes(g);
   const memoryFlat: Record<string, boolean> = {};
+  /** The plain acta drain (1 process, fresh) of each run, `${run}/${system}`: what the keyed drains are divided by. */
+  const plainDrain = new Map<string, number>();
   const backpressure: Record<string, { claims: number; bound: number }> = {};
 
   const interrupted = () => {
@@ -250,11 +253,58 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
             await attempt(run, scenario, system, async () => {
               const r = await measureDrain(ctx, system, processes, analyzed);
               record(run, scenario, system, r.value, r.raw);
+              if (processes === 1 && !analyzed) plainDrain.set(`${run}/${system}`, r.value);
               if (processes === 1 && r.raw.xactsPerJob !== undefined) record(run, 'xacts-per-job', system, r.raw.xactsPerJob, { from: scenario });
               // Where the time goes: CPU per job on each side, where /proc shows both.
               if (processes === 1 && !analyzed && r.raw.workerCpuUsPerJob !== undefined) record(run, 'cpu-worker', system, r.raw.workerCpuUsPerJob, { from: scenario });
               if (processes === 1 && !analyzed && r.raw.serverCpuUsPerJob !== undefined) record(run, 'cpu-server', system, r.raw.serverCpuUsPerJob, { from: scenario });
               show(run, scenario, system, r.value, (r.raw.xactsPerJob !== undefined ? `; ${r.raw.xactsPerJob.toFixed(3)} tx/job` : '') + cpuText(r.raw));
+            });
+          }
+        }
+      }
+      if (has('keys')) {
+        // Issue 26: beside the plain drain, in the same run, with its process count and executors
+        // (1 process, fresh table). acta only: the peers' free editions have no fleet-wide keys.
+        const { defaultExecutors } = await import('../src');
+        for (const system of rotate(actaSystems, run - 1)) {
+          if (!plainDrain.has(`${run}/${system}`)) {
+            // No plain drain measured in this run (e.g. --scenarios keys): measure it here, as drain1-fresh.
+            await attempt(run, 'drain1-fresh', system, async () => {
+              const r = await measureDrain(ctx, system, 1, false);
+              record(run, 'drain1-fresh', system, r.value, r.raw);
+              plainDrain.set(`${run}/${system}`, r.value);
+              show(run, 'drain1-fresh', system, r.value, ' (the keyed drains\' reference)' + cpuText(r.raw));
+            });
+          }
+          const plain = plainDrain.get(`${run}/${system}`);
+          const executors = SETTINGS[system as 'acta-default' | 'acta-best'].executors ?? defaultExecutors();
+          const keyed: { scenario: string; prefix: string; spec: KeyedSpec }[] = [
+            { scenario: 'drain-keys-1000', prefix: 'keys-1000', spec: { keys: 1000, limit: 1 } },
+            { scenario: 'drain-hot-key', prefix: 'hot-key', spec: { keys: 1, limit: 10 } },
+          ];
+          for (const { scenario, prefix, spec } of keyed) {
+            await attempt(run, scenario, system, async () => {
+              const r = await measureDrain(ctx, system, 1, false, spec);
+              const k = r.raw.keyed!;
+              // At most `limit` attempts of the key hold a slot, each for meanHoldMs (claim to completion
+              // write: an attempt whose handler is done holds it until its completion is written, so
+              // even 8 executors can have more than 8 in flight).
+              const bound = (spec.limit * 1000) / k.meanHoldMs;
+              record(run, scenario, system, r.value, { ...r.raw, executors, boundJobsPerSecond: bound, plainJobsPerSecond: plain });
+              if (plain !== undefined) record(run, `${prefix}-vs-plain`, system, r.value / plain, { from: scenario, plain });
+              record(run, `${prefix}-inflight-max`, system, k.maxInFlight, { from: scenario, limit: spec.limit });
+              if (spec.keys === 1) record(run, 'hot-key-bound', system, bound, { from: scenario, limit: spec.limit, meanHoldMs: k.meanHoldMs });
+              show(
+                run,
+                scenario,
+                system,
+                r.value,
+                `; ${plain !== undefined ? `${(r.value / plain).toFixed(2)} × plain (${Math.round(plain)})` : 'no plain drain'}; ${k.executions} attempts over ${k.keysSeen} keys, ` +
+                  `max ${k.maxInFlight} of a key in flight (limit ${spec.limit}), mean ${k.meanInFlight.toFixed(2)} in flight, hold ${k.meanHoldMs.toFixed(2)} ms` +
+                  (spec.keys === 1 ? `; bound ${spec.limit} / ${k.meanHoldMs.toFixed(2)} ms = ${Math.round(bound)} jobs/s` : '') +
+                  cpuText(r.raw),
+              );
             });
           }
         }
@@ -375,6 +425,11 @@ function markdown(result: BenchResult): string {
     ...(result.rows.some((r) => r.scenario.endsWith('-warm'))
       ? [
           `- Warm drains (not one of the original targets' measurements): worker processes started and working, which first share ${(2 * opt.jobs).toLocaleString('en-US')} untimed jobs; then the database is vacuumed (what autovacuum does in service, where it is on: without it, acta's claims walked the warm-up's ${(2 * opt.jobs).toLocaleString('en-US')} dead index entries; after 40,000, 1.2 ms per empty claim) and they sit idle 0.5 s; then ${opt.jobs} jobs are queued in one bulk call, and the time runs from the first of them's handler start (noted by the worker process on the machine's monotonic clock) until the poll sees them done, as above: not from the call's return, which for graphile-worker and BullMQ comes after their workers ran most of the jobs (their bulk calls return every job, and the client reads them while the workers run). The same started instance works both batches, as a worker in service does: no start call in the window, pools and connections open, V8's code tiered up. What the 2- and 8-process target is about ("claims do not make workers fight") without each process's start and warm-up inside the window. The table is not fresh (it holds the warm-up's rows, vacuumed, never analyzed) and no transactions are counted; the server CPU includes the bulk enqueue. graphile-worker at its defaults is left out (one job at a time: the warm-up alone would take ~30 s a run).`,
+        ]
+      : []),
+    ...(result.rows.some((r) => r.scenario === 'drain-keys-1000' || r.scenario === 'drain-hot-key')
+      ? [
+          `- Keyed drains (acta only: graphile-worker, pg-boss and BullMQ have no fleet-wide concurrency keys in their free editions): the plain drain's set-up (1 process, fresh table, the system's executors), the ${opt.jobs.toLocaleString('en-US')} jobs enqueued with \`concurrencyKey\` and the definition declaring \`concurrency: { key, limit }\`: round-robin over 1,000 keys of limit 1, or all on one key of limit 10. Each is divided by the plain 1-process fresh drain of the same run (per run, then the median). Afterwards the attempt ledger (acta.executions joined to acta.jobs) gives, per key, the most attempts whose [claimed_at, finished_at) overlap at one instant (checked against the limit, not assumed) and the mean hold (claim to the start of the completion write); the hot key's bound is 10 ÷ that mean hold: at most 10 attempts in flight, each holding its slot that long (an attempt whose handler is done holds it until its completion is written, so even 8 executors reach 10).`,
         ]
       : []),
     `- Transactions per job: pg_stat_database.xact_commit of the run's database from before the worker processes start until they have exited (startup and shutdown included), minus the orchestrator's polls, divided by the jobs.`,

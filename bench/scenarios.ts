@@ -36,8 +36,8 @@ function nodeArgs(ctx: Context, system: SystemName): string[] {
   return system.startsWith('acta') ? ctx.options.actaNodeArgs : [];
 }
 
-function childConfigs(store: Store, mode: ChildConfig['mode'], processes: number): ChildConfig[] {
-  return Array.from({ length: processes }, () => ({ ...store.childConfig(), mode, pool: poolCap(store.system, processes) }));
+function childConfigs(store: Store, mode: ChildConfig['mode'], processes: number, extra: Partial<ChildConfig> = {}): ChildConfig[] {
+  return Array.from({ length: processes }, () => ({ ...store.childConfig(), mode, pool: poolCap(store.system, processes), ...extra }));
 }
 
 /** Rejects when a worker process fails to start or exits before it is told to stop. */
@@ -101,14 +101,88 @@ export interface DrainRaw {
   serverCpuUsPerJob?: number;
 }
 
-/** Scenarios 2, 3, 5: N queued no-op jobs worked by `processes` worker processes. */
-export async function measureDrain(ctx: Context, system: SystemName, processes: number, analyzed: boolean) {
+/**
+ * A keyed drain (acta only; issue 26): the N jobs spread round-robin over `keys` concurrency keys
+ * (job i has key `k<i mod keys>`), the definition declaring `concurrency: { key, limit }`.
+ */
+export interface KeyedSpec {
+  keys: number;
+  limit: number;
+}
+
+/** What the attempt ledger shows of a keyed drain, read after it (acta.executions joined to acta.jobs). */
+export interface KeyedRaw extends KeyedSpec {
+  /** Attempts in the ledger, and the keys they had. */
+  executions: number;
+  keysSeen: number;
+  /** The most attempts of one key whose [claimed_at, finished_at) intervals overlap at one instant, over every key. */
+  maxInFlight: number;
+  /** Mean finished_at − claimed_at: how long an attempt held its slot (claim to the start of its completion write), ms. */
+  meanHoldMs: number;
+  /** From the first claimed_at to the last finished_at, ms. */
+  spanMs: number;
+  /** Sum of the holds / span: the attempts in flight on average (one key: that key's). */
+  meanInFlight: number;
+}
+
+/**
+ * Reads a keyed drain's attempts from the ledger: per key, +1 at each claimed_at and −1 at each
+ * finished_at, an end before a start at the same instant (the intervals are half-open), and the
+ * running sum's maximum.
+ */
+async function keyedFromLedger(url: string, spec: KeyedSpec): Promise<KeyedRaw> {
+  const client = await connectTo(url, 'acta-bench-ledger');
+  try {
+    const { rows } = await client.query<{ executions: string; keys: string; max_in_flight: string | null; mean_hold_ms: number | null; span_ms: number | null; hold_ms: number | null }>(`
+      with e as (
+        select j.concurrency_key as k, x.claimed_at, x.finished_at
+        from acta.executions x join acta.jobs j on j.id = x.job_id
+        where j.concurrency_key is not null
+      ),
+      ev as (
+        select k, claimed_at as t, 1 as d from e
+        union all
+        select k, finished_at, -1 from e
+      ),
+      running as (
+        select sum(d) over (partition by k order by t, d rows unbounded preceding) as n from ev
+      )
+      select (select count(*) from e) as executions,
+             (select count(distinct k) from e) as keys,
+             (select max(n) from running) as max_in_flight,
+             (select avg(extract(epoch from finished_at - claimed_at)) * 1000 from e)::float8 as mean_hold_ms,
+             (select extract(epoch from max(finished_at) - min(claimed_at)) * 1000 from e)::float8 as span_ms,
+             (select sum(extract(epoch from finished_at - claimed_at)) * 1000 from e)::float8 as hold_ms`);
+    const r = rows[0];
+    const spanMs = r.span_ms ?? NaN;
+    return {
+      ...spec,
+      executions: Number(r.executions),
+      keysSeen: Number(r.keys),
+      maxInFlight: Number(r.max_in_flight ?? NaN),
+      meanHoldMs: r.mean_hold_ms ?? NaN,
+      spanMs,
+      meanInFlight: (r.hold_ms ?? NaN) / spanMs,
+    };
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Scenarios 2, 3, 5: N queued no-op jobs worked by `processes` worker processes. With `keyed`
+ * (acta only), the jobs carry concurrency keys and the definition a limit (KeyedSpec), and the
+ * attempt ledger is read after the drain (KeyedRaw).
+ */
+export async function measureDrain(ctx: Context, system: SystemName, processes: number, analyzed: boolean, keyed?: KeyedSpec) {
   const n = ctx.options.jobs;
   const pg = usesPostgres(system);
+  if (keyed && !system.startsWith('acta')) throw new Error(`keyed drains are acta's only, not ${system}'s`);
   return withStore(ctx, system, async (store) => {
     await store.openClient();
     const e0 = now();
-    await store.enqueueBulk(n);
+    if (keyed) await store.enqueueKeyed!(n, (i) => `k${i % keyed.keys}`);
+    else await store.enqueueBulk(n);
     const enqueueMs = now() - e0;
     await store.closeClient();
     if (analyzed) await store.analyze();
@@ -117,7 +191,7 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
     const poller = await store.openPoller();
     let children: ChildHandle[] = [];
     try {
-      children = await spawnMany(childConfigs(store, 'drain', processes), { nodeArgs: nodeArgs(ctx, system) });
+      children = await spawnMany(childConfigs(store, 'drain', processes, keyed ? { concurrencyLimit: keyed.limit } : {}), { nodeArgs: nodeArgs(ctx, system) });
       const failed = watchFailures(children);
       const cpu = cpuMeter(system, children);
       const tGo = now();
@@ -129,7 +203,7 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
       failed.disarm();
       await stopAll(children);
       await poller.close();
-      const raw: DrainRaw = { jobs: n, processes, analyzed, enqueueMs, drainMs, startMs, completed: 0, pollerQueries: poller.polls, ...used };
+      const raw: DrainRaw & { keyed?: KeyedRaw } = { jobs: n, processes, analyzed, enqueueMs, drainMs, startMs, completed: 0, pollerQueries: poller.polls, ...used };
       if (pg) {
         await ctx.admin.waitNoBackends(store.database!);
         const x1 = await ctx.admin.xacts(store.database!);
@@ -139,6 +213,7 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
       }
       raw.completed = await store.completed(n);
       if (raw.completed !== n) throw new Error(`drain finished with ${raw.completed} of ${n} jobs completed`);
+      if (keyed) raw.keyed = await keyedFromLedger(store.url!, keyed);
       return { value: (n * 1000) / drainMs, raw };
     } finally {
       await killAll(children);

@@ -28,6 +28,8 @@ export interface Store {
   /** Opens the orchestrator's enqueue client. */
   openClient(): Promise<void>;
   enqueueBulk(n: number): Promise<void>;
+  /** acta only (keyed drains): as enqueueBulk, job i with the enqueue option `concurrencyKey: keyOf(i)` and `key` in its payload. */
+  enqueueKeyed?(n: number, keyOf: (i: number) => string): Promise<void>;
   enqueueOne(k: number): Promise<void>;
   closeClient(): Promise<void>;
   openPoller(): Promise<Poller>;
@@ -189,6 +191,9 @@ export class Stores {
       },
       async enqueueBulk(n) {
         await client!.enqueueMany(Array.from({ length: n }, (_, i) => ({ definition: JOB_NAME, payload: { n: i } })));
+      },
+      async enqueueKeyed(n, keyOf) {
+        await client!.enqueueMany(Array.from({ length: n }, (_, i) => ({ definition: JOB_NAME, payload: { n: i, key: keyOf(i) }, concurrencyKey: keyOf(i) })));
       },
       async enqueueOne(k) {
         await client!.enqueue(JOB_NAME, { k });

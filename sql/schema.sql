@@ -499,6 +499,12 @@ begin
       v_at := clock_timestamp();
 
       -- Then each candidate, in claim order: its lane, its key, its meter (see Contract).
+      -- Each CTE once and joined by hash: the generic plan estimates one row per CTE, and as a
+      -- nested loop it re-ran kq, and acta.gate_room in it, for every candidate (128 candidates:
+      -- 16,384 gate_room calls, ~340 ms a claim; docs/decisions/2026-12-04-policies-hot-path.md).
+      -- Put back after it.
+      v_nestloop := current_setting('enable_nestloop');
+      perform set_config('enable_nestloop', 'off', true);
       with c as (
         select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane,
                j.priority as prio, j.run_at, o.ord,
@@ -520,14 +526,19 @@ begin
                                  where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
         from c
       ),
-      -- 2. Its key: the slots free (acta.gate_room) go to the key's candidates in claim order, but
-      -- not past a parked row of the key that comes before them.
-      k as (
-        select x.ckey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
-        from (select distinct on (l.ckey) l.ckey, l.def from l
+      -- 2. Its key: the slots free go to the key's candidates in claim order, but not past a parked
+      -- row of the key that comes before them. The slots free are acta.gate_room's concurrency
+      -- room, written out here (and kept equal to it): the definition's limit less the key's
+      -- Executing rows, along jobs_key_held_idx: a function call per key (~8 µs) cost more than
+      -- the count (docs/decisions/2026-12-04-policies-hot-path.md).
+      k as materialized (
+        select x.ckey,
+               x.climit - (select count(*) from acta.jobs e
+                           where e.namespace = p_namespace and e.concurrency_key = x.ckey and e.status = 'executing') as room,
+               f.priority as fp, f.run_at as fr, f.id as fi
+        from (select distinct on (l.ckey) l.ckey, l.def, l.climit from l
               where l.lane_ok and l.ckey is not null and l.climit is not null
               order by l.ckey, l.climit, l.ord) x
-        cross join lateral acta.gate_room(p_namespace, 'concurrency', x.ckey, x.def, v_at) as r
         left join lateral (
           select p.priority, p.run_at, p.id from acta.jobs p
           where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
@@ -535,7 +546,7 @@ begin
           order by p.priority desc, p.run_at, p.id
           limit 1) f on true
       ),
-      kq as (
+      kq as materialized (
         select l.id, row_number() over (partition by l.ckey order by l.ord) <= k.room as fits
         from l join k on k.ckey = l.ckey
         where l.lane_ok and (k.fi is null or k.fp < l.prio or (k.fp = l.prio and (k.fr, k.fi) > (l.run_at, l.id)))
@@ -545,7 +556,7 @@ begin
         from l left join kq on kq.id = l.id
       ),
       -- 3. Its meter: the tokens it has, the same way (a meter held shut has none).
-      m as (
+      m as materialized (
         select x.rkey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
         from (select distinct on (kc.rkey) kc.rkey, kc.def from kc
               where kc.key_ok and kc.rkey is not null
@@ -558,7 +569,7 @@ begin
           order by p.priority desc, p.run_at, p.id
           limit 1) f on true
       ),
-      mq as (
+      mq as materialized (
         select kc.id, m.room is null or row_number() over (partition by kc.rkey order by kc.ord) <= m.room as fits
         from kc join m on m.rkey = kc.rkey
         where kc.key_ok and (m.fi is null or m.fp < kc.prio or (m.fp = kc.prio and (m.fr, m.fi) > (kc.run_at, kc.id)))
@@ -584,6 +595,7 @@ begin
         into v_admitted, v_parked_ids, v_parked_kinds, v_skipped, v_gate_kinds, v_gate_keys, v_rate_keys, v_rate_counts, v_rate_pers
       from verdict v;
 
+      perform set_config('enable_nestloop', v_nestloop, true);
       v_notify := v_notify or v_skipped;
       v_release_kinds := v_release_kinds || v_gate_kinds;
       v_release_keys := v_release_keys || v_gate_keys;

@@ -1,7 +1,7 @@
 /**
  * Smoke test of the benchmark (docs/performance.md): builds bench/, runs
  * `dist/bench/run.js --quick` under the Node 22 binary the bench uses, for every system and every
- * scenario, against the tests' PostgreSQL server (ACTA_TEST_DATABASE_URL) and Redis
+ * scenario (the keyed drains for acta), against the tests' PostgreSQL server (ACTA_TEST_DATABASE_URL) and Redis
  * (ACTA_TEST_REDIS_URL), and checks the JSON it writes: a row per system × scenario, each with
  * finite, positive numbers. No timing is asserted: the numbers of a quick run on a shared machine
  * mean nothing; this only keeps the bench from rotting. BullMQ is left out (and the reason printed)
@@ -75,6 +75,15 @@ test('npm run bench --quick: a row per system × scenario, with positive numbers
       const row = result.rows.find((r) => r.scenario === scenario && r.system === 'acta-default');
       expect({ scenario, found: row !== undefined }).toEqual({ scenario, found: true });
       for (const value of row!.samples) expect(Number.isFinite(value) && value >= 0).toBe(true);
+    }
+    // Keyed drains (acta only): the attempt ledger's most attempts of one key in flight at once is
+    // within the key's limit (1 for the 1,000 keys, 10 for the hot key), and the hot key's bound was
+    // computed from it.
+    for (const system of systems.filter((s) => s.startsWith('acta'))) {
+      for (const [scenario, limit] of [['keys-1000-inflight-max', 1], ['hot-key-inflight-max', 10]] as const) {
+        const row = result.rows.find((r) => r.scenario === scenario && r.system === system)!;
+        for (const value of row.samples) expect({ scenario, system, withinLimit: Number.isInteger(value) && value >= 1 && value <= limit }).toEqual({ scenario, system, withinLimit: true });
+      }
     }
     const markdown = fs.readFileSync(path.join(out, 'latest.md'), 'utf8');
     expect(markdown).toContain('| scenario | unit |');
