@@ -62,7 +62,7 @@ export interface JobContext {
  * its place, and is released when a slot frees (at the latest reconsidered after 2 s).
  */
 export interface ConcurrencyPolicy<P = any> {
-  /** The job's key, from its payload: a non-empty string of at most 1,000 bytes. */
+  /** The job's key, from its payload: a non-empty string of at most 1,000 bytes. Without it, every job of the definition has one key, the definition's name (unless enqueued with `concurrencyKey`). */
   key?: (payload: P) => string;
   /** Attempts of one key at once, fleet-wide: an integer ≥ 1. May be left out with `fair: true` (turns by key, no limit). */
   limit?: number;
@@ -73,7 +73,7 @@ export interface ConcurrencyPolicy<P = any> {
  * namespace (a sliding window). A job refused a token waits parked, uncharged, until the next one.
  */
 export interface RatePolicy<P = any> {
-  /** The job's meter, from its payload (or the enqueue option `rateKey`). */
+  /** The job's meter, from its payload (or the enqueue option `rateKey`). Without it, one meter for the whole definition, named after it. */
   key?: (payload: P) => string;
   /** Starts per window: an integer ≥ 1. */
   limit: number;
@@ -182,7 +182,11 @@ export function declaredPolicy(d: Definition): DeclaredPolicy {
   };
 }
 
-/** A job's policy keys: the enqueue options given, else the definition's key functions' answers. */
+/**
+ * A job's policy keys: the enqueue options given, else the definition's key functions' answers;
+ * a concurrency or rate policy without a key function keys every job of the definition by its name
+ * (one limit for the whole definition).
+ */
 export interface PolicyKeys {
   concurrencyKey: string | null;
   rateKey: string | null;
@@ -195,9 +199,9 @@ export interface PolicyKeys {
  * non-empty string of at most MAX_KEY_BYTES without \u0000, or a key function that throws.
  */
 export function policyKeys(d: Pick<Definition, 'name' | 'concurrency' | 'rate' | 'lane'> | undefined, payload: unknown, given: { concurrencyKey?: unknown; rateKey?: unknown; lane?: unknown }): PolicyKeys {
-  const one = (what: string, option: unknown, fn: ((p: any) => string) | undefined): string | null => {
+  const one = (what: string, option: unknown, fn: ((p: any) => string) | undefined, whole: string | null): string | null => {
     if (option !== undefined && option !== null) return nameOption(what, option, MAX_KEY_BYTES);
-    if (!fn) return null;
+    if (!fn) return whole;
     let key: unknown;
     try {
       key = fn(payload);
@@ -207,9 +211,9 @@ export function policyKeys(d: Pick<Definition, 'name' | 'concurrency' | 'rate' |
     return nameOption(`${what} of definition "${d?.name}"`, key, MAX_KEY_BYTES);
   };
   return {
-    concurrencyKey: one('concurrencyKey', given.concurrencyKey, d?.concurrency?.key),
-    rateKey: one('rateKey', given.rateKey, d?.rate?.key),
-    lane: one('lane', given.lane, d?.lane),
+    concurrencyKey: one('concurrencyKey', given.concurrencyKey, d?.concurrency?.key, d?.concurrency ? d.name : null),
+    rateKey: one('rateKey', given.rateKey, d?.rate?.key, d?.rate ? d.name : null),
+    lane: one('lane', given.lane, d?.lane, null),
   };
 }
 

@@ -6,7 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Redis } from 'ioredis';
-import { createClient, type Db } from '../src';
+import pino from 'pino';
+import { createClient, createWorker, type Db, defineJob } from '../src';
 import { redisChannel } from '../src/wakeups';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
 import { waitFor } from './helpers/wait';
@@ -330,4 +331,26 @@ test('`acta enqueue --redis` publishes one wakeup on the namespace\'s channel; a
   } finally {
     sub.disconnect();
   }
+});
+
+test('`acta enqueue` of a definition declared with policies needs its keys: --definitions computes them, or --concurrency-key / --rate-key / --lane give them; else exit 1 (the job would have no key, so no limit), writing nothing', async () => {
+  const handler = async () => undefined;
+  type Order = { tenant: string; order: string };
+  const keyed = defineJob({ name: 'cli-keyed', handler, concurrency: { key: (p: Order) => p.tenant, limit: 1 }, lane: (p: Order) => p.order });
+  // A worker declares the policies as it starts.
+  const worker = createWorker({ db, definitions: [keyed], namespace: 'cli-keys', logger: pino({ level: 'silent' }) });
+  await worker.start();
+  await worker.stop();
+  const before = await count('select count(*) as n from acta.jobs');
+  const refused = await acta(['enqueue', 'cli-keyed', '{"tenant":"a","order":"o1"}', '--namespace', 'cli-keys']);
+  expect(refused).toMatchObject({ code: 1, stdout: '' });
+  expect(refused.stderr).toBe(
+    'acta: definition "cli-keyed" declares concurrency, lane policy: its jobs need keys, which its key functions compute from the payload; pass --definitions <the worker\'s module> to compute them, or --concurrency-key, --lane\n',
+  );
+  expect(await count('select count(*) as n from acta.jobs')).toBe(before);
+  const given = await acta(['enqueue', 'cli-keyed', '{}', '--namespace', 'cli-keys', '--concurrency-key', 'a', '--lane', 'o1']);
+  expect(given).toMatchObject({ code: 0, stderr: '' });
+  const { id } = JSON.parse(given.stdout) as { id: string };
+  expect(await createClient({ db, namespace: 'cli-keys' }).getJob(id)).toMatchObject({ concurrencyKey: 'a', lane: 'o1', rateKey: null });
+  await db.query('delete from acta.jobs where id = $1', [id]);
 });

@@ -132,13 +132,31 @@ async function publishWakeup(url: string, namespace: string): Promise<void> {
  * the namespaces that have the name, for the hint. Held by test/cli.test.ts ("`acta enqueue`
  * refuses a definition no worker has declared").
  */
-async function assertDeclared(db: Db, namespace: string, name: string): Promise<void> {
-  const { rows } = await db.query<{ namespace: string; name: string }>(
-    'select namespace, name from acta.definitions where namespace = $1 or name = $2 order by namespace, name',
+async function assertDeclared(db: Db, namespace: string, name: string, given: { concurrencyKey?: string; rateKey?: string; lane?: string }): Promise<void> {
+  const { rows } = await db.query<{ namespace: string; name: string; concurrency: boolean; rate: boolean; lane: boolean }>(
+    `select namespace, name, (policy -> 'concurrency') is not null and jsonb_typeof(policy -> 'concurrency') = 'object' as concurrency,
+            jsonb_typeof(policy -> 'rate') = 'object' as rate, coalesce((policy ->> 'lane')::boolean, false) as lane
+       from acta.definitions where namespace = $1 or name = $2 order by namespace, name`,
     [namespace, name],
   );
   const here = rows.filter((r) => r.namespace === namespace).map((r) => r.name);
-  if (here.includes(name)) return;
+  const declared = rows.find((r) => r.namespace === namespace && r.name === name);
+  if (declared) {
+    // Its keys come from the worker's key functions, which only the module has: without them the
+    // job would get no key, and no limit (docs/policies.md, "A job's keys").
+    const missing = [
+      declared.concurrency && given.concurrencyKey === undefined ? '--concurrency-key' : undefined,
+      declared.rate && given.rateKey === undefined ? '--rate-key' : undefined,
+      declared.lane && given.lane === undefined ? '--lane' : undefined,
+    ].filter((m) => m !== undefined);
+    if (missing.length > 0) {
+      throw new ActaError(
+        'ACTA_POLICY_KEY_MISSING',
+        `definition ${JSON.stringify(name)} declares ${missing.map((m) => m.slice(2).replace('-key', '')).join(', ')} policy: its jobs need keys, which its key functions compute from the payload; pass --definitions <the worker's module> to compute them, or ${missing.join(', ')}`,
+      );
+    }
+    return;
+  }
   const quote = (s: string) => JSON.stringify(s);
   const elsewhere = rows.filter((r) => r.namespace !== namespace).map((r) => r.namespace);
   const hint = elsewhere.length === 0 ? '' : `; ${quote(name)} is declared in namespace ${elsewhere.slice(0, 5).map(quote).join(', ')}${elsewhere.length > 5 ? ', …' : ''} (--namespace ${quote(elsewhere[0])})`;
@@ -180,10 +198,13 @@ export function program(): Command {
     .option('--priority <n>', 'higher runs first', int())
     .option('--max-attempts <n>', "attempts before Failed (default: the definition's, else 25)", int(1))
     .option('--idempotency-key <key>', 'at most one job per key')
-    .option('--definitions <module>', "the worker's module: refuse a name it does not define (checked instead of the names workers declared)")
+    .option('--definitions <module>', "the worker's module: refuse a name it does not define (checked instead of the names workers declared), and compute the job's policy keys with its definition")
+    .option('--concurrency-key <key>', "the job's concurrency key (else computed with --definitions)")
+    .option('--rate-key <key>', "the job's rate key (else computed with --definitions)")
+    .option('--lane <key>', "the job's lane (else computed with --definitions)")
     .addOption(new Option('--force', 'enqueue a definition name no worker has declared in the namespace (e.g. its worker has not started yet)').conflicts('definitions'))
     .option('--redis <url>', 'also wake workers that take Redis wakeups (acta worker --redis), e.g. behind a pooler where NOTIFY does not reach them', redisAddress)
-    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string; force?: boolean; redis?: string }) => {
+    .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string; force?: boolean; redis?: string; concurrencyKey?: string; rateKey?: string; lane?: string }) => {
       let payload: unknown;
       try {
         payload = JSON.parse(json);
@@ -196,8 +217,9 @@ export function program(): Command {
         opts.namespace,
         async (client, db) => {
           // The module given is the list to check (the client refuses other names), else what workers declared.
-          if (!definitions && !opts.force) await assertDeclared(db, opts.namespace, definition);
-          return client.enqueue(definition, payload, { runAt, priority: opts.priority, maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey });
+          if (!definitions && !opts.force) await assertDeclared(db, opts.namespace, definition, opts);
+          const { concurrencyKey, rateKey, lane } = opts;
+          return client.enqueue(definition, payload, { runAt, priority: opts.priority, maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey, concurrencyKey, rateKey, lane });
         },
         definitions,
       );

@@ -121,6 +121,31 @@ test('enqueue computes a job\'s keys from its definition, and refuses what would
   expect(count[0].n).toBe(2);
 });
 
+test('a concurrency or rate policy without a key function limits the whole definition: its jobs are keyed by its name, unless enqueued with a key; a worker holds that limit', async () => {
+  const namespace = `whole-${randomUUID()}`;
+  let running = 0;
+  let most = 0;
+  const solo = defineJob({
+    name: 'solo',
+    concurrency: { limit: 1 },
+    rate: { limit: 1_000, perMs: 1_000 },
+    handler: async () => {
+      most = Math.max(most, ++running);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      running--;
+    },
+  });
+  const client = createClient({ db, namespace, definitions: [solo] });
+  const ids = (await client.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ definition: solo, payload: { i } })))).map((r) => r.id);
+  const given = (await client.enqueue(solo, {}, { concurrencyKey: 'own' })).id;
+  expect(await client.getJob(ids[0])).toMatchObject({ concurrencyKey: 'solo', rateKey: 'solo' });
+  expect(await client.getJob(given)).toMatchObject({ concurrencyKey: 'own', rateKey: 'solo' });
+  await db.query('delete from acta.jobs where id = $1', [given]);
+  await run(createWorker({ db, namespace, definitions: [solo], logger: silentLogger, executors: 4 }));
+  await waitFor(async () => (await Promise.all(ids.map((id) => client.getJob(id)))).every((j) => j?.status === 'succeeded'), 'the jobs to succeed');
+  expect(most).toBe(1);
+});
+
 test('a definition refuses a policy it cannot apply, where it is written', () => {
   const handler = () => undefined;
   expect(() => defineJob({ name: 'x', handler, concurrency: { key: () => 'k' } })).toThrow('concurrency of definition "x" needs a limit');
