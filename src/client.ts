@@ -170,7 +170,8 @@ export interface Client {
   observe<P = unknown, R = unknown>(id: JobId | number | bigint, options?: ObserveOptions): Observable<JobRecord<P, R>>;
   /**
    * The job's result once it Succeeded (observe's promise form): rejects with JobFailedError,
-   * JobCancelledError, JobNotFoundError, or ResultTimeoutError after `timeoutMs`.
+   * JobCancelledError, JobNotFoundError, or ResultTimeoutError when the job has not ended after
+   * `timeoutMs` (a job that had ended is answered from the first read, whatever the timeout).
    */
   result<R = unknown>(id: JobId | number | bigint, options?: ResultOptions): Promise<R>;
 }
@@ -483,8 +484,18 @@ export function createClient(options: ClientOptions): Client {
         return new Promise<R>((resolve, reject) => {
           let last: JobRecord<unknown, R> | undefined;
           let timer: Subscription | undefined;
-          const sub = states.subscribe({
-            next: (job) => (last = job),
+          let expired = false;
+          const timedOut = () => {
+            sub.unsubscribe();
+            reject(new ResultTimeoutError(String(id), timeoutMs as number));
+          };
+          const sub: Subscription = states.subscribe({
+            next: (job) => {
+              last = job;
+              // The timeout ran out before the first read answered: a job that has not ended now
+              // ends the wait (one that has is answered by complete or error next).
+              if (expired && job.status !== 'succeeded' && job.status !== 'failed' && job.status !== 'cancelled') timedOut();
+            },
             error: (err: unknown) => {
               timer?.unsubscribe();
               reject(err);
@@ -496,8 +507,9 @@ export function createClient(options: ClientOptions): Client {
           });
           if (timeoutMs !== undefined && !sub.closed) {
             timer = scheduler.schedule(() => {
-              sub.unsubscribe();
-              reject(new ResultTimeoutError(String(id), timeoutMs));
+              // A job that ended is answered whatever the timeout: wait for the first read.
+              if (last === undefined) expired = true;
+              else timedOut();
             }, timeoutMs);
           }
         });

@@ -1,4 +1,4 @@
-import { Observable, type SchedulerLike } from 'rxjs';
+import { Observable, type SchedulerLike, type Subscriber } from 'rxjs';
 import type { Logger } from 'pino';
 import { PIPELINE } from './config';
 import { type CompletionRow, INT4_MAX } from './db/types';
@@ -43,6 +43,8 @@ export interface ExecutorDeps {
   onEnd?: (entry: Entry) => void;
   /** ctx.progress (src/progress.ts); absent: progress is checked and dropped. */
   progress?: (entry: Entry, value: unknown) => void;
+  /** The attempt ended: a promise while its last progress value is still being sent (ProgressReporter.settle), which the completion waits for. */
+  settleProgress?: (entry: Entry) => Promise<void> | undefined;
 }
 
 /**
@@ -59,17 +61,25 @@ export function runEntry(entry: Entry, deps: ExecutorDeps, settled = deps.settle
     entry.taken = true;
     execute(entry, deps).then(
       (completion) => {
-        if (!subscriber.closed && deps.registry.isCurrent(entry)) {
-          entry.state = 'finalizing';
-          deps.onEnd?.(entry);
-          subscriber.next(completion);
-        }
-        subscriber.complete();
+        // Only an attempt that reported progress not sent yet waits (one call): the rest go on at once.
+        const sending = deps.settleProgress?.(entry);
+        if (sending) void sending.then(() => handOn(subscriber, entry, deps, completion));
+        else handOn(subscriber, entry, deps, completion);
       },
       (err: unknown) => subscriber.error(err),
     );
     return settled;
   });
+}
+
+/** The attempt's completion goes downstream (state Finalizing), unless its entry was superseded or the run unsubscribed; then the run completes. */
+function handOn(subscriber: Subscriber<Completion>, entry: Entry, deps: ExecutorDeps, completion: Completion): void {
+  if (!subscriber.closed && deps.registry.isCurrent(entry)) {
+    entry.state = 'finalizing';
+    deps.onEnd?.(entry);
+    subscriber.next(completion);
+  }
+  subscriber.complete();
 }
 
 async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {

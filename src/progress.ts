@@ -17,14 +17,15 @@ export function progressJson(value: unknown): string {
 /**
  * ctx.progress for one worker (docs/rx.md, "A job as an Observable"): each running attempt's latest
  * value, sent for all of them in one acta.report_progress call at most every `intervalMs` (the
- * first report after a quiet interval goes at once). Progress is advisory: a call that fails is
- * logged and its values dropped (the next report sends the latest), and a value that reaches the
- * database after its attempt's completion is fenced out (the completion has the last word).
+ * first report after a quiet interval goes at once); an attempt's last value, if not sent yet when
+ * it ends, goes before its completion (settle). Progress is advisory: a call that fails is logged
+ * and its values dropped (the next report sends the latest).
  */
 export class ProgressReporter {
   private readonly pending = new Map<Entry, string>();
   private lastCallAt = -Infinity;
-  private inFlight = false;
+  /** The batch call in flight (its settled promise), or undefined. */
+  private flight?: Promise<void>;
   private timer?: Subscription;
   private closed = false;
 
@@ -44,6 +45,23 @@ export class ProgressReporter {
     this.arm();
   }
 
+  /**
+   * The attempt has ended: its value not sent yet goes now, in a call of its own, and the returned
+   * promise settles when that call has answered (never rejects), so that the completion written
+   * after it does not fence it out. Resolves at once when nothing of it is pending.
+   */
+  settle(entry: Entry): Promise<void> | undefined {
+    const json = this.pending.get(entry);
+    if (json === undefined || this.closed) return undefined;
+    this.pending.delete(entry);
+    // After the batch in flight, if any: two calls at once could land in either order.
+    const row = { id: entry.row.id, execution: entry.row.execution, json };
+    return (this.flight ?? Promise.resolve()).then(() => this.send([row])).then(
+      () => undefined,
+      (err: unknown) => this.logger.warn({ err, jobId: entry.row.id }, 'progress report failed; the last value is not stored'),
+    );
+  }
+
   /** Stops sending; what is pending is dropped (the worker is stopping: the attempts' ends say the rest). */
   close(): void {
     this.closed = true;
@@ -52,7 +70,7 @@ export class ProgressReporter {
   }
 
   private arm(): void {
-    if (this.timer || this.inFlight || this.pending.size === 0 || this.closed) return;
+    if (this.timer || this.flight || this.pending.size === 0 || this.closed) return;
     const wait = Math.max(0, this.lastCallAt + this.intervalMs - this.scheduler.now());
     this.timer = this.scheduler.schedule(() => {
       this.timer = undefined;
@@ -67,9 +85,8 @@ export class ProgressReporter {
     }
     this.pending.clear();
     if (rows.length === 0) return;
-    this.inFlight = true;
     this.lastCallAt = this.scheduler.now();
-    this.send(rows).then(
+    this.flight = this.send(rows).then(
       () => this.settled(),
       (err: unknown) => {
         this.logger.warn({ err, rows: rows.length }, 'progress report failed; the next report sends the latest values');
@@ -79,7 +96,7 @@ export class ProgressReporter {
   }
 
   private settled(): void {
-    this.inFlight = false;
+    this.flight = undefined;
     this.arm();
   }
 }

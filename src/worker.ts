@@ -369,6 +369,7 @@ export function createWorker(options: WorkerOptions): Worker {
         if (entry.startedAt >= 0) entry.endedAt = scheduler.now();
       },
       progress: (entry, value) => progress.report(entry, value),
+      settleProgress: (entry) => progress.settle(entry),
     };
 
     let executorsEnded!: () => void;

@@ -102,6 +102,8 @@ test('observe ends with JobFailedError after a Failed state, JobCancelledError a
     expect(await client.cancel(later)).toBe(true);
     await expect(cancelled).rejects.toBeInstanceOf(JobCancelledError);
 
+    // A job that has ended is answered from the first read, whatever the timeout.
+    await expect(client.result(failed, { timeoutMs: 0 })).rejects.toBeInstanceOf(JobFailedError);
     await expect(client.result('999999999')).rejects.toBeInstanceOf(JobNotFoundError);
     await expect(client.result('99999999999999999999')).rejects.toBeInstanceOf(JobNotFoundError);
     // Another namespace's job is not found either.
@@ -110,6 +112,27 @@ test('observe ends with JobFailedError after a Failed state, JobCancelledError a
     expect(() => client.observe(failed, { pollMs: 1 })).toThrow('pollMs must be an integer of ms from 10');
     await expect(client.result(failed, { timeoutMs: -1 })).rejects.toThrow('timeoutMs must be a number of ms');
     await expect(client.result(failed, { timeout: 5 } as never)).rejects.toThrow('unknown result option');
+  } finally {
+    await worker.stop();
+  }
+});
+
+test("an attempt's last progress value is stored before its completion, however soon after it the handler returns", async () => {
+  const burst = defineJob({
+    name: 'burst',
+    handler: async (_p: unknown, ctx) => {
+      for (let i = 1; i <= 100; i++) ctx.progress({ pct: i });
+      return 'done';
+    },
+  });
+  const worker = createWorker({ db, definitions: [burst], logger: silentLogger });
+  await worker.start();
+  const client = createClient({ db });
+  try {
+    const { id } = await client.enqueue(burst, {});
+    const states = await lastValueFrom(client.observe(id).pipe(toArray()));
+    expect(states.at(-1)).toMatchObject({ status: 'succeeded', result: 'done', progress: { pct: 100 } });
+    expect(await client.result(id, { timeoutMs: 0 })).toBe('done');
   } finally {
     await worker.stop();
   }

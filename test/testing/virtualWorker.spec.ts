@@ -152,7 +152,7 @@ test('a crash right after a step, in virtual time: the row comes back after its 
   await stop();
 });
 
-test('a job followed in virtual time: ctx.progress every 10 ms is stored at most every 250 ms (the first at once), client.observe sees each stored value, and a cancel at 600 ends it at once through the NOTIFY', async () => {
+test('a job followed in virtual time: ctx.progress every 10 ms is stored at most every 250 ms (the first at once), client.observe sees each stored value, and a cancel at 600 ends it through the NOTIFY, its last value stored first', async () => {
   const clock = new VirtualClock();
   const reports: number[] = [];
   const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
@@ -181,12 +181,14 @@ test('a job followed in virtual time: ctx.progress every 10 ms is stored at most
   await clock.advance(100);
   // The worker's start took 3 ms; the enqueue's NOTIFY woke its claimer, whose claim answered at 5.
   expect(timesOf(events, 'started')).toEqual([5]);
-  // The first report went at once, the rest at most every 250 ms, each with the latest value.
-  expect(reports).toEqual([5, 255, 505]);
+  // The first report went at once, the rest at most every 250 ms, each with the latest value; the
+  // value pending when the attempt ended (59, reported at 595) went at 600, before its completion.
+  expect(reports).toEqual([5, 255, 505, 600]);
   // The observer subscribed at 4 read the job first at 5, already Executing (the claim had taken
   // it), then each stored value about 2 ms after its call (the NOTIFY, then its read): the tick
   // values 0, 24 and 49. The cancel at 600: the request (its NOTIFY reaches the observer and the
-  // worker at once), the handler aborted and the completion written at 601, the end read at 602.
+  // worker at once), the last value stored (answered at 601), then the completion (written at 601,
+  // answered at 602), the end read at 603.
   const seen = states.entries.map((e) => [e.at, e.value.status, (e.value.progress as { done: number } | null)?.done ?? null, e.value.cancelRequestedAt !== null]);
   expect(seen).toEqual([
     [5, 'executing', null, false],
@@ -194,10 +196,11 @@ test('a job followed in virtual time: ctx.progress every 10 ms is stored at most
     [256, 'executing', 24, false],
     [506, 'executing', 49, false],
     [601, 'executing', 49, true],
-    [602, 'cancelled', 49, true],
+    [602, 'executing', 59, true],
+    [603, 'cancelled', 59, true],
   ]);
-  expect(timesOf(events, 'cancelled')).toEqual([601]);
-  expect(states.error).toEqual({ at: 602, error: new JobCancelledError(id) });
+  expect(timesOf(events, 'cancelled')).toEqual([602]);
+  expect(states.error).toEqual({ at: 603, error: new JobCancelledError(id) });
   await clock.await(worker.stop());
 });
 
