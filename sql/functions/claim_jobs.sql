@@ -67,6 +67,8 @@ declare
   v_plain        text[];
   v_gate         record;
   v_lock         bigint;
+  v_gate_locks   bigint[];
+  v_other        boolean;
   v_locks        bigint[] := '{}';
   v_max_lock     bigint;
   v_busy         bigint[] := '{}';
@@ -334,33 +336,38 @@ begin
       v_admitted := v_ids;
       v_at := clock_timestamp();
     else
-      -- Admission. First the gates the candidates pass, locked in increasing order (see Locks).
-      for v_lock in
-        select distinct x.lock
-        from (
-          select acta.gate_lock(p_namespace, 'lane', j.lane) as lock
-          from acta.jobs j where j.id = any (v_ids) and j.lane is not null
-          union all
-          select acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key)
-          from acta.jobs j
-          join acta.definitions d on d.namespace = p_namespace and d.name = j.definition and d.concurrency_limit is not null
-          where j.id = any (v_ids) and j.concurrency_key is not null
-          union all
-          select acta.gate_lock(p_namespace, 'rate', j.rate_key)
-          from acta.jobs j where j.id = any (v_ids) and j.rate_key is not null
-        ) x
-        order by x.lock
-      loop
-        continue when v_lock = any (v_locks);
-        if v_max_lock is null or v_lock > v_max_lock then
-          perform pg_advisory_xact_lock(v_lock);
-          v_max_lock := v_lock;
-        elsif not pg_try_advisory_xact_lock(v_lock) then
-          v_busy := v_busy || v_lock;
-          continue;
-        end if;
-        v_locks := v_locks || v_lock;
-      end loop;
+      -- Admission. First the gates the candidates pass, locked in increasing order (see Locks):
+      -- their lanes, their keys under a limit, their meters, read in one pass over the candidates;
+      -- and whether any has a lane or a meter (v_other: else the admission is by key only).
+      select coalesce(array_agg(distinct x.lock order by x.lock) filter (where x.lock is not null), '{}'),
+             coalesce(bool_or(j.lane is not null or j.rate_key is not null), false)
+        into v_gate_locks, v_other
+      from acta.jobs j
+      left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
+      cross join lateral (values
+        (case when j.lane is not null then acta.gate_lock(p_namespace, 'lane', j.lane) end),
+        (case when j.concurrency_key is not null and d.concurrency_limit is not null
+              then acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key) end),
+        (case when j.rate_key is not null then acta.gate_lock(p_namespace, 'rate', j.rate_key) end)) as x(lock)
+      where j.id = any (v_ids);
+      if v_max_lock is null then
+        -- None held yet: each lock is above all held before it, so each is waited for, in order.
+        perform pg_advisory_xact_lock(l.lock) from unnest(v_gate_locks) as l(lock);
+        v_locks := v_gate_locks;
+        v_max_lock := v_gate_locks[cardinality(v_gate_locks)];
+      else
+        foreach v_lock in array v_gate_locks loop
+          continue when v_lock = any (v_locks);
+          if v_lock > v_max_lock then
+            perform pg_advisory_xact_lock(v_lock);
+            v_max_lock := v_lock;
+          elsif not pg_try_advisory_xact_lock(v_lock) then
+            v_busy := v_busy || v_lock;
+            continue;
+          end if;
+          v_locks := v_locks || v_lock;
+        end loop;
+      end if;
       -- The admission's instant (see Contract, claimed_at): after the gates' locks, so later than
       -- every hand-on and every admission of these gates before it.
       v_at := clock_timestamp();
@@ -372,95 +379,149 @@ begin
       -- Put back after it.
       v_nestloop := current_setting('enable_nestloop');
       perform set_config('enable_nestloop', 'off', true);
-      with c as (
-        select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane,
-               j.priority as prio, j.run_at, o.ord,
-               d.concurrency_limit as climit, d.rate_limit as rlimit, d.rate_per_ms as rper,
-               (j.lane is not null and acta.gate_lock(p_namespace, 'lane', j.lane) = any (v_busy))
-               or (j.concurrency_key is not null and acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key) = any (v_busy))
-               or (j.rate_key is not null and acta.gate_lock(p_namespace, 'rate', j.rate_key) = any (v_busy)) as busy
-        from unnest(v_ids) with ordinality as o(id, ord)
-        join acta.jobs j on j.id = o.id
-        left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
-        where j.id = any (v_ids)
-      ),
-      -- 1. Its lane's first Ready row, with nothing of the lane running or waiting.
-      l as (
-        select c.*, not c.busy and (c.lane is null or (
-                 not exists (select 1 from acta.jobs h
-                             where h.namespace = p_namespace and h.lane = c.lane and h.status in ('executing', 'waiting'))
-                 and not exists (select 1 from acta.jobs r
-                                 where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
-        from c
-      ),
-      -- 2. Its key: the slots free go to the key's candidates in claim order, but not past a parked
-      -- row of the key that comes before them. The slots free are acta.gate_room's concurrency
-      -- room, written out here (and kept equal to it): the definition's limit less the key's
-      -- Executing rows, along jobs_key_held_idx: a function call per key (~8 µs) cost more than
-      -- the count (docs/decisions/2026-12-04-policies-hot-path.md).
-      k as materialized (
-        select x.ckey,
-               x.climit - (select count(*) from acta.jobs e
-                           where e.namespace = p_namespace and e.concurrency_key = x.ckey and e.status = 'executing') as room,
-               f.priority as fp, f.run_at as fr, f.id as fi
-        from (select distinct on (l.ckey) l.ckey, l.def, l.climit from l
-              where l.lane_ok and l.ckey is not null and l.climit is not null
-              order by l.ckey, l.climit, l.ord) x
-        left join lateral (
-          select p.priority, p.run_at, p.id from acta.jobs p
-          where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
-            and p.blocked_by = 'concurrency' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.ckey
-          order by p.priority desc, p.run_at, p.id
-          limit 1) f on true
-      ),
-      kq as materialized (
-        select l.id, row_number() over (partition by l.ckey order by l.ord) <= k.room as fits
-        from l join k on k.ckey = l.ckey
-        where l.lane_ok and (k.fi is null or k.fp < l.prio or (k.fp = l.prio and (k.fr, k.fi) > (l.run_at, l.id)))
-      ),
-      kc as (
-        select l.*, l.lane_ok and (l.ckey is null or l.climit is null or coalesce(kq.fits, false)) as key_ok
-        from l left join kq on kq.id = l.id
-      ),
-      -- 3. Its meter: the tokens it has, the same way (a meter held shut has none).
-      m as materialized (
-        select x.rkey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
-        from (select distinct on (kc.rkey) kc.rkey, kc.def from kc
-              where kc.key_ok and kc.rkey is not null
-              order by kc.rkey, kc.rlimit, kc.ord) x
-        cross join lateral acta.gate_room(p_namespace, 'rate', x.rkey, x.def, v_at) as r
-        left join lateral (
-          select p.priority, p.run_at, p.id from acta.jobs p
-          where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
-            and p.blocked_by = 'rate' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.rkey
-          order by p.priority desc, p.run_at, p.id
-          limit 1) f on true
-      ),
-      mq as materialized (
-        select kc.id, m.room is null or row_number() over (partition by kc.rkey order by kc.ord) <= m.room as fits
-        from kc join m on m.rkey = kc.rkey
-        where kc.key_ok and (m.fi is null or m.fp < kc.prio or (m.fp = kc.prio and (m.fr, m.fi) > (kc.run_at, kc.id)))
-      ),
-      verdict as (
-        select kc.id, kc.ord, kc.lane, kc.ckey, kc.rkey, kc.rlimit, kc.rper,
-               case when kc.busy then 'busy'
-                    when not kc.lane_ok then 'lane'
-                    when not kc.key_ok then 'concurrency'
-                    when kc.rkey is null or coalesce(mq.fits, false) then 'admitted'
-                    else 'rate' end as v
-        from kc left join mq on mq.id = kc.id
-      )
-      select coalesce(array_agg(v.id order by v.ord) filter (where v.v = 'admitted'), '{}'),
-             coalesce(array_agg(v.id) filter (where v.v in ('lane', 'concurrency', 'rate')), '{}'),
-             coalesce(array_agg(v.v) filter (where v.v in ('lane', 'concurrency', 'rate')), '{}'),
-             coalesce(bool_or(v.v = 'busy'), false),
-             (select coalesce(array_agg(g.kind), '{}') from (select distinct v2.v as kind, case v2.v when 'lane' then v2.lane when 'rate' then v2.rkey else v2.ckey end as key from verdict v2 where v2.v in ('lane', 'concurrency', 'rate')) g),
-             (select coalesce(array_agg(g.key), '{}') from (select distinct v2.v as kind, case v2.v when 'lane' then v2.lane when 'rate' then v2.rkey else v2.ckey end as key from verdict v2 where v2.v in ('lane', 'concurrency', 'rate')) g),
-             (select coalesce(array_agg(s.rkey), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s),
-             (select coalesce(array_agg(s.n), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s),
-             (select coalesce(array_agg(s.per), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s)
-        into v_admitted, v_parked_ids, v_parked_kinds, v_skipped, v_gate_kinds, v_gate_keys, v_rate_keys, v_rate_counts, v_rate_pers
-      from verdict v;
+      if not v_other then
+        -- No candidate has a lane or a meter: the key's step alone, the same as below (a candidate
+        -- with no lane passes it unless busy), without the lane's probes, the meter's CTEs and their
+        -- aggregates, which cost a claim their time with nothing to decide
+        -- (docs/decisions/2026-12-04-policies-hot-path.md).
+        with c as (
+          select j.id, j.concurrency_key as ckey, j.priority as prio, j.run_at, o.ord,
+                 d.concurrency_limit as climit,
+                 (j.concurrency_key is not null and acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key) = any (v_busy)) as busy
+          from unnest(v_ids) with ordinality as o(id, ord)
+          join acta.jobs j on j.id = o.id
+          left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
+          where j.id = any (v_ids)
+        ),
+        k as materialized (
+          select x.ckey,
+                 x.climit - (select count(*) from acta.jobs e
+                             where e.namespace = p_namespace and e.concurrency_key = x.ckey and e.status = 'executing') as room,
+                 f.priority as fp, f.run_at as fr, f.id as fi
+          from (select distinct on (c.ckey) c.ckey, c.climit from c
+                where not c.busy and c.ckey is not null and c.climit is not null
+                order by c.ckey, c.climit, c.ord) x
+          left join lateral (
+            select p.priority, p.run_at, p.id from acta.jobs p
+            where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+              and p.blocked_by = 'concurrency' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.ckey
+            order by p.priority desc, p.run_at, p.id
+            limit 1) f on true
+        ),
+        kq as materialized (
+          select c.id, row_number() over (partition by c.ckey order by c.ord) <= k.room as fits
+          from c join k on k.ckey = c.ckey
+          where not c.busy and (k.fi is null or k.fp < c.prio or (k.fp = c.prio and (k.fr, k.fi) > (c.run_at, c.id)))
+        ),
+        verdict as (
+          select c.id, c.ord, c.ckey,
+                 case when c.busy then 'busy'
+                      when c.ckey is null or c.climit is null or coalesce(kq.fits, false) then 'admitted'
+                      else 'concurrency' end as v
+          from c left join kq on kq.id = c.id
+        )
+        select coalesce(array_agg(v.id order by v.ord) filter (where v.v = 'admitted'), '{}'),
+               coalesce(array_agg(v.id) filter (where v.v = 'concurrency'), '{}'),
+               coalesce(array_agg(v.v) filter (where v.v = 'concurrency'), '{}'),
+               coalesce(bool_or(v.v = 'busy'), false),
+               (select coalesce(array_agg(distinct v2.ckey), '{}') from verdict v2 where v2.v = 'concurrency')
+          into v_admitted, v_parked_ids, v_parked_kinds, v_skipped, v_gate_keys
+        from verdict v;
+        v_gate_kinds := array_fill('concurrency'::text, array[cardinality(v_gate_keys)]);
+        v_rate_keys := '{}';
+        v_rate_counts := '{}';
+        v_rate_pers := '{}';
+      else
+        with c as (
+          select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane,
+                 j.priority as prio, j.run_at, o.ord,
+                 d.concurrency_limit as climit, d.rate_limit as rlimit, d.rate_per_ms as rper,
+                 (j.lane is not null and acta.gate_lock(p_namespace, 'lane', j.lane) = any (v_busy))
+                 or (j.concurrency_key is not null and acta.gate_lock(p_namespace, 'concurrency', j.concurrency_key) = any (v_busy))
+                 or (j.rate_key is not null and acta.gate_lock(p_namespace, 'rate', j.rate_key) = any (v_busy)) as busy
+          from unnest(v_ids) with ordinality as o(id, ord)
+          join acta.jobs j on j.id = o.id
+          left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
+          where j.id = any (v_ids)
+        ),
+        -- 1. Its lane's first Ready row, with nothing of the lane running or waiting.
+        l as (
+          select c.*, not c.busy and (c.lane is null or (
+                   not exists (select 1 from acta.jobs h
+                               where h.namespace = p_namespace and h.lane = c.lane and h.status in ('executing', 'waiting'))
+                   and not exists (select 1 from acta.jobs r
+                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
+          from c
+        ),
+        -- 2. Its key: the slots free go to the key's candidates in claim order, but not past a parked
+        -- row of the key that comes before them. The slots free are acta.gate_room's concurrency
+        -- room, written out here (and kept equal to it): the definition's limit less the key's
+        -- Executing rows, along jobs_key_held_idx: a function call per key (~8 µs) cost more than
+        -- the count (docs/decisions/2026-12-04-policies-hot-path.md).
+        k as materialized (
+          select x.ckey,
+                 x.climit - (select count(*) from acta.jobs e
+                             where e.namespace = p_namespace and e.concurrency_key = x.ckey and e.status = 'executing') as room,
+                 f.priority as fp, f.run_at as fr, f.id as fi
+          from (select distinct on (l.ckey) l.ckey, l.def, l.climit from l
+                where l.lane_ok and l.ckey is not null and l.climit is not null
+                order by l.ckey, l.climit, l.ord) x
+          left join lateral (
+            select p.priority, p.run_at, p.id from acta.jobs p
+            where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+              and p.blocked_by = 'concurrency' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.ckey
+            order by p.priority desc, p.run_at, p.id
+            limit 1) f on true
+        ),
+        kq as materialized (
+          select l.id, row_number() over (partition by l.ckey order by l.ord) <= k.room as fits
+          from l join k on k.ckey = l.ckey
+          where l.lane_ok and (k.fi is null or k.fp < l.prio or (k.fp = l.prio and (k.fr, k.fi) > (l.run_at, l.id)))
+        ),
+        kc as (
+          select l.*, l.lane_ok and (l.ckey is null or l.climit is null or coalesce(kq.fits, false)) as key_ok
+          from l left join kq on kq.id = l.id
+        ),
+        -- 3. Its meter: the tokens it has, the same way (a meter held shut has none).
+        m as materialized (
+          select x.rkey, r.room, f.priority as fp, f.run_at as fr, f.id as fi
+          from (select distinct on (kc.rkey) kc.rkey, kc.def from kc
+                where kc.key_ok and kc.rkey is not null
+                order by kc.rkey, kc.rlimit, kc.ord) x
+          cross join lateral acta.gate_room(p_namespace, 'rate', x.rkey, x.def, v_at) as r
+          left join lateral (
+            select p.priority, p.run_at, p.id from acta.jobs p
+            where p.namespace = p_namespace and p.status = 'ready' and p.blocked_by in ('concurrency', 'rate')
+              and p.blocked_by = 'rate' and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.rkey
+            order by p.priority desc, p.run_at, p.id
+            limit 1) f on true
+        ),
+        mq as materialized (
+          select kc.id, m.room is null or row_number() over (partition by kc.rkey order by kc.ord) <= m.room as fits
+          from kc join m on m.rkey = kc.rkey
+          where kc.key_ok and (m.fi is null or m.fp < kc.prio or (m.fp = kc.prio and (m.fr, m.fi) > (kc.run_at, kc.id)))
+        ),
+        verdict as (
+          select kc.id, kc.ord, kc.lane, kc.ckey, kc.rkey, kc.rlimit, kc.rper,
+                 case when kc.busy then 'busy'
+                      when not kc.lane_ok then 'lane'
+                      when not kc.key_ok then 'concurrency'
+                      when kc.rkey is null or coalesce(mq.fits, false) then 'admitted'
+                      else 'rate' end as v
+          from kc left join mq on mq.id = kc.id
+        )
+        select coalesce(array_agg(v.id order by v.ord) filter (where v.v = 'admitted'), '{}'),
+               coalesce(array_agg(v.id) filter (where v.v in ('lane', 'concurrency', 'rate')), '{}'),
+               coalesce(array_agg(v.v) filter (where v.v in ('lane', 'concurrency', 'rate')), '{}'),
+               coalesce(bool_or(v.v = 'busy'), false),
+               (select coalesce(array_agg(g.kind), '{}') from (select distinct v2.v as kind, case v2.v when 'lane' then v2.lane when 'rate' then v2.rkey else v2.ckey end as key from verdict v2 where v2.v in ('lane', 'concurrency', 'rate')) g),
+               (select coalesce(array_agg(g.key), '{}') from (select distinct v2.v as kind, case v2.v when 'lane' then v2.lane when 'rate' then v2.rkey else v2.ckey end as key from verdict v2 where v2.v in ('lane', 'concurrency', 'rate')) g),
+               (select coalesce(array_agg(s.rkey), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s),
+               (select coalesce(array_agg(s.n), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s),
+               (select coalesce(array_agg(s.per), '{}') from (select v3.rkey, count(*)::integer as n, max(v3.rper) as per from verdict v3 where v3.v = 'admitted' and v3.rkey is not null and v3.rlimit is not null group by v3.rkey) s)
+          into v_admitted, v_parked_ids, v_parked_kinds, v_skipped, v_gate_kinds, v_gate_keys, v_rate_keys, v_rate_counts, v_rate_pers
+        from verdict v;
+      end if;
 
       perform set_config('enable_nestloop', v_nestloop, true);
       v_notify := v_notify or v_skipped;

@@ -141,22 +141,22 @@ begin
   left join done d on d.id = i.id and d.execution = i.execution;
 
   if v_gate_kinds is not null then
-    -- Gate locks in increasing order (acta.gate_lock); this call holds none before.
-    for v_gate in
-      select g.kind, g.key, acta.gate_lock(v_namespace, g.kind, g.key) as lock
-      from unnest(v_gate_kinds, v_gate_keys) as g(kind, key)
-      order by 3
-    loop
-      perform pg_advisory_xact_lock(v_gate.lock);
-    end loop;
+    -- Gate locks in increasing order (acta.gate_lock); this call holds none before. One
+    -- statement: the sorted array, then the locks taken along it in its order.
+    perform pg_advisory_xact_lock(l.lock)
+    from unnest(array(select acta.gate_lock(v_namespace, g.kind, g.key)
+                      from unnest(v_gate_kinds, v_gate_keys) as g(kind, key)
+                      order by 1)) as l(lock);
     -- A meter held shut until the rate-limited attempt's retry is due: a claim refuses its rows
     -- until then, and its parked rows are reconsidered then (acta.gate_room, acta.release_gate).
-    insert into acta.gates as g (namespace, kind, key, shut_until)
-    select v_namespace, 'rate', s.key, max(now() + s.ms * interval '1 millisecond')
-    from unnest(v_shut_keys, v_shut_ms) as s(key, ms)
-    where s.key is not null
-    group by s.key
-    on conflict (namespace, kind, key) do update set shut_until = greatest(g.shut_until, excluded.shut_until);
+    if v_shut_keys is not null then
+      insert into acta.gates as g (namespace, kind, key, shut_until)
+      select v_namespace, 'rate', s.key, max(now() + s.ms * interval '1 millisecond')
+      from unnest(v_shut_keys, v_shut_ms) as s(key, ms)
+      where s.key is not null
+      group by s.key
+      on conflict (namespace, kind, key) do update set shut_until = greatest(g.shut_until, excluded.shut_until);
+    end if;
     -- A key or a meter has parked rows only while its gate row exists (acta.release_gate keeps
     -- it so, under the lock held here); a lane's are found by acta.release_gate itself.
     for v_gate in
