@@ -1,33 +1,27 @@
 -- acta.claim_jobs: claim up to p_limit due rows of the given definitions for one worker, admitting
 -- each through its lane, concurrency key and rate meter (docs/DESIGN.md, "Policies").
 --
--- Contract: each claimed row goes straight to Executing (the claim starts the execution), its
--- execution number (the fence) + 1, its holder p_worker, claimed_at the instant it was admitted
--- (clock_timestamp() once the claim holds its gates' locks, not the transaction's start; also its
--- meter's start time: so the attempt ledger shows a key's next attempt after the one it followed
--- ended; docs/DESIGN.md, "The ledger"), its lease p_lease_ms from then; returned in
--- claim order: priority, then due time (a fair definition: its turn, fair_tag), then id. A
--- candidate is admitted when its lane has nothing running or waiting and it is the lane's first
--- Ready row, its key has a free slot and no parked row of the key ahead of it, and its meter has a
--- token (acta.gate_room); else it is PARKED (blocked_by: out of the claim's indexes, its place
--- kept) and released by the gate's hand-on or recheck (acta.release_gate). So a batch never starts
--- more attempts of a key than its free slots, whatever p_limit. Nothing claimable: one row with a
--- null job_id and next_due_in_ms, the time until the next row of these definitions is due or the
--- next gate recheck of the namespace (null: none). own_max_attempts is the job's own limit (null:
--- its definition's); max_attempts is coalesce(own, 25), read by workers from before migration 0004.
--- Fair order: each due row of a fair definition takes a turn when it is tagged here, its key's next
--- turn after its own earlier rows and not before the turn being served at its priority (start-time
--- fair queuing): a key's burst does not hold another key's lone row back more than one claim.
+-- Contract: each claimed row goes straight to Executing, its execution number (the fence) + 1, its
+-- holder p_worker, claimed_at (also its meter's start time) the instant it was admitted, once the
+-- claim holds its gates' locks, and its lease p_lease_ms from then; returned in claim order:
+-- priority, then due time (a fair definition: its turn, fair_tag), then id. A candidate is admitted
+-- when its lane has nothing running or waiting and it is the lane's first Ready row, its key has a
+-- free slot and no parked row of the key ahead of it, and its meter has a token (acta.gate_room);
+-- else it is PARKED (blocked_by: out of the claim's indexes, its place kept) until its gate's
+-- hand-on or recheck (acta.release_gate): a batch never starts more attempts of a key than its free
+-- slots. Nothing claimable: one row with a null job_id and next_due_in_ms (the next due row or gate
+-- recheck; null: none). own_max_attempts: the job's own limit; max_attempts: coalesce(own, 25).
+-- Fair order: a fair definition's due row takes its key's next turn after the key's earlier rows,
+-- not before the turn being served (start-time fair queuing).
 -- Fence: the execution number and the holder. Durability: asynchronous commit, this transaction
--- only: a claim lost in a crash is a crash right after it (docs/DESIGN.md, "The ledger";
--- docs/decisions/2026-11-30-claim-commits-asynchronously.md).
+-- only: a claim lost in a crash is a crash right after it
+-- (docs/decisions/2026-11-30-claim-commits-asynchronously.md).
 -- Locks: FOR UPDATE SKIP LOCKED on the rows picked; gate locks (acta.gate_lock) in increasing
 -- order, waiting only for one above all it holds, else trying: a busy gate's candidates are left
 -- for the next claim (and the namespace woken), so claimers never deadlock.
 -- Plan: per definition along jobs_due_idx (jobs_claim_idx if due rows mix priorities; jobs_fair_idx
--- for a fair one), led by the queue's key; one plan per session whatever the statistics
--- (test/db/plans.test.ts; docs/decisions/2026-12-01-claim-queue-key.md,
--- 2026-11-30-claim-per-definition-along-the-due-index.md, 2026-12-04-admission-in-the-claim.md).
+-- for a fair one), led by the queue's key; one plan per session (test/db/plans.test.ts;
+-- docs/decisions/2026-12-01-claim-queue-key.md, 2026-12-04-admission-in-the-claim.md).
 drop function if exists acta.claim_jobs(text, uuid, text[], integer, integer);
 create or replace function acta.claim_jobs(
   p_namespace   text,

@@ -1,31 +1,26 @@
 -- acta.complete_executions: write the outcomes of a batch of attempts, of mixed shapes, in one call.
 --
 -- Contract: parallel arrays, one element per attempt; p_outcomes[i] names the element's shape, and
--- the table `decision` in the body says what each shape does to the job row and its ledger row
--- (a new shape is one row there). Returns one letter per element, in input order: 's' Succeeded,
--- 'f' Failed, 'r' Ready again (a retry, a hand-back, a rate-limited attempt), 'c' Cancelled, 'x'
--- not applied: stale, or an outcome that names no shape
--- (docs/decisions/2026-12-03-completion-decide-then-apply.md).
--- Cancel: an attempt of a row whose cancellation was requested while it ran (acta.cancel_job)
--- ends the job Cancelled, whatever it sent, unless it succeeded (its result then stands).
--- Arrays in, letters out: docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md.
--- Hand-on (docs/DESIGN.md, "Policies"): each applied attempt frees its concurrency key's slot and
--- the key's parked rows get the room (acta.release_gate); a lane's head that ended for good
--- (Succeeded, Failed, Cancelled) hands the lane on; a rate-limited attempt holds its meter shut for the fleet
--- until its retry delay has passed. A row due later (a retry, a rate-limited attempt) gives up its
--- fair turn and takes a new one when due (acta.claim_jobs).
--- Fence: an element is applied only while its row is Executing with the same execution number
--- AND held by p_worker (docs/DESIGN.md, "The ledger"; test/db/fencing.test.ts). The holder keeps
--- the fence for a claim lost in a server crash after its answer (acta.claim_jobs, Durability).
--- Ledger: one acta.executions row per applied element. Wakeup: a row back to Ready, or a parked
--- row released, sends NOTIFY acta_jobs with the worker's namespace, delivered at commit.
+-- the table `decision` in the body says what each shape does to the job row and its ledger row (a
+-- new shape is one row there); an attempt of a row whose cancel was requested while it ran
+-- (acta.cancel_job) ends Cancelled whatever it sent, unless it succeeded. Returns one letter per
+-- element, in input order: 's' Succeeded, 'f' Failed, 'r' Ready again (a retry, a hand-back, a
+-- rate-limited attempt), 'c' Cancelled, 'x' not applied: stale, or no such shape
+-- (docs/decisions/2026-12-03-completion-decide-then-apply.md; wire format:
+-- docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md).
+-- Hand-on (docs/DESIGN.md, "Policies"): each applied attempt frees its key's slot for the key's
+-- parked rows (acta.release_gate); a lane's head that ended (Succeeded, Failed, Cancelled) hands the
+-- lane on; a rate-limited attempt shuts its meter for the fleet until its retry is due. A row due
+-- later gives up its fair turn and takes a new one when due (acta.claim_jobs).
+-- Fence: applied only while its row is Executing with the same execution number AND held by
+-- p_worker (test/db/fencing.test.ts). Ledger: one acta.executions row per applied element.
+-- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the gates of the keyed ones in increasing order (acta.gate_lock),
 -- until commit. Durability: the caller's commit, synchronous by default.
 -- Plan: one generic plan per session that reaches acta.jobs only through `j.id = any (p_ids)`, a
--- bitmap scan of jobs_pkey hash-joined to the input, never jobs_lease_idx or a table scan, whatever
--- the statistics were when it was planned (test/db/plans.test.ts); see the SET clauses.
--- The shapes this function had before (a row per element; a jsonb batch): dropped. Its own
--- signature is dropped too: 0.1.0 had it with another result type (test/db/migrator.test.ts).
+-- bitmap scan of jobs_pkey hash-joined to the input, whatever the statistics were when it was
+-- planned (test/db/plans.test.ts); see the SET clauses. Earlier signatures are dropped
+-- (test/db/migrator.test.ts).
 drop function if exists acta.complete_executions(uuid, jsonb);
 drop function if exists acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[]);
 create or replace function acta.complete_executions(

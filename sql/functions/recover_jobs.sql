@@ -2,25 +2,23 @@
 -- "Delivery"), run by the worker whose heartbeat or registration took the pass.
 --
 -- Contract: every Executing row whose OWN lease has expired (lease_expires_at < now(), never judged
--- by its holder's status) goes back to Ready at now(), or to Failed when the return is charged and
--- the job's attempts are then used up (error {"name": "WorkerLost", ...}). A return is charged only
--- if the attempt had started (a heartbeat reported its handler, or it recorded a step), or once the
--- job has gone back uncharged 3 times (jobs.uncharged_returns; PIPELINE.unchargedReturnsMax in
--- src/config.ts): a poison job that kills its worker before its first beat ends Failed
--- within max_attempts + 3 returns (test/faults/recovery.test.ts). A job's limit is its own
--- max_attempts, else its definition's (acta.definitions), else 25 (migration 0004). A row whose
--- cancellation was requested while it ran (acta.cancel_job) ends Cancelled instead. Each returned
--- attempt gets its acta.executions row ('lost', charged, with the error; or 'lost_uncharged').
--- Workers silent for longer than p_dead_after_ms are marked dead (bookkeeping only; their
--- definitions' policies go back to the live workers: acta.refresh_definitions).
--- Returns the rows it moved: job_id, execution (of the lost attempt), new status, charged.
--- Hand-on, as acta.complete_executions': a returned row frees its concurrency key's slot, a lane
--- head that ended Failed or Cancelled hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
+-- by its holder's status) goes back to Ready at now(); to Failed when the return is charged and
+-- uses up the job's attempts (error {"name": "WorkerLost", ...}); to Cancelled when its cancel was
+-- requested while it ran (acta.cancel_job). A return is charged only if the attempt had started (a
+-- heartbeat reported its handler, or it recorded a step), or once the job has gone back uncharged 3
+-- times (jobs.uncharged_returns; PIPELINE.unchargedReturnsMax): a poison job that kills its worker
+-- before its first beat ends Failed within max_attempts + 3 returns (test/faults/recovery.test.ts).
+-- A job's limit is its own max_attempts, else its definition's, else 25 (migration 0004). Each
+-- returned attempt gets its acta.executions row ('lost', charged, with the error; or
+-- 'lost_uncharged'). Workers silent for longer than p_dead_after_ms are marked dead, their policies
+-- given back to the live workers (acta.refresh_definitions). Returns the rows it moved: job_id,
+-- execution (of the lost attempt), new status, charged.
+-- Hand-on, as acta.complete_executions': a returned row frees its key's slot; a lane head that
+-- ended Failed or Cancelled hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
 -- Fence: the returned row is no longer Executing under its holder, so the lost attempt's later
 -- writes are stale (test/db/fencing.test.ts). Durability: the caller's commit.
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
--- returns p_limit rows); a row being renewed or completed right now is left to that write; then
--- the gates of the returned rows in increasing order (acta.gate_lock).
+-- returns p_limit rows); then the gates of the returned rows in increasing order (acta.gate_lock).
 -- Plan: the expired rows through jobs_lease_idx in lease order, then by primary key from their
 -- ids; no sequential scans (test/db/plans.test.ts;
 -- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
