@@ -169,11 +169,12 @@ test('Redis pub/sub wakes an idle worker that does not LISTEN', async () => {
 test('the worker serves Prometheus metrics on /metrics', async () => {
   const worker = await idleWorker({ metricsPort: 0 });
   await latencyMs();
+  // Read while the worker is idle: during a claim in flight (an idle poll) its permits are the claimer's.
+  let text = '';
   await waitFor(async () => {
-    const text = await (await fetch(`http://127.0.0.1:${worker.metricsServerPort}/metrics`)).text();
-    return /acta_completions_total\{outcome="succeeded"\} 1/.test(text);
-  }, 'the completion to be counted');
-  const text = await (await fetch(`http://127.0.0.1:${worker.metricsServerPort}/metrics`)).text();
+    text = await (await fetch(`http://127.0.0.1:${worker.metricsServerPort}/metrics`)).text();
+    return /acta_completions_total\{outcome="succeeded"\} 1/.test(text) && text.includes('acta_permits_free 2');
+  }, 'the completion to be counted, with the worker idle');
   for (const name of [
     'acta_jobs_inflight{state="executing"}',
     'acta_completions_batch_size_bucket',
