@@ -1,8 +1,8 @@
-import type { StoredError } from './db/types';
 /**
  * Typed errors of acta. Every error a user can meet has its own class, a stable `code`, and a
  * message that says what to do.
  */
+import type { StoredError } from './db/types';
 
 /** Base class: `code` is stable and safe to switch on. */
 export class ActaError extends Error {
