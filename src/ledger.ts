@@ -4,7 +4,7 @@ import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, 
 import { assertMigrated } from './db/migrator';
 import { releasePasses } from './db/namespaces';
 import { loadSteps, recordStep } from './db/steps';
-import type { CancelAnswer, ClaimResult, CompletionAck, CompletionRow, DeclaredPolicy, HeartbeatResult, HeldPair, JobId, JobRecord, PassSchedule, RecoveredRow, StepRecord } from './db/types';
+import type { CancelAnswer, ClaimArgs, ClaimResult, CompletionAck, CompletionRow, HeartbeatArgs, HeartbeatResult, JobId, JobRecord, RecoveredRow, RegisterArgs, StepRecord } from './db/types';
 import { type AppliedPolicy, heartbeat, loadPolicies, registerWorker, stopWorker } from './db/workers';
 
 /**
@@ -43,34 +43,7 @@ export interface Ledger {
   watchJob(namespace: string, id: string): Promise<boolean>;
 }
 
-export interface RegisterArgs {
-  workerId: string;
-  namespace: string;
-  hostname: string;
-  pid: number;
-  definitions: string[];
-  maxAttempts?: (number | null)[];
-  leaseMs: number;
-  passes?: PassSchedule[];
-  build?: string | null;
-  policies?: Record<string, DeclaredPolicy>;
-}
-
-export interface ClaimArgs {
-  namespace: string;
-  workerId: string;
-  definitions: string[];
-  limit: number;
-  leaseMs: number;
-}
-
-export interface HeartbeatArgs {
-  workerId: string;
-  namespace: string;
-  held: HeldPair[];
-  leaseMs: number;
-  passes?: PassSchedule[];
-}
+export type { ClaimArgs, HeartbeatArgs, RegisterArgs } from './db/types';
 
 /** The ledger on a database: each call is the SQL function's typed wrapper in src/db/. */
 export function sqlLedger(db: Db): Ledger {

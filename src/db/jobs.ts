@@ -1,6 +1,6 @@
 import { runStatement } from './call';
 import type { Db, Queryable } from './Db';
-import type { CancelAnswer, ClaimResult, JobId, JobRecord, JobStatus, ExecutionOutcome, RecoveredRow, StoredError } from './types';
+import type { CancelAnswer, ClaimArgs, ClaimResult, JobId, JobRecord, JobStatus, ExecutionOutcome, RecoveredRow, StoredError } from './types';
 
 export interface EnqueueRows {
   definitions: string[];
@@ -55,7 +55,7 @@ export async function enqueueJobs(q: Queryable, namespace: string, rows: Enqueue
 /** acta.claim_jobs. */
 export async function claimJobs(
   q: Queryable,
-  args: { namespace: string; workerId: string; definitions: string[]; limit: number; leaseMs: number },
+  args: ClaimArgs,
 ): Promise<ClaimResult> {
   const { rows } = await runStatement<{
     job_id: string | null;

@@ -188,3 +188,35 @@ export interface JobRecord<P = unknown, R = unknown> {
   /** Finished attempts in execution order; an attempt still running has no row yet. */
   executions: ExecutionRecord[];
 }
+
+/** What a worker declares at registration (acta.register_worker; src/db/workers.ts registerWorker). */
+export interface RegisterArgs {
+  workerId: string;
+  namespace: string;
+  hostname: string;
+  pid: number;
+  definitions: string[];
+  maxAttempts?: (number | null)[];
+  leaseMs: number;
+  passes?: PassSchedule[];
+  build?: string | null;
+  policies?: Record<string, DeclaredPolicy>;
+}
+
+/** One claim call (acta.claim_jobs). */
+export interface ClaimArgs {
+  namespace: string;
+  workerId: string;
+  definitions: string[];
+  limit: number;
+  leaseMs: number;
+}
+
+/** One heartbeat call (acta.heartbeat). */
+export interface HeartbeatArgs {
+  workerId: string;
+  namespace: string;
+  held: HeldPair[];
+  leaseMs: number;
+  passes?: PassSchedule[];
+}

@@ -1,5 +1,5 @@
 import type { Queryable } from './Db';
-import type { DeclaredPolicy, HeartbeatResult, HeldPair, PassSchedule } from './types';
+import type { DeclaredPolicy, HeartbeatArgs, HeartbeatResult, PassSchedule, RegisterArgs } from './types';
 
 /** The passes every worker runs when none are named: the recovery pass, every lease (docs/DESIGN.md, "The lease clock"). */
 const recoveryOnly = (leaseMs: number): PassSchedule[] => [{ name: 'recovery', intervalMs: leaseMs }];
@@ -7,7 +7,7 @@ const recoveryOnly = (leaseMs: number): PassSchedule[] => [{ name: 'recovery', i
 /** acta.heartbeat: renew every held pair in one call, and take the worker's passes that are due (default: recovery, every `leaseMs`). */
 export async function heartbeat(
   q: Queryable,
-  args: { workerId: string; namespace: string; held: HeldPair[]; leaseMs: number; passes?: PassSchedule[] },
+  args: HeartbeatArgs,
 ): Promise<HeartbeatResult> {
   const passes = args.passes ?? recoveryOnly(args.leaseMs);
   const { rows } = await q.query<{ job_id: string | null; execution: number | null; state: string }>('select * from acta.heartbeat($1, $2, $3, $4, $5, $6, $7, $8)', [
@@ -41,21 +41,7 @@ export async function heartbeat(
  * 0004 and 0008). The registration is the worker's first beat: `duePasses` are the passes it took
  * (due, among the worker's `passes`; default: recovery, every `leaseMs`), which the caller then runs.
  */
-export async function registerWorker(
-  q: Queryable,
-  args: {
-    workerId: string;
-    namespace: string;
-    hostname: string;
-    pid: number;
-    definitions: string[];
-    maxAttempts?: (number | null)[];
-    leaseMs: number;
-    passes?: PassSchedule[];
-    build?: string | null;
-    policies?: Record<string, DeclaredPolicy>;
-  },
-): Promise<{ duePasses: string[] }> {
+export async function registerWorker(q: Queryable, args: RegisterArgs): Promise<{ duePasses: string[] }> {
   const passes = args.passes ?? recoveryOnly(args.leaseMs);
   const { rows } = await q.query<{ due: string[] | null }>('select acta.register_worker($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) as due', [
     args.workerId,
