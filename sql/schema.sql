@@ -1521,9 +1521,15 @@ $function$;
 -- acta.report_progress: sql/functions/report_progress.sql
 CREATE OR REPLACE FUNCTION acta.report_progress(p_worker uuid, p_ids bigint[], p_executions integer[], p_values jsonb)
  RETURNS integer
- LANGUAGE sql
+ LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
 AS $function$
+declare
+  v_held    bigint[];
+  v_done    bigint[];
+  v_late    bigint[];
+  v_lock_timeout text;
+begin
   with input as (
     select u.id, u.execution, p_values -> (u.ord::integer - 1) as value
     from unnest(p_ids, p_executions) with ordinality as u(id, execution, ord)
@@ -1533,15 +1539,45 @@ AS $function$
     from acta.jobs j
     join input i on i.id = j.id and i.execution = j.execution
     where j.id = any (p_ids) and j.status = 'executing' and j.lease_holder = p_worker
-    for update of j skip locked
+  ),
+  lockable as (
+    select j.id from acta.jobs j
+    where j.id = any (p_ids) and j.id in (select id from held)
+    for update skip locked
   ),
   reported as (
     update acta.jobs j set progress = i.value
-    from held h, input i
-    where j.id = any (p_ids) and j.id = h.id and i.id = h.id
+    from lockable l, input i
+    where j.id = any (p_ids) and j.id = l.id and i.id = l.id
     returning j.id
   )
-  select count(*)::integer from reported
+  select (select coalesce(array_agg(id), '{}') from held), (select coalesce(array_agg(id), '{}') from reported)
+    into v_held, v_done;
+
+  v_late := array(select unnest(v_held) except select unnest(v_done));
+  if cardinality(v_late) > 0 then
+    v_lock_timeout := current_setting('lock_timeout');
+    perform set_config('lock_timeout', '100ms', true);
+    begin
+      with input as (
+        select u.id, u.execution, p_values -> (u.ord::integer - 1) as value
+        from unnest(p_ids, p_executions) with ordinality as u(id, execution, ord)
+      ),
+      reported as (
+        update acta.jobs j set progress = i.value
+        from input i
+        where j.id = any (v_late) and j.id = i.id and j.execution = i.execution
+          and j.status = 'executing' and j.lease_holder = p_worker
+        returning j.id
+      )
+      select v_done || coalesce(array_agg(id), '{}') into v_done from reported;
+    exception when lock_not_available then
+      null; -- still locked after 100 ms: the next report carries the latest value
+    end;
+    perform set_config('lock_timeout', v_lock_timeout, true);
+  end if;
+  return cardinality(v_done);
+end
 $function$;
 
 -- acta.stop_worker: sql/functions/stop_worker.sql
