@@ -3,7 +3,7 @@
  * worker processes with --cpu-prof): where the worker's CPU time goes, by package / acta source
  * file (self time) and by function (self and inclusive time).
  *
- *   node dist/bench/cpuprofile.js <file.cpuprofile | dir> [--top 25] [--window src/executor.js]
+ *   node dist/bench/cpuprofile.js <file.cpuprofile | dir> [--top 25] [--window src/worker/executor.js]
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -51,7 +51,7 @@ export interface Summary {
 
 /**
  * `windowUrl`: count only the samples between the first and the last one whose stack has a frame
- * from a script whose URL contains it (e.g. `src/executor.js`: the span in which jobs ran, without
+ * from a script whose URL contains it (e.g. `src/worker/executor.js`: the span in which jobs ran, without
  * the process's start-up and shutdown).
  */
 export function summarise(file: string, top = 25, windowUrl?: string): Summary & { windowMs?: number } {
@@ -121,7 +121,7 @@ if (require.main === module) {
   const optionValues = new Set([topAt, windowAt].filter((at) => at >= 0).map((at) => at + 1));
   const target = args.find((a, i) => !a.startsWith('--') && !optionValues.has(i));
   if (!target) {
-    console.error('usage: node dist/bench/cpuprofile.js <file.cpuprofile | dir> [--top 25] [--window src/executor.js]');
+    console.error('usage: node dist/bench/cpuprofile.js <file.cpuprofile | dir> [--top 25] [--window src/worker/executor.js]');
     process.exit(2);
   }
   const files = fs.statSync(target).isDirectory()

@@ -22,7 +22,7 @@ import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { createClient, createLogger, createPgDb, createWorker, type Db, defineJob, migrate } from '../src';
-import { NOTIFY_CHANNEL } from '../src/wakeups';
+import { NOTIFY_CHANNEL } from '../src/worker/wakeups';
 import { JOB_NAME, monotonicMs } from './common';
 import { Admin, withDatabase } from './pg';
 import { percentile, sleep } from './stats';

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
 import { type DeclaredPolicy, INT4_MAX, type JobId } from './db/types';
 import { ConfigError } from './errors';
-import type { Step } from './steps';
+import type { Step } from './worker/steps';
 
 /**
  * Back-off before a failed job's next attempt. An object gives `delayMs · factor^(attempt-1)`
@@ -36,7 +36,7 @@ export interface JobContext {
   logger: Logger;
   /**
    * A durable step: runs `fn` once and records its result; later attempts of this job get the
-   * recorded result without running `fn` (see src/steps.ts for exactly what is guaranteed).
+   * recorded result without running `fn` (see src/worker/steps.ts for exactly what is guaranteed).
    */
   step: Step;
   /**

@@ -2,10 +2,10 @@
  * acta — a durable job queue for Node.js on PostgreSQL, with an RxJS worker pipeline.
  * The public API and nothing else.
  */
-export { createClient, type Client, type ClientOptions, type ObserveOptions, type ResultOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client';
-export { createWorker, type Worker, type WorkerOptions } from './worker';
-export { runWorker$, type RunWorkerOptions } from './runWorker';
-export type { Attempt, AttemptCompletion, HookTools, WorkerHooks } from './hooks';
+export { createClient, type Client, type ClientOptions, type ObserveOptions, type ResultOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client/client';
+export { createWorker, type Worker, type WorkerOptions } from './worker/worker';
+export { runWorker$, type RunWorkerOptions } from './worker/runWorker';
+export type { Attempt, AttemptCompletion, HookTools, WorkerHooks } from './worker/hooks';
 export type {
   AttemptEventFields,
   CancelledEvent,
@@ -23,7 +23,7 @@ export type {
   SucceededEvent,
   WorkerEvent,
   WorkerEventsOptions,
-} from './events';
+} from './worker/events';
 export { defineJob, backoffMs, type Backoff, type ConcurrencyPolicy, type Definition, type JobContext, type RatePolicy } from './definition';
 export { connect, describeTarget, DEFAULT_DATA_DIR } from './db/connect';
 export { createPgDb, type PgDbOptions } from './db/pgDb';
@@ -32,7 +32,7 @@ export type { Db, Queryable, ListenHandlers } from './db/Db';
 export { migrate, assertMigrated } from './db/migrator';
 export type { JobId, JobRecord, JobStatus, ExecutionRecord, ExecutionOutcome, CompletionOutcome, StoredError, NestedError } from './db/types';
 export { leaseClock, defaultExecutors, type LeaseClock } from './config';
-export { redisPublisher, type RedisLike } from './wakeups';
+export { redisPublisher, type RedisLike } from './worker/wakeups';
 export { createLogger } from './logger';
 export {
   ActaError,

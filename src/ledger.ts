@@ -27,7 +27,7 @@ export interface Ledger {
   stopWorker(workerId: string): Promise<void>;
   loadSteps(jobId: JobId): Promise<Map<string, unknown>>;
   recordStep(args: { workerId: string; jobId: JobId; execution: number; name: string; resultJson: string }): Promise<StepRecord>;
-  /** The latest ctx.progress value of running attempts (src/progress.ts); how many rows took theirs. */
+  /** The latest ctx.progress value of running attempts (src/worker/progress.ts); how many rows took theirs. */
   reportProgress(workerId: string, rows: ProgressRow[]): Promise<number>;
   /**
    * NOTIFY (Db.listen's contract): 'acta_jobs' carries a namespace per wakeup, and

@@ -1,8 +1,8 @@
 import { EMPTY, map, NEVER, type Observable, of, startWith, Subject, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { claimer, type ClaimerConfig, claimerStep, INITIAL_CLAIMER_STATE } from '../src/claimer';
+import { claimer, type ClaimerConfig, claimerStep, INITIAL_CLAIMER_STATE } from '../src/worker/claimer';
 import type { ClaimedRow, ClaimResult } from '../src/db/types';
-import { Permits } from '../src/permits';
+import { Permits } from '../src/worker/permits';
 
 type Cold = <T>(marbles: string, values?: Record<string, T>, error?: unknown) => Observable<T>;
 

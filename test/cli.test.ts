@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { createClient, createWorker, type Db, defineJob } from '../src';
-import { redisChannel } from '../src/wakeups';
+import { redisChannel } from '../src/worker/wakeups';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
 import { waitFor } from './helpers/wait';
 
@@ -21,7 +21,7 @@ let db: Db;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'ops', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
   tdb = await createTestDatabase({ migrate: false });
   db = tdb.open();
 });

@@ -4,7 +4,7 @@
 // value first (docs/decisions/2026-12-02-bounded-error-descriptions.md: a 20 MB Buffer cause took
 // 1.4 s, a boxed string of 1e7 characters 35.8 s, a Proxy of a typed array 32.5 s). Sizes and
 // contents are asserted here, never times.
-import { describeValue } from '../src/describeValue';
+import { describeValue } from '../src/worker/describeValue';
 
 class Point {
   x = 1;

@@ -2,9 +2,9 @@ import pino from 'pino';
 import { BehaviorSubject, type Observable, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { CompletionAck, CompletionRow } from '../src/db/types';
-import type { Completion } from '../src/executor';
-import { Finalizer, isContentError, type WrittenBatch } from '../src/finalizer';
-import type { Entry } from '../src/registry';
+import type { Completion } from '../src/worker/executor';
+import { Finalizer, isContentError, type WrittenBatch } from '../src/worker/finalizer';
+import type { Entry } from '../src/worker/registry';
 
 type Cold = <T>(marbles: string, values?: Record<string, T>, error?: unknown) => Observable<T>;
 

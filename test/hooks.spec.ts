@@ -1,5 +1,5 @@
-// The hooks' contract in virtual time (docs/DESIGN.md, "The Rx surface"; src/hooks.ts): the
-// pipeline of src/pipeline.ts as worker.ts composes it (claimer, permits, the hook points, the
+// The hooks' contract in virtual time (docs/DESIGN.md, "The Rx surface"; src/worker/hooks.ts): the
+// pipeline of src/worker/pipeline.ts as worker.ts composes it (claimer, permits, the hook points, the
 // executors, the real Finalizer), with scripted claims, executors that take `runMs` and a write
 // that takes 1 ms. Hooks are written against the public types only.
 import pino from 'pino';
@@ -10,11 +10,11 @@ import type { Span } from '../examples/tracing';
 import { type Attempt, type AttemptCompletion, ConfigError, createWorker, type Db, defineJob, type WorkerHooks } from '../src';
 import type { ClaimedRow, CompletionAck, CompletionOutcome } from '../src/db/types';
 import { HookFailedError } from '../src/errors';
-import { type Completion, handBackCompletion } from '../src/executor';
-import { Finalizer } from '../src/finalizer';
-import { Permits } from '../src/permits';
-import { pipeline } from '../src/pipeline';
-import { type Entry, Registry } from '../src/registry';
+import { type Completion, handBackCompletion } from '../src/worker/executor';
+import { Finalizer } from '../src/worker/finalizer';
+import { Permits } from '../src/worker/permits';
+import { pipeline } from '../src/worker/pipeline';
+import { type Entry, Registry } from '../src/worker/registry';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

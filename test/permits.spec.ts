@@ -1,4 +1,4 @@
-import { Permits } from '../src/permits';
+import { Permits } from '../src/worker/permits';
 
 describe('Permits', () => {
   it('starts with every permit free; takeAll takes all of them, and 0 when none is free', () => {

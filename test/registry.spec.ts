@@ -1,5 +1,5 @@
 import type { ClaimedRow } from '../src/db/types';
-import { Registry } from '../src/registry';
+import { Registry } from '../src/worker/registry';
 
 const row = (id: string, execution: number): ClaimedRow => ({ id, definition: 'd', payload: {}, execution, attempts: 0, maxAttempts: 25, unchargedReturns: 0, priority: 0 });
 

@@ -1,6 +1,6 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { Timeouts } from '../src/timeouts';
+import { Timeouts } from '../src/worker/timeouts';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

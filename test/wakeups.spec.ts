@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { RedisLike } from '../src';
-import { redisWakeups } from '../src/wakeups';
+import { redisWakeups } from '../src/worker/wakeups';
 import { silentLogger } from './helpers/silentLogger';
 
 // A (re)connect's catch-up claim must come after SUBSCRIBE is in effect: one made before could

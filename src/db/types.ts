@@ -113,7 +113,7 @@ export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'faile
 /** `acta.executions.outcome`: CompletionOutcome (`cancelled`: the attempt's job was cancelled while it ran), or recovery's `lost` / `lost_uncharged` (sql/functions/recover_jobs.sql). */
 export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled' | 'lost' | 'lost_uncharged';
 
-/** An error as acta stores it (src/storedError.ts, errorJson): `code` and `path` only when the error had them. */
+/** An error as acta stores it (src/worker/storedError.ts, errorJson): `code` and `path` only when the error had them. */
 export interface StoredError {
   name: string;
   /** At most 65,536 characters (PIPELINE.errorTextMaxChars), as is `stack`. */
@@ -122,7 +122,7 @@ export interface StoredError {
   /** InvalidJsonError's path of the bad value, e.g. `$.items[3]`. */
   path?: string;
   stack?: string;
-  /** The error's `cause` chain, 4 levels at most (src/storedError.ts, NESTED_ERRORS). */
+  /** The error's `cause` chain, 4 levels at most (src/worker/storedError.ts, NESTED_ERRORS). */
   cause?: NestedError;
   /** An AggregateError's first 10 errors, then `{ name: 'Omitted', message: '<n> more errors not stored' }`. */
   errors?: NestedError[];

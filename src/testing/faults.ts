@@ -37,13 +37,13 @@ export interface Faults {
    * reaching the ledger, but its worker hears them renewed, so its handler runs on while the lease
    * runs out, a recovery pass returns the row and another claim runs the job again. The first
    * attempt's writes then meet the real fence (or, claimed again by the same worker, the first is
-   * superseded and aborted: src/registry.ts, addClaimed).
+   * superseded and aborted: src/worker/registry.ts, addClaimed).
    */
   deliverTwice(jobId: JobId): void;
   /**
    * An attempt dies right after it recorded step `name` (of job `jobId`, or of any job), as a
    * process killed there would: the record commits, and its answer comes back stale, so the handler
-   * stops at that step (the attempt is aborted as lost: src/steps.ts); nothing more of it reaches
+   * stops at that step (the attempt is aborted as lost: src/worker/steps.ts); nothing more of it reaches
    * the ledger (its renewals stop, its completion is fenced out unwritten), and the row comes back
    * by recovery once its lease runs out, its step recorded.
    */

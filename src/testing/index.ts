@@ -6,7 +6,7 @@
  * The public API of the entry point and nothing else; nothing in src/ imports it.
  */
 export { runAttempt, type AttemptRun, type LogLine, type RunAttemptOptions } from './runAttempt';
-export { ABORT_CAUSES, type AbortCause } from '../registry';
+export { ABORT_CAUSES, type AbortCause } from '../worker/registry';
 export { VirtualClock, fromMarbles, type Recording } from './virtualClock';
 export {
   memoryLedger,

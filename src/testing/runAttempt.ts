@@ -4,12 +4,12 @@ import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption, PIPELIN
 import { type CompletionOutcome, INT4_MAX, type JobId, type StoredError } from '../db/types';
 import { checkDefinition, type Definition } from '../definition';
 import { ConfigError } from '../errors';
-import { type ExecutorDeps, runEntry } from '../executor';
+import { type ExecutorDeps, runEntry } from '../worker/executor';
 import { toJsonText } from '../json';
-import { progressJson } from '../progress';
-import { ABORT_CAUSES, type AbortCause, type Entry, Registry } from '../registry';
-import { createStepWith, type Step, type StepStore } from '../steps';
-import { Timeouts } from '../timeouts';
+import { progressJson } from '../worker/progress';
+import { ABORT_CAUSES, type AbortCause, type Entry, Registry } from '../worker/registry';
+import { createStepWith, type Step, type StepStore } from '../worker/steps';
+import { Timeouts } from '../worker/timeouts';
 
 export interface RunAttemptOptions {
   /** `ctx.jobId`. Default '1'. */
@@ -82,10 +82,10 @@ const OPTION_KEYS = ['jobId', 'attempt', 'execution', 'definitionName', 'maxAtte
 /**
  * Runs one attempt of `definition` on `payload` in this process, without a database: the
  * handler gets a JobContext whose parts are real and in memory, and the attempt ends as a
- * worker ends it, by the worker's own code (src/executor.ts, runEntry): the definition's
+ * worker ends it, by the worker's own code (src/worker/executor.ts, runEntry): the definition's
  * `timeoutMs` aborts it with 'timeout' (AttemptTimeoutError), a thrown Error fails it with the
  * definition's backoff until its attempts are used up, a thrown non-Error or a result that cannot
- * be stored fails it for good. `ctx.step` keeps acta's rules (src/steps.ts) over an in-memory
+ * be stored fails it for good. `ctx.step` keeps acta's rules (src/worker/steps.ts) over an in-memory
  * record. The payload goes through JSON first, as enqueue stores it.
  *
  * Resolves when the worker would write the attempt's completion: at once when it is aborted,

@@ -1,4 +1,4 @@
-// worker.events$ on a real database (docs/DESIGN.md, "The Rx surface"; src/events.ts): the events
+// worker.events$ on a real database (docs/DESIGN.md, "The Rx surface"; src/worker/events.ts): the events
 // of attempts that succeed, fail and are retried, of a failing heartbeat and of a lost lease.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { filter, firstValueFrom, take } from 'rxjs';

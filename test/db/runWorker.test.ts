@@ -1,4 +1,4 @@
-// A worker as an Observable on a real database (docs/DESIGN.md, "The Rx surface"; src/runWorker.ts):
+// A worker as an Observable on a real database (docs/DESIGN.md, "The Rx surface"; src/worker/runWorker.ts):
 // runWorker$ composed with takeUntil, retry and merge as any stream is.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry as PromRegistry } from 'prom-client';

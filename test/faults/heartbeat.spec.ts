@@ -9,8 +9,8 @@ import { asyncScheduler, type Observable, Subject, type Subscription } from 'rxj
 import { type LeaseClock, leaseClock } from '../../src/config';
 import type { ClaimedRow, HeartbeatResult, HeldPair } from '../../src/db/types';
 import { SchemaNotMigratedError } from '../../src/errors';
-import { beatRetryDelayMs, heartbeat, HeartbeatLostError, lastTryMarginMs } from '../../src/heartbeat';
-import { Registry } from '../../src/registry';
+import { beatRetryDelayMs, heartbeat, HeartbeatLostError, lastTryMarginMs } from '../../src/worker/heartbeat';
+import { Registry } from '../../src/worker/registry';
 
 const H = 1000;
 const clock = leaseClock(H);

@@ -1,9 +1,9 @@
 import { asyncScheduler, catchError, defer, type Observable, of, type SchedulerLike } from 'rxjs';
 import type { Logger } from 'pino';
-import { retryBackoff } from '../operators';
-import { PIPELINE } from './config';
-import type { RecoveredRow } from './db/types';
-import { isTransientDbError } from './db/transient';
+import { retryBackoff } from '../../operators';
+import { PIPELINE } from '../config';
+import type { RecoveredRow } from '../db/types';
+import { isTransientDbError } from '../db/transient';
 
 /** Rows per recover_jobs call; the pass repeats until a call returns fewer. */
 export const RECOVERY_BATCH = 10_000;

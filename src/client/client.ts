@@ -1,13 +1,13 @@
 import { asyncScheduler, Observable, type SchedulerLike, share, type Subscription } from 'rxjs';
-import { knownKeys, MAX_NAME_BYTES, nameOption } from './config';
-import type { Db, Queryable } from './db/Db';
-import { cancelJob, enqueueJobs, readJob } from './db/jobs';
-import { INT4_MAX, INT8_MAX, type JobId, type JobRecord } from './db/types';
-import { schemaError } from './db/schemaVerdict';
-import { checkDefinition, type Definition, policyKeys } from './definition';
-import { ActaError, atItem, ConfigError, InvalidJsonError, JobCancelledError, JobFailedError, JobNotFoundError, ResultTimeoutError, UnknownDefinitionError } from './errors';
-import { toJsonText } from './json';
-import { type Ledger, sqlLedger } from './ledger';
+import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import type { Db, Queryable } from '../db/Db';
+import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
+import { INT4_MAX, INT8_MAX, type JobId, type JobRecord } from '../db/types';
+import { schemaError } from '../db/schemaVerdict';
+import { checkDefinition, type Definition, policyKeys } from '../definition';
+import { ActaError, atItem, ConfigError, InvalidJsonError, JobCancelledError, JobFailedError, JobNotFoundError, ResultTimeoutError, UnknownDefinitionError } from '../errors';
+import { toJsonText } from '../json';
+import { type Ledger, sqlLedger } from '../ledger';
 
 /** Options of one job at enqueue. */
 export interface EnqueueOptions {

@@ -1,10 +1,10 @@
 import { Observable, type SchedulerLike, type Subscriber } from 'rxjs';
 import type { Logger } from 'pino';
-import { PIPELINE } from './config';
-import { type CompletionRow, INT4_MAX } from './db/types';
-import { backoffMs, type Definition, type JobContext } from './definition';
-import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from './errors';
-import { toJsonText } from './json';
+import { PIPELINE } from '../config';
+import { type CompletionRow, INT4_MAX } from '../db/types';
+import { backoffMs, type Definition, type JobContext } from '../definition';
+import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
+import { toJsonText } from '../json';
 import { progressJson } from './progress';
 import type { Entry, Registry } from './registry';
 import type { Step } from './steps';
@@ -27,9 +27,9 @@ export interface ExecutorDeps {
   registry: Registry;
   logger: Logger;
   scheduler: SchedulerLike;
-  /** The worker's execution timeouts (src/timeouts.ts), on `scheduler`. */
+  /** The worker's execution timeouts (src/worker/timeouts.ts), on `scheduler`. */
   timeouts: Timeouts;
-  /** Builds the attempt's `ctx.step` (src/steps.ts); called on the handler's first use of it. */
+  /** Builds the attempt's `ctx.step` (src/worker/steps.ts); called on the handler's first use of it. */
   stepFor: (entry: Entry) => Step;
   /**
    * Called once when the returned Observable ends: completed (after its completion went
@@ -37,11 +37,11 @@ export interface ExecutorDeps {
    * runEntry's third argument, when given, takes its place.
    */
   settled?: () => void;
-  /** The handler is about to start (state Executing): events and hooks record the time (src/events.ts). */
+  /** The handler is about to start (state Executing): events and hooks record the time (src/worker/events.ts). */
   onStart?: (entry: Entry) => void;
   /** The attempt's completion is about to go downstream (state Finalizing). */
   onEnd?: (entry: Entry) => void;
-  /** ctx.progress (src/progress.ts); absent: progress is checked and dropped. */
+  /** ctx.progress (src/worker/progress.ts); absent: progress is checked and dropped. */
   progress?: (entry: Entry, value: unknown) => void;
   /** The attempt ended: a promise while its last progress value is still being sent (ProgressReporter.settle), which the completion waits for. */
   settleProgress?: (entry: Entry) => Promise<void> | undefined;

@@ -2,7 +2,7 @@ import { types } from 'node:util';
 
 /*
  * A bounded description of any value: how a value that is not an Error (thrown, or as a cause)
- * is named in a stored error (src/storedError.ts). Held by test/describeValue.spec.ts; the cases
+ * is named in a stored error (src/worker/storedError.ts). Held by test/describeValue.spec.ts; the cases
  * that set its bounds: docs/decisions/2026-12-02-bounded-error-descriptions.md.
  */
 

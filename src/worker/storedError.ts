@@ -1,7 +1,7 @@
 import { types } from 'node:util';
-import { PIPELINE } from './config';
+import { PIPELINE } from '../config';
 import { describeValue } from './describeValue';
-import { InvalidJsonError } from './errors';
+import { InvalidJsonError } from '../errors';
 
 /*
  * An attempt's error as acta stores it (StoredError, src/db/types.ts) and as the

@@ -1,5 +1,5 @@
 import { type Observable, Subject } from 'rxjs';
-import type { CompletionAck, CompletionOutcome, JobId } from './db/types';
+import type { CompletionAck, CompletionOutcome, JobId } from '../db/types';
 import type { Completion } from './executor';
 import type { Entry } from './registry';
 import { storedErrorSummary } from './storedError';

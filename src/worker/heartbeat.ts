@@ -1,12 +1,12 @@
 import { catchError, defer, EMPTY, exhaustMap, interval, merge, type Observable, type SchedulerLike, takeWhile, tap, timer } from 'rxjs';
 import type { Logger } from 'pino';
-import { backoffDelay, retryBackoff } from '../operators';
-import { type LeaseClock, PIPELINE } from './config';
-import type { HeartbeatResult, HeldPair } from './db/types';
-import { isSchemaError, isTransientDbError } from './db/transient';
-import { SchemaNotMigratedError } from './errors';
-import { errorText } from './json';
-import { retryErrorFields } from './logger';
+import { backoffDelay, retryBackoff } from '../../operators';
+import { type LeaseClock, PIPELINE } from '../config';
+import type { HeartbeatResult, HeldPair } from '../db/types';
+import { isSchemaError, isTransientDbError } from '../db/transient';
+import { SchemaNotMigratedError } from '../errors';
+import { errorText } from '../json';
+import { retryErrorFields } from '../logger';
 import type { Entry, Registry } from './registry';
 
 export interface HeartbeatConfig {

@@ -1,4 +1,4 @@
-import type { ClaimedRow, HeldPair, JobId } from './db/types';
+import type { ClaimedRow, HeldPair, JobId } from '../db/types';
 
 /** Entry states: Claimed → Executing → Finalizing → removed (docs/DESIGN.md, "The pipeline inside one worker": Registry). */
 export type EntryState = 'claimed' | 'executing' | 'finalizing';
@@ -28,7 +28,7 @@ export class Entry {
   onAbort?: (cause: AbortCause) => void;
   /**
    * Scheduler times (ms) of the handler's start and end, recorded only while something reads them
-   * (hooks, an events$ subscriber: src/events.ts); -1: not recorded.
+   * (hooks, an events$ subscriber: src/worker/events.ts); -1: not recorded.
    */
   startedAt = -1;
   endedAt = -1;

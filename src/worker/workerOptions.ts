@@ -1,14 +1,14 @@
 import type { SchedulerLike } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
-import type { Db } from './db/Db';
-import { type Ledger, sqlLedger } from './ledger';
-import { checkDefinition, type Definition } from './definition';
-import { ConfigError } from './errors';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
+import type { Db } from '../db/Db';
+import { type Ledger, sqlLedger } from '../ledger';
+import { checkDefinition, type Definition } from '../definition';
+import { ConfigError } from '../errors';
 import type { WorkerEventsOptions } from './events';
 import { HOOK_KEYS, type WorkerHooks } from './hooks';
-import { createLogger, type Logger } from './logger';
-import { monotonicScheduler } from '../operators';
+import { createLogger, type Logger } from '../logger';
+import { monotonicScheduler } from '../../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */

@@ -1,9 +1,9 @@
 import type { SchedulerLike, Subscription } from 'rxjs';
 import type { Logger } from 'pino';
-import { PIPELINE } from './config';
-import type { ProgressRow } from './db/jobs';
-import { InvalidJsonError } from './errors';
-import { toJsonText } from './json';
+import { PIPELINE } from '../config';
+import type { ProgressRow } from '../db/jobs';
+import { InvalidJsonError } from '../errors';
+import { toJsonText } from '../json';
 import type { Entry, Registry } from './registry';
 
 /** A ctx.progress value as stored: its JSON text (undefined as null). Throws InvalidJsonError for one that cannot be stored or is over PIPELINE.progressMaxBytes. */

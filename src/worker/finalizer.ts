@@ -1,8 +1,8 @@
 import { BehaviorSubject, catchError, concat, defer, map, type Observable, type ObservableInput, type OperatorFunction, reduce, type SchedulerLike, Subject, take, takeUntil, tap, throwIfEmpty } from 'rxjs';
 import type { Logger } from 'pino';
-import { bufferBounded, retryBackoff } from '../operators';
-import { PIPELINE } from './config';
-import type { CompletionAck, CompletionRow } from './db/types';
+import { bufferBounded, retryBackoff } from '../../operators';
+import { PIPELINE } from '../config';
+import type { CompletionAck, CompletionRow } from '../db/types';
 import type { Completion } from './executor';
 import { errorJson } from './storedError';
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { AppliedPolicy } from './db/workers';
-import type { Ledger } from './ledger';
-import type { Definition } from './definition';
+import type { AppliedPolicy } from '../db/workers';
+import type { Ledger } from '../ledger';
+import type { Definition } from '../definition';
 
 /**
  * A worker's view of its definitions' policies as the namespace applies them (docs/DESIGN.md,

@@ -1,6 +1,6 @@
 import { type SchedulerLike } from 'rxjs';
 import type { Logger } from 'pino';
-import { PIPELINE } from './config';
+import { PIPELINE } from '../config';
 import type { Entry, Registry } from './registry';
 
 /** What a graceful shutdown drives; worker.ts wires it. */

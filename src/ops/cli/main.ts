@@ -1,17 +1,17 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { type Client, createClient } from '../client';
-import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS, MAX_NAME_BYTES, nameOption } from '../config';
-import { connect, describeTarget } from '../db/connect';
-import type { Db } from '../db/Db';
-import { cancelJob } from '../db/jobs';
-import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../db/migrator';
-import type { Definition } from '../definition';
-import { ActaError } from '../errors';
-import { createLogger } from '../logger';
-import { createWorker } from '../worker';
-import { redisChannel } from '../wakeups';
+import { type Client, createClient } from '../../client/client';
+import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS, MAX_NAME_BYTES, nameOption } from '../../config';
+import { connect, describeTarget } from '../../db/connect';
+import type { Db } from '../../db/Db';
+import { cancelJob } from '../../db/jobs';
+import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../../db/migrator';
+import type { Definition } from '../../definition';
+import { ActaError } from '../../errors';
+import { createLogger } from '../../logger';
+import { createWorker } from '../../worker/worker';
+import { redisChannel } from '../../worker/wakeups';
 
 /** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
 const int =

@@ -1,7 +1,7 @@
 import { type MonoTypeOperatorFunction, Observable, type SchedulerLike, Subject, type Subscriber, type Subscription } from 'rxjs';
 import type { Logger } from 'pino';
-import type { CompletionOutcome, JobId } from './db/types';
-import { HookFailedError } from './errors';
+import type { CompletionOutcome, JobId } from '../db/types';
+import { HookFailedError } from '../errors';
 import type { Completion } from './executor';
 import type { Entry } from './registry';
 import { storedErrorSummary } from './storedError';

@@ -1,5 +1,5 @@
 import { from, Observable, type ObservableInput, take } from 'rxjs';
-import { ConfigError } from './errors';
+import { ConfigError } from '../errors';
 import type { WorkerEvent } from './events';
 import { createWorker, type Worker } from './worker';
 import type { WorkerOptions } from './workerOptions';

@@ -1,6 +1,6 @@
 import { asyncScheduler, defer, type Observable as Obs, Observable, type SchedulerLike, Subscription } from 'rxjs';
-import { monotonicScheduler, setImmediateScheduler } from '../operators';
-import type { ClaimedRow } from './db/types';
+import { monotonicScheduler, setImmediateScheduler } from '../../operators';
+import type { ClaimedRow } from '../db/types';
 import type { Permits } from './permits';
 
 /** A claim call's answer: what it claimed (as the claim hands it on), and, when nothing, ms until the next row is due (null: none). */

@@ -1,11 +1,11 @@
 import { defer, firstValueFrom, fromEvent, type SchedulerLike, takeUntil } from 'rxjs';
-import { retryBackoff } from '../operators';
-import { PIPELINE } from './config';
-import { isTransientDbError } from './db/transient';
-import type { Ledger } from './ledger';
-import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepResultError } from './errors';
-import { toJsonText } from './json';
-import type { StepRecord } from './db/types';
+import { retryBackoff } from '../../operators';
+import { PIPELINE } from '../config';
+import { isTransientDbError } from '../db/transient';
+import type { Ledger } from '../ledger';
+import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepResultError } from '../errors';
+import { toJsonText } from '../json';
+import type { StepRecord } from '../db/types';
 import type { Entry, Registry } from './registry';
 
 /**

@@ -1,6 +1,6 @@
 import { Observable } from 'rxjs';
 import type { Logger } from 'pino';
-import type { Db, ListenOptions } from './db/Db';
+import type { Db, ListenOptions } from '../db/Db';
 
 /** The NOTIFY channel acta.enqueue_jobs signals; the payload is the namespace (or a running job's cancel: acta.cancel_job). */
 export const NOTIFY_CHANNEL = 'acta_jobs';
