@@ -115,7 +115,6 @@ function harness(scheduler: TestScheduler, options: Options) {
   const written$ = pipeline({
     claimer: { permits, wakeup$: NEVER, intakeOpen$: finalizer.intakeOpen$, claim, safetyPollMs: 1_000, pollFloorMs: 50, jitterMs: 0, random: () => 0, scheduler },
     stopClaiming$: stopClaiming,
-    admit: identity,
     executors: options.permits,
     run,
     release: () => permits.release(1),

@@ -1,4 +1,4 @@
-import { identity, merge, mergeMap, type MonoTypeOperatorFunction, type Observable, takeUntil, tap } from 'rxjs';
+import { identity, merge, mergeMap, type Observable, takeUntil, tap } from 'rxjs';
 import { claimer, type ClaimerConfig } from './claimer';
 import type { Completion } from './executor';
 import type { Finalizer, WrittenBatch } from './finalizer';
@@ -11,8 +11,6 @@ export interface PipelineConfig {
   claimer: ClaimerConfig<Entry>;
   /** Ends claiming (shutdown, fatal); the executors and the finalizer run on until their work is done. */
   stopClaiming$: Observable<unknown>;
-  /** Admission (admission.ts). */
-  admit: MonoTypeOperatorFunction<Entry>;
   /** Executor count N: attempts run at once. */
   executors: number;
   /** One attempt: emits its completion, then completes, then calls `settled` (executor.ts, runEntry). */
@@ -33,8 +31,8 @@ export interface PipelineConfig {
 /**
  * One worker's pipeline as one stream (docs/DESIGN.md, "The pipeline inside one worker"):
  * ```
- * claimer ──entries──▶ admit ──▶ beforeExecution ──▶ mergeMap(aroundHandler(run), N) ─┐
- *                              hand-backs (shutdown, hooks) ──────────────────────────┴▶ beforeWrite ──▶ finalizer.write ──▶ batches written
+ * claimer ──entries──▶ beforeExecution ──▶ mergeMap(aroundHandler(run), N) ─┐
+ *                        hand-backs (shutdown, hooks) ──────────────────────┴▶ beforeWrite ──▶ finalizer.write ──▶ batches written
  * ```
  * Permits bound the claims (an executor returns its permit after its completion entered the
  * finalizer's channel); the channel's 128 + N bound closes the claimer's intake. The hook points
@@ -48,7 +46,6 @@ export function pipeline(config: PipelineConfig): Observable<WrittenBatch> {
   const executed$ = claimer(config.claimer).pipe(
     takeUntil(config.stopClaiming$),
     mergeMap((entries) => entries),
-    config.admit,
     stages.beforeExecution ?? identity,
     mergeMap((entry) => (around ? around(entry) : config.run(entry, config.release)), config.executors),
     tap({ complete: config.onExecutorsDone }),

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
 import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil } from 'rxjs';
-import { admit } from './admission';
 import { PIPELINE } from '../config';
 import type { PassSchedule } from '../db/types';
 import { isTransientDbError } from '../db/transient';
@@ -59,7 +58,7 @@ export interface Worker {
 
 /**
  * Creates a worker (docs/DESIGN.md, "The pipeline inside one worker"): its pipeline (pipeline.ts:
- * claimer → admit → executors as `mergeMap(run, N)` → finalizer), the heartbeat that renews what
+ * claimer → executors as `mergeMap(run, N)` → finalizer), the heartbeat that renews what
  * the registry holds and runs the periodic passes it takes (recovery), and the lifecycle around them: start
  * (schema check, registration), graceful stop (shutdown.ts) and the fatal stop. Throws
  * ConfigError, before touching the database, for options workerSettings refuses.
@@ -393,7 +392,6 @@ export function createWorker(options: WorkerOptions): Worker {
             onClaimError: (err) => claimerLogger.warn({ err }, 'claim failed; backing off one safety poll'),
           },
           stopClaiming$: stopClaiming,
-          admit: admit(),
           executors,
           // The permit goes back after the completion entered the finalizer's channel (pipeline.ts).
           run: (entry, settled) => runEntry(entry, executorDeps, settled),
