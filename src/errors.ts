@@ -108,6 +108,16 @@ export class DataDirLockedError extends ActaError {
   }
 }
 
+/** The process serving the embedded database to this one (src/db/embeddedShare.ts) closed it or exited. */
+export class EmbeddedShareClosedError extends ActaError {
+  constructor(socketPath: string) {
+    super(
+      'ACTA_EMBEDDED_SHARE_CLOSED',
+      `the process serving the embedded database (socket ${socketPath}) closed it or exited: connect again (this process may then open the data folder itself)`,
+    );
+  }
+}
+
 /** A handler ran past its definition's `timeoutMs` or its lease-derived attempt deadline. */
 export class AttemptTimeoutError extends ActaError {
   constructor(message: string) {

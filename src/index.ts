@@ -41,6 +41,7 @@ export {
   ClaimExpiredError,
   ConfigError,
   DataDirLockedError,
+  EmbeddedShareClosedError,
   HookFailedError,
   InvalidJsonError,
   JobCancelledError,

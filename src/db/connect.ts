@@ -1,5 +1,7 @@
 import * as path from 'node:path';
+import { DataDirLockedError } from '../errors';
 import type { Db } from './Db';
+import { connectShared, socketPathFor } from './embeddedShare';
 import { createPgDb } from './pgDb';
 import { createPgliteDb } from './pgliteDb';
 
@@ -21,13 +23,22 @@ function resolveTarget(options: { url?: string; dataDir?: string }): { url: stri
 /**
  * Opens the database a process was pointed at (see resolveTarget: `url`, else `dataDir`, else
  * `DATABASE_URL` selects a PostgreSQL server, else the embedded PGlite default in
- * `ACTA_DATA_DIR` or `./.acta/data`). Throws DataDirLockedError if another live process has that
- * folder open.
+ * `ACTA_DATA_DIR` or `./.acta/data`). A data folder another live process holds is used through
+ * the socket that process serves it on (embeddedShare.ts); DataDirLockedError only when it does not
+ * serve it.
  */
 export async function connect(options: { url?: string; dataDir?: string; max?: number } = {}): Promise<Db> {
   const target = resolveTarget(options);
   if ('url' in target) return createPgDb({ connectionString: target.url, max: options.max });
-  return createPgliteDb({ dataDir: target.dataDir });
+  try {
+    return await createPgliteDb({ dataDir: target.dataDir });
+  } catch (err) {
+    // Held by another live process: use the database it serves beside the folder (embeddedShare.ts).
+    if (!(err instanceof DataDirLockedError) || err.pid <= 0 || err.pid === process.pid) throw err;
+    const shared = await connectShared(socketPathFor(target.dataDir)).catch(() => undefined);
+    if (shared) return shared;
+    throw err;
+  }
 }
 
 /** A short description of where a Db keeps its data, for logs (no password). */

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import type { PGliteInterface } from '@electric-sql/pglite';
 import { DataDirLockedError } from '../errors';
 import type { Db, ListenHandlers, Queryable } from './Db';
+import { type EmbeddedShare, shareDb, socketPathFor } from './embeddedShare';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { prepareValue } = require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown };
@@ -12,6 +13,12 @@ const { prepareValue } = require('pg/lib/utils') as { prepareValue: (value: unkn
 export interface PgliteDbOptions {
   /** Data folder (created if missing), or `memory://` for a throwaway in-memory database. */
   dataDir: string;
+  /**
+   * Serve the database to other local processes of this user on a Unix socket beside the folder
+   * (embeddedShare.ts), which `connect()` in those processes finds and uses. Default true for a
+   * data folder; an in-memory database is never shared.
+   */
+  share?: boolean;
 }
 
 /** Tries to take the lock before giving up with DataDirLockedError; between tries it waits 1 ms. */
@@ -167,7 +174,8 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
       };
     const query = run(pglite);
     const unlistens = new Set<() => Promise<void>>();
-    return {
+    let share: EmbeddedShare | undefined;
+    const db: Db = {
       kind: 'pglite',
       query: query as Db['query'],
       prepared: (_name, text, params) => query(text, params),
@@ -182,12 +190,16 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
         };
       },
       async close() {
+        await share?.close();
         for (const unlisten of unlistens) await unlisten().catch(() => undefined);
         unlistens.clear();
         await pglite.close();
         release();
       },
     };
+    // Not served (a socket path that cannot be bound): this process still has the folder; others get DataDirLockedError.
+    if (!inMemory && options.share !== false) share = await shareDb(db, socketPathFor(options.dataDir)).catch(() => undefined);
+    return db;
   } catch (err) {
     release();
     throw err;

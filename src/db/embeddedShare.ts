@@ -1,0 +1,327 @@
+/**
+ * The embedded database shared with other local processes. PGlite is one session in one process,
+ * and two processes on one data folder corrupt it, so the process that holds the folder (its
+ * `acta.lock`) serves its Db on a Unix socket beside it, and `connect()` in any other process of the
+ * same user finds that socket and uses it: `acta enqueue`, `acta job`, `acta cancel`, a client or a
+ * second worker beside a running `acta worker` (docs/operating.md, "The embedded database").
+ *
+ * Protocol: newline-delimited JSON frames over the socket. A request carries an `id` and one `op`:
+ * `q` (a statement, optionally inside an open transaction `tx`), `begin`, `commit`, `rollback`,
+ * `listen`, `unlisten`; the answer carries the same `id` with `rows` or `error`; a notification is
+ * `{ sub, payload }`. A remote transaction runs inside the holder's own `db.transaction`, so it is
+ * as isolated as an in-process one: everything else on the database waits for it. A transaction
+ * that hears nothing for TX_IDLE_MS, or whose process goes away, is rolled back.
+ *
+ * Values cross as JSON; a Date is tagged (DATE_TAG) so it comes back a Date, and a database error
+ * keeps its fields (`code`, `detail`, …) so transient-error rules and SQLSTATEs work as on a server.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { EmbeddedShareClosedError } from '../errors';
+import type { Db, ListenHandlers, Queryable } from './Db';
+
+/** A remote transaction with no request for this long is rolled back (its holder's database waits on it meanwhile). */
+export const TX_IDLE_MS = 60_000;
+/** The longest socket path the platforms take is 104-108 bytes; past this one goes in the temp folder. */
+const MAX_SOCKET_PATH = 100;
+const DATE_TAG = '\u0000acta:date';
+const ROLLBACK = new Error('rollback requested');
+const ERROR_FIELDS = ['code', 'detail', 'hint', 'position', 'where', 'schema', 'table', 'column', 'dataType', 'constraint', 'routine', 'severity'] as const;
+
+/** Where the process holding `dataDir` serves it: `<dataDir>/acta.sock`, or a path in the temp folder when that is too long for a socket. */
+export function socketPathFor(dataDir: string): string {
+  const dir = path.resolve(dataDir);
+  const beside = path.join(dir, 'acta.sock');
+  if (Buffer.byteLength(beside) <= MAX_SOCKET_PATH) return beside;
+  return path.join(os.tmpdir(), `acta-${createHash('sha1').update(dir).digest('hex').slice(0, 16)}.sock`);
+}
+
+interface Request {
+  id: number;
+  op: 'q' | 'begin' | 'commit' | 'rollback' | 'listen' | 'unlisten';
+  text?: string;
+  params?: unknown[];
+  tx?: number;
+  channel?: string;
+  sub?: number;
+}
+
+function encode(frame: unknown): string {
+  return `${JSON.stringify(frame, function (this: Record<string, unknown>, key, value) {
+    const raw = this[key];
+    return raw instanceof Date ? { [DATE_TAG]: raw.getTime() } : value;
+  })}\n`;
+}
+
+function decode(line: string): Record<string, unknown> {
+  return JSON.parse(line, (_key, value) =>
+    value !== null && typeof value === 'object' && DATE_TAG in value && Object.keys(value).length === 1 ? new Date(value[DATE_TAG] as number) : value,
+  ) as Record<string, unknown>;
+}
+
+/** Calls `onLine` for each complete line read from `socket`. */
+function readLines(socket: net.Socket, onLine: (line: string) => void): void {
+  let buffered = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    buffered += chunk;
+    let nl = buffered.indexOf('\n');
+    while (nl >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      if (line.length > 0) onLine(line);
+      nl = buffered.indexOf('\n');
+    }
+  });
+}
+
+function errorFrame(err: unknown): Record<string, unknown> {
+  const e = (err ?? {}) as Record<string, unknown>;
+  const out: Record<string, unknown> = { message: err instanceof Error ? err.message : String(err) };
+  for (const f of ERROR_FIELDS) if (typeof e[f] === 'string') out[f] = e[f];
+  return out;
+}
+
+function errorFrom(frame: Record<string, unknown>): Error {
+  const err = new Error(String(frame.message)) as Error & Record<string, unknown>;
+  for (const f of ERROR_FIELDS) if (typeof frame[f] === 'string') err[f] = frame[f];
+  return err;
+}
+
+/** A remote transaction: the requests for it, handed one at a time to the holder's transaction. */
+class RemoteTx {
+  private readonly waiting: Request[] = [];
+  private wake?: () => void;
+  private ended?: Error;
+  push(req: Request): void {
+    this.waiting.push(req);
+    this.wake?.();
+  }
+  end(err: Error): void {
+    this.ended = err;
+    this.wake?.();
+  }
+  /** The next request, or throws once the connection went away or nothing came for TX_IDLE_MS. */
+  async next(): Promise<Request> {
+    for (;;) {
+      const req = this.waiting.shift();
+      if (req) return req;
+      if (this.ended) throw this.ended;
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        timer = setTimeout(() => {
+          this.ended ??= new Error(`remote transaction idle for ${TX_IDLE_MS} ms: rolled back`);
+          resolve();
+        }, TX_IDLE_MS);
+      });
+      clearTimeout(timer);
+      this.wake = undefined;
+    }
+  }
+}
+
+/** A running share: where it listens, and how to stop it (closes every remote connection). */
+export interface EmbeddedShare {
+  readonly socketPath: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `db` on `socketPath` for other processes of this user (the socket is made 0600). The
+ * caller must hold the data folder's lock: a socket file left there is stale and is replaced.
+ */
+export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare> {
+  fs.rmSync(socketPath, { force: true });
+  const connections = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    connections.add(socket);
+    const txs = new Map<number, RemoteTx>();
+    const unlistens = new Map<number, () => Promise<void>>();
+    const send = (frame: unknown) => {
+      if (!socket.destroyed) socket.write(encode(frame));
+    };
+    const answer = (id: number, work: Promise<unknown>) =>
+      work.then(
+        (rows) => send({ id, rows }),
+        (err: unknown) => send({ id, error: errorFrame(err) }),
+      );
+    const runTx = (begin: Request) => {
+      const remote = new RemoteTx();
+      txs.set(begin.id, remote);
+      let last: Request = begin; // the request the transaction's end answers
+      db.transaction(async (tx: Queryable) => {
+        send({ id: begin.id, rows: [] });
+        for (;;) {
+          last = await remote.next();
+          if (last.op === 'commit') return;
+          if (last.op === 'rollback') throw ROLLBACK;
+          await answer(last.id, tx.query(last.text ?? '', last.params).then((r) => r.rows));
+        }
+      })
+        .then(
+          () => send({ id: last.id, rows: [] }),
+          (err: unknown) => send(err === ROLLBACK ? { id: last.id, rows: [] } : { id: last.id, error: errorFrame(err) }),
+        )
+        .finally(() => txs.delete(begin.id));
+    };
+    readLines(socket, (line) => {
+      let req: Request;
+      try {
+        req = decode(line) as unknown as Request;
+      } catch {
+        socket.destroy();
+        return;
+      }
+      if (req.tx !== undefined) {
+        const remote = txs.get(req.tx);
+        if (remote) remote.push(req);
+        else send({ id: req.id, error: { message: `no open transaction ${req.tx}` } });
+        return;
+      }
+      if (req.op === 'q') void answer(req.id, db.query(req.text ?? '', req.params).then((r) => r.rows));
+      else if (req.op === 'begin') runTx(req);
+      else if (req.op === 'listen') {
+        void answer(
+          req.id,
+          db
+            .listen(req.channel ?? '', { onNotify: (payload) => send({ sub: req.id, payload }) })
+            .then((unlisten) => {
+              unlistens.set(req.id, unlisten);
+              return [];
+            }),
+        );
+      } else if (req.op === 'unlisten') {
+        const unlisten = unlistens.get(req.sub ?? -1);
+        unlistens.delete(req.sub ?? -1);
+        void answer(req.id, (unlisten?.() ?? Promise.resolve()).then(() => []));
+      }
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      connections.delete(socket);
+      for (const remote of txs.values()) remote.end(new Error('the remote process went away: rolled back'));
+      for (const unlisten of unlistens.values()) void unlisten().catch(() => undefined);
+      unlistens.clear();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  fs.chmodSync(socketPath, 0o600);
+  server.unref(); // serving never keeps the holder's process alive
+  return {
+    socketPath,
+    async close() {
+      for (const socket of connections) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      fs.rmSync(socketPath, { force: true });
+    },
+  };
+}
+
+/**
+ * A Db on the embedded database another process serves at `socketPath` (kind 'pglite': the same
+ * SQL engine). Rejects if nothing listens there. Once the serving process goes away, every pending
+ * and later call rejects with EmbeddedShareClosedError and listeners get `onDown` once.
+ */
+export async function connectShared(socketPath: string): Promise<Db> {
+  const socket = net.createConnection(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve();
+    });
+  });
+  let nextId = 1;
+  let closed: Error | undefined;
+  const pending = new Map<number, { resolve: (rows: unknown[]) => void; reject: (err: Error) => void }>();
+  const subs = new Map<number, ListenHandlers>();
+  readLines(socket, (line) => {
+    const frame = decode(line);
+    if (typeof frame.sub === 'number') {
+      subs.get(frame.sub)?.onNotify(String(frame.payload));
+      return;
+    }
+    const id = frame.id as number;
+    const waiter = pending.get(id);
+    if (!waiter) return;
+    pending.delete(id);
+    if (frame.error) waiter.reject(errorFrom(frame.error as Record<string, unknown>));
+    else waiter.resolve(frame.rows as unknown[]);
+  });
+  socket.on('error', () => undefined);
+  socket.on('close', () => {
+    closed ??= new EmbeddedShareClosedError(socketPath);
+    for (const waiter of pending.values()) waiter.reject(closed);
+    pending.clear();
+    for (const handlers of subs.values()) handlers.onDown?.(closed);
+    subs.clear();
+  });
+  const call = (req: Omit<Request, 'id'>): Promise<unknown[]> => {
+    if (closed) return Promise.reject(closed);
+    const id = nextId++;
+    return new Promise<unknown[]>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      socket.write(encode({ ...req, id }));
+    });
+  };
+  const query = async <R>(text: string, params?: unknown[], tx?: number): Promise<{ rows: R[] }> => ({
+    rows: (await call({ op: 'q', text, params: params?.map(toWire), tx })) as R[],
+  });
+  return {
+    kind: 'pglite',
+    query: ((text: string, params?: unknown[]) => query(text, params)) as Db['query'],
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+      const begin = nextId; // the id `call` gives the begin request
+      await call({ op: 'begin' });
+      let result: T;
+      try {
+        result = await fn({ query: ((text: string, params?: unknown[]) => query(text, params, begin)) as Queryable['query'] });
+      } catch (err) {
+        await call({ op: 'rollback', tx: begin }).catch(() => undefined);
+        throw err;
+      }
+      await call({ op: 'commit', tx: begin }); // rejects if the commit failed (a deferred constraint)
+      return result;
+    },
+    async listen(channel: string, handlers: ListenHandlers) {
+      const sub = nextId;
+      subs.set(sub, handlers);
+      await call({ op: 'listen', channel });
+      handlers.onConnect?.();
+      return async () => {
+        subs.delete(sub);
+        await call({ op: 'unlisten', sub }).catch(() => undefined);
+      };
+    },
+    async close() {
+      closed ??= new EmbeddedShareClosedError(socketPath);
+      await new Promise<void>((resolve) => {
+        socket.end(() => resolve());
+        setTimeout(resolve, 1_000).unref();
+      });
+      socket.destroy();
+    },
+  };
+}
+
+/** Parameters in the text form node-postgres sends (pg's prepareValue), so both ends agree on types. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { prepareValue } = require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown };
+function toWire(value: unknown): unknown {
+  return value === null || value === undefined ? null : prepareValue(value);
+}
+
+/** A fresh socket path in the temp folder, for tests. */
+export function tempSocketPath(): string {
+  return path.join(os.tmpdir(), `acta-test-${randomBytes(6).toString('hex')}.sock`);
+}

@@ -1,0 +1,158 @@
+// The embedded database shared by the process that holds its folder (src/db/embeddedShare.ts):
+// an `acta worker` process on a PGlite data folder, and beside it this process, `acta enqueue` and
+// `acta job` on the same folder, through the socket the worker serves. Runs the built bin.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { connect, createClient, createPgliteDb, DataDirLockedError, type Db, EmbeddedShareClosedError } from '../src';
+import { connectShared, shareDb, socketPathFor, tempSocketPath } from '../src/db/embeddedShare';
+import { waitFor } from './helpers/wait';
+
+const ROOT = path.resolve(__dirname, '..');
+const BIN = path.join(ROOT, 'bin', 'acta.js');
+const FIXTURE = path.join('test', 'fixtures', 'cli-jobs.js');
+
+let dir: string;
+const children: ChildProcess[] = [];
+
+beforeAll(() => {
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'ops', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+});
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-share-'));
+});
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const env = () => {
+  const e: NodeJS.ProcessEnv = { ...process.env, ACTA_DATA_DIR: path.join(dir, 'data'), ACTA_LOG_LEVEL: 'warn' };
+  delete e.DATABASE_URL;
+  return e;
+};
+
+function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: env(), timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+function startWorker(): { child: ChildProcess; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [BIN, 'worker', FIXTURE, '--heartbeat', '1000'], { cwd: ROOT, env: env(), stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return { child, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
+}
+
+test('beside a running `acta worker` on the embedded folder, `acta enqueue`, `acta job` and a client in another process use its database', async () => {
+  expect((await acta(['migrate'])).code).toBe(0);
+  const worker = startWorker();
+  await waitFor(() => fs.existsSync(socketPathFor(path.join(dir, 'data'))), 'the worker serving its folder', 120_000);
+
+  const enqueued = await acta(['enqueue', 'cli-echo', '{"n":1}']);
+  expect(enqueued).toMatchObject({ code: 0, stderr: '' });
+  const id = String((JSON.parse(enqueued.stdout) as { id: string }).id);
+
+  const db = await connect({ dataDir: path.join(dir, 'data') });
+  try {
+    const client = createClient({ db });
+    const result = await client.result<{ payload: { n: number }; pid: number }>(id, { timeoutMs: 20_000 });
+    expect(result.payload).toEqual({ n: 1 });
+    expect(result.pid).toBe(worker.child.pid);
+    const job = await client.getJob(id);
+    expect(job?.status).toBe('succeeded');
+    expect(job?.finishedAt).toBeInstanceOf(Date);
+    const shown = await acta(['job', id]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/succeeded/);
+  } finally {
+    await db.close();
+  }
+  worker.child.kill('SIGTERM');
+  expect(await worker.exited).toBe(0);
+  // The worker let go of the folder and its socket: the next process opens the folder itself.
+  expect(fs.existsSync(socketPathFor(path.join(dir, 'data')))).toBe(false);
+  const after = await connect({ dataDir: path.join(dir, 'data') });
+  await after.close();
+}, 300_000);
+
+describe('the share on its own (one process serving, another Db reading through it)', () => {
+  let holder: Db;
+  let socketPath: string;
+  let closeShare: () => Promise<void>;
+  beforeAll(async () => {
+    holder = await createPgliteDb({ dataDir: 'memory://', share: false });
+  });
+  afterAll(() => holder.close());
+  beforeEach(async () => {
+    await holder.query('drop table if exists t; create table t (id int primary key, at timestamptz, doc jsonb)');
+    socketPath = tempSocketPath();
+    closeShare = (await shareDb(holder, socketPath)).close;
+  });
+  afterEach(() => closeShare());
+
+  test('values, dates and errors come back as from the database itself (an error keeps its SQLSTATE)', async () => {
+    const remote = await connectShared(socketPath);
+    const at = new Date('2026-12-05T10:00:00.123Z');
+    await remote.query('insert into t values ($1, $2, $3)', [1, at, { a: [1, 'x'] }]);
+    const { rows } = await remote.query<{ id: number; at: Date; doc: unknown }>('select * from t');
+    expect(rows).toEqual([{ id: 1, at, doc: { a: [1, 'x'] } }]);
+    await expect(remote.query('insert into t values (1, null, null)')).rejects.toMatchObject({ code: '23505' });
+    await remote.close();
+  });
+
+  test('a remote transaction is isolated: the holder does not see it before commit, nor after rollback; a failing body rolls back', async () => {
+    const remote = await connectShared(socketPath);
+    let seenInside: number | undefined;
+    let outside: Promise<{ rows: { n: number }[] }> | undefined;
+    await remote.transaction(async (tx) => {
+      await tx.query('insert into t values (2, null, null)');
+      // The holder's own query waits for the remote transaction (one session): it sees the commit.
+      outside = holder.query<{ n: number }>('select count(*)::int as n from t');
+      seenInside = (await tx.query<{ n: number }>('select count(*)::int as n from t')).rows[0].n;
+    });
+    expect(seenInside).toBe(1);
+    expect((await outside!).rows[0].n).toBe(1);
+    await expect(
+      remote.transaction(async (tx) => {
+        await tx.query('insert into t values (3, null, null)');
+        throw new Error('body failed');
+      }),
+    ).rejects.toThrow('body failed');
+    expect((await holder.query<{ n: number }>('select count(*)::int as n from t')).rows[0].n).toBe(1);
+    await remote.close();
+  });
+
+  test('LISTEN through the share: a NOTIFY on the holder reaches the remote listener', async () => {
+    const remote = await connectShared(socketPath);
+    const got: string[] = [];
+    const unlisten = await remote.listen('acta_test', { onNotify: (p) => got.push(p) });
+    await holder.query("select pg_notify('acta_test', 'hello')");
+    await waitFor(() => got.length === 1, 'the notification', 5_000);
+    expect(got).toEqual(['hello']);
+    await unlisten();
+    await remote.close();
+  });
+
+  test('when the serving process lets go, pending and later calls reject with EmbeddedShareClosedError', async () => {
+    const remote = await connectShared(socketPath);
+    await closeShare();
+    closeShare = async () => undefined;
+    await expect(remote.query('select 1')).rejects.toBeInstanceOf(EmbeddedShareClosedError);
+    await remote.close();
+  });
+});
+
+test('a folder held by a process that does not serve it still refuses with DataDirLockedError', async () => {
+  const data = path.join(dir, 'data');
+  const child = spawn(process.execPath, ['-e', `require('./dist/src').createPgliteDb({ dataDir: ${JSON.stringify(data)}, share: false }).then(() => { console.log('open'); setInterval(() => {}, 1000); })`], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  await expect(connect({ dataDir: data })).rejects.toBeInstanceOf(DataDirLockedError);
+}, 120_000);
