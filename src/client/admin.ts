@@ -129,7 +129,7 @@ export interface Admin {
   deleteJobs(selection: JobSelection): Promise<JobId[]>;
   /** The namespace's workers, newest first: every live one, and the stopped and dead of the last day. */
   listWorkers(options?: { namespace?: string }): Promise<WorkerInfo[]>;
-  /** Every namespace with its jobs counted by status (each up to 100,000), its oldest due job's wait and its pauses. */
+  /** Every namespace (with a worker, a pause, or a job Ready, Waiting, Failed or Cancelled) with its jobs counted by status (each up to 100,000), its oldest due job's wait and its pauses. */
   namespaces(): Promise<NamespaceInfo[]>;
 }
 
@@ -248,7 +248,14 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
       const db = dbOf('namespaces');
       const { rows } = await run(() =>
         db.query<Record<JobStatus, string> & { name: string; oldest_ready_ms: number | null; pauses: { definition: string; paused_by: string | null; reason: string | null; paused_at: string }[] }>(
-          `select n.name, ${STATUSES.map((st) => `${countSql(st)} as ${st}`).join(', ')},
+          `with recursive listed as (
+             (select j.namespace from acta.jobs j where j.status in ('ready', 'waiting', 'failed', 'cancelled') order by j.namespace limit 1)
+             union all
+             select (select j.namespace from acta.jobs j
+                     where j.status in ('ready', 'waiting', 'failed', 'cancelled') and j.namespace > l.namespace order by j.namespace limit 1)
+             from listed l where l.namespace is not null
+           )
+           select n.name, ${STATUSES.map((st) => `${countSql(st)} as ${st}`).join(', ')},
                   (select extract(epoch from now() - min(x.run_at)) * 1000 from acta.definitions d
                    cross join lateral (
                      select j.run_at from acta.jobs j
@@ -258,7 +265,12 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
                    where d.namespace = n.name and x.run_at <= now()) as oldest_ready_ms,
                   coalesce((select jsonb_agg(jsonb_build_object('definition', p.definition, 'paused_by', p.paused_by, 'reason', p.reason, 'paused_at', p.paused_at) order by p.definition)
                             from acta.pauses p where p.namespace = n.name), '[]') as pauses
-           from acta.namespaces n order by n.name`,
+           from (
+             select a.name from acta.namespaces a
+             union select p.namespace from acta.pauses p
+             -- A namespace with jobs and no worker yet: the distinct namespaces of jobs_list_idx, one probe each.
+             union select l.namespace from listed l where l.namespace is not null
+           ) n order by n.name`,
           [COUNT_CAP],
         ),
       );
