@@ -94,6 +94,7 @@ CREATE INDEX jobs_key_ready_idx ON acta.jobs USING btree (namespace, concurrency
 CREATE INDEX jobs_lane_held_idx ON acta.jobs USING btree (namespace, lane) WHERE ((status = ANY (ARRAY['executing'::text, 'waiting'::text])) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, id) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lease_idx ON acta.jobs USING btree (namespace, lease_expires_at) WHERE ((status = 'executing'::text) AND (lease_expires_at IS NOT NULL));
+CREATE INDEX jobs_list_idx ON acta.jobs USING btree (namespace, status, id) WHERE (status = ANY (ARRAY['ready'::text, 'waiting'::text, 'failed'::text, 'cancelled'::text]));
 CREATE INDEX jobs_parked_idx ON acta.jobs USING btree (namespace, blocked_by, (
 CASE blocked_by
     WHEN 'rate'::text THEN rate_key
@@ -121,6 +122,15 @@ create table acta.passes (
   due_at timestamp with time zone not null default now(),
   constraint passes_namespace_fkey FOREIGN KEY (namespace) REFERENCES acta.namespaces(name),
   constraint passes_pkey PRIMARY KEY (namespace, pass)
+);
+
+create table acta.pauses (
+  namespace text not null,
+  definition text not null default ''::text,
+  paused_by text,
+  reason text,
+  paused_at timestamp with time zone not null default now(),
+  constraint pauses_pkey PRIMARY KEY (namespace, definition)
 );
 
 create table acta.steps (
@@ -197,6 +207,7 @@ AS $function$
 #variable_conflict use_column
 declare
   v_fair         text[];
+  v_paused       text[];
   v_plain        text[];
   v_gate         record;
   v_lock         bigint;
@@ -250,8 +261,23 @@ begin
   if cardinality(p_definitions) > 1 then
     p_definitions := array(select distinct u.name from unnest(p_definitions) as u(name));
   end if;
-  v_fair := array(select d.name from acta.definitions d
-                  where d.namespace = p_namespace and d.name = any (p_definitions) and d.fair);
+  -- With the fair ones, the pauses of the namespace (acta.pause): in the same statement, so that
+  -- a claim of a namespace nobody paused pays for it one probe of an empty index.
+  select array(select d.name from acta.definitions d
+               where d.namespace = p_namespace and d.name = any (p_definitions) and d.fair),
+         array(select p.definition from acta.pauses p where p.namespace = p_namespace)
+    into v_fair, v_paused;
+  if cardinality(v_paused) > 0 then
+    -- Paused: the whole namespace (''), or some definitions, which this claim then leaves out.
+    -- Nothing left to claim: the idle answer without a due time (a resume wakes the claimer).
+    p_definitions := array(select u.name from unnest(p_definitions) as u(name) where u.name <> all (v_paused));
+    if '' = any (v_paused) or cardinality(p_definitions) = 0 then
+      return query select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
+                          null::integer, null::integer, null::integer, null::double precision;
+      return;
+    end if;
+    v_fair := array(select u.name from unnest(v_fair) as u(name) where u.name <> all (v_paused));
+  end if;
   v_plain := case when cardinality(v_fair) = 0 then p_definitions
                   else array(select u.name from unnest(p_definitions) as u(name) where u.name <> all (v_fair)) end;
 
@@ -1220,6 +1246,28 @@ begin
 end
 $function$;
 
+-- acta.pause: sql/functions/pause.sql
+CREATE OR REPLACE FUNCTION acta.pause(p_namespace text, p_definition text, p_by text, p_reason text)
+ RETURNS TABLE(paused_by text, reason text, paused_at timestamp with time zone, created boolean)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+begin
+  perform pg_notify('acta_jobs', p_namespace);
+  return query
+  with ins as (
+    insert into acta.pauses as p (namespace, definition, paused_by, reason)
+    values (p_namespace, coalesce(p_definition, ''), p_by, p_reason)
+    on conflict (namespace, definition) do nothing
+    returning p.paused_by, p.reason, p.paused_at
+  )
+  select i.paused_by, i.reason, i.paused_at, true from ins i
+  union all
+  select p.paused_by, p.reason, p.paused_at, false from acta.pauses p
+  where p.namespace = p_namespace and p.definition = coalesce(p_definition, '') and not exists (select 1 from ins);
+end
+$function$;
+
 -- acta.record_step: sql/functions/record_step.sql
 CREATE OR REPLACE FUNCTION acta.record_step(p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb)
  RETURNS TABLE(status text, result jsonb)
@@ -1577,6 +1625,21 @@ begin
     perform set_config('lock_timeout', v_lock_timeout, true);
   end if;
   return cardinality(v_done);
+end
+$function$;
+
+-- acta.resume: sql/functions/resume.sql
+CREATE OR REPLACE FUNCTION acta.resume(p_namespace text, p_definition text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+begin
+  delete from acta.pauses p where p.namespace = p_namespace and p.definition = coalesce(p_definition, '');
+  if not found then
+    return false;
+  end if;
+  perform pg_notify('acta_jobs', p_namespace);
+  return true;
 end
 $function$;
 

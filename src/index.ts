@@ -3,6 +3,9 @@
  * The public API and nothing else.
  */
 export { createClient, type Client, type ClientOptions, type ObserveOptions, type ResultOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client/client';
+export type { Admin, JobFilter, JobPage, JobSelection, JobSummary, ListJobsOptions, NamespaceInfo, WorkerInfo } from './client/admin';
+export type { PauseAnswer, PauseRecord } from './db/pauses';
+export type { WhyAnswer, WhyCause, WhyReason } from './ops/why';
 export { createWorker, type Worker, type WorkerOptions } from './worker/worker';
 export { runWorker$, type RunWorkerOptions } from './worker/runWorker';
 export type { Attempt, AttemptCompletion, HookTools, WorkerHooks } from './worker/hooks';

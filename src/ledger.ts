@@ -3,6 +3,7 @@ import { completeExecutions } from './db/executions';
 import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
 import { releasePasses } from './db/namespaces';
+import { listPauses, pause, type PauseAnswer, type PauseRecord, type PauseScope, resume } from './db/pauses';
 import { loadSteps, recordStep } from './db/steps';
 import type { CancelAnswer, ClaimArgs, ClaimResult, CompletionAck, CompletionRow, HeartbeatArgs, HeartbeatResult, JobId, JobRecord, RecoveredRow, RegisterArgs, StepRecord } from './db/types';
 import { type AppliedPolicy, heartbeat, loadPolicies, registerWorker, stopWorker } from './db/workers';
@@ -41,6 +42,11 @@ export interface Ledger {
   cancelJob(namespace: string, id: string): Promise<CancelAnswer>;
   /** Marks a job observed, so that its changes notify 'acta_job'; false when the namespace has no such job. */
   watchJob(namespace: string, id: string): Promise<boolean>;
+  /** Stops the claims of a namespace or one definition (acta.pause); the pause that stands. */
+  pause(args: PauseScope & { by?: string | null; reason?: string | null }): Promise<PauseAnswer>;
+  /** Lifts that scope's pause (acta.resume); true when it was paused. */
+  resume(args: PauseScope): Promise<boolean>;
+  listPauses(namespace: string): Promise<PauseRecord[]>;
 }
 
 export type { ClaimArgs, HeartbeatArgs, RegisterArgs } from './db/types';
@@ -65,5 +71,8 @@ export function sqlLedger(db: Db): Ledger {
     readJob: (namespace, id) => readJob(db, namespace, id),
     cancelJob: (namespace, id) => cancelJob(db, namespace, id),
     watchJob: (namespace, id) => watchJob(db, namespace, id),
+    pause: (args) => pause(db, args),
+    resume: (args) => resume(db, args),
+    listPauses: (namespace) => listPauses(db, namespace),
   };
 }

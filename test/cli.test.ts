@@ -354,3 +354,38 @@ test('`acta enqueue` of a definition declared with policies needs its keys: --de
   expect(await createClient({ db, namespace: 'cli-keys' }).getJob(id)).toMatchObject({ concurrencyKey: 'a', lane: 'o1', rateKey: null });
   await db.query('delete from acta.jobs where id = $1', [id]);
 });
+
+test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers, namespaces, resume; tables for people, --json one object per line', async () => {
+  const ns = ['--namespace', 'cli-ops'];
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push(JSON.parse((await acta(['enqueue', 'cli-op', `{"i":${i}}`, '--force', ...ns])).stdout).id as string);
+  const paused = await acta(['pause', '--reason', 'maintenance', '--by', 'ops-team', ...ns]);
+  expect(paused).toMatchObject({ code: 0, stderr: '' });
+  expect(paused.stdout).toMatch(/^paused: namespace "cli-ops" by ops-team since \S+ \(maintenance\)\n$/);
+  const why = await acta(['why', ids[0], ...ns]);
+  expect(why.code).toBe(0);
+  expect(why.stdout).toContain(`job ${ids[0]}: ready\n  paused: namespace "cli-ops" paused by ops-team since`);
+  expect(why.stdout).toContain('no-worker: no live worker in namespace "cli-ops"');
+  expect(JSON.parse((await acta(['why', ids[0], '--json', ...ns])).stdout).reasons[0]).toMatchObject({ cause: 'paused' });
+  expect(await acta(['why', '999999', ...ns])).toMatchObject({ code: 1, stderr: 'acta: no job 999999 in namespace "cli-ops"\n' });
+
+  const listed = await acta(['jobs', 'list', '--json', '--limit', '2', ...ns]);
+  const lines = listed.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  expect(lines.map((l) => l.id ?? l.nextCursor)).toEqual([ids[2], ids[1], ids[1]]);
+  const table = await acta(['jobs', 'list', '--status', 'ready', ...ns]);
+  expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+DEFINITION\s+STATUS\s+ATTEMPTS/);
+  expect(table.stdout).toContain(`${ids[0]}`);
+
+  expect(JSON.parse((await acta(['jobs', 'cancel', ids[0], '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [] });
+  expect(JSON.parse((await acta(['jobs', 'delete', '--status', 'cancelled', '--json', ...ns])).stdout)).toEqual({ deleted: [ids[0]] });
+  const refused = await acta(['jobs', 'retry', ...ns]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toMatch(/give job ids, or at least one filter option/);
+  expect((await acta(['jobs', 'list', '--status', 'done', ...ns])).stderr).toMatch(/--status <list>.*must be a comma-separated list/);
+
+  const spaces = (await acta(['namespaces', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l));
+  expect(spaces.find((n) => n.name === 'cli-ops')).toMatchObject({ counts: { ready: 2, cancelled: 0 }, pauses: [{ definition: null, pausedBy: 'ops-team', reason: 'maintenance' }] });
+  expect((await acta(['workers', ...ns])).stdout.split('\n')[0]).toMatch(/^ID\s+STATUS\s+HOST/);
+  expect(await acta(['resume', ...ns])).toMatchObject({ code: 0, stdout: 'resumed\n' });
+  expect(await acta(['resume', '--json', ...ns])).toMatchObject({ code: 0, stdout: '{"resumed":false}\n' });
+}, 240_000);

@@ -10,7 +10,8 @@
 -- else it is PARKED (blocked_by: out of the claim's indexes, its place kept) until its gate's
 -- hand-on or recheck (acta.release_gate): a batch never starts more attempts of a key than its free
 -- slots. Nothing claimable: one row with a null job_id and next_due_in_ms (the next due row or gate
--- recheck; null: none). own_max_attempts: the job's own limit; max_attempts: coalesce(own, 25).
+-- recheck; null: none). A paused namespace or definition (acta.pauses) has nothing claimable; its
+-- rows stay Ready, untouched. own_max_attempts: the job's own limit; max_attempts: coalesce(own, 25).
 -- Fair order: a fair definition's due row takes its key's next turn after the key's earlier rows,
 -- not before the turn being served (start-time fair queuing).
 -- Fence: the execution number and the holder. Durability: asynchronous commit, this transaction
@@ -58,6 +59,7 @@ as $$
 #variable_conflict use_column
 declare
   v_fair         text[];
+  v_paused       text[];
   v_plain        text[];
   v_gate         record;
   v_lock         bigint;
@@ -111,8 +113,23 @@ begin
   if cardinality(p_definitions) > 1 then
     p_definitions := array(select distinct u.name from unnest(p_definitions) as u(name));
   end if;
-  v_fair := array(select d.name from acta.definitions d
-                  where d.namespace = p_namespace and d.name = any (p_definitions) and d.fair);
+  -- With the fair ones, the pauses of the namespace (acta.pause): in the same statement, so that
+  -- a claim of a namespace nobody paused pays for it one probe of an empty index.
+  select array(select d.name from acta.definitions d
+               where d.namespace = p_namespace and d.name = any (p_definitions) and d.fair),
+         array(select p.definition from acta.pauses p where p.namespace = p_namespace)
+    into v_fair, v_paused;
+  if cardinality(v_paused) > 0 then
+    -- Paused: the whole namespace (''), or some definitions, which this claim then leaves out.
+    -- Nothing left to claim: the idle answer without a due time (a resume wakes the claimer).
+    p_definitions := array(select u.name from unnest(p_definitions) as u(name) where u.name <> all (v_paused));
+    if '' = any (v_paused) or cardinality(p_definitions) = 0 then
+      return query select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
+                          null::integer, null::integer, null::integer, null::double precision;
+      return;
+    end if;
+    v_fair := array(select u.name from unnest(v_fair) as u(name) where u.name <> all (v_paused));
+  end if;
   v_plain := case when cardinality(v_fair) = 0 then p_definitions
                   else array(select u.name from unnest(p_definitions) as u(name) where u.name <> all (v_fair)) end;
 

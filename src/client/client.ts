@@ -8,6 +8,8 @@ import { checkDefinition, type Definition, policyKeys } from '../definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, JobCancelledError, JobFailedError, JobNotFoundError, ResultTimeoutError, UnknownDefinitionError } from '../errors';
 import { toJsonText } from '../json';
 import { type Ledger, sqlLedger } from '../ledger';
+import { why, type WhyAnswer } from '../ops/why';
+import { type Admin, createAdmin } from './admin';
 
 /** Options of one job at enqueue. */
 export interface EnqueueOptions {
@@ -109,7 +111,13 @@ export interface ResultOptions {
   pollMs?: number;
 }
 
-export interface Client {
+export interface Client extends Admin {
+  /**
+   * Why the job is where it is (src/ops/why.ts): every cause the database holds, each with its
+   * blocker, in one statement; null when the namespace has no such job. Throws ConfigError for a
+   * malformed id, and for a client with a ledger and no database.
+   */
+  why(id: JobId | number | bigint): Promise<WhyAnswer | null>;
   /**
    * Enqueues one job of a definition, given by name or as the definition itself (from defineJob;
    * its `name` is used). Given the definition, the payload is type-checked against its handler's
@@ -462,6 +470,12 @@ export function createClient(options: ClientOptions): Client {
     });
   };
   return {
+    ...createAdmin({ db: options.db, ledger, namespace, verdict: (err) => verdict(err, false) }),
+    why: (id: JobId | number | bigint) =>
+      byId('why', id, undefined, null, (_tx, text) => {
+        if (!options.db) throw new ConfigError('why: this client has a ledger and no database');
+        return why(options.db, namespace, text);
+      }),
     async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
       const [result] = await enqueueItems([{ definition, payload, ...rest }], { tx }, false);

@@ -32,6 +32,8 @@ export const SIGNATURES = {
   gate_lock: 'p_namespace text, p_kind text, p_key text',
   gate_room: 'p_namespace text, p_kind text, p_key text, p_definition text, p_at timestamp with time zone, OUT room integer, OUT next_at timestamp with time zone',
   release_gate: 'p_namespace text, p_kind text, p_key text',
+  pause: 'p_namespace text, p_definition text, p_by text, p_reason text',
+  resume: 'p_namespace text, p_definition text',
 } as const;
 
 /** `q.prepared` when `q` is a Db (the worker's own calls), else `q.query` (a transaction, a caller's client). */

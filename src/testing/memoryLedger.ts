@@ -3,12 +3,13 @@ import { knownKeys } from '../config';
 import type { ListenHandlers } from '../db/Db';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
+import { listPauses, pause, resume } from './memory/pauses';
 import { claimJobs } from './memory/claim';
 import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
-import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryNamespace, type MemoryPass, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
+import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
 
-export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryNamespace, MemoryPass, MemoryStep, MemoryWorker } from './memory/state';
+export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryNamespace, MemoryPass, MemoryPause, MemoryStep, MemoryWorker } from './memory/state';
 
 /** A call of the Ledger, by its method's name. */
 export type LedgerCall = keyof Ledger;
@@ -35,6 +36,7 @@ export interface MemoryLedgerState {
   definitions: MemoryDefinition[];
   namespaces: MemoryNamespace[];
   passes: MemoryPass[];
+  pauses: MemoryPause[];
 }
 
 /** The in-memory ledger: a Ledger, its state for assertions, and its fault knobs. */
@@ -82,6 +84,9 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'cancelJob',
   'watchJob',
   'reportProgress',
+  'pause',
+  'resume',
+  'listPauses',
 ];
 
 /**
@@ -206,6 +211,9 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     cancelJob: (namespace, id) => call('cancelJob', (tx) => cancelJob(store, tx, namespace, id)),
     watchJob: (namespace, id) => call('watchJob', () => watchJob(store, namespace, id)),
     reportProgress: (workerId, rows) => call('reportProgress', () => reportProgress(store, workerId, rows)),
+    pause: (args) => call('pause', (tx) => pause(store, tx, args)),
+    resume: (args) => call('resume', (tx) => resume(store, tx, args)),
+    listPauses: (namespace) => call('listPauses', () => listPauses(store, namespace)),
     listen(channel, handlers) {
       const listener = { channel, handlers };
       listeners.add(listener);
@@ -223,6 +231,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
       definitions: copyJson([...store.allDefinitions()]),
       namespaces: copyJson([...store.namespaces.values()]),
       passes: copyJson([...store.allPasses()]),
+      pauses: copyJson([...store.allPauses()]),
     }),
     setLatency(latencyMs) {
       latency = checkLatency(latencyMs);

@@ -820,6 +820,48 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
     });
   });
 
+  describe('pause and resume', () => {
+    test('a paused namespace claims nothing (idle, no due time) and keeps its rows Ready; resume wakes it and the claim takes them', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, ['p', 'q']);
+      const [a, b] = await ids(ns, [{ definition: 'p' }, { definition: 'q' }]);
+      const before = await h.now();
+      let paused: Awaited<ReturnType<Ledger['pause']>> | undefined;
+      expect(await woken(async () => (paused = await ledger.pause({ namespace: ns, by: 'ops@host', reason: 'incident 7' })))).toEqual([ns]);
+      expect(paused).toMatchObject({ namespace: ns, definition: null, pausedBy: 'ops@host', reason: 'incident 7', created: true });
+      expect(Number(paused!.pausedAt)).toBeGreaterThanOrEqual(before - 1);
+      // A second pause of the same scope leaves the first standing.
+      expect(await ledger.pause({ namespace: ns, by: 'someone else' })).toMatchObject({ pausedBy: 'ops@host', reason: 'incident 7', created: false });
+      expect(await claim(ns, worker, ['p', 'q'], 10)).toEqual({ rows: [], nextDueInMs: null });
+      expect((await job(ns, a)).status).toBe('ready');
+      // Another namespace is not paused.
+      const other = fresh();
+      await enqueue(other, [{ definition: 'p' }]);
+      expect((await claim(other, worker, ['p'], 10)).rows).toHaveLength(1);
+      expect((await ledger.listPauses(ns)).map((p) => [p.definition, p.pausedBy])).toEqual([[null, 'ops@host']]);
+      let resumed: boolean | undefined;
+      expect(await woken(async () => (resumed = await ledger.resume({ namespace: ns })))).toEqual([ns]);
+      expect(resumed).toBe(true);
+      expect(await woken(async () => (resumed = await ledger.resume({ namespace: ns })))).toEqual([]);
+      expect(resumed).toBe(false);
+      expect(byId((await claim(ns, worker, ['p', 'q'], 10)).rows).map((r) => r.id)).toEqual([a, b]);
+    });
+
+    test("a paused definition is left out of the claim, the others' rows are claimed; its idle answer is no due time; the namespace's resume leaves it paused", async () => {
+      const ns = fresh();
+      const worker = await declare(ns, ['p', 'q']);
+      const now = await h.now();
+      const [a, b] = await ids(ns, [{ definition: 'p' }, { definition: 'q' }, { definition: 'p', runAt: new Date(now + 60_000) }]);
+      await ledger.pause({ namespace: ns, definition: 'p' });
+      expect((await claim(ns, worker, ['p', 'q'], 10)).rows.map((r) => r.id)).toEqual([b]);
+      expect(await claim(ns, worker, ['p'], 10)).toEqual({ rows: [], nextDueInMs: null });
+      expect(await ledger.resume({ namespace: ns })).toBe(false);
+      expect(await claim(ns, worker, ['p'], 10)).toEqual({ rows: [], nextDueInMs: null });
+      expect(await ledger.resume({ namespace: ns, definition: 'p' })).toBe(true);
+      expect((await claim(ns, worker, ['p'], 10)).rows.map((r) => r.id)).toEqual([a]);
+    });
+  });
+
   describe('concurrency keys', () => {
     const rebuild = defineJob({ name: 'rebuild', handler, concurrency: { key: (p: { tenant: string; i: number }) => `tenant:${p.tenant}`, limit: 3 } });
     const acme = (i: number): Item => ({ definition: 'rebuild', payload: { tenant: 'acme', i }, concurrencyKey: 'tenant:acme' });

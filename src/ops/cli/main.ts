@@ -12,6 +12,7 @@ import { ActaError } from '../../errors';
 import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
+import { registerAdminCommands } from './admin';
 
 /** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
 const int =
@@ -256,6 +257,8 @@ export function program(): Command {
       if ('why' in answer) throw new ActaError('ACTA_NOT_CANCELLED', answer.why as string);
       console.log(JSON.stringify(answer));
     });
+
+  registerAdminCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
 
   cli
     .command('sql <statement>')

@@ -26,7 +26,10 @@ export function claimJobs(store: Store, tx: Tx, args: ClaimArgs): ClaimResult {
   if (namespace == null || workerId == null || definitions == null || limit == null || leaseMs == null) return { rows: [], nextDueInMs: null };
   if (limit < 1) throw new SqlStateError('22023', `acta.claim_jobs: p_limit must be at least 1, got ${limit}`);
   const now = tx.now;
-  const names = [...new Set(definitions)];
+  // Paused (acta.pauses): the whole namespace, or the definitions left out; nothing left: idle, no due time.
+  const paused = store.pausesIn(namespace).map((p) => p.definition);
+  const names = [...new Set(definitions)].filter((name) => !paused.includes(name));
+  if (paused.includes('') || names.length === 0) return { rows: [], nextDueInMs: null };
   const fair = names.filter((name) => store.definition(namespace, name)?.fair === true);
   const plain = names.filter((name) => !fair.includes(name));
   const jobs = store.jobsIn(namespace);

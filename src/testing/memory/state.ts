@@ -105,6 +105,15 @@ export interface MemoryPass {
   dueAt: number;
 }
 
+/** A row of acta.pauses (migration 0015): definition '' is the whole namespace. */
+export interface MemoryPause {
+  namespace: string;
+  definition: string;
+  pausedBy: string | null;
+  reason: string | null;
+  pausedAt: number;
+}
+
 /** A row of acta.gates: a lane, a concurrency key or a rate meter with parked rows or a meter's log. */
 export interface MemoryGate {
   namespace: string;
@@ -199,6 +208,7 @@ export class Store {
   private readonly definitionRows = new Map<string, MemoryDefinition>();
   private readonly passRows = new Map<string, MemoryPass>();
   private readonly gateRows = new Map<string, MemoryGate>();
+  private readonly pauseRows = new Map<string, MemoryPause>();
   /** acta.jobs_id_seq: every element of an enqueue draws one, created or not. */
   private lastId = 0;
 
@@ -273,5 +283,26 @@ export class Store {
 
   allGates(): IterableIterator<MemoryGate> {
     return this.gateRows.values();
+  }
+
+  pause(namespace: string, definition: string): MemoryPause | undefined {
+    return this.pauseRows.get(key2(namespace, definition));
+  }
+
+  insertPause(row: MemoryPause): void {
+    this.pauseRows.set(key2(row.namespace, row.definition), row);
+  }
+
+  deletePause(namespace: string, definition: string): boolean {
+    return this.pauseRows.delete(key2(namespace, definition));
+  }
+
+  /** The namespace's pauses in definition order (the namespace's own, '', first). */
+  pausesIn(namespace: string): MemoryPause[] {
+    return [...this.pauseRows.values()].filter((p) => p.namespace === namespace).sort((a, b) => (a.definition < b.definition ? -1 : a.definition > b.definition ? 1 : 0));
+  }
+
+  allPauses(): IterableIterator<MemoryPause> {
+    return this.pauseRows.values();
   }
 }

@@ -1,0 +1,185 @@
+/*
+ * The operating commands (docs/operating.md, "Admin commands"): acta jobs list|retry|cancel|delete,
+ * acta workers, acta namespaces, acta pause|resume, acta why. Each is a client operation
+ * (src/client/admin.ts, src/ops/why.ts); human output is a table, `--json` one object per line.
+ */
+import { type Command, InvalidArgumentError } from 'commander';
+import type { Client } from '../../client/client';
+import type { JobFilter, JobSelection } from '../../client/admin';
+import type { JobStatus } from '../../db/types';
+import { ActaError } from '../../errors';
+import { formatTable } from './table';
+
+type WithClient = <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>;
+
+const STATUSES = ['ready', 'executing', 'waiting', 'succeeded', 'failed', 'cancelled'];
+
+function statusList(value: string): JobStatus[] {
+  const list = value.split(',').map((s) => s.trim());
+  for (const s of list) if (!STATUSES.includes(s)) throw new InvalidArgumentError(`must be a comma-separated list of ${STATUSES.join(', ')}.`);
+  return list as JobStatus[];
+}
+function isoDate(value: string): Date {
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) throw new InvalidArgumentError('must be an ISO 8601 date, e.g. 2026-12-01T09:00:00Z.');
+  return d;
+}
+function positive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1_000) throw new InvalidArgumentError('must be an integer from 1 to 1000.');
+  return n;
+}
+
+interface FilterOpts {
+  namespace: string;
+  status?: JobStatus[];
+  definition?: string;
+  concurrencyKey?: string;
+  lane?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  finishedAfter?: Date;
+  finishedBefore?: Date;
+  json?: boolean;
+}
+
+const withFilter = (cmd: Command): Command =>
+  cmd
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--status <list>', `statuses, comma-separated (${STATUSES.join(', ')})`, statusList)
+    .option('--definition <name>', 'only jobs of this definition')
+    .option('--concurrency-key <key>', 'only jobs of this concurrency key')
+    .option('--lane <key>', 'only jobs of this lane')
+    .option('--created-after <iso>', 'created at or after', isoDate)
+    .option('--created-before <iso>', 'created before', isoDate)
+    .option('--finished-after <iso>', 'finished at or after', isoDate)
+    .option('--finished-before <iso>', 'finished before', isoDate)
+    .option('--json', 'one JSON object per line');
+
+const filterOf = (o: FilterOpts): JobFilter => {
+  const f: JobFilter = {};
+  for (const k of ['status', 'definition', 'concurrencyKey', 'lane', 'createdAfter', 'createdBefore', 'finishedAfter', 'finishedBefore'] as const) {
+    if (o[k] !== undefined) (f as Record<string, unknown>)[k] = o[k];
+  }
+  return f;
+};
+
+/** `ids` given: those jobs; else the filter, which must say something (a bulk action on every job is not a default). */
+function selectionOf(ids: string[], o: FilterOpts, what: string): JobSelection {
+  if (ids.length > 0) {
+    if (Object.keys(filterOf(o)).length > 0) throw new ActaError('ACTA_CLI_USAGE', `${what}: give job ids or filter options, not both`);
+    for (const id of ids) if (!/^[0-9]+$/.test(id)) throw new ActaError('ACTA_CLI_USAGE', `${what}: a job id is a positive integer, got ${JSON.stringify(id)}`);
+    return { ids };
+  }
+  const f = filterOf(o);
+  if (Object.keys(f).length === 0) throw new ActaError('ACTA_CLI_USAGE', `${what}: give job ids, or at least one filter option (--status, --definition, ...)`);
+  return f;
+}
+
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : '');
+const ago = (ms: number | null) => (ms === null ? '' : ms < 1_000 ? `${ms} ms` : ms < 120_000 ? `${Math.round(ms / 1_000)} s` : `${Math.round(ms / 60_000)} min`);
+
+function printRows(json: boolean | undefined, rows: object[], table: () => string[][]): void {
+  if (json) for (const r of rows) console.log(JSON.stringify(r));
+  else console.log(formatTable(table()));
+}
+
+/** Registers the operating commands on `cli`. */
+export function registerAdminCommands(cli: Command, withClient: WithClient): void {
+  const jobs = cli.command('jobs').description('list, retry, cancel or delete jobs (docs/operating.md)');
+
+  withFilter(jobs.command('list').description('list jobs newest first, a page at a time (--cursor: the cursor the page before printed)'))
+    .option('--limit <n>', 'jobs in the page (1-1000, default 50)', positive)
+    .option('--cursor <id>', 'start below this job id (the next-page cursor)')
+    .action(async (o: FilterOpts & { limit?: number; cursor?: string }) => {
+      const page = await withClient(o.namespace, (client) => client.listJobs({ ...filterOf(o), limit: o.limit, cursor: o.cursor }));
+      printRows(o.json, page.jobs, () => [
+        ['ID', 'DEFINITION', 'STATUS', 'ATTEMPTS', 'CREATED', 'FINISHED', 'KEY', 'LANE', 'ERROR'],
+        ...page.jobs.map((j) => [j.id, j.definition, j.blockedBy ? `${j.status} (${j.blockedBy})` : j.status, `${j.attempts}/${j.maxAttempts ?? '-'}`, iso(j.createdAt), iso(j.finishedAt), j.concurrencyKey ?? '', j.lane ?? '', j.errorMessage ?? '']),
+      ]);
+      if (o.json) {
+        if (page.nextCursor) console.log(JSON.stringify({ nextCursor: page.nextCursor }));
+      } else if (page.nextCursor) console.log(`next page: --cursor ${page.nextCursor}`);
+    });
+
+  const bulk = (name: 'retry' | 'cancel' | 'delete', description: string) =>
+    withFilter(jobs.command(`${name} [ids...]`).description(description)).action(async (ids: string[], o: FilterOpts) => {
+      const selection = selectionOf(ids, o, `jobs ${name}`);
+      const answer = await withClient(o.namespace, async (client) => {
+        if (name === 'retry') return { retried: await client.retryJobs(selection) };
+        if (name === 'cancel') return client.cancelJobs(selection);
+        return { deleted: await client.deleteJobs(selection) };
+      });
+      if (o.json) console.log(JSON.stringify(answer));
+      else for (const [k, v] of Object.entries(answer)) console.log(`${k}: ${(v as string[]).length}${(v as string[]).length > 0 ? ` (${(v as string[]).slice(0, 20).join(', ')}${(v as string[]).length > 20 ? ', …' : ''})` : ''}`);
+    });
+  bulk('retry', 'retry Failed jobs (Cancelled ones with --status cancelled): Ready and due now, attempts reset to 0, in batches of 500');
+  bulk('cancel', 'cancel Ready jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500');
+  bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) and their steps; their attempts stay in the attempt ledger');
+
+  cli
+    .command('workers')
+    .description('the workers of a namespace: alive, stopped or dead, build, definitions, and the jobs each holds')
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--json', 'one JSON object per line')
+    .action(async (o: { namespace: string; json?: boolean }) => {
+      const workers = await withClient(o.namespace, (client) => client.listWorkers());
+      printRows(o.json, workers, () => [
+        ['ID', 'STATUS', 'HOST', 'PID', 'BUILD', 'LAST BEAT', 'HOLDS', 'DEFINITIONS'],
+        ...workers.map((w) => [w.id, w.status, w.hostname, String(w.pid), w.build ?? '', `${ago(w.silentMs)} ago`, w.holds.length > 0 ? `${w.holds.length}: ${w.holds.slice(0, 5).join(', ')}` : '0', w.definitions.join(', ')]),
+      ]);
+    });
+
+  cli
+    .command('namespaces')
+    .description('every namespace: jobs by status (each counted up to 100,000), the oldest due job\'s wait, pauses')
+    .option('--json', 'one JSON object per line')
+    .action(async (o: { json?: boolean }) => {
+      const all = await withClient('default', (client) => client.namespaces());
+      printRows(o.json, all, () => [
+        ['NAMESPACE', ...STATUSES.map((s) => s.toUpperCase()), 'OLDEST DUE', 'PAUSED'],
+        ...all.map((n) => [n.name, ...STATUSES.map((s) => String(n.counts[s as JobStatus])), ago(n.oldestReadyMs), n.pauses.map((p) => p.definition ?? '(all)').join(', ')]),
+      ]);
+    });
+
+  cli
+    .command('pause')
+    .description("stop the claims of a namespace (or one definition) fleet-wide within one wakeup; running jobs finish")
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--definition <name>', 'only this definition')
+    .option('--reason <text>', 'why (stored with who and when)')
+    .option('--by <who>', 'who (default: user@host)')
+    .option('--json', 'print the pause as JSON')
+    .action(async (o: { namespace: string; definition?: string; reason?: string; by?: string; json?: boolean }) => {
+      const p = await withClient(o.namespace, (client) => client.pause({ definition: o.definition, reason: o.reason, by: o.by }));
+      if (o.json) console.log(JSON.stringify(p));
+      else console.log(`${p.created ? 'paused' : 'already paused'}: ${p.definition === null ? `namespace "${p.namespace}"` : `definition "${p.definition}" of "${p.namespace}"`} by ${p.pausedBy ?? '?'} since ${iso(p.pausedAt)}${p.reason ? ` (${p.reason})` : ''}`);
+    });
+
+  cli
+    .command('resume')
+    .description('lift the pause of a namespace (or one definition); its workers claim at once')
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--definition <name>', 'only this definition')
+    .option('--json', 'print {"resumed": true|false}')
+    .action(async (o: { namespace: string; definition?: string; json?: boolean }) => {
+      const resumed = await withClient(o.namespace, (client) => client.resume({ definition: o.definition }));
+      if (o.json) console.log(JSON.stringify({ resumed }));
+      else console.log(resumed ? 'resumed' : 'was not paused');
+    });
+
+  cli
+    .command('why <id>')
+    .description('why a job is not running (or where it is): each cause with its blocker; exits 1 if the namespace has no such job')
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--json', 'print the answer as JSON')
+    .action(async (id: string, o: { namespace: string; json?: boolean }) => {
+      const answer = await withClient(o.namespace, (client) => client.why(id));
+      if (answer === null) throw new ActaError('ACTA_NO_SUCH_JOB', `no job ${id} in namespace "${o.namespace}"`);
+      if (o.json) console.log(JSON.stringify(answer));
+      else {
+        console.log(`job ${answer.id}: ${answer.status}`);
+        for (const r of answer.reasons) console.log(`  ${r.cause}: ${r.message}`);
+      }
+    });
+}

@@ -1,0 +1,7 @@
+/** Rows as an aligned text table: the first row is the header; columns padded to their widest cell (at most 60 characters). */
+export function formatTable(rows: string[][]): string {
+  if (rows.length <= 1) return rows.length === 0 ? '' : `${rows[0].join('  ')}\n(none)`;
+  const cell = (s: string) => (s.length > 60 ? `${s.slice(0, 59)}…` : s).replace(/\n/g, ' ');
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => cell(r[c] ?? '').length)));
+  return rows.map((r) => r.map((s, c) => (c === r.length - 1 ? cell(s) : cell(s).padEnd(widths[c]))).join('  ').trimEnd()).join('\n');
+}

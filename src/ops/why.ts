@@ -1,0 +1,213 @@
+/*
+ * Why a job is not running (docs/operating.md, "acta why"): every cause the database holds, in one
+ * statement, each named with its blocker. The claim's rules are acta.claim_jobs' (docs/policies.md):
+ * a pause, the due time, the lane's head, the key's slots, the meter's tokens, and a live worker
+ * that declares the definition.
+ */
+import type { Queryable } from '../db/Db';
+import type { JobId, JobStatus } from '../db/types';
+
+export type WhyCause =
+  | 'ended' // Succeeded or Cancelled
+  | 'attempts-used-up' // Failed after its last attempt
+  | 'failed' // Failed by a final error before its attempts ran out
+  | 'running' // Executing on a live worker
+  | 'dead-worker' // Executing under a lease its worker no longer renews
+  | 'paused' // its namespace or definition is paused
+  | 'not-due' // due later
+  | 'lane' // another job is its lane's head
+  | 'concurrency' // its concurrency key has no free slot
+  | 'rate' // its rate meter has no token
+  | 'no-worker' // no live worker declares its definition
+  | 'waiting' // Waiting: signals and child jobs (their causes are added with them)
+  | 'claimable'; // nothing holds it: the next claim with a free executor takes it
+
+/** One reason, with what holds the job. */
+export interface WhyReason {
+  cause: WhyCause;
+  /** One line for a person. */
+  message: string;
+  /** The jobs that hold it (a key's slots, the lane's head). */
+  blockers?: JobId[];
+  /** When it ends, if known (the due time, a lease's end, a meter's next token). */
+  until?: Date | null;
+  /** The worker it concerns (running on, or leased by). */
+  worker?: string | null;
+  /** Who paused, why, and since when. */
+  pause?: { definition: string | null; by: string | null; reason: string | null; since: Date };
+}
+
+export interface WhyAnswer {
+  id: JobId;
+  status: JobStatus;
+  /** Every cause found, the one to act on first: a pause, the due time, the lane, the key, the meter, the workers. */
+  reasons: WhyReason[];
+}
+
+interface Facts {
+  id: string;
+  namespace: string;
+  definition: string;
+  status: JobStatus;
+  now: Date;
+  run_at: Date;
+  attempts: number;
+  max_attempts: number;
+  concurrency_key: string | null;
+  rate_key: string | null;
+  lane: string | null;
+  blocked_by: 'lane' | 'concurrency' | 'rate' | null;
+  lease_holder: string | null;
+  lease_expires_at: Date | null;
+  claimed_at: Date | null;
+  finished_at: Date | null;
+  cancel_requested_at: Date | null;
+  error_message: string | null;
+  concurrency_limit: number | null;
+  pauses: { definition: string; by: string | null; reason: string | null; at: string }[];
+  holder: { hostname: string; pid: number; status: string; last_heartbeat_at: string; build: string | null } | null;
+  key_holders: string[] | null;
+  key_held: string | null;
+  meter: { room: number | null; next_at: string | null } | null;
+  gate_recheck_at: Date | null;
+  lane_head: { id: string; status: JobStatus } | null;
+  handling: string;
+  alive: string;
+  builds_lacking: string[] | null;
+  ahead: string;
+}
+
+/** The facts of one job, in one statement (index-backed: each probe is by primary key or a policy index of migration 0008). */
+const FACTS = `
+select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.run_at, j.attempts,
+       coalesce(j.max_attempts, d.max_attempts, 25) as max_attempts,
+       j.concurrency_key, j.rate_key, j.lane, j.blocked_by, j.lease_holder, j.lease_expires_at, j.claimed_at, j.finished_at,
+       j.cancel_requested_at, left(j.error ->> 'message', 200) as error_message, d.concurrency_limit,
+       coalesce((select jsonb_agg(jsonb_build_object('definition', p.definition, 'by', p.paused_by, 'reason', p.reason, 'at', p.paused_at) order by p.definition)
+                 from acta.pauses p where p.namespace = j.namespace and p.definition in ('', j.definition)), '[]') as pauses,
+       (select jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'status', w.status, 'last_heartbeat_at', w.last_heartbeat_at, 'build', w.build)
+          from acta.workers w where w.id = j.lease_holder) as holder,
+       case when j.concurrency_key is not null then
+         (select array_agg(k.id::text order by k.id) from (select k.id from acta.jobs k
+            where k.namespace = j.namespace and k.concurrency_key = j.concurrency_key and k.status = 'executing' order by k.id limit 20) k) end as key_holders,
+       case when j.concurrency_key is not null then
+         (select count(*) from acta.jobs k where k.namespace = j.namespace and k.concurrency_key = j.concurrency_key and k.status = 'executing') end as key_held,
+       case when j.rate_key is not null then
+         (select jsonb_build_object('room', r.room, 'next_at', r.next_at) from acta.gate_room(j.namespace, 'rate', j.rate_key, j.definition, now()) r) end as meter,
+       (select g.recheck_at from acta.gates g
+          where g.namespace = j.namespace and g.kind = j.blocked_by
+            and g.key = case j.blocked_by when 'lane' then j.lane when 'rate' then j.rate_key else j.concurrency_key end) as gate_recheck_at,
+       case when j.lane is not null then coalesce(
+         (select jsonb_build_object('id', l.id::text, 'status', l.status) from acta.jobs l
+            where l.namespace = j.namespace and l.lane = j.lane and l.status in ('executing', 'waiting') order by l.id limit 1),
+         (select jsonb_build_object('id', l.id::text, 'status', l.status) from acta.jobs l
+            where l.namespace = j.namespace and l.lane = j.lane and l.status = 'ready' order by l.id limit 1)) end as lane_head,
+       (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and j.definition = any (w.definitions)) as handling,
+       (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive') as alive,
+       (select array_agg(distinct coalesce(w.build, '(no build)') order by coalesce(w.build, '(no build)')) from acta.workers w
+          where w.namespace = j.namespace and w.status = 'alive' and not j.definition = any (w.definitions)) as builds_lacking,
+       (select count(*) from (select 1 from acta.jobs a
+          where hashtextextended(a.namespace || '/' || a.definition, 0) = hashtextextended(j.namespace || '/' || j.definition, 0)
+            and a.namespace = j.namespace and a.definition = j.definition and a.status = 'ready' and a.blocked_by is null and a.fair_tag is null
+            and a.run_at <= now() and (a.run_at, a.id) < (j.run_at, j.id)
+          limit 10000) a) as ahead
+from acta.jobs j
+left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition
+where j.id = $2::bigint and j.namespace = $1`;
+
+/** Why job `id` of `namespace` is where it is; null when the namespace has no such job. */
+export async function why(q: Queryable, namespace: string, id: string): Promise<WhyAnswer | null> {
+  const { rows } = await q.query<Facts>(FACTS, [namespace, id]);
+  return rows.length === 0 ? null : diagnose(rows[0]);
+}
+
+const iso = (d: Date | string | null) => (d === null ? 'never' : new Date(d).toISOString());
+
+/** The reasons the facts give (see WhyAnswer.reasons for the order). */
+export function diagnose(f: Facts): WhyAnswer {
+  const reasons: WhyReason[] = [];
+  const add = (r: WhyReason) => reasons.push(r);
+  const now = new Date(f.now).getTime();
+  switch (f.status) {
+    case 'succeeded':
+    case 'cancelled':
+      add({ cause: 'ended', message: `ended ${f.status} at ${iso(f.finished_at)}` });
+      break;
+    case 'failed':
+      if (f.attempts >= f.max_attempts) add({ cause: 'attempts-used-up', message: `failed: attempts used up (${f.attempts} of ${f.max_attempts}); last error: ${f.error_message ?? 'none stored'}` });
+      else add({ cause: 'failed', message: `failed by a final error after ${f.attempts} of ${f.max_attempts} attempts: ${f.error_message ?? 'none stored'}` });
+      break;
+    case 'executing': {
+      const h = f.holder;
+      const expired = f.lease_expires_at !== null && new Date(f.lease_expires_at).getTime() < now;
+      const who = h ? `${f.lease_holder} (${h.hostname} pid ${h.pid}${h.build ? `, build ${h.build}` : ''})` : `${f.lease_holder} (not in the membership list)`;
+      if (!h || h.status !== 'alive' || expired) {
+        add({
+          cause: 'dead-worker',
+          message: `leased by worker ${who}, ${h ? `${h.status}, last heartbeat ${iso(h.last_heartbeat_at)}` : 'unknown'}, ${expired ? 'lease expired at' : 'until'} ${iso(f.lease_expires_at)}: the next recovery pass after the lease returns it`,
+          worker: f.lease_holder,
+          until: f.lease_expires_at,
+        });
+      } else {
+        const cancel = f.cancel_requested_at ? `; cancel requested at ${iso(f.cancel_requested_at)}` : '';
+        add({ cause: 'running', message: `running on worker ${who} since ${iso(f.claimed_at)}, lease until ${iso(f.lease_expires_at)}${cancel}`, worker: f.lease_holder, until: f.lease_expires_at });
+      }
+      break;
+    }
+    case 'waiting':
+      // Signals and child jobs put a job here: each adds its cause (the signal's name, the children left) when it exists.
+      add({ cause: 'waiting', message: 'waiting (for a signal or child jobs)' });
+      break;
+    case 'ready':
+      readyReasons(f, now, add);
+      if (reasons.length === 0) {
+        const ahead = Number(f.ahead);
+        add({ cause: 'claimable', message: `claimable now: the next claim with a free executor takes it (${ahead >= 10_000 ? 'at least 10,000' : ahead} due jobs of "${f.definition}" ahead of it)` });
+      }
+      break;
+  }
+  return { id: f.id, status: f.status, reasons };
+}
+
+function readyReasons(f: Facts, now: number, add: (r: WhyReason) => void): void {
+  for (const p of f.pauses) {
+    const scope = p.definition === '' ? `namespace "${f.namespace}"` : `definition "${p.definition}"`;
+    add({
+      cause: 'paused',
+      message: `${scope} paused by ${p.by ?? 'someone unnamed'} since ${iso(p.at)}${p.reason ? ` (${p.reason})` : ''}`,
+      pause: { definition: p.definition === '' ? null : p.definition, by: p.by, reason: p.reason, since: new Date(p.at) },
+    });
+  }
+  if (new Date(f.run_at).getTime() > now) add({ cause: 'not-due', message: `not due until ${iso(f.run_at)}`, until: f.run_at });
+  if (f.lane !== null && f.lane_head !== null && f.lane_head.id !== f.id) {
+    add({ cause: 'lane', message: `lane "${f.lane}": its head is job ${f.lane_head.id} (${f.lane_head.status})`, blockers: [f.lane_head.id] });
+  }
+  if (f.concurrency_key !== null && f.concurrency_limit !== null) {
+    const held = Number(f.key_held ?? 0);
+    if (held >= f.concurrency_limit) {
+      add({ cause: 'concurrency', message: `concurrency key "${f.concurrency_key}" full: ${held} of ${f.concurrency_limit} slots held by jobs ${(f.key_holders ?? []).join(', ')}`, blockers: f.key_holders ?? [] });
+    } else if (f.blocked_by === 'concurrency') {
+      add({ cause: 'concurrency', message: `parked on concurrency key "${f.concurrency_key}" (${held} of ${f.concurrency_limit} slots held), reconsidered at ${iso(f.gate_recheck_at)} or when a slot is handed on`, blockers: f.key_holders ?? [], until: f.gate_recheck_at });
+    }
+  }
+  if (f.rate_key !== null && f.meter !== null && f.meter.room !== null && (f.meter.room <= 0 || f.blocked_by === 'rate')) {
+    const until = f.meter.room <= 0 ? f.meter.next_at : f.gate_recheck_at;
+    add({ cause: 'rate', message: `rate meter "${f.rate_key}" shut until ${iso(until)}`, until: until === null ? null : new Date(until) });
+  }
+  const handling = Number(f.handling);
+  if (handling === 0) {
+    const lacking = f.builds_lacking ?? [];
+    add({
+      cause: 'no-worker',
+      message:
+        Number(f.alive) === 0
+          ? `no live worker in namespace "${f.namespace}"`
+          : `no live worker handles definition "${f.definition}": the live ones (build ${lacking.join(', ')}) lack it`,
+    });
+  }
+  if (f.blocked_by === 'lane' && !(f.lane !== null && f.lane_head !== null && f.lane_head.id !== f.id)) {
+    add({ cause: 'lane', message: `parked on lane "${f.lane}", to be handed on at ${iso(f.gate_recheck_at)}`, until: f.gate_recheck_at });
+  }
+}
+
+export type { Facts as WhyFacts };

@@ -1,0 +1,128 @@
+// client.why (src/ops/why.ts): each cause built for real on a database, through the calls a worker
+// makes (register, claim, complete), and named with its blocker.
+import { randomUUID } from 'node:crypto';
+import { createClient, type Client, type Definition, defineJob } from '../../src';
+import { completeExecutions } from '../../src/db/executions';
+import { claimJobs } from '../../src/db/jobs';
+import { registerWorker } from '../../src/db/workers';
+import { declaredPolicy } from '../../src/definition';
+import { useTestDatabase } from '../helpers/db';
+
+const { db } = useTestDatabase();
+let client: Client;
+beforeEach(async () => {
+  await db.query('truncate acta.jobs, acta.executions, acta.workers, acta.pauses, acta.gates, acta.definitions');
+  client = createClient({ db });
+});
+
+const handler = async () => null;
+const plain = defineJob({ name: 'plain', handler });
+const keyed = defineJob({ name: 'keyed', handler, concurrency: { key: () => 'k', limit: 1 } });
+const metered = defineJob({ name: 'metered', handler, rate: { key: () => 'm', limit: 1, perMs: 60_000 } });
+const laned = defineJob({ name: 'laned', handler, lane: () => 'L' });
+
+async function worker(definitions: Definition[], build: string | null = null): Promise<string> {
+  const workerId = randomUUID();
+  await registerWorker(db, {
+    workerId,
+    namespace: 'default',
+    hostname: 'why-test',
+    pid: 42,
+    definitions: definitions.map((d) => d.name),
+    maxAttempts: definitions.map((d) => d.maxAttempts ?? null),
+    leaseMs: 60_000,
+    build,
+    policies: Object.fromEntries(definitions.map((d) => [d.name, declaredPolicy(d)])),
+  });
+  return workerId;
+}
+const claim = (workerId: string, definition: string, limit = 10) => claimJobs(db, { namespace: 'default', workerId, definitions: [definition], limit, leaseMs: 60_000 });
+const causes = async (id: string) => (await client.why(id))?.reasons.map((r) => r.cause);
+const reason = async (id: string) => (await client.why(id))!.reasons[0];
+
+test('claimable: due, nothing holding it, a live worker declares it', async () => {
+  await worker([plain]);
+  const { id } = await client.enqueue(plain, {});
+  expect(await reason(id)).toMatchObject({ cause: 'claimable' });
+});
+
+test('not due until T', async () => {
+  await worker([plain]);
+  const runAt = new Date(Date.now() + 3_600_000);
+  const { id } = await client.enqueue(plain, {}, { runAt });
+  const r = await reason(id);
+  expect(r).toMatchObject({ cause: 'not-due', until: runAt });
+  expect(r.message).toContain(runAt.toISOString());
+});
+
+test('namespace paused, then definition paused: by whom, since when, why', async () => {
+  await worker([plain]);
+  const { id } = await client.enqueue(plain, {});
+  const p = await client.pause({ by: 'alice', reason: 'incident 12' });
+  expect(await reason(id)).toMatchObject({ cause: 'paused', pause: { definition: null, by: 'alice', reason: 'incident 12', since: p.pausedAt } });
+  await client.resume();
+  await client.pause({ definition: 'plain', by: 'bob' });
+  expect(await reason(id)).toMatchObject({ cause: 'paused', pause: { definition: 'plain', by: 'bob' } });
+});
+
+test('concurrency key full: held by the jobs that run under it', async () => {
+  const w = await worker([keyed]);
+  const [a, b] = await client.enqueueMany([{ definition: keyed, payload: {} }, { definition: keyed, payload: {} }]);
+  expect((await claim(w, 'keyed')).rows.map((r) => r.id)).toEqual([a.id]);
+  const r = await reason(b.id);
+  expect(r).toMatchObject({ cause: 'concurrency', blockers: [a.id] });
+  expect(r.message).toContain('1 of 1 slots held by jobs');
+});
+
+test('rate meter shut until T', async () => {
+  const w = await worker([metered]);
+  const [, b] = await client.enqueueMany([{ definition: metered, payload: {} }, { definition: metered, payload: {} }]);
+  await claim(w, 'metered');
+  const r = await reason(b.id);
+  expect(r.cause).toBe('rate');
+  expect(r.until!.getTime()).toBeGreaterThan(Date.now() + 50_000); // the token frees a window after the first start
+});
+
+test("lane: its head is job Z", async () => {
+  const w = await worker([laned]);
+  const [a, b] = await client.enqueueMany([{ definition: laned, payload: {} }, { definition: laned, payload: {} }]);
+  await claim(w, 'laned');
+  expect(await reason(b.id)).toMatchObject({ cause: 'lane', blockers: [a.id] });
+});
+
+test('no live worker handles the definition: none at all, or only builds that lack it', async () => {
+  const { id } = await client.enqueue('plain', {});
+  expect(await reason(id)).toMatchObject({ cause: 'no-worker', message: 'no live worker in namespace "default"' });
+  await worker([keyed], 'v7');
+  const r = await reason(id);
+  expect(r.cause).toBe('no-worker');
+  expect(r.message).toContain('build v7');
+});
+
+test('running on worker W; leased by a dead worker until T', async () => {
+  const w = await worker([plain]);
+  const { id } = await client.enqueue(plain, {});
+  await claim(w, 'plain');
+  expect(await reason(id)).toMatchObject({ cause: 'running', worker: w });
+  await db.query(`update acta.workers set status = 'dead' where id = $1`, [w]);
+  const r = await reason(id);
+  expect(r).toMatchObject({ cause: 'dead-worker', worker: w });
+  expect(r.message).toContain('dead');
+});
+
+test('attempts used up; ended', async () => {
+  const w = await worker([plain]);
+  const [a, b] = await client.enqueueMany([{ definition: plain, payload: {}, maxAttempts: 1 }, { definition: plain, payload: {} }]);
+  const { rows } = await claim(w, 'plain');
+  await completeExecutions(db, w, [
+    { id: a.id, execution: rows[0].execution, outcome: 'failed', result: null, error: JSON.stringify({ name: 'Error', message: 'nope' }), retryDelayMs: 0 },
+    { id: b.id, execution: rows[1].execution, outcome: 'succeeded', result: '1', error: null, retryDelayMs: 0 },
+  ]);
+  const r = await reason(a.id);
+  expect(r).toMatchObject({ cause: 'attempts-used-up' });
+  expect(r.message).toContain('1 of 1');
+  expect(r.message).toContain('nope');
+  expect(await causes(b.id)).toEqual(['ended']);
+  expect(await client.why('999999')).toBeNull();
+  await expect(client.why('x')).rejects.toMatchObject({ code: 'ACTA_CONFIG' });
+});
