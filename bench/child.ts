@@ -53,6 +53,7 @@ async function prepareActa(): Promise<Running> {
     // Keyed drains: the limit is the namespace's policy from this worker's start; the keys come
     // with the jobs (enqueued with `concurrencyKey`), so this function is not called here.
     ...(config.concurrencyLimit !== undefined ? { concurrency: { key: (p: unknown) => String((p as { key?: unknown }).key), limit: config.concurrencyLimit } } : {}),
+    ...(config.rateLimit !== undefined ? { rate: { key: (p: unknown) => String((p as { key?: unknown }).key), ...config.rateLimit } } : {}),
     handler: (payload) => {
       handler(payload);
     },

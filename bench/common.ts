@@ -71,6 +71,8 @@ export interface ChildConfig {
    * `concurrency: { key, limit }` with this limit; the jobs carry their keys from the enqueue.
    */
   concurrencyLimit?: number;
+  /** acta rate-limited drains: the no-op definition declares `rate: { key, limit, perMs }` with these; the jobs carry their rate keys. */
+  rateLimit?: { limit: number; perMs: number };
 }
 
 export type ToChild =

@@ -36,7 +36,7 @@ const med = (rows: Row[], scenario: string, system: RowSystem) => find(rows, sce
 /** The floor row an acta row compares with, if any. */
 function floorFor(scenario: string): string | undefined {
   if (scenario === 'enqueue') return 'floor-enqueue';
-  if (scenario === 'drain-keys-1000' || scenario === 'drain-hot-key') return undefined; // the floor has no keys
+  if (scenario === 'drain-keys-1000' || scenario === 'drain-hot-key' || scenario === 'drain-rate-1m') return undefined; // the floor has no keys
   if (scenario.startsWith('drain')) return scenario.endsWith('analyzed') ? 'floor-drain-analyzed' : 'floor-drain-fresh';
   return undefined;
 }

@@ -25,6 +25,8 @@ export const SCENARIOS: ScenarioInfo[] = [
   { id: 'drain-hot-key', label: 'policies: drain, 1 process, fresh, every job on one concurrency key of limit 10 (acta only)', unit: 'jobs/s', better: 'higher' },
   { id: 'hot-key-vs-plain', label: 'policies: hot-key drain ÷ the same run\'s plain drain (2., fresh)', unit: '×', better: 'higher' },
   { id: 'hot-key-bound', label: 'policies: hot-key bound, limit 10 ÷ mean slot hold (claim → completion write, from the attempt ledger)', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain-rate-1m', label: 'policies: drain, 1 process, fresh, every job through one rate meter of 1,000,000 an hour (acta only)', unit: 'jobs/s', better: 'higher' },
+  { id: 'rate-1m-vs-plain', label: 'policies: rate-limited drain ÷ the same run\'s plain drain (2., fresh)', unit: '×', better: 'higher' },
   { id: 'hot-key-inflight-max', label: 'policies: hot-key drain, most attempts in flight at once (attempt ledger; limit 10)', unit: 'attempts', better: 'lower' },
   { id: 'drain1-warm', label: '3. drain, 1 warm process (after a warm-up; not an original target)', unit: 'jobs/s', better: 'higher' },
   { id: 'drain8-warm', label: '3. drain, 8 warm processes (after a warm-up; not an original target)', unit: 'jobs/s', better: 'higher' },
@@ -93,6 +95,7 @@ export function expectedRows(systems: readonly SystemName[]): { scenario: string
   }
   for (const p of [1, 8]) add(`drain${p}-warm`, systems.filter(warmDrained));
   for (const scenario of KEYED_ROWS) add(scenario, acta);
+  for (const scenario of RATE_ROWS) add(scenario, acta);
   add('latency-p50', systems);
   add('latency-p99', systems);
   add('xacts-per-job', pg);
@@ -107,6 +110,9 @@ export function expectedRows(systems: readonly SystemName[]): { scenario: string
 
 /** The rows of the keyed drains (acta only; bench/run.ts, group `keys`). */
 export const KEYED_ROWS = ['drain-keys-1000', 'keys-1000-vs-plain', 'keys-1000-inflight-max', 'drain-hot-key', 'hot-key-vs-plain', 'hot-key-bound', 'hot-key-inflight-max'] as const;
+
+/** The rows of the rate-limited drain (acta only; bench/run.ts, group `rate`). */
+export const RATE_ROWS = ['drain-rate-1m', 'rate-1m-vs-plain'] as const;
 
 /** Rows whose value may legitimately be 0 (a count or an idle rate); every other value must be > 0. */
 export const MAY_BE_ZERO = new Set(['idle-xacts', 'backpressure-claims']);

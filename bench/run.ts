@@ -42,7 +42,7 @@ import {
 import { summarize } from './stats';
 import { redisFacts, Stores } from './systems';
 
-export const SCENARIO_GROUPS = ['floor', 'enqueue', 'drain1', 'drain2', 'drain8', 'keys', 'warm', 'latency', 'idle', 'memory', 'backpressure'] as const;
+export const SCENARIO_GROUPS = ['floor', 'enqueue', 'drain1', 'drain2', 'drain8', 'keys', 'rate', 'warm', 'latency', 'idle', 'memory', 'backpressure'] as const;
 type Group = (typeof SCENARIO_GROUPS)[number];
 
 interface Args {
@@ -307,6 +307,28 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
               );
             });
           }
+        }
+      }
+      if (has('rate')) {
+        // A meter whose window holds every start of the drain: one key, 1,000,000 starts an hour
+        // (docs/decisions/2026-12-05-rate-meter.md), beside the plain drain of the same run.
+        for (const system of rotate(actaSystems, run - 1)) {
+          if (!plainDrain.has(`${run}/${system}`)) {
+            await attempt(run, 'drain1-fresh', system, async () => {
+              const r = await measureDrain(ctx, system, 1, false);
+              record(run, 'drain1-fresh', system, r.value, r.raw);
+              plainDrain.set(`${run}/${system}`, r.value);
+              show(run, 'drain1-fresh', system, r.value, " (the rate-limited drain's reference)" + cpuText(r.raw));
+            });
+          }
+          const plain = plainDrain.get(`${run}/${system}`);
+          await attempt(run, 'drain-rate-1m', system, async () => {
+            const r = await measureDrain(ctx, system, 1, false, { keys: 1, limit: 1_000_000, ratePerMs: 3_600_000 });
+            const k = r.raw.keyed!;
+            record(run, 'drain-rate-1m', system, r.value, { ...r.raw, plainJobsPerSecond: plain });
+            if (plain !== undefined) record(run, 'rate-1m-vs-plain', system, r.value / plain, { from: 'drain-rate-1m', plain });
+            show(run, 'drain-rate-1m', system, r.value, `; ${plain !== undefined ? `${(r.value / plain).toFixed(2)} × plain (${Math.round(plain)})` : 'no plain drain'}; ${k.executions} attempts through one meter of 1,000,000 an hour` + cpuText(r.raw));
+          });
         }
       }
       if (has('warm')) {

@@ -108,6 +108,8 @@ export interface DrainRaw {
 export interface KeyedSpec {
   keys: number;
   limit: number;
+  /** A rate meter per key instead: `limit` starts per `perMs` (the jobs carry rate keys; maxInFlight is then of the rate key). */
+  ratePerMs?: number;
 }
 
 /** What the attempt ledger shows of a keyed drain, read after it (acta.executions joined to acta.jobs). */
@@ -135,9 +137,9 @@ async function keyedFromLedger(url: string, spec: KeyedSpec): Promise<KeyedRaw> 
   try {
     const { rows } = await client.query<{ executions: string; keys: string; max_in_flight: string | null; mean_hold_ms: number | null; span_ms: number | null; hold_ms: number | null }>(`
       with e as (
-        select j.concurrency_key as k, x.claimed_at, x.finished_at
+        select ${spec.ratePerMs !== undefined ? 'j.rate_key' : 'j.concurrency_key'} as k, x.claimed_at, x.finished_at
         from acta.executions x join acta.jobs j on j.id = x.job_id
-        where j.concurrency_key is not null
+        where ${spec.ratePerMs !== undefined ? 'j.rate_key' : 'j.concurrency_key'} is not null
       ),
       ev as (
         select k, claimed_at as t, 1 as d from e
@@ -181,7 +183,8 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
   return withStore(ctx, system, async (store) => {
     await store.openClient();
     const e0 = now();
-    if (keyed) await store.enqueueKeyed!(n, (i) => `k${i % keyed.keys}`);
+    if (keyed?.ratePerMs !== undefined) await store.enqueueRated!(n, (i) => `k${i % keyed.keys}`);
+    else if (keyed) await store.enqueueKeyed!(n, (i) => `k${i % keyed.keys}`);
     else await store.enqueueBulk(n);
     const enqueueMs = now() - e0;
     await store.closeClient();
@@ -191,7 +194,7 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
     const poller = await store.openPoller();
     let children: ChildHandle[] = [];
     try {
-      children = await spawnMany(childConfigs(store, 'drain', processes, keyed ? { concurrencyLimit: keyed.limit } : {}), { nodeArgs: nodeArgs(ctx, system) });
+      children = await spawnMany(childConfigs(store, 'drain', processes, keyed?.ratePerMs !== undefined ? { rateLimit: { limit: keyed.limit, perMs: keyed.ratePerMs } } : keyed ? { concurrencyLimit: keyed.limit } : {}), { nodeArgs: nodeArgs(ctx, system) });
       const failed = watchFailures(children);
       const cpu = cpuMeter(system, children);
       const tGo = now();

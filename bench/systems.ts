@@ -30,6 +30,8 @@ export interface Store {
   enqueueBulk(n: number): Promise<void>;
   /** acta only (keyed drains): as enqueueBulk, job i with the enqueue option `concurrencyKey: keyOf(i)` and `key` in its payload. */
   enqueueKeyed?(n: number, keyOf: (i: number) => string): Promise<void>;
+  /** acta only (rate-limited drains): as enqueueBulk, job i with the enqueue option `rateKey: keyOf(i)` and `key` in its payload. */
+  enqueueRated?(n: number, keyOf: (i: number) => string): Promise<void>;
   enqueueOne(k: number): Promise<void>;
   closeClient(): Promise<void>;
   openPoller(): Promise<Poller>;
@@ -194,6 +196,9 @@ export class Stores {
       },
       async enqueueKeyed(n, keyOf) {
         await client!.enqueueMany(Array.from({ length: n }, (_, i) => ({ definition: JOB_NAME, payload: { n: i, key: keyOf(i) }, concurrencyKey: keyOf(i) })));
+      },
+      async enqueueRated(n, keyOf) {
+        await client!.enqueueMany(Array.from({ length: n }, (_, i) => ({ definition: JOB_NAME, payload: { n: i, key: keyOf(i) }, rateKey: keyOf(i) })));
       },
       async enqueueOne(k) {
         await client!.enqueue(JOB_NAME, { k });

@@ -42,8 +42,9 @@ create table acta.gates (
   kind text not null,
   key text not null,
   recheck_at timestamp with time zone,
-  stamps timestamp with time zone[] not null default '{}'::timestamp with time zone[],
   shut_until timestamp with time zone,
+  starts bigint not null default 0,
+  starts_pruned bigint not null default 0,
   constraint gates_kind_check CHECK ((kind = ANY (ARRAY['lane'::text, 'concurrency'::text, 'rate'::text]))),
   constraint gates_pkey PRIMARY KEY (namespace, kind, key)
 );
@@ -101,6 +102,15 @@ CASE blocked_by
     ELSE concurrency_key
 END), priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by = ANY (ARRAY['concurrency'::text, 'rate'::text])));
 CREATE INDEX jobs_rate_ready_idx ON acta.jobs USING btree (namespace, rate_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (rate_key IS NOT NULL));
+
+create table acta.meter_starts (
+  namespace text not null,
+  key text not null,
+  at timestamp with time zone not null,
+  upto bigint not null,
+  constraint meter_starts_pkey PRIMARY KEY (namespace, key, at)
+);
+CREATE INDEX meter_starts_upto_idx ON acta.meter_starts USING btree (namespace, key, upto);
 
 create table acta.migrations (
   name text not null,
@@ -724,15 +734,42 @@ begin
           limit 10000
           for update skip locked));
       end if;
-      -- Admitted through a meter: their start times go into its log, which keeps the window only.
+      -- Admitted through a meter: one row of its log for this claim's starts, numbered by the
+      -- meter's running count (acta.meter_starts; acta.gate_room reads it). The log keeps the window
+      -- and the last row before it (whose count gate_room subtracts): older rows are deleted here,
+      -- from the last one deleted on (starts_pruned) to that row, so each is read once, and no probe
+      -- walks the index entries of deleted rows (docs/decisions/2026-12-05-rate-meter.md).
       if cardinality(v_rate_keys) > 0 then
-        insert into acta.gates as g (namespace, kind, key, stamps)
-        select p_namespace, 'rate', s.key, array_fill(v_at, array[s.n])
-        from unnest(v_rate_keys, v_rate_counts) as s(key, n)
-        on conflict (namespace, kind, key) do update
-          set stamps = array(select t from unnest(g.stamps || excluded.stamps) as t
-                             where t > v_at - (select s.per from unnest(v_rate_keys, v_rate_pers) as s(key, per) where s.key = g.key) * interval '1 millisecond'
-                             order by t);
+        with s as materialized (
+          select u.key, u.n, g.starts_pruned as pruned,
+                 (select x.upto from acta.meter_starts x
+                  where x.namespace = p_namespace and x.key = u.key and x.at <= v_at - u.per * interval '1 millisecond'
+                  order by x.at desc limit 1) as base
+          from unnest(v_rate_keys, v_rate_counts, v_rate_pers) as u(key, n, per)
+          left join acta.gates g on g.namespace = p_namespace and g.kind = 'rate' and g.key = u.key
+        ),
+        pruned as (
+          -- Per meter along meter_starts_upto_idx: a lateral kept apart (offset 0) from the planner's
+          -- joins, which as a hash join read every row of the namespace's meters.
+          delete from acta.meter_starts x
+          where x.ctid = any (array(
+            select y.ctid from s cross join lateral (
+              select y.ctid from acta.meter_starts y
+              where y.namespace = p_namespace and y.key = s.key and y.upto > coalesce(s.pruned, 0) and y.upto < s.base
+              offset 0) y))
+          returning x.key, x.upto
+        ),
+        counted as (
+          insert into acta.gates as g (namespace, kind, key, starts, starts_pruned)
+          select p_namespace, 'rate', s.key, s.n, coalesce((select max(p.upto) from pruned p where p.key = s.key), 0)
+          from s
+          on conflict (namespace, kind, key) do update
+            set starts = g.starts + excluded.starts, starts_pruned = greatest(g.starts_pruned, excluded.starts_pruned)
+          returning g.key, g.starts
+        )
+        insert into acta.meter_starts as x (namespace, key, at, upto)
+        select p_namespace, c.key, v_at, c.starts from counted c
+        on conflict (namespace, key, at) do update set upto = excluded.upto;
       end if;
     end if;
     -- Claimed now, round by round, so that the next round's admission counts these as holding
@@ -1100,11 +1137,12 @@ CREATE OR REPLACE FUNCTION acta.gate_room(p_namespace text, p_kind text, p_key t
  SET enable_seqscan TO 'off'
 AS $function$
 declare
-  v_limit integer;
-  v_per   integer;
-  v_shut  timestamptz;
-  v_stamps timestamptz[];
-  v_in_window timestamptz[];
+  v_limit   integer;
+  v_per     interval;
+  v_shut    timestamptz;
+  v_starts  bigint;
+  v_pruned  bigint;
+  v_before  bigint;
 begin
   if p_kind = 'concurrency' then
     select d.concurrency_limit into v_limit
@@ -1117,9 +1155,9 @@ begin
     next_at := p_at + interval '2 seconds';
     return;
   end if;
-  select d.rate_limit, d.rate_per_ms into v_limit, v_per
+  select d.rate_limit, d.rate_per_ms * interval '1 millisecond' into v_limit, v_per
   from acta.definitions d where d.namespace = p_namespace and d.name = p_definition;
-  select g.shut_until, g.stamps into v_shut, v_stamps
+  select g.shut_until, g.starts, g.starts_pruned into v_shut, v_starts, v_pruned
   from acta.gates g where g.namespace = p_namespace and g.kind = 'rate' and g.key = p_key;
   if v_shut > p_at then
     room := 0;
@@ -1129,11 +1167,17 @@ begin
   if v_limit is null then
     return;
   end if;
-  v_in_window := array(select s from unnest(v_stamps) as s where s > p_at - v_per * interval '1 millisecond' order by s);
-  room := v_limit - cardinality(v_in_window);
-  -- The token after the room: when the start that must leave the window for it does (p_at + the
-  -- window when the log is empty).
-  next_at := coalesce(v_in_window[greatest(1, cardinality(v_in_window) - v_limit + 1)], p_at) + v_per * interval '1 millisecond';
+  v_before := coalesce((select s.upto from acta.meter_starts s
+                        where s.namespace = p_namespace and s.key = p_key and s.at <= p_at - v_per
+                        order by s.at desc limit 1),
+                       v_pruned, 0);
+  room := v_limit - (coalesce(v_starts, 0) - v_before);
+  -- The token after the room: when the start that must leave the window for it does, the one
+  -- numbered rate_limit before the next (p_at + the window when the window is empty).
+  next_at := coalesce((select s.at from acta.meter_starts s
+                       where s.namespace = p_namespace and s.key = p_key and s.upto >= greatest(v_before + 1, v_starts - v_limit + 1)
+                       order by s.upto limit 1),
+                      p_at) + v_per;
 end
 $function$;
 

@@ -576,15 +576,42 @@ begin
           limit 10000
           for update skip locked));
       end if;
-      -- Admitted through a meter: their start times go into its log, which keeps the window only.
+      -- Admitted through a meter: one row of its log for this claim's starts, numbered by the
+      -- meter's running count (acta.meter_starts; acta.gate_room reads it). The log keeps the window
+      -- and the last row before it (whose count gate_room subtracts): older rows are deleted here,
+      -- from the last one deleted on (starts_pruned) to that row, so each is read once, and no probe
+      -- walks the index entries of deleted rows (docs/decisions/2026-12-05-rate-meter.md).
       if cardinality(v_rate_keys) > 0 then
-        insert into acta.gates as g (namespace, kind, key, stamps)
-        select p_namespace, 'rate', s.key, array_fill(v_at, array[s.n])
-        from unnest(v_rate_keys, v_rate_counts) as s(key, n)
-        on conflict (namespace, kind, key) do update
-          set stamps = array(select t from unnest(g.stamps || excluded.stamps) as t
-                             where t > v_at - (select s.per from unnest(v_rate_keys, v_rate_pers) as s(key, per) where s.key = g.key) * interval '1 millisecond'
-                             order by t);
+        with s as materialized (
+          select u.key, u.n, g.starts_pruned as pruned,
+                 (select x.upto from acta.meter_starts x
+                  where x.namespace = p_namespace and x.key = u.key and x.at <= v_at - u.per * interval '1 millisecond'
+                  order by x.at desc limit 1) as base
+          from unnest(v_rate_keys, v_rate_counts, v_rate_pers) as u(key, n, per)
+          left join acta.gates g on g.namespace = p_namespace and g.kind = 'rate' and g.key = u.key
+        ),
+        pruned as (
+          -- Per meter along meter_starts_upto_idx: a lateral kept apart (offset 0) from the planner's
+          -- joins, which as a hash join read every row of the namespace's meters.
+          delete from acta.meter_starts x
+          where x.ctid = any (array(
+            select y.ctid from s cross join lateral (
+              select y.ctid from acta.meter_starts y
+              where y.namespace = p_namespace and y.key = s.key and y.upto > coalesce(s.pruned, 0) and y.upto < s.base
+              offset 0) y))
+          returning x.key, x.upto
+        ),
+        counted as (
+          insert into acta.gates as g (namespace, kind, key, starts, starts_pruned)
+          select p_namespace, 'rate', s.key, s.n, coalesce((select max(p.upto) from pruned p where p.key = s.key), 0)
+          from s
+          on conflict (namespace, kind, key) do update
+            set starts = g.starts + excluded.starts, starts_pruned = greatest(g.starts_pruned, excluded.starts_pruned)
+          returning g.key, g.starts
+        )
+        insert into acta.meter_starts as x (namespace, key, at, upto)
+        select p_namespace, c.key, v_at, c.starts from counted c
+        on conflict (namespace, key, at) do update set upto = excluded.upto;
       end if;
     end if;
     -- Claimed now, round by round, so that the next round's admission counts these as holding

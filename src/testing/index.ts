@@ -22,6 +22,7 @@ export {
   type MemoryExecution,
   type MemoryStep,
   type MemoryGate,
+  type MemoryMeterStart,
   type MemoryWorker,
   type MemoryDefinition,
   type MemoryNamespace,

@@ -6,10 +6,10 @@ import type { Ledger } from '../ledger';
 import { listPauses, pause, resume } from './memory/pauses';
 import { claimJobs } from './memory/claim';
 import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
-import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
+import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
 
-export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryNamespace, MemoryPass, MemoryPause, MemoryStep, MemoryWorker } from './memory/state';
+export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryMeterStart, MemoryNamespace, MemoryPass, MemoryPause, MemoryStep, MemoryWorker } from './memory/state';
 
 /** A call of the Ledger, by its method's name. */
 export type LedgerCall = keyof Ledger;
@@ -32,6 +32,7 @@ export interface MemoryLedgerState {
   executions: MemoryExecution[];
   steps: MemoryStep[];
   gates: MemoryGate[];
+  meterStarts: MemoryMeterStart[];
   workers: MemoryWorker[];
   definitions: MemoryDefinition[];
   namespaces: MemoryNamespace[];
@@ -227,6 +228,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
       executions: copyJson(store.executions),
       steps: copyJson([...store.steps.values()].flatMap((m) => [...m.values()])),
       gates: copyJson([...store.allGates()]),
+      meterStarts: copyJson(store.allMeterStarts()),
       workers: copyJson([...store.workers.values()]),
       definitions: copyJson([...store.allDefinitions()]),
       namespaces: copyJson([...store.namespaces.values()]),

@@ -7,6 +7,13 @@ import { assertMigrated, loadFunctionsLock, loadSqlFiles, REVISION_ROW } from '.
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 
+/** The migration files from `first` on, in order: what migrate applies to a database migrated up to just before it. */
+const migrationsFrom = (first: string) =>
+  loadSqlFiles()
+    .map((f) => f.name)
+    .filter((n) => n.startsWith('migrations/') && n >= `migrations/${first}`)
+    .sort();
+
 const created: TestDatabase[] = [];
 const fresh = async () => {
   const tdb = await createTestDatabase({ migrate: false });
@@ -215,7 +222,7 @@ test('migration 0007 on a database of 0006: each namespace\'s recovery clock bec
   const files = loadSqlFiles();
   await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0007'));
   await db.query(`insert into acta.namespaces (name, recovery_due_at) values ('later', now() + interval '1 hour')`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0015_pauses.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(migrationsFrom('0007'));
   const { rows } = await db.query<{ namespace: string; pass: string; in_future: boolean }>(
     `select namespace, pass, due_at > now() + interval '59 minutes' as in_future from acta.passes order by namespace`,
   );
@@ -230,6 +237,41 @@ test('migration 0007 on a database of 0006: each namespace\'s recovery clock bec
   expect(Number(left[0].n)).toBe(0);
 });
 
+test("migration 0011 on a database of 0009: each meter's start times become its log, one row per instant counted in time order, and a claim decides from it", async () => {
+  const db = (await fresh()).open();
+  const files = loadSqlFiles();
+  await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0011'));
+  await db.query(`
+    insert into acta.definitions (namespace, name, rate_limit, rate_per_ms) values ('default', 'call', 3, 3600000);
+    insert into acta.gates (namespace, kind, key, stamps) values
+      ('default', 'rate', 'a', array[now() - interval '2 minutes', now() - interval '2 minutes', now() - interval '1 minute']),
+      ('default', 'rate', 'b', '{}'),
+      ('default', 'lane', 'l', '{}');
+    insert into acta.jobs (definition, payload, rate_key) values ('call', '1', 'a'), ('call', '2', 'a')`);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(migrationsFrom('0011'));
+  const { rows } = await db.query<{ key: string; upto: string; minutes: number }>(
+    `select key, upto, round(extract(epoch from now() - at) / 60)::int as minutes from acta.meter_starts order by key, upto`,
+  );
+  expect(rows).toEqual([
+    { key: 'a', upto: '2', minutes: 2 },
+    { key: 'a', upto: '3', minutes: 1 },
+  ]);
+  const { rows: gates } = await db.query(`select kind, key, starts, starts_pruned from acta.gates order by kind, key`);
+  expect(gates).toEqual([
+    { kind: 'lane', key: 'l', starts: '0', starts_pruned: '0' },
+    { kind: 'rate', key: 'a', starts: '3', starts_pruned: '0' },
+    { kind: 'rate', key: 'b', starts: '0', starts_pruned: '0' },
+  ]);
+  // Three starts in the hour: the meter has no token, and the next frees when the first two leave it.
+  const claim = await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['call'], limit: 2, leaseMs: 60_000 });
+  expect(claim.rows.map((r) => r.id)).toEqual([]);
+  const { rows: parked } = await db.query<{ n: string; recheck_in_minutes: number }>(
+    `select (select count(*) from acta.jobs where blocked_by = 'rate') as n,
+            round(extract(epoch from recheck_at - now()) / 60)::int as recheck_in_minutes from acta.gates where kind = 'rate' and key = 'a'`,
+  );
+  expect(parked).toEqual([{ n: '2', recheck_in_minutes: 58 }]);
+});
+
 test('migration 0004 on a database of 0003: unfinished rows holding the old default 25 take their definition\'s; a running old worker still reads a number', async () => {
   const db = (await fresh()).open();
   const files = loadSqlFiles();
@@ -238,7 +280,7 @@ test('migration 0004 on a database of 0003: unfinished rows holding the old defa
   await db.query(`
     insert into acta.jobs (definition, payload, status, max_attempts) values
       ('d', '1', 'ready', 25), ('d', '2', 'ready', 5), ('d', '3', 'succeeded', 25), ('d', '4', 'executing', 25)`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql', 'migrations/0006_claim_key.sql', 'migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0015_pauses.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(migrationsFrom('0004'));
   const { rows } = await db.query<{ payload: number; max_attempts: number | null }>('select payload, max_attempts from acta.jobs order by id');
   expect(rows).toEqual([
     { payload: 1, max_attempts: null },

@@ -87,12 +87,59 @@ describe('the ledger', () => {
     const worker = await declare(ns, [call]);
     await createClient({ db, namespace: ns }).enqueueMany(Array.from({ length: 3 }, (_, i) => ({ definition: call, payload: { account: 'a', i } })));
     expect((await claim(ns, worker, ['call'], 10)).rows).toHaveLength(2);
-    const { rows } = await db.query<{ same: boolean }>(
-      `select g.stamps = array(select j.claimed_at from acta.jobs j where j.namespace = $1 and j.status = 'executing' order by j.claimed_at) as same
-         from acta.gates g where g.namespace = $1 and g.kind = 'rate'`,
+    // One row of the meter's log for the claim: its two starts, at the instant both rows were claimed.
+    const { rows } = await db.query<{ upto: string; same: boolean }>(
+      `select s.upto, s.at = all (array(select j.claimed_at from acta.jobs j where j.namespace = $1 and j.status = 'executing')) as same
+         from acta.meter_starts s where s.namespace = $1`,
       [ns],
     );
-    expect(rows).toEqual([{ same: true }]);
+    expect(rows).toEqual([{ upto: '2', same: true }]);
+    expect((await db.query(`select starts from acta.gates where namespace = $1 and kind = 'rate'`, [ns])).rows).toEqual([{ starts: '2' }]);
+  });
+
+  test("a meter's claim costs the same whatever its window holds: 80,000 starts in an hour's window of 1,000,000, against none", async () => {
+    const call = defineJob({ name: 'call', handler, rate: { key: (p: { account: string }) => p.account, limit: 1_000_000, perMs: 3_600_000 } });
+    const [empty, full, warm] = [fresh(), fresh(), fresh()];
+    for (const ns of [empty, full, warm]) {
+      await declare(ns, [call]);
+      await createClient({ db, namespace: ns }).enqueueMany(Array.from({ length: 2 }, () => ({ definition: call, payload: { account: 'a' } })));
+    }
+    // The full meter's log as 80,000 claims of one start each left it: the window's rows, and the last before it.
+    await db.query(
+      `insert into acta.gates (namespace, kind, key, starts) values ($1, 'rate', 'a', 80001);
+       insert into acta.meter_starts (namespace, key, upto, at)
+       select $1, 'a', i, case when i = 1 then now() - interval '2 hours' else now() - interval '59 minutes' + i * interval '40 milliseconds' end
+       from generate_series(1, 80001) as i`.replace(/\$1/g, `'${full}'`),
+    );
+    await db.query('analyze acta.meter_starts');
+    // Shared buffers the claim touched (its statements' included), on one connection, caches warm.
+    const blocks = await db.transaction(async (tx) => {
+      const claimed = async (ns: string) => {
+        const { rows } = await tx.query<{ 'QUERY PLAN': [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>(
+          'explain (analyze, buffers, format json) select * from acta.claim_jobs($1, $2, $3, $4, $5)',
+          [ns, randomUUID(), ['call'], 1, LEASE_MS],
+        );
+        const plan = rows[0]['QUERY PLAN'][0].Plan;
+        return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
+      };
+      await claimed(warm);
+      await claimed(warm);
+      return { empty: await claimed(empty), full: await claimed(full) };
+    });
+    // A few more levels of btree in a log of 80,000 rows; the array it replaced (acta.gates.stamps)
+    // read and rewrote ~80 blocks per 10,000 starts.
+    expect(blocks.full).toBeLessThanOrEqual(blocks.empty + 24);
+    // Both claims admitted their row; the full meter kept its log (one row before the window) and added one.
+    const { rows } = await db.query<{ namespace: string; starts: string; rows: string; executing: string }>(
+      `select g.namespace, g.starts, (select count(*) from acta.meter_starts s where s.namespace = g.namespace) as rows,
+              (select count(*) from acta.jobs j where j.namespace = g.namespace and j.status = 'executing') as executing
+         from acta.gates g where g.namespace = any ($1) and g.kind = 'rate' order by g.namespace = $2`,
+      [[empty, full], full],
+    );
+    expect(rows).toEqual([
+      { namespace: empty, starts: '1', rows: '1', executing: '1' },
+      { namespace: full, starts: '80002', rows: '80002', executing: '1' },
+    ]);
   });
 });
 

@@ -1073,6 +1073,101 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
     });
   });
 
+  describe('rate limits: the window exactly', () => {
+    const meter = (limit: number, perMs: number) => defineJob({ name: 'call', handler, rate: { key: (p: { i: number }) => 'm', limit, perMs } });
+    const row = (i: number): Item => ({ definition: 'call', payload: { i }, rateKey: 'm' });
+    /** The starts of the meter's attempts (claimedAt in the attempt ledger), each attempt completed when claimed. */
+    const startsOf = async (ns: string, jobIds: string[]) =>
+      (await Promise.all(jobIds.map((id) => job(ns, id)))).flatMap((j) => j.executions.map((e) => e.claimedAt.getTime())).sort((a, b) => a - b);
+    /** The most starts any window of perMs holds: the window ending at each start (a window's count only rises at a start). */
+    const mostInAWindow = (starts: number[], perMs: number) => Math.max(0, ...starts.map((t) => starts.filter((s) => s > t - perMs && s <= t).length));
+    const claimed = async (ns: string, worker: string, limit = 100) => {
+      const { rows } = await claim(ns, worker, ['call'], limit);
+      await complete(worker, completion(rows));
+      return iOf(rows);
+    };
+
+    test('limit 3 per 100 s: the window counts starts, a token frees when the start it waits for is a window old, not before', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, [meter(3, 100_000)]);
+      const jobIds = await ids(ns, [0, 1, 2, 3, 4, 5, 6].map(row));
+      expect(await claimed(ns, worker, 1)).toEqual([0]);
+      await h.advance(40_000);
+      expect(await claimed(ns, worker)).toEqual([1, 2]);
+      expect(await parked(ns, jobIds)).toEqual([3, 4, 5, 6].map((i) => [i, 'rate']));
+      // The next token: when the first start leaves the window, 60 s on.
+      const idle = await claim(ns, randomUUID(), ['call'], 10);
+      expect(idle.nextDueInMs).toBeGreaterThan(50_000);
+      expect(idle.nextDueInMs).toBeLessThanOrEqual(60_000);
+      await h.advance(50_000);
+      expect(await claimed(ns, worker)).toEqual([]);
+      // Past it: one token (the two starts of 40 s still count), for the first in claim order.
+      await h.advance(10_001);
+      expect(await claimed(ns, worker)).toEqual([3]);
+      const next = await claim(ns, randomUUID(), ['call'], 10);
+      expect(next.nextDueInMs).toBeGreaterThan(30_000);
+      expect(next.nextDueInMs).toBeLessThanOrEqual(40_000);
+      await h.advance(30_000);
+      expect(await claimed(ns, worker)).toEqual([]);
+      await h.advance(10_000);
+      expect(await claimed(ns, worker)).toEqual([4, 5]);
+      await h.advance(200_001);
+      expect(await claimed(ns, worker)).toEqual([6]);
+      expect(mostInAWindow(await startsOf(ns, jobIds), 100_000)).toBe(3);
+    });
+
+    test('a window of an hour over many claims: each claim\'s starts leave it together, an hour after that claim, and no window holds more than the limit', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, [meter(100, 3_600_000)]);
+      const jobIds = await ids(ns, Array.from({ length: 210 }, (_, i) => row(i)));
+      // Ten claims of ten, a minute apart: the window full.
+      for (let c = 0; c < 10; c++) {
+        expect(await claimed(ns, worker, 10)).toEqual(Array.from({ length: 10 }, (_, i) => c * 10 + i));
+        await h.advance(60_000);
+      }
+      expect(await claimed(ns, worker, 10)).toEqual([]);
+      // The next token: an hour after the first claim, which was ten minutes ago.
+      const idle = await claim(ns, randomUUID(), ['call'], 10);
+      expect(idle.nextDueInMs).toBeGreaterThan(3_000_000 - 60_000);
+      expect(idle.nextDueInMs).toBeLessThanOrEqual(3_000_000);
+      await h.advance(3_000_001);
+      // The first claim's ten starts have left; nine claims' remain.
+      expect(await claimed(ns, worker)).toEqual(Array.from({ length: 10 }, (_, i) => 100 + i));
+      // Ten minutes on, the other nine claims' starts have left too: 90 tokens.
+      await h.advance(600_000);
+      expect(await claimed(ns, worker)).toEqual(Array.from({ length: 90 }, (_, i) => 110 + i));
+      expect(await claimed(ns, worker)).toEqual([]);
+      expect(mostInAWindow(await startsOf(ns, jobIds), 3_600_000)).toBe(100);
+    });
+
+    test('a meter held shut by ctx.rateLimited opens when the retry is due, and then the window still counts its starts', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, [meter(2, 100_000)]);
+      const jobIds = await ids(ns, [0, 1, 2].map(row));
+      const [first] = (await claim(ns, worker, ['call'], 1)).rows;
+      await complete(worker, completion([first], 'rate_limited', 50_000));
+      // Shut for 50 s though the window has a token.
+      const idle = await claim(ns, randomUUID(), ['call'], 10);
+      expect(idle.nextDueInMs).toBeGreaterThan(40_000);
+      expect(idle.nextDueInMs).toBeLessThanOrEqual(50_000);
+      await h.advance(40_000);
+      expect(await claimed(ns, worker)).toEqual([]);
+      // Open: one token (the limited attempt's start counts), for the first in claim order (row 0
+      // is due again only now).
+      await h.advance(10_001);
+      expect(await claimed(ns, worker)).toEqual([1]);
+      // The next: when the limited attempt's start leaves the window.
+      const next = await claim(ns, randomUUID(), ['call'], 10);
+      expect(next.nextDueInMs).toBeGreaterThan(40_000);
+      expect(next.nextDueInMs).toBeLessThanOrEqual(50_000);
+      await h.advance(50_000);
+      expect(await claimed(ns, worker)).toEqual([2]);
+      await h.advance(50_002);
+      expect(await claimed(ns, worker)).toEqual([0]);
+      expect(mostInAWindow(await startsOf(ns, jobIds), 100_000)).toBe(2);
+    });
+  });
+
   describe('lanes', () => {
     const step = defineJob({ name: 'step', handler, lane: (p: { order: string; i: number }) => p.order });
     const inLane = (order: string, i: number, definition = 'step'): Item => ({ definition, payload: { order, i }, lane: order });

@@ -167,7 +167,8 @@ describe('the memory ledger', () => {
     ]);
     expect(state.executions).toEqual([{ jobId: 1, execution: 1, workerId: 'w', claimedAt: 0, finishedAt: 0, outcome: 'succeeded', charged: true, error: null }]);
     expect(state.steps).toEqual([{ jobId: 1, name: 's', execution: 1, result: { a: 1 }, recordedAt: 0 }]);
-    expect(state.gates).toEqual([{ namespace: 'default', kind: 'rate', key: 'm', recheckAt: 1_000, stamps: [0], shutUntil: null }]);
+    expect(state.gates).toEqual([{ namespace: 'default', kind: 'rate', key: 'm', recheckAt: 1_000, starts: 1, startsPruned: 0, shutUntil: null }]);
+    expect(state.meterStarts).toEqual([{ namespace: 'default', key: 'm', at: 0, upto: 1 }]);
     expect(state.workers).toMatchObject([{ id: 'w', status: 'alive', definitions: ['d'] }]);
     expect(state.definitions).toMatchObject([{ name: 'd', rateLimit: 1, ratePerMs: 1_000 }]);
     expect(state.passes).toEqual([{ namespace: 'default', pass: 'recovery', dueAt: 1_000 }]);

@@ -8,7 +8,7 @@ import { ledgerContract } from './contract';
 const { db } = useTestDatabase();
 
 /** Migration 0001's namespace and 0007's recovery pass, as a fresh schema has them (delete: a truncate of these costs ~0.1 s a test). */
-const EMPTY = `delete from acta.jobs; delete from acta.executions; delete from acta.steps; delete from acta.gates; delete from acta.workers;
+const EMPTY = `delete from acta.jobs; delete from acta.executions; delete from acta.steps; delete from acta.gates; delete from acta.meter_starts; delete from acta.workers;
 delete from acta.definitions; delete from acta.passes; delete from acta.namespaces; delete from acta.pauses;
 select setval(pg_get_serial_sequence('acta.jobs', 'id'), 1, false);
 insert into acta.namespaces (name) values ('default');
@@ -20,8 +20,10 @@ const SHIFTS = [
                         created_at = created_at - $1::interval, finished_at = finished_at - $1::interval`,
   `update acta.executions set claimed_at = claimed_at - $1::interval, finished_at = finished_at - $1::interval`,
   `update acta.steps set recorded_at = recorded_at - $1::interval`,
-  `update acta.gates set recheck_at = recheck_at - $1::interval, shut_until = shut_until - $1::interval,
-                         stamps = array(select s - $1::interval from unnest(stamps) as s order by s)`,
+  `update acta.gates set recheck_at = recheck_at - $1::interval, shut_until = shut_until - $1::interval`,
+  // Its primary key holds one row per (meter, instant): moved in two steps, each to instants no row has.
+  `update acta.meter_starts set at = at - $1::interval - interval '1000 years'`,
+  `update acta.meter_starts set at = at + interval '1000 years'`,
   `update acta.workers set started_at = started_at - $1::interval, last_heartbeat_at = last_heartbeat_at - $1::interval, stopped_at = stopped_at - $1::interval`,
   `update acta.definitions set registered_at = registered_at - $1::interval`,
   `update acta.namespaces set created_at = created_at - $1::interval`,
@@ -35,7 +37,7 @@ ledgerContract(async () => {
     now: async () => (await db.query<{ now: Date }>('select now() as now')).rows[0].now.getTime(),
     advance: (ms) =>
       db.transaction(async (tx) => {
-        for (const shift of SHIFTS) await tx.query(shift, [`${ms} milliseconds`]);
+        for (const shift of SHIFTS) await tx.query(shift, shift.includes('$1') ? [`${ms} milliseconds`] : []);
       }),
   };
 });

@@ -5,6 +5,7 @@
 import type { ClaimResult, ClaimedRow } from '../../db/types';
 import type { ClaimArgs } from '../../ledger';
 import { firstParked, gateRoom, releaseGate } from './gates';
+import { recordStarts } from './meter';
 import { byClaimOrder, byDueOrder, copyJson, type GateKind, type MemoryDefinition, type MemoryJob, SqlStateError, type Store, type Tx } from './state';
 
 /** At most this many rounds of candidates per claim. */
@@ -252,19 +253,14 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
     );
   }
 
-  // The meters' start times (acta.gates.stamps).
+  // The meters' logs (acta.meter_starts).
   const starts = new Map<string, { n: number; perMs: number }>();
   for (const c of admitted) {
     if (c.job.rateKey === null || c.rlimit === null) continue;
     const s = starts.get(c.job.rateKey) ?? { n: 0, perMs: -Infinity };
     starts.set(c.job.rateKey, { n: s.n + 1, perMs: Math.max(s.perMs, c.rper ?? -Infinity) });
   }
-  for (const [key, { n, perMs }] of starts) {
-    const existing = store.gate(namespace, 'rate', key);
-    const stamps = Array.from({ length: n }, () => tx.now);
-    if (!existing) store.upsertGate(namespace, 'rate', key).stamps = stamps;
-    else existing.stamps = [...existing.stamps, ...stamps].filter((t) => t > tx.now - perMs).sort((a, b) => a - b);
-  }
+  for (const [key, { n, perMs }] of starts) recordStarts(store, namespace, key, n, perMs, tx.now);
   return admitted.map((c) => c.job);
 }
 

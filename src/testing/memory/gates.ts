@@ -2,6 +2,7 @@
  * Gates: a lane, a concurrency key, a rate meter (docs/DESIGN.md, "Policies"; migration 0008).
  * How much room a gate has now, and the release of its parked rows in order.
  */
+import { meterRoom } from './meter';
 import { byClaimOrder, type GateKind, type MemoryJob, type Store, type Tx } from './state';
 
 /** A refused row of a concurrency key is reconsidered after this (gate_room's next_at). */
@@ -38,9 +39,7 @@ export function gateRoom(store: Store, tx: Tx, namespace: string, kind: 'concurr
   const limit = d?.rateLimit ?? null;
   const perMs = d?.ratePerMs ?? 0;
   if (limit === null) return { room: null, nextAt: null };
-  const inWindow = (gate?.stamps ?? []).filter((s) => s > tx.now - perMs).sort((a, b) => a - b);
-  const freesNext = inWindow[Math.max(1, inWindow.length - limit + 1) - 1] ?? tx.now;
-  return { room: limit - inWindow.length, nextAt: freesNext + perMs };
+  return meterRoom(store, namespace, key, limit, perMs, tx.now);
 }
 
 /** acta.release_gate (sql/functions/release_gate.sql): how many parked rows it released. */

@@ -114,14 +114,27 @@ export interface MemoryPause {
   pausedAt: number;
 }
 
-/** A row of acta.gates: a lane, a concurrency key or a rate meter with parked rows or a meter's log. */
+/** A row of acta.gates: a lane, a concurrency key or a rate meter with parked rows, or a meter's counts. */
 export interface MemoryGate {
   namespace: string;
   kind: GateKind;
   key: string;
   recheckAt: number | null;
-  stamps: number[];
+  /** A rate meter's starts, all counted (its newest meter_starts row's upto). */
+  starts: number;
+  /** A rate meter's count up to the last meter_starts row deleted. */
+  startsPruned: number;
   shutUntil: number | null;
+}
+
+/** A row of acta.meter_starts (migration 0011): a rate meter's starts at one admission instant. */
+export interface MemoryMeterStart {
+  namespace: string;
+  key: string;
+  /** The admission instant (its rows' claimedAt). */
+  at: number;
+  /** The meter's count of starts up to and including this instant's. */
+  upto: number;
 }
 
 /**
@@ -209,6 +222,8 @@ export class Store {
   private readonly passRows = new Map<string, MemoryPass>();
   private readonly gateRows = new Map<string, MemoryGate>();
   private readonly pauseRows = new Map<string, MemoryPause>();
+  /** acta.meter_starts, per meter in count (and time) order. */
+  private readonly meterRows = new Map<string, MemoryMeterStart[]>();
   /** acta.jobs_id_seq: every element of an enqueue draws one, created or not. */
   private lastId = 0;
 
@@ -269,7 +284,7 @@ export class Store {
   upsertGate(namespace: string, kind: GateKind, key: string): MemoryGate {
     const k = key3(namespace, kind, key);
     let gate = this.gateRows.get(k);
-    if (!gate) this.gateRows.set(k, (gate = { namespace, kind, key, recheckAt: null, stamps: [], shutUntil: null }));
+    if (!gate) this.gateRows.set(k, (gate = { namespace, kind, key, recheckAt: null, starts: 0, startsPruned: 0, shutUntil: null }));
     return gate;
   }
 
@@ -304,5 +319,17 @@ export class Store {
 
   allPauses(): IterableIterator<MemoryPause> {
     return this.pauseRows.values();
+  }
+
+  /** A rate meter's acta.meter_starts rows, in count order (the array itself: callers append and delete). */
+  meterLog(namespace: string, key: string): MemoryMeterStart[] {
+    const k = key3(namespace, 'rate', key);
+    let log = this.meterRows.get(k);
+    if (!log) this.meterRows.set(k, (log = []));
+    return log;
+  }
+
+  allMeterStarts(): MemoryMeterStart[] {
+    return [...this.meterRows.values()].flat();
   }
 }
