@@ -41,6 +41,7 @@ export {
   ClaimExpiredError,
   ConfigError,
   DataDirLockedError,
+  DbClosedError,
   HookFailedError,
   InvalidJsonError,
   JobCancelledError,
