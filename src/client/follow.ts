@@ -116,16 +116,15 @@ export function createFollowers(deps: FollowDeps) {
       let lastKey: string | undefined;
       /** watchJob answered true: the job's changes send NOTIFY from now on. */
       let watched = false;
-      let busy = false;
+      let watching = false;
+      let reading = false;
       let again = false;
       const fail = (err: unknown) => {
         ended = true;
         subscriber.error(err);
       };
-      /** A failed call: transient ones wait for the next poll or reconnect; any other ends the follower. */
+      /** A failed call: a transient one waits for the next poll or reconnect; any other ends the follower. */
       const failed = async (err: unknown) => {
-        busy = false;
-        again = false;
         if (ended) return;
         if (isTransientDbError(err)) return onOutage?.();
         let verdict: unknown;
@@ -136,57 +135,77 @@ export function createFollowers(deps: FollowDeps) {
         }
         if (!ended) fail(verdict);
       };
-      const answered = (job: JobRecord | null) => {
-        busy = false;
+      /** One read at a time; a trigger during a read reads once more after it. */
+      const read = () => {
         if (ended) return;
-        if (job === null) return fail(new JobNotFoundError(text));
-        const key = stateKey(job);
-        if (key !== lastKey) {
-          lastKey = key;
-          subscriber.next(job as JobRecord<P, R>);
-        }
-        if (job.status === 'succeeded') {
-          ended = true;
-          subscriber.complete();
-        } else if (job.status === 'failed') fail(new JobFailedError(text, job.error));
-        else if (job.status === 'cancelled') fail(new JobCancelledError(text));
-        else if (again) {
-          again = false;
-          step();
-        }
-      };
-      /** One call at a time (first watchJob until it answers, then readJob); a trigger during one makes one more after it. */
-      const step = () => {
-        if (ended) return;
-        if (busy) {
+        if (reading) {
           again = true;
           return;
         }
-        busy = true;
-        if (watched) {
-          ledger.readJob(namespace, text).then(answered, failed);
-          return;
-        }
-        ledger.watchJob(namespace, text).then((found) => {
-          if (!found) return answered(null);
-          watched = true;
-          busy = false;
-          step();
-        }, failed);
+        reading = true;
+        ledger.readJob(namespace, text).then(
+          (job) => {
+            reading = false;
+            if (ended) return;
+            if (job === null) return fail(new JobNotFoundError(text));
+            const key = stateKey(job);
+            if (key !== lastKey) {
+              lastKey = key;
+              subscriber.next(job as JobRecord<P, R>);
+            }
+            if (job.status === 'succeeded') {
+              ended = true;
+              subscriber.complete();
+            } else if (job.status === 'failed') fail(new JobFailedError(text, job.error));
+            else if (job.status === 'cancelled') fail(new JobCancelledError(text));
+            else if (again) {
+              again = false;
+              read();
+            }
+          },
+          (err: unknown) => {
+            reading = false;
+            again = false;
+            return failed(err);
+          },
+        );
+      };
+      /** Marks the job watched (until that answers, once at a time), then reads it. */
+      const watch = () => {
+        if (ended || watching) return;
+        watching = true;
+        ledger.watchJob(namespace, text).then(
+          (found) => {
+            watching = false;
+            if (ended) return;
+            if (!found) return fail(new JobNotFoundError(text));
+            watched = true;
+            read();
+          },
+          (err: unknown) => {
+            watching = false;
+            return failed(err);
+          },
+        );
+      };
+      /** A poll or a NOTIFY: the job may have changed (and a watch an outage failed is made again). */
+      const trigger = () => {
+        if (!watched) watch();
+        read();
       };
       const changes = changes$.subscribe({
         next: (changed) => {
-          if (changed === text || changed === '*') step();
+          if (changed === text || changed === '*') trigger();
         },
         error: (err: unknown) => {
           if (!ended) fail(err);
         },
       });
       const poll: Subscription = scheduler.schedule(function (this: { schedule(state?: unknown, delay?: number): unknown }) {
-        step();
+        trigger();
         this.schedule(undefined, pollMs);
       }, pollMs);
-      step();
+      watch();
       return () => {
         changes.unsubscribe();
         poll.unsubscribe();

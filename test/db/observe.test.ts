@@ -108,8 +108,9 @@ test('observe ends with JobFailedError after a Failed state, JobCancelledError a
     await expect(client.result('99999999999999999999')).rejects.toBeInstanceOf(JobNotFoundError);
     // Another namespace's job is not found either.
     await expect(createClient({ db, namespace: 'elsewhere' }).result(failed)).rejects.toBeInstanceOf(JobNotFoundError);
-    expect(() => client.observe('x')).toThrow('a job id is a positive integer');
-    expect(() => client.observe(failed, { pollMs: 1 })).toThrow('pollMs must be an integer of ms from 10');
+    // observe never throws: a bad id or option errors the Observable.
+    await expect(lastValueFrom(client.observe('x'))).rejects.toThrow('a job id is a positive integer');
+    await expect(lastValueFrom(client.observe(failed, { pollMs: 1 }))).rejects.toThrow('pollMs must be an integer of ms from 10');
     await expect(client.result(failed, { timeoutMs: -1 })).rejects.toThrow('timeoutMs must be a number of ms');
     await expect(client.result(failed, { timeout: 5 } as never)).rejects.toThrow('unknown result option');
   } finally {
