@@ -181,8 +181,8 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     const listens = new Map<() => Promise<void>, ListenHandlers>();
     /**
      * LISTEN and UNLISTEN calls under way: close waits for them, else one would fail "PGlite is
-     * closing" after close() returned, with nobody to hear it (test/pglite.test.ts, "a program that
-     * follows a job ... exits 0").
+     * closing" after close() returned, with nobody to hear it (test/pglite.test.ts,
+     * "followers and close on PGlite, in a program of its own").
      */
     const calls = new Set<Promise<unknown>>();
     const tracked = <T>(call: Promise<T>): Promise<T> => {
