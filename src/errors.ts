@@ -162,6 +162,17 @@ export class JobNotFoundError extends ActaError {
   }
 }
 
+/**
+ * The Db was closed (`db.close()`): a statement or LISTEN asked of it afterwards, and what an open
+ * client.observe / client.result ends with when its Db closes under it (docs/reference.md,
+ * "observe").
+ */
+export class DbClosedError extends ActaError {
+  constructor(options?: { cause?: unknown }) {
+    super('ACTA_DB_CLOSED', 'the database connection was closed (db.close()): open a new Db to go on', options);
+  }
+}
+
 /** client.result's `timeoutMs` passed before the job ended; the job itself is not changed. */
 export class ResultTimeoutError extends ActaError {
   constructor(

@@ -44,6 +44,7 @@ export {
   ClaimExpiredError,
   ConfigError,
   DataDirLockedError,
+  DbClosedError,
   EmbeddedShareClosedError,
   HookFailedError,
   InvalidJsonError,

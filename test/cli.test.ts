@@ -273,6 +273,12 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect(runAt.code).toBe(1);
   expect(runAt.stderr).toMatch(/option '--run-at <iso>' argument 'tomorrow' is invalid\. must be an ISO 8601 date/);
   expect(runAt.stdout).toBe('');
+  // Without an offset the zone would be a guess (local for a date-time, UTC for a date alone): refused.
+  for (const value of ['2027-01-01T00:00:00', '2027-01-01']) {
+    const noOffset = await acta(['enqueue', 'cli-echo', '{}', '--run-at', value]);
+    expect([noOffset.code, noOffset.stdout]).toEqual([1, '']);
+    expect(noOffset.stderr).toContain(`option '--run-at <iso>' argument '${value}' is invalid. must be an ISO 8601 date-time with its offset`);
+  }
   // An unset $REDIS_URL: ioredis would use 127.0.0.1:6379 without a word; a URL that does not parse said "Invalid URL" without the flag.
   const emptyRedis = await acta(['worker', FIXTURE, '--redis', '']);
   expect([emptyRedis.code, emptyRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument '' is invalid\. must not be empty\./)]);

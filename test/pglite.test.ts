@@ -241,3 +241,34 @@ describe('the data folder lock', () => {
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 });
+
+describe('followers and close on PGlite, in a program of its own', () => {
+  /** Runs test/fixtures/follow-close.js in `mode` on a new data folder; it must exit on its own within 60 s. */
+  const program = (mode: string) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-follow-'));
+      const child = spawn(process.execPath, ['test/fixtures/follow-close.js', path.join(dir, 'data'), mode], {
+        cwd: path.resolve(__dirname, '..'),
+        env: { ...process.env, ACTA_LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        fs.rmSync(dir, { recursive: true, force: true });
+        resolve({ code, stdout, stderr: stderr.slice(0, 2000) });
+      });
+    });
+
+  test('result of a job, result of a missing id, worker.stop(), db.close(): the program exits 0, with nothing left to reject', async () => {
+    expect(await program('sequence')).toEqual({ code: 0, stdout: 'result {"greeting":"hello, Ada"}\nmissing ACTA_JOB_NOT_FOUND\nclosed\n', stderr: '' });
+  }, 90_000);
+
+  test('db.close() under an open observe and result ends both with DbClosedError, a later result rejects alike, and the program exits 0', async () => {
+    expect(await program('open')).toEqual({ code: 0, stdout: 'state ready\nclosed\nobserve ACTA_DB_CLOSED\nresult ACTA_DB_CLOSED\nafter close ACTA_DB_CLOSED\n', stderr: '' });
+  }, 90_000);
+});

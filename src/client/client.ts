@@ -1,15 +1,19 @@
-import { asyncScheduler, Observable, type SchedulerLike, share, type Subscription } from 'rxjs';
+import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
-import { INT4_MAX, INT8_MAX, type JobId, type JobRecord } from '../db/types';
+import { INT4_MAX, type JobId, type JobRecord } from '../db/types';
 import { schemaError } from '../db/schemaVerdict';
 import { checkDefinition, type Definition, policyKeys } from '../definition';
-import { ActaError, atItem, ConfigError, InvalidJsonError, JobCancelledError, JobFailedError, JobNotFoundError, ResultTimeoutError, UnknownDefinitionError } from '../errors';
+import { ActaError, atItem, ConfigError, InvalidJsonError, UnknownDefinitionError } from '../errors';
 import { toJsonText } from '../json';
 import { type Ledger, sqlLedger } from '../ledger';
 import { why, type WhyAnswer } from '../ops/why';
 import { type Admin, createAdmin } from './admin';
+import { createFollowers, type ObserveOptions, type ResultOptions } from './follow';
+import { jobIdText } from './jobId';
+
+export type { ObserveOptions, ResultOptions } from './follow';
 
 /** Options of one job at enqueue. */
 export interface EnqueueOptions {
@@ -95,22 +99,6 @@ export interface ClientOptions {
   scheduler?: SchedulerLike;
 }
 
-/** Options of client.observe. */
-export interface ObserveOptions {
-  /** Unsubscribing before the job ended cancels it (client.cancel: a Ready job at once, a running one through its worker). Default false. */
-  cancelOnUnsubscribe?: boolean;
-  /** The backstop poll, ms: the job is read this often even if no NOTIFY arrives (an integer ≥ 10). Default 5,000. */
-  pollMs?: number;
-}
-
-/** Options of client.result. */
-export interface ResultOptions {
-  /** Rejects with ResultTimeoutError once this many ms passed before the job ended (the job is left as it is). Default: waits as long as it takes. */
-  timeoutMs?: number;
-  /** The backstop poll, ms (ObserveOptions.pollMs). */
-  pollMs?: number;
-}
-
 export interface Client extends Admin {
   /**
    * Why the job is where it is (src/ops/why.ts): every cause the database holds, each with its
@@ -173,55 +161,25 @@ export interface Client extends Admin {
    * with a poll every `pollMs` as the backstop. Ends with the job: completes after a Succeeded
    * state (its `result`), errors after a Failed one with JobFailedError (its stored error) and
    * after a Cancelled one with JobCancelledError; errors with JobNotFoundError when the namespace
-   * has no such job. Cold: each subscription follows the job anew.
+   * has no such job. Cold: each subscription follows the job anew. Never throws: a bad id or
+   * option errors the Observable (ConfigError). A transient database error (a restart, a lost
+   * connection) is ridden out: the job is read again at the next poll or reconnect. When the Db
+   * is closed under it, it errors with DbClosedError.
    */
   observe<P = unknown, R = unknown>(id: JobId | number | bigint, options?: ObserveOptions): Observable<JobRecord<P, R>>;
   /**
    * The job's result once it Succeeded (observe's promise form): rejects with JobFailedError,
    * JobCancelledError, JobNotFoundError, or ResultTimeoutError when the job has not ended after
-   * `timeoutMs` (a job that had ended is answered from the first read, whatever the timeout).
+   * `timeoutMs` (a job that had ended is answered from the first read, whatever the timeout, unless
+   * the database is away then), DbClosedError when the Db is closed first.
    */
   result<R = unknown>(id: JobId | number | bigint, options?: ResultOptions): Promise<R>;
 }
-
-/** The default backstop poll of observe, ms. */
-const OBSERVE_POLL_MS = 5_000;
-
-/** What an observer emits on: the fields whose change is a new state (migration 0009's trigger watches the same). */
-const stateKey = (r: JobRecord): string =>
-  JSON.stringify([r.status, r.execution, r.attempts, r.progress, r.cancelRequestedAt?.getTime() ?? null, r.runAt.getTime()]);
 
 /** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace (MAX_NAME_BYTES). */
 const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
 /** The earliest timestamptz, 4713 BC, in ms since the epoch (PostgreSQL, "Date/Time Types"); JavaScript dates reach further. */
 const MIN_TIMESTAMPTZ_MS = -210_866_803_200_000;
-
-/**
- * A job id as the statement takes it (decimal text), or null for a well-formed id no job can have
- * (beyond bigint). Throws ConfigError for anything but a positive integer (string of digits,
- * safe integer, bigint).
- */
-function jobIdText(id: unknown): string | null {
-  let n: bigint;
-  if (typeof id === 'string' && /^[0-9]+$/.test(id)) {
-    const digits = id.replace(/^0+(?=[0-9])/, ''); // leading zeros, any number of them
-    if (digits.length > 19) return null; // beyond bigint (19 digits), without parsing a long text
-    n = BigInt(digits);
-  } else if (typeof id === 'number' && Number.isSafeInteger(id)) n = BigInt(id);
-  else if (typeof id === 'bigint') n = id;
-  else throw new ConfigError(`a job id is a positive integer (the decimal string enqueue returned, a safe integer or a bigint), got ${shown(id)}`);
-  if (n < 1n) throw new ConfigError(`a job id is a positive integer, got ${n}`);
-  return n > INT8_MAX ? null : n.toString();
-}
-
-/** A value as an error message shows it: at most 80 characters; never throws (an object without toString, or whose toString throws). */
-function shown(value: unknown): string {
-  try {
-    return (typeof value === 'string' ? JSON.stringify(value) : String(value)).slice(0, 80);
-  } catch {
-    return `a value of type ${typeof value}`;
-  }
-}
 
 /** The keys of ClientOptions: createClient refuses any other. */
 const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', 'ledger', 'scheduler'];
@@ -362,113 +320,7 @@ export function createClient(options: ClientOptions): Client {
       throw await verdict(err, tx !== undefined);
     }
   };
-  const scheduler = options.scheduler ?? asyncScheduler;
-  /**
-   * Ids of watched jobs that changed (NOTIFY acta_job), and '*' each time LISTEN is in effect
-   * (anything may have changed while it was not): one LISTEN for all of this client's observers,
-   * from the first one's subscription to the last one's end.
-   */
-  const changes$ = new Observable<string>((subscriber) => {
-    let stop: (() => Promise<void>) | undefined;
-    let closed = false;
-    ledger.listen('acta_job', { onNotify: (id) => subscriber.next(id), onConnect: () => subscriber.next('*') }).then(
-      (unlisten) => {
-        if (closed) void unlisten();
-        else stop = unlisten;
-      },
-      () => undefined, // no LISTEN: the poll follows the job
-    );
-    return () => {
-      closed = true;
-      void stop?.();
-    };
-  }).pipe(share());
-  const pollOption = (what: string, ms: unknown): number => {
-    if (ms === undefined) return OBSERVE_POLL_MS;
-    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 10 || ms > 2 ** 31 - 1) throw new ConfigError(`${what}: pollMs must be an integer of ms from 10, got ${shown(ms)}`);
-    return ms;
-  };
-  const observe = <P, R>(id: JobId | number | bigint, opts: ObserveOptions = {}): Observable<JobRecord<P, R>> => {
-    knownKeys('observe option', opts ?? {}, ['cancelOnUnsubscribe', 'pollMs']);
-    const pollMs = pollOption('observe', opts?.pollMs);
-    const text = jobIdText(id);
-    return new Observable<JobRecord<P, R>>((subscriber) => {
-      const name = String(id);
-      if (text === null) {
-        subscriber.error(new JobNotFoundError(name));
-        return;
-      }
-      let ended = false;
-      let lastKey: string | undefined;
-      let reading = false;
-      let again = false;
-      let poll: Subscription | undefined;
-      const fail = (err: unknown) => {
-        ended = true;
-        subscriber.error(err);
-      };
-      /** One read at a time; a trigger during a read reads once more after it. */
-      const read = () => {
-        if (ended) return;
-        if (reading) {
-          again = true;
-          return;
-        }
-        reading = true;
-        ledger.readJob(namespace, text).then(
-          (job) => {
-            reading = false;
-            if (ended) return;
-            if (job === null) return fail(new JobNotFoundError(text));
-            const key = stateKey(job);
-            if (key !== lastKey) {
-              lastKey = key;
-              subscriber.next(job as JobRecord<P, R>);
-            }
-            if (job.status === 'succeeded') {
-              ended = true;
-              subscriber.complete();
-            } else if (job.status === 'failed') fail(new JobFailedError(text, job.error));
-            else if (job.status === 'cancelled') fail(new JobCancelledError(text));
-            else if (again) {
-              again = false;
-              read();
-            }
-          },
-          async (err: unknown) => {
-            reading = false;
-            if (!ended) fail(await verdict(err, false));
-          },
-        );
-      };
-      const changes = changes$.subscribe((changed) => {
-        if (changed === text || changed === '*') read();
-      });
-      const schedulePoll = () => {
-        poll = scheduler.schedule(function (this: { schedule(state?: unknown, delay?: number): unknown }) {
-          read();
-          this.schedule(undefined, pollMs);
-        }, pollMs);
-      };
-      ledger.watchJob(namespace, text).then(
-        (found) => {
-          if (ended) return;
-          if (!found) return fail(new JobNotFoundError(text));
-          read();
-          schedulePoll();
-        },
-        async (err: unknown) => {
-          if (!ended) fail(await verdict(err, false));
-        },
-      );
-      return () => {
-        changes.unsubscribe();
-        poll?.unsubscribe();
-        if (!ended && opts?.cancelOnUnsubscribe) ledger.cancelJob(namespace, text).catch(() => undefined);
-        ended = true;
-      };
-    });
-  };
+  const followers = createFollowers({ ledger, namespace, scheduler: options.scheduler ?? asyncScheduler, verdict: (err) => verdict(err, false) });
   return {
     ...createAdmin({ db: options.db, ledger, namespace, verdict: (err) => verdict(err, false) }),
     why: (id: JobId | number | bigint) =>
@@ -486,50 +338,7 @@ export function createClient(options: ClientOptions): Client {
       byId('getJob', id, opts, null, (tx, text) => (tx ? readJob(tx, namespace, text) : ledger.readJob(namespace, text)) as Promise<JobRecord<P, R> | null>),
     cancel: (id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
       byId('cancel', id, opts, false, async (tx, text) => (await (tx ? cancelJob(tx, namespace, text) : ledger.cancelJob(namespace, text))) !== null),
-    observe,
-    result: <R>(id: JobId | number | bigint, opts: ResultOptions = {}) => {
-      try {
-        knownKeys('result option', opts ?? {}, ['timeoutMs', 'pollMs']);
-        const timeoutMs = opts?.timeoutMs;
-        if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0 && timeoutMs <= 2 ** 31 - 1)) {
-          throw new ConfigError(`result: timeoutMs must be a number of ms from 0 to 2^31-1, got ${shown(timeoutMs)}`);
-        }
-        const states = observe<unknown, R>(id, { pollMs: opts?.pollMs });
-        return new Promise<R>((resolve, reject) => {
-          let last: JobRecord<unknown, R> | undefined;
-          let timer: Subscription | undefined;
-          let expired = false;
-          const timedOut = () => {
-            sub.unsubscribe();
-            reject(new ResultTimeoutError(String(id), timeoutMs as number));
-          };
-          const sub: Subscription = states.subscribe({
-            next: (job) => {
-              last = job;
-              // The timeout ran out before the first read answered: a job that has not ended now
-              // ends the wait (one that has is answered by complete or error next).
-              if (expired && job.status !== 'succeeded' && job.status !== 'failed' && job.status !== 'cancelled') timedOut();
-            },
-            error: (err: unknown) => {
-              timer?.unsubscribe();
-              reject(err);
-            },
-            complete: () => {
-              timer?.unsubscribe();
-              resolve(last?.result as R);
-            },
-          });
-          if (timeoutMs !== undefined && !sub.closed) {
-            timer = scheduler.schedule(() => {
-              // A job that ended is answered whatever the timeout: wait for the first read.
-              if (last === undefined) expired = true;
-              else timedOut();
-            }, timeoutMs);
-          }
-        });
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    },
+    observe: followers.observe,
+    result: followers.result,
   };
 }

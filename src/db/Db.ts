@@ -23,6 +23,11 @@ export interface ListenHandlers {
    * failed reconnect. It reconnects by itself and never gives up; `onConnect` follows.
    */
   onDown?(err: Error): void;
+  /**
+   * The Db was closed (`db.close()`) while this LISTEN was open: it has ended for good, and every
+   * later statement on the Db throws DbClosedError. Called once, before close() resolves.
+   */
+  onClosed?(): void;
 }
 
 /** Settings of a LISTEN connection to a server (an in-process database ignores them). */
@@ -50,6 +55,9 @@ export interface Db extends Queryable {
    * or its first attempt failed (it keeps trying).
    */
   listen(channel: string, handlers: ListenHandlers, options?: ListenOptions): Promise<() => Promise<void>>;
-  /** Closes every connection (and, for PGlite, the instance and its lock file). */
+  /**
+   * Closes every connection (and, for PGlite, the instance and its lock file); open LISTENs hear
+   * `onClosed`. Afterwards query, prepared, transaction and listen reject with DbClosedError.
+   */
   close(): Promise<void>;
 }

@@ -20,7 +20,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { EmbeddedShareClosedError } from '../errors';
+import { DbClosedError, EmbeddedShareClosedError } from '../errors';
 import type { Db, ListenHandlers, Queryable } from './Db';
 
 /** A remote transaction with no request for this long is rolled back (its holder's database waits on it meanwhile). */
@@ -230,7 +230,8 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
 /**
  * A Db on the embedded database another process serves at `socketPath` (kind 'pglite': the same
  * SQL engine). Rejects if nothing listens there. Once the serving process goes away, every pending
- * and later call rejects with EmbeddedShareClosedError and listeners get `onDown` once.
+ * and later call rejects with EmbeddedShareClosedError and listeners get `onDown` once; after
+ * close(), calls reject with DbClosedError and listeners get `onClosed`, as on the other Dbs.
  */
 export async function connectShared(socketPath: string): Promise<Db> {
   const socket = net.createConnection(socketPath);
@@ -304,7 +305,11 @@ export async function connectShared(socketPath: string): Promise<Db> {
       };
     },
     async close() {
-      closed ??= new EmbeddedShareClosedError(socketPath);
+      if (!closed) {
+        closed = new DbClosedError();
+        for (const handlers of subs.values()) handlers.onClosed?.();
+        subs.clear();
+      }
       await new Promise<void>((resolve) => {
         socket.end(() => resolve());
         setTimeout(resolve, 1_000).unref();

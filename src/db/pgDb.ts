@@ -1,5 +1,5 @@
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
-import { ConfigError } from '../errors';
+import { ConfigError, DbClosedError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
 import { listenOnOwnConnection } from './pgListener';
 
@@ -65,7 +65,19 @@ export function createPgDb(options: PgDbOptions): Db {
   // An idle client that loses its connection emits 'error' on the pool; without a listener that
   // would crash the process. The next query on the pool reconnects.
   pool.on('error', () => undefined);
-  const listeners = new Set<() => Promise<void>>();
+  /** Open LISTENs, with their handlers (close tells each). */
+  const listeners = new Map<() => Promise<void>, ListenHandlers>();
+  /** Set by close(): from then on every call rejects with DbClosedError. */
+  let closed: Promise<void> | undefined;
+  /** A call on an open Db; one that fails because close() came meanwhile fails with DbClosedError. */
+  const guarded = async <T>(call: () => Promise<T>): Promise<T> => {
+    if (closed) throw new DbClosedError();
+    try {
+      return await call();
+    } catch (err) {
+      throw closed ? new DbClosedError({ cause: err }) : err;
+    }
+  };
   // Db.prepared: a named statement, parsed and planned once per connection, not at every call of
   // the worker's hot statements (docs/decisions/2026-12-01-prepared-statements.md). Three errors
   // leave a connection's statement unusable; all come at Parse or Bind, before anything ran, so
@@ -94,29 +106,46 @@ export function createPgDb(options: PgDbOptions): Db {
     // Text of several statements (no parameters: the simple protocol) comes back from node-postgres
     // as an array of results; the Db contract, as on PGlite, is the last statement's rows
     // (test/cli.test.ts, "`acta sql` prints each row as a JSON line").
-    query: async (text, params) => {
-      const result = await pool.query(text, params as unknown[]);
-      return (Array.isArray(result) ? result[result.length - 1] : result) as never;
-    },
-    prepared,
-    transaction: (fn) => inTransaction(pool, fn),
+    query: (text, params) =>
+      guarded(async () => {
+        const result = await pool.query(text, params as unknown[]);
+        return (Array.isArray(result) ? result[result.length - 1] : result) as never;
+      }),
+    prepared: (name, text, params) => guarded(() => prepared(name, text, params)),
+    transaction: (fn) => guarded(() => inTransaction(pool, fn)),
     async listen(channel: string, handlers: ListenHandlers, listenOptions?: ListenOptions) {
+      if (closed) throw new DbClosedError();
       // The pool's own settings when it was given: it may have been built from fields (host,
       // database, ...) rather than a connection string. pg-pool keeps the password as a
       // non-enumerable property, which a spread leaves out (test/db/wakeups.test.ts).
       const poolOptions = (pool as unknown as { options: PoolConfig }).options;
       const config = options.connectionString !== undefined ? { connectionString: options.connectionString } : { ...poolOptions, password: poolOptions.password };
       const stop = await listenOnOwnConnection(config, channel, handlers, listenOptions);
-      listeners.add(stop);
-      return async () => {
-        listeners.delete(stop);
+      if (closed) {
+        // Closed while the first attempt ran: its connection must not go on reconnecting.
         await stop();
+        throw new DbClosedError();
+      }
+      listeners.set(stop, handlers);
+      return async () => {
+        if (listeners.delete(stop)) await stop();
       };
     },
-    async close() {
-      await Promise.all([...listeners].map((stop) => stop().catch(() => undefined)));
-      listeners.clear();
-      if (ownsPool) await pool.end();
+    close() {
+      closed ??= (async () => {
+        const open = [...listeners];
+        listeners.clear();
+        await Promise.all(open.map(([stop]) => stop().catch(() => undefined)));
+        for (const [, handlers] of open) {
+          try {
+            handlers.onClosed?.();
+          } catch {
+            /* a listener's own error: the close goes on */
+          }
+        }
+        if (ownsPool) await pool.end();
+      })();
+      return closed;
     },
   };
 }

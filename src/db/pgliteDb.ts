@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { PGliteInterface } from '@electric-sql/pglite';
-import { DataDirLockedError } from '../errors';
+import { DataDirLockedError, DbClosedError } from '../errors';
 import type { Db, ListenHandlers, Queryable } from './Db';
 import { type EmbeddedShare, shareDb, socketPathFor } from './embeddedShare';
 
@@ -172,29 +172,65 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
         const result = await q.query<R>(text, values, { paramTypes: types, parsers });
         return { rows: result.rows };
       };
+    /** Set by close(): from then on every call rejects with DbClosedError. */
+    let closed: Promise<void> | undefined;
+    /** A call on an open instance; one that fails because close() came meanwhile fails with DbClosedError. */
+    const guarded = async <T>(call: () => Promise<T>): Promise<T> => {
+      if (closed) throw new DbClosedError();
+      try {
+        return await call();
+      } catch (err) {
+        throw closed ? new DbClosedError({ cause: err }) : err;
+      }
+    };
     const query = run(pglite);
-    const unlistens = new Set<() => Promise<void>>();
+    /** Open LISTENs, with their handlers (close tells each). */
+    const listens = new Map<() => Promise<void>, ListenHandlers>();
+    /**
+     * LISTEN and UNLISTEN calls under way: close waits for them, else one would fail "PGlite is
+     * closing" after close() returned, with nobody to hear it (test/pglite.test.ts,
+     * "followers and close on PGlite, in a program of its own").
+     */
+    const calls = new Set<Promise<unknown>>();
+    const tracked = <T>(call: Promise<T>): Promise<T> => {
+      calls.add(call);
+      const done = () => calls.delete(call);
+      call.then(done, done);
+      return call;
+    };
     let share: EmbeddedShare | undefined;
     const db: Db = {
       kind: 'pglite',
-      query: query as Db['query'],
-      prepared: (_name, text, params) => query(text, params),
-      transaction: (fn) => pglite.transaction((tx) => fn({ query: run(tx) as Queryable['query'] })),
+      query: ((text: string, params?: unknown[]) => guarded(() => query(text, params))) as Db['query'],
+      prepared: (_name, text, params) => guarded(() => query(text, params)),
+      transaction: (fn) => guarded(() => pglite.transaction((tx) => fn({ query: run(tx) as Queryable['query'] }))),
       async listen(channel: string, handlers: ListenHandlers) {
-        const unlisten = await pglite.listen(channel, (payload) => handlers.onNotify(payload));
-        unlistens.add(unlisten);
+        const unlisten = await guarded(() => tracked(pglite.listen(channel, (payload) => handlers.onNotify(payload))));
+        if (closed) throw new DbClosedError(); // closed while LISTEN ran: close() ends the instance
+        listens.set(unlisten, handlers);
         handlers.onConnect?.();
         return async () => {
-          unlistens.delete(unlisten);
-          await unlisten();
+          // After close() there is nothing to UNLISTEN: the instance is gone.
+          if (listens.delete(unlisten)) await tracked(unlisten());
         };
       },
-      async close() {
-        await share?.close();
-        for (const unlisten of unlistens) await unlisten().catch(() => undefined);
-        unlistens.clear();
-        await pglite.close();
-        release();
+      close() {
+        closed ??= (async () => {
+          await share?.close();
+          const open = [...listens.values()];
+          listens.clear();
+          for (const handlers of open) {
+            try {
+              handlers.onClosed?.();
+            } catch {
+              /* a listener's own error: the close goes on */
+            }
+          }
+          await Promise.allSettled([...calls]);
+          await pglite.close();
+          release();
+        })();
+        return closed;
       },
     };
     // Not served (a socket path that cannot be bound): this process still has the folder; others get DataDirLockedError.

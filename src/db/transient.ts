@@ -76,6 +76,7 @@ export function errorCode(err: unknown): string | undefined {
 export function isTransientDbError(err: unknown, depth = 0): boolean {
   if (!err || typeof err !== 'object' || depth > 4) return false;
   const code = errorCode(err);
+  if (code === 'ACTA_DB_CLOSED') return false; // closed for good (DbClosedError), whatever its cause
   if (code !== undefined) {
     if (TRANSIENT_SQLSTATES.has(code) || TRANSIENT_NODE_CODES.has(code)) return true;
     if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2));

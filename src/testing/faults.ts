@@ -3,6 +3,7 @@ import { knownKeys } from '../config';
 import type { CompletionAck, HeldPair, JobId } from '../db/types';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
+import { jobIdText } from '../client/jobId';
 
 /** A Ledger call that makes a round trip, by its method's name. */
 export type FaultyCall = Exclude<keyof Ledger, 'listen'>;
@@ -14,6 +15,22 @@ export class InjectedFaultError extends Error {
     super(`Connection terminated unexpectedly (injectFaults: ${call} failed, an injected fault)`);
     this.name = 'InjectedFaultError';
   }
+}
+
+/**
+ * A job id as the ledger keys it (decimal text), from what the caller gave: a job id as enqueue
+ * returned it, a safe integer or a bigint. Throws ConfigError for anything else (an id that names
+ * no job would make the fault wait for ever, silently).
+ */
+function faultJobId(what: string, id: unknown): JobId {
+  let text: string | null;
+  try {
+    text = jobIdText(id);
+  } catch (err) {
+    throw new ConfigError(`${what}: ${(err as Error).message}`);
+  }
+  if (text === null) throw new ConfigError(`${what}: no job can have the id ${String(id).slice(0, 40)} (beyond bigint)`);
+  return text;
 }
 
 /** A ledger with faults to inject, for a worker to run on: `createWorker({ ledger: faults.ledger, … })`. */
@@ -152,6 +169,10 @@ export function injectFaults(ledger: Ledger, options: { scheduler?: SchedulerLik
   return {
     ledger: wrapped,
     fail(calls, how) {
+      // Exactly one of the two: with both, one would be dropped without a word.
+      if (how === null || typeof how !== 'object') throw new ConfigError('fail: options are { times } or { forMs }');
+      knownKeys('fail option', how, ['times', 'forMs']);
+      if ('times' in how === 'forMs' in how) throw new ConfigError('fail: give either times or forMs, not both (nor neither)');
       const n = 'times' in how ? how.times : how.forMs;
       if (!Number.isInteger(n) || n < 0) throw new ConfigError(`fail: ${'times' in how ? 'times' : 'forMs'} must be an integer ≥ 0, got ${n}`);
       for (const call of typeof calls === 'string' ? [calls] : calls) {
@@ -159,11 +180,12 @@ export function injectFaults(ledger: Ledger, options: { scheduler?: SchedulerLik
         failing.set(call, 'times' in how ? { times: how.times } : { until: scheduler.now() + how.forMs });
       }
     },
-    loseLease: (jobId) => cutNow(jobId, { hidden: false }),
-    deliverTwice: (jobId) => cutNow(jobId, { hidden: true }),
+    loseLease: (jobId) => cutNow(faultJobId('loseLease', jobId), { hidden: false }),
+    deliverTwice: (jobId) => cutNow(faultJobId('deliverTwice', jobId), { hidden: true }),
     crashAfterStep(name, opts = {}) {
       if (typeof name !== 'string' || name.length === 0) throw new ConfigError('crashAfterStep: a step needs a non-empty name');
-      crashes.push({ name, jobId: opts.jobId });
+      knownKeys('crashAfterStep option', opts ?? {}, ['jobId']);
+      crashes.push({ name, jobId: opts?.jobId === undefined ? undefined : faultJobId('crashAfterStep', opts.jobId) });
     },
   };
 }

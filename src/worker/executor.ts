@@ -119,6 +119,9 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   let rateLimitedMs: number | undefined;
   let rateLimited: JobContext['rateLimited'] | undefined;
   let progress: JobContext['progress'] | undefined;
+  /** The handler returned, threw or was aborted: ctx.progress stores nothing more. */
+  let ended = false;
+  let toldEnded = false;
   /** The rate-limited completion (docs/DESIGN.md, "Policies": uncharged, due after the delay, the meter held shut). */
   const rateLimitedCompletion = (ms: number) => {
     safeLog(() => jobLogger().info({ retryAfterMs: ms }, 'attempt rate limited: due again after retryAfterMs, uncharged'));
@@ -145,6 +148,13 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
           },
           get progress() {
             return (progress ??= (value: unknown) => {
+              // After the attempt ended nothing of it is stored: said once per attempt, not dropped
+              // silently (test/testing/virtualWorker.spec.ts, "ctx.progress after the attempt ended").
+              if (ended) {
+                if (!toldEnded) safeLog(() => jobLogger().warn('ctx.progress after the attempt ended: the value is not stored (report progress before the handler returns)'));
+                toldEnded = true;
+                return;
+              }
               if (deps.progress) deps.progress(entry, value);
               else progressJson(value);
             });
@@ -193,6 +203,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     const stored = storedError(aborted ?? err);
     return failure(entry, definition, attempt, stored, () => loggedError(aborted ?? err, stored), jobLogger);
   } finally {
+    ended = true;
     timeout.cancel();
   }
 }

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { firstValueFrom, lastValueFrom, Subject, toArray } from 'rxjs';
-import { createClient, createWorker, type Db, defineJob, JobCancelledError, JobFailedError, JobNotFoundError, type JobRecord, ResultTimeoutError } from '../../src';
+import { createClient, createPgDb, createWorker, type Db, DbClosedError, defineJob, JobCancelledError, JobFailedError, JobNotFoundError, type JobRecord, ResultTimeoutError } from '../../src';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -108,8 +108,9 @@ test('observe ends with JobFailedError after a Failed state, JobCancelledError a
     await expect(client.result('99999999999999999999')).rejects.toBeInstanceOf(JobNotFoundError);
     // Another namespace's job is not found either.
     await expect(createClient({ db, namespace: 'elsewhere' }).result(failed)).rejects.toBeInstanceOf(JobNotFoundError);
-    expect(() => client.observe('x')).toThrow('a job id is a positive integer');
-    expect(() => client.observe(failed, { pollMs: 1 })).toThrow('pollMs must be an integer of ms from 10');
+    // observe never throws: a bad id or option errors the Observable.
+    await expect(lastValueFrom(client.observe('x'))).rejects.toThrow('a job id is a positive integer');
+    await expect(lastValueFrom(client.observe(failed, { pollMs: 1 }))).rejects.toThrow('pollMs must be an integer of ms from 10');
     await expect(client.result(failed, { timeoutMs: -1 })).rejects.toThrow('timeoutMs must be a number of ms');
     await expect(client.result(failed, { timeout: 5 } as never)).rejects.toThrow('unknown result option');
   } finally {
@@ -330,3 +331,22 @@ test('across processes: an `acta worker` process runs the job; this process obse
   }
   expect(stderr).toBe('');
 }, 60_000);
+
+test("db.close() under open followers on a server: observe and result end with DbClosedError, later calls reject alike, and the Db's LISTEN is gone", async () => {
+  const own = createPgDb({ connectionString: tdb.url, max: 2 });
+  const client = createClient({ db: own });
+  const { id } = await client.enqueue('nobody-runs-it', {});
+  const states: JobRecord[] = [];
+  const ended = new Promise<unknown>((resolve) => client.observe(id, { pollMs: 50 }).subscribe({ next: (s) => states.push(s), error: resolve, complete: () => resolve('completed') }));
+  const result = client.result(id).catch((err: unknown) => err);
+  await waitFor(() => states.length === 1, 'the first state');
+  const listeners = async () => Number((await db.query<{ n: string }>(`select count(*) as n from pg_stat_activity where application_name = 'acta listener' and datname = current_database()`)).rows[0].n);
+  await waitFor(async () => (await listeners()) >= 1, 'the LISTEN connection');
+  await own.close();
+  expect(await ended).toBeInstanceOf(DbClosedError);
+  expect(await result).toBeInstanceOf(DbClosedError);
+  await expect(client.getJob(id)).rejects.toBeInstanceOf(DbClosedError);
+  await expect(client.result(id)).rejects.toBeInstanceOf(DbClosedError);
+  await expect(own.close()).resolves.toBeUndefined(); // again: the same close
+  await waitFor(async () => (await listeners()) === 0, 'the LISTEN connection to end');
+});

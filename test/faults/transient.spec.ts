@@ -1,5 +1,6 @@
 /** The SQLSTATE classification of src/db/transient.ts: what is retried, what stops the worker. */
 import { isSchemaError, isTransientDbError } from '../../src/db/transient';
+import { DbClosedError } from '../../src/errors';
 
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
@@ -39,4 +40,10 @@ test('schema errors are recognised, so the worker can say "run acta migrate"', (
   expect(isSchemaError(pgError('42883'))).toBe(true);
   expect(isSchemaError(pgError('3F000'))).toBe(true);
   expect(isSchemaError(pgError('57P01'))).toBe(false);
+});
+
+test('a Db closed under a call is never transient, even when the driver error it carries is', () => {
+  const closed = new DbClosedError({ cause: new Error('Connection terminated unexpectedly') });
+  expect(isTransientDbError(closed.cause)).toBe(true);
+  expect(isTransientDbError(closed)).toBe(false);
 });

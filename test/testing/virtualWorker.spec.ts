@@ -231,3 +231,29 @@ test('progress reports that fail (injectFaults) are dropped, and the next report
   expect(await progressAt(520)).toEqual({ done: 49 }); // the one at 511, before that instant's tick: the value of 501
   await stop();
 });
+
+test('ctx.progress after the attempt ended stores nothing and says so: one warning per attempt on its logger', async () => {
+  const clock = new VirtualClock();
+  const lines: { level: number; msg: string; jobId?: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  let saved: JobContext | undefined;
+  const quick = defineJob({
+    name: 'quick',
+    handler: (_p: unknown, ctx: JobContext) => {
+      saved = ctx;
+      return 'ok';
+    },
+  });
+  const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  const worker = createWorker({ ledger, definitions: [quick], scheduler: clock.scheduler, random: () => 0, logger });
+  await clock.await(worker.start());
+  const { id } = await clock.await(createClient({ ledger }).enqueue(quick, {}));
+  await clock.advanceUntil(() => ledger.state().jobs.some((j) => String(j.id) === id && j.status === 'succeeded'));
+  saved!.progress({ late: 1 });
+  saved!.progress({ late: 2 });
+  await clock.advance(1_000);
+  const warned = lines.filter((l) => l.msg.startsWith('ctx.progress after the attempt ended'));
+  expect(warned).toEqual([expect.objectContaining({ level: 40, jobId: id })]);
+  expect(ledger.state().jobs.find((j) => String(j.id) === id)?.progress).toBe(null);
+  await clock.await(worker.stop());
+});

@@ -13,6 +13,7 @@ import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
+import { runAtOption } from './runAt';
 
 /** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
 const int =
@@ -23,13 +24,6 @@ const int =
     const range = max === Number.MAX_SAFE_INTEGER ? (min === Number.MIN_SAFE_INTEGER ? '' : ` ≥ ${min}`) : ` between ${min} and ${max}`;
     throw new InvalidArgumentError(`must be an integer${range}.`);
   };
-
-/** An option parser for an ISO 8601 date (`2026-12-01T09:00:00Z`): a bad value is refused, naming the flag. */
-function isoDate(value: string): Date {
-  const d = new Date(value);
-  if (Number.isNaN(d.getTime())) throw new InvalidArgumentError('must be an ISO 8601 date, e.g. 2026-12-01T09:00:00Z.');
-  return d;
-}
 
 /**
  * An option parser for the Redis address, as ioredis takes it (`redis://host:6379`, `host:port`, a
@@ -195,7 +189,7 @@ export function program(): Command {
     .command('enqueue <definition> <json>')
     .description('enqueue one job; prints its id. Refuses a definition name no worker has declared in the namespace (workers declare theirs when they start), listing those declared; --force enqueues it anyway')
     .option('--namespace <name>', 'queue namespace', 'default')
-    .option('--run-at <iso>', 'when the job becomes due (ISO 8601)', isoDate)
+    .option('--run-at <iso>', 'when the job becomes due: an ISO 8601 date-time with its offset (2026-12-01T09:00:00Z)', runAtOption)
     .option('--priority <n>', 'higher runs first', int())
     .option('--max-attempts <n>', "attempts before Failed (default: the definition's, else 25)", int(1))
     .option('--idempotency-key <key>', 'at most one job per key')
