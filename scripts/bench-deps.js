@@ -4,7 +4,7 @@
 // bench/package-lock.json. acta does not need them at run time, so a user's install never brings
 // them, and no `node` lands in the root node_modules/.bin, where npm scripts would run it in place of
 // the machine's Node (test/node.spec.ts). `npm test`, `npm run typecheck` and `npm run bench` call
-// this first; it needs the registry the first time (about 130 MB of Node binaries).
+// this first; it needs the registry the first time.
 'use strict';
 const { spawnSync } = require('node:child_process');
 const { createHash } = require('node:crypto');
