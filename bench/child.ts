@@ -8,6 +8,7 @@
  */
 import type { ChildConfig, FromChild, ToChild } from './common';
 import { JOB_NAME, kindOf, monotonicMs, PGBOSS_QUEUE, SETTINGS } from './common';
+import { bullmq, graphileWorker, pgBoss } from './peers';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as ChildConfig;
 
@@ -74,7 +75,7 @@ async function prepareActa(): Promise<Running> {
 }
 
 async function prepareGraphile(): Promise<Running> {
-  const { run, Logger } = await import('graphile-worker');
+  const { run, Logger } = await graphileWorker();
   const logger = new Logger(() => (level: string, message: string) => {
     if (level === 'error' || level === 'warning') console.error(`graphile ${level}: ${message}`);
   });
@@ -110,7 +111,7 @@ async function prepareGraphile(): Promise<Running> {
 }
 
 async function preparePgBoss(): Promise<Running> {
-  const { PgBoss } = await import('pg-boss');
+  const { PgBoss } = await pgBoss();
   const settings = SETTINGS['pgboss-best'];
   const boss = new PgBoss({ connectionString: config.url, max: config.pool, useListenNotify: true });
   boss.on('error', (err: Error) => console.error(`pg-boss error: ${err.message}`));
@@ -137,7 +138,7 @@ async function preparePgBoss(): Promise<Running> {
 }
 
 async function prepareBullmq(): Promise<Running> {
-  const { Worker } = await import('bullmq');
+  const { Worker } = await bullmq();
   const url = new URL(config.redisUrl ?? 'redis://127.0.0.1:6379');
   const connection = {
     host: url.hostname,

