@@ -1,4 +1,5 @@
 import { asyncScheduler, Observable, type SchedulerLike, share, type Subscription } from 'rxjs';
+import { type ClientSchedules, clientSchedules } from './schedules';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
@@ -110,6 +111,8 @@ export interface ResultOptions {
 }
 
 export interface Client {
+  /** Cron schedules of the namespace at runtime: add, list, pause, resume, trigger, remove (src/client/schedules.ts; docs/schedules.md). */
+  readonly schedules: ClientSchedules;
   /**
    * Enqueues one job of a definition, given by name or as the definition itself (from defineJob;
    * its `name` is used). Given the definition, the payload is type-checked against its handler's
@@ -462,6 +465,7 @@ export function createClient(options: ClientOptions): Client {
     });
   };
   return {
+    schedules: clientSchedules(options.db, namespace),
     async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
       const [result] = await enqueueItems([{ definition, payload, ...rest }], { tx }, false);

@@ -80,7 +80,7 @@ export async function claimJobs(
       maxAttempts: r.own_max_attempts,
       unchargedReturns: r.uncharged_returns,
       priority: r.priority,
-      schedule: r.schedule === null ? null : { ...r.schedule, at: new Date(r.schedule.at), claimedAt: new Date(r.schedule.claimedAt) },
+      ...(r.schedule === null ? {} : { schedule: { ...r.schedule, at: new Date(r.schedule.at), claimedAt: new Date(r.schedule.claimedAt) } }),
     })),
     nextDueInMs: null,
   };
