@@ -112,3 +112,23 @@ it('declared schedules are reconciled: the newest live build wins, a change re-a
   expect(await schedule(ns)).toBeUndefined();
   expect((await db.query('select 1 from acta.jobs where id = $1', [armed])).rows).toHaveLength(0);
 });
+
+it('two workers run an every-second schedule: each instant fires once, in order, with ctx.scheduledAt, and list shows it', async () => {
+  const { createClient, createWorker, defineJob } = await import('../../src');
+  const { silentLogger } = await import('../helpers/silentLogger');
+  const ns = `s-${randomUUID()}`;
+  const seen: number[] = [];
+  const tick = defineJob({ name: 'tick', schedule: { cron: '* * * * * *', catchUp: 'all', catchUpWindowMs: 60_000 }, handler: (_p, ctx) => void seen.push(ctx.scheduledAt!.getTime()) });
+  const workers = [0, 1].map(() => createWorker({ db, namespace: ns, definitions: [tick], executors: 4, logger: silentLogger }));
+  for (const w of workers) await w.start();
+  await new Promise((r) => setTimeout(r, 4_500));
+  for (const w of workers) await w.stop();
+  const { rows } = await db.query<{ at: Date; status: string }>('select scheduled_at as at, status from acta.jobs where namespace = $1 and status <> \'ready\' order by scheduled_at', [ns]);
+  expect(rows.length).toBeGreaterThanOrEqual(3);
+  const times = rows.map((r) => r.at.getTime());
+  for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBe(1_000);
+  expect(rows.every((r) => r.status === 'succeeded')).toBe(true);
+  expect([...seen].sort((a, b) => a - b)).toEqual(times);
+  const [listed] = await createClient({ db, namespace: ns }).schedules.list();
+  expect(listed).toMatchObject({ name: 'tick', source: 'declared', lastOutcome: 'succeeded', lastFireAt: rows[rows.length - 1].at });
+});
