@@ -80,6 +80,8 @@ create table acta.jobs (
   progress jsonb,
   cancel_requested_at timestamp with time zone,
   watched boolean not null default false,
+  schedule text,
+  scheduled_at timestamp with time zone,
   constraint jobs_blocked_by_check CHECK ((blocked_by = ANY (ARRAY['lane'::text, 'concurrency'::text, 'rate'::text]))),
   constraint jobs_max_attempts_check CHECK ((max_attempts >= 1)),
   constraint jobs_pkey PRIMARY KEY (id),
@@ -102,6 +104,7 @@ CASE blocked_by
     ELSE concurrency_key
 END), priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by = ANY (ARRAY['concurrency'::text, 'rate'::text])));
 CREATE INDEX jobs_rate_ready_idx ON acta.jobs USING btree (namespace, rate_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (rate_key IS NOT NULL));
+CREATE UNIQUE INDEX jobs_schedule_fire_idx ON acta.jobs USING btree (namespace, schedule, scheduled_at) WHERE (schedule IS NOT NULL);
 
 create table acta.meter_starts (
   namespace text not null,
@@ -143,6 +146,31 @@ create table acta.pauses (
   constraint pauses_pkey PRIMARY KEY (namespace, definition)
 );
 
+create table acta.schedules (
+  namespace text not null,
+  name text not null,
+  definition text not null,
+  cron text not null,
+  time_zone text not null default 'UTC'::text,
+  payload jsonb not null default 'null'::jsonb,
+  catch_up text not null default 'latest'::text,
+  catch_up_window_ms bigint,
+  source text not null,
+  paused boolean not null default false,
+  version integer not null default 1,
+  job_id bigint,
+  next_fire_at timestamp with time zone,
+  last_fire_at timestamp with time zone,
+  last_job_id bigint,
+  last_outcome text,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  constraint schedules_catch_up_check CHECK ((catch_up = ANY (ARRAY['latest'::text, 'all'::text, 'none'::text]))),
+  constraint schedules_catch_up_window_ms_check CHECK ((catch_up_window_ms >= 0)),
+  constraint schedules_pkey PRIMARY KEY (namespace, name),
+  constraint schedules_source_check CHECK ((source = ANY (ARRAY['declared'::text, 'runtime'::text])))
+);
+
 create table acta.steps (
   job_id bigint not null,
   name text not null,
@@ -169,6 +197,47 @@ create table acta.workers (
   constraint workers_status_check CHECK ((status = ANY (ARRAY['alive'::text, 'stopped'::text, 'dead'::text])))
 );
 CREATE INDEX workers_alive_idx ON acta.workers USING btree (namespace, last_heartbeat_at) WHERE (status = 'alive'::text);
+
+-- acta.arm_schedules: sql/functions/arm_schedules.sql
+CREATE OR REPLACE FUNCTION acta.arm_schedules(p_namespace text, p_names text[], p_versions integer[], p_instants timestamp with time zone[])
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_armed integer;
+begin
+  perform 1 from acta.schedules s
+  where s.namespace = p_namespace and s.name = any (p_names)
+  order by s.name
+  for update;
+  with wanted as (
+    select s.namespace, s.name, s.definition, s.payload, w.at, o.id as ended_id, o.scheduled_at as ended_at, o.status as ended_status
+    from unnest(p_names, p_versions, p_instants) as w(name, version, at)
+    join acta.schedules s on s.namespace = p_namespace and s.name = w.name and s.version = w.version
+    left join acta.jobs o on o.id = s.job_id
+    where not s.paused and w.at is not null
+      and (o.id is null or o.status in ('succeeded', 'failed', 'cancelled'))
+  ),
+  armed as (
+    insert into acta.jobs (namespace, definition, payload, run_at, schedule, scheduled_at)
+    select w.namespace, w.definition, w.payload, w.at, w.name, w.at from wanted w
+    on conflict (namespace, schedule, scheduled_at) where schedule is not null do nothing
+    returning id, schedule, scheduled_at
+  )
+  update acta.schedules s
+  set job_id = a.id, next_fire_at = a.scheduled_at, updated_at = now(),
+      last_fire_at = coalesce(w.ended_at, s.last_fire_at),
+      last_job_id = coalesce(w.ended_id, s.last_job_id),
+      last_outcome = coalesce(w.ended_status, s.last_outcome)
+  from armed a join wanted w on w.name = a.schedule
+  where s.namespace = p_namespace and s.name = a.schedule;
+  get diagnostics v_armed = row_count;
+  if v_armed > 0 then
+    perform pg_notify('acta_jobs', p_namespace);
+  end if;
+  return v_armed;
+end
+$function$;
 
 -- acta.cancel_job: sql/functions/cancel_job.sql
 CREATE OR REPLACE FUNCTION acta.cancel_job(p_namespace text, p_id bigint)
@@ -206,7 +275,7 @@ $function$;
 
 -- acta.claim_jobs: sql/functions/claim_jobs.sql
 CREATE OR REPLACE FUNCTION acta.claim_jobs(p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer)
- RETURNS TABLE(job_id bigint, definition text, payload jsonb, execution integer, attempts integer, max_attempts integer, own_max_attempts integer, uncharged_returns integer, priority integer, next_due_in_ms double precision)
+ RETURNS TABLE(job_id bigint, definition text, payload jsonb, execution integer, attempts integer, max_attempts integer, own_max_attempts integer, uncharged_returns integer, priority integer, next_due_in_ms double precision, schedule jsonb)
  LANGUAGE plpgsql
  STRICT
  SET plan_cache_mode TO 'force_generic_plan'
@@ -283,7 +352,7 @@ begin
     p_definitions := array(select u.name from unnest(p_definitions) as u(name) where u.name <> all (v_paused));
     if '' = any (v_paused) or cardinality(p_definitions) = 0 then
       return query select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
-                          null::integer, null::integer, null::integer, null::double precision;
+                          null::integer, null::integer, null::integer, null::double precision, null::jsonb;
       return;
     end if;
     v_fair := array(select u.name from unnest(v_fair) as u(name) where u.name <> all (v_paused));
@@ -788,13 +857,22 @@ begin
             claimed_at = v_at,
             started = false
         where j.id = any (v_admitted)
-        returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
+        returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at,
+                  j.schedule, j.scheduled_at
       )
       -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly, as the
       -- candidates came (a fair definition's in turn order).
       select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
              c.uncharged_returns, c.priority,
-             null::double precision
+             null::double precision,
+             -- A schedule's fire: its instant, the claim's time and the schedule as it is now
+             -- (docs/schedules.md); null for every other row, at no cost to them.
+             case when c.schedule is not null then
+               jsonb_build_object('name', c.schedule, 'at', c.scheduled_at, 'claimedAt', v_at)
+               || coalesce((select jsonb_build_object('cron', s.cron, 'timeZone', s.time_zone, 'catchUp', s.catch_up,
+                                                      'catchUpWindowMs', s.catch_up_window_ms, 'armed', s.job_id = c.id)
+                            from acta.schedules s where s.namespace = p_namespace and s.name = c.schedule), '{}')
+             end
       from claimed c
       join unnest(v_admitted) with ordinality as o(id, ord) on o.id = c.id
       order by o.ord;
@@ -826,7 +904,8 @@ begin
            null::integer, null::integer, null::integer,
            (extract(epoch from (least(min(n.run_at),
                                       (select min(g.recheck_at) from acta.gates g
-                                       where g.namespace = p_namespace and g.recheck_at > now())) - now())) * 1000)::double precision
+                                       where g.namespace = p_namespace and g.recheck_at > now())) - now())) * 1000)::double precision,
+           null::jsonb
     from unnest(p_definitions) as d(name)
     cross join lateral (
       select j.run_at
@@ -842,7 +921,7 @@ end
 $function$;
 
 -- acta.complete_executions: sql/functions/complete_executions.sql
-CREATE OR REPLACE FUNCTION acta.complete_executions(p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[])
+CREATE OR REPLACE FUNCTION acta.complete_executions(p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[], p_next_fires timestamp with time zone[] DEFAULT NULL::timestamp with time zone[])
  RETURNS text
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -860,6 +939,7 @@ declare
   v_shut_ms    integer[];
   v_gate       record;
   v_released   boolean := false;
+  v_fires      bigint[];
 begin
   with input as (
     select u.*
@@ -883,8 +963,10 @@ begin
   --   follows          what else the transition sets off, applied after it over `done`:
   --                    'shut_meter' holds the row's rate meter shut until its due time. Every
   --                    transition frees a concurrency slot, and a finished one hands its lane on
-  --                    (see Hand-on); to come: wake a parent, re-arm a schedule
-  --                    (docs/DESIGN.md, "Workflows").
+  --                    (see Hand-on); a schedule's armed fire that ends arms the next (see
+  --                    Recurring fire); to come: wake a parent (docs/DESIGN.md, "Workflows").
+  -- 'skipped' is a schedule's fire its worker did not run: missed, by the schedule's catch-up
+  -- policy (docs/schedules.md); it ends Cancelled, uncharged, and arms the instant the worker sent.
   decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
     values ('succeeded',    null::boolean, 'succeeded', 's', true,  false, true,  'kept',  true,  'succeeded',    null::text),
            ('failed',       false,         'ready',     'r', true,  false, false, 'retry', false, 'failed',       null),
@@ -893,7 +975,8 @@ begin
            ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
            ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
            ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
-           ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null)
+           ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null),
+           ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null)
   ),
   -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
   -- In SET and WHERE, j.* are the row's values before this update.
@@ -917,7 +1000,7 @@ begin
       and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
-              j.namespace, j.concurrency_key, j.lane, j.rate_key
+              j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
@@ -938,8 +1021,9 @@ begin
          (select array_agg(g.kind) from gates g),
          (select array_agg(g.key) from gates g),
          (select array_agg(d3.rate_key) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
-         (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter')
-    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms
+         (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
+         (select array_agg(d4.id) from done d4 where d4.schedule is not null and d4.status in ('succeeded', 'failed', 'cancelled'))
+    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms, v_fires
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
 
@@ -972,6 +1056,36 @@ begin
         v_released := true;
       end if;
     end loop;
+  end if;
+  -- Recurring fire (docs/schedules.md): a schedule's armed fire that ended for good (a retry is
+  -- still the same fire) records its outcome on the schedule and arms the next instant the worker
+  -- computed from the fire's scheduled instant (p_next_fires[i]; later than it), unless the
+  -- schedule is paused, removed, or no longer armed with this fire (changed meanwhile: the
+  -- schedules pass arms it). One fire per instant: jobs_schedule_fire_idx.
+  if v_fires is not null then
+    with ended as (
+      select j.id, j.namespace, j.schedule, j.scheduled_at, n.next_at,
+             case when n.outcome = 'skipped' then 'skipped' else j.status end as outcome
+      from acta.jobs j
+      join unnest(p_ids, p_outcomes, p_next_fires) as n(id, outcome, next_at) on n.id = j.id
+      where j.id = any (v_fires)
+    ),
+    armed as (
+      insert into acta.jobs (namespace, definition, payload, run_at, schedule, scheduled_at)
+      select s.namespace, s.definition, s.payload, e.next_at, s.name, e.next_at
+      from ended e
+      join acta.schedules s on s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id
+      where not s.paused and e.next_at > e.scheduled_at
+      on conflict (namespace, schedule, scheduled_at) where schedule is not null do nothing
+      returning id, namespace, schedule, scheduled_at
+    )
+    update acta.schedules s
+    set job_id = a.id, next_fire_at = a.scheduled_at,
+        last_fire_at = e.scheduled_at, last_job_id = e.id, last_outcome = e.outcome, updated_at = now()
+    from ended e
+    left join armed a on a.namespace = e.namespace and a.schedule = e.schedule
+    where s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id;
+    v_released := true;
   end if;
   -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle
   -- workers, as an enqueue does; a woken worker sleeps until a retry that is due later. Nothing to
@@ -1312,6 +1426,65 @@ begin
 end
 $function$;
 
+-- acta.reconcile_schedules: sql/functions/reconcile_schedules.sql
+CREATE OR REPLACE FUNCTION acta.reconcile_schedules(p_namespace text, p_names text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_defs text[];
+  v     record;
+begin
+  select array_agg(d.name) into v_defs
+  from acta.definitions d
+  where d.namespace = p_namespace and d.name = any (p_names) and d.policy is not null;
+  if v_defs is null then
+    return;
+  end if;
+  perform 1 from acta.schedules s where s.namespace = p_namespace order by s.name for update;
+  for v in
+    with desired as (
+      select distinct on (x ->> 'name')
+             x ->> 'name' as name, d.name as definition, x ->> 'cron' as cron,
+             coalesce(x ->> 'timeZone', 'UTC') as time_zone, coalesce(x -> 'payload', 'null'::jsonb) as payload,
+             coalesce(x ->> 'catchUp', 'latest') as catch_up, (x ->> 'catchUpWindowMs')::bigint as window_ms
+      from acta.definitions d
+      cross join lateral jsonb_array_elements(case when jsonb_typeof(d.policy -> 'schedules') = 'array' then d.policy -> 'schedules' else '[]'::jsonb end) as x
+      where d.namespace = p_namespace and d.name = any (v_defs)
+      order by x ->> 'name', d.name
+    )
+    select coalesce(ds.name, s.name) as name, s.job_id, s.name is null as added, ds.name is null as dropped,
+           ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms
+    from desired ds
+    full join (select * from acta.schedules where namespace = p_namespace) s on s.name = ds.name
+    where (ds.name is null and s.source = 'declared' and s.definition = any (v_defs))
+       or (ds.name is not null and (s.name is null
+           or (s.source, s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms)
+              is distinct from ('declared', ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms)))
+    order by 1
+  loop
+    if v.added then
+      insert into acta.schedules (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, source)
+      values (p_namespace, v.name, v.definition, v.cron, v.time_zone, v.payload, v.catch_up, v.window_ms, 'declared');
+      continue;
+    end if;
+    delete from acta.jobs j
+    where j.id = (select f.id from acta.jobs f
+                  where f.id = v.job_id and f.status = 'ready' and f.attempts = 0 and f.schedule is not null
+                  for update skip locked);
+    if v.dropped then
+      delete from acta.schedules where namespace = p_namespace and name = v.name;
+    else
+      update acta.schedules
+      set definition = v.definition, cron = v.cron, time_zone = v.time_zone, payload = v.payload,
+          catch_up = v.catch_up, catch_up_window_ms = v.window_ms, source = 'declared',
+          version = version + 1, job_id = null, next_fire_at = null, updated_at = now()
+      where namespace = p_namespace and name = v.name;
+    end if;
+  end loop;
+end
+$function$;
+
 -- acta.record_step: sql/functions/record_step.sql
 CREATE OR REPLACE FUNCTION acta.record_step(p_worker uuid, p_job_id bigint, p_execution integer, p_name text, p_result jsonb)
  RETURNS TABLE(status text, result jsonb)
@@ -1495,6 +1668,7 @@ begin
   get diagnostics v_changed = row_count;
   if v_changed > 0 then
     update acta.namespaces set policy_version = policy_version + 1 where name = p_namespace;
+    perform acta.reconcile_schedules(p_namespace, p_names);
   end if;
 end
 $function$;

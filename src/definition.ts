@@ -3,6 +3,7 @@ import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '
 import { type DeclaredPolicy, INT4_MAX, type JobId } from './db/types';
 import { ConfigError } from './errors';
 import type { Step } from './worker/steps';
+import { checkSchedules, type ScheduleSpec } from './recurring/schedules';
 
 /**
  * Back-off before a failed job's next attempt. An object gives `delayMs · factor^(attempt-1)`
@@ -53,6 +54,8 @@ export interface JobContext {
    * attempt at most every 250 ms. Throws InvalidJsonError for a value that cannot be stored.
    */
   progress(value: unknown): void;
+  /** A schedule's fire: its scheduled instant (the same on every attempt), so a handler can be idempotent per fire (docs/schedules.md); absent for other jobs. */
+  scheduledAt?: Date;
 }
 
 /**
@@ -120,9 +123,15 @@ export interface Definition<P = any, R = unknown> {
    * executor. Needs `concurrency`.
    */
   fair?: boolean;
+  /**
+   * Cron schedules whose fires are jobs of this definition (docs/schedules.md): one or several,
+   * each with a stable name (default: the definition's). Reconciled per namespace at every worker
+   * start: the newest live build's declaration applies.
+   */
+  schedule?: ScheduleSpec | ScheduleSpec[];
 }
 
-const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff', 'concurrency', 'rate', 'lane', 'fair'];
+const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff', 'concurrency', 'rate', 'lane', 'fair', 'schedule'];
 
 /** The longest policy key (a concurrency key, a rate key, a lane), in UTF-8 bytes: it is part of B-tree entries (jobs_parked_idx) that hold at most 2,704 bytes. */
 export const MAX_KEY_BYTES = 1_000;
@@ -166,6 +175,7 @@ export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): 
   if (d.lane !== undefined && typeof d.lane !== 'function') throw new ConfigError(`lane of definition "${name}" must be a function (payload) => string`);
   if (d.fair !== undefined && typeof d.fair !== 'boolean') throw new ConfigError(`fair of definition "${name}" must be a boolean`);
   if (d.fair === true && d.concurrency === undefined) throw new ConfigError(`fair of definition "${name}" needs concurrency: { key }: turns are taken by concurrency key`);
+  if (d.schedule !== undefined) checkSchedules(name, d.schedule);
 }
 
 /** A definition's policy as its workers declare it at registration (acta.workers.policies): its functions only named. */
@@ -179,6 +189,7 @@ export function declaredPolicy(d: Definition): DeclaredPolicy {
     rate: d.rate ? { limit: d.rate.limit, perMs: d.rate.perMs } : null,
     lane: d.lane !== undefined,
     fair: d.fair === true,
+    ...(d.schedule === undefined ? {} : { schedules: checkSchedules(d.name, d.schedule) }),
   };
 }
 

@@ -58,3 +58,6 @@ export {
   UnstorableStepResultError,
   RateLimitedError,
 } from './errors';
+export type { ScheduleSpec } from './recurring/schedules';
+export type { ScheduleRecord } from './db/schedules';
+export type { ClientSchedules } from './client/schedules';

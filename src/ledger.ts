@@ -1,4 +1,6 @@
 import type { Db, ListenHandlers, ListenOptions } from './db/Db';
+import { armSchedules, unarmedSchedules } from './db/schedules';
+import { armInstants } from './recurring/schedules';
 import { completeExecutions } from './db/executions';
 import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
@@ -30,6 +32,8 @@ export interface Ledger {
   recordStep(args: { workerId: string; jobId: JobId; execution: number; name: string; resultJson: string }): Promise<StepRecord>;
   /** The latest ctx.progress value of running attempts (src/worker/progress.ts); how many rows took theirs. */
   reportProgress(workerId: string, rows: ProgressRow[]): Promise<number>;
+  /** The schedules pass (docs/schedules.md): arms every schedule of the namespace that needs a fire; how many. Absent: the ledger keeps no schedules. */
+  armSchedules?(namespace: string): Promise<number>;
   /**
    * NOTIFY (Db.listen's contract): 'acta_jobs' carries a namespace per wakeup, and
    * 'cancel:<worker>:<job>:<execution>' when a client cancels a running job; 'acta_job' the id of
@@ -66,6 +70,10 @@ export function sqlLedger(db: Db): Ledger {
     loadSteps: (jobId) => loadSteps(db, jobId),
     recordStep: (args) => recordStep(db, args),
     reportProgress: (workerId, rows) => reportProgress(db, workerId, rows),
+    armSchedules: async (namespace) => {
+      const { names, versions, instants } = armInstants(await unarmedSchedules(db, namespace));
+      return armSchedules(db, namespace, names, versions, instants);
+    },
     listen: (channel, handlers, options) => db.listen(channel, handlers, options),
     enqueueJobs: (namespace, rows) => enqueueJobs(db, namespace, rows),
     readJob: (namespace, id) => readJob(db, namespace, id),

@@ -12,6 +12,7 @@
 -- slots. Nothing claimable: one row with a null job_id and next_due_in_ms (the next due row or gate
 -- recheck; null: none). A paused namespace or definition (acta.pauses) has nothing claimable; its
 -- rows stay Ready, untouched. own_max_attempts: the job's own limit; max_attempts: coalesce(own, 25).
+-- schedule: a schedule's fire only (migration 0013): its instant, the claim time, the schedule.
 -- Fair order: a fair definition's due row takes its key's next turn after the key's earlier rows,
 -- not before the turn being served (start-time fair queuing).
 -- Fence: the execution number and the holder. Durability: asynchronous commit, this transaction
@@ -40,7 +41,8 @@ create or replace function acta.claim_jobs(
   own_max_attempts integer,
   uncharged_returns integer,
   priority        integer,
-  next_due_in_ms  double precision
+  next_due_in_ms  double precision,
+  schedule        jsonb
 )
 language plpgsql
 -- STRICT: a call with any null argument claims nothing and returns no row, at no cost per call. A
@@ -125,7 +127,7 @@ begin
     p_definitions := array(select u.name from unnest(p_definitions) as u(name) where u.name <> all (v_paused));
     if '' = any (v_paused) or cardinality(p_definitions) = 0 then
       return query select null::bigint, null::text, null::jsonb, null::integer, null::integer, null::integer,
-                          null::integer, null::integer, null::integer, null::double precision;
+                          null::integer, null::integer, null::integer, null::double precision, null::jsonb;
       return;
     end if;
     v_fair := array(select u.name from unnest(v_fair) as u(name) where u.name <> all (v_paused));
@@ -630,13 +632,22 @@ begin
             claimed_at = v_at,
             started = false
         where j.id = any (v_admitted)
-        returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at
+        returning j.id, j.definition, j.payload, j.execution, j.attempts, j.max_attempts, j.uncharged_returns, j.priority, j.run_at,
+                  j.schedule, j.scheduled_at
       )
       -- UPDATE ... RETURNING has no order of its own: restore the claim order explicitly, as the
       -- candidates came (a fair definition's in turn order).
       select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
              c.uncharged_returns, c.priority,
-             null::double precision
+             null::double precision,
+             -- A schedule's fire: its instant, the claim's time and the schedule as it is now
+             -- (docs/schedules.md); null for every other row, at no cost to them.
+             case when c.schedule is not null then
+               jsonb_build_object('name', c.schedule, 'at', c.scheduled_at, 'claimedAt', v_at)
+               || coalesce((select jsonb_build_object('cron', s.cron, 'timeZone', s.time_zone, 'catchUp', s.catch_up,
+                                                      'catchUpWindowMs', s.catch_up_window_ms, 'armed', s.job_id = c.id)
+                            from acta.schedules s where s.namespace = p_namespace and s.name = c.schedule), '{}')
+             end
       from claimed c
       join unnest(v_admitted) with ordinality as o(id, ord) on o.id = c.id
       order by o.ord;
@@ -668,7 +679,8 @@ begin
            null::integer, null::integer, null::integer,
            (extract(epoch from (least(min(n.run_at),
                                       (select min(g.recheck_at) from acta.gates g
-                                       where g.namespace = p_namespace and g.recheck_at > now())) - now())) * 1000)::double precision
+                                       where g.namespace = p_namespace and g.recheck_at > now())) - now())) * 1000)::double precision,
+           null::jsonb
     from unnest(p_definitions) as d(name)
     cross join lateral (
       select j.run_at

@@ -23,6 +23,7 @@
 -- (test/db/migrator.test.ts).
 drop function if exists acta.complete_executions(uuid, jsonb);
 drop function if exists acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[]);
+drop function if exists acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[], timestamptz[]);
 create or replace function acta.complete_executions(
   p_worker          uuid,
   p_ids             bigint[],
@@ -30,7 +31,8 @@ create or replace function acta.complete_executions(
   p_outcomes        text[],
   p_results         jsonb[],
   p_errors          jsonb[],
-  p_retry_delays_ms integer[]
+  p_retry_delays_ms integer[],
+  p_next_fires      timestamptz[] default null
 ) returns text
 language plpgsql
 -- One plan per session, from the statement's shape: custom plans, made for a session's first five
@@ -52,6 +54,7 @@ declare
   v_shut_ms    integer[];
   v_gate       record;
   v_released   boolean := false;
+  v_fires      bigint[];
 begin
   with input as (
     select u.*
@@ -75,8 +78,10 @@ begin
   --   follows          what else the transition sets off, applied after it over `done`:
   --                    'shut_meter' holds the row's rate meter shut until its due time. Every
   --                    transition frees a concurrency slot, and a finished one hands its lane on
-  --                    (see Hand-on); to come: wake a parent, re-arm a schedule
-  --                    (docs/DESIGN.md, "Workflows").
+  --                    (see Hand-on); a schedule's armed fire that ends arms the next (see
+  --                    Recurring fire); to come: wake a parent (docs/DESIGN.md, "Workflows").
+  -- 'skipped' is a schedule's fire its worker did not run: missed, by the schedule's catch-up
+  -- policy (docs/schedules.md); it ends Cancelled, uncharged, and arms the instant the worker sent.
   decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
     values ('succeeded',    null::boolean, 'succeeded', 's', true,  false, true,  'kept',  true,  'succeeded',    null::text),
            ('failed',       false,         'ready',     'r', true,  false, false, 'retry', false, 'failed',       null),
@@ -85,7 +90,8 @@ begin
            ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
            ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
            ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
-           ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null)
+           ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null),
+           ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null)
   ),
   -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
   -- In SET and WHERE, j.* are the row's values before this update.
@@ -109,7 +115,7 @@ begin
       and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
-              j.namespace, j.concurrency_key, j.lane, j.rate_key
+              j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
@@ -130,8 +136,9 @@ begin
          (select array_agg(g.kind) from gates g),
          (select array_agg(g.key) from gates g),
          (select array_agg(d3.rate_key) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
-         (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter')
-    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms
+         (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
+         (select array_agg(d4.id) from done d4 where d4.schedule is not null and d4.status in ('succeeded', 'failed', 'cancelled'))
+    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms, v_fires
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
 
@@ -164,6 +171,36 @@ begin
         v_released := true;
       end if;
     end loop;
+  end if;
+  -- Recurring fire (docs/schedules.md): a schedule's armed fire that ended for good (a retry is
+  -- still the same fire) records its outcome on the schedule and arms the next instant the worker
+  -- computed from the fire's scheduled instant (p_next_fires[i]; later than it), unless the
+  -- schedule is paused, removed, or no longer armed with this fire (changed meanwhile: the
+  -- schedules pass arms it). One fire per instant: jobs_schedule_fire_idx.
+  if v_fires is not null then
+    with ended as (
+      select j.id, j.namespace, j.schedule, j.scheduled_at, n.next_at,
+             case when n.outcome = 'skipped' then 'skipped' else j.status end as outcome
+      from acta.jobs j
+      join unnest(p_ids, p_outcomes, p_next_fires) as n(id, outcome, next_at) on n.id = j.id
+      where j.id = any (v_fires)
+    ),
+    armed as (
+      insert into acta.jobs (namespace, definition, payload, run_at, schedule, scheduled_at)
+      select s.namespace, s.definition, s.payload, e.next_at, s.name, e.next_at
+      from ended e
+      join acta.schedules s on s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id
+      where not s.paused and e.next_at > e.scheduled_at
+      on conflict (namespace, schedule, scheduled_at) where schedule is not null do nothing
+      returning id, namespace, schedule, scheduled_at
+    )
+    update acta.schedules s
+    set job_id = a.id, next_fire_at = a.scheduled_at,
+        last_fire_at = e.scheduled_at, last_job_id = e.id, last_outcome = e.outcome, updated_at = now()
+    from ended e
+    left join armed a on a.namespace = e.namespace and a.schedule = e.schedule
+    where s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id;
+    v_released := true;
   end if;
   -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle
   -- workers, as an enqueue does; a woken worker sleeps until a retry that is due later. Nothing to

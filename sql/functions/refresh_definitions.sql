@@ -7,7 +7,7 @@
 -- (test/faults/policies.test.ts). A definition no live worker runs keeps its last policy. Workers
 -- registered before migration 0004 declared nothing and are skipped; those before 0008, only
 -- maxAttempts. Bumps the namespace's policy_version when a policy changed (the heartbeat reports
--- it and workers reload). Called by acta.register_worker, acta.stop_worker and acta.recover_jobs
+-- it and workers reload), and then reconciles the declared schedules (acta.reconcile_schedules). Called by acta.register_worker, acta.stop_worker and acta.recover_jobs
 -- (a worker marked dead): rare, off the claim and completion paths.
 -- Locks: the acta.definitions rows it updates, in name order (as acta.register_worker takes them);
 -- the namespace's row when a policy changed.
@@ -59,6 +59,7 @@ begin
   get diagnostics v_changed = row_count;
   if v_changed > 0 then
     update acta.namespaces set policy_version = policy_version + 1 where name = p_namespace;
+    perform acta.reconcile_schedules(p_namespace, p_names);
   end if;
 end
 $$;

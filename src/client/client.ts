@@ -1,4 +1,5 @@
 import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
+import { type ClientSchedules, clientSchedules } from './schedules';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
@@ -106,6 +107,8 @@ export interface Client extends Admin {
    * malformed id, and for a client with a ledger and no database.
    */
   why(id: JobId | number | bigint): Promise<WhyAnswer | null>;
+  /** Cron schedules of the namespace at runtime: add, list, pause, resume, trigger, remove (src/client/schedules.ts; docs/schedules.md). */
+  readonly schedules: ClientSchedules;
   /**
    * Enqueues one job of a definition, given by name or as the definition itself (from defineJob;
    * its `name` is used). Given the definition, the payload is type-checked against its handler's
@@ -328,6 +331,7 @@ export function createClient(options: ClientOptions): Client {
         if (!options.db) throw new ConfigError('why: this client has a ledger and no database');
         return why(options.db, namespace, text);
       }),
+    schedules: clientSchedules(options.db, namespace),
     async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
       const [result] = await enqueueItems([{ definition, payload, ...rest }], { tx }, false);

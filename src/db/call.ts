@@ -14,7 +14,7 @@ export const SIGNATURES = {
   wal_message_allowed: 'p_args integer',
   claim_jobs: 'p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer',
   complete_executions:
-    'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[]',
+    'p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[], p_next_fires timestamp with time zone[]',
   heartbeat: 'p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer, p_passes text[], p_pass_intervals_ms integer[]',
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker:
@@ -34,6 +34,8 @@ export const SIGNATURES = {
   release_gate: 'p_namespace text, p_kind text, p_key text',
   pause: 'p_namespace text, p_definition text, p_by text, p_reason text',
   resume: 'p_namespace text, p_definition text',
+  arm_schedules: 'p_namespace text, p_names text[], p_versions integer[], p_instants timestamp with time zone[]',
+  reconcile_schedules: 'p_namespace text, p_names text[]',
 } as const;
 
 /** `q.prepared` when `q` is a Db (the worker's own calls), else `q.query` (a transaction, a caller's client). */

@@ -15,7 +15,7 @@ export const retryDelayParam = (ms: number): number => (Number.isFinite(ms) ? Ma
  * acta.complete_executions: the whole batch in one call; acks in batch order, retry delays as
  * retryDelayParam sends them.
  * Encoding: ids, executions and outcomes go as array literals joined here (decimal digits and
- * fixed words: nothing to quote), and the results, errors and delays as a null array when no
+ * fixed words: nothing to quote), and the results, errors, delays and next fires as a null array when no
  * element has one (the function reads a null array as all-null elements, a null delay as 0): less
  * client CPU than the driver quoting every element (docs/decisions/2026-12-01-completion-encoding.md;
  * test/db/fencing.test.ts, "complete_executions stores result and error texts as given").
@@ -31,6 +31,7 @@ export async function completeExecutions(q: Queryable, workerId: string, batch: 
   let anyResult = false;
   let anyError = false;
   let anyDelay = false;
+  let fires: (string | null)[] | null = null;
   for (let i = 0; i < n; i++) {
     const c = batch[i];
     ids[i] = c.id;
@@ -43,8 +44,9 @@ export async function completeExecutions(q: Queryable, workerId: string, batch: 
     anyResult ||= c.result !== null;
     anyError ||= c.error !== null;
     anyDelay ||= delay !== 0;
+    if (c.nextFireAt) (fires ??= new Array<string | null>(n).fill(null))[i] = c.nextFireAt.toISOString();
   }
-  const { rows } = await runStatement<{ answer: string }>(q, 'acta_complete_executions', 'select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer', [
+  const { rows } = await runStatement<{ answer: string }>(q, 'acta_complete_executions', 'select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7, $8::timestamptz[]) as answer', [
     workerId,
     `{${ids.join(',')}}`,
     `{${executions.join(',')}}`,
@@ -52,6 +54,7 @@ export async function completeExecutions(q: Queryable, workerId: string, batch: 
     anyResult ? results : null,
     anyError ? errors : null,
     anyDelay ? delays : null,
+    fires,
   ]);
   const answer = rows[0]?.answer ?? '';
   if (answer.length !== batch.length) throw new Error(`complete_executions answered ${answer.length} statuses for ${batch.length} completions`);

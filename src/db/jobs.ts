@@ -67,6 +67,7 @@ export async function claimJobs(
     uncharged_returns: number;
     priority: number;
     next_due_in_ms: number | null;
+    schedule: { name: string; at: string; claimedAt: string; cron?: string; timeZone?: string; catchUp?: 'latest' | 'all' | 'none'; catchUpWindowMs?: number | null; armed?: boolean } | null;
   }>(q, 'acta_claim_jobs', 'select * from acta.claim_jobs($1, $2, $3, $4, $5)', [args.namespace, args.workerId, args.definitions, args.limit, args.leaseMs]);
   if (rows.length === 1 && rows[0].job_id === null) return { rows: [], nextDueInMs: rows[0].next_due_in_ms };
   return {
@@ -79,6 +80,7 @@ export async function claimJobs(
       maxAttempts: r.own_max_attempts,
       unchargedReturns: r.uncharged_returns,
       priority: r.priority,
+      ...(r.schedule === null ? {} : { schedule: { ...r.schedule, at: new Date(r.schedule.at), claimedAt: new Date(r.schedule.claimedAt) } }),
     })),
     nextDueInMs: null,
   };

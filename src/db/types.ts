@@ -15,6 +15,24 @@ export interface ClaimedRow {
   /** Returns of this job so far that cost no attempt (recovery's, and expired claims': PIPELINE.unchargedReturnsMax). */
   unchargedReturns: number;
   priority: number;
+  /** A schedule's fire (migration 0013): its instant and the schedule as claimed; absent for every other job. */
+  schedule?: ClaimedFire | null;
+}
+
+/** A claimed fire of a schedule (acta.claim_jobs' `schedule`; docs/schedules.md). */
+export interface ClaimedFire {
+  name: string;
+  /** The fire's scheduled instant. */
+  at: Date;
+  /** The claim's time, on the database clock: catch-up compares with it. */
+  claimedAt: Date;
+  /** The schedule as it is now; absent when it was removed. */
+  cron?: string;
+  timeZone?: string;
+  catchUp?: 'latest' | 'all' | 'none';
+  catchUpWindowMs?: number | null;
+  /** The schedule's armed fire (false: a trigger's, or one detached by a change): only it arms the next. */
+  armed?: boolean;
 }
 
 export interface ClaimResult {
@@ -24,7 +42,7 @@ export interface ClaimResult {
 }
 
 /** The shapes a completion can take (sql/functions/complete_executions.sql). */
-export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled';
+export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled' | 'skipped';
 
 export interface CompletionRow {
   id: JobId;
@@ -36,6 +54,8 @@ export interface CompletionRow {
   error: string | null;
   /** Back-off before the retry, ms (failed), or until the rate meter opens (rate_limited). */
   retryDelayMs: number;
+  /** A schedule's armed fire: the next instant to arm when it ends for good (docs/schedules.md). */
+  nextFireAt?: Date | null;
 }
 
 /** New status per element, or 'stale' when the fence rejected it. */
@@ -82,6 +102,18 @@ export interface DeclaredPolicy {
   rate: { limit: number; perMs: number } | null;
   lane: boolean;
   fair: boolean;
+  /** The definition's declared schedules (docs/schedules.md); absent: none. */
+  schedules?: DeclaredSchedule[];
+}
+
+/** A schedule as declared on a definition and stored (acta.schedules; src/recurring/schedules.ts). */
+export interface DeclaredSchedule {
+  name: string;
+  cron: string;
+  timeZone: string;
+  payload: unknown;
+  catchUp: 'latest' | 'all' | 'none';
+  catchUpWindowMs: number | null;
 }
 
 /** A periodic pass a worker runs, and its interval (sql/functions/take_passes.sql). */
@@ -111,7 +143,7 @@ export interface StepRecord {
 export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
 
 /** `acta.executions.outcome`: CompletionOutcome (`cancelled`: the attempt's job was cancelled while it ran), or recovery's `lost` / `lost_uncharged` (sql/functions/recover_jobs.sql). */
-export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled' | 'lost' | 'lost_uncharged';
+export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled' | 'skipped' | 'lost' | 'lost_uncharged';
 
 /** An error as acta stores it (src/worker/storedError.ts, errorJson): `code` and `path` only when the error had them. */
 export interface StoredError {

@@ -5,6 +5,7 @@ import { type CompletionRow, INT4_MAX } from '../db/types';
 import { backoffMs, type Definition, type JobContext } from '../definition';
 import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
 import { toJsonText } from '../json';
+import { fireDecision } from '../recurring/schedules';
 import { progressJson } from './progress';
 import type { Entry, Registry } from './registry';
 import type { Step } from './steps';
@@ -112,6 +113,11 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     safeLog(() => jobLogger().error({ error: stored }, `${what}: job fails without retry`));
     return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
   };
+  // A schedule's fire missed by its catch-up policy ends skipped, its handler not run (docs/schedules.md).
+  if (row.schedule && nextFire(entry).skip) {
+    safeLog(() => jobLogger().info({ schedule: row.schedule?.name, scheduledAt: row.schedule?.at }, 'schedule fire missed: skipped by its catch-up policy'));
+    return complete(entry, 'skipped', null, null, 0);
+  }
   entry.state = 'executing';
   deps.onStart?.(entry);
   let step: Step | undefined;
@@ -139,6 +145,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
           jobId: row.id,
           attempt,
           execution: row.execution,
+          scheduledAt: row.schedule?.at,
           definition: row.definition,
           get logger() {
             return jobLogger();
@@ -259,10 +266,20 @@ export function handBackCompletion(entry: Entry): Completion {
   return complete(entry, 'handed_back', null, null, 0);
 }
 
+/** A schedule's fire: skipped or run, and the instant its end arms (src/recurring/schedules.ts); none if the stored cron cannot be read here. */
+function nextFire(entry: Entry): { skip: boolean; nextFireAt: Date | null } {
+  try {
+    return entry.row.schedule ? fireDecision(entry.row.schedule, entry.row.attempts === 0) : { skip: false, nextFireAt: null };
+  } catch {
+    return { skip: false, nextFireAt: null };
+  }
+}
+
 function complete(entry: Entry, outcome: CompletionRow['outcome'], result: string | null, error: string | null, retryDelayMs: number): Completion {
+  const nextFireAt = entry.row.schedule ? nextFire(entry).nextFireAt : undefined;
   return {
     entry,
-    row: { id: entry.row.id, execution: entry.row.execution, outcome, result, error, retryDelayMs },
+    row: nextFireAt === undefined ? { id: entry.row.id, execution: entry.row.execution, outcome, result, error, retryDelayMs } : { id: entry.row.id, execution: entry.row.execution, outcome, result, error, retryDelayMs, nextFireAt },
     // UTF-8 bytes, as the bound is: string length counts UTF-16 units, a third of the bytes of
     // CJK text (test/faults/completion.test.ts, "the finalizer's 4 MiB bound counts UTF-8 bytes").
     bytes: (result === null ? 0 : Buffer.byteLength(result, 'utf8')) + (error === null ? 0 : Buffer.byteLength(error, 'utf8')),

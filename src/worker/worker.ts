@@ -219,6 +219,18 @@ export function createWorker(options: WorkerOptions): Worker {
     updateMoreComing();
   };
 
+  /** The schedules pass: one at a time; a failure is logged and the next pass tries again. */
+  let arming: Promise<void> | undefined;
+  const armSchedules = (): Promise<void> =>
+    (arming ??= Promise.resolve(ledger.armSchedules?.(namespace))
+      .then((armed) => {
+        if (armed) logger.debug({ armed }, 'schedules armed');
+      })
+      .catch((err: unknown) => logger.warn({ err }, 'schedules pass failed; the next pass arms them'))
+      .finally(() => {
+        arming = undefined;
+      }));
+
   const runRecovery = () => {
     if (recoveries.size > 0) return; // the pass still running sweeps on until it finds no more
     const subscription = recoveryPass({
@@ -242,7 +254,12 @@ export function createWorker(options: WorkerOptions): Worker {
    * The periodic passes this worker runs, taken by whichever worker's beat finds one due
    * (acta.take_passes, migration 0007): a new pass is an entry here and its function.
    */
-  const passes: { schedule: PassSchedule; run: () => void }[] = [{ schedule: { name: 'recovery', intervalMs: clock.recoveryIntervalMs }, run: runRecovery }];
+  const passes: { schedule: PassSchedule; run: () => void }[] = [
+    { schedule: { name: 'recovery', intervalMs: clock.recoveryIntervalMs }, run: runRecovery },
+    // Arms the namespace's schedules that need a fire (added, changed, resumed, or whose fire ended
+    // outside a completion: docs/schedules.md), every heartbeat interval.
+    { schedule: { name: 'schedules', intervalMs: clock.heartbeatIntervalMs }, run: () => void armSchedules() },
+  ];
   const passSchedules = passes.map((p) => p.schedule);
   const startPass = (name: string) => passes.find((p) => p.schedule.name === name)?.run();
 
@@ -300,6 +317,8 @@ export function createWorker(options: WorkerOptions): Worker {
           });
           duePassesAtStart = registration.duePasses;
           await policies.load();
+          // Declared schedules this registration added or changed are armed at once.
+          await armSchedules();
         })();
         return registering;
       }).pipe(

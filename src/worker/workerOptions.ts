@@ -1,4 +1,5 @@
 import type { SchedulerLike } from 'rxjs';
+import { systemDefinitions } from '../recurring/system';
 import type { Registry as PromRegistry } from 'prom-client';
 import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
 import type { Db } from '../db/Db';
@@ -105,12 +106,14 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   knownKeys('worker option', options, WORKER_OPTION_KEYS);
   if (!Array.isArray(options.definitions) || options.definitions.length === 0) throw new ConfigError('a worker needs at least one definition');
   for (const d of options.definitions) checkDefinition(d, true);
-  const names = options.definitions.map((d) => d.name);
+  // acta's own recurring definitions run beside the user's (src/recurring/system.ts).
+  const all = [...options.definitions, ...systemDefinitions.filter((d) => !options.definitions.some((o) => o.name === d.name))];
+  const names = all.map((d) => d.name);
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
   if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a worker needs a db (or a ledger)');
   return {
     ledger: options.ledger ?? sqlLedger(options.db as Db),
-    definitions: new Map(options.definitions.map((d) => [d.name, d as Definition])),
+    definitions: new Map(all.map((d) => [d.name, d as Definition])),
     names,
     executors: intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS),
     safetyPollMs: intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS),
@@ -126,7 +129,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     redis: options.redis,
     metricsPort: options.metricsPort,
     metricsRegistry: options.metricsRegistry,
-    maxAttempts: options.definitions.map((d) => d.maxAttempts ?? null),
+    maxAttempts: all.map((d) => d.maxAttempts ?? null),
     random: options.random === undefined ? Math.random : typeof options.random === 'function' ? options.random : badRandom(options.random),
     build: options.build === undefined ? null : nameOption('build', options.build, MAX_NAME_BYTES),
     hooks: hooksOption(options.hooks),

@@ -190,7 +190,7 @@ test('a schema of 0.1.0 (3821756) upgrades: function files drop the shapes they 
   // Put back the previous shapes, as a schema migrated by 0.1.0 had them (the bodies do not
   // matter here, only the signatures and result types), and mark those files as older.
   await db.query(`
-    drop function acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[]);
+    drop function acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[], timestamptz[]);
     create function acta.complete_executions(p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[],
         p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[])
       returns table (job_id bigint, execution integer, status text) language sql as 'select null::bigint, null::integer, null::text where false';

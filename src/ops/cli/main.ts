@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { scheduleCommands } from './schedule';
 import * as path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { type Client, createClient } from '../../client/client';
@@ -334,6 +335,7 @@ export function program(): Command {
       }
     });
 
+  scheduleCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
   return cli;
 }
 

@@ -1,0 +1,139 @@
+/* The statements of schedules (migration 0013; docs/schedules.md): the schedules pass's read and
+ * acta.arm_schedules, and the runtime operations of client.schedules. One round trip each. */
+import type { Queryable } from './Db';
+import type { DeclaredSchedule } from './types';
+import type { UnarmedSchedule } from '../recurring/schedules';
+
+/** A schedule as client.schedules.list and `acta schedule list` show it. */
+export interface ScheduleRecord extends DeclaredSchedule {
+  definition: string;
+  source: 'declared' | 'runtime';
+  paused: boolean;
+  /** The armed (or running) fire's instant and job, or null. */
+  nextFireAt: Date | null;
+  jobId: string | null;
+  /** The last fire that ended: its instant, job and outcome ('succeeded', 'failed', 'cancelled', 'skipped'). */
+  lastFireAt: Date | null;
+  lastJobId: string | null;
+  lastOutcome: string | null;
+}
+
+const COLUMNS = `s.name, s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.source, s.paused,
+  s.next_fire_at, s.job_id::text, s.last_fire_at, s.last_job_id::text, s.last_outcome`;
+
+type Row = {
+  name: string; definition: string; cron: string; time_zone: string; payload: unknown; catch_up: DeclaredSchedule['catchUp'];
+  catch_up_window_ms: string | null; source: 'declared' | 'runtime'; paused: boolean; next_fire_at: Date | null; job_id: string | null;
+  last_fire_at: Date | null; last_job_id: string | null; last_outcome: string | null;
+};
+const record = (r: Row): ScheduleRecord => ({
+  name: r.name, definition: r.definition, cron: r.cron, timeZone: r.time_zone, payload: r.payload, catchUp: r.catch_up,
+  catchUpWindowMs: r.catch_up_window_ms === null ? null : Number(r.catch_up_window_ms), source: r.source, paused: r.paused,
+  nextFireAt: r.next_fire_at, jobId: r.job_id, lastFireAt: r.last_fire_at, lastJobId: r.last_job_id, lastOutcome: r.last_outcome,
+});
+
+/** The namespace's schedules that need a fire armed (none armed or running, not paused), with the database's now(). */
+export async function unarmedSchedules(q: Queryable, namespace: string): Promise<UnarmedSchedule[]> {
+  const { rows } = await q.query<{ name: string; version: number; cron: string; time_zone: string; after_fire: Date | null; now: Date }>(
+    `select s.name, s.version, s.cron, s.time_zone,
+            case when j.status in ('succeeded', 'failed', 'cancelled') then j.scheduled_at end as after_fire, now() as now
+     from acta.schedules s
+     left join acta.jobs j on j.id = s.job_id
+     where s.namespace = $1 and not s.paused and (j.id is null or j.status in ('succeeded', 'failed', 'cancelled'))
+     order by s.name`,
+    [namespace],
+  );
+  return rows.map((r) => ({ name: r.name, version: r.version, cron: r.cron, timeZone: r.time_zone, afterFire: r.after_fire, now: r.now }));
+}
+
+/** acta.arm_schedules: how many were armed. */
+export async function armSchedules(q: Queryable, namespace: string, names: string[], versions: number[], instants: (Date | null)[]): Promise<number> {
+  if (names.length === 0) return 0;
+  const { rows } = await q.query<{ armed: number }>('select acta.arm_schedules($1, $2, $3, $4::timestamptz[]) as armed', [namespace, names, versions, instants.map((t) => t?.toISOString() ?? null)]);
+  return rows[0]?.armed ?? 0;
+}
+
+export async function listSchedules(q: Queryable, namespace: string, name?: string): Promise<ScheduleRecord[]> {
+  const { rows } = await q.query<Row>(`select ${COLUMNS} from acta.schedules s where s.namespace = $1 and ($2::text is null or s.name = $2) order by s.name`, [namespace, name ?? null]);
+  return rows.map(record);
+}
+
+/** Adds a runtime schedule or changes one (version + 1, its unstarted armed fire deleted): 'added', 'changed', 'same', or 'declared' (the name is a declared schedule's: not touched). */
+export async function putRuntimeSchedule(q: Queryable, namespace: string, definition: string, s: DeclaredSchedule): Promise<'added' | 'changed' | 'same' | 'declared'> {
+  const { rows } = await q.query<{ answer: 'added' | 'changed' | 'same' | 'declared' }>(
+    `with old as (
+       select s.source, s.job_id, (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms)
+                is not distinct from ($3, $4, $5, $6::jsonb, $7, $8::bigint) as same
+       from acta.schedules s where s.namespace = $1 and s.name = $2 for update
+     ),
+     unarmed as (
+       delete from acta.jobs j using old o
+       where j.id = o.job_id and o.source = 'runtime' and not o.same and j.status = 'ready' and j.attempts = 0
+     ),
+     put as (
+       insert into acta.schedules as s (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, source)
+       values ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::bigint, 'runtime')
+       on conflict (namespace, name) do update
+         set definition = excluded.definition, cron = excluded.cron, time_zone = excluded.time_zone, payload = excluded.payload,
+             catch_up = excluded.catch_up, catch_up_window_ms = excluded.catch_up_window_ms, version = s.version + 1,
+             job_id = null, next_fire_at = null, updated_at = now()
+         where s.source = 'runtime' and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms)
+               is distinct from (excluded.definition, excluded.cron, excluded.time_zone, excluded.payload, excluded.catch_up, excluded.catch_up_window_ms)
+       returning 1
+     )
+     select case when not exists (select 1 from old) then 'added'
+                 when (select source from old) = 'declared' then 'declared'
+                 when (select same from old) then 'same' else 'changed' end as answer
+     from (select count(*) from put) p`,
+    [namespace, s.name, definition, s.cron, s.timeZone, JSON.stringify(s.payload), s.catchUp, s.catchUpWindowMs],
+  );
+  return rows[0].answer;
+}
+
+/** Pauses (its unstarted armed fire deleted) or resumes a schedule; false: no such schedule. */
+export async function setSchedulePaused(q: Queryable, namespace: string, name: string, paused: boolean): Promise<boolean> {
+  const { rows } = await q.query(
+    `with s as (
+       update acta.schedules s set paused = $3, updated_at = now()
+       where s.namespace = $1 and s.name = $2
+       returning s.job_id
+     ),
+     unarmed as (
+       delete from acta.jobs j using s where $3 and j.id = s.job_id and j.status = 'ready' and j.attempts = 0
+     )
+     select 1 from s`,
+    [namespace, name, paused],
+  );
+  return rows.length > 0;
+}
+
+/** Removes a runtime schedule and its unstarted armed fire: 'removed', 'declared' (kept: remove it from the code), or null (no such schedule). */
+export async function removeSchedule(q: Queryable, namespace: string, name: string): Promise<'removed' | 'declared' | null> {
+  const { rows } = await q.query<{ answer: 'removed' | 'declared' }>(
+    `with gone as (
+       delete from acta.schedules s where s.namespace = $1 and s.name = $2 and s.source = 'runtime' returning s.job_id
+     ),
+     unarmed as (
+       delete from acta.jobs j using gone g where j.id = g.job_id and j.status = 'ready' and j.attempts = 0
+     )
+     select 'removed' as answer from gone
+     union all
+     select 'declared' from acta.schedules s where s.namespace = $1 and s.name = $2 and s.source = 'declared'`,
+    [namespace, name],
+  );
+  return rows[0]?.answer ?? null;
+}
+
+/** A fire now, besides the schedule's own (its instant: now()): a job of the schedule's definition and payload; it arms nothing. Its job id, or null: no such schedule. */
+export async function triggerSchedule(q: Queryable, namespace: string, name: string): Promise<string | null> {
+  const { rows } = await q.query<{ id: string }>(
+    `with fired as (
+       insert into acta.jobs (namespace, definition, payload, schedule, scheduled_at)
+       select s.namespace, s.definition, s.payload, s.name, now() from acta.schedules s where s.namespace = $1 and s.name = $2
+       returning id
+     ), wake as (select pg_notify('acta_jobs', $1) from fired)
+     select id::text from fired, (select count(*) from wake) w`,
+    [namespace, name],
+  );
+  return rows[0]?.id ?? null;
+}

@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import type { Client } from '../../client/client';
+import type { ScheduleRecord } from '../../db/schedules';
+
+/** `acta schedule add|list|pause|resume|trigger|remove` (client.schedules; docs/schedules.md). */
+export function scheduleCommands(cli: Command, withClient: <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>): void {
+  const schedule = cli.command('schedule').description('cron schedules of a namespace: add, list, pause, resume, trigger, remove');
+  const ns = (c: Command) => c.option('--namespace <name>', 'queue namespace', 'default');
+  const line = (s: ScheduleRecord) =>
+    [s.name, s.definition, JSON.stringify(s.cron), s.timeZone, s.source, s.paused ? 'paused' : 'active',
+     `next=${s.nextFireAt?.toISOString() ?? '-'}`, `last=${s.lastFireAt?.toISOString() ?? '-'}`, `outcome=${s.lastOutcome ?? '-'}`].join('\t');
+  const notFound = (name: string) => {
+    console.error(`acta: no schedule "${name}" in the namespace`);
+    process.exitCode = 1;
+  };
+
+  ns(schedule.command('add <definition> <cron>').description('add (or change) a runtime schedule; its fires are jobs of <definition>'))
+    .option('--name <name>', "the schedule's name (default: the definition's)")
+    .option('--time-zone <zone>', 'IANA zone of the wall times', 'UTC')
+    .option('--payload <json>', "the fires' payload (JSON)")
+    .option('--catch-up <policy>', "missed fires: 'latest', 'all' or 'none'", 'latest')
+    .option('--catch-up-window-ms <ms>', "with 'all': how far back")
+    .action(async (definition: string, cron: string, o: Record<string, string | undefined>) => {
+      const spec = {
+        name: o.name, cron, timeZone: o.timeZone, catchUp: o.catchUp as 'latest' | 'all' | 'none',
+        ...(o.payload === undefined ? {} : { payload: JSON.parse(o.payload) }),
+        ...(o.catchUpWindowMs === undefined ? {} : { catchUpWindowMs: Number(o.catchUpWindowMs) }),
+      };
+      console.log(await withClient(o.namespace as string, (c) => c.schedules.add(definition, spec)));
+    });
+  ns(schedule.command('list [name]').description('schedules with their next fire, last fire and last outcome (tab-separated)'))
+    .action(async (name: string | undefined, o: { namespace: string }) => {
+      for (const s of await withClient(o.namespace, (c) => c.schedules.list(name))) console.log(line(s));
+    });
+  for (const [verb, what] of [['pause', 'stop its fires'], ['resume', 'fire again from the next instant'], ['remove', 'remove a runtime schedule']] as const) {
+    ns(schedule.command(`${verb} <name>`).description(what)).action(async (name: string, o: { namespace: string }) => {
+      if (!(await withClient(o.namespace, (c) => c.schedules[verb](name)))) notFound(name);
+    });
+  }
+  ns(schedule.command('trigger <name>').description('a fire now, besides the schedule; prints its job id')).action(async (name: string, o: { namespace: string }) => {
+    const id = await withClient(o.namespace, (c) => c.schedules.trigger(name));
+    if (id === null) notFound(name);
+    else console.log(id);
+  });
+}

@@ -1,0 +1,134 @@
+// Schedules on a real database (docs/schedules.md): armed at registration, a fire's completion arms
+// the next instant in the same acta.complete_executions call, one fire per (schedule, instant), a
+// missed fire skipped by its catch-up policy, and declared schedules reconciled (newest build wins).
+import { randomUUID } from 'node:crypto';
+import { sqlLedger } from '../../src/ledger';
+import { cronSchedule } from '../../src/recurring/cron';
+import { fireDecision } from '../../src/recurring/schedules';
+import { declaredPolicy, type Definition } from '../../src/definition';
+import { useTestDatabase } from '../helpers/db';
+
+const { db } = useTestDatabase();
+
+const def = (schedule: Definition['schedule']): Definition => ({ name: 'report', handler: () => null, ...(schedule ? { schedule } : {}) });
+
+async function register(namespace: string, d: Definition, build: string) {
+  const ledger = sqlLedger(db);
+  const workerId = randomUUID();
+  await ledger.registerWorker({ workerId, namespace, hostname: 'h', pid: 1, definitions: [d.name], maxAttempts: [null], leaseMs: 60_000, build, policies: { [d.name]: declaredPolicy(d) } });
+  return { ledger, workerId };
+}
+
+async function schedule(namespace: string, name = 'report') {
+  const { rows } = await db.query<{ cron: string; job_id: string | null; next_fire_at: Date | null; last_fire_at: Date | null; last_outcome: string | null; version: number }>(
+    'select cron, job_id::text, next_fire_at, last_fire_at, last_outcome, version from acta.schedules where namespace = $1 and name = $2', [namespace, name]);
+  return rows[0];
+}
+
+/** Makes the armed fire due now (its scheduled instant kept), as if its time had come. */
+const makeDue = (id: string) => db.query('update acta.jobs set run_at = now() - interval \'1 second\' where id = $1', [id]);
+
+it('a declared schedule is armed at registration; its fire\'s completion arms the next instant in the same call, once', async () => {
+  const ns = `s-${randomUUID()}`;
+  const { ledger, workerId } = await register(ns, def({ cron: '0 * * * *' }), 'b1');
+  expect(await ledger.armSchedules!(ns)).toBe(1);
+  const armed = await schedule(ns);
+  expect(armed.job_id).not.toBeNull();
+  expect(armed.next_fire_at!.getTime() % 3_600_000).toBe(0);
+  expect(armed.next_fire_at!.getTime()).toBeGreaterThan(Date.now() - 60_000);
+  await makeDue(armed.job_id!);
+  const claim = await ledger.claimJobs({ namespace: ns, workerId, definitions: ['report'], limit: 5, leaseMs: 60_000 });
+  expect(claim.rows).toHaveLength(1);
+  const fire = claim.rows[0].schedule!;
+  expect(fire).toMatchObject({ name: 'report', cron: '0 * * * *', armed: true });
+  expect(fire.at.getTime()).toBe(armed.next_fire_at!.getTime());
+  const nextFireAt = cronSchedule('0 * * * *').next(fire.at)!;
+  const row = { id: claim.rows[0].id, execution: claim.rows[0].execution, outcome: 'succeeded' as const, result: 'null', error: null, retryDelayMs: 0, nextFireAt };
+  expect((await ledger.completeExecutions(workerId, [row]))[0].status).toBe('succeeded');
+  const after = await schedule(ns);
+  expect(after).toMatchObject({ last_outcome: 'succeeded', next_fire_at: nextFireAt, last_fire_at: fire.at });
+  expect(after.job_id).not.toBe(armed.job_id);
+  // The same completion repeated (its answer lost) is stale and arms nothing more.
+  expect((await ledger.completeExecutions(workerId, [row]))[0].status).toBe('stale');
+  const { rows } = await db.query<{ n: string }>('select count(*) as n from acta.jobs where namespace = $1', [ns]);
+  expect(Number(rows[0].n)).toBe(2);
+  // Nothing re-arms an armed schedule.
+  expect(await ledger.armSchedules!(ns)).toBe(0);
+});
+
+it('one fire per (schedule, instant), enforced by the database', async () => {
+  const ns = `s-${randomUUID()}`;
+  const { ledger } = await register(ns, def({ cron: '0 * * * *' }), 'b1');
+  await ledger.armSchedules!(ns);
+  const s = await schedule(ns);
+  await expect(db.query('insert into acta.jobs (namespace, definition, payload, schedule, scheduled_at) values ($1, $2, $3, $4, $5)', [ns, 'report', 'null', 'report', s.next_fire_at]))
+    .rejects.toMatchObject({ code: '23505' });
+  // arm_schedules with an instant that already has its fire (the schedule unarmed meanwhile) arms nothing.
+  await db.query('update acta.schedules set job_id = null where namespace = $1', [ns]);
+  const { rows } = await db.query<{ armed: number }>('select acta.arm_schedules($1, $2, $3, $4::timestamptz[]) as armed', [ns, ['report'], [1], [s.next_fire_at!.toISOString()]]);
+  expect(rows[0].armed).toBe(0);
+});
+
+it('a missed fire is skipped by its catch-up policy: uncharged, ended Cancelled, recorded skipped, and the policy\'s instant armed', async () => {
+  const ns = `s-${randomUUID()}`;
+  const { ledger, workerId } = await register(ns, def({ cron: '* * * * * *', catchUp: 'latest' }), 'b1');
+  await ledger.armSchedules!(ns);
+  const s = await schedule(ns);
+  // The armed fire is 10 s old when it is claimed: its successor was due, so it is missed.
+  await db.query('update acta.jobs set scheduled_at = scheduled_at - interval \'10 seconds\', run_at = now() - interval \'10 seconds\' where id = $1', [s.job_id]);
+  await db.query('update acta.schedules set next_fire_at = next_fire_at - interval \'10 seconds\' where namespace = $1', [ns]);
+  const claim = await ledger.claimJobs({ namespace: ns, workerId, definitions: ['report'], limit: 5, leaseMs: 60_000 });
+  const fire = claim.rows[0].schedule!;
+  const decision = fireDecision(fire, true);
+  expect(decision.skip).toBe(true);
+  expect(decision.nextFireAt!.getTime()).toBeLessThanOrEqual(fire.claimedAt.getTime());
+  expect(decision.nextFireAt!.getTime()).toBeGreaterThan(fire.claimedAt.getTime() - 1_000);
+  const acks = await ledger.completeExecutions(workerId, [{ id: claim.rows[0].id, execution: claim.rows[0].execution, outcome: 'skipped', result: null, error: null, retryDelayMs: 0, nextFireAt: decision.nextFireAt }]);
+  expect(acks[0].status).toBe('cancelled');
+  const job = await ledger.readJob(ns, claim.rows[0].id);
+  expect(job).toMatchObject({ status: 'cancelled', attempts: 0 });
+  expect(job!.executions[0]).toMatchObject({ outcome: 'skipped', charged: false });
+  expect(await schedule(ns)).toMatchObject({ last_outcome: 'skipped', next_fire_at: decision.nextFireAt });
+});
+
+it('declared schedules are reconciled: the newest live build wins, a change re-arms the unstarted fire, a drop removes it', async () => {
+  const ns = `s-${randomUUID()}`;
+  const a = await register(ns, def({ cron: '0 * * * *' }), 'b1');
+  await a.ledger.armSchedules!(ns);
+  const first = await schedule(ns);
+  const b = await register(ns, def({ cron: '30 * * * *' }), 'b2');
+  const changed = await schedule(ns);
+  expect(changed).toMatchObject({ cron: '30 * * * *', job_id: null, version: first.version + 1 });
+  expect((await db.query('select 1 from acta.jobs where id = $1', [first.job_id])).rows).toHaveLength(0);
+  await b.ledger.armSchedules!(ns);
+  expect((await schedule(ns)).next_fire_at!.getUTCMinutes()).toBe(30);
+  // The newest build stops: the build left running declares the schedule again.
+  await b.ledger.stopWorker(b.workerId);
+  expect(await schedule(ns)).toMatchObject({ cron: '0 * * * *' });
+  // A newer build without the schedule drops it, and its unstarted fire with it.
+  await a.ledger.armSchedules!(ns);
+  const armed = (await schedule(ns)).job_id;
+  await register(ns, def(undefined), 'b3');
+  expect(await schedule(ns)).toBeUndefined();
+  expect((await db.query('select 1 from acta.jobs where id = $1', [armed])).rows).toHaveLength(0);
+});
+
+it('two workers run an every-second schedule: each instant fires once, in order, with ctx.scheduledAt, and list shows it', async () => {
+  const { createClient, createWorker, defineJob } = await import('../../src');
+  const { silentLogger } = await import('../helpers/silentLogger');
+  const ns = `s-${randomUUID()}`;
+  const seen: number[] = [];
+  const tick = defineJob({ name: 'tick', schedule: { cron: '* * * * * *', catchUp: 'all', catchUpWindowMs: 60_000 }, handler: (_p, ctx) => void seen.push(ctx.scheduledAt!.getTime()) });
+  const workers = [0, 1].map(() => createWorker({ db, namespace: ns, definitions: [tick], executors: 4, logger: silentLogger }));
+  for (const w of workers) await w.start();
+  await new Promise((r) => setTimeout(r, 4_500));
+  for (const w of workers) await w.stop();
+  const { rows } = await db.query<{ at: Date; status: string }>('select scheduled_at as at, status from acta.jobs where namespace = $1 and status <> \'ready\' order by scheduled_at', [ns]);
+  expect(rows.length).toBeGreaterThanOrEqual(3);
+  const times = rows.map((r) => r.at.getTime());
+  for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBe(1_000);
+  expect(rows.every((r) => r.status === 'succeeded')).toBe(true);
+  expect([...seen].sort((a, b) => a - b)).toEqual(times);
+  const [listed] = await createClient({ db, namespace: ns }).schedules.list();
+  expect(listed).toMatchObject({ name: 'tick', source: 'declared', lastOutcome: 'succeeded', lastFireAt: rows[rows.length - 1].at });
+});
