@@ -3,6 +3,7 @@ import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '
 import { type DeclaredPolicy, INT4_MAX, type JobId } from './db/types';
 import { ConfigError } from './errors';
 import type { Step } from './worker/steps';
+import type { WorkflowContext } from './workflows/workflow';
 
 /**
  * Back-off before a failed job's next attempt. An object gives `delayMs · factor^(attempt-1)`
@@ -53,6 +54,11 @@ export interface JobContext {
    * attempt at most every 250 ms. Throws InvalidJsonError for a value that cannot be stored.
    */
   progress(value: unknown): void;
+  /** Workflows (docs/workflows.md): signals and child jobs (src/workflows/workflow.ts). */
+  waitForSignal: WorkflowContext['waitForSignal'];
+  spawn: WorkflowContext['spawn'];
+  spawnMany: WorkflowContext['spawnMany'];
+  waitForChildren: WorkflowContext['waitForChildren'];
 }
 
 /**

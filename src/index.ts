@@ -17,6 +17,7 @@ export type {
   FailedEvent,
   HandedBackEvent,
   RateLimitedEvent,
+  WaitingEvent,
   LeaseLostEvent,
   RecoveredEvent,
   RunningEvent,
@@ -56,4 +57,11 @@ export {
   UnknownDefinitionError,
   UnstorableStepResultError,
   RateLimitedError,
+  SignalTimeoutError,
+  ChildFailedError,
 } from './errors';
+export type { SignalOptions, SignalTarget } from './client/signals';
+export type { SignalResult } from './workflows/signals';
+export type { SignalReceived, WorkflowContext } from './workflows/workflow';
+export type { ChildOptions, OnChildFailure, SpawnItem } from './workflows/children';
+export type { ChildOutcome } from './db/workflows';

@@ -1,4 +1,6 @@
 import { asyncScheduler, Observable, type SchedulerLike, share, type Subscription } from 'rxjs';
+import { createSignal, type SignalOptions, type SignalTarget } from './signals';
+import type { SignalResult } from '../workflows/signals';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
@@ -182,6 +184,14 @@ export interface Client extends Admin {
    * `timeoutMs` (a job that had ended is answered from the first read, whatever the timeout).
    */
   result<R = unknown>(id: JobId | number | bigint, options?: ResultOptions): Promise<R>;
+  /**
+   * Sends signal `name` with `payload` to a job, by id or `{ idempotencyKey }` (docs/workflows.md):
+   * consumed at once by a waitForSignal the job is parked on, else kept in its mailbox until one
+   * consumes it. Answers `{ delivered: true, consumed }`, or `{ delivered: false, reason }`:
+   * 'ended', 'not_found', 'duplicate' (options.idempotencyKey sent before). With `{ tx }`, in the
+   * caller's transaction.
+   */
+  signal(job: SignalTarget, name: string, payload?: unknown, options?: SignalOptions | null): Promise<SignalResult>;
 }
 
 /** The default backstop poll of observe, ms. */
@@ -487,6 +497,7 @@ export function createClient(options: ClientOptions): Client {
     cancel: (id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
       byId('cancel', id, opts, false, async (tx, text) => (await (tx ? cancelJob(tx, namespace, text) : ledger.cancelJob(namespace, text))) !== null),
     observe,
+    signal: createSignal({ ledger, namespace, inTx, verdict }),
     result: <R>(id: JobId | number | bigint, opts: ResultOptions = {}) => {
       try {
         knownKeys('result option', opts ?? {}, ['timeoutMs', 'pollMs']);
