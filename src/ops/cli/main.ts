@@ -13,6 +13,7 @@ import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
+import { registerSignalCommand } from './signal';
 
 /** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
 const int =
@@ -259,6 +260,7 @@ export function program(): Command {
     });
 
   registerAdminCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
+  registerSignalCommand(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
 
   cli
     .command('sql <statement>')
