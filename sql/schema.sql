@@ -82,6 +82,12 @@ create table acta.jobs (
   watched boolean not null default false,
   schedule text,
   scheduled_at timestamp with time zone,
+  wait_names text[],
+  wait_step text,
+  wait_until timestamp with time zone,
+  children_open integer,
+  fail_parent boolean,
+  children_failed boolean,
   constraint jobs_blocked_by_check CHECK ((blocked_by = ANY (ARRAY['lane'::text, 'concurrency'::text, 'rate'::text]))),
   constraint jobs_max_attempts_check CHECK ((max_attempts >= 1)),
   constraint jobs_pkey PRIMARY KEY (id),
@@ -98,6 +104,7 @@ CREATE INDEX jobs_lane_held_idx ON acta.jobs USING btree (namespace, lane) WHERE
 CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, id) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lease_idx ON acta.jobs USING btree (namespace, lease_expires_at) WHERE ((status = 'executing'::text) AND (lease_expires_at IS NOT NULL));
 CREATE INDEX jobs_list_idx ON acta.jobs USING btree (namespace, status, id) WHERE (status = ANY (ARRAY['ready'::text, 'waiting'::text, 'failed'::text, 'cancelled'::text]));
+CREATE INDEX jobs_parent_idx ON acta.jobs USING btree (parent_id) WHERE (parent_id IS NOT NULL);
 CREATE INDEX jobs_parked_idx ON acta.jobs USING btree (namespace, blocked_by, (
 CASE blocked_by
     WHEN 'rate'::text THEN rate_key
@@ -105,6 +112,7 @@ CASE blocked_by
 END), priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by = ANY (ARRAY['concurrency'::text, 'rate'::text])));
 CREATE INDEX jobs_rate_ready_idx ON acta.jobs USING btree (namespace, rate_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (rate_key IS NOT NULL));
 CREATE UNIQUE INDEX jobs_schedule_fire_idx ON acta.jobs USING btree (namespace, schedule, scheduled_at) WHERE (schedule IS NOT NULL);
+CREATE INDEX jobs_waits_due_idx ON acta.jobs USING btree (namespace, wait_until) WHERE ((status = 'waiting'::text) AND (wait_until IS NOT NULL));
 
 create table acta.meter_starts (
   namespace text not null,
@@ -170,6 +178,20 @@ create table acta.schedules (
   constraint schedules_pkey PRIMARY KEY (namespace, name),
   constraint schedules_source_check CHECK ((source = ANY (ARRAY['declared'::text, 'runtime'::text])))
 );
+
+create table acta.signals (
+  id bigint not null generated always as identity,
+  job_id bigint not null,
+  name text not null,
+  payload jsonb,
+  idempotency_key text,
+  sent_at timestamp with time zone not null default now(),
+  consumed_at timestamp with time zone,
+  consumed_step text,
+  constraint signals_pkey PRIMARY KEY (id)
+);
+CREATE UNIQUE INDEX signals_idempotency_idx ON acta.signals USING btree (job_id, name, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE INDEX signals_mailbox_idx ON acta.signals USING btree (job_id, name, id) WHERE (consumed_at IS NULL);
 
 create table acta.steps (
   job_id bigint not null,
@@ -249,19 +271,34 @@ declare
   v_lane      text;
   v_holder    uuid;
   v_execution integer;
+  v_parent    bigint;
+  v_fail_parent boolean;
+  v_children  integer;
 begin
-  update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp()
-  where j.id = p_id and j.namespace = p_namespace and j.status = 'ready'
-  returning j.lane into v_lane;
+  update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp(), wait_names = null, wait_step = null, wait_until = null
+  where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting')
+  returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
   if not found then
     update acta.jobs j set cancel_requested_at = coalesce(j.cancel_requested_at, statement_timestamp())
     where j.id = p_id and j.namespace = p_namespace and j.status = 'executing'
-    returning j.lease_holder, j.execution into v_holder, v_execution;
+    returning j.lease_holder, j.execution, j.children_open into v_holder, v_execution, v_children;
     if not found then
       return null;
     end if;
     perform pg_notify('acta_jobs', 'cancel:' || v_holder::text || ':' || p_id || ':' || v_execution);
+    if v_children > 0 then
+      perform acta.cancel_job(p_namespace, c.id) from acta.jobs c
+      where c.parent_id = p_id and c.status in ('ready', 'waiting', 'executing') order by c.id;
+    end if;
     return 'requested';
+  end if;
+  -- A cancelled child tells its parent; a cancelled parent cancels its unfinished children.
+  if v_parent is not null then
+    perform acta.tell_parents(array[v_parent], array[coalesce(v_fail_parent, false)]);
+  end if;
+  if v_children > 0 then
+    perform acta.cancel_job(p_namespace, c.id) from acta.jobs c
+    where c.parent_id = p_id and c.status in ('ready', 'waiting', 'executing') order by c.id;
   end if;
   if v_lane is not null then
     perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, 'lane', v_lane));
@@ -940,6 +977,8 @@ declare
   v_gate       record;
   v_released   boolean := false;
   v_fires      bigint[];
+  v_parents    bigint[];
+  v_parent_failed boolean[];
 begin
   with input as (
     select u.*
@@ -964,7 +1003,11 @@ begin
   --                    'shut_meter' holds the row's rate meter shut until its due time. Every
   --                    transition frees a concurrency slot, and a finished one hands its lane on
   --                    (see Hand-on); a schedule's armed fire that ends arms the next (see
-  --                    Recurring fire); to come: wake a parent (docs/DESIGN.md, "Workflows").
+  --                    Recurring fire); a finished child tells its parent (acta.tell_parents).
+  --                    'wait' parks the row (Waiting: no attempt charged, its lane kept held)
+  --                    for the wait the element's result describes, {names, step, timeoutMs}
+  --                    (src/workflows/; wait_until: its timeout), then acta.settle_waits
+  --                    wakes it at once if its wait is answered already (docs/workflows.md).
   -- 'skipped' is a schedule's fire its worker did not run: missed, by the schedule's catch-up
   -- policy (docs/schedules.md); it ends Cancelled, uncharged, and arms the instant the worker sent.
   decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
@@ -976,7 +1019,9 @@ begin
            ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
            ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
            ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null),
-           ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null)
+           ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null),
+           ('signal_wait',  null,          'waiting',   'w', false, false, false, 'wait',  false, 'signal_wait',  'wait'),
+           ('children_wait', null,         'waiting',   'w', false, false, false, 'wait',  false, 'children_wait', 'wait')
   ),
   -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
   -- In SET and WHERE, j.* are the row's values before this update.
@@ -994,13 +1039,16 @@ begin
         lease_expires_at = null,
         started = false,
         finished_at = case when d.finished then now() end,
-        fair_tag = case when d.due = 'retry' then null else j.fair_tag end
+        fair_tag = case when d.due = 'retry' then null else j.fair_tag end,
+        wait_names = case when d.due = 'wait' and i.result ? 'names' then array(select jsonb_array_elements_text(i.result->'names')) end,
+        wait_step = case when d.due = 'wait' then i.result->>'step' end,
+        wait_until = case when d.due = 'wait' then now() + (i.result->>'timeoutMs')::bigint * interval '1 millisecond' end
     from input i, decision d
     where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
       and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
-              j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule
+              j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
@@ -1022,8 +1070,12 @@ begin
          (select array_agg(g.key) from gates g),
          (select array_agg(d3.rate_key) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
          (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
-         (select array_agg(d4.id) from done d4 where d4.schedule is not null and d4.status in ('succeeded', 'failed', 'cancelled'))
-    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms, v_fires
+         (select array_agg(d4.id) from done d4 where d4.schedule is not null and d4.status in ('succeeded', 'failed', 'cancelled')),
+         (select array_agg(d4.parent_id order by d4.parent_id) from done d4
+          where d4.parent_id is not null and d4.status in ('succeeded', 'failed', 'cancelled')),
+         (select array_agg(coalesce(d4.fail_parent, false) and d4.status <> 'succeeded' order by d4.parent_id) from done d4
+          where d4.parent_id is not null and d4.status in ('succeeded', 'failed', 'cancelled'))
+    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
 
@@ -1086,6 +1138,14 @@ begin
     left join armed a on a.namespace = e.namespace and a.schedule = e.schedule
     where s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id;
     v_released := true;
+  end if;
+  -- A finished child tells its parent (parents locked in id order); a parked row whose wait is
+  -- answered already runs again, read after the park with a new snapshot (acta.settle_waits).
+  if v_parents is not null then
+    perform acta.tell_parents(v_parents, v_parent_failed);
+  end if;
+  if strpos(v_answer, 'w') > 0 then
+    perform acta.settle_waits(p_ids);
   end if;
   -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle
   -- workers, as an enqueue does; a woken worker sleeps until a retry that is due later. Nothing to
@@ -1388,8 +1448,22 @@ begin
   return query select null::bigint, null::integer, 'pass:' || t.pass
   from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
 
+  -- Signal waits whose timeout passed run again (acta.release_waits; docs/workflows.md).
+  perform acta.release_waits(p_namespace);
+
   return query select null::bigint, null::integer, 'policy:' || n.policy_version
   from acta.namespaces n where n.name = p_namespace;
+end
+$function$;
+
+-- acta.jobs_child_deleted: no file of its own
+CREATE OR REPLACE FUNCTION acta.jobs_child_deleted()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform acta.tell_parents(array[old.parent_id], array[coalesce(old.fail_parent, false)]);
+  return null;
 end
 $function$;
 
@@ -1536,6 +1610,8 @@ declare
   v_gate_keys  text[];
   v_gate     record;
   v_released boolean := false;
+  v_parents  bigint[];
+  v_parent_failed boolean[];
 begin
   with dead as (
     update acta.workers w set status = 'dead'
@@ -1583,7 +1659,7 @@ begin
         lease_expires_at = null,
         started = false
     where j.id = any (array(select e.id from expired e))
-    returning j.id, j.execution, j.status, j.claimed_at, j.error, j.concurrency_key, j.lane
+    returning j.id, j.execution, j.status, j.claimed_at, j.error, j.concurrency_key, j.lane, j.parent_id, j.fail_parent
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
@@ -1599,9 +1675,15 @@ begin
     where g.key is not null
   )
   select array_agg(r.id), array_agg(r.execution), array_agg(r.status), array_agg(e.charged),
-         (select array_agg(g.kind order by g.lock) from gates g), (select array_agg(g.key order by g.lock) from gates g)
-    into v_ids, v_execs, v_statuses, v_charged, v_gate_kinds, v_gate_keys
+         (select array_agg(g.kind order by g.lock) from gates g), (select array_agg(g.key order by g.lock) from gates g),
+         array_agg(r.parent_id order by r.parent_id) filter (where r.parent_id is not null and r.status in ('failed', 'cancelled')),
+         array_agg(coalesce(r.fail_parent, false) order by r.parent_id) filter (where r.parent_id is not null and r.status in ('failed', 'cancelled'))
+    into v_ids, v_execs, v_statuses, v_charged, v_gate_kinds, v_gate_keys, v_parents, v_parent_failed
   from returned r join expired e on e.id = r.id;
+  -- A child that ended here (failed for good, cancelled) tells its parent (acta.tell_parents).
+  if v_parents is not null then
+    perform acta.tell_parents(v_parents, v_parent_failed);
+  end if;
 
   for v_gate in select g.kind, g.key from unnest(v_gate_kinds, v_gate_keys) with ordinality as g(kind, key, ord) order by g.ord loop
     perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, v_gate.kind, v_gate.key));
@@ -1784,6 +1866,30 @@ AS $function$
   where namespace = p_namespace and pass = any (p_passes) and due_at > now();
 $function$;
 
+-- acta.release_waits: sql/functions/release_waits.sql
+CREATE OR REPLACE FUNCTION acta.release_waits(p_namespace text, p_limit integer DEFAULT 1000)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_id bigint;
+  v_n  integer := 0;
+begin
+  for v_id in
+    select j.id from acta.jobs j
+    where j.namespace = p_namespace and j.status = 'waiting' and j.wait_until <= now()
+    order by j.wait_until, j.id
+    limit p_limit
+    for update skip locked
+  loop
+    perform acta.wake_job(v_id, '{"timedOut": true}'::jsonb);
+    v_n := v_n + 1;
+  end loop;
+  return v_n;
+end
+$function$;
+
 -- acta.report_progress: sql/functions/report_progress.sql
 CREATE OR REPLACE FUNCTION acta.report_progress(p_worker uuid, p_ids bigint[], p_executions integer[], p_values jsonb)
  RETURNS integer
@@ -1861,6 +1967,121 @@ begin
 end
 $function$;
 
+-- acta.send_signal: sql/functions/send_signal.sql
+CREATE OR REPLACE FUNCTION acta.send_signal(p_namespace text, p_id bigint, p_job_key text, p_name text, p_payload jsonb, p_idempotency_key text)
+ RETURNS TABLE(job_id bigint, outcome text)
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+#variable_conflict use_column
+declare
+  v_job       record;
+  v_signal    bigint;
+begin
+  select j.id, j.status, j.wait_names, j.wait_step into v_job
+  from acta.jobs j
+  where j.namespace = p_namespace
+    and (case when p_id is not null then j.id = p_id else j.idempotency_key = p_job_key end)
+  for update;
+  if not found then
+    return query select null::bigint, 'not_found'::text;
+    return;
+  end if;
+  if v_job.status in ('succeeded', 'failed', 'cancelled') then
+    return query select v_job.id, 'ended'::text;
+    return;
+  end if;
+  insert into acta.signals (job_id, name, payload, idempotency_key)
+  values (v_job.id, p_name, p_payload, p_idempotency_key)
+  on conflict (job_id, name, idempotency_key) where idempotency_key is not null do nothing
+  returning id into v_signal;
+  if v_signal is null then
+    return query select v_job.id, 'duplicate'::text;
+    return;
+  end if;
+  if v_job.status = 'waiting' and p_name = any (v_job.wait_names) then
+    update acta.signals s set consumed_at = now(), consumed_step = v_job.wait_step where s.id = v_signal;
+    perform acta.wake_job(v_job.id, jsonb_build_object('name', p_name, 'payload', p_payload));
+    return query select v_job.id, 'consumed'::text;
+    return;
+  end if;
+  return query select v_job.id, 'queued'::text;
+end
+$function$;
+
+-- acta.settle_waits: sql/functions/settle_waits.sql
+CREATE OR REPLACE FUNCTION acta.settle_waits(p_ids bigint[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_job    record;
+  v_signal record;
+begin
+  for v_job in
+    select j.id, j.wait_names, j.wait_step, j.children_open, j.children_failed
+    from acta.jobs j where j.id = any (p_ids) and j.status = 'waiting'
+    order by j.id
+  loop
+    if v_job.wait_names is not null then
+      select s.id, s.name, s.payload into v_signal
+      from acta.signals s
+      where s.job_id = v_job.id and s.name = any (v_job.wait_names) and s.consumed_at is null
+      order by s.id limit 1
+      for update;
+      if found then
+        update acta.signals s set consumed_at = now(), consumed_step = v_job.wait_step where s.id = v_signal.id;
+        perform acta.wake_job(v_job.id, jsonb_build_object('name', v_signal.name, 'payload', v_signal.payload));
+      end if;
+    elsif coalesce(v_job.children_open, 0) = 0 or coalesce(v_job.children_failed, false) then
+      perform acta.wake_job(v_job.id, '{}'::jsonb);
+    end if;
+  end loop;
+end
+$function$;
+
+-- acta.spawn_children: sql/functions/spawn_children.sql
+CREATE OR REPLACE FUNCTION acta.spawn_children(p_worker uuid, p_parent bigint, p_execution integer, p_step text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_fail_parent boolean[])
+ RETURNS TABLE(status text, result jsonb)
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+#variable_conflict use_column
+declare
+  v_namespace text;
+  v_ids       bigint[];
+  v_created   text;
+  v_result    jsonb;
+begin
+  update acta.jobs j set started = true
+  where j.id = p_parent and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
+  returning j.namespace into v_namespace;
+  if not found then
+    return query select 'stale'::text, null::jsonb;
+    return;
+  end if;
+  select s.result into v_result from acta.steps s where s.job_id = p_parent and s.name = p_step;
+  if found then
+    return query select 'exists'::text, v_result;
+    return;
+  end if;
+  select string_to_array(e.ids, ',')::bigint[], e.created into v_ids, v_created
+  from acta.enqueue_jobs(v_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts,
+                         p_idempotency_keys, p_concurrency_keys, p_rate_keys, p_lanes) as e;
+  update acta.jobs c
+  set parent_id = p_parent, fail_parent = coalesce(u.fail, false)
+  from unnest(v_ids, string_to_array(v_created, null), p_fail_parent) with ordinality as u(id, created, fail, ord)
+  where c.id = u.id and u.created = 't';
+  update acta.jobs j
+  set children_open = coalesce(j.children_open, 0) + (length(v_created) - length(replace(v_created, 't', '')))
+  where j.id = p_parent;
+  v_result := jsonb_build_object('ids', to_jsonb(array(select x::text from unnest(v_ids) as x)));
+  insert into acta.steps (job_id, name, execution, result) values (p_parent, p_step, p_execution, v_result);
+  return query select 'recorded'::text, v_result;
+end
+$function$;
+
 -- acta.stop_worker: sql/functions/stop_worker.sql
 CREATE OR REPLACE FUNCTION acta.stop_worker(p_worker uuid)
  RETURNS boolean
@@ -1904,6 +2125,68 @@ begin
 end
 $function$;
 
+-- acta.tell_parents: sql/functions/tell_parents.sql
+CREATE OR REPLACE FUNCTION acta.tell_parents(p_parents bigint[], p_failed boolean[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_parent record;
+begin
+  perform 1 from acta.jobs j where j.id = any (p_parents) order by j.id for update;
+  for v_parent in
+    with ended as (
+      select u.parent, count(*)::integer as n, bool_or(coalesce(u.failed, false)) as failed
+      from unnest(p_parents, p_failed) as u(parent, failed)
+      group by u.parent
+    )
+    update acta.jobs j
+    set children_open = greatest(coalesce(j.children_open, 0) - e.n, 0),
+        children_failed = case when e.failed then true else j.children_failed end
+    from ended e
+    where j.id = e.parent
+    returning j.id, j.status, j.wait_names, j.wait_step, j.children_open, j.children_failed
+  loop
+    if v_parent.status = 'waiting' and v_parent.wait_names is null
+       and (v_parent.children_open = 0 or coalesce(v_parent.children_failed, false)) then
+      perform acta.wake_job(v_parent.id, '{}'::jsonb);
+    end if;
+  end loop;
+end
+$function$;
+
+-- acta.wake_job: sql/functions/wake_job.sql
+CREATE OR REPLACE FUNCTION acta.wake_job(p_id bigint, p_answer jsonb)
+ RETURNS text
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+#variable_conflict use_column
+declare
+  v_step      text;
+  v_execution integer;
+  v_namespace text;
+begin
+  select j.wait_step, j.execution, j.namespace into v_step, v_execution, v_namespace
+  from acta.jobs j where j.id = p_id and j.status = 'waiting'
+  for update;
+  if not found then
+    return null;
+  end if;
+  update acta.jobs j
+  set status = 'ready', run_at = now(), wait_names = null, wait_step = null, wait_until = null
+  where j.id = p_id;
+  if v_step is not null then
+    insert into acta.steps (job_id, name, execution, result)
+    values (p_id, v_step, v_execution, coalesce(p_answer, 'null'::jsonb))
+    on conflict (job_id, name) do nothing;
+  end if;
+  perform pg_notify('acta_jobs', v_namespace);
+  return v_step;
+end
+$function$;
+
 -- acta.wal_message_allowed: sql/functions/wal_message_allowed.sql
 CREATE OR REPLACE FUNCTION acta.wal_message_allowed(p_args integer)
  RETURNS boolean
@@ -1937,4 +2220,5 @@ AS $function$
       or exists (select 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace)
 $function$;
 
+CREATE TRIGGER jobs_child_deleted AFTER DELETE ON acta.jobs FOR EACH ROW WHEN (((old.parent_id IS NOT NULL) AND (old.status <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION acta.jobs_child_deleted();
 CREATE TRIGGER jobs_watched_notify AFTER UPDATE ON acta.jobs FOR EACH ROW WHEN ((new.watched AND ((old.status IS DISTINCT FROM new.status) OR (old.execution IS DISTINCT FROM new.execution) OR (old.progress IS DISTINCT FROM new.progress) OR (old.cancel_requested_at IS DISTINCT FROM new.cancel_requested_at) OR (NOT old.watched)))) EXECUTE FUNCTION acta.notify_job_changed();

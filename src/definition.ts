@@ -4,6 +4,7 @@ import { type DeclaredPolicy, INT4_MAX, type JobId } from './db/types';
 import { ConfigError } from './errors';
 import type { Step } from './worker/steps';
 import { checkSchedules, type ScheduleSpec } from './recurring/schedules';
+import type { WorkflowContext } from './workflows/workflow';
 
 /**
  * Back-off before a failed job's next attempt. An object gives `delayMs · factor^(attempt-1)`
@@ -56,6 +57,11 @@ export interface JobContext {
   progress(value: unknown): void;
   /** A schedule's fire: its scheduled instant (the same on every attempt), so a handler can be idempotent per fire (docs/schedules.md); absent for other jobs. */
   scheduledAt?: Date;
+  /** Workflows (docs/workflows.md): signals and child jobs (src/workflows/workflow.ts). */
+  waitForSignal: WorkflowContext['waitForSignal'];
+  spawn: WorkflowContext['spawn'];
+  spawnMany: WorkflowContext['spawnMany'];
+  waitForChildren: WorkflowContext['waitForChildren'];
 }
 
 /**

@@ -248,3 +248,28 @@ export class HookFailedError extends ActaError {
     super('ACTA_HOOK_FAILED', `the ${hook} hook ${reason}: the worker stops (what the hook held was handed back uncharged)`, options);
   }
 }
+
+/**
+ * `ctx.waitForSignal(names, { timeoutMs })`: no signal of those names arrived within `timeoutMs`
+ * (a durable due time, honoured within one heartbeat interval: docs/workflows.md). The handler may
+ * catch it; uncaught, the attempt fails as any error does.
+ */
+export class SignalTimeoutError extends ActaError {
+  constructor(
+    readonly names: string[],
+    readonly timeoutMs: number,
+  ) {
+    super('ACTA_SIGNAL_TIMEOUT', `no signal ${names.map((n) => `"${n}"`).join(' or ')} arrived within ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * `ctx.waitForChildren()`: a child spawned with `onChildFailure: 'fail-parent'` failed for good,
+ * was cancelled or was deleted. The parent fails without retry (docs/workflows.md); `child` is its
+ * outcome.
+ */
+export class ChildFailedError extends ActaError {
+  constructor(readonly child: { id: string; status: string; error?: unknown }) {
+    super('ACTA_CHILD_FAILED', `child job ${child.id} ended ${child.status}, and it was spawned with onChildFailure 'fail-parent'`);
+  }
+}

@@ -17,6 +17,7 @@ export type {
   FailedEvent,
   HandedBackEvent,
   RateLimitedEvent,
+  WaitingEvent,
   LeaseLostEvent,
   RecoveredEvent,
   RunningEvent,
@@ -57,7 +58,14 @@ export {
   UnknownDefinitionError,
   UnstorableStepResultError,
   RateLimitedError,
+  SignalTimeoutError,
+  ChildFailedError,
 } from './errors';
 export type { ScheduleSpec } from './recurring/schedules';
 export type { ScheduleRecord } from './db/schedules';
 export type { ClientSchedules } from './client/schedules';
+export type { SignalOptions, SignalTarget } from './client/signals';
+export type { SignalResult } from './workflows/signals';
+export type { SignalReceived, WorkflowContext } from './workflows/workflow';
+export type { ChildOptions, OnChildFailure, SpawnItem } from './workflows/children';
+export type { ChildOutcome } from './db/workflows';

@@ -9,6 +9,7 @@ import { listPauses, pause, type PauseAnswer, type PauseRecord, type PauseScope,
 import { loadSteps, recordStep } from './db/steps';
 import type { CancelAnswer, ClaimArgs, ClaimResult, CompletionAck, CompletionRow, HeartbeatArgs, HeartbeatResult, JobId, JobRecord, RecoveredRow, RegisterArgs, StepRecord } from './db/types';
 import { type AppliedPolicy, heartbeat, loadPolicies, registerWorker, stopWorker } from './db/workers';
+import { type ChildOutcome, readChildren, sendSignal, type SendSignalArgs, type SignalOutcome, spawnChildren, type SpawnArgs } from './db/workflows';
 
 /**
  * The ledger as a worker and a client use it: every call a stage makes to the database, one round
@@ -51,6 +52,12 @@ export interface Ledger {
   /** Lifts that scope's pause (acta.resume); true when it was paused. */
   resume(args: PauseScope): Promise<boolean>;
   listPauses(namespace: string): Promise<PauseRecord[]>;
+  /** Workflows (docs/workflows.md): a signal into a job's mailbox (acta.send_signal). */
+  sendSignal(args: SendSignalArgs): Promise<{ jobId: JobId | null; outcome: SignalOutcome }>;
+  /** A parent's children enqueued as its recorded step (acta.spawn_children). */
+  spawnChildren(args: SpawnArgs): Promise<StepRecord>;
+  /** The outcomes of a parent's children `ids`, in order ('deleted' for a row gone). */
+  readChildren(parentId: JobId, ids: JobId[]): Promise<ChildOutcome[]>;
 }
 
 export type { ClaimArgs, HeartbeatArgs, RegisterArgs } from './db/types';
@@ -82,5 +89,8 @@ export function sqlLedger(db: Db): Ledger {
     pause: (args) => pause(db, args),
     resume: (args) => resume(db, args),
     listPauses: (namespace) => listPauses(db, namespace),
+    sendSignal: (args) => sendSignal(db, args),
+    spawnChildren: (args) => spawnChildren(db, args),
+    readChildren: (parentId, ids) => readChildren(db, parentId, ids),
   };
 }

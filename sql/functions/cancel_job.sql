@@ -1,7 +1,7 @@
 -- acta.cancel_job: cancel one job of a namespace: a Ready one (queued, due later, waiting out a
 -- retry's backoff, or parked on a gate) at once, an Executing one through its worker.
 --
--- Contract: 'cancelled' when this call moved a Ready row to Cancelled (finished at this statement's
+-- Contract: 'cancelled' when this call moved a Ready or Waiting row to Cancelled (finished at this statement's
 -- start on the database clock, not its transaction's: in a caller's transaction now() could precede
 -- the job's creation); 'requested' when the row is Executing: its cancel_requested_at is set (kept
 -- if set already) and NOTIFY acta_jobs 'cancel:<lease holder>:<id>:<execution>' tells its worker
@@ -11,6 +11,8 @@
 -- lock is waited for, and then the row is Executing: 'requested'.
 -- A cancelled row of a lane hands the lane on if it was its head, parked on a key or a meter or not
 -- (acta.release_gate; docs/DESIGN.md, "Policies"), with NOTIFY acta_jobs when it released a row.
+-- Workflows (docs/workflows.md): a cancelled child tells its parent (acta.tell_parents); a parent
+-- cancelled or asked to cancel cancels its unfinished children the same way, in id order.
 -- Locks: the row, then its lane's gate lock. No deadlock: whoever holds that gate lock never waits
 -- for a Ready row's lock (claims skip locked rows, acta.release_gate takes parked ones SKIP LOCKED).
 drop function if exists acta.cancel_job(text, bigint);
@@ -22,19 +24,34 @@ declare
   v_lane      text;
   v_holder    uuid;
   v_execution integer;
+  v_parent    bigint;
+  v_fail_parent boolean;
+  v_children  integer;
 begin
-  update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp()
-  where j.id = p_id and j.namespace = p_namespace and j.status = 'ready'
-  returning j.lane into v_lane;
+  update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp(), wait_names = null, wait_step = null, wait_until = null
+  where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting')
+  returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
   if not found then
     update acta.jobs j set cancel_requested_at = coalesce(j.cancel_requested_at, statement_timestamp())
     where j.id = p_id and j.namespace = p_namespace and j.status = 'executing'
-    returning j.lease_holder, j.execution into v_holder, v_execution;
+    returning j.lease_holder, j.execution, j.children_open into v_holder, v_execution, v_children;
     if not found then
       return null;
     end if;
     perform pg_notify('acta_jobs', 'cancel:' || v_holder::text || ':' || p_id || ':' || v_execution);
+    if v_children > 0 then
+      perform acta.cancel_job(p_namespace, c.id) from acta.jobs c
+      where c.parent_id = p_id and c.status in ('ready', 'waiting', 'executing') order by c.id;
+    end if;
     return 'requested';
+  end if;
+  -- A cancelled child tells its parent; a cancelled parent cancels its unfinished children.
+  if v_parent is not null then
+    perform acta.tell_parents(array[v_parent], array[coalesce(v_fail_parent, false)]);
+  end if;
+  if v_children > 0 then
+    perform acta.cancel_job(p_namespace, c.id) from acta.jobs c
+    where c.parent_id = p_id and c.status in ('ready', 'waiting', 'executing') order by c.id;
   end if;
   if v_lane is not null then
     perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, 'lane', v_lane));

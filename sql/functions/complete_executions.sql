@@ -5,7 +5,7 @@
 -- new shape is one row there); an attempt of a row whose cancel was requested while it ran
 -- (acta.cancel_job) ends Cancelled whatever it sent, unless it succeeded. Returns one letter per
 -- element, in input order: 's' Succeeded, 'f' Failed, 'r' Ready again (a retry, a hand-back, a
--- rate-limited attempt), 'c' Cancelled, 'x' not applied: stale, or no such shape
+-- rate-limited attempt), 'c' Cancelled, 'w' Waiting (parked), 'x' not applied: stale, or no such shape
 -- (docs/decisions/2026-12-03-completion-decide-then-apply.md; wire format:
 -- docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md).
 -- Hand-on (docs/DESIGN.md, "Policies"): each applied attempt frees its key's slot for the key's
@@ -55,6 +55,8 @@ declare
   v_gate       record;
   v_released   boolean := false;
   v_fires      bigint[];
+  v_parents    bigint[];
+  v_parent_failed boolean[];
 begin
   with input as (
     select u.*
@@ -79,7 +81,11 @@ begin
   --                    'shut_meter' holds the row's rate meter shut until its due time. Every
   --                    transition frees a concurrency slot, and a finished one hands its lane on
   --                    (see Hand-on); a schedule's armed fire that ends arms the next (see
-  --                    Recurring fire); to come: wake a parent (docs/DESIGN.md, "Workflows").
+  --                    Recurring fire); a finished child tells its parent (acta.tell_parents).
+  --                    'wait' parks the row (Waiting: no attempt charged, its lane kept held)
+  --                    for the wait the element's result describes, {names, step, timeoutMs}
+  --                    (src/workflows/; wait_until: its timeout), then acta.settle_waits
+  --                    wakes it at once if its wait is answered already (docs/workflows.md).
   -- 'skipped' is a schedule's fire its worker did not run: missed, by the schedule's catch-up
   -- policy (docs/schedules.md); it ends Cancelled, uncharged, and arms the instant the worker sent.
   decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
@@ -91,7 +97,9 @@ begin
            ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
            ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
            ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null),
-           ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null)
+           ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null),
+           ('signal_wait',  null,          'waiting',   'w', false, false, false, 'wait',  false, 'signal_wait',  'wait'),
+           ('children_wait', null,         'waiting',   'w', false, false, false, 'wait',  false, 'children_wait', 'wait')
   ),
   -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
   -- In SET and WHERE, j.* are the row's values before this update.
@@ -109,13 +117,16 @@ begin
         lease_expires_at = null,
         started = false,
         finished_at = case when d.finished then now() end,
-        fair_tag = case when d.due = 'retry' then null else j.fair_tag end
+        fair_tag = case when d.due = 'retry' then null else j.fair_tag end,
+        wait_names = case when d.due = 'wait' and i.result ? 'names' then array(select jsonb_array_elements_text(i.result->'names')) end,
+        wait_step = case when d.due = 'wait' then i.result->>'step' end,
+        wait_until = case when d.due = 'wait' then now() + (i.result->>'timeoutMs')::bigint * interval '1 millisecond' end
     from input i, decision d
     where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
       and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
-              j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule
+              j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
@@ -137,8 +148,12 @@ begin
          (select array_agg(g.key) from gates g),
          (select array_agg(d3.rate_key) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
          (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
-         (select array_agg(d4.id) from done d4 where d4.schedule is not null and d4.status in ('succeeded', 'failed', 'cancelled'))
-    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms, v_fires
+         (select array_agg(d4.id) from done d4 where d4.schedule is not null and d4.status in ('succeeded', 'failed', 'cancelled')),
+         (select array_agg(d4.parent_id order by d4.parent_id) from done d4
+          where d4.parent_id is not null and d4.status in ('succeeded', 'failed', 'cancelled')),
+         (select array_agg(coalesce(d4.fail_parent, false) and d4.status <> 'succeeded' order by d4.parent_id) from done d4
+          where d4.parent_id is not null and d4.status in ('succeeded', 'failed', 'cancelled'))
+    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
 
@@ -201,6 +216,14 @@ begin
     left join armed a on a.namespace = e.namespace and a.schedule = e.schedule
     where s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id;
     v_released := true;
+  end if;
+  -- A finished child tells its parent (parents locked in id order); a parked row whose wait is
+  -- answered already runs again, read after the park with a new snapshot (acta.settle_waits).
+  if v_parents is not null then
+    perform acta.tell_parents(v_parents, v_parent_failed);
+  end if;
+  if strpos(v_answer, 'w') > 0 then
+    perform acta.settle_waits(p_ids);
   end if;
   -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle
   -- workers, as an enqueue does; a woken worker sleeps until a retry that is due later. Nothing to

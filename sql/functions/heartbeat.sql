@@ -12,7 +12,7 @@
 -- (null, null, 'policy:' || n), the namespace's policy version (acta.namespaces.policy_version: it
 -- moves when a definition's policy changes, and the worker then reloads the policies).
 -- Stamps the worker's last_heartbeat_at (alive again unless stopped). Lease times come from
--- now(): the database clock.
+-- now(): the database clock. Wakes the namespace's signal waits whose timeout passed (acta.release_waits).
 -- Fence: Executing, same execution number, leased to p_worker; a lease that ran out but that no
 -- recovery pass has taken yet is still renewed (test/faults/recovery.test.ts).
 -- Locks: the worker's row; FOR UPDATE SKIP LOCKED on the renewed rows, then a wait of at most
@@ -123,6 +123,9 @@ begin
   -- The namespace's passes that are due (and a shorter interval pulls the next one in).
   return query select null::bigint, null::integer, 'pass:' || t.pass
   from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
+
+  -- Signal waits whose timeout passed run again (acta.release_waits; docs/workflows.md).
+  perform acta.release_waits(p_namespace);
 
   return query select null::bigint, null::integer, 'policy:' || n.policy_version
   from acta.namespaces n where n.name = p_namespace;

@@ -41,6 +41,8 @@ declare
   v_gate_keys  text[];
   v_gate     record;
   v_released boolean := false;
+  v_parents  bigint[];
+  v_parent_failed boolean[];
 begin
   with dead as (
     update acta.workers w set status = 'dead'
@@ -88,7 +90,7 @@ begin
         lease_expires_at = null,
         started = false
     where j.id = any (array(select e.id from expired e))
-    returning j.id, j.execution, j.status, j.claimed_at, j.error, j.concurrency_key, j.lane
+    returning j.id, j.execution, j.status, j.claimed_at, j.error, j.concurrency_key, j.lane, j.parent_id, j.fail_parent
   ),
   ledger as (
     insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
@@ -104,9 +106,15 @@ begin
     where g.key is not null
   )
   select array_agg(r.id), array_agg(r.execution), array_agg(r.status), array_agg(e.charged),
-         (select array_agg(g.kind order by g.lock) from gates g), (select array_agg(g.key order by g.lock) from gates g)
-    into v_ids, v_execs, v_statuses, v_charged, v_gate_kinds, v_gate_keys
+         (select array_agg(g.kind order by g.lock) from gates g), (select array_agg(g.key order by g.lock) from gates g),
+         array_agg(r.parent_id order by r.parent_id) filter (where r.parent_id is not null and r.status in ('failed', 'cancelled')),
+         array_agg(coalesce(r.fail_parent, false) order by r.parent_id) filter (where r.parent_id is not null and r.status in ('failed', 'cancelled'))
+    into v_ids, v_execs, v_statuses, v_charged, v_gate_kinds, v_gate_keys, v_parents, v_parent_failed
   from returned r join expired e on e.id = r.id;
+  -- A child that ended here (failed for good, cancelled) tells its parent (acta.tell_parents).
+  if v_parents is not null then
+    perform acta.tell_parents(v_parents, v_parent_failed);
+  end if;
 
   for v_gate in select g.kind, g.key from unnest(v_gate_kinds, v_gate_keys) with ordinality as g(kind, key, ord) order by g.ord loop
     perform pg_advisory_xact_lock(acta.gate_lock(p_namespace, v_gate.kind, v_gate.key));

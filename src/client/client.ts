@@ -1,5 +1,7 @@
 import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import { type ClientSchedules, clientSchedules } from './schedules';
+import { createSignal, type SignalOptions, type SignalTarget } from './signals';
+import type { SignalResult } from '../workflows/signals';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
@@ -177,6 +179,14 @@ export interface Client extends Admin {
    * the database is away then), DbClosedError when the Db is closed first.
    */
   result<R = unknown>(id: JobId | number | bigint, options?: ResultOptions): Promise<R>;
+  /**
+   * Sends signal `name` with `payload` to a job, by id or `{ idempotencyKey }` (docs/workflows.md):
+   * consumed at once by a waitForSignal the job is parked on, else kept in its mailbox until one
+   * consumes it. Answers `{ delivered: true, consumed }`, or `{ delivered: false, reason }`:
+   * 'ended', 'not_found', 'duplicate' (options.idempotencyKey sent before). With `{ tx }`, in the
+   * caller's transaction.
+   */
+  signal(job: SignalTarget, name: string, payload?: unknown, options?: SignalOptions | null): Promise<SignalResult>;
 }
 
 /** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace (MAX_NAME_BYTES). */
@@ -344,5 +354,6 @@ export function createClient(options: ClientOptions): Client {
       byId('cancel', id, opts, false, async (tx, text) => (await (tx ? cancelJob(tx, namespace, text) : ledger.cancelJob(namespace, text))) !== null),
     observe: followers.observe,
     result: followers.result,
+    signal: createSignal({ ledger, namespace, inTx, verdict }),
   };
 }

@@ -36,6 +36,16 @@ export const SIGNATURES = {
   resume: 'p_namespace text, p_definition text',
   arm_schedules: 'p_namespace text, p_names text[], p_versions integer[], p_instants timestamp with time zone[]',
   reconcile_schedules: 'p_namespace text, p_names text[]',
+  // Workflows (migration 0016; docs/workflows.md).
+  send_signal: 'p_namespace text, p_id bigint, p_job_key text, p_name text, p_payload jsonb, p_idempotency_key text',
+  spawn_children:
+    'p_worker uuid, p_parent bigint, p_execution integer, p_step text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_fail_parent boolean[]',
+  wake_job: 'p_id bigint, p_answer jsonb',
+  settle_waits: 'p_ids bigint[]',
+  tell_parents: 'p_parents bigint[], p_failed boolean[]',
+  release_waits: 'p_namespace text, p_limit integer',
+  // The trigger function of migration 0016 (jobs_child_deleted): no wrapper calls it.
+  jobs_child_deleted: '',
 } as const;
 
 /** `q.prepared` when `q` is a Db (the worker's own calls), else `q.query` (a transaction, a caller's client). */

@@ -3,7 +3,7 @@ import type { Queryable } from './Db';
 import { INT4_MAX, type CompletionAck, type CompletionRow } from './types';
 
 /** complete_executions' answer letters (sql/functions/complete_executions.sql). */
-const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f: 'failed', r: 'ready', c: 'cancelled', x: 'stale' };
+const ACK_STATUS: Record<string, CompletionAck['status']> = { s: 'succeeded', f: 'failed', r: 'ready', c: 'cancelled', w: 'waiting', x: 'stale' };
 
 /**
  * A completion's retry delay as it is sent: clamped to 0..2^31-1 ms, a non-finite one as 0 (the

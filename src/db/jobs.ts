@@ -17,7 +17,7 @@ export interface EnqueueRows {
 }
 
 /** `values`, or null when every element is null (enqueue_jobs reads a null array as all-null elements). */
-function unlessAllNull<T>(values: (T | null)[]): (T | null)[] | null {
+export function unlessAllNull<T>(values: (T | null)[]): (T | null)[] | null {
   return values.every((v) => v === null) ? null : values;
 }
 

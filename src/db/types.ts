@@ -42,13 +42,13 @@ export interface ClaimResult {
 }
 
 /** The shapes a completion can take (sql/functions/complete_executions.sql). */
-export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled' | 'skipped';
+export type CompletionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled' | 'skipped' | 'signal_wait' | 'children_wait';
 
 export interface CompletionRow {
   id: JobId;
   execution: number;
   outcome: CompletionOutcome;
-  /** JSON text of the result (succeeded) or null. */
+  /** JSON text of the result (succeeded), of the wait (signal_wait, children_wait: src/workflows/wait.ts), or null. */
   result: string | null;
   /** JSON text of the error (failed*) or null. */
   error: string | null;
@@ -62,7 +62,7 @@ export interface CompletionRow {
 export interface CompletionAck {
   id: JobId;
   execution: number;
-  status: 'succeeded' | 'failed' | 'ready' | 'cancelled' | 'stale';
+  status: 'succeeded' | 'failed' | 'ready' | 'cancelled' | 'waiting' | 'stale';
 }
 
 /** The largest PostgreSQL `integer` (int4). */
@@ -143,7 +143,19 @@ export interface StepRecord {
 export type JobStatus = 'ready' | 'executing' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
 
 /** `acta.executions.outcome`: CompletionOutcome (`cancelled`: the attempt's job was cancelled while it ran), or recovery's `lost` / `lost_uncharged` (sql/functions/recover_jobs.sql). */
-export type ExecutionOutcome = 'succeeded' | 'failed' | 'failed_final' | 'handed_back' | 'expired' | 'rate_limited' | 'cancelled' | 'skipped' | 'lost' | 'lost_uncharged';
+export type ExecutionOutcome =
+  | 'succeeded'
+  | 'failed'
+  | 'failed_final'
+  | 'handed_back'
+  | 'expired'
+  | 'rate_limited'
+  | 'cancelled'
+  | 'skipped'
+  | 'signal_wait'
+  | 'children_wait'
+  | 'lost'
+  | 'lost_uncharged';
 
 /** An error as acta stores it (src/worker/storedError.ts, errorJson): `code` and `path` only when the error had them. */
 export interface StoredError {

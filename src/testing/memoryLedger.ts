@@ -6,8 +6,9 @@ import type { Ledger } from '../ledger';
 import { listPauses, pause, resume } from './memory/pauses';
 import { claimJobs } from './memory/claim';
 import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
-import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
+import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
+import { readChildren, sendSignal, spawnChildren } from './memory/workflows';
 
 export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryMeterStart, MemoryNamespace, MemoryPass, MemoryPause, MemoryStep, MemoryWorker } from './memory/state';
 
@@ -38,6 +39,7 @@ export interface MemoryLedgerState {
   namespaces: MemoryNamespace[];
   passes: MemoryPass[];
   pauses: MemoryPause[];
+  signals: MemorySignal[];
 }
 
 /** The in-memory ledger: a Ledger, its state for assertions, and its fault knobs. */
@@ -88,6 +90,9 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'pause',
   'resume',
   'listPauses',
+  'sendSignal',
+  'spawnChildren',
+  'readChildren',
 ];
 
 /**
@@ -215,6 +220,9 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     pause: (args) => call('pause', (tx) => pause(store, tx, args)),
     resume: (args) => call('resume', (tx) => resume(store, tx, args)),
     listPauses: (namespace) => call('listPauses', () => listPauses(store, namespace)),
+    sendSignal: (args) => call('sendSignal', (tx) => sendSignal(store, tx, args)),
+    spawnChildren: (args) => call('spawnChildren', (tx) => spawnChildren(store, tx, args)),
+    readChildren: (parentId, ids) => call('readChildren', () => readChildren(store, parentId, ids)),
     listen(channel, handlers) {
       const listener = { channel, handlers };
       listeners.add(listener);
@@ -234,6 +242,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
       namespaces: copyJson([...store.namespaces.values()]),
       passes: copyJson([...store.allPasses()]),
       pauses: copyJson([...store.allPauses()]),
+      signals: copyJson(store.signals),
     }),
     setLatency(latencyMs) {
       latency = checkLatency(latencyMs);

@@ -70,6 +70,13 @@ export interface RateLimitedEvent extends AttemptEventFields {
   readonly runMs: number | null;
 }
 
+/** The handler waited (ctx.waitForSignal, ctx.waitForChildren), and that was written: the job is parked, uncharged (docs/workflows.md). */
+export interface WaitingEvent extends AttemptEventFields {
+  readonly type: 'waiting';
+  readonly waitingFor: 'signal' | 'children';
+  readonly runMs: number | null;
+}
+
 /** A client cancelled the job while this attempt ran (client.cancel), and its end was written: the job is Cancelled. */
 export interface CancelledEvent extends AttemptEventFields {
   readonly type: 'cancelled';
@@ -117,7 +124,7 @@ export interface StoppedEvent {
 }
 
 /** What a worker tells about itself (`worker.events$`, `runWorker$`): a union discriminated by `type`. */
-export type WorkerEvent = ClaimedEvent | StartedEvent | SucceededEvent | FailedEvent | HandedBackEvent | RateLimitedEvent | CancelledEvent | StaleEvent | LeaseLostEvent | DegradedEvent | RecoveredEvent | RunningEvent | StoppedEvent;
+export type WorkerEvent = ClaimedEvent | StartedEvent | SucceededEvent | FailedEvent | HandedBackEvent | RateLimitedEvent | WaitingEvent | CancelledEvent | StaleEvent | LeaseLostEvent | DegradedEvent | RecoveredEvent | RunningEvent | StoppedEvent;
 
 /** Options of a worker's events: `payloads` puts each job's payload on its per-attempt events (default false). */
 export interface WorkerEventsOptions {
@@ -175,6 +182,10 @@ export class WorkerEvents {
           this.subject.next({ type: 'failed', ...fields, retry, ...(retry ? { retryDelayMs: row.retryDelayMs } : {}), error, runMs });
           break;
         }
+        case 'signal_wait':
+        case 'children_wait':
+          this.subject.next({ type: 'waiting', ...fields, waitingFor: row.outcome === 'signal_wait' ? 'signal' : 'children', runMs });
+          break;
         case 'rate_limited':
           this.subject.next({ type: 'rate_limited', ...fields, retryAfterMs: row.retryDelayMs, runMs });
           break;

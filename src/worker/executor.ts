@@ -3,12 +3,14 @@ import type { Logger } from 'pino';
 import { PIPELINE } from '../config';
 import { type CompletionRow, INT4_MAX } from '../db/types';
 import { backoffMs, type Definition, type JobContext } from '../definition';
-import { AttemptCancelledError, AttemptTimeoutError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
+import { AttemptCancelledError, AttemptTimeoutError, ChildFailedError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
 import { toJsonText } from '../json';
 import { fireDecision } from '../recurring/schedules';
 import { progressJson } from './progress';
 import type { Entry, Registry } from './registry';
 import type { Step } from './steps';
+import type { Workflow } from '../workflows/workflow';
+import { waitResultJson } from '../workflows/wait';
 import { isError, isInstance, loggedError, storedError, storedErrorText } from './storedError';
 import type { Timeouts } from './timeouts';
 
@@ -32,6 +34,8 @@ export interface ExecutorDeps {
   timeouts: Timeouts;
   /** Builds the attempt's `ctx.step` (src/worker/steps.ts); called on the handler's first use of it. */
   stepFor: (entry: Entry) => Step;
+  /** Builds the attempt's waits and spawns (src/workflows/workflow.ts); called on the handler's first use of one. */
+  workflowFor?: (entry: Entry) => Workflow;
   /**
    * Called once when the returned Observable ends: completed (after its completion went
    * downstream), errored, or unsubscribed (the worker returns the entry's permit here).
@@ -128,6 +132,16 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   /** The handler returned, threw or was aborted: ctx.progress stores nothing more. */
   let ended = false;
   let toldEnded = false;
+  let workflow: Workflow | undefined;
+  const flow = (): Workflow => {
+    if (!deps.workflowFor) throw new ConfigError('workflows (waitForSignal, spawn, waitForChildren) need a worker with a ledger');
+    return (workflow ??= deps.workflowFor(entry));
+  };
+  /** The wait the handler asked for: the attempt parks (docs/workflows.md), whatever it did next. */
+  const parked = () => {
+    const wait = workflow?.parked();
+    return wait && complete(entry, wait.outcome, waitResultJson(wait), null, 0);
+  };
   /** The rate-limited completion (docs/DESIGN.md, "Policies": uncharged, due after the delay, the meter held shut). */
   const rateLimitedCompletion = (ms: number) => {
     safeLog(() => jobLogger().info({ retryAfterMs: ms }, 'attempt rate limited: due again after retryAfterMs, uncharged'));
@@ -166,6 +180,18 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
               else progressJson(value);
             });
           },
+          get waitForSignal() {
+            return flow().waitForSignal;
+          },
+          get spawn() {
+            return flow().spawn;
+          },
+          get spawnMany() {
+            return flow().spawnMany;
+          },
+          get waitForChildren() {
+            return flow().waitForChildren;
+          },
           get rateLimited() {
             return (rateLimited ??= (options?: { retryAfterMs?: number }): never => {
               const ms = options?.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS;
@@ -179,6 +205,8 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       entry,
     );
     if (rateLimitedMs !== undefined) return rateLimitedCompletion(rateLimitedMs);
+    const wait = parked();
+    if (wait) return wait;
     let text: string;
     try {
       text = value === undefined || value === null ? 'null' : toJsonText(value);
@@ -194,6 +222,8 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     if (entry.abortCause === 'shutdown' || entry.abortCause === 'fatal') return complete(entry, 'handed_back', null, null, 0);
     if (entry.abortCause === 'cancelled') return cancelled(entry);
     if (rateLimitedMs !== undefined) return rateLimitedCompletion(rateLimitedMs);
+    const wait = parked();
+    if (wait && !entry.aborted) return wait;
     const aborted = abortError(entry, timeoutMs);
     if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
@@ -201,6 +231,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       // "poisoned outcomes next to clean ones").
       return failFinal(storedError(err), 'handler threw a non-Error value');
     }
+    if (!aborted && isInstance(err, ChildFailedError)) return failFinal(storedError(err), 'a fail-parent child did not succeed');
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
       return failFinal(storedError(err), 'step result cannot be stored');
     }

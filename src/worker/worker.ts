@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createWorkflow, ledgerWorkflowStore } from '../workflows/workflow';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
 import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil } from 'rxjs';
@@ -377,6 +378,7 @@ export function createWorker(options: WorkerOptions): Worker {
       scheduler,
       timeouts: new Timeouts(scheduler),
       stepFor: (entry) => createStep(ledger, id, entry, registry, scheduler),
+      workflowFor: (entry) => createWorkflow(ledgerWorkflowStore(ledger, id, entry), entry, registry, scheduler),
       // Times are recorded only for what reads them: the hooks' views, an events$ subscriber.
       onStart: (entry) => {
         if (!settings.hooks && !events.observed) return;

@@ -15,6 +15,7 @@ import type { EnqueueRows } from '../../src/db/jobs';
 import type { ClaimedRow, CompletionAck, CompletionRow, HeldPair, JobRecord, PassSchedule } from '../../src/db/types';
 import type { Ledger } from '../../src/ledger';
 import { waitFor } from '../helpers/wait';
+import { workflowCases } from './workflows';
 
 export interface LedgerUnderTest {
   ledger: Ledger;
@@ -1372,4 +1373,6 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect((await beat(newer, ns, [])).policyVersion).toBe(version + 1);
     });
   });
+
+  describe('workflows: signals and child jobs', () => workflowCases(() => h));
 }

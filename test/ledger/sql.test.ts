@@ -9,7 +9,7 @@ const { db } = useTestDatabase();
 
 /** Migration 0001's namespace and 0007's recovery pass, as a fresh schema has them (delete: a truncate of these costs ~0.1 s a test). */
 const EMPTY = `delete from acta.jobs; delete from acta.executions; delete from acta.steps; delete from acta.gates; delete from acta.meter_starts; delete from acta.workers;
-delete from acta.definitions; delete from acta.passes; delete from acta.namespaces; delete from acta.pauses;
+delete from acta.definitions; delete from acta.passes; delete from acta.namespaces; delete from acta.pauses; delete from acta.signals;
 select setval(pg_get_serial_sequence('acta.jobs', 'id'), 1, false);
 insert into acta.namespaces (name) values ('default');
 insert into acta.passes (namespace, pass) values ('default', 'recovery');`;
@@ -17,7 +17,8 @@ insert into acta.passes (namespace, pass) values ('default', 'recovery');`;
 /** Every stored time, `$1` earlier: as if the database's clock had moved on. */
 const SHIFTS = [
   `update acta.jobs set run_at = run_at - $1::interval, lease_expires_at = lease_expires_at - $1::interval, claimed_at = claimed_at - $1::interval,
-                        created_at = created_at - $1::interval, finished_at = finished_at - $1::interval`,
+                        created_at = created_at - $1::interval, finished_at = finished_at - $1::interval,
+                        wait_until = wait_until - $1::interval`,
   `update acta.executions set claimed_at = claimed_at - $1::interval, finished_at = finished_at - $1::interval`,
   `update acta.steps set recorded_at = recorded_at - $1::interval`,
   `update acta.gates set recheck_at = recheck_at - $1::interval, shut_until = shut_until - $1::interval`,

@@ -15,6 +15,7 @@ import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
 import { runAtOption } from './runAt';
+import { registerSignalCommand } from './signal';
 
 /** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
 const int =
@@ -254,6 +255,7 @@ export function program(): Command {
     });
 
   registerAdminCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
+  registerSignalCommand(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
 
   cli
     .command('sql <statement>')

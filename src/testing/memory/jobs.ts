@@ -9,6 +9,7 @@ import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, Exe
 import { releaseGate } from './gates';
 import { copyJson, type GateKind, jobIdOf, type MemoryJob, parseJsonb, SqlStateError, type Store, type Tx } from './state';
 import { refreshDefinitions } from './workers';
+import { settleWaits, tellParents } from './workflows';
 
 /** An enqueue wakes idle workers for a job due within this (enqueue_jobs.sql, Wakeup). */
 const WAKE_WITHIN_MS = 1_000;
@@ -58,6 +59,13 @@ export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: Enque
       error: null,
       createdAt: tx.now,
       finishedAt: null,
+      waitNames: null,
+      waitStep: null,
+      waitUntil: null,
+      parentId: null,
+      childrenOpen: null,
+      failParent: null,
+      childrenFailed: null,
     });
     return { id: String(id), created: true };
   });
@@ -71,7 +79,7 @@ interface Decision {
   charged: boolean;
   unchargedReturn: boolean;
   settles: boolean;
-  due: 'kept' | 'now' | 'retry';
+  due: 'kept' | 'now' | 'retry' | 'wait';
   finished: boolean;
   recordedAs: ExecutionOutcome;
   shutsMeter: boolean;
@@ -104,6 +112,9 @@ const decide = (outcome: CompletionOutcome, lastAttempt: boolean): Decision | un
       return d('ready', false, 'retry', 'rate_limited', { shutsMeter: true });
     case 'cancelled':
       return d('cancelled', false, 'kept', 'cancelled');
+    case 'signal_wait':
+    case 'children_wait':
+      return d('waiting', false, 'wait', outcome);
     default:
       return undefined; // names no shape: not applied
   }
@@ -144,7 +155,11 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
     job.started = false;
     job.finishedAt = decision.finished ? tx.now : null;
     if (decision.due === 'retry') job.fairTag = null;
-    const status = decision.status === 'succeeded' || decision.status === 'failed' || decision.status === 'cancelled' ? decision.status : 'ready';
+    const wait = decision.due === 'wait' ? (el.result as { names?: string[]; step?: string; timeoutMs?: number | null } | null) : null;
+    job.waitNames = wait?.names ?? null;
+    job.waitStep = wait?.step ?? null;
+    job.waitUntil = wait?.timeoutMs === undefined || wait.timeoutMs === null ? null : tx.now + wait.timeoutMs;
+    const status = decision.status === 'succeeded' || decision.status === 'failed' || decision.status === 'cancelled' || decision.status === 'waiting' ? decision.status : 'ready';
     done.set(el.id, { execution: el.execution, status, job, decision, delayMs: el.delayMs });
   }
   const acks = batch.map((c, i) => {
@@ -173,6 +188,10 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
       if ((kind === 'lane' || store.gate(namespace, kind, key)) && releaseGate(store, tx, namespace, kind, key) > 0) released = true;
     }
   }
+  // A finished child tells its parent; a parked row whose wait is answered already runs again.
+  const ended = applied.filter((d) => d.job.parentId !== null && d.decision.finished).sort((a, b) => (a.job.parentId as number) - (b.job.parentId as number));
+  if (ended.length > 0) tellParents(store, tx, ended.map((d) => d.job.parentId as number), ended.map((d) => d.job.failParent === true && d.decision.status !== 'succeeded'));
+  if (acks.some((a) => a.status === 'waiting')) settleWaits(store, tx, applied.map((d) => d.job.id));
   const worker = store.workers.get(workerId);
   if (worker && (acks.some((a) => a.status === 'ready') || released)) tx.notify(worker.namespace);
   return acks;
@@ -227,6 +246,8 @@ export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; dea
     if ((cancelled || last) && j.lane !== null) gates.set(`lane\u0000${j.lane}`, { kind: 'lane', key: j.lane });
     out.push({ id: String(j.id), execution: j.execution, status: j.status as RecoveredRow['status'], charged });
   }
+  const ended = expired.filter((j) => j.parentId !== null && (j.status === 'failed' || j.status === 'cancelled')).sort((a, b) => (a.parentId as number) - (b.parentId as number));
+  if (ended.length > 0) tellParents(store, tx, ended.map((j) => j.parentId as number), ended.map((j) => j.failParent === true));
   let released = false;
   for (const { kind, key } of gates.values()) {
     if ((kind === 'lane' || store.gate(namespace, kind, key)) && releaseGate(store, tx, namespace, kind, key) > 0) released = true;
@@ -242,13 +263,26 @@ export function cancelJob(store: Store, tx: Tx, namespace: string, id: string): 
   if (job.status === 'executing') {
     job.cancelRequestedAt ??= tx.now;
     tx.notify(`cancel:${job.leaseHolder}:${job.id}:${job.execution}`);
+    cancelChildren(store, tx, job);
     return 'requested';
   }
-  if (job.status !== 'ready') return null;
+  if (job.status !== 'ready' && job.status !== 'waiting') return null;
   job.status = 'cancelled';
   job.finishedAt = tx.now;
+  job.waitNames = null;
+  job.waitStep = null;
+  job.waitUntil = null;
+  if (job.parentId !== null) tellParents(store, tx, [job.parentId], [job.failParent === true]);
+  cancelChildren(store, tx, job);
   if (job.lane !== null && releaseGate(store, tx, namespace, 'lane', job.lane) > 0) tx.notify(namespace);
   return 'cancelled';
+}
+
+/** A cancelled parent cancels its unfinished children, in id order (acta.cancel_job). */
+function cancelChildren(store: Store, tx: Tx, parent: MemoryJob): void {
+  if (!parent.childrenOpen) return;
+  const open = store.jobsIn(parent.namespace).filter((c) => c.parentId === parent.id && (c.status === 'ready' || c.status === 'waiting' || c.status === 'executing'));
+  for (const c of open) cancelJob(store, tx, parent.namespace, String(c.id));
 }
 
 /** acta.watch_job (sql/functions/watch_job.sql). */

@@ -37,6 +37,26 @@ export interface MemoryJob {
   error: unknown;
   createdAt: number;
   finishedAt: number | null;
+  /** Migration 0016 (workflows): the wait of a Waiting row, and a parent's and a child's counters. */
+  waitNames: string[] | null;
+  waitStep: string | null;
+  waitUntil: number | null;
+  parentId: number | null;
+  childrenOpen: number | null;
+  failParent: boolean | null;
+  childrenFailed: boolean | null;
+}
+
+/** A row of acta.signals: one signal in a job's mailbox. */
+export interface MemorySignal {
+  id: number;
+  jobId: number;
+  name: string;
+  payload: unknown;
+  idempotencyKey: string | null;
+  sentAt: number;
+  consumedAt: number | null;
+  consumedStep: string | null;
 }
 
 /** A row of acta.executions: one finished attempt. */
@@ -215,6 +235,8 @@ export class Store {
   private readonly jobsByNamespace = new Map<string, MemoryJob[]>();
   readonly executions: MemoryExecution[] = [];
   readonly steps = new Map<number, Map<string, MemoryStep>>();
+  /** acta.signals in id order. */
+  readonly signals: MemorySignal[] = [];
   /** acta.workers in registration order. */
   readonly workers = new Map<string, MemoryWorker>();
   readonly namespaces = new Map<string, MemoryNamespace>();

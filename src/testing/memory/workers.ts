@@ -2,6 +2,7 @@
  * Workers, their heartbeat and passes, and the policies they declare (docs/DESIGN.md, "The lease
  * clock" and "Policies"; migrations 0004, 0007, 0008).
  */
+import { releaseWaits } from './workflows';
 import type { DeclaredPolicy, HeartbeatResult, PassSchedule } from '../../db/types';
 import type { AppliedPolicy } from '../../db/workers';
 import type { HeartbeatArgs, RegisterArgs } from '../../ledger';
@@ -148,6 +149,7 @@ export function heartbeat(store: Store, tx: Tx, args: HeartbeatArgs): HeartbeatR
     const id = jobIdOf(pair.id);
     (!renewed.has(id) ? out.lost : store.jobs.get(id)!.cancelRequestedAt !== null ? out.cancel : out.renewed).push(pair);
   }
+  releaseWaits(store, tx, args.namespace);
   const ns = store.namespaces.get(args.namespace);
   if (ns) out.policyVersion = ns.policyVersion;
   return out;

@@ -1,0 +1,66 @@
+-- acta.spawn_children: a running parent enqueues child jobs, as one recorded step.
+--
+-- Contract: the step (p_parent, p_step) is recorded with {"ids": [...]} (the children's ids in
+-- input order) in the same transaction that enqueues them (acta.enqueue_jobs' arrays and rules)
+-- with parent_id = p_parent and fail_parent = p_fail_parent[i], and raises the parent's
+-- children_open by the children created. Returns one row: 'recorded' (this call spawned them),
+-- 'exists' (an earlier attempt recorded the step: nothing enqueued; its result), 'stale' (the
+-- attempt no longer owns the parent: nothing written). So a retried parent never spawns twice
+-- (docs/workflows.md). An element whose idempotency key names an existing job gets that job's id
+-- and is not a child (its parent does not wait for it).
+-- Fence: as acta.record_step, the parent Executing with execution = p_execution, held by p_worker.
+-- Locks: the parent row until commit, then the children inserted. Durability: synchronous commit.
+-- Plan: by primary key; the insert as acta.enqueue_jobs'.
+create or replace function acta.spawn_children(
+  p_worker           uuid,
+  p_parent           bigint,
+  p_execution        integer,
+  p_step             text,
+  p_definitions      text[],
+  p_payloads         jsonb,
+  p_priorities       integer[],
+  p_run_ats          timestamptz[],
+  p_max_attempts     integer[],
+  p_idempotency_keys text[],
+  p_concurrency_keys text[],
+  p_rate_keys        text[],
+  p_lanes            text[],
+  p_fail_parent      boolean[]
+) returns table (status text, result jsonb)
+language plpgsql
+set enable_seqscan = off
+as $$
+#variable_conflict use_column
+declare
+  v_namespace text;
+  v_ids       bigint[];
+  v_created   text;
+  v_result    jsonb;
+begin
+  update acta.jobs j set started = true
+  where j.id = p_parent and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
+  returning j.namespace into v_namespace;
+  if not found then
+    return query select 'stale'::text, null::jsonb;
+    return;
+  end if;
+  select s.result into v_result from acta.steps s where s.job_id = p_parent and s.name = p_step;
+  if found then
+    return query select 'exists'::text, v_result;
+    return;
+  end if;
+  select string_to_array(e.ids, ',')::bigint[], e.created into v_ids, v_created
+  from acta.enqueue_jobs(v_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts,
+                         p_idempotency_keys, p_concurrency_keys, p_rate_keys, p_lanes) as e;
+  update acta.jobs c
+  set parent_id = p_parent, fail_parent = coalesce(u.fail, false)
+  from unnest(v_ids, string_to_array(v_created, null), p_fail_parent) with ordinality as u(id, created, fail, ord)
+  where c.id = u.id and u.created = 't';
+  update acta.jobs j
+  set children_open = coalesce(j.children_open, 0) + (length(v_created) - length(replace(v_created, 't', '')))
+  where j.id = p_parent;
+  v_result := jsonb_build_object('ids', to_jsonb(array(select x::text from unnest(v_ids) as x)));
+  insert into acta.steps (job_id, name, execution, result) values (p_parent, p_step, p_execution, v_result);
+  return query select 'recorded'::text, v_result;
+end
+$$;

@@ -1,0 +1,51 @@
+/*
+ * client.signal (docs/workflows.md): a signal to a job by id or by its idempotency key, in the
+ * caller's transaction when given one. The mailbox and the wake are acta.send_signal's.
+ */
+import { knownKeys } from '../config';
+import type { Queryable } from '../db/Db';
+import { sendSignal } from '../db/workflows';
+import { ConfigError } from '../errors';
+import type { Ledger } from '../ledger';
+import { checkSignalName, type SignalResult, signalResult } from '../workflows/signals';
+import { payloadJson } from '../workflows/workflow';
+
+export interface SignalOptions {
+  /** Send inside the caller's transaction (a Queryable on which it ran BEGIN): delivered at its commit. */
+  tx?: Queryable;
+  /** The same key sent again to the same job under the same name is not delivered again ('duplicate'). */
+  idempotencyKey?: string;
+}
+
+/**
+ * The job is `{ id }` (or a job id as enqueue returned it) or `{ idempotencyKey }` (the key it was
+ * enqueued with). Answers SignalResult; ConfigError on a bad name, job or option.
+ */
+export type SignalTarget = string | number | bigint | { id: string | number | bigint } | { idempotencyKey: string };
+
+export function createSignal(deps: { ledger: Ledger; namespace: string; inTx: (tx: Queryable | undefined) => Queryable | undefined; verdict: (err: unknown, inTx: boolean) => Promise<unknown> }) {
+  return async function signal(job: SignalTarget, name: string, payload?: unknown, options?: SignalOptions | null): Promise<SignalResult> {
+    knownKeys('signal option', options ?? {}, ['tx', 'idempotencyKey']);
+    checkSignalName(name);
+    const target = typeof job === 'object' && job !== null ? job : { id: job };
+    let jobId: string | null = null;
+    let jobKey: string | null = null;
+    if ('idempotencyKey' in target) {
+      if (typeof target.idempotencyKey !== 'string' || target.idempotencyKey.length === 0) throw new ConfigError('signal: the job\'s idempotencyKey must be a non-empty string');
+      jobKey = target.idempotencyKey;
+    } else {
+      jobId = String(target.id);
+      if (!/^[1-9][0-9]{0,18}$/.test(jobId)) throw new ConfigError(`signal: a job id is a positive integer, got ${jobId}`);
+    }
+    const key = options?.idempotencyKey;
+    if (key !== undefined && (typeof key !== 'string' || key.length === 0)) throw new ConfigError('signal: idempotencyKey must be a non-empty string');
+    const args = { namespace: deps.namespace, jobId, jobKey, name, payloadJson: payloadJson(payload), idempotencyKey: key ?? null };
+    const tx = deps.inTx(options?.tx ?? undefined);
+    try {
+      const answer = tx ? await sendSignal(tx, args) : await deps.ledger.sendSignal(args);
+      return signalResult(answer.jobId, answer.outcome);
+    } catch (err) {
+      throw await deps.verdict(err, tx !== undefined);
+    }
+  };
+}

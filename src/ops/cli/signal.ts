@@ -1,0 +1,29 @@
+/* `acta signal`: a signal to a job from the command line (client.signal; docs/workflows.md). */
+import { type Command, InvalidArgumentError } from 'commander';
+import type { Client } from '../../client/client';
+import { ActaError } from '../../errors';
+
+type WithClient = <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>;
+
+/** Registers `acta signal <job> <name> [payload]` on `cli`. */
+export function registerSignalCommand(cli: Command, withClient: WithClient): void {
+  cli
+    .command('signal <job> <name> [payload]')
+    .description(
+      'send signal <name> with a JSON payload (default null) to a job, by id or with --key by its idempotency key (client.signal): prints {"delivered":true,"consumed":…} (consumed: a wait took it now; else kept until one does); exits 1 saying why when not delivered (the job has ended, no such job, or --idempotency-key sent before)',
+    )
+    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--key', '<job> is the idempotency key the job was enqueued with')
+    .option('--idempotency-key <key>', 'deliver this signal once, however often it is sent')
+    .action(async (job: string, name: string, payload: string | undefined, o: { namespace: string; key?: boolean; idempotencyKey?: string }) => {
+      let value: unknown = null;
+      try {
+        if (payload !== undefined) value = JSON.parse(payload);
+      } catch (err) {
+        throw new InvalidArgumentError(`payload is not JSON: ${(err as Error).message}`);
+      }
+      const answer = await withClient(o.namespace, (client) => client.signal(o.key ? { idempotencyKey: job } : job, name, value, { idempotencyKey: o.idempotencyKey }));
+      if (!answer.delivered) throw new ActaError('ACTA_SIGNAL_NOT_DELIVERED', `signal "${name}" not delivered to job ${job}: ${answer.reason}`);
+      console.log(JSON.stringify(answer));
+    });
+}

@@ -1,0 +1,144 @@
+/*
+ * ctx.waitForSignal, ctx.spawn, ctx.spawnMany and ctx.waitForChildren of one attempt
+ * (docs/workflows.md; docs/DESIGN.md, "Workflows"). The rules are here; where the steps and
+ * children are kept is the WorkflowStore's (the ledger for a worker, memory for runAttempt).
+ */
+import type { SchedulerLike } from 'rxjs';
+import type { ChildOutcome } from '../db/workflows';
+import type { EnqueueRows } from '../db/jobs';
+import type { JobId, StepRecord } from '../db/types';
+import { AttemptCancelledError, ChildFailedError, ConfigError, SignalTimeoutError } from '../errors';
+import { toJsonText } from '../json';
+import type { Ledger } from '../ledger';
+import type { Entry, Registry } from '../worker/registry';
+import { type WaitRequest, WaitRequestedError, waitStep } from './wait';
+import { checkSignalName, checkTimeoutMs } from './signals';
+import { type ChildOptions, spawnRows, type SpawnItem } from './children';
+
+/** Where an attempt's waits and children are kept. */
+export interface WorkflowStore {
+  /** Every recorded step of the job: name → result. */
+  load(): Promise<Map<string, unknown>>;
+  /** Enqueues the children and records step `step` with {ids}, fenced (acta.spawn_children). */
+  spawn(step: string, rows: EnqueueRows, failParent: boolean[]): Promise<StepRecord>;
+  /** The outcomes of children `ids`, in order. */
+  children(ids: JobId[]): Promise<ChildOutcome[]>;
+}
+
+/** What a signal wait for several names returns. */
+export interface SignalReceived<T = unknown> {
+  name: string;
+  payload: T;
+}
+
+export interface WorkflowContext {
+  /**
+   * Waits for a signal (client.signal, acta signal): returns its payload (for several names,
+   * {name, payload}). Not arrived yet: the attempt ends and the job parks as Waiting (no attempt
+   * charged, no executor or concurrency slot held), and runs again when it arrives, this call then
+   * returning it. A signal sent before is kept and consumed at once. `timeoutMs` (integer ms):
+   * SignalTimeoutError after it, honoured within one heartbeat interval.
+   */
+  waitForSignal<T = unknown>(name: string, options?: { timeoutMs?: number }): Promise<T>;
+  waitForSignal<T = unknown>(names: readonly string[], options?: { timeoutMs?: number }): Promise<SignalReceived<T>>;
+  /** Enqueues a child job as a recorded step (a retried parent never spawns it twice); its id. */
+  spawn(definition: string | { name: string }, payload: unknown, options?: ChildOptions): Promise<JobId>;
+  /** Many children in one step; their ids in order. */
+  spawnMany(items: readonly SpawnItem[]): Promise<JobId[]>;
+  /**
+   * Parks the job until every child spawned so far has ended (succeeded, failed for good,
+   * cancelled or deleted), then returns each child's outcome in spawn order. Throws
+   * ChildFailedError when a child spawned 'fail-parent' did not succeed (the parent fails without
+   * retry).
+   */
+  waitForChildren(): Promise<ChildOutcome[]>;
+}
+
+export interface Workflow extends WorkflowContext {
+  /** The wait the attempt asked for, if any: it ends the attempt parked, whatever the handler did next. */
+  parked(): WaitRequest | undefined;
+}
+
+export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Registry, scheduler: SchedulerLike): Workflow {
+  let recorded: Promise<Map<string, unknown>> | undefined;
+  let parked: WaitRequest | undefined;
+  const calls = { signal: 0, children: 0, spawn: 0 };
+  /** The children spawned so far in this run, with whether each fails the parent. */
+  const spawned: { id: JobId; failParent: boolean }[] = [];
+  const steps = () => (recorded ??= store.load());
+  const park = (wait: WaitRequest): never => {
+    parked ??= wait;
+    throw new WaitRequestedError(wait);
+  };
+  const live = () => {
+    if (scheduler.now() >= entry.deadlineAt) registry.abort(entry, 'deadline');
+    entry.controller.signal.throwIfAborted();
+  };
+
+  async function waitForSignal(nameOrNames: string | readonly string[], options?: { timeoutMs?: number }): Promise<unknown> {
+    const many = typeof nameOrNames !== 'string';
+    const names = many ? [...(nameOrNames as readonly string[])] : [nameOrNames as string];
+    if (!Array.isArray(names) || names.length === 0) throw new ConfigError('waitForSignal needs a signal name or a non-empty array of names');
+    names.forEach(checkSignalName);
+    const timeoutMs = options?.timeoutMs === undefined ? null : checkTimeoutMs(options.timeoutMs);
+    const step = waitStep('signal', calls.signal++);
+    const answer = (await steps()).get(step) as { timedOut?: boolean; name?: string; payload?: unknown } | undefined;
+    if (answer === undefined) return park({ outcome: 'signal_wait', step, names, timeoutMs });
+    if (answer.timedOut) throw new SignalTimeoutError(names, timeoutMs ?? 0);
+    return many ? { name: answer.name, payload: answer.payload } : answer.payload;
+  }
+
+  async function spawnAll(items: readonly SpawnItem[]): Promise<JobId[]> {
+    const step = waitStep('spawn', calls.spawn++);
+    const { rows, failParent } = spawnRows(items);
+    const known = (await steps()).get(step) as { ids: JobId[] } | undefined;
+    let ids: JobId[];
+    if (known) ids = known.ids;
+    else {
+      live();
+      const outcome = await store.spawn(step, rows, failParent);
+      if (outcome.status === 'stale') {
+        registry.abort(entry, 'lost');
+        throw new AttemptCancelledError(`spawn could not be recorded: the attempt no longer owns job ${entry.row.id}`);
+      }
+      (await steps()).set(step, outcome.result);
+      ids = (outcome.result as { ids: JobId[] }).ids;
+    }
+    ids.forEach((id, i) => spawned.push({ id, failParent: failParent[i] }));
+    return ids;
+  }
+
+  return {
+    waitForSignal: waitForSignal as WorkflowContext['waitForSignal'],
+    async spawn(definition, payload, options) {
+      return (await spawnAll([{ definition, payload, ...options }]))[0];
+    },
+    spawnMany: (items) => {
+      if (!Array.isArray(items) || items.length === 0) return Promise.reject(new ConfigError('spawnMany needs a non-empty array of { definition, payload, ...options }'));
+      return spawnAll(items);
+    },
+    async waitForChildren() {
+      const step = waitStep('children', calls.children++);
+      const ids = spawned.map((c) => c.id);
+      if (ids.length === 0) return [];
+      if (!(await steps()).has(step)) return park({ outcome: 'children_wait', step, timeoutMs: null });
+      const outcomes = await store.children(ids);
+      const failed = outcomes.find((o, i) => spawned[i].failParent && o.status !== 'succeeded');
+      if (failed) throw new ChildFailedError(failed);
+      return outcomes;
+    },
+    parked: () => parked,
+  };
+}
+
+/** toJsonText, for a payload (a signal's or a child's). */
+export const payloadJson = (value: unknown): string => toJsonText(value === undefined ? null : value);
+
+/** The worker's store: the job's steps and children in the ledger (each call one round trip). */
+export function ledgerWorkflowStore(ledger: Pick<Ledger, 'loadSteps' | 'spawnChildren' | 'readChildren'>, workerId: string, entry: Entry): WorkflowStore {
+  return {
+    load: () => ledger.loadSteps(entry.row.id),
+    spawn: (step, rows, failParent) => ledger.spawnChildren({ workerId, parentId: entry.row.id, execution: entry.row.execution, step, rows, failParent }),
+    children: (ids) => ledger.readChildren(entry.row.id, ids),
+  };
+}

@@ -1,0 +1,97 @@
+// Workflows on a real database with a real worker (docs/workflows.md): a signal sent in a
+// transaction exists only at its commit; a signal sent before the wait is consumed by it; a
+// deleted child counts as ended; a fail-parent child fails its parent; `acta signal` delivers.
+import { execFile } from 'node:child_process';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { ChildFailedError, createClient, createWorker, defineJob } from '../../src';
+import { useTestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+import { waitFor } from '../helpers/wait';
+
+const { db, tdb } = useTestDatabase();
+const status = async (id: string) => (await db.query<{ status: string }>('select status from acta.jobs where id = $1', [id])).rows[0]?.status;
+
+test('a signal in a rolled-back transaction is never delivered; one committed is; a signal before the wait is consumed by it', async () => {
+  const got: unknown[] = [];
+  const gate = defineJob({
+    name: 'wf-gate',
+    handler: async (p: { early: boolean }, ctx) => {
+      if (p.early) await ctx.step('let the signal in', () => new Promise((r) => setTimeout(r, 300)));
+      got.push(await ctx.waitForSignal('open'));
+    },
+  });
+  const client = createClient({ db });
+  const worker = createWorker({ db, definitions: [gate], logger: silentLogger, executors: 2 });
+  await worker.start();
+  try {
+    const { id } = await client.enqueue(gate, { early: false });
+    await waitFor(async () => (await status(id)) === 'waiting', 'the job parks');
+    await db.transaction(async (tx) => {
+      expect(await client.signal(id, 'open', 'rolled back', { tx })).toEqual({ delivered: true, jobId: id, consumed: true });
+      throw new Error('rollback');
+    }).catch(() => undefined);
+    expect(await status(id)).toBe('waiting');
+    expect(await client.signal({ idempotencyKey: 'nope' }, 'open', 1)).toEqual({ delivered: false, jobId: null, reason: 'not_found' });
+    expect(await client.signal(id, 'open', 'committed')).toEqual({ delivered: true, jobId: id, consumed: true });
+    await waitFor(async () => (await status(id)) === 'succeeded', 'the job resumes');
+    expect(await client.signal(id, 'open', 'late')).toEqual({ delivered: false, jobId: id, reason: 'ended' });
+
+    const early = await client.enqueue(gate, { early: true }, { idempotencyKey: 'early-job' });
+    await waitFor(async () => (await status(early.id)) === 'executing', 'the job runs');
+    expect(await client.signal({ idempotencyKey: 'early-job' }, 'open', 'before the wait')).toMatchObject({ delivered: true, consumed: false });
+    await waitFor(async () => (await status(early.id)) === 'succeeded', 'the job consumes the signal it found');
+    expect(got).toEqual(['committed', 'before the wait']);
+    const job = await client.getJob(early.id);
+    expect(job!.executions.map((e) => e.outcome)).toEqual(['signal_wait', 'succeeded']);
+  } finally {
+    await worker.stop();
+  }
+});
+
+test("a deleted child counts as ended for its parent; a 'fail-parent' child that fails fails its parent without retry", async () => {
+  const slow = defineJob({ name: 'wf-slow', handler: () => new Promise((r) => setTimeout(r, 60_000)), maxAttempts: 1 });
+  const bad = defineJob({ name: 'wf-bad', handler: () => Promise.reject(new Error('bad child')), maxAttempts: 1 });
+  const parent = defineJob({
+    name: 'wf-parent',
+    handler: async (p: { fail: boolean }, ctx) => {
+      if (p.fail) await ctx.spawn(bad, {}, { onChildFailure: 'fail-parent' });
+      else await ctx.spawn(slow, {}, { runAt: new Date(Date.now() + 3_600_000) });
+      return (await ctx.waitForChildren()).map((o) => o.status);
+    },
+  });
+  const client = createClient({ db });
+  const worker = createWorker({ db, definitions: [parent, slow, bad], logger: silentLogger, executors: 2 });
+  await worker.start();
+  try {
+    const { id } = await client.enqueue(parent, { fail: false });
+    await waitFor(async () => (await status(id)) === 'waiting', 'the parent parks');
+    await db.query('delete from acta.jobs where parent_id = $1', [id]);
+    expect(await client.result(id, { timeoutMs: 10_000 })).toEqual(['deleted']);
+
+    const failing = await client.enqueue(parent, { fail: true });
+    await waitFor(async () => (await status(failing.id)) === 'failed', 'the parent fails');
+    const job = await client.getJob(failing.id);
+    expect(job!.error).toMatchObject({ name: 'ChildFailedError', code: 'ACTA_CHILD_FAILED' });
+    expect(job!.attempts).toBe(1);
+    expect(new ChildFailedError({ id: '1', status: 'failed' }).code).toBe('ACTA_CHILD_FAILED');
+  } finally {
+    await worker.stop();
+  }
+});
+
+test('acta signal delivers by id and by key, and exits 1 saying why when the job has ended', async () => {
+  const client = createClient({ db });
+  const { id } = await client.enqueue('wf-cli', {}, { idempotencyKey: 'cli-job' });
+  const run = (...args: string[]) => promisify(execFile)('node', [path.join(__dirname, '../../bin/acta.js'), ...args], { env: { ...process.env, DATABASE_URL: tdb.url } });
+  expect(JSON.parse((await run('signal', id, 'go', '{"a":1}')).stdout)).toEqual({ delivered: true, jobId: id, consumed: false });
+  expect(JSON.parse((await run('signal', '--key', 'cli-job', 'go', '--idempotency-key', 'k')).stdout)).toMatchObject({ delivered: true });
+  await expect(run('signal', '--key', 'cli-job', 'go', '--idempotency-key', 'k')).rejects.toMatchObject({ stderr: expect.stringContaining('duplicate') });
+  await client.cancel(id);
+  await expect(run('signal', id, 'go')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('ended') });
+  const { rows } = await db.query<{ name: string; payload: unknown }>('select name, payload from acta.signals where job_id = $1 order by id', [id]);
+  expect(rows).toEqual([
+    { name: 'go', payload: { a: 1 } },
+    { name: 'go', payload: null },
+  ]);
+});

@@ -1,0 +1,92 @@
+// Workflows in virtual time (acta/testing): a whole worker on the memory ledger, as a user tests
+// their own workflows without a database (docs/workflows.md). A parked job resumes on a signal,
+// and a parent resumes when its children end, at exact virtual times.
+import pino from 'pino';
+import { createClient, createWorker, type Definition, defineJob, type WorkerEvent } from '../../src';
+import { memoryLedger, VirtualClock } from '../../src/testing';
+
+const silent = pino({ level: 'silent' });
+
+async function virtualWorker(clock: VirtualClock, definitions: Definition[]) {
+  const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  const worker = createWorker({ ledger, definitions, scheduler: clock.scheduler, random: () => 0, executors: 4, heartbeatIntervalMs: 10_000, logger: silent });
+  const events = clock.record(worker.events$);
+  await clock.await(worker.start());
+  await clock.advance(10 - clock.now());
+  const client = createClient({ ledger, definitions });
+  const stop = async () => {
+    const stopped = worker.stop();
+    await clock.advanceUntil(() => events.entries.some((e) => e.value.type === 'stopped'), { stepMs: 10 });
+    await stopped;
+  };
+  return { ledger, client, events, stop };
+}
+
+const typesOf = (events: { entries: { at: number; value: WorkerEvent }[] }, types: WorkerEvent['type'][]) =>
+  events.entries.filter((e) => types.includes(e.value.type)).map((e) => `${e.at}:${e.value.type}`);
+
+test('a parked job resumes on a signal: the wait parks it (no attempt charged), the signal at 500 wakes it, the same call returns the payload', async () => {
+  const clock = new VirtualClock();
+  const seen: unknown[] = [];
+  const approve = defineJob({
+    name: 'approve',
+    handler: async (_p: unknown, ctx) => {
+      const before = await ctx.step('before', () => 'done');
+      const decision = await ctx.waitForSignal<{ ok: boolean }>('decision');
+      seen.push([before, decision]);
+      return decision;
+    },
+  });
+  const { client, ledger, events, stop } = await virtualWorker(clock, [approve]);
+  const { id } = await clock.await(client.enqueue(approve, {}));
+  await clock.advance(490 - clock.now());
+  expect((await clock.await(client.getJob(id)))!.status).toBe('waiting');
+  await clock.advance(500 - clock.now());
+  expect(await clock.await(client.signal(id, 'decision', { ok: true }))).toEqual({ delivered: true, jobId: id, consumed: true });
+  await clock.advance(100);
+  // Claimed at 10, started at 11; the step's read and record answer at 12 and 13, the wait's read
+  // of the steps at 14, and the park is written at 15. The signal, applied at 500, wakes the
+  // claimer (NOTIFY) at once: claimed at 500, started at 501; the replayed step and the wait read
+  // the steps (502, 503) and the success is written at 504.
+  expect(typesOf(events, ['started', 'waiting', 'succeeded'])).toEqual(['11:started', '15:waiting', '501:started', '504:succeeded']);
+  expect(seen).toEqual([['done', { ok: true }]]);
+  const job = (await clock.await(client.getJob(id)))!;
+  expect(job).toMatchObject({ status: 'succeeded', attempts: 1, result: { ok: true } });
+  expect(job.executions.map((e) => [e.outcome, e.charged])).toEqual([
+    ['signal_wait', false],
+    ['succeeded', true],
+  ]);
+  expect(ledger.state().signals).toMatchObject([{ name: 'decision', consumedStep: 'acta:signal:0' }]);
+  await stop();
+});
+
+test('a parent spawns children once and resumes when the last one ends, with each outcome', async () => {
+  const clock = new VirtualClock();
+  let spawnedRuns = 0;
+  const child = defineJob({
+    name: 'child',
+    handler: (p: { n: number }) => {
+      if (p.n === 2) throw new Error('two fails');
+      return p.n * 10;
+    },
+    maxAttempts: 1,
+  });
+  const parent = defineJob({
+    name: 'parent',
+    handler: async (_p: unknown, ctx) => {
+      const ids = await ctx.spawnMany([1, 2, 3].map((n) => ({ definition: child, payload: { n } })));
+      spawnedRuns++;
+      const outcomes = await ctx.waitForChildren();
+      return { ids, outcomes: outcomes.map((o) => [o.status, o.result ?? o.error?.message]) };
+    },
+  });
+  const { client, events, stop } = await virtualWorker(clock, [parent, child]);
+  const { id } = await clock.await(client.enqueue(parent, {}));
+  await clock.advance(1_000);
+  const job = (await clock.await(client.getJob(id)))!;
+  expect(job.status).toBe('succeeded');
+  expect(job.result).toMatchObject({ outcomes: [['succeeded', 10], ['failed', 'two fails'], ['succeeded', 30]] });
+  expect(spawnedRuns).toBe(2); // the spawn step ran once and was replayed once
+  expect(typesOf(events, ['waiting']).length).toBe(1);
+  await stop();
+});
