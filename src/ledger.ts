@@ -3,6 +3,7 @@ import { completeExecutions } from './db/executions';
 import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
 import { releasePasses } from './db/namespaces';
+import { pruneJobs, type RetentionAges } from './db/retention';
 import { loadSteps, recordStep } from './db/steps';
 import type { CancelAnswer, ClaimArgs, ClaimResult, CompletionAck, CompletionRow, HeartbeatArgs, HeartbeatResult, JobId, JobRecord, RecoveredRow, RegisterArgs, StepRecord } from './db/types';
 import { type AppliedPolicy, heartbeat, loadPolicies, registerWorker, stopWorker } from './db/workers';
@@ -35,6 +36,11 @@ export interface Ledger {
    * a watched job that changed.
    */
   listen(channel: string, handlers: ListenHandlers, options?: ListenOptions): Promise<() => Promise<void>>;
+  /**
+   * sys.retention's batch (acta.prune_jobs): up to `limit` finished rows older than their state's
+   * age deleted with their attempts and steps, under a statement timeout of `timeoutMs`; how many.
+   */
+  pruneJobs(args: { namespace: string; ages: RetentionAges; limit: number; timeoutMs: number }): Promise<number>;
   /** A client's calls. */
   enqueueJobs(namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]>;
   readJob(namespace: string, id: string): Promise<JobRecord | null>;
@@ -60,6 +66,7 @@ export function sqlLedger(db: Db): Ledger {
     loadSteps: (jobId) => loadSteps(db, jobId),
     recordStep: (args) => recordStep(db, args),
     reportProgress: (workerId, rows) => reportProgress(db, workerId, rows),
+    pruneJobs: (args) => pruneJobs(db, args),
     listen: (channel, handlers, options) => db.listen(channel, handlers, options),
     enqueueJobs: (namespace, rows) => enqueueJobs(db, namespace, rows),
     readJob: (namespace, id) => readJob(db, namespace, id),

@@ -4,6 +4,7 @@ import type { ListenHandlers } from '../db/Db';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
 import { claimJobs } from './memory/claim';
+import { pruneJobs } from './memory/retention';
 import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
 import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryNamespace, type MemoryPass, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
@@ -82,6 +83,7 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'cancelJob',
   'watchJob',
   'reportProgress',
+  'pruneJobs',
 ];
 
 /**
@@ -206,6 +208,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     cancelJob: (namespace, id) => call('cancelJob', (tx) => cancelJob(store, tx, namespace, id)),
     watchJob: (namespace, id) => call('watchJob', () => watchJob(store, namespace, id)),
     reportProgress: (workerId, rows) => call('reportProgress', () => reportProgress(store, workerId, rows)),
+    pruneJobs: (args) => call('pruneJobs', (tx) => pruneJobs(store, tx, args)),
     listen(channel, handlers) {
       const listener = { channel, handlers };
       listeners.add(listener);

@@ -219,6 +219,18 @@ export class Store {
     list.push(job);
   }
 
+  /** Deletes jobs of one namespace with their executions and steps (acta.prune_jobs). */
+  deleteJobs(namespace: string, ids: ReadonlySet<number>): void {
+    for (const id of ids) {
+      this.jobs.delete(id);
+      this.steps.delete(id);
+    }
+    const list = this.jobsByNamespace.get(namespace);
+    if (list) this.jobsByNamespace.set(namespace, list.filter((j) => !ids.has(j.id)));
+    const kept = this.executions.filter((e) => !ids.has(e.jobId));
+    this.executions.splice(0, this.executions.length, ...kept);
+  }
+
   /** The namespace's jobs in id order (the live records: decisions change them in place). */
   jobsIn(namespace: string): readonly MemoryJob[] {
     return this.jobsByNamespace.get(namespace) ?? [];
