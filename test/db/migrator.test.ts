@@ -215,7 +215,7 @@ test('migration 0007 on a database of 0006: each namespace\'s recovery clock bec
   const files = loadSqlFiles();
   await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0007'));
   await db.query(`insert into acta.namespaces (name, recovery_due_at) values ('later', now() + interval '1 hour')`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0014_retention_alerts.sql']);
   const { rows } = await db.query<{ namespace: string; pass: string; in_future: boolean }>(
     `select namespace, pass, due_at > now() + interval '59 minutes' as in_future from acta.passes order by namespace`,
   );
@@ -230,6 +230,21 @@ test('migration 0007 on a database of 0006: each namespace\'s recovery clock bec
   expect(Number(left[0].n)).toBe(0);
 });
 
+test('migration 0014 on a database of 0009: finished rows already there enter jobs_finished_idx and acta.prune_jobs deletes them; live rows stay', async () => {
+  const db = (await fresh()).open();
+  const files = loadSqlFiles();
+  await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0010'));
+  await db.query(`
+    insert into acta.jobs (definition, payload, status, finished_at) values
+      ('d', '1', 'succeeded', now() - interval '2 days'), ('d', '2', 'failed', now() - interval '8 days'), ('d', '3', 'ready', null)`);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0014_retention_alerts.sql']);
+  const { rows: idx } = await db.query<{ n: string }>(`select count(*) as n from pg_indexes where schemaname = 'acta' and indexname = 'jobs_finished_idx'`);
+  expect(Number(idx[0].n)).toBe(1);
+  const { rows } = await db.query<{ n: number }>(`select acta.prune_jobs('default', 86400000, 86400000, 604800000, 100) as n`);
+  expect(rows[0].n).toBe(2);
+  expect((await db.query<{ payload: number }>('select payload from acta.jobs')).rows).toEqual([{ payload: 3 }]);
+});
+
 test('migration 0004 on a database of 0003: unfinished rows holding the old default 25 take their definition\'s; a running old worker still reads a number', async () => {
   const db = (await fresh()).open();
   const files = loadSqlFiles();
@@ -238,7 +253,7 @@ test('migration 0004 on a database of 0003: unfinished rows holding the old defa
   await db.query(`
     insert into acta.jobs (definition, payload, status, max_attempts) values
       ('d', '1', 'ready', 25), ('d', '2', 'ready', 5), ('d', '3', 'succeeded', 25), ('d', '4', 'executing', 25)`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql', 'migrations/0006_claim_key.sql', 'migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql', 'migrations/0006_claim_key.sql', 'migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0014_retention_alerts.sql']);
   const { rows } = await db.query<{ payload: number; max_attempts: number | null }>('select payload, max_attempts from acta.jobs order by id');
   expect(rows).toEqual([
     { payload: 1, max_attempts: null },
