@@ -98,7 +98,7 @@ CREATE INDEX jobs_claim_idx ON acta.jobs USING btree (hashtextextended(((namespa
 CREATE INDEX jobs_due_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NULL));
 CREATE INDEX jobs_fair_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), priority DESC, fair_tag, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NOT NULL));
 CREATE INDEX jobs_fair_key_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), COALESCE(concurrency_key, ''::text), priority, fair_tag) WHERE ((status = 'ready'::text) AND (fair_tag IS NOT NULL));
-CREATE INDEX jobs_finished_idx ON acta.jobs USING btree (namespace, status, finished_at) WHERE (finished_at IS NOT NULL);
+CREATE INDEX jobs_finished_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || status), (0)::bigint), finished_at) WHERE (finished_at IS NOT NULL);
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON acta.jobs USING btree (namespace, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 CREATE INDEX jobs_key_held_idx ON acta.jobs USING btree (namespace, concurrency_key) WHERE ((status = 'executing'::text) AND (concurrency_key IS NOT NULL));
 CREATE INDEX jobs_key_ready_idx ON acta.jobs USING btree (namespace, concurrency_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (concurrency_key IS NOT NULL));
@@ -1074,6 +1074,7 @@ $procedure$;
 CREATE OR REPLACE FUNCTION acta.evaluate_alerts(p_namespace text, p_dead_window_ms bigint, p_ready_age_ms bigint, p_failure_window_ms bigint, p_failure_rate double precision, p_failure_min_jobs integer, p_keep_resolved_ms bigint, p_on_alert text)
  RETURNS TABLE(rule text, subject text, change text, raised_at timestamp with time zone, resolved_at timestamp with time zone, detail jsonb)
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
 #variable_conflict use_column
 declare
@@ -1089,7 +1090,8 @@ begin
   select jsonb_object_agg(f.definition, f.n) into v_failed
   from (select j.definition, count(*) as n
         from acta.jobs j
-        where j.namespace = p_namespace and j.status = 'failed' and j.finished_at is not null
+        where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/failed', 0)
+          and j.namespace = p_namespace and j.status = 'failed' and j.finished_at is not null
           and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
         group by j.definition) f;
 
@@ -1113,6 +1115,7 @@ begin
     select j.definition, count(*) as n
     from acta.jobs j
     where v_failed is not null
+      and hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
       and j.namespace = p_namespace and j.status = 'succeeded' and j.finished_at is not null
       and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
       and j.definition in (select jsonb_object_keys(v_failed))
@@ -1343,6 +1346,9 @@ $function$;
 CREATE OR REPLACE FUNCTION acta.prune_jobs(p_namespace text, p_succeeded_ms bigint, p_cancelled_ms bigint, p_failed_ms bigint, p_limit integer)
  RETURNS integer
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+ SET enable_bitmapscan TO 'off'
+ SET enable_sort TO 'off'
 AS $function$
 declare
   v_left  integer := p_limit;
@@ -1358,13 +1364,14 @@ begin
     with picked as (
       select j.id
       from acta.jobs j
-      where j.namespace = p_namespace and j.status = v_state.status and j.finished_at is not null
+      where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/' || v_state.status, 0)
+        and j.namespace = p_namespace and j.status = v_state.status and j.finished_at is not null
         and j.finished_at < now() - v_state.age_ms * interval '1 millisecond'
         -- keep: rows that must stay.
         and (j.parent_id is null
              or not exists (select 1 from acta.jobs p
                             where p.id = j.parent_id and p.status not in ('succeeded', 'failed', 'cancelled')))
-      order by j.finished_at
+      order by hashtextextended(j.namespace || '/' || j.status, 0), j.finished_at
       limit v_left
       for update of j skip locked
     ),

@@ -14,8 +14,9 @@
 -- at least p_failure_rate). To come: schedule_late, once schedules are stored.
 -- Locks: the namespace's alerts advisory lock (two evaluations never interleave), the alert rows
 -- it changes. Reads jobs and workers without locks. Durability: the caller's commit.
--- Plan: jobs_due_idx per declared definition; jobs_finished_idx over the window; jobs_finished_idx
--- for succeeded rows only when some definition has failures in the window.
+-- Plan: jobs_due_idx per declared definition; jobs_finished_idx over the window's Failed rows, and
+-- over its Succeeded rows only when some definition has failures in it; sequential scans off (see
+-- acta.prune_jobs), acta.workers and acta.definitions read whole.
 create or replace function acta.evaluate_alerts(
   p_namespace         text,
   p_dead_window_ms    bigint,
@@ -27,6 +28,7 @@ create or replace function acta.evaluate_alerts(
   p_on_alert          text
 ) returns table (rule text, subject text, change text, raised_at timestamptz, resolved_at timestamptz, detail jsonb)
 language plpgsql
+set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare
@@ -42,7 +44,8 @@ begin
   select jsonb_object_agg(f.definition, f.n) into v_failed
   from (select j.definition, count(*) as n
         from acta.jobs j
-        where j.namespace = p_namespace and j.status = 'failed' and j.finished_at is not null
+        where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/failed', 0)
+          and j.namespace = p_namespace and j.status = 'failed' and j.finished_at is not null
           and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
         group by j.definition) f;
 
@@ -66,6 +69,7 @@ begin
     select j.definition, count(*) as n
     from acta.jobs j
     where v_failed is not null
+      and hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
       and j.namespace = p_namespace and j.status = 'succeeded' and j.finished_at is not null
       and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
       and j.definition in (select jsonb_object_keys(v_failed))

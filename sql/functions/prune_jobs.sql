@@ -14,7 +14,11 @@
 -- attempt writes: no lock order to share with acta.complete_executions, no deadlock.
 -- Durability: the caller's commit; the caller bounds each call with SET LOCAL statement_timeout
 -- (src/recurring/retention.ts). Plan: jobs_finished_idx, one range per state ending at its
--- cutoff (migration 0014), then jobs_pkey, executions_pkey and steps_pkey by job id.
+-- cutoff and read in its order, stopping at `limit` (migration 0014), then jobs_pkey,
+-- executions_pkey and steps_pkey by job id. Sequential scans, bitmap scans and sorts off: a plan
+-- made while the table was small (or estimating few due rows) would otherwise read every due row
+-- of a state and sort them, millions at once (docs/decisions/2026-11-30-plans-made-on-a-small-table.md;
+-- test/db/retention.test.ts, "a batch reads only").
 create or replace function acta.prune_jobs(
   p_namespace    text,
   p_succeeded_ms bigint,
@@ -23,6 +27,9 @@ create or replace function acta.prune_jobs(
   p_limit        integer
 ) returns integer
 language plpgsql
+set enable_seqscan = off
+set enable_bitmapscan = off
+set enable_sort = off
 as $$
 declare
   v_left  integer := p_limit;
@@ -38,13 +45,14 @@ begin
     with picked as (
       select j.id
       from acta.jobs j
-      where j.namespace = p_namespace and j.status = v_state.status and j.finished_at is not null
+      where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/' || v_state.status, 0)
+        and j.namespace = p_namespace and j.status = v_state.status and j.finished_at is not null
         and j.finished_at < now() - v_state.age_ms * interval '1 millisecond'
         -- keep: rows that must stay.
         and (j.parent_id is null
              or not exists (select 1 from acta.jobs p
                             where p.id = j.parent_id and p.status not in ('succeeded', 'failed', 'cancelled')))
-      order by j.finished_at
+      order by hashtextextended(j.namespace || '/' || j.status, 0), j.finished_at
       limit v_left
       for update of j skip locked
     ),

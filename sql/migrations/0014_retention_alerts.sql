@@ -2,12 +2,14 @@
 -- docs/alerts.md; docs/DESIGN.md, "Workflows").
 --
 -- jobs_finished_idx: a namespace's finished rows (Succeeded, Failed, Cancelled: exactly the rows
--- with a finished_at) per state in the order they finished. acta.prune_jobs deletes along it, one
+-- with a finished_at) per state in the order they finished, led by one bigint for the (namespace,
+-- state) pair as the claim's indexes are (migration 0006). acta.prune_jobs deletes along it, one
 -- range per state ending at that state's cutoff, so a batch reads only rows it deletes; the
--- failure-rate rule of acta.evaluate_alerts counts a window of it. It costs one index entry per
--- job that ends (the completion's update is never HOT: it changes the status that the claim's
--- partial indexes test), measured in docs/decisions/2026-12-05-retention-index.md.
-create index jobs_finished_idx on acta.jobs (namespace, status, finished_at) where finished_at is not null;
+-- failure-rate rule of acta.evaluate_alerts counts a window of it. Both check the two texts on
+-- each row. It costs one index entry per job that ends (the completion's update is never HOT):
+-- docs/decisions/2026-12-05-retention-index.md.
+create index jobs_finished_idx on acta.jobs (hashtextextended(namespace || '/' || status, 0), finished_at)
+  where finished_at is not null;
 
 -- One row per alert (rule, subject) of a namespace: raised_at is when its current or last incident
 -- began, resolved_at when it ended (null while it lasts). acta.evaluate_alerts raises and resolves

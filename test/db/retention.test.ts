@@ -32,18 +32,18 @@ async function row(status: string, finishedAgoMs: number | null, more: { namespa
   return id;
 }
 
-/** `n` Succeeded rows finished `finishedAgoMs` ago, each with an attempt and a step, in one statement. */
-async function succeededRows(n: number, finishedAgoMs: number): Promise<void> {
+/** `n` rows of `status` (default Succeeded) finished `finishedAgoMs` ago, each with an attempt and a step, in one statement. */
+async function succeededRows(n: number, finishedAgoMs: number, namespace = ns, status = 'succeeded'): Promise<void> {
   await db.query(
     `with j as (
        insert into acta.jobs (namespace, definition, payload, status, execution, attempts, finished_at, claimed_at)
-       select $1, 'd', '{}', 'succeeded', 1, 1, now() - $3::bigint * interval '1 millisecond', now() - interval '30 days' from generate_series(1, $2)
+       select $1, 'd', '{}', $4, 1, 1, now() - $3::bigint * interval '1 millisecond', now() - interval '30 days' from generate_series(1, $2)
        returning id
      ), e as (
        insert into acta.executions (job_id, execution, claimed_at, outcome, charged) select id, 1, now(), 'succeeded', true from j
      )
      insert into acta.steps (job_id, name, execution, result) select id, 's', 1, '1' from j`,
-    [ns, n, finishedAgoMs],
+    [namespace, n, finishedAgoMs, status],
   );
 }
 
@@ -164,4 +164,30 @@ test('a claim and a completion beside an open batch wait for nothing, and a batc
     await strict.close();
     await db.query(`alter database ${tdb.name} reset lock_timeout`);
   }
+});
+
+test.each(['fresh', 'analyzed'])('a batch reads its own ranges in order and stops at its limit, whatever the statistics (%s): other namespaces, other states and young rows are outside them', async (stats) => {
+  await db.query('truncate acta.jobs, acta.executions, acta.steps');
+  await succeededRows(3_000, DEFAULT_SUCCEEDED_AGE_MS * 2, `${ns}-other`); // another namespace's, due there
+  await succeededRows(3_000, DEFAULT_SUCCEEDED_AGE_MS - SLACK_MS); // young
+  await succeededRows(3_000, DEFAULT_SUCCEEDED_AGE_MS * 3, ns, 'failed'); // inside 7 days
+  await succeededRows(25, DEFAULT_SUCCEEDED_AGE_MS * 2); // due
+  if (stats === 'analyzed') await db.query('vacuum analyze acta.jobs');
+  const batch = (limit: number) =>
+    db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ n: number }>(`select acta.prune_jobs($1, $2, $3, $4, $5) as n`, [ns, DEFAULT_SUCCEEDED_AGE_MS, DEFAULT_CANCELLED_AGE_MS, DEFAULT_FAILED_AGE_MS, limit]);
+      // This transaction's own index counter (PostgreSQL keeps it per transaction until commit).
+      const { rows: read } = await tx.query<{ entries: string }>(`select pg_stat_get_xact_tuples_returned('acta.jobs_finished_idx'::regclass) as entries`);
+      return { deleted: rows[0].n, entries: Number(read[0].entries) };
+    });
+  const first = await batch(10);
+  expect(first.deleted).toBe(10);
+  expect(first.entries).toBeLessThanOrEqual(12);
+  expect((await batch(100)).deleted).toBe(15);
+  // A deleted row's index entry stays until vacuum removes it, and a batch whose range holds it
+  // reads it: here up to the 25 rows deleted (vacuum's horizon is the server's, shared with other
+  // sessions), never the 9,000 rows of the other populations.
+  const idle = await batch(100);
+  expect(idle).toMatchObject({ deleted: 0 });
+  expect(idle.entries).toBeLessThanOrEqual(75);
 });
