@@ -6,7 +6,8 @@ import { Client } from 'pg';
 import { createPgDb } from '../../src/db/pgDb';
 import { sqlLedger } from '../../src/ledger';
 import { DEFAULT_CANCELLED_AGE_MS, DEFAULT_FAILED_AGE_MS, DEFAULT_SUCCEEDED_AGE_MS, retentionDefinition, retentionSettings, runRetentionPass } from '../../src/recurring/retention';
-import { ConfigError } from '../../src';
+import { ConfigError, createClient, createWorker } from '../../src';
+import { silentLogger } from '../helpers/silentLogger';
 import { useTestDatabase } from '../helpers/db';
 
 const { db, tdb } = useTestDatabase();
@@ -190,4 +191,19 @@ test.each(['fresh', 'analyzed'])('a batch reads its own ranges in order and stop
   const idle = await batch(100);
   expect(idle).toMatchObject({ deleted: 0 });
   expect(idle.entries).toBeLessThanOrEqual(75);
+});
+
+test('the sys.retention definition runs in a worker like any job: a fire with its payload deletes, its result is the pass', async () => {
+  const gone = await row('succeeded', 10 * 60_000);
+  const kept = await row('failed', 10 * 60_000);
+  const worker = createWorker({ db, namespace: ns, definitions: [retentionDefinition({ ledger: sqlLedger(db), namespace: ns })], logger: silentLogger, listen: false, safetyPollMs: 50 });
+  await worker.start();
+  try {
+    const client = createClient({ db, namespace: ns });
+    const { id } = await client.enqueue('sys.retention', { succeededMs: 60_000 });
+    expect(await client.result(id, { timeoutMs: 20_000 })).toEqual({ deleted: 1, batches: 1, timeouts: 0, batchSize: 1_000, complete: true });
+    expect((await remaining([gone, kept])).jobs).toEqual([kept]);
+  } finally {
+    await worker.stop();
+  }
 });
