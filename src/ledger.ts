@@ -2,6 +2,7 @@ import type { Db, ListenHandlers, ListenOptions } from './db/Db';
 import { completeExecutions } from './db/executions';
 import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
+import { type AlertRow, type AlertThresholds, evaluateAlerts, readAlerts } from './db/alerts';
 import { releasePasses } from './db/namespaces';
 import { pruneJobs, type RetentionAges } from './db/retention';
 import { loadSteps, recordStep } from './db/steps';
@@ -41,6 +42,13 @@ export interface Ledger {
    * age deleted with their attempts and steps, under a statement timeout of `timeoutMs`; how many.
    */
   pruneJobs(args: { namespace: string; ages: RetentionAges; limit: number; timeoutMs: number }): Promise<number>;
+  /**
+   * sys.alerts' evaluation (acta.evaluate_alerts): every rule, each alert raised or resolved once,
+   * an `onAlert` job per change in the same transaction; every alert of the namespace after it.
+   */
+  evaluateAlerts(args: { namespace: string; thresholds: AlertThresholds; onAlert: string | null }): Promise<AlertRow[]>;
+  /** The namespace's alerts as stored, for the acta_alert metric. */
+  readAlerts(namespace: string): Promise<{ rule: string; subject: string; open: boolean }[]>;
   /** A client's calls. */
   enqueueJobs(namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]>;
   readJob(namespace: string, id: string): Promise<JobRecord | null>;
@@ -67,6 +75,8 @@ export function sqlLedger(db: Db): Ledger {
     recordStep: (args) => recordStep(db, args),
     reportProgress: (workerId, rows) => reportProgress(db, workerId, rows),
     pruneJobs: (args) => pruneJobs(db, args),
+    evaluateAlerts: (args) => evaluateAlerts(db, args),
+    readAlerts: (namespace) => readAlerts(db, namespace),
     listen: (channel, handlers, options) => db.listen(channel, handlers, options),
     enqueueJobs: (namespace, rows) => enqueueJobs(db, namespace, rows),
     readJob: (namespace, id) => readJob(db, namespace, id),

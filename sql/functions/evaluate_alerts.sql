@@ -6,7 +6,8 @@
 -- of acta.alerts of the namespace after that; `change` is 'raised' or 'resolved' for the rows this
 -- call changed, else null. Resolved rows older than p_keep_resolved_ms are deleted first.
 -- With p_on_alert, one job of that definition per change is enqueued (acta.enqueue_jobs) in this
--- transaction, payload { rule, subject, change, raisedAt, resolvedAt, detail }: delivered durably.
+-- transaction, in (rule, subject) order, payload { rule, subject, change, raisedAt, resolvedAt,
+-- detail }: delivered durably.
 -- Rules: worker_dead (a worker recovery marked dead whose last heartbeat is within
 -- p_dead_window_ms), no_live_worker (a declared definition with a Ready row due and no live worker
 -- declaring it), oldest_ready (its oldest due Ready row waited past p_ready_age_ms), failure_rate
@@ -114,7 +115,8 @@ begin
     returning a.rule, a.subject, a.raised_at, a.resolved_at, a.detail
   )
   select jsonb_agg(jsonb_build_object('rule', c.rule, 'subject', c.subject, 'change', c.change,
-                                      'raisedAt', c.raised_at, 'resolvedAt', c.resolved_at, 'detail', c.detail))
+                                      'raisedAt', c.raised_at, 'resolvedAt', c.resolved_at, 'detail', c.detail)
+                   order by c.rule, c.subject)
     into v_changes
   from (select r.*, 'raised' as change from raised r
         union all

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
-import { type AlertRow, type AlertThresholds, evaluateAlerts, readAlerts } from '../db/alerts';
-import type { Queryable } from '../db/Db';
+import type { AlertRow, AlertThresholds } from '../db/alerts';
 import { type Definition, defineJob } from '../definition';
 import { ConfigError } from '../errors';
+import type { Ledger } from '../ledger';
 
 /**
  * sys.alerts: the namespace's alert rules evaluated in the database (acta.evaluate_alerts, one
@@ -61,8 +61,8 @@ export function alertThresholds(payload: AlertsPayload | null | undefined): Aler
  * rule, subject and detail) and, with `onAlert`, one job of that definition per change enqueued in
  * the same transaction. Returns every alert of the namespace after it.
  */
-export async function runAlertsPass(q: Queryable, namespace: string, thresholds: AlertThresholds, options: { onAlert?: string; logger?: Logger } = {}): Promise<AlertRow[]> {
-  const rows = await evaluateAlerts(q, { namespace, thresholds, onAlert: options.onAlert ?? null });
+export async function runAlertsPass(ledger: Ledger, namespace: string, thresholds: AlertThresholds, options: { onAlert?: string; logger?: Logger } = {}): Promise<AlertRow[]> {
+  const rows = await ledger.evaluateAlerts({ namespace, thresholds, onAlert: options.onAlert ?? null });
   for (const a of rows) {
     if (a.change === 'raised') options.logger?.warn({ rule: a.rule, subject: a.subject, detail: a.detail, raisedAt: a.raisedAt }, 'alert raised');
     else if (a.change === 'resolved') options.logger?.info({ rule: a.rule, subject: a.subject, raisedAt: a.raisedAt, resolvedAt: a.resolvedAt }, 'alert resolved');
@@ -72,11 +72,11 @@ export async function runAlertsPass(q: Queryable, namespace: string, thresholds:
 
 /**
  * `acta_alert{rule,subject}` in `registry`: 1 while the alert lasts, 0 once resolved (until it is
- * forgotten). Read from acta.alerts at each scrape, so every worker reports the fleet's alerts as
+ * forgotten). Read from acta.alerts (ledger.readAlerts) at each scrape, so every worker reports the fleet's alerts as
  * the latest evaluation left them, whichever worker ran it. Subjects are worker ids and definition
  * names, never job ids.
  */
-export function alertMetric(q: Queryable, namespace: string, registry: Registry): Gauge<'rule' | 'subject'> {
+export function alertMetric(ledger: Ledger, namespace: string, registry: Registry): Gauge<'rule' | 'subject'> {
   return new Gauge({
     name: 'acta_alert',
     help: 'Alerts of sys.alerts: 1 while raised, 0 once resolved (docs/alerts.md)',
@@ -84,26 +84,26 @@ export function alertMetric(q: Queryable, namespace: string, registry: Registry)
     registers: [registry],
     async collect() {
       this.reset();
-      for (const a of await readAlerts(q, namespace)) this.set({ rule: a.rule, subject: a.subject }, a.open ? 1 : 0);
+      for (const a of await ledger.readAlerts(namespace)) this.set({ rule: a.rule, subject: a.subject }, a.open ? 1 : 0);
     },
   });
 }
 
 /**
- * The sys.alerts definition for `namespace`: its handler evaluates on `db` with the fire's payload
+ * The sys.alerts definition for `namespace`: its handler evaluates on `ledger` with the fire's payload
  * over the default thresholds; `onAlert` names a definition that gets one job per raise and per
  * resolve, payload { rule, subject, change, raisedAt, resolvedAt, detail }. Throws ConfigError for
  * an onAlert that is not a definition name.
  */
-export function alertsDefinition(options: { db: Queryable; namespace: string; onAlert?: string }): Definition<AlertsPayload | null, { open: number; raised: number; resolved: number }> {
-  knownKeys('alertsDefinition option', options, ['db', 'namespace', 'onAlert']);
+export function alertsDefinition(options: { ledger: Ledger; namespace: string; onAlert?: string }): Definition<AlertsPayload | null, { open: number; raised: number; resolved: number }> {
+  knownKeys('alertsDefinition option', options, ['ledger', 'namespace', 'onAlert']);
   const onAlert = options.onAlert === undefined ? undefined : nameOption('onAlert', options.onAlert, MAX_NAME_BYTES);
   return defineJob({
     name: ALERTS_NAME,
     // An evaluation is a sweep: a failed one is simply the next fire's work.
     maxAttempts: 1,
     handler: async (payload, ctx) => {
-      const rows = await runAlertsPass(options.db, options.namespace, alertThresholds(payload), { onAlert, logger: ctx.logger.child({ component: 'alerts' }) });
+      const rows = await runAlertsPass(options.ledger, options.namespace, alertThresholds(payload), { onAlert, logger: ctx.logger.child({ component: 'alerts' }) });
       return {
         open: rows.filter((a) => a.resolvedAt === null).length,
         raised: rows.filter((a) => a.change === 'raised').length,

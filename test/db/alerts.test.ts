@@ -6,7 +6,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { ConfigError } from '../../src';
-import type { AlertRow } from '../../src/db/alerts';
+import { type AlertRow, evaluateAlerts } from '../../src/db/alerts';
+import { sqlLedger } from '../../src/ledger';
 import { alertMetric, alertsDefinition, alertThresholds, DEFAULT_FAILURE_WINDOW_MS, DEFAULT_READY_AGE_MS, runAlertsPass } from '../../src/recurring/alerts';
 import { useTestDatabase } from '../helpers/db';
 
@@ -16,7 +17,7 @@ beforeEach(() => {
   ns = `alerts-${randomUUID().slice(0, 8)}`;
 });
 
-const evaluate = (onAlert?: string) => runAlertsPass(db, ns, alertThresholds({}), { onAlert });
+const evaluate = (onAlert?: string) => runAlertsPass(sqlLedger(db), ns, alertThresholds({}), { onAlert });
 /** The changes of one evaluation, as [change, rule, subject]. */
 const changes = (rows: AlertRow[]) => rows.filter((r) => r.change !== null).map((r) => [r.change, r.rule, r.subject]);
 
@@ -120,7 +121,7 @@ test('the onAlert job is enqueued exactly once per raise and once per resolve, i
   const other = await worker('dead', ['d'], 1_000);
   await expect(
     db.transaction(async (tx) => {
-      expect(changes(await runAlertsPass(tx, ns, alertThresholds({}), { onAlert: 'notify' }))).toEqual([['raised', 'worker_dead', other]]);
+      expect(changes(await evaluateAlerts(tx, { namespace: ns, thresholds: alertThresholds({}), onAlert: 'notify' }))).toEqual([['raised', 'worker_dead', other]]);
       throw new Error('rolled back');
     }),
   ).rejects.toThrow('rolled back');
@@ -132,13 +133,13 @@ test('the definition: thresholds from the payload (a bad one is a ConfigError), 
   const dead = await worker('dead', ['d'], 120_000);
   const lines: { level: number; msg: string; rule?: string; subject?: string }[] = [];
   const logger = pino({ level: 'debug' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
-  const definition = alertsDefinition({ db, namespace: ns });
+  const definition = alertsDefinition({ ledger: sqlLedger(db), namespace: ns });
   const ctx = { signal: new AbortController().signal, logger } as never;
   await expect(Promise.resolve().then(() => definition.handler({ failureRate: 2 }, ctx))).rejects.toThrow(ConfigError);
   await expect(Promise.resolve().then(() => definition.handler({ deadWindow: 1 } as never, ctx))).rejects.toThrow(ConfigError);
-  expect(() => alertsDefinition({ db, namespace: ns, onAlert: '' })).toThrow(ConfigError);
+  expect(() => alertsDefinition({ ledger: sqlLedger(db), namespace: ns, onAlert: '' })).toThrow(ConfigError);
   const registries = [new Registry(), new Registry()];
-  for (const r of registries) alertMetric(db, ns, r);
+  for (const r of registries) alertMetric(sqlLedger(db), ns, r);
   const metric = async (r: Registry) => (await r.metrics()).split('\n').filter((l) => l.startsWith('acta_alert{'));
 
   expect(await definition.handler({ deadWindowMs: 60_000 }, ctx)).toEqual({ open: 0, raised: 0, resolved: 0 });

@@ -739,6 +739,55 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
     });
   });
 
+  describe('alerts (acta.evaluate_alerts)', () => {
+    const thresholds = { deadWindowMs: DEAD_AFTER_MS * 10, readyAgeMs: 300_000, failureWindowMs: 900_000, failureRate: 0.5, failureMinJobs: 3, keepResolvedMs: 86_400_000 };
+    const evaluate = (namespace: string) => ledger.evaluateAlerts({ namespace, thresholds, onAlert: 'notify' });
+    const changes = (rows: { change: string | null; rule: string; subject: string }[]) => rows.filter((r) => r.change !== null).map((r) => [r.change, r.rule, r.subject]);
+
+    test('each rule is raised once and resolved once across evaluations, with one onAlert job per change', async () => {
+      const ns = fresh();
+      const first = await declare(ns, ['d']);
+      const [job1] = await ids(ns, [{ definition: 'd' }]);
+      expect(changes(await evaluate(ns))).toEqual([]);
+      await h.advance(DEAD_AFTER_MS + 1);
+      await recover(ns); // marks the silent worker dead
+      expect(changes(await evaluate(ns))).toEqual([
+        ['raised', 'no_live_worker', 'd'],
+        ['raised', 'oldest_ready', 'd'],
+        ['raised', 'worker_dead', first],
+      ]);
+      expect(changes(await evaluate(ns))).toEqual([]);
+      const second = await declare(ns, ['d', 'notify']);
+      expect(changes(await evaluate(ns))).toEqual([['resolved', 'no_live_worker', 'd']]);
+      const claimed = await claim(ns, second, ['d'], 1);
+      expect(claimed.rows.map((r) => r.id)).toEqual([job1]);
+      await complete(second, completion(claimed.rows, 'failed_final'));
+      expect(changes(await evaluate(ns))).toEqual([['resolved', 'oldest_ready', 'd']]);
+      // Failure rate: 3 of 3 ended Failed in the window.
+      for (const id of await ids(ns, [{ definition: 'd' }, { definition: 'd' }])) expect(id).toEqual(expect.any(String));
+      await complete(second, completion((await claim(ns, second, ['d'], 2)).rows, 'failed_final'));
+      const raised = await evaluate(ns);
+      expect(changes(raised)).toEqual([['raised', 'failure_rate', 'd']]);
+      expect(raised.find((r) => r.rule === 'failure_rate')?.detail).toEqual({ failed: 3, succeeded: 0, windowMs: 900_000 });
+      expect(changes(await evaluate(ns))).toEqual([]);
+      const sent = (await claim(ns, second, ['notify'], 100)).rows.map((r) => r.payload as { change: string; rule: string; subject: string });
+      expect(sent.map((p) => [p.change, p.rule, p.subject])).toEqual([
+        ['raised', 'no_live_worker', 'd'],
+        ['raised', 'oldest_ready', 'd'],
+        ['raised', 'worker_dead', first],
+        ['resolved', 'no_live_worker', 'd'],
+        ['resolved', 'oldest_ready', 'd'],
+        ['raised', 'failure_rate', 'd'],
+      ]);
+      expect(await ledger.readAlerts(ns)).toEqual([
+        { rule: 'failure_rate', subject: 'd', open: true },
+        { rule: 'no_live_worker', subject: 'd', open: false },
+        { rule: 'oldest_ready', subject: 'd', open: false },
+        { rule: 'worker_dead', subject: first, open: true },
+      ]);
+    });
+  });
+
   describe('cancelling a running job', () => {
     test("the request is kept, sent to the holder (NOTIFY 'cancel:<worker>:<job>:<execution>') and repeated by its heartbeats, which still renew the lease", async () => {
       const ns = fresh();

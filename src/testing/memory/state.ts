@@ -4,6 +4,7 @@
  * sql/functions/ change them (claim.ts, gates.ts, jobs.ts, workers.ts).
  */
 import type { DeclaredPolicy, ExecutionOutcome, JobStatus } from '../../db/types';
+import type { MemoryAlert } from './alerts';
 
 export type GateKind = 'lane' | 'concurrency' | 'rate';
 
@@ -192,6 +193,8 @@ export class Store {
   /** Each namespace's jobs in id order: every decision is within one namespace. */
   private readonly jobsByNamespace = new Map<string, MemoryJob[]>();
   readonly executions: MemoryExecution[] = [];
+  /** acta.alerts by (namespace, rule, subject). */
+  readonly alerts = new Map<string, MemoryAlert>();
   readonly steps = new Map<number, Map<string, MemoryStep>>();
   /** acta.workers in registration order. */
   readonly workers = new Map<string, MemoryWorker>();
