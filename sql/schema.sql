@@ -6,6 +6,16 @@
 
 create schema acta;
 
+create table acta.alerts (
+  namespace text not null,
+  rule text not null,
+  subject text not null,
+  raised_at timestamp with time zone not null,
+  resolved_at timestamp with time zone,
+  detail jsonb,
+  constraint alerts_pkey PRIMARY KEY (namespace, rule, subject)
+);
+
 create table acta.definitions (
   namespace text not null,
   name text not null,
@@ -97,6 +107,7 @@ CREATE INDEX jobs_claim_idx ON acta.jobs USING btree (hashtextextended(((namespa
 CREATE INDEX jobs_due_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), run_at, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NULL));
 CREATE INDEX jobs_fair_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), priority DESC, fair_tag, id) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (fair_tag IS NOT NULL));
 CREATE INDEX jobs_fair_key_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || definition), (0)::bigint), COALESCE(concurrency_key, ''::text), priority, fair_tag) WHERE ((status = 'ready'::text) AND (fair_tag IS NOT NULL));
+CREATE INDEX jobs_finished_idx ON acta.jobs USING btree (hashtextextended(((namespace || '/'::text) || status), (0)::bigint), finished_at) WHERE (finished_at IS NOT NULL);
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON acta.jobs USING btree (namespace, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 CREATE INDEX jobs_key_held_idx ON acta.jobs USING btree (namespace, concurrency_key) WHERE ((status = 'executing'::text) AND (concurrency_key IS NOT NULL));
 CREATE INDEX jobs_key_ready_idx ON acta.jobs USING btree (namespace, concurrency_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (concurrency_key IS NOT NULL));
@@ -1296,6 +1307,118 @@ begin
 end
 $procedure$;
 
+-- acta.evaluate_alerts: sql/functions/evaluate_alerts.sql
+CREATE OR REPLACE FUNCTION acta.evaluate_alerts(p_namespace text, p_dead_window_ms bigint, p_ready_age_ms bigint, p_failure_window_ms bigint, p_failure_rate double precision, p_failure_min_jobs integer, p_keep_resolved_ms bigint, p_on_alert text)
+ RETURNS TABLE(rule text, subject text, change text, raised_at timestamp with time zone, resolved_at timestamp with time zone, detail jsonb)
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+#variable_conflict use_column
+declare
+  v_failed   jsonb;
+  v_changes  jsonb;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('acta.alerts/' || p_namespace, 0));
+
+  delete from acta.alerts a
+  where a.namespace = p_namespace and a.resolved_at < now() - p_keep_resolved_ms * interval '1 millisecond';
+
+  -- Failed rows are few; the definitions that have some in the window, with their count.
+  select jsonb_object_agg(f.definition, f.n) into v_failed
+  from (select j.definition, count(*) as n
+        from acta.jobs j
+        where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/failed', 0)
+          and j.namespace = p_namespace and j.status = 'failed' and j.finished_at is not null
+          and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
+        group by j.definition) f;
+
+  with declared as (
+    select d.name,
+           (select j.run_at from acta.jobs j
+            where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+              and j.namespace = p_namespace and j.definition = d.name
+              and j.status = 'ready' and j.blocked_by is null and j.fair_tag is null
+            order by hashtextextended(j.namespace || '/' || j.definition, 0), j.run_at, j.id
+            limit 1) as oldest_run_at
+    from acta.definitions d
+    where d.namespace = p_namespace
+  ),
+  live as (
+    select distinct x.name
+    from acta.workers w cross join lateral unnest(w.definitions) as x(name)
+    where w.namespace = p_namespace and w.status = 'alive'
+  ),
+  succeeded as (
+    select j.definition, count(*) as n
+    from acta.jobs j
+    where v_failed is not null
+      and hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
+      and j.namespace = p_namespace and j.status = 'succeeded' and j.finished_at is not null
+      and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
+      and j.definition in (select jsonb_object_keys(v_failed))
+    group by j.definition
+  ),
+  holds (rule, subject, detail) as (
+    select 'worker_dead', w.id::text,
+           jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'lastHeartbeatAt', w.last_heartbeat_at)
+    from acta.workers w
+    where w.namespace = p_namespace and w.status = 'dead'
+      and w.last_heartbeat_at > now() - p_dead_window_ms * interval '1 millisecond'
+    union all
+    select 'no_live_worker', d.name, jsonb_build_object('oldestDueAt', d.oldest_run_at)
+    from declared d
+    where d.oldest_run_at <= now() and d.name not in (select l.name from live l)
+    union all
+    select 'oldest_ready', d.name,
+           jsonb_build_object('oldestDueAt', d.oldest_run_at, 'ageMs', floor(extract(epoch from now() - d.oldest_run_at) * 1000))
+    from declared d
+    where d.oldest_run_at < now() - p_ready_age_ms * interval '1 millisecond'
+    union all
+    select 'failure_rate', f.key,
+           jsonb_build_object('failed', f.value::bigint, 'succeeded', coalesce(s.n, 0), 'windowMs', p_failure_window_ms)
+    from jsonb_each_text(coalesce(v_failed, '{}')) f
+    left join succeeded s on s.definition = f.key
+    where f.value::bigint + coalesce(s.n, 0) >= p_failure_min_jobs
+      and f.value::double precision / (f.value::bigint + coalesce(s.n, 0)) >= p_failure_rate
+    -- To come: 'schedule_late', a schedule whose armed fire is more than a bound past due.
+  ),
+  raised as (
+    insert into acta.alerts as a (namespace, rule, subject, raised_at, detail)
+    select p_namespace, h.rule, h.subject, now(), h.detail from holds h
+    on conflict (namespace, rule, subject) do update
+      set raised_at = now(), resolved_at = null, detail = excluded.detail
+      where a.resolved_at is not null
+    returning a.rule, a.subject, a.raised_at, a.resolved_at, a.detail
+  ),
+  resolved as (
+    update acta.alerts a set resolved_at = now()
+    where a.namespace = p_namespace and a.resolved_at is null
+      and not exists (select 1 from holds h where h.rule = a.rule and h.subject = a.subject)
+    returning a.rule, a.subject, a.raised_at, a.resolved_at, a.detail
+  )
+  select jsonb_agg(jsonb_build_object('rule', c.rule, 'subject', c.subject, 'change', c.change,
+                                      'raisedAt', c.raised_at, 'resolvedAt', c.resolved_at, 'detail', c.detail)
+                   order by c.rule, c.subject)
+    into v_changes
+  from (select r.*, 'raised' as change from raised r
+        union all
+        select r.*, 'resolved' from resolved r) c;
+
+  if p_on_alert is not null and v_changes is not null then
+    perform acta.enqueue_jobs(p_namespace, array_fill(p_on_alert, array[jsonb_array_length(v_changes)]), v_changes,
+                              null, null, null, null, null, null, null);
+  end if;
+
+  return query
+  select a.rule, a.subject, c.change, a.raised_at, a.resolved_at, a.detail
+  from acta.alerts a
+  left join jsonb_to_recordset(coalesce(v_changes, '[]')) as c(rule text, subject text, change text)
+    on c.rule = a.rule and c.subject = a.subject
+  where a.namespace = p_namespace
+  order by a.rule, a.subject;
+end
+$function$;
+
 -- acta.gate_lock: sql/functions/gate_lock.sql
 CREATE OR REPLACE FUNCTION acta.gate_lock(p_namespace text, p_kind text, p_key text)
  RETURNS bigint
@@ -1497,6 +1620,53 @@ begin
   union all
   select p.paused_by, p.reason, p.paused_at, false from acta.pauses p
   where p.namespace = p_namespace and p.definition = coalesce(p_definition, '') and not exists (select 1 from ins);
+end
+$function$;
+
+-- acta.prune_jobs: sql/functions/prune_jobs.sql
+CREATE OR REPLACE FUNCTION acta.prune_jobs(p_namespace text, p_succeeded_ms bigint, p_cancelled_ms bigint, p_failed_ms bigint, p_limit integer)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+ SET enable_bitmapscan TO 'off'
+ SET enable_sort TO 'off'
+AS $function$
+declare
+  v_left  integer := p_limit;
+  v_ids   bigint[];
+  v_state record;
+begin
+  for v_state in
+    select s.status, s.age_ms
+    from unnest(array['succeeded', 'cancelled', 'failed'], array[p_succeeded_ms, p_cancelled_ms, p_failed_ms]) as s(status, age_ms)
+    where s.age_ms is not null
+  loop
+    exit when v_left <= 0;
+    with picked as (
+      select j.id
+      from acta.jobs j
+      where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/' || v_state.status, 0)
+        and j.namespace = p_namespace and j.status = v_state.status and j.finished_at is not null
+        and j.finished_at < now() - v_state.age_ms * interval '1 millisecond'
+        -- keep: rows that must stay.
+        and (j.parent_id is null
+             or not exists (select 1 from acta.jobs p
+                            where p.id = j.parent_id and p.status not in ('succeeded', 'failed', 'cancelled')))
+      order by hashtextextended(j.namespace || '/' || j.status, 0), j.finished_at
+      limit v_left
+      for update of j skip locked
+    ),
+    gone as (
+      delete from acta.jobs j using picked p where j.id = p.id returning j.id
+    )
+    select coalesce(array_agg(g.id), '{}') into v_ids from gone g;
+    if cardinality(v_ids) > 0 then
+      delete from acta.executions e where e.job_id = any (v_ids);
+      delete from acta.steps s where s.job_id = any (v_ids);
+      v_left := v_left - cardinality(v_ids);
+    end if;
+  end loop;
+  return p_limit - v_left;
 end
 $function$;
 

@@ -4,8 +4,10 @@ import { armInstants } from './recurring/schedules';
 import { completeExecutions } from './db/executions';
 import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
+import { type AlertRow, type AlertThresholds, evaluateAlerts, readAlerts } from './db/alerts';
 import { releasePasses } from './db/namespaces';
 import { listPauses, pause, type PauseAnswer, type PauseRecord, type PauseScope, resume } from './db/pauses';
+import { pruneJobs, type RetentionAges } from './db/retention';
 import { loadSteps, recordStep } from './db/steps';
 import type { CancelAnswer, ClaimArgs, ClaimResult, CompletionAck, CompletionRow, HeartbeatArgs, HeartbeatResult, JobId, JobRecord, RecoveredRow, RegisterArgs, StepRecord } from './db/types';
 import { type AppliedPolicy, heartbeat, loadPolicies, registerWorker, stopWorker } from './db/workers';
@@ -41,6 +43,18 @@ export interface Ledger {
    * a watched job that changed.
    */
   listen(channel: string, handlers: ListenHandlers, options?: ListenOptions): Promise<() => Promise<void>>;
+  /**
+   * sys.retention's batch (acta.prune_jobs): up to `limit` finished rows older than their state's
+   * age deleted with their attempts and steps, under a statement timeout of `timeoutMs`; how many.
+   */
+  pruneJobs(args: { namespace: string; ages: RetentionAges; limit: number; timeoutMs: number }): Promise<number>;
+  /**
+   * sys.alerts' evaluation (acta.evaluate_alerts): every rule, each alert raised or resolved once,
+   * an `onAlert` job per change in the same transaction; every alert of the namespace after it.
+   */
+  evaluateAlerts(args: { namespace: string; thresholds: AlertThresholds; onAlert: string | null }): Promise<AlertRow[]>;
+  /** The namespace's alerts as stored, for the acta_alert metric. */
+  readAlerts(namespace: string): Promise<{ rule: string; subject: string; open: boolean }[]>;
   /** A client's calls. */
   enqueueJobs(namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]>;
   readJob(namespace: string, id: string): Promise<JobRecord | null>;
@@ -81,6 +95,9 @@ export function sqlLedger(db: Db): Ledger {
       const { names, versions, instants } = armInstants(await unarmedSchedules(db, namespace));
       return armSchedules(db, namespace, names, versions, instants);
     },
+    pruneJobs: (args) => pruneJobs(db, args),
+    evaluateAlerts: (args) => evaluateAlerts(db, args),
+    readAlerts: (namespace) => readAlerts(db, namespace),
     listen: (channel, handlers, options) => db.listen(channel, handlers, options),
     enqueueJobs: (namespace, rows) => enqueueJobs(db, namespace, rows),
     readJob: (namespace, id) => readJob(db, namespace, id),

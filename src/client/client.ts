@@ -31,7 +31,7 @@ export interface EnqueueOptions {
    */
   maxAttempts?: number;
   /**
-   * At most one job per key in the namespace, ever (until the row is deleted): a second enqueue
+   * At most one job per key in the namespace, ever (until the row is deleted: sys.retention, docs/retention.md): a second enqueue
    * with the same key creates nothing and returns the first job's id with `created: false`.
    * A non-empty string of at most 2,000 bytes in UTF-8, without \u0000 or a lone surrogate.
    */

@@ -2,7 +2,7 @@ import type { Db, Queryable } from './Db';
 
 /**
  * The SQL functions of sql/functions/, which the typed wrappers of src/db/ call one round trip
- * each (jobs.ts, executions.ts, workers.ts, namespaces.ts, steps.ts): each function's identity
+ * each (jobs.ts, executions.ts, workers.ts, namespaces.ts, steps.ts, retention.ts, alerts.ts): each function's identity
  * arguments as the catalog prints them (`pg_get_function_identity_arguments`);
  * test/db/catalog.test.ts holds them against the live catalog.
  */
@@ -46,6 +46,9 @@ export const SIGNATURES = {
   release_waits: 'p_namespace text, p_limit integer',
   // The trigger function of migration 0016 (jobs_child_deleted): no wrapper calls it.
   jobs_child_deleted: '',
+  prune_jobs: 'p_namespace text, p_succeeded_ms bigint, p_cancelled_ms bigint, p_failed_ms bigint, p_limit integer',
+  evaluate_alerts:
+    'p_namespace text, p_dead_window_ms bigint, p_ready_age_ms bigint, p_failure_window_ms bigint, p_failure_rate double precision, p_failure_min_jobs integer, p_keep_resolved_ms bigint, p_on_alert text',
 } as const;
 
 /** `q.prepared` when `q` is a Db (the worker's own calls), else `q.query` (a transaction, a caller's client). */

@@ -1,8 +1,46 @@
+import type { SchedulerLike } from 'rxjs';
+import { knownKeys } from '../config';
 import type { Definition } from '../definition';
+import { ConfigError } from '../errors';
+import type { Ledger } from '../ledger';
+import { ALERTS_CRON, alertsDefinition, alertThresholds, type AlertsPayload } from './alerts';
+import { RETENTION_CRON, retentionDefinition, type RetentionPayload, retentionSettings } from './retention';
+
+/**
+ * Which of acta's own recurring definitions a worker declares, each with its settings (its
+ * schedule's payload) or `true` for the defaults. Opt-in: a worker declares neither unless asked
+ * (`acta worker --retention --alerts`; docs/retention.md, docs/alerts.md).
+ */
+export interface SystemOptions {
+  /** sys.retention: deletes finished jobs past their state's age (default ages: succeeded and cancelled 1 day, failed 7 days). */
+  retention?: RetentionPayload | boolean;
+  /** sys.alerts: its thresholds, and `onAlert`, a definition that gets a job per raise and resolve. */
+  alerts?: (AlertsPayload & { onAlert?: string }) | boolean;
+}
 
 /**
  * acta's own recurring definitions (docs/DESIGN.md, "Workflows": sys.retention, sys.alerts and
- * sys.outbox are recurring slots like any schedule): every worker registers them beside the user's
- * definitions, each with its `schedule`, so whichever worker is free runs each fire.
+ * sys.outbox are recurring slots like any schedule), those the worker's options ask for, each with
+ * its `schedule` (whose payload carries the settings, stored and reconciled with the namespace's
+ * schedules: the newest build's declaration wins), so whichever worker is free runs each fire.
+ * Throws ConfigError for settings out of range, before anything is written.
  */
-export const systemDefinitions: readonly Definition[] = [];
+export function systemDefinitions(options: { ledger: Ledger; namespace: string; scheduler?: SchedulerLike } & SystemOptions): Definition[] {
+  const out: Definition[] = [];
+  const asked = (v: unknown) => v !== undefined && v !== false;
+  if (asked(options.retention)) {
+    if (options.retention !== true && (options.retention === null || typeof options.retention !== 'object')) throw new ConfigError('retention must be true, false or an object of ages');
+    const payload = options.retention === true ? {} : (options.retention as RetentionPayload);
+    retentionSettings(payload); // checked now: a bad setting is the worker's error, not every fire's
+    out.push({ ...retentionDefinition(options), schedule: { name: 'sys.retention', cron: RETENTION_CRON, payload } } as Definition);
+  }
+  if (asked(options.alerts)) {
+    if (options.alerts !== true && (options.alerts === null || typeof options.alerts !== 'object')) throw new ConfigError('alerts must be true, false or an object of thresholds and onAlert');
+    const given = options.alerts === true ? {} : (options.alerts as AlertsPayload & { onAlert?: string });
+    knownKeys('alerts option', given, ['onAlert', 'deadWindowMs', 'readyAgeMs', 'failureWindowMs', 'failureRate', 'failureMinJobs', 'keepResolvedMs']);
+    const { onAlert, ...thresholds } = given;
+    alertThresholds(thresholds);
+    out.push({ ...alertsDefinition({ ledger: options.ledger, namespace: options.namespace, onAlert }), schedule: { name: 'sys.alerts', cron: ALERTS_CRON, payload: thresholds } } as Definition);
+  }
+  return out;
+}

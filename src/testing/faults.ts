@@ -120,6 +120,9 @@ export function injectFaults(ledger: Ledger, options: { scheduler?: SchedulerLik
     cancelJob: guard('cancelJob', (namespace, id) => ledger.cancelJob(namespace, id)),
     watchJob: guard('watchJob', (namespace, id) => ledger.watchJob(namespace, id)),
     reportProgress: guard('reportProgress', (workerId, rows) => ledger.reportProgress(workerId, rows)),
+    pruneJobs: guard('pruneJobs', (args) => ledger.pruneJobs(args)),
+    evaluateAlerts: guard('evaluateAlerts', (args) => ledger.evaluateAlerts(args)),
+    readAlerts: guard('readAlerts', (namespace) => ledger.readAlerts(namespace)),
     claimJobs: guard('claimJobs', async (args) => {
       const answer = await ledger.claimJobs(args);
       for (const row of answer.rows) {

@@ -5,6 +5,8 @@ import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
 import { listPauses, pause, resume } from './memory/pauses';
 import { claimJobs } from './memory/claim';
+import { evaluateAlerts, readAlerts } from './memory/alerts';
+import { pruneJobs } from './memory/retention';
 import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
 import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
@@ -93,13 +95,17 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'sendSignal',
   'spawnChildren',
   'readChildren',
+  'pruneJobs',
+  'evaluateAlerts',
+  'readAlerts',
 ];
 
 /**
  * A Ledger (src/ledger.ts) in memory that makes the decisions of the SQL functions of sql/functions/:
  * the claim's order and admission (lanes, concurrency keys, rate meters, fair turns), parking and
  * release, fencing, the completion's decision table and hand-on, recovery's charging, passes, the
- * policies live workers declare, idempotency keys and steps; and NOTIFY, delivered to
+ * policies live workers declare, idempotency keys and steps, retention's batches and the alert
+ * rules; and NOTIFY, delivered to
  * `listen('acta_jobs', …)` (a namespace's wakeup, a running job's cancel) and `listen('acta_job', …)`
  * (a watched job's change) where the SQL notifies. One contract
  * suite runs against it and against `sqlLedger` (test/ledger/contract.ts), for acta's own tests of
@@ -223,6 +229,9 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     sendSignal: (args) => call('sendSignal', (tx) => sendSignal(store, tx, args)),
     spawnChildren: (args) => call('spawnChildren', (tx) => spawnChildren(store, tx, args)),
     readChildren: (parentId, ids) => call('readChildren', () => readChildren(store, parentId, ids)),
+    pruneJobs: (args) => call('pruneJobs', (tx) => pruneJobs(store, tx, args)),
+    evaluateAlerts: (args) => call('evaluateAlerts', (tx) => evaluateAlerts(store, tx, args)),
+    readAlerts: (namespace) => call('readAlerts', () => readAlerts(store, namespace)),
     listen(channel, handlers) {
       const listener = { channel, handlers };
       listeners.add(listener);

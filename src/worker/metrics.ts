@@ -23,6 +23,8 @@ export class WorkerMetrics {
   readonly recovered: Counter<'charged'>;
   readonly listenerReconnects: Counter;
   readonly degraded: Gauge;
+  /** Registered by the worker beside these (acta_alert: src/recurring/alerts.ts); unregistered with them. */
+  readonly extra: { name: string }[] = [];
 
   /** `degraded`: true while the heartbeat fails or the LISTEN connection is down. */
   constructor(source: { inflight: InFlight; permits: Permits; degraded?: () => boolean }, registry = new Registry()) {
@@ -80,7 +82,7 @@ export class WorkerMetrics {
   unregister(): void {
     const own = [this.inflight, this.permitsFree, this.batchSize, this.claimDuration, this.claimRowsAsked, this.claimRowsClaimed, this.completions, this.completionsStale, this.writeRetries, this.heartbeatFailures, this.recovered, this.listenerReconnects, this.degraded];
     // prom-client keeps a metric's configuration on it, `name` included (its types leave it out).
-    for (const metric of own) this.registry.removeSingleMetric((metric as unknown as { name: string }).name);
+    for (const metric of [...own, ...this.extra]) this.registry.removeSingleMetric((metric as unknown as { name: string }).name);
   }
 }
 

@@ -14,6 +14,7 @@ import { retryErrorFields } from '../logger';
 import { ConfigError, type HookFailedError } from '../errors';
 import { type WorkerEvent, WorkerEvents } from './events';
 import { serveMetrics, WorkerMetrics } from './metrics';
+import { ALERTS_NAME, alertMetric } from '../recurring/alerts';
 import { Permits } from './permits';
 import { pipeline } from './pipeline';
 import { createPolicies } from '../policies/policies';
@@ -79,6 +80,8 @@ export function createWorker(options: WorkerOptions): Worker {
   /** The LISTEN connection is up (or not used). */
   let listening = true;
   const metrics = new WorkerMetrics({ inflight: registry, permits, degraded: () => !healthy.value || !listening }, settings.metricsRegistry);
+  // The fleet's alerts as sys.alerts left them, on every worker that declares it (docs/alerts.md).
+  if (definitions.has(ALERTS_NAME)) metrics.extra.push(alertMetric(ledger, namespace, metrics.registry) as unknown as { name: string });
   const events = new WorkerEvents(settings.events);
   /** A hook's failure (HookFailedError): the worker stops gracefully and `done` rejects with it. */
   let failure: HookFailedError | undefined;

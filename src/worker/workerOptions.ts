@@ -1,5 +1,5 @@
 import type { SchedulerLike } from 'rxjs';
-import { systemDefinitions } from '../recurring/system';
+import { type SystemOptions, systemDefinitions } from '../recurring/system';
 import type { Registry as PromRegistry } from 'prom-client';
 import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
 import type { Db } from '../db/Db';
@@ -13,10 +13,10 @@ import { monotonicScheduler } from '../../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events', 'retention', 'alerts'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
-export interface WorkerOptions {
+export interface WorkerOptions extends SystemOptions {
   /** The database. Required unless `ledger` is given. */
   db?: Db;
   /**
@@ -106,24 +106,28 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   knownKeys('worker option', options, WORKER_OPTION_KEYS);
   if (!Array.isArray(options.definitions) || options.definitions.length === 0) throw new ConfigError('a worker needs at least one definition');
   for (const d of options.definitions) checkDefinition(d, true);
+  if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a worker needs a db (or a ledger)');
+  const ledger = options.ledger ?? sqlLedger(options.db as Db);
+  const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
+  const scheduler = options.scheduler ?? monotonicScheduler;
   // acta's own recurring definitions run beside the user's (src/recurring/system.ts).
-  const all = [...options.definitions, ...systemDefinitions.filter((d) => !options.definitions.some((o) => o.name === d.name))];
+  const system = systemDefinitions({ ledger, namespace, scheduler, retention: options.retention, alerts: options.alerts });
+  const all = [...options.definitions, ...system.filter((d) => !options.definitions.some((o) => o.name === d.name))];
   const names = all.map((d) => d.name);
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
-  if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a worker needs a db (or a ledger)');
   return {
-    ledger: options.ledger ?? sqlLedger(options.db as Db),
+    ledger,
     definitions: new Map(all.map((d) => [d.name, d as Definition])),
     names,
     executors: intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS),
     safetyPollMs: intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS),
     shutdownTimeoutMs: intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS),
     clock: leaseClock(options.heartbeatIntervalMs),
-    namespace: nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES),
+    namespace,
     // Monotonic: attempt deadlines, timeouts and retry windows are durations on this clock, so a
     // wall-clock step cannot fire them (docs/DESIGN.md: lease times are never a worker's clock;
     // test/db/clock.test.ts).
-    scheduler: options.scheduler ?? monotonicScheduler,
+    scheduler,
     logger: options.logger ?? createLogger(),
     listen: options.listen !== false,
     redis: options.redis,

@@ -272,6 +272,21 @@ test("migration 0011 on a database of 0009: each meter's start times become its 
   expect(parked).toEqual([{ n: '2', recheck_in_minutes: 58 }]);
 });
 
+test('migration 0014 on a database of 0009: finished rows already there enter jobs_finished_idx and acta.prune_jobs deletes them; live rows stay', async () => {
+  const db = (await fresh()).open();
+  const files = loadSqlFiles();
+  await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0010'));
+  await db.query(`
+    insert into acta.jobs (definition, payload, status, finished_at) values
+      ('d', '1', 'succeeded', now() - interval '2 days'), ('d', '2', 'failed', now() - interval '8 days'), ('d', '3', 'ready', null)`);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(migrationsFrom('0010'));
+  const { rows: idx } = await db.query<{ n: string }>(`select count(*) as n from pg_indexes where schemaname = 'acta' and indexname = 'jobs_finished_idx'`);
+  expect(Number(idx[0].n)).toBe(1);
+  const { rows } = await db.query<{ n: number }>(`select acta.prune_jobs('default', 86400000, 86400000, 604800000, 100) as n`);
+  expect(rows[0].n).toBe(2);
+  expect((await db.query<{ payload: number }>('select payload from acta.jobs')).rows).toEqual([{ payload: 3 }]);
+});
+
 test('migration 0004 on a database of 0003: unfinished rows holding the old default 25 take their definition\'s; a running old worker still reads a number', async () => {
   const db = (await fresh()).open();
   const files = loadSqlFiles();

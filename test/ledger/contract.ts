@@ -696,6 +696,99 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
     });
   });
 
+  describe('retention (acta.prune_jobs)', () => {
+    test('finished rows past their state\'s age go with their attempts, oldest first, at most `limit` a call; rows inside it, live rows, other namespaces stay', async () => {
+      const ns = fresh();
+      const other = fresh();
+      const worker = await declare(ns, ['r']);
+      const [succeeded, failed, cancelled, running] = await ids(ns, [0, 1, 2, 3].map((i) => ({ definition: 'r', payload: { i }, maxAttempts: 1 })));
+      const rows = byId((await claim(ns, worker, ['r'], 2)).rows);
+      await complete(worker, [...completion(rows.slice(0, 1)), ...completion(rows.slice(1, 2), 'failed')]);
+      expect(await ledger.cancelJob(ns, cancelled)).toBe('cancelled');
+      await claim(ns, worker, ['r'], 1); // `running` stays Executing
+      const [otherDone] = await ids(other, [{ definition: 'r' }]);
+      const otherWorker = await declare(other, ['r']);
+      await complete(otherWorker, completion((await claim(other, otherWorker, ['r'], 1)).rows));
+      await h.advance(10_000);
+      const [later] = await ids(ns, [{ definition: 'r', payload: { i: 4 } }]);
+      await complete(worker, completion((await claim(ns, worker, ['r'], 1)).rows));
+      await h.advance(1_000);
+      const ages = { succeededMs: 5_000, cancelledMs: 5_000, failedMs: 5_000 };
+      // Oldest first within a state, states in order succeeded, cancelled, failed: `limit` 1 takes the first Succeeded.
+      expect(await ledger.pruneJobs({ namespace: ns, ages, limit: 1, timeoutMs: 10_000 })).toBe(1);
+      expect(await ledger.readJob(ns, succeeded)).toBe(null);
+      expect(await ledger.pruneJobs({ namespace: ns, ages: { ...ages, failedMs: null }, limit: 10, timeoutMs: 10_000 })).toBe(1);
+      expect(await ledger.readJob(ns, cancelled)).toBe(null);
+      expect(await job(ns, failed)).toMatchObject({ status: 'failed', executions: [{ outcome: 'failed_final' }] });
+      expect(await ledger.pruneJobs({ namespace: ns, ages, limit: 10, timeoutMs: 10_000 })).toBe(1);
+      expect(await ledger.readJob(ns, failed)).toBe(null);
+      expect(await ledger.pruneJobs({ namespace: ns, ages, limit: 10, timeoutMs: 10_000 })).toBe(0);
+      expect(await job(ns, running)).toMatchObject({ status: 'executing' });
+      expect(await job(ns, later)).toMatchObject({ status: 'succeeded', executions: [{ outcome: 'succeeded' }] });
+      expect(await job(other, otherDone)).toMatchObject({ status: 'succeeded' });
+      // Age 0: every row finished before the call.
+      expect(await ledger.pruneJobs({ namespace: ns, ages: { succeededMs: 0, cancelledMs: null, failedMs: null }, limit: 10, timeoutMs: 10_000 })).toBe(1);
+      expect(await ledger.readJob(ns, later)).toBe(null);
+      // A deleted job's idempotency key is free again.
+      const [keyed] = await ids(ns, [{ definition: 'r', idempotencyKey: 'k' }]);
+      await complete(worker, completion((await claim(ns, worker, ['r'], 1)).rows));
+      await h.advance(1);
+      expect(await ledger.pruneJobs({ namespace: ns, ages: { succeededMs: 0, cancelledMs: null, failedMs: null }, limit: 10, timeoutMs: 10_000 })).toBe(1);
+      const again = await enqueue(ns, [{ definition: 'r', idempotencyKey: 'k' }]);
+      expect(again[0]).toMatchObject({ created: true });
+      expect(again[0].id).not.toBe(keyed);
+    });
+  });
+
+  describe('alerts (acta.evaluate_alerts)', () => {
+    const thresholds = { deadWindowMs: DEAD_AFTER_MS * 10, readyAgeMs: 300_000, failureWindowMs: 900_000, failureRate: 0.5, failureMinJobs: 3, keepResolvedMs: 86_400_000 };
+    const evaluate = (namespace: string) => ledger.evaluateAlerts({ namespace, thresholds, onAlert: 'notify' });
+    const changes = (rows: { change: string | null; rule: string; subject: string }[]) => rows.filter((r) => r.change !== null).map((r) => [r.change, r.rule, r.subject]);
+
+    test('each rule is raised once and resolved once across evaluations, with one onAlert job per change', async () => {
+      const ns = fresh();
+      const first = await declare(ns, ['d']);
+      const [job1] = await ids(ns, [{ definition: 'd' }]);
+      expect(changes(await evaluate(ns))).toEqual([]);
+      await h.advance(DEAD_AFTER_MS + 1);
+      await recover(ns); // marks the silent worker dead
+      expect(changes(await evaluate(ns))).toEqual([
+        ['raised', 'no_live_worker', 'd'],
+        ['raised', 'oldest_ready', 'd'],
+        ['raised', 'worker_dead', first],
+      ]);
+      expect(changes(await evaluate(ns))).toEqual([]);
+      const second = await declare(ns, ['d', 'notify']);
+      expect(changes(await evaluate(ns))).toEqual([['resolved', 'no_live_worker', 'd']]);
+      const claimed = await claim(ns, second, ['d'], 1);
+      expect(claimed.rows.map((r) => r.id)).toEqual([job1]);
+      await complete(second, completion(claimed.rows, 'failed_final'));
+      expect(changes(await evaluate(ns))).toEqual([['resolved', 'oldest_ready', 'd']]);
+      // Failure rate: 3 of 3 ended Failed in the window.
+      for (const id of await ids(ns, [{ definition: 'd' }, { definition: 'd' }])) expect(id).toEqual(expect.any(String));
+      await complete(second, completion((await claim(ns, second, ['d'], 2)).rows, 'failed_final'));
+      const raised = await evaluate(ns);
+      expect(changes(raised)).toEqual([['raised', 'failure_rate', 'd']]);
+      expect(raised.find((r) => r.rule === 'failure_rate')?.detail).toEqual({ failed: 3, succeeded: 0, windowMs: 900_000 });
+      expect(changes(await evaluate(ns))).toEqual([]);
+      const sent = (await claim(ns, second, ['notify'], 100)).rows.map((r) => r.payload as { change: string; rule: string; subject: string });
+      expect(sent.map((p) => [p.change, p.rule, p.subject])).toEqual([
+        ['raised', 'no_live_worker', 'd'],
+        ['raised', 'oldest_ready', 'd'],
+        ['raised', 'worker_dead', first],
+        ['resolved', 'no_live_worker', 'd'],
+        ['resolved', 'oldest_ready', 'd'],
+        ['raised', 'failure_rate', 'd'],
+      ]);
+      expect(await ledger.readAlerts(ns)).toEqual([
+        { rule: 'failure_rate', subject: 'd', open: true },
+        { rule: 'no_live_worker', subject: 'd', open: false },
+        { rule: 'oldest_ready', subject: 'd', open: false },
+        { rule: 'worker_dead', subject: first, open: true },
+      ]);
+    });
+  });
+
   describe('cancelling a running job', () => {
     test("the request is kept, sent to the holder (NOTIFY 'cancel:<worker>:<job>:<execution>') and repeated by its heartbeats, which still renew the lease", async () => {
       const ns = fresh();

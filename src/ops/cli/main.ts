@@ -277,6 +277,9 @@ export function program(): Command {
     .option('--redis <url>', 'also take wakeups from Redis pub/sub (what ioredis takes: redis://host:6379, host:port, a socket path)', redisAddress)
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
     .option('--build <id>', 'the build this worker runs (a version, a commit), declared with its policies: while live builds disagree, the strictest concurrency and rate limits apply (docs/policies.md)', name(MAX_NAME_BYTES))
+    .option('--retention', 'declare sys.retention: delete finished jobs past their age every minute (succeeded and cancelled 1 day, failed 7 days; docs/retention.md)')
+    .option('--alerts', 'declare sys.alerts: evaluate the alert rules every 30 s (docs/alerts.md)')
+    .option('--on-alert <definition>', 'with --alerts: a definition that gets a job per alert raised and resolved', name(MAX_NAME_BYTES))
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
       const logger = createLogger();
       const definitions = loadDefinitions(modulePath);
@@ -303,6 +306,8 @@ export function program(): Command {
         redis: redis as never,
         logger,
         build: opts.build as string | undefined,
+        retention: opts.retention === true,
+        alerts: opts.alerts === true ? (typeof opts.onAlert === 'string' ? { onAlert: opts.onAlert } : true) : false,
       });
       let signals = 0;
       const onSignal = (signal: NodeJS.Signals) => {

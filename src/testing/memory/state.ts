@@ -4,6 +4,7 @@
  * sql/functions/ change them (claim.ts, gates.ts, jobs.ts, workers.ts).
  */
 import type { DeclaredPolicy, ExecutionOutcome, JobStatus } from '../../db/types';
+import type { MemoryAlert } from './alerts';
 
 export type GateKind = 'lane' | 'concurrency' | 'rate';
 
@@ -234,6 +235,8 @@ export class Store {
   /** Each namespace's jobs in id order: every decision is within one namespace. */
   private readonly jobsByNamespace = new Map<string, MemoryJob[]>();
   readonly executions: MemoryExecution[] = [];
+  /** acta.alerts by (namespace, rule, subject). */
+  readonly alerts = new Map<string, MemoryAlert>();
   readonly steps = new Map<number, Map<string, MemoryStep>>();
   /** acta.signals in id order. */
   readonly signals: MemorySignal[] = [];
@@ -264,6 +267,18 @@ export class Store {
     let list = this.jobsByNamespace.get(job.namespace);
     if (!list) this.jobsByNamespace.set(job.namespace, (list = []));
     list.push(job);
+  }
+
+  /** Deletes jobs of one namespace with their executions and steps (acta.prune_jobs). */
+  deleteJobs(namespace: string, ids: ReadonlySet<number>): void {
+    for (const id of ids) {
+      this.jobs.delete(id);
+      this.steps.delete(id);
+    }
+    const list = this.jobsByNamespace.get(namespace);
+    if (list) this.jobsByNamespace.set(namespace, list.filter((j) => !ids.has(j.id)));
+    const kept = this.executions.filter((e) => !ids.has(e.jobId));
+    this.executions.splice(0, this.executions.length, ...kept);
   }
 
   /** The namespace's jobs in id order (the live records: decisions change them in place). */

@@ -1,0 +1,138 @@
+-- acta.evaluate_alerts(namespace, thresholds…, on_alert) -> the namespace's alerts, with what
+-- this call changed
+-- Contract: evaluates every rule of docs/alerts.md in one statement, then raises each (rule,
+-- subject) whose condition holds and was not raised (a new incident: raised_at = now(),
+-- resolved_at null) and resolves each raised one whose condition no longer holds. Returns every row
+-- of acta.alerts of the namespace after that; `change` is 'raised' or 'resolved' for the rows this
+-- call changed, else null. Resolved rows older than p_keep_resolved_ms are deleted first.
+-- With p_on_alert, one job of that definition per change is enqueued (acta.enqueue_jobs) in this
+-- transaction, in (rule, subject) order, payload { rule, subject, change, raisedAt, resolvedAt,
+-- detail }: delivered durably.
+-- Rules: worker_dead (a worker recovery marked dead whose last heartbeat is within
+-- p_dead_window_ms), no_live_worker (a declared definition with a Ready row due and no live worker
+-- declaring it), oldest_ready (its oldest due Ready row waited past p_ready_age_ms), failure_rate
+-- (of its jobs that ended within p_failure_window_ms, at least p_failure_min_jobs, the Failed share
+-- at least p_failure_rate). To come: schedule_late, once schedules are stored.
+-- Locks: the namespace's alerts advisory lock (two evaluations never interleave), the alert rows
+-- it changes. Reads jobs and workers without locks. Durability: the caller's commit.
+-- Plan: jobs_due_idx per declared definition; jobs_finished_idx over the window's Failed rows, and
+-- over its Succeeded rows only when some definition has failures in it; sequential scans off (see
+-- acta.prune_jobs), acta.workers and acta.definitions read whole.
+create or replace function acta.evaluate_alerts(
+  p_namespace         text,
+  p_dead_window_ms    bigint,
+  p_ready_age_ms      bigint,
+  p_failure_window_ms bigint,
+  p_failure_rate      double precision,
+  p_failure_min_jobs  integer,
+  p_keep_resolved_ms  bigint,
+  p_on_alert          text
+) returns table (rule text, subject text, change text, raised_at timestamptz, resolved_at timestamptz, detail jsonb)
+language plpgsql
+set enable_seqscan = off
+as $$
+#variable_conflict use_column
+declare
+  v_failed   jsonb;
+  v_changes  jsonb;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('acta.alerts/' || p_namespace, 0));
+
+  delete from acta.alerts a
+  where a.namespace = p_namespace and a.resolved_at < now() - p_keep_resolved_ms * interval '1 millisecond';
+
+  -- Failed rows are few; the definitions that have some in the window, with their count.
+  select jsonb_object_agg(f.definition, f.n) into v_failed
+  from (select j.definition, count(*) as n
+        from acta.jobs j
+        where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/failed', 0)
+          and j.namespace = p_namespace and j.status = 'failed' and j.finished_at is not null
+          and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
+        group by j.definition) f;
+
+  with declared as (
+    select d.name,
+           (select j.run_at from acta.jobs j
+            where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
+              and j.namespace = p_namespace and j.definition = d.name
+              and j.status = 'ready' and j.blocked_by is null and j.fair_tag is null
+            order by hashtextextended(j.namespace || '/' || j.definition, 0), j.run_at, j.id
+            limit 1) as oldest_run_at
+    from acta.definitions d
+    where d.namespace = p_namespace
+  ),
+  live as (
+    select distinct x.name
+    from acta.workers w cross join lateral unnest(w.definitions) as x(name)
+    where w.namespace = p_namespace and w.status = 'alive'
+  ),
+  succeeded as (
+    select j.definition, count(*) as n
+    from acta.jobs j
+    where v_failed is not null
+      and hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
+      and j.namespace = p_namespace and j.status = 'succeeded' and j.finished_at is not null
+      and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
+      and j.definition in (select jsonb_object_keys(v_failed))
+    group by j.definition
+  ),
+  holds (rule, subject, detail) as (
+    select 'worker_dead', w.id::text,
+           jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'lastHeartbeatAt', w.last_heartbeat_at)
+    from acta.workers w
+    where w.namespace = p_namespace and w.status = 'dead'
+      and w.last_heartbeat_at > now() - p_dead_window_ms * interval '1 millisecond'
+    union all
+    select 'no_live_worker', d.name, jsonb_build_object('oldestDueAt', d.oldest_run_at)
+    from declared d
+    where d.oldest_run_at <= now() and d.name not in (select l.name from live l)
+    union all
+    select 'oldest_ready', d.name,
+           jsonb_build_object('oldestDueAt', d.oldest_run_at, 'ageMs', floor(extract(epoch from now() - d.oldest_run_at) * 1000))
+    from declared d
+    where d.oldest_run_at < now() - p_ready_age_ms * interval '1 millisecond'
+    union all
+    select 'failure_rate', f.key,
+           jsonb_build_object('failed', f.value::bigint, 'succeeded', coalesce(s.n, 0), 'windowMs', p_failure_window_ms)
+    from jsonb_each_text(coalesce(v_failed, '{}')) f
+    left join succeeded s on s.definition = f.key
+    where f.value::bigint + coalesce(s.n, 0) >= p_failure_min_jobs
+      and f.value::double precision / (f.value::bigint + coalesce(s.n, 0)) >= p_failure_rate
+    -- To come: 'schedule_late', a schedule whose armed fire is more than a bound past due.
+  ),
+  raised as (
+    insert into acta.alerts as a (namespace, rule, subject, raised_at, detail)
+    select p_namespace, h.rule, h.subject, now(), h.detail from holds h
+    on conflict (namespace, rule, subject) do update
+      set raised_at = now(), resolved_at = null, detail = excluded.detail
+      where a.resolved_at is not null
+    returning a.rule, a.subject, a.raised_at, a.resolved_at, a.detail
+  ),
+  resolved as (
+    update acta.alerts a set resolved_at = now()
+    where a.namespace = p_namespace and a.resolved_at is null
+      and not exists (select 1 from holds h where h.rule = a.rule and h.subject = a.subject)
+    returning a.rule, a.subject, a.raised_at, a.resolved_at, a.detail
+  )
+  select jsonb_agg(jsonb_build_object('rule', c.rule, 'subject', c.subject, 'change', c.change,
+                                      'raisedAt', c.raised_at, 'resolvedAt', c.resolved_at, 'detail', c.detail)
+                   order by c.rule, c.subject)
+    into v_changes
+  from (select r.*, 'raised' as change from raised r
+        union all
+        select r.*, 'resolved' from resolved r) c;
+
+  if p_on_alert is not null and v_changes is not null then
+    perform acta.enqueue_jobs(p_namespace, array_fill(p_on_alert, array[jsonb_array_length(v_changes)]), v_changes,
+                              null, null, null, null, null, null, null);
+  end if;
+
+  return query
+  select a.rule, a.subject, c.change, a.raised_at, a.resolved_at, a.detail
+  from acta.alerts a
+  left join jsonb_to_recordset(coalesce(v_changes, '[]')) as c(rule text, subject text, change text)
+    on c.rule = a.rule and c.subject = a.subject
+  where a.namespace = p_namespace
+  order by a.rule, a.subject;
+end
+$$;

@@ -1,0 +1,48 @@
+import type { Queryable } from './Db';
+
+/** The thresholds acta.evaluate_alerts judges by (docs/alerts.md). */
+export interface AlertThresholds {
+  /** A worker marked dead is alerted on while its last heartbeat is this recent, ms. */
+  deadWindowMs: number;
+  /** The oldest due Ready row of a definition waited longer than this, ms. */
+  readyAgeMs: number;
+  /** The window the failure rate is taken over, ms. */
+  failureWindowMs: number;
+  /** The Failed share of the jobs that ended in the window, 0..1, at or above which it alerts. */
+  failureRate: number;
+  /** Fewer jobs ended in the window than this: no failure-rate alert. */
+  failureMinJobs: number;
+  /** Resolved alerts are forgotten after this, ms. */
+  keepResolvedMs: number;
+}
+
+/** A row of acta.alerts as the evaluation returns it. */
+export interface AlertRow {
+  rule: string;
+  subject: string;
+  /** What this evaluation did to it. */
+  change: 'raised' | 'resolved' | null;
+  raisedAt: Date;
+  /** null while the alert lasts. */
+  resolvedAt: Date | null;
+  detail: Record<string, unknown> | null;
+}
+
+/** acta.evaluate_alerts: one round trip; every alert of the namespace after it, with this call's changes. */
+export async function evaluateAlerts(q: Queryable, args: { namespace: string; thresholds: AlertThresholds; onAlert: string | null }): Promise<AlertRow[]> {
+  const t = args.thresholds;
+  const { rows } = await q.query<{ rule: string; subject: string; change: AlertRow['change']; raised_at: Date; resolved_at: Date | null; detail: AlertRow['detail'] }>(
+    'select * from acta.evaluate_alerts($1, $2, $3, $4, $5, $6, $7, $8)',
+    [args.namespace, t.deadWindowMs, t.readyAgeMs, t.failureWindowMs, t.failureRate, t.failureMinJobs, t.keepResolvedMs, args.onAlert],
+  );
+  return rows.map((r) => ({ rule: r.rule, subject: r.subject, change: r.change, raisedAt: r.raised_at, resolvedAt: r.resolved_at, detail: r.detail }));
+}
+
+/** The namespace's alerts as stored (for the acta_alert metric): open ones have resolvedAt null. */
+export async function readAlerts(q: Queryable, namespace: string): Promise<{ rule: string; subject: string; open: boolean }[]> {
+  const { rows } = await q.query<{ rule: string; subject: string; open: boolean }>(
+    'select rule, subject, resolved_at is null as open from acta.alerts where namespace = $1 order by rule, subject',
+    [namespace],
+  );
+  return rows;
+}

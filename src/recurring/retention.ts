@@ -1,0 +1,148 @@
+import type { Logger } from 'pino';
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import { knownKeys, MAX_TIMER_MS } from '../config';
+import type { RetentionAges } from '../db/retention';
+import { errorCode } from '../db/transient';
+import { type Definition, defineJob } from '../definition';
+import { ConfigError } from '../errors';
+import type { Ledger } from '../ledger';
+
+/**
+ * sys.retention: deletes finished jobs (Succeeded, Cancelled, Failed) once they are older than
+ * their state's age, with their attempts and steps (docs/retention.md). A recurring slot per
+ * namespace fires it every minute (RETENTION_CRON); each fire runs one pass of bounded batches.
+ * The model is River's internal/maintenance/job_cleaner.go.
+ */
+export const RETENTION_NAME = 'sys.retention';
+/** Every minute. */
+export const RETENTION_CRON = '* * * * *';
+
+const DAY_MS = 86_400_000;
+/** How long a Succeeded row is kept, ms (docs/DESIGN.md, "Decisions for recurring work"). */
+export const DEFAULT_SUCCEEDED_AGE_MS = DAY_MS;
+/** How long a Cancelled row is kept, ms. */
+export const DEFAULT_CANCELLED_AGE_MS = DAY_MS;
+/** How long a Failed row is kept, ms. */
+export const DEFAULT_FAILED_AGE_MS = 7 * DAY_MS;
+/** Rows per batch (one acta.prune_jobs call, one transaction) at the start of a pass. */
+export const DEFAULT_BATCH_SIZE = 1_000;
+/** Each batch's statement_timeout, ms: a batch past it rolls back and the next one is half its size. */
+export const DEFAULT_BATCH_TIMEOUT_MS = 1_000;
+/** A pass stops starting batches after this, ms, so that it ends before the next fire is due. */
+export const DEFAULT_PASS_BUDGET_MS = 45_000;
+
+/**
+ * The sys.retention payload: stored and versioned with its schedule, so each namespace sets its
+ * own. Ages in ms; `null` keeps that state for ever; `succeededMs: 0` deletes every Succeeded row at
+ * the next pass. A job's idempotency key dedupes for as long as its row is kept (its age).
+ */
+export interface RetentionPayload {
+  succeededMs?: number | null;
+  cancelledMs?: number | null;
+  failedMs?: number | null;
+  batchSize?: number;
+  batchTimeoutMs?: number;
+  passBudgetMs?: number;
+}
+
+export interface RetentionSettings {
+  ages: RetentionAges;
+  batchSize: number;
+  batchTimeoutMs: number;
+  passBudgetMs: number;
+}
+
+const PAYLOAD_KEYS = ['succeededMs', 'cancelledMs', 'failedMs', 'batchSize', 'batchTimeoutMs', 'passBudgetMs'];
+
+/** The payload over the defaults; throws ConfigError (ACTA_CONFIG) for a field out of range or unknown. */
+export function retentionSettings(payload: RetentionPayload | null | undefined): RetentionSettings {
+  const p = payload ?? {};
+  if (typeof p !== 'object' || Array.isArray(p)) throw new ConfigError(`the ${RETENTION_NAME} payload must be an object { ${PAYLOAD_KEYS.join(', ')} }, got ${JSON.stringify(p)}`);
+  knownKeys(`field of the ${RETENTION_NAME} payload`, p, PAYLOAD_KEYS);
+  const int = (name: keyof RetentionPayload, fallback: number, min: number, max: number): number => {
+    const v = p[name];
+    if (v === undefined) return fallback;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      throw new ConfigError(`${name} of the ${RETENTION_NAME} payload must be an integer ${min}..${max}, got ${JSON.stringify(v)}`);
+    }
+    return v;
+  };
+  const age = (name: 'succeededMs' | 'cancelledMs' | 'failedMs', fallback: number): number | null =>
+    p[name] === null ? null : int(name, fallback, 0, Number.MAX_SAFE_INTEGER);
+  return {
+    ages: {
+      succeededMs: age('succeededMs', DEFAULT_SUCCEEDED_AGE_MS),
+      cancelledMs: age('cancelledMs', DEFAULT_CANCELLED_AGE_MS),
+      failedMs: age('failedMs', DEFAULT_FAILED_AGE_MS),
+    },
+    batchSize: int('batchSize', DEFAULT_BATCH_SIZE, 1, 1_000_000),
+    batchTimeoutMs: int('batchTimeoutMs', DEFAULT_BATCH_TIMEOUT_MS, 1, MAX_TIMER_MS),
+    passBudgetMs: int('passBudgetMs', DEFAULT_PASS_BUDGET_MS, 0, MAX_TIMER_MS),
+  };
+}
+
+/** What one pass did. */
+export interface RetentionPassResult {
+  deleted: number;
+  batches: number;
+  /** Batches that ran past their timeout (each rolled back, the next one half its size). */
+  timeouts: number;
+  /** The batch size the pass ended with. */
+  batchSize: number;
+  /** True when its last batch found fewer rows due than it asked for: nothing due was left. */
+  complete: boolean;
+}
+
+/**
+ * One pass: batches of `batchSize` rows, in each state's finished order, until a batch finds fewer
+ * than it asked for (nothing left), the budget is spent, or `signal` aborts. A batch that times
+ * out (SQLSTATE 57014) deleted nothing; the pass goes on at half the size, down to 1 row. Any other
+ * error rejects (the job's attempt fails and is retried).
+ */
+export async function runRetentionPass(
+  ledger: Ledger,
+  namespace: string,
+  settings: RetentionSettings,
+  options: { scheduler?: SchedulerLike; signal?: AbortSignal; logger?: Logger } = {},
+): Promise<RetentionPassResult> {
+  const scheduler = options.scheduler ?? asyncScheduler;
+  const endAt = scheduler.now() + settings.passBudgetMs;
+  const result: RetentionPassResult = { deleted: 0, batches: 0, timeouts: 0, batchSize: settings.batchSize, complete: false };
+  do {
+    if (options.signal?.aborted) break;
+    result.batches++;
+    let n: number;
+    try {
+      n = await ledger.pruneJobs({ namespace, ages: settings.ages, limit: result.batchSize, timeoutMs: settings.batchTimeoutMs });
+    } catch (err) {
+      if (errorCode(err) !== '57014') throw err;
+      result.timeouts++;
+      result.batchSize = Math.max(1, Math.floor(result.batchSize / 2));
+      options.logger?.warn({ batchSize: result.batchSize, batchTimeoutMs: settings.batchTimeoutMs }, 'retention batch timed out; halving the batch');
+      continue;
+    }
+    result.deleted += n;
+    if (n < result.batchSize) result.complete = true;
+  } while (!result.complete && scheduler.now() < endAt);
+  return result;
+}
+
+/**
+ * The sys.retention definition for `namespace`, its handler running one pass on `ledger` with the
+ * fire's payload over the defaults (a schedule of RETENTION_CRON fires it). The handler's result is
+ * the pass's RetentionPassResult.
+ */
+export function retentionDefinition(options: { ledger: Ledger; namespace: string; scheduler?: SchedulerLike }): Definition<RetentionPayload | null, RetentionPassResult> {
+  return defineJob({
+    name: RETENTION_NAME,
+    // A pass is a sweep: a failed one is simply the next fire's work.
+    maxAttempts: 1,
+    handler: async (payload, ctx) => {
+      const settings = retentionSettings(payload);
+      const result = await runRetentionPass(options.ledger, options.namespace, settings, { scheduler: options.scheduler, signal: ctx.signal, logger: ctx.logger });
+      const quiet = result.deleted === 0 && result.timeouts === 0;
+      ctx.logger[quiet ? 'debug' : 'info']({ ...result, component: 'retention' }, 'retention pass');
+      return result;
+    },
+  });
+}

@@ -1,0 +1,159 @@
+// sys.alerts on a real server (docs/alerts.md): each rule raised once per incident and resolved
+// once when its condition clears, across repeated evaluations; the onAlert job enqueued exactly once
+// per change, in the evaluation's transaction; the acta_alert metric and the log lines.
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { ConfigError } from '../../src';
+import { type AlertRow, evaluateAlerts } from '../../src/db/alerts';
+import { sqlLedger } from '../../src/ledger';
+import { alertMetric, alertsDefinition, alertThresholds, DEFAULT_FAILURE_WINDOW_MS, DEFAULT_READY_AGE_MS, runAlertsPass } from '../../src/recurring/alerts';
+import { useTestDatabase } from '../helpers/db';
+
+const { db } = useTestDatabase();
+let ns: string;
+beforeEach(() => {
+  ns = `alerts-${randomUUID().slice(0, 8)}`;
+});
+
+const evaluate = (onAlert?: string) => runAlertsPass(sqlLedger(db), ns, alertThresholds({}), { onAlert });
+/** The changes of one evaluation, as [change, rule, subject]. */
+const changes = (rows: AlertRow[]) => rows.filter((r) => r.change !== null).map((r) => [r.change, r.rule, r.subject]);
+
+async function worker(status: 'alive' | 'dead', definitions: string[], heartbeatAgoMs = 0): Promise<string> {
+  const id = randomUUID();
+  await db.query(
+    `insert into acta.workers (id, namespace, hostname, pid, definitions, status, last_heartbeat_at)
+     values ($1, $2, 'host', 1, $3, $4, now() - $5::bigint * interval '1 millisecond')`,
+    [id, ns, definitions, status, heartbeatAgoMs],
+  );
+  return id;
+}
+const declare = (name: string) => db.query('insert into acta.definitions (namespace, name) values ($1, $2) on conflict do nothing', [ns, name]);
+async function job(definition: string, status: string, agoMs: number): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    `insert into acta.jobs (namespace, definition, payload, status, run_at, finished_at)
+     values ($1, $2, '{}', $3, now() - $4::bigint * interval '1 millisecond',
+             case when $3 in ('succeeded', 'failed', 'cancelled') then now() - $4::bigint * interval '1 millisecond' end)
+     returning id`,
+    [ns, definition, status, agoMs],
+  );
+  return rows[0].id;
+}
+
+test('worker_dead: raised once while the dead worker\'s last heartbeat is within the window, resolved once after it; a later incident is raised again', async () => {
+  const dead = await worker('dead', ['d'], 60_000);
+  await worker('alive', ['d']);
+  expect(changes(await evaluate())).toEqual([['raised', 'worker_dead', dead]]);
+  expect(changes(await evaluate())).toEqual([]);
+  const [open] = await evaluate();
+  expect(open).toMatchObject({ rule: 'worker_dead', subject: dead, resolvedAt: null, detail: { hostname: 'host', pid: 1 } });
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '1 hour' where id = $1`, [dead]);
+  expect(changes(await evaluate())).toEqual([['resolved', 'worker_dead', dead]]);
+  expect(changes(await evaluate())).toEqual([]);
+  expect((await evaluate())[0].resolvedAt).toBeInstanceOf(Date);
+  await db.query(`update acta.workers set last_heartbeat_at = now() where id = $1`, [dead]);
+  const again = await evaluate();
+  expect(changes(again)).toEqual([['raised', 'worker_dead', dead]]);
+  expect(again[0].raisedAt.getTime()).toBeGreaterThan(open.raisedAt.getTime());
+});
+
+test('no_live_worker: a declared definition with a due Ready row and no live worker running it; resolved when one starts; a row due later, or a stopped worker, changes nothing', async () => {
+  await declare('orphan');
+  await worker('dead', ['orphan'], 3_600_000);
+  await db.query(`insert into acta.workers (id, namespace, hostname, pid, definitions, status) values ($1, $2, 'h', 1, '{orphan}', 'stopped')`, [randomUUID(), ns]);
+  const later = await job('orphan', 'ready', -60_000);
+  expect(changes(await evaluate())).toEqual([]);
+  await db.query(`update acta.jobs set run_at = now() - interval '1 second' where id = $1`, [later]);
+  expect(changes(await evaluate())).toEqual([['raised', 'no_live_worker', 'orphan']]);
+  expect(changes(await evaluate())).toEqual([]);
+  await worker('alive', ['other', 'orphan']);
+  expect(changes(await evaluate())).toEqual([['resolved', 'no_live_worker', 'orphan']]);
+  expect(changes(await evaluate())).toEqual([]);
+});
+
+test('oldest_ready: the oldest due Ready row of a definition waited past the threshold; resolved when it runs', async () => {
+  await declare('slow');
+  await worker('alive', ['slow']);
+  await job('slow', 'ready', DEFAULT_READY_AGE_MS - 30_000);
+  expect(changes(await evaluate())).toEqual([]);
+  const old = await job('slow', 'ready', DEFAULT_READY_AGE_MS + 1_000);
+  const raised = await evaluate();
+  expect(changes(raised)).toEqual([['raised', 'oldest_ready', 'slow']]);
+  expect((raised[0].detail as { ageMs: number }).ageMs).toBeGreaterThanOrEqual(DEFAULT_READY_AGE_MS + 1_000);
+  expect(changes(await evaluate())).toEqual([]);
+  await db.query(`update acta.jobs set status = 'executing' where id = $1`, [old]);
+  expect(changes(await evaluate())).toEqual([['resolved', 'oldest_ready', 'slow']]);
+  expect(changes(await evaluate())).toEqual([]);
+});
+
+test('failure_rate: of the jobs a definition ended in the window, at least the minimum and at least half Failed; resolved when they leave the window; too few jobs or a low rate raise nothing', async () => {
+  for (let i = 0; i < 4; i++) await job('few', 'failed', 1_000); // 4 of 4 failed, under the minimum of 10
+  for (let i = 0; i < 4; i++) await job('fine', 'failed', 1_000);
+  for (let i = 0; i < 8; i++) await job('fine', 'succeeded', 1_000); // 4 of 12
+  const flaky: string[] = [];
+  for (let i = 0; i < 6; i++) flaky.push(await job('flaky', 'failed', 1_000));
+  for (let i = 0; i < 4; i++) await job('flaky', 'succeeded', 1_000); // 6 of 10
+  await job('flaky', 'failed', DEFAULT_FAILURE_WINDOW_MS + 60_000); // outside the window
+  const raised = await evaluate();
+  expect(changes(raised)).toEqual([['raised', 'failure_rate', 'flaky']]);
+  expect(raised[0].detail).toEqual({ failed: 6, succeeded: 4, windowMs: DEFAULT_FAILURE_WINDOW_MS });
+  expect(changes(await evaluate())).toEqual([]);
+  await db.query(`update acta.jobs set finished_at = now() - interval '1 day' where id = any ($1::bigint[])`, [flaky]);
+  expect(changes(await evaluate())).toEqual([['resolved', 'failure_rate', 'flaky']]);
+  expect(changes(await evaluate())).toEqual([]);
+});
+
+test('the onAlert job is enqueued exactly once per raise and once per resolve, in the evaluation\'s transaction, and concurrent evaluations raise once', async () => {
+  const dead = await worker('dead', ['d'], 1_000);
+  const results = await Promise.all(Array.from({ length: 5 }, () => evaluate('notify')));
+  expect(results.flatMap(changes)).toEqual([['raised', 'worker_dead', dead]]);
+  for (let i = 0; i < 3; i++) await evaluate('notify');
+  const sent = async () =>
+    (await db.query<{ payload: { rule: string; subject: string; change: string }; status: string }>(`select payload, status from acta.jobs where namespace = $1 and definition = 'notify' order by id`, [ns])).rows;
+  expect(await sent()).toEqual([{ payload: expect.objectContaining({ rule: 'worker_dead', subject: dead, change: 'raised', resolvedAt: null }), status: 'ready' }]);
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '1 day' where id = $1`, [dead]);
+  for (let i = 0; i < 3; i++) await evaluate('notify');
+  expect((await sent()).map((r) => r.payload.change)).toEqual(['raised', 'resolved']);
+
+  // A transaction that rolls back leaves neither the alert nor its job.
+  const other = await worker('dead', ['d'], 1_000);
+  await expect(
+    db.transaction(async (tx) => {
+      expect(changes(await evaluateAlerts(tx, { namespace: ns, thresholds: alertThresholds({}), onAlert: 'notify' }))).toEqual([['raised', 'worker_dead', other]]);
+      throw new Error('rolled back');
+    }),
+  ).rejects.toThrow('rolled back');
+  expect((await sent()).length).toBe(2);
+  expect(changes(await evaluate('notify'))).toEqual([['raised', 'worker_dead', other]]);
+});
+
+test('the definition: thresholds from the payload (a bad one is a ConfigError), warn on raise and info on resolve, acta_alert 1 then 0 in every registry that reads the table', async () => {
+  const dead = await worker('dead', ['d'], 120_000);
+  const lines: { level: number; msg: string; rule?: string; subject?: string }[] = [];
+  const logger = pino({ level: 'debug' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+  const definition = alertsDefinition({ ledger: sqlLedger(db), namespace: ns });
+  const ctx = { signal: new AbortController().signal, logger } as never;
+  await expect(Promise.resolve().then(() => definition.handler({ failureRate: 2 }, ctx))).rejects.toThrow(ConfigError);
+  await expect(Promise.resolve().then(() => definition.handler({ deadWindow: 1 } as never, ctx))).rejects.toThrow(ConfigError);
+  expect(() => alertsDefinition({ ledger: sqlLedger(db), namespace: ns, onAlert: '' })).toThrow(ConfigError);
+  const registries = [new Registry(), new Registry()];
+  for (const r of registries) alertMetric(sqlLedger(db), ns, r);
+  const metric = async (r: Registry) => (await r.metrics()).split('\n').filter((l) => l.startsWith('acta_alert{'));
+
+  expect(await definition.handler({ deadWindowMs: 60_000 }, ctx)).toEqual({ open: 0, raised: 0, resolved: 0 });
+  expect(await definition.handler(null, ctx)).toEqual({ open: 1, raised: 1, resolved: 0 });
+  expect(await definition.handler(null, ctx)).toEqual({ open: 1, raised: 0, resolved: 0 });
+  for (const r of registries) expect(await metric(r)).toEqual([`acta_alert{rule="worker_dead",subject="${dead}"} 1`]);
+  expect(await definition.handler({ deadWindowMs: 60_000 }, ctx)).toEqual({ open: 0, raised: 0, resolved: 1 });
+  for (const r of registries) expect(await metric(r)).toEqual([`acta_alert{rule="worker_dead",subject="${dead}"} 0`]);
+  const alertLines = lines.filter((l) => l.msg.startsWith('alert '));
+  expect(alertLines.map((l) => [l.level, l.msg, l.rule, l.subject])).toEqual([
+    [40, 'alert raised', 'worker_dead', dead],
+    [30, 'alert resolved', 'worker_dead', dead],
+  ]);
+  // Forgotten after keepResolvedMs: the series goes.
+  expect(await definition.handler({ deadWindowMs: 60_000, keepResolvedMs: 0 }, ctx)).toEqual({ open: 0, raised: 0, resolved: 0 });
+  expect(await metric(registries[0])).toEqual([]);
+});
