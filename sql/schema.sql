@@ -858,7 +858,8 @@ begin
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
               j.namespace, j.concurrency_key, j.lane, j.rate_key
   ),
-  -- The clock, read once, after every applied row is locked: counting `done` takes all of it.
+  -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
+  -- as a scalar subquery: joined, it is a nested loop, priced past JIT's threshold (see SET clauses).
   ended as materialized (
     select clock_timestamp() as at from (select count(*) from done) n
   ),

@@ -14,9 +14,9 @@
 -- later gives up its fair turn and takes a new one when due (acta.claim_jobs).
 -- Fence: applied only while its row is Executing with the same execution number AND held by
 -- p_worker (test/db/fencing.test.ts). Ledger: one acta.executions row per applied element, its
--- finished_at one clock read once this call holds every row it writes: a step record or a claim
--- that committed before then carries an earlier time (docs/decisions/2026-12-05-ledger-times.md).
--- The row's finished_at and run_at count from the call's start, now(): at most its lock waits earlier.
+-- finished_at one clock read once this call holds every row it writes, so a step recorded before
+-- is earlier (test/db/ledgerTimes.test.ts); the row's finished_at and run_at count from now(), the
+-- call's start, no later (docs/decisions/2026-12-05-ledger-times.md).
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the gates of the keyed ones in increasing order (acta.gate_lock),
 -- until commit. Durability: the caller's commit, synchronous by default.
@@ -114,7 +114,8 @@ begin
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
               j.namespace, j.concurrency_key, j.lane, j.rate_key
   ),
-  -- The clock, read once, after every applied row is locked: counting `done` takes all of it.
+  -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
+  -- as a scalar subquery: joined, it is a nested loop, priced past JIT's threshold (see SET clauses).
   ended as materialized (
     select clock_timestamp() as at from (select count(*) from done) n
   ),
