@@ -286,10 +286,12 @@ declare
   v_fail_parent boolean;
   v_children  integer;
 begin
-  update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp(), wait_names = null, wait_step = null, wait_until = null
-  where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting')
-  returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
-  if not found then
+  perform 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting') for update;
+  if found then
+    update acta.jobs j set status = 'cancelled', finished_at = clock_timestamp(), wait_names = null, wait_step = null, wait_until = null
+    where j.id = p_id
+    returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
+  else
     update acta.jobs j set cancel_requested_at = coalesce(j.cancel_requested_at, statement_timestamp())
     where j.id = p_id and j.namespace = p_namespace and j.status = 'executing'
     returning j.lease_holder, j.execution, j.children_open into v_holder, v_execution, v_children;
@@ -1061,9 +1063,14 @@ begin
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
               j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
   ),
+  -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
+  -- as a scalar subquery: joined, it is a nested loop, priced past JIT's threshold (see SET clauses).
+  ended as materialized (
+    select clock_timestamp() as at from (select count(*) from done) n
+  ),
   ledger as (
-    insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
-    select d.id, d.execution, p_worker, d.claimed_at, d.recorded_as, d.charged, d.error
+    insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged, error)
+    select d.id, d.execution, p_worker, d.claimed_at, (select e.at from ended e), d.recorded_as, d.charged, d.error
     from done d
   )
   -- The gates the applied attempts leave (see Hand-on): every concurrency key, the lane of a head
@@ -1751,8 +1758,8 @@ begin
     return query select 'stale'::text, null::jsonb;
     return;
   end if;
-  insert into acta.steps (job_id, name, execution, result)
-  values (p_job_id, p_name, p_execution, p_result)
+  insert into acta.steps (job_id, name, execution, result, recorded_at)
+  values (p_job_id, p_name, p_execution, p_result, clock_timestamp())
   on conflict (job_id, name) do nothing;
   if found then
     return query select 'recorded'::text, p_result;
@@ -1804,6 +1811,10 @@ begin
     limit p_limit
     for update skip locked
   ),
+  -- The clock, read once, after every returned row is locked: counting `expired` takes all of it.
+  ended as materialized (
+    select clock_timestamp() as at from (select count(*) from expired) n
+  ),
   returned as (
     -- In SET, j.* are the row's values as the pick locked them, so `charged` is expired's. A
     -- job's limit is its own, else its definition's, else 25 (see Contract).
@@ -1818,13 +1829,13 @@ begin
                              'message', 'worker lost: the lease expired without a completion',
                              'workerId', j.lease_holder)
                       else j.error end,
-                 case when j.cancel_requested_at is not null or (c.charged and j.attempts + 1 >= c.max_attempts) then now() end
+                 case when j.cancel_requested_at is not null or (c.charged and j.attempts + 1 >= c.max_attempts) then (select e.at from ended e) end
           from (select j.started or j.uncharged_returns >= 3 as charged,
                        coalesce(j.max_attempts,
                                 (select d.max_attempts from acta.definitions d
                                  where d.namespace = j.namespace and d.name = j.definition),
                                 25) as max_attempts) c),
-        run_at = now(),
+        run_at = (select e.at from ended e),
         lease_holder = null,
         lease_expires_at = null,
         started = false
@@ -1832,8 +1843,8 @@ begin
     returning j.id, j.execution, j.status, j.claimed_at, j.error, j.concurrency_key, j.lane, j.parent_id, j.fail_parent
   ),
   ledger as (
-    insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
-    select r.id, r.execution, e.lease_holder, r.claimed_at,
+    insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged, error)
+    select r.id, r.execution, e.lease_holder, r.claimed_at, (select t.at from ended t),
            case when e.charged then 'lost' else 'lost_uncharged' end, e.charged,
            case when e.charged then r.error end
     from returned r join expired e on e.id = r.id

@@ -1,9 +1,9 @@
 -- acta.cancel_job: cancel one job of a namespace: a Ready one (queued, due later, waiting out a
 -- retry's backoff, or parked on a gate) at once, an Executing one through its worker.
 --
--- Contract: 'cancelled' when this call moved a Ready or Waiting row to Cancelled (finished at this statement's
--- start on the database clock, not its transaction's: in a caller's transaction now() could precede
--- the job's creation); 'requested' when the row is Executing: its cancel_requested_at is set (kept
+-- Contract: 'cancelled' when this call moved a Ready or Waiting row to Cancelled (finished on the
+-- database clock read once the row is locked: after its last attempt's end and its creation, even in
+-- a caller's transaction; docs/decisions/2026-12-05-ledger-times.md); 'requested' when the row is Executing: its cancel_requested_at is set (kept
 -- if set already) and NOTIFY acta_jobs 'cancel:<lease holder>:<id>:<execution>' tells its worker
 -- (on the channel it listens on for wakeups), which aborts the handler; the attempt's completion or recovery then ends the job Cancelled unless it
 -- succeeded (acta.complete_executions, acta.recover_jobs; its heartbeat repeats the request:
@@ -28,10 +28,12 @@ declare
   v_fail_parent boolean;
   v_children  integer;
 begin
-  update acta.jobs j set status = 'cancelled', finished_at = statement_timestamp(), wait_names = null, wait_step = null, wait_until = null
-  where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting')
-  returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
-  if not found then
+  perform 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting') for update;
+  if found then
+    update acta.jobs j set status = 'cancelled', finished_at = clock_timestamp(), wait_names = null, wait_step = null, wait_until = null
+    where j.id = p_id
+    returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
+  else
     update acta.jobs j set cancel_requested_at = coalesce(j.cancel_requested_at, statement_timestamp())
     where j.id = p_id and j.namespace = p_namespace and j.status = 'executing'
     returning j.lease_holder, j.execution, j.children_open into v_holder, v_execution, v_children;

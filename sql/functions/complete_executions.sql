@@ -13,7 +13,10 @@
 -- lane on; a rate-limited attempt shuts its meter for the fleet until its retry is due. A row due
 -- later gives up its fair turn and takes a new one when due (acta.claim_jobs).
 -- Fence: applied only while its row is Executing with the same execution number AND held by
--- p_worker (test/db/fencing.test.ts). Ledger: one acta.executions row per applied element.
+-- p_worker (test/db/fencing.test.ts). Ledger: one acta.executions row per applied element, its
+-- finished_at one clock read once this call holds every row it writes, so a step recorded before
+-- is earlier (test/db/ledgerTimes.test.ts); the row's finished_at and run_at count from now(), the
+-- call's start, no later (docs/decisions/2026-12-05-ledger-times.md).
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the gates of the keyed ones in increasing order (acta.gate_lock),
 -- until commit. Durability: the caller's commit, synchronous by default.
@@ -128,9 +131,14 @@ begin
     returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
               j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
   ),
+  -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
+  -- as a scalar subquery: joined, it is a nested loop, priced past JIT's threshold (see SET clauses).
+  ended as materialized (
+    select clock_timestamp() as at from (select count(*) from done) n
+  ),
   ledger as (
-    insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
-    select d.id, d.execution, p_worker, d.claimed_at, d.recorded_as, d.charged, d.error
+    insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged, error)
+    select d.id, d.execution, p_worker, d.claimed_at, (select e.at from ended e), d.recorded_as, d.charged, d.error
     from done d
   )
   -- The gates the applied attempts leave (see Hand-on): every concurrency key, the lane of a head

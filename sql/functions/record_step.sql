@@ -12,6 +12,8 @@
 -- Fence: the row is Executing with execution = p_execution and held by p_worker.
 -- Locks: the job row until commit (the first record's UPDATE, later ones FOR SHARE), so recovery
 -- (SKIP LOCKED) and a completion cannot move the row between the fence check and the insert.
+-- Time: recorded_at is read once the row is locked, so the attempt's end, written by whoever
+-- locks the row after this commits, is later (docs/decisions/2026-12-05-ledger-times.md).
 -- Durability: the caller's commit, synchronous by default: a recorded step is durable.
 -- Plan: by primary key; no sequential scans (test/db/plans.test.ts;
 -- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
@@ -45,8 +47,8 @@ begin
     return query select 'stale'::text, null::jsonb;
     return;
   end if;
-  insert into acta.steps (job_id, name, execution, result)
-  values (p_job_id, p_name, p_execution, p_result)
+  insert into acta.steps (job_id, name, execution, result, recorded_at)
+  values (p_job_id, p_name, p_execution, p_result, clock_timestamp())
   on conflict (job_id, name) do nothing;
   if found then
     return query select 'recorded'::text, p_result;

@@ -17,6 +17,9 @@
 -- ended Failed or Cancelled hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
 -- Fence: the returned row is no longer Executing under its holder, so the lost attempt's later
 -- writes are stale (test/db/fencing.test.ts). Durability: the caller's commit.
+-- Time: one clock read once the returned rows are locked is their attempts' finished_at, the
+-- ledger's and the row's, and their run_at: a step recorded before carries an earlier time
+-- (docs/decisions/2026-12-05-ledger-times.md).
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
 -- returns p_limit rows); then the gates of the returned rows in increasing order (acta.gate_lock).
 -- Plan: the expired rows through jobs_lease_idx in lease order, then by primary key from their
@@ -65,6 +68,10 @@ begin
     limit p_limit
     for update skip locked
   ),
+  -- The clock, read once, after every returned row is locked: counting `expired` takes all of it.
+  ended as materialized (
+    select clock_timestamp() as at from (select count(*) from expired) n
+  ),
   returned as (
     -- In SET, j.* are the row's values as the pick locked them, so `charged` is expired's. A
     -- job's limit is its own, else its definition's, else 25 (see Contract).
@@ -79,13 +86,13 @@ begin
                              'message', 'worker lost: the lease expired without a completion',
                              'workerId', j.lease_holder)
                       else j.error end,
-                 case when j.cancel_requested_at is not null or (c.charged and j.attempts + 1 >= c.max_attempts) then now() end
+                 case when j.cancel_requested_at is not null or (c.charged and j.attempts + 1 >= c.max_attempts) then (select e.at from ended e) end
           from (select j.started or j.uncharged_returns >= 3 as charged,
                        coalesce(j.max_attempts,
                                 (select d.max_attempts from acta.definitions d
                                  where d.namespace = j.namespace and d.name = j.definition),
                                 25) as max_attempts) c),
-        run_at = now(),
+        run_at = (select e.at from ended e),
         lease_holder = null,
         lease_expires_at = null,
         started = false
@@ -93,8 +100,8 @@ begin
     returning j.id, j.execution, j.status, j.claimed_at, j.error, j.concurrency_key, j.lane, j.parent_id, j.fail_parent
   ),
   ledger as (
-    insert into acta.executions (job_id, execution, worker_id, claimed_at, outcome, charged, error)
-    select r.id, r.execution, e.lease_holder, r.claimed_at,
+    insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged, error)
+    select r.id, r.execution, e.lease_holder, r.claimed_at, (select t.at from ended t),
            case when e.charged then 'lost' else 'lost_uncharged' end, e.charged,
            case when e.charged then r.error end
     from returned r join expired e on e.id = r.id

@@ -64,8 +64,9 @@ test('every shape on every attempt state writes its row, its ledger row and its 
     );
     ids.push(rows[0].id);
   }
-  const { rows: [{ answer }] } = await db.query<{ answer: string }>(
-    `select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer`,
+  // now(): the call's start, from which the row's run_at counts (sql/functions/complete_executions.sql, "Ledger").
+  const { rows: [{ answer, called_at }] } = await db.query<{ answer: string; called_at: string }>(
+    `select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer, now()::text as called_at`,
     [
       worker,
       ids,
@@ -77,13 +78,17 @@ test('every shape on every attempt state writes its row, its ledger row and its 
     ],
   );
   const { rows } = await db.query<{ id: string; status: string; attempts: number; uncharged_returns: number; run_at: string; result: unknown; error: unknown; finished: boolean; lease_holder: string | null; started: boolean }>(
-    // Times against the completion's own now(), which its ledger row's finished_at took.
-    `select j.id, j.status, j.attempts, j.uncharged_returns, j.result, j.error, j.finished_at is not null as finished, j.lease_holder, j.started,
-            case when j.run_at < e.finished_at - interval '1 minute' then 'kept'
-                 when j.run_at = e.finished_at then 'now'
-                 when j.run_at = e.finished_at + interval '1 minute' then 'retry' end as run_at
+    // Times against the completion's own now(), which the row's finished_at took.
+    `select j.id, j.status, j.attempts, j.uncharged_returns, j.result, j.error, j.finished_at is not distinct from $1::timestamptz as finished, j.lease_holder, j.started,
+            case when j.run_at < $1::timestamptz - interval '1 minute' then 'kept'
+                 when j.run_at = $1::timestamptz then 'now'
+                 when j.run_at = $1::timestamptz + interval '1 minute' then 'retry' end as run_at
        from acta.jobs j join acta.executions e on e.job_id = j.id order by j.id`,
+    [called_at],
   );
+  // The ledger's end of every attempt: one clock read once the call held every row, after its start.
+  const { rows: ends } = await db.query<{ after_start: boolean }>('select finished_at >= $1::timestamptz as after_start from acta.executions group by finished_at', [called_at]);
+  expect(ends).toEqual([{ after_start: true }]);
   const { rows: ledger } = await db.query<{ job_id: string; execution: number; worker_id: string; outcome: string; charged: boolean; error: unknown }>(
     'select job_id, execution, worker_id, outcome, charged, error from acta.executions order by job_id',
   );

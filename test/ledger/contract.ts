@@ -70,8 +70,13 @@ const payloadsOf = (rows: ClaimedRow[]) => rows.map((r) => r.payload);
 const iOf = (rows: ClaimedRow[]) => rows.map((r) => (r.payload as { i: number }).i);
 const statusesOf = (acks: CompletionAck[]) => acks.map((a) => a.status);
 const byId = <T extends { id: string }>(rows: T[]) => [...rows].sort((a, b) => Number(a.id) - Number(b.id));
-/** Two instants the ledger stamped in one call, read back: equal up to the 1 ms a read may round. */
-const sameInstant = (a: Date | number, b: Date | number) => Math.abs(Number(a) - Number(b)) <= 1;
+/**
+ * An instant a completion stamped on the job row (finished_at; run_at less the retry delay): the
+ * call's start, at or before its ledger row's end, which is read once the call holds its rows
+ * (docs/decisions/2026-12-05-ledger-times.md); never before the attempt's claim. 1 ms: rounding.
+ */
+const atAttemptEnd = (t: Date | number, attempt: { claimedAt: Date; finishedAt: Date }) =>
+  Number(t) >= attempt.claimedAt.getTime() - 1 && Number(t) <= attempt.finishedAt.getTime() + 1;
 
 /** Defines the contract's tests; `open` gives the ledger each test runs on. */
 export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnderTest>): void {
@@ -349,7 +354,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       const seen = cases.map((c, i) => {
         const j = after[i];
         const last = j.executions[j.executions.length - 1];
-        const due = j.runAt.getTime() === before[i].runAt.getTime() ? 'kept' : sameInstant(j.runAt, last.finishedAt) ? 'now' : sameInstant(j.runAt, last.finishedAt.getTime() + DELAY_MS) ? 'retry' : 'other';
+        const due = j.runAt.getTime() === before[i].runAt.getTime() ? 'kept' : atAttemptEnd(j.runAt, last) ? 'now' : atAttemptEnd(j.runAt.getTime() - DELAY_MS, last) ? 'retry' : 'other';
         return {
           ...c,
           ack: acks[i].status,
@@ -359,7 +364,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
           unchargedReturns: returns.get(j.id) ?? 0,
           result: j.result,
           due,
-          finished: j.finishedAt !== null && sameInstant(j.finishedAt, last.finishedAt),
+          finished: j.finishedAt !== null && atAttemptEnd(j.finishedAt, last),
           ledger: { outcome: last.outcome, charged: last.charged, error: last.error },
         };
       });
@@ -386,12 +391,12 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       const delays = [60_000, -5, Number.POSITIVE_INFINITY, Number.NaN, 1e12];
       const acks = await complete(worker, rows.flatMap((r, i) => completion([r], 'failed', delays[i])));
       expect(statusesOf(acks)).toEqual(['ready', 'ready', 'ready', 'ready', 'ready']);
-      const dueIn = async (id: string) => {
+      const dueAfter = async (id: string, delayMs: number) => {
         const j = await job(ns, id);
-        return j.runAt.getTime() - j.executions[0].finishedAt.getTime();
+        return atAttemptEnd(j.runAt.getTime() - delayMs, j.executions[0]);
       };
-      expect(sameInstant(await dueIn(jobIds[0]), 60_000)).toBe(true);
-      expect(sameInstant(await dueIn(jobIds[4]), 2 ** 31 - 1)).toBe(true);
+      expect(await dueAfter(jobIds[0], 60_000)).toBe(true);
+      expect(await dueAfter(jobIds[4], 2 ** 31 - 1)).toBe(true);
       // Due now: the three whose delay was taken as 0.
       expect(iOf((await claim(ns, worker, ['retry'], 10)).rows).sort((a, b) => a - b)).toEqual([1, 2, 3]);
       const idle = await claim(ns, worker, ['retry'], 10);
@@ -1153,7 +1158,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(statusesOf(await complete(worker, completion([row], 'rate_limited', 30_000)))).toEqual(['ready']);
       const limited = await job(ns, row.id);
       expect(limited).toMatchObject({ status: 'ready', attempts: 0, error: null, executions: [{ outcome: 'rate_limited', charged: false }] });
-      expect(sameInstant(limited.runAt.getTime() - limited.executions[0].finishedAt.getTime(), 30_000)).toBe(true);
+      expect(atAttemptEnd(limited.runAt.getTime() - 30_000, limited.executions[0])).toBe(true);
       // Meter 'a' is shut: its other row is refused; meter 'b' is not.
       expect(payloadsOf((await claim(ns, randomUUID(), ['call'], 10)).rows)).toEqual([{ account: 'b', i: 9 }]);
       expect(await parked(ns, jobIds)).toEqual([[1, 'rate']]);
