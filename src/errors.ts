@@ -188,6 +188,25 @@ export class RateLimitedError extends ActaError {
   }
 }
 
+/**
+ * worker.start() gave up: the worker has not reached the database since it started, for
+ * `startTimeoutMs` (WorkerOptions; default 30 s). `cause` is the last error (e.g. connect
+ * ECONNREFUSED). Nothing was registered; start a new worker once the database answers.
+ */
+export class StartTimeoutError extends ActaError {
+  constructor(
+    readonly startTimeoutMs: number,
+    cause: unknown,
+  ) {
+    const last = cause === undefined ? 'no answer yet' : cause instanceof Error ? cause.message : String(cause);
+    super(
+      'ACTA_START_TIMEOUT',
+      `the worker could not reach the database within ${startTimeoutMs} ms of its start (last error: ${last}); check the database address (DATABASE_URL) and that the server is up, or raise startTimeoutMs`,
+      { cause },
+    );
+  }
+}
+
 /** An unknown definition name at enqueue time, when the client was given its definitions. */
 export class UnknownDefinitionError extends ActaError {
   /** `known`: the names there are (listed in the message, up to 20). */

@@ -49,6 +49,7 @@ export {
   ResultTimeoutError,
   SchemaNewerError,
   SchemaNotMigratedError,
+  StartTimeoutError,
   UnknownDefinitionError,
   UnstorableStepResultError,
   RateLimitedError,

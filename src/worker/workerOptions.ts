@@ -1,6 +1,6 @@
 import type { SchedulerLike } from 'rxjs';
 import type { Registry as PromRegistry } from 'prom-client';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_START_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
 import type { Db } from '../db/Db';
 import { type Ledger, sqlLedger } from '../ledger';
 import { checkDefinition, type Definition } from '../definition';
@@ -12,7 +12,7 @@ import { monotonicScheduler } from '../../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'startTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
 export interface WorkerOptions {
@@ -41,6 +41,12 @@ export interface WorkerOptions {
   safetyPollMs?: number;
   /** How long stop() waits for running handlers before aborting them, ms (default 10 000). */
   shutdownTimeoutMs?: number;
+  /**
+   * How long start() keeps trying to reach the database (schema check and registration, transient
+   * errors repeated with back-off) before it rejects with StartTimeoutError, ms (default 30 000).
+   * The first failure is logged at once (warn, with the error).
+   */
+  startTimeoutMs?: number;
   /** LISTEN for NOTIFY wakeups (default true). */
   listen?: boolean;
   /** Also take wakeups from Redis pub/sub (an ioredis client). */
@@ -77,6 +83,7 @@ export interface WorkerSettings {
   executors: number;
   safetyPollMs: number;
   shutdownTimeoutMs: number;
+  startTimeoutMs: number;
   clock: LeaseClock;
   namespace: string;
   scheduler: SchedulerLike;
@@ -97,7 +104,7 @@ export interface WorkerSettings {
  * Checks a worker's options before anything touches the database. Throws ConfigError for an
  * unknown option, no or duplicate definitions, a definition checkDefinition refuses (name,
  * handler, maxAttempts, backoff), or a setting out of range: executors 1..10 000,
- * heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1, shutdownTimeoutMs 0..2^31−1, a
+ * heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1, shutdownTimeoutMs 0..2^31−1, startTimeoutMs 1..2^31−1, a
  * definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the longest Node.js timer: a longer
  * one would fire after 1 ms), hooks that are not functions, or events options other than `payloads`.
  */
@@ -115,6 +122,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     executors: intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS),
     safetyPollMs: intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS),
     shutdownTimeoutMs: intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS),
+    startTimeoutMs: intOption('startTimeoutMs', options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, 1, MAX_TIMER_MS),
     clock: leaseClock(options.heartbeatIntervalMs),
     namespace: nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES),
     // Monotonic: attempt deadlines, timeouts and retry windows are durations on this clock, so a

@@ -149,7 +149,7 @@ test('SIGTERM while the worker is still retrying its start (database unreachable
   const { freePort } = (await import(specifier)) as { freePort: () => Promise<number> };
   const port = await freePort(); // nothing listens there
   const w = spawnWorker({ dbUrl: `postgres://postgres@127.0.0.1:${port}/none`, events: eventsFile(), args: ['--heartbeat', '1000'] });
-  await w.waitForLog('database unavailable; repeating', 15_000);
+  await w.waitForLog('the database has not been reached since the start', 15_000);
   w.kill('SIGTERM');
   expect(await exitWithin(w, 10_000)).toEqual({ code: 0, signal: null });
 });

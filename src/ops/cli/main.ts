@@ -273,6 +273,7 @@ export function program(): Command {
     .option('--heartbeat <ms>', 'heartbeat interval H in ms (default 45000)', int(HEARTBEAT_INTERVAL_RANGE_MS.min, HEARTBEAT_INTERVAL_RANGE_MS.max))
     .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int(1))
     .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int(0))
+    .option('--start-timeout <ms>', 'give up (exit 1) when the database is not reached within this many ms of the start (default 30000)', int(1, 2 ** 31 - 1))
     .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int(0, 65_535))
     .option('--redis <url>', 'also take wakeups from Redis pub/sub (what ioredis takes: redis://host:6379, host:port, a socket path)', redisAddress)
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
@@ -298,6 +299,7 @@ export function program(): Command {
         heartbeatIntervalMs: opts.heartbeat as number | undefined,
         safetyPollMs: opts.safetyPoll as number | undefined,
         shutdownTimeoutMs: opts.shutdownTimeout as number | undefined,
+        startTimeoutMs: opts.startTimeout as number | undefined,
         metricsPort: opts.metricsPort as number | undefined,
         listen: opts.listen as boolean,
         redis: redis as never,
@@ -319,7 +321,8 @@ export function program(): Command {
       try {
         await worker.start();
       } catch (err) {
-        // e.g. the schema is not migrated: main() prints the message; exit 1 without lingering.
+        // e.g. the schema is not migrated, or the database not reached (StartTimeoutError): main()
+        // prints the message; exit 1 without lingering.
         redis?.disconnect(); // not quit(): with Redis down, a QUIT would wait in ioredis' offline queue
         await db.close().catch(() => undefined);
         throw err;
