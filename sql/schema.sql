@@ -79,6 +79,7 @@ create table acta.jobs (
   progress jsonb,
   cancel_requested_at timestamp with time zone,
   watched boolean not null default false,
+  lane_seq bigint,
   constraint jobs_blocked_by_check CHECK ((blocked_by = ANY (ARRAY['lane'::text, 'concurrency'::text, 'rate'::text]))),
   constraint jobs_max_attempts_check CHECK ((max_attempts >= 1)),
   constraint jobs_pkey PRIMARY KEY (id),
@@ -92,7 +93,7 @@ CREATE UNIQUE INDEX jobs_idempotency_key_idx ON acta.jobs USING btree (namespace
 CREATE INDEX jobs_key_held_idx ON acta.jobs USING btree (namespace, concurrency_key) WHERE ((status = 'executing'::text) AND (concurrency_key IS NOT NULL));
 CREATE INDEX jobs_key_ready_idx ON acta.jobs USING btree (namespace, concurrency_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (concurrency_key IS NOT NULL));
 CREATE INDEX jobs_lane_held_idx ON acta.jobs USING btree (namespace, lane) WHERE ((status = ANY (ARRAY['executing'::text, 'waiting'::text])) AND (lane IS NOT NULL));
-CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, id) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
+CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, lane_seq) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lease_idx ON acta.jobs USING btree (namespace, lease_expires_at) WHERE ((status = 'executing'::text) AND (lease_expires_at IS NOT NULL));
 CREATE INDEX jobs_parked_idx ON acta.jobs USING btree (namespace, blocked_by, (
 CASE blocked_by
@@ -566,7 +567,7 @@ begin
         v_rate_pers := '{}';
       else
         with c as (
-          select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane,
+          select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane, j.lane_seq,
                  j.priority as prio, j.run_at, o.ord,
                  d.concurrency_limit as climit, d.rate_limit as rlimit, d.rate_per_ms as rper,
                  (j.lane is not null and acta.gate_lock(p_namespace, 'lane', j.lane) = any (v_busy))
@@ -577,13 +578,14 @@ begin
           left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
           where j.id = any (v_ids)
         ),
-        -- 1. Its lane's first Ready row, with nothing of the lane running or waiting.
+        -- 1. Its lane's first Ready row in commit order (lane_seq: migration 0012), with nothing of the
+        -- lane running or waiting.
         l as (
           select c.*, not c.busy and (c.lane is null or (
                    not exists (select 1 from acta.jobs h
                                where h.namespace = p_namespace and h.lane = c.lane and h.status in ('executing', 'waiting'))
                    and not exists (select 1 from acta.jobs r
-                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
+                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.lane_seq < c.lane_seq))) as lane_ok
           from c
         ),
         -- 2. Its key: the slots free go to the key's candidates in claim order, but not past a parked
@@ -694,7 +696,7 @@ begin
           select x.id from acta.jobs x
           join unnest(v_gate_kinds, v_gate_keys) as g(kind, key) on g.kind = 'lane' and x.lane = g.key
           where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
-            and x.id > (select min(f.id) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
+            and x.lane_seq > (select min(f.lane_seq) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
           limit 10000
           for update skip locked));
       end if;
@@ -1453,7 +1455,7 @@ begin
       select r.id, r.blocked_by into v_head, v_head_gate
       from acta.jobs r
       where r.namespace = p_namespace and r.lane = p_key and r.status = 'ready'
-      order by r.id limit 1;
+      order by r.lane_seq limit 1;
       if v_head_gate = 'lane' then
         update acta.jobs j set blocked_by = null
         where j.id = (select x.id from acta.jobs x where x.id = v_head and x.blocked_by = 'lane' for update skip locked);
@@ -1599,6 +1601,18 @@ begin
 end
 $function$;
 
+-- acta.take_lane_position: no file of its own
+CREATE OR REPLACE FUNCTION acta.take_lane_position()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_advisory_xact_lock(hashtextextended('lane position/' || new.namespace || '/' || new.lane, 0));
+  update acta.jobs set lane_seq = nextval('acta.jobs_id_seq'::regclass) where id = new.id;
+  return null;
+end
+$function$;
+
 -- acta.take_passes: sql/functions/take_passes.sql
 CREATE OR REPLACE FUNCTION acta.take_passes(p_namespace text, p_passes text[], p_intervals_ms integer[])
  RETURNS SETOF text
@@ -1656,4 +1670,5 @@ AS $function$
       or exists (select 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace)
 $function$;
 
+CREATE CONSTRAINT TRIGGER jobs_lane_position AFTER INSERT ON acta.jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.lane IS NOT NULL)) EXECUTE FUNCTION acta.take_lane_position();
 CREATE TRIGGER jobs_watched_notify AFTER UPDATE ON acta.jobs FOR EACH ROW WHEN ((new.watched AND ((old.status IS DISTINCT FROM new.status) OR (old.execution IS DISTINCT FROM new.execution) OR (old.progress IS DISTINCT FROM new.progress) OR (old.cancel_requested_at IS DISTINCT FROM new.cancel_requested_at) OR (NOT old.watched)))) EXECUTE FUNCTION acta.notify_job_changed();

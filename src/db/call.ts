@@ -29,6 +29,8 @@ export const SIGNATURES = {
   report_progress: 'p_worker uuid, p_ids bigint[], p_executions integer[], p_values jsonb',
   // The trigger function of migration 0009 (jobs_watched_notify): no wrapper calls it.
   notify_job_changed: '',
+  // The trigger function of migration 0012 (jobs_lane_position): a lane row's position at commit.
+  take_lane_position: '',
   gate_lock: 'p_namespace text, p_kind text, p_key text',
   gate_room: 'p_namespace text, p_kind text, p_key text, p_definition text, p_at timestamp with time zone, OUT room integer, OUT next_at timestamp with time zone',
   release_gate: 'p_namespace text, p_kind text, p_key text',

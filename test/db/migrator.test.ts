@@ -215,7 +215,7 @@ test('migration 0007 on a database of 0006: each namespace\'s recovery clock bec
   const files = loadSqlFiles();
   await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0007'));
   await db.query(`insert into acta.namespaces (name, recovery_due_at) values ('later', now() + interval '1 hour')`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0012_lane_commit_order.sql']);
   const { rows } = await db.query<{ namespace: string; pass: string; in_future: boolean }>(
     `select namespace, pass, due_at > now() + interval '59 minutes' as in_future from acta.passes order by namespace`,
   );
@@ -230,6 +230,22 @@ test('migration 0007 on a database of 0006: each namespace\'s recovery clock bec
   expect(Number(left[0].n)).toBe(0);
 });
 
+test('migration 0012 on a database of 0009: a lane\'s rows keep their order (position = id), and a lane row enqueued after it takes its position at its commit, after them', async () => {
+  const db = (await fresh()).open();
+  const files = loadSqlFiles();
+  await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0012'));
+  await db.query(`insert into acta.jobs (definition, payload, lane) values ('d', '1', 'l'), ('d', '2', 'l'), ('d', '3', null)`);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0012_lane_commit_order.sql']);
+  await db.query(`insert into acta.jobs (definition, payload, lane) values ('d', '4', 'l')`);
+  const { rows } = await db.query<{ payload: number; positioned: boolean | null }>('select payload, lane_seq = id as positioned from acta.jobs order by lane_seq nulls last, id');
+  expect(rows).toEqual([
+    { payload: 1, positioned: true },
+    { payload: 2, positioned: true },
+    { payload: 4, positioned: false }, // drawn at its commit, after its id
+    { payload: 3, positioned: null },
+  ]);
+});
+
 test('migration 0004 on a database of 0003: unfinished rows holding the old default 25 take their definition\'s; a running old worker still reads a number', async () => {
   const db = (await fresh()).open();
   const files = loadSqlFiles();
@@ -238,7 +254,7 @@ test('migration 0004 on a database of 0003: unfinished rows holding the old defa
   await db.query(`
     insert into acta.jobs (definition, payload, status, max_attempts) values
       ('d', '1', 'ready', 25), ('d', '2', 'ready', 5), ('d', '3', 'succeeded', 25), ('d', '4', 'executing', 25)`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql', 'migrations/0006_claim_key.sql', 'migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql', 'migrations/0006_claim_key.sql', 'migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0012_lane_commit_order.sql']);
   const { rows } = await db.query<{ payload: number; max_attempts: number | null }>('select payload, max_attempts from acta.jobs order by id');
   expect(rows).toEqual([
     { payload: 1, max_attempts: null },

@@ -1049,6 +1049,22 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(payloadsOf((await claim(ns, worker, ['step'], 10)).rows)).toEqual([{ order: 'o1', i: 1 }]);
     });
 
+    test('a lane runs in commit order (docs/policies.md, "Lanes"): each enqueue call commits at once, a batch in its input order; priorities do not reorder it', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, [step]);
+      await enqueue(ns, [{ ...inLane('o', 0), priority: 0 }]);
+      await enqueue(ns, [{ ...inLane('o', 1), priority: 9 }, { ...inLane('o', 2), priority: 5 }]);
+      await enqueue(ns, [{ ...inLane('o', 3), priority: 99 }]);
+      const order: number[] = [];
+      for (let n = 0; n < 4; n++) {
+        const { rows } = await claim(ns, worker, ['step'], 10);
+        expect(rows).toHaveLength(1);
+        order.push(...iOf(rows));
+        await complete(worker, completion(rows));
+      }
+      expect(order).toEqual([0, 1, 2, 3]);
+    });
+
     test('a retrying head keeps its lane waiting; a head that fails for good hands on; a cancelled head hands on', async () => {
       const ns = fresh();
       const worker = await declare(ns, [step]);
