@@ -923,7 +923,7 @@ end
 $function$;
 
 -- acta.enqueue_jobs: sql/functions/enqueue_jobs.sql
-CREATE OR REPLACE FUNCTION acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[])
+CREATE OR REPLACE FUNCTION acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_checks boolean[] DEFAULT NULL::boolean[])
  RETURNS TABLE(ids text, created text)
  LANGUAGE plpgsql
  SET jit TO 'off'
@@ -935,7 +935,31 @@ declare
   v_created boolean[];
   v_id_text text;
   v_created_text text;
+  v_refused jsonb;
 begin
+  if p_checks is not null and true = any (p_checks) then
+    select jsonb_build_object('item', u.ord - 1, 'name', u.definition, 'missing',
+             case when d.name is null then '[]'::jsonb
+                  else to_jsonb(array_remove(array[
+                         case when jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null then 'concurrency' end,
+                         case when jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null then 'rate' end,
+                         case when coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null then 'lane' end], null)) end)
+      into v_refused
+    from rows from (unnest(p_definitions), unnest(p_checks), unnest(p_concurrency_keys), unnest(p_rate_keys), unnest(p_lanes))
+      with ordinality as u(definition, checked, ckey, rkey, lane, ord)
+    left join acta.definitions d on d.namespace = p_namespace and d.name = u.definition
+    where u.checked
+      and (d.name is null
+           or (jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null)
+           or (jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null)
+           or (coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null))
+    order by u.ord
+    limit 1;
+    if v_refused is not null then
+      raise exception 'acta.enqueue_jobs: definition % refused in namespace % (see detail)', v_refused ->> 'name', p_namespace
+        using errcode = 'AC001', detail = v_refused::text;
+    end if;
+  end if;
   if p_idempotency_keys is null or not exists (select 1 from unnest(p_idempotency_keys) k where k is not null) then
     -- No idempotency keys: nothing can conflict. One insert; the ids were drawn in input order.
     with input as (
@@ -1032,7 +1056,7 @@ end
 $function$;
 
 -- acta.enqueue_jobs_wake_early: sql/functions/enqueue_jobs_wake_early.sql
-CREATE OR REPLACE PROCEDURE acta.enqueue_jobs_wake_early(IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], IN p_concurrency_keys text[], IN p_rate_keys text[], IN p_lanes text[], INOUT ids text DEFAULT NULL::text, INOUT created text DEFAULT NULL::text)
+CREATE OR REPLACE PROCEDURE acta.enqueue_jobs_wake_early(IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], IN p_concurrency_keys text[], IN p_rate_keys text[], IN p_lanes text[], IN p_checks boolean[], INOUT ids text DEFAULT NULL::text, INOUT created text DEFAULT NULL::text)
  LANGUAGE plpgsql
 AS $procedure$
 declare
@@ -1049,7 +1073,7 @@ begin
   end if;
   select e.ids, e.created into ids, created
   from acta.enqueue_jobs(p_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys,
-                         p_concurrency_keys, p_rate_keys, p_lanes) e;
+                         p_concurrency_keys, p_rate_keys, p_lanes, p_checks) e;
   commit;
   if v_after = 'flush' then
     if current_setting('synchronous_commit') <> 'off' then -- the session's own setting again

@@ -207,6 +207,35 @@ export class StartTimeoutError extends ActaError {
   }
 }
 
+/** Why enqueue refused a job by the namespace's stored definitions (src/policies/enqueueRule.ts). */
+export interface EnqueueRefusal {
+  namespace: string;
+  /** The definition name refused. */
+  name: string;
+  /** The policies declared for it whose key the job lacks; empty: no worker declared the name in the namespace. */
+  missing: ('concurrency' | 'rate' | 'lane')[];
+  /** The names declared in the namespace (up to 21; for the message). */
+  declaredHere: string[];
+  /** Other namespaces where the name is declared (up to 6; for the message). */
+  elsewhere: string[];
+}
+
+/**
+ * Enqueue refused a job that would never run or run unlimited, by what the namespace's workers
+ * declared (acta.definitions): code ACTA_UNKNOWN_DEFINITION when no worker declared its name there
+ * (nothing would ever claim it), ACTA_POLICY_KEY_MISSING when its definition declares a
+ * concurrency, rate or lane policy and the job has no key for it (it would run unlimited). Nothing
+ * is written. The message names the fix. `refusal` holds the facts.
+ */
+export class EnqueueRefusedError extends ActaError {
+  constructor(
+    readonly refusal: EnqueueRefusal,
+    message: string,
+  ) {
+    super(refusal.missing.length === 0 ? 'ACTA_UNKNOWN_DEFINITION' : 'ACTA_POLICY_KEY_MISSING', message);
+  }
+}
+
 /** An unknown definition name at enqueue time, when the client was given its definitions. */
 export class UnknownDefinitionError extends ActaError {
   /** `known`: the names there are (listed in the message, up to 20). */

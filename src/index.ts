@@ -49,6 +49,8 @@ export {
   ResultTimeoutError,
   SchemaNewerError,
   SchemaNotMigratedError,
+  EnqueueRefusedError,
+  type EnqueueRefusal,
   StartTimeoutError,
   UnknownDefinitionError,
   UnstorableStepResultError,

@@ -83,8 +83,8 @@ test('`acta worker` with an unreachable database (a closed port) logs it at once
   // Said at once (the first failure, a warn with the error), before the give-up.
   const logged = (run.stdout + run.stderr).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; time: number });
   expect(logged[0]).toMatchObject({ level: 40, msg: expect.stringMatching(/^worker start: the database has not been reached since the start/) });
-  const gaveUp = logged.find((l) => l.level === 50);
-  expect(gaveUp?.time).toBeGreaterThanOrEqual(logged[0].time + 1_900);
+  // Then repeated until the give-up (its timing: test/startTimeout.spec.ts, in virtual time).
+  expect(logged.findIndex((l) => l.level === 50)).toBeGreaterThan(0);
 });
 
 test('`acta migrate` applies the schema, and a second run applies nothing', async () => {

@@ -30,7 +30,7 @@ test('a lane runs in commit order: A begun first and committed last runs after B
   const c = new PgClient({ connectionString: tdb.url });
   await Promise.all([a.connect(), c.connect()]);
   try {
-    const client = createClient({ db, namespace, definitions: [step] });
+    const client = createClient({ force: true, db, namespace, definitions: [step] });
     await a.query('begin');
     const idA = (await client.enqueue(step, { name: 'A' }, { tx: a })).id;
     const idB = (await client.enqueue(step, { name: 'B' })).id; // this client's pool: a second connection
@@ -51,7 +51,7 @@ test('a lane runs in commit order: A begun first and committed last runs after B
 
 test('enqueues into one lane in transactions that commit in the other order than they began take positions in commit order; a rolled-back one takes none', async () => {
   const namespace = `lane-${randomUUID()}`;
-  const client = createClient({ db, namespace });
+  const client = createClient({ force: true, db, namespace });
   const conns = [0, 1, 2].map(() => new PgClient({ connectionString: tdb.url }));
   await Promise.all(conns.map((k) => k.connect()));
   try {

@@ -187,7 +187,7 @@ test('a schema of 0.1.0 (3821756) upgrades: function files drop the shapes they 
     create function acta.complete_executions(p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[],
         p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[])
       returns table (job_id bigint, execution integer, status text) language sql as 'select null::bigint, null::integer, null::text where false';
-    drop function acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text[], text[], text[]);
+    drop function acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text[], text[], text[], boolean[]);
     create function acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb[], p_priorities integer[],
         p_run_ats timestamptz[], p_max_attempts integer[], p_idempotency_keys text[])
       returns table (id bigint, created boolean) language sql as 'select null::bigint, null::boolean where false';
@@ -204,7 +204,7 @@ test('a schema of 0.1.0 (3821756) upgrades: function files drop the shapes they 
     ['complete_executions', 1],
     ['enqueue_jobs', 1],
   ]);
-  const [job] = await createClient({ db }).enqueueMany([{ definition: 'upgraded', payload: { ok: true } }]);
+  const [job] = await createClient({ force: true, db }).enqueueMany([{ definition: 'upgraded', payload: { ok: true } }]);
   expect(job.created).toBe(true);
   const claim = await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['upgraded'], limit: 1, leaseMs: 60_000 });
   expect(claim.rows.map((r) => r.id)).toEqual([job.id]);
