@@ -214,8 +214,8 @@ export interface EnqueueRefusal {
   name: string;
   /** The policies declared for it whose key the job lacks; empty: no worker declared the name in the namespace. */
   missing: ('concurrency' | 'rate' | 'lane')[];
-  /** The names declared in the namespace (up to 21; for the message). */
-  declaredHere: string[];
+  /** The names declared in the namespace (up to 21; for the message); null: not read (a client on a ledger without a database). */
+  declaredHere: string[] | null;
   /** Other namespaces where the name is declared (up to 6; for the message). */
   elsewhere: string[];
 }

@@ -36,7 +36,7 @@ export function refusedElement(err: unknown): RefusedElement | undefined {
  * transaction, which the refusal aborted; none (a memory ledger): no hints.
  */
 export async function refusal(q: Queryable | undefined, namespace: string, element: RefusedElement): Promise<EnqueueRefusal> {
-  const facts: EnqueueRefusal = { namespace, name: element.name, missing: element.missing, declaredHere: [], elsewhere: [] };
+  const facts: EnqueueRefusal = { namespace, name: element.name, missing: element.missing, declaredHere: q === undefined ? null : [], elsewhere: [] };
   if (q === undefined || element.missing.length > 0) return facts;
   const { rows } = await q
     .query<{ here: string[] | null; elsewhere: string[] | null }>(
@@ -66,6 +66,9 @@ export function refusedError(r: EnqueueRefusal, words: FixWords): EnqueueRefused
   }
   const hint = r.elsewhere.length === 0 ? '' : `; ${quote(r.name)} is declared in namespace ${r.elsewhere.slice(0, 5).map(quote).join(', ')}${r.elsewhere.length > 5 ? ', …' : ''} (${cli ? '--namespace' : 'the client\'s namespace'} ${quote(r.elsewhere[0])})`;
   const force = cli ? 'to enqueue it anyway (a definition whose worker has not started yet): --force' : 'to enqueue it anyway (a definition whose worker has not started yet): the enqueue option { force: true }';
+  if (r.declaredHere === null) {
+    return new EnqueueRefusedError(r, `no worker has declared a job definition named ${quote(r.name)} in namespace ${quote(r.namespace)}; start its worker first, or ${force}`);
+  }
   if (r.declaredHere.length === 0) {
     return new EnqueueRefusedError(
       r,
