@@ -186,7 +186,9 @@ export class Stores {
       childConfig: () => ({ system, url }),
       async openClient() {
         db = createPgDb({ connectionString: url, max: 2 });
-        client = createClient({ db });
+        // No worker has declared the bench's definition when a scenario enqueues: forced past the
+        // stored-definitions rule (its cost: docs/decisions/2026-12-05-enqueue-rule.md).
+        client = createClient({ db, force: true });
         // Open the connection now, as every other system's openClient does (graphile-worker's
         // makeWorkerUtils, pg-boss's start, BullMQ's waitUntilReady): the timed calls measure the
         // enqueue, not the connection's set-up (23 ms on this VM: pgbench -C).

@@ -27,6 +27,8 @@ export interface LedgerJob {
   concurrencyLimit: number | null;
   /** acta.jobs.lane (null: none). */
   lane: string | null;
+  /** acta.jobs.lane_seq: the job's place in its lane, taken at its commit (migration 0012); absent or null: its id. */
+  lanePosition?: string | null;
 }
 
 export interface LedgerExecution {
@@ -192,7 +194,8 @@ function checkKeys(jobs: LedgerJob[], executionsByJob: Map<string, LedgerExecuti
 }
 
 /**
- * `lane_out_of_order`: per lane, its jobs in id order (enqueue order); no attempt of a job may be
+ * `lane_out_of_order`: per lane, its jobs in commit order (lanePosition, else id; docs/policies.md,
+ * "Lanes"); no attempt of a job may be
  * claimed before every attempt of the lane's earlier jobs finished (a running maximum of their
  * finishedAt). Two attempts of different jobs of a lane that overlap always break this for the
  * later job's, so it also means no two attempts of a lane overlap (those of one job: attempts_overlap).
@@ -207,7 +210,8 @@ function checkLanes(jobs: LedgerJob[], executionsByJob: Map<string, LedgerExecut
     longestSpanMs = Math.max(longestSpanMs, span(laneJobs.flatMap((j) => executionsByJob.get(j.id) ?? [])));
     let before = -Infinity; // when the last attempt of the lane's earlier jobs finished
     let beforeJob = '';
-    for (const job of [...laneJobs].sort(byId)) {
+    const position = (j: LedgerJob) => ({ id: j.lanePosition ?? j.id });
+    for (const job of [...laneJobs].sort((a, b) => byId(position(a), position(b)))) {
       const attempts = executionsByJob.get(job.id) ?? [];
       for (const a of attempts) {
         if (a.claimedAt < before) flag('lane_out_of_order', job.id, `lane ${lane}: execution ${a.execution} claimed ${before - a.claimedAt} ms before job ${beforeJob} (earlier in the lane) finished`);

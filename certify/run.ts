@@ -92,7 +92,8 @@ export async function readLedger(url: string): Promise<Ledger> {
   try {
     const ms = (col: string) => `(extract(epoch from ${col}) * 1000)::float8`;
     const jobs = await client.query(
-      `select j.id::text, j.status, j.execution, j.attempts, j.concurrency_key as "concurrencyKey", d.concurrency_limit as "concurrencyLimit", j.lane
+      `select j.id::text, j.status, j.execution, j.attempts, j.concurrency_key as "concurrencyKey", d.concurrency_limit as "concurrencyLimit", j.lane,
+              j.lane_seq::text as "lanePosition"
        from acta.jobs j left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition`,
     );
     const executions = await client.query(

@@ -110,7 +110,7 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
     for (let i = 0; i < files.length; i += 5_000) {
       const chunk = files.slice(i, i + 5_000);
       const results = await client.enqueueMany(
-        chunk.map((f) => ({ definition: hashFile.name, payload: { path: f.path }, idempotencyKey: `${f.path}@${f.mtimeMs}` })),
+        chunk.map((f) => ({ definition: hashFile, payload: { path: f.path }, idempotencyKey: `${f.path}@${f.mtimeMs}` })),
       );
       for (const r of results) {
         if (r.created) enqueued++;

@@ -90,6 +90,7 @@ create table acta.jobs (
   progress jsonb,
   cancel_requested_at timestamp with time zone,
   watched boolean not null default false,
+  lane_seq bigint,
   schedule text,
   scheduled_at timestamp with time zone,
   wait_names text[],
@@ -112,7 +113,7 @@ CREATE UNIQUE INDEX jobs_idempotency_key_idx ON acta.jobs USING btree (namespace
 CREATE INDEX jobs_key_held_idx ON acta.jobs USING btree (namespace, concurrency_key) WHERE ((status = 'executing'::text) AND (concurrency_key IS NOT NULL));
 CREATE INDEX jobs_key_ready_idx ON acta.jobs USING btree (namespace, concurrency_key, run_at) WHERE ((status = 'ready'::text) AND (blocked_by IS NULL) AND (concurrency_key IS NOT NULL));
 CREATE INDEX jobs_lane_held_idx ON acta.jobs USING btree (namespace, lane) WHERE ((status = ANY (ARRAY['executing'::text, 'waiting'::text])) AND (lane IS NOT NULL));
-CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, id) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
+CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, lane_seq) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lease_idx ON acta.jobs USING btree (namespace, lease_expires_at) WHERE ((status = 'executing'::text) AND (lease_expires_at IS NOT NULL));
 CREATE INDEX jobs_list_idx ON acta.jobs USING btree (namespace, status, id) WHERE (status = ANY (ARRAY['ready'::text, 'waiting'::text, 'failed'::text, 'cancelled'::text]));
 CREATE INDEX jobs_parent_idx ON acta.jobs USING btree (parent_id) WHERE (parent_id IS NOT NULL);
@@ -721,7 +722,7 @@ begin
         v_rate_pers := '{}';
       else
         with c as (
-          select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane,
+          select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane, j.lane_seq,
                  j.priority as prio, j.run_at, o.ord,
                  d.concurrency_limit as climit, d.rate_limit as rlimit, d.rate_per_ms as rper,
                  (j.lane is not null and acta.gate_lock(p_namespace, 'lane', j.lane) = any (v_busy))
@@ -732,13 +733,14 @@ begin
           left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
           where j.id = any (v_ids)
         ),
-        -- 1. Its lane's first Ready row, with nothing of the lane running or waiting.
+        -- 1. Its lane's first Ready row in commit order (lane_seq: migration 0012), with nothing of the
+        -- lane running or waiting.
         l as (
           select c.*, not c.busy and (c.lane is null or (
                    not exists (select 1 from acta.jobs h
                                where h.namespace = p_namespace and h.lane = c.lane and h.status in ('executing', 'waiting'))
                    and not exists (select 1 from acta.jobs r
-                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
+                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.lane_seq < c.lane_seq))) as lane_ok
           from c
         ),
         -- 2. Its key: the slots free go to the key's candidates in claim order, but not past a parked
@@ -849,7 +851,7 @@ begin
           select x.id from acta.jobs x
           join unnest(v_gate_kinds, v_gate_keys) as g(kind, key) on g.kind = 'lane' and x.lane = g.key
           where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
-            and x.id > (select min(f.id) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
+            and x.lane_seq > (select min(f.lane_seq) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
           limit 10000
           for update skip locked));
       end if;
@@ -1176,7 +1178,7 @@ end
 $function$;
 
 -- acta.enqueue_jobs: sql/functions/enqueue_jobs.sql
-CREATE OR REPLACE FUNCTION acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[])
+CREATE OR REPLACE FUNCTION acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_checks boolean[] DEFAULT NULL::boolean[])
  RETURNS TABLE(ids text, created text)
  LANGUAGE plpgsql
  SET jit TO 'off'
@@ -1188,7 +1190,31 @@ declare
   v_created boolean[];
   v_id_text text;
   v_created_text text;
+  v_refused jsonb;
 begin
+  if p_checks is not null and true = any (p_checks) then
+    select jsonb_build_object('item', u.ord - 1, 'name', u.definition, 'missing',
+             case when d.name is null then '[]'::jsonb
+                  else to_jsonb(array_remove(array[
+                         case when jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null then 'concurrency' end,
+                         case when jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null then 'rate' end,
+                         case when coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null then 'lane' end], null)) end)
+      into v_refused
+    from rows from (unnest(p_definitions), unnest(p_checks), unnest(p_concurrency_keys), unnest(p_rate_keys), unnest(p_lanes))
+      with ordinality as u(definition, checked, ckey, rkey, lane, ord)
+    left join acta.definitions d on d.namespace = p_namespace and d.name = u.definition
+    where u.checked
+      and (d.name is null
+           or (jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null)
+           or (jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null)
+           or (coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null))
+    order by u.ord
+    limit 1;
+    if v_refused is not null then
+      raise exception 'acta.enqueue_jobs: definition % refused in namespace % (see detail)', v_refused ->> 'name', p_namespace
+        using errcode = 'AC001', detail = v_refused::text;
+    end if;
+  end if;
   if p_idempotency_keys is null or not exists (select 1 from unnest(p_idempotency_keys) k where k is not null) then
     -- No idempotency keys: nothing can conflict. One insert; the ids were drawn in input order.
     with input as (
@@ -1285,7 +1311,7 @@ end
 $function$;
 
 -- acta.enqueue_jobs_wake_early: sql/functions/enqueue_jobs_wake_early.sql
-CREATE OR REPLACE PROCEDURE acta.enqueue_jobs_wake_early(IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], IN p_concurrency_keys text[], IN p_rate_keys text[], IN p_lanes text[], INOUT ids text DEFAULT NULL::text, INOUT created text DEFAULT NULL::text)
+CREATE OR REPLACE PROCEDURE acta.enqueue_jobs_wake_early(IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], IN p_concurrency_keys text[], IN p_rate_keys text[], IN p_lanes text[], IN p_checks boolean[], INOUT ids text DEFAULT NULL::text, INOUT created text DEFAULT NULL::text)
  LANGUAGE plpgsql
 AS $procedure$
 declare
@@ -1302,7 +1328,7 @@ begin
   end if;
   select e.ids, e.created into ids, created
   from acta.enqueue_jobs(p_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys,
-                         p_concurrency_keys, p_rate_keys, p_lanes) e;
+                         p_concurrency_keys, p_rate_keys, p_lanes, p_checks) e;
   commit;
   if v_after = 'flush' then
     if current_setting('synchronous_commit') <> 'off' then -- the session's own setting again
@@ -1982,7 +2008,7 @@ begin
       select r.id, r.blocked_by into v_head, v_head_gate
       from acta.jobs r
       where r.namespace = p_namespace and r.lane = p_key and r.status = 'ready'
-      order by r.id limit 1;
+      order by r.lane_seq limit 1;
       if v_head_gate = 'lane' then
         update acta.jobs j set blocked_by = null
         where j.id = (select x.id from acta.jobs x where x.id = v_head and x.blocked_by = 'lane' for update skip locked);
@@ -2282,6 +2308,18 @@ begin
 end
 $function$;
 
+-- acta.take_lane_position: no file of its own
+CREATE OR REPLACE FUNCTION acta.take_lane_position()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_advisory_xact_lock(hashtextextended('lane position/' || new.namespace || '/' || new.lane, 0));
+  update acta.jobs set lane_seq = nextval('acta.jobs_id_seq'::regclass) where id = new.id;
+  return null;
+end
+$function$;
+
 -- acta.take_passes: sql/functions/take_passes.sql
 CREATE OR REPLACE FUNCTION acta.take_passes(p_namespace text, p_passes text[], p_intervals_ms integer[])
  RETURNS SETOF text
@@ -2402,4 +2440,5 @@ AS $function$
 $function$;
 
 CREATE TRIGGER jobs_child_deleted AFTER DELETE ON acta.jobs FOR EACH ROW WHEN (((old.parent_id IS NOT NULL) AND (old.status <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION acta.jobs_child_deleted();
+CREATE CONSTRAINT TRIGGER jobs_lane_position AFTER INSERT ON acta.jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.lane IS NOT NULL)) EXECUTE FUNCTION acta.take_lane_position();
 CREATE TRIGGER jobs_watched_notify AFTER UPDATE ON acta.jobs FOR EACH ROW WHEN ((new.watched AND ((old.status IS DISTINCT FROM new.status) OR (old.execution IS DISTINCT FROM new.execution) OR (old.progress IS DISTINCT FROM new.progress) OR (old.cancel_requested_at IS DISTINCT FROM new.cancel_requested_at) OR (NOT old.watched)))) EXECUTE FUNCTION acta.notify_job_changed();

@@ -102,6 +102,13 @@ export const DEFAULT_SAFETY_POLL_MS = 1_000;
 /** Default shutdown timeout (acta's own default): how long stop() waits for running handlers, ms. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
+/**
+ * Default start timeout (acta's own default): how long worker.start() keeps trying to reach the
+ * database before it fails with StartTimeoutError, ms. Well under a lease (180 s by default), so a
+ * wrong address fails a deploy quickly; long enough for a database that is restarting.
+ */
+export const DEFAULT_START_TIMEOUT_MS = 30_000;
+
 /** Executor count N: 4 per core, clamped to 8..64 (docs/DESIGN.md, "The lease clock"). */
 export function defaultExecutors(cores = os.availableParallelism?.() ?? os.cpus().length): number {
   return Math.min(64, Math.max(8, 4 * cores));

@@ -119,8 +119,8 @@ export interface Definition<P = any, R = unknown> {
   rate?: RatePolicy<P>;
   /**
    * The job's lane, from its payload (or the enqueue option `lane`): jobs of one lane run one at a
-   * time, in enqueue order; a retrying head keeps the lane waiting, a head that fails for good or
-   * is cancelled hands it on.
+   * time, in the order their enqueues committed (docs/policies.md, "Lanes"); a retrying head keeps
+   * the lane waiting, a head that fails for good or is cancelled hands it on.
    */
   lane?: (payload: P) => string;
   /**

@@ -209,6 +209,54 @@ export class RateLimitedError extends ActaError {
   }
 }
 
+/**
+ * worker.start() gave up: the worker has not reached the database since it started, for
+ * `startTimeoutMs` (WorkerOptions; default 30 s). `cause` is the last error (e.g. connect
+ * ECONNREFUSED). Nothing was registered; start a new worker once the database answers.
+ */
+export class StartTimeoutError extends ActaError {
+  constructor(
+    readonly startTimeoutMs: number,
+    cause: unknown,
+  ) {
+    const last = cause === undefined ? 'no answer yet' : cause instanceof Error ? cause.message : String(cause);
+    super(
+      'ACTA_START_TIMEOUT',
+      `the worker could not reach the database within ${startTimeoutMs} ms of its start (last error: ${last}); check the database address (DATABASE_URL) and that the server is up, or raise startTimeoutMs`,
+      { cause },
+    );
+  }
+}
+
+/** Why enqueue refused a job by the namespace's stored definitions (src/policies/enqueueRule.ts). */
+export interface EnqueueRefusal {
+  namespace: string;
+  /** The definition name refused. */
+  name: string;
+  /** The policies declared for it whose key the job lacks; empty: no worker declared the name in the namespace. */
+  missing: ('concurrency' | 'rate' | 'lane')[];
+  /** The names declared in the namespace (up to 21; for the message); null: not read (a client on a ledger without a database). */
+  declaredHere: string[] | null;
+  /** Other namespaces where the name is declared (up to 6; for the message). */
+  elsewhere: string[];
+}
+
+/**
+ * Enqueue refused a job that would never run or run unlimited, by what the namespace's workers
+ * declared (acta.definitions): code ACTA_UNKNOWN_DEFINITION when no worker declared its name there
+ * (nothing would ever claim it), ACTA_POLICY_KEY_MISSING when its definition declares a
+ * concurrency, rate or lane policy and the job has no key for it (it would run unlimited). Nothing
+ * is written. The message names the fix. `refusal` holds the facts.
+ */
+export class EnqueueRefusedError extends ActaError {
+  constructor(
+    readonly refusal: EnqueueRefusal,
+    message: string,
+  ) {
+    super(refusal.missing.length === 0 ? 'ACTA_UNKNOWN_DEFINITION' : 'ACTA_POLICY_KEY_MISSING', message);
+  }
+}
+
 /** An unknown definition name at enqueue time, when the client was given its definitions. */
 export class UnknownDefinitionError extends ActaError {
   /** `known`: the names there are (listed in the message, up to 20). */

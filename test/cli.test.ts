@@ -53,6 +53,16 @@ function startWorker(): { child: ChildProcess; exited: Promise<{ code: number | 
   return { child, exited, output: () => output };
 }
 
+/** A localhost TCP port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const net = await import('node:net');
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 const count = async (sql: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(sql, params)).rows[0].n);
 
 test('a worker on an unmigrated database exits non-zero, telling to run `npx acta migrate`', async () => {
@@ -60,6 +70,21 @@ test('a worker on an unmigrated database exits non-zero, telling to run `npx act
   const { code } = await worker.exited;
   expect(code).toBe(1);
   expect(worker.output()).toMatch(/npx acta migrate/);
+});
+
+test('`acta worker` with an unreachable database (a closed port) logs it at once and exits 1 after --start-timeout, with one clear line', async () => {
+  const closed = await closedPort();
+  const run = await acta(['worker', FIXTURE, '--start-timeout', '2000'], { DATABASE_URL: `postgres://postgres@127.0.0.1:${closed}/test` });
+  expect(run.code).toBe(1);
+  const lines = run.stderr.split('\n').filter((l) => l !== '');
+  expect(lines.filter((l) => l.startsWith('acta: '))).toEqual([
+    expect.stringMatching(/^acta: the worker could not reach the database within 2000 ms of its start \(last error: connect ECONNREFUSED 127\.0\.0\.1:\d+\); check the database address/),
+  ]);
+  // Said at once (the first failure, a warn with the error), before the give-up.
+  const logged = (run.stdout + run.stderr).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; time: number });
+  expect(logged[0]).toMatchObject({ level: 40, msg: expect.stringMatching(/^worker start: the database has not been reached since the start/) });
+  // Then repeated until the give-up (its timing: test/startTimeout.spec.ts, in virtual time).
+  expect(logged.findIndex((l) => l.level === 50)).toBeGreaterThan(0);
 });
 
 test('`acta migrate` applies the schema, and a second run applies nothing', async () => {

@@ -43,7 +43,7 @@ describe('the core flow on PGlite (memory://)', () => {
     });
     const worker = createWorker({ db, definitions: [add, boom], logger: silentLogger, executors: 4 });
     await worker.start();
-    const client = createClient({ db });
+    const client = createClient({ force: true, db });
     const ok = await client.enqueue('add', { a: 20, b: 22 });
     const bad = await client.enqueue('boom', {}, { maxAttempts: 3 });
     const dup = await client.enqueue('add', { a: 0, b: 0 }, { idempotencyKey: 'once' });
@@ -78,7 +78,7 @@ describe('errors on PGlite', () => {
     const db = await createPgliteDb({ dataDir: 'memory://' });
     try {
       // Before migrating: the enqueue fails inside the database, and the client says to migrate.
-      await expect(createClient({ db }).enqueue('x', {})).rejects.toMatchObject({
+      await expect(createClient({ force: true, db }).enqueue('x', {})).rejects.toMatchObject({
         code: 'ACTA_SCHEMA_NOT_MIGRATED',
         cause: expect.objectContaining({ message: expect.stringMatching(/schema "acta" does not exist|acta\.enqueue_jobs/) }),
       });
@@ -86,7 +86,7 @@ describe('errors on PGlite', () => {
       // Db's own session waited for it forever, and every later query with it.
       const calls: ((c: Client, tx: Queryable) => Promise<unknown>)[] = [(c, tx) => c.getJob('1', { tx }), (c, tx) => c.cancel('1', { tx }), (c, tx) => c.enqueue('x', {}, { tx })];
       for (const call of calls) {
-        await expect(db.transaction((tx) => call(createClient({ db }), tx))).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED' });
+        await expect(db.transaction((tx) => call(createClient({ force: true, db }), tx))).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED' });
       }
       await migrate(db);
       await expect(db.query('select * from acta.jobz')).rejects.toThrow(/does not exist/);
@@ -94,7 +94,7 @@ describe('errors on PGlite', () => {
       expect((await db.query<{ x: number }>('select $1::int + 1 as x', [41])).rows).toEqual([{ x: 42 }]);
       const worker = createWorker({ db, definitions: [defineJob({ name: 'ok', handler: async (p: { n: number }) => p.n * 2 })], logger: silentLogger, executors: 2 });
       await worker.start();
-      const client = createClient({ db });
+      const client = createClient({ force: true, db });
       const ids = [];
       for (let n = 1; n <= 3; n++) {
         await expect(db.query('select * from acta.nope')).rejects.toThrow(/does not exist/);
@@ -133,7 +133,7 @@ describe('the data folder lock', () => {
       // The refused open did not take the lock away from its holder.
       expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
       await migrate(db);
-      await createClient({ db }).enqueue('kept', { n: 1 });
+      await createClient({ force: true, db }).enqueue('kept', { n: 1 });
     } finally {
       await db.close();
     }

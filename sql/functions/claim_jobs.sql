@@ -5,7 +5,8 @@
 -- holder p_worker, claimed_at (also its meter's start time) the instant it was admitted, once the
 -- claim holds its gates' locks, and its lease p_lease_ms from then; returned in claim order:
 -- priority, then due time (a fair definition: its turn, fair_tag), then id. A candidate is admitted
--- when its lane has nothing running or waiting and it is the lane's first Ready row, its key has a
+-- when its lane has nothing running or waiting and it is the lane's first Ready row (in commit
+-- order: lane_seq, migration 0012), its key has a
 -- free slot and no parked row of the key ahead of it, and its meter has a token (acta.gate_room);
 -- else it is PARKED (blocked_by: out of the claim's indexes, its place kept) until its gate's
 -- hand-on or recheck (acta.release_gate): a batch never starts more attempts of a key than its free
@@ -446,7 +447,7 @@ begin
         v_rate_pers := '{}';
       else
         with c as (
-          select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane,
+          select j.id, j.definition as def, j.concurrency_key as ckey, j.rate_key as rkey, j.lane, j.lane_seq,
                  j.priority as prio, j.run_at, o.ord,
                  d.concurrency_limit as climit, d.rate_limit as rlimit, d.rate_per_ms as rper,
                  (j.lane is not null and acta.gate_lock(p_namespace, 'lane', j.lane) = any (v_busy))
@@ -457,13 +458,14 @@ begin
           left join acta.definitions d on d.namespace = p_namespace and d.name = j.definition
           where j.id = any (v_ids)
         ),
-        -- 1. Its lane's first Ready row, with nothing of the lane running or waiting.
+        -- 1. Its lane's first Ready row in commit order (lane_seq: migration 0012), with nothing of the
+        -- lane running or waiting.
         l as (
           select c.*, not c.busy and (c.lane is null or (
                    not exists (select 1 from acta.jobs h
                                where h.namespace = p_namespace and h.lane = c.lane and h.status in ('executing', 'waiting'))
                    and not exists (select 1 from acta.jobs r
-                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.id < c.id))) as lane_ok
+                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.lane_seq < c.lane_seq))) as lane_ok
           from c
         ),
         -- 2. Its key: the slots free go to the key's candidates in claim order, but not past a parked
@@ -574,7 +576,7 @@ begin
           select x.id from acta.jobs x
           join unnest(v_gate_kinds, v_gate_keys) as g(kind, key) on g.kind = 'lane' and x.lane = g.key
           where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
-            and x.id > (select min(f.id) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
+            and x.lane_seq > (select min(f.lane_seq) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
           limit 10000
           for update skip locked));
       end if;

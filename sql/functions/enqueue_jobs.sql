@@ -12,16 +12,23 @@
 -- a concurrent transaction committed while this insert waited for it: found by a second
 -- statement's snapshot; under REPEATABLE READ a serialization failure) creates nothing and
 -- returns that job's id (test/db/enqueue.test.ts).
+-- Rule (src/policies/enqueueRule.ts; docs/reference.md, "Which definitions a client may enqueue"):
+-- an element whose p_checks entry is true (its client has no definition of it) must name a
+-- definition some worker declared in the namespace (acta.definitions), and carry a key for each of
+-- its declared concurrency, rate and lane policies (else it would run never, or unlimited). The
+-- first element refused raises SQLSTATE AC001, detail {"item", "name", "missing"} (missing: []
+-- when the name is not declared), and nothing is written. p_checks null: nothing checked.
 -- Durability: the caller's commit; a key found taken adds a WAL record so that commit flushes
 -- through the job it names (docs/decisions/2026-12-01-a-taken-key-makes-the-enqueue-flush.md).
 -- Locks: the inserted rows; a conflicting key waits for its inserter; keyed rows in key order.
 -- Wakeup: one pg_notify('acta_jobs', namespace) per call when a job is due within a second,
 -- delivered at commit (in a caller's transaction, only then).
--- Plan: without keys one insert; with keys the insert, then a probe of jobs_idempotency_key_idx
+-- Plan: the rule, one acta.definitions primary-key probe per checked element; without keys one insert; with keys the insert, then a probe of jobs_idempotency_key_idx
 -- per taken key, never a join to acta.jobs; no sequential scans, no JIT (test/db/plans.test.ts;
 -- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
 drop function if exists acta.enqueue_jobs(text, text[], jsonb[], integer[], timestamptz[], integer[], text[]);
 drop function if exists acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[]);
+drop function if exists acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text[], text[], text[]);
 create or replace function acta.enqueue_jobs(
   p_namespace        text,
   p_definitions      text[],
@@ -32,7 +39,8 @@ create or replace function acta.enqueue_jobs(
   p_idempotency_keys text[],
   p_concurrency_keys text[],
   p_rate_keys        text[],
-  p_lanes            text[]
+  p_lanes            text[],
+  p_checks           boolean[] default null
 ) returns table (ids text, created text)
 language plpgsql
 -- See Plan.
@@ -45,7 +53,31 @@ declare
   v_created boolean[];
   v_id_text text;
   v_created_text text;
+  v_refused jsonb;
 begin
+  if p_checks is not null and true = any (p_checks) then
+    select jsonb_build_object('item', u.ord - 1, 'name', u.definition, 'missing',
+             case when d.name is null then '[]'::jsonb
+                  else to_jsonb(array_remove(array[
+                         case when jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null then 'concurrency' end,
+                         case when jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null then 'rate' end,
+                         case when coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null then 'lane' end], null)) end)
+      into v_refused
+    from rows from (unnest(p_definitions), unnest(p_checks), unnest(p_concurrency_keys), unnest(p_rate_keys), unnest(p_lanes))
+      with ordinality as u(definition, checked, ckey, rkey, lane, ord)
+    left join acta.definitions d on d.namespace = p_namespace and d.name = u.definition
+    where u.checked
+      and (d.name is null
+           or (jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null)
+           or (jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null)
+           or (coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null))
+    order by u.ord
+    limit 1;
+    if v_refused is not null then
+      raise exception 'acta.enqueue_jobs: definition % refused in namespace % (see detail)', v_refused ->> 'name', p_namespace
+        using errcode = 'AC001', detail = v_refused::text;
+    end if;
+  end if;
   if p_idempotency_keys is null or not exists (select 1 from unnest(p_idempotency_keys) k where k is not null) then
     -- No idempotency keys: nothing can conflict. One insert; the ids were drawn in input order.
     with input as (

@@ -17,6 +17,7 @@
 -- docs/decisions/2026-12-01-enqueue-wakes-before-the-flush.md (test/faults/enqueueFlush.test.ts).
 -- Locks: acta.enqueue_jobs'.
 drop procedure if exists acta.enqueue_jobs_wake_early(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text, text);
+drop procedure if exists acta.enqueue_jobs_wake_early(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text[], text[], text[], text, text);
 create or replace procedure acta.enqueue_jobs_wake_early(
   p_namespace        text,
   p_definitions      text[],
@@ -28,6 +29,7 @@ create or replace procedure acta.enqueue_jobs_wake_early(
   p_concurrency_keys text[],
   p_rate_keys        text[],
   p_lanes            text[],
+  p_checks           boolean[],
   inout ids          text default null,
   inout created      text default null
 )
@@ -47,7 +49,7 @@ begin
   end if;
   select e.ids, e.created into ids, created
   from acta.enqueue_jobs(p_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts, p_idempotency_keys,
-                         p_concurrency_keys, p_rate_keys, p_lanes) e;
+                         p_concurrency_keys, p_rate_keys, p_lanes, p_checks) e;
   commit;
   if v_after = 'flush' then
     if current_setting('synchronous_commit') <> 'off' then -- the session's own setting again

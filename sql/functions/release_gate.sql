@@ -1,8 +1,8 @@
 -- acta.release_gate: release, in order, as many of a gate's parked rows as it has room for now,
 -- and set when the rest are reconsidered (docs/DESIGN.md, "Policies"; migration 0008).
 --
--- Contract: 'lane': when nothing of the lane is Executing or Waiting, its first Ready row (by id:
--- the lane's order) is its head; parked for the lane, it is released (a head parked on a key or a
+-- Contract: 'lane': when nothing of the lane is Executing or Waiting, its first Ready row (by
+-- lane_seq: the lane's order, commit order; migration 0012) is its head; parked for the lane, it is released (a head parked on a key or a
 -- meter waits for that gate). A head another transaction holds (only a cancel can: every other
 -- write of a parked row holds its gate's lock) is left to it, and the lane gets a recheck after the
 -- bounce, in case that transaction rolls back; a lane's gate row exists only for that. 'concurrency' / 'rate': the first parked rows in claim order
@@ -36,7 +36,7 @@ begin
       select r.id, r.blocked_by into v_head, v_head_gate
       from acta.jobs r
       where r.namespace = p_namespace and r.lane = p_key and r.status = 'ready'
-      order by r.id limit 1;
+      order by r.lane_seq limit 1;
       if v_head_gate = 'lane' then
         update acta.jobs j set blocked_by = null
         where j.id = (select x.id from acta.jobs x where x.id = v_head and x.blocked_by = 'lane' for update skip locked);

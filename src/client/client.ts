@@ -10,11 +10,12 @@ import { schemaError } from '../db/schemaVerdict';
 import { checkDefinition, type Definition, policyKeys } from '../definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, UnknownDefinitionError } from '../errors';
 import { toJsonText } from '../json';
+import { refusal, refusedElement, refusedError } from '../policies/enqueueRule';
 import { type Ledger, sqlLedger } from '../ledger';
 import { why, type WhyAnswer } from '../ops/why';
 import { type Admin, createAdmin } from './admin';
 import { createFollowers, type ObserveOptions, type ResultOptions } from './follow';
-import { jobIdText } from './jobId';
+import { jobIdText, shown } from './jobId';
 
 export type { ObserveOptions, ResultOptions } from './follow';
 
@@ -46,8 +47,16 @@ export interface EnqueueOptions {
   rateKey?: string;
   lane?: string;
   /**
+   * Enqueue a job of a definition given by name even though the namespace's stored definitions
+   * refuse it (a definition whose worker is deployed later): no worker has declared the name, or
+   * its declared policies need keys this job lacks. `acta enqueue --force`. Default: the client's
+   * `force`, else false (docs/reference.md, "Which definitions a client may enqueue").
+   */
+  force?: boolean;
+  /**
    * Enqueue inside the caller's own transaction: a `pg` client (or any Queryable) on which the
    * caller ran BEGIN. The job exists, and workers are woken, only when that transaction commits.
+   * A job the stored definitions refuse aborts that transaction (the refusal is a failed statement).
    */
   tx?: Queryable;
 }
@@ -93,11 +102,17 @@ export interface ClientOptions {
   publishWakeup?: WakeupPublisher;
   /**
    * The definitions this client enqueues, when it knows them: an unknown name is then refused
-   * with UnknownDefinitionError (nothing written). Without them any name is accepted. (A job
+   * with UnknownDefinitionError (nothing written), and a job's keys are computed with them.
+   * Without them, a job given by name is checked against what the namespace's workers declared
+   * (acta.definitions, in the enqueue's own statement): EnqueueRefusedError when no worker
+   * declared the name there (it would never run) or its declared concurrency, rate or lane policy
+   * needs a key the job lacks (it would run unlimited); `force` enqueues it anyway. (A job
    * without its own `maxAttempts` takes its definition's whether or not the client knows it:
    * the worker and recovery apply it.)
    */
   definitions?: Pick<Definition<any, any>, 'name' | 'maxAttempts' | 'concurrency' | 'rate' | 'lane' | 'fair'>[];
+  /** The default of each enqueue's `force` (EnqueueOptions.force). Default false. */
+  force?: boolean;
   /** The clock of observe's polling and result's timeout (a VirtualClock in virtual-time tests). Default `asyncScheduler`. */
   scheduler?: SchedulerLike;
 }
@@ -120,7 +135,8 @@ export interface Client extends Admin {
    * Throws InvalidJsonError (nothing written) when the payload cannot be stored as jsonb
    * (including one beyond jsonb's 256 MB, which the database refuses), ConfigError on a bad or
    * unknown option, UnknownDefinitionError for a name outside the client's `definitions` (when
-   * given), SchemaNotMigratedError when the database's acta schema is missing or older than this
+   * given), EnqueueRefusedError for a name the namespace's stored definitions refuse (a client
+   * without `definitions`: ClientOptions.definitions), SchemaNotMigratedError when the database's acta schema is missing or older than this
    * client, SchemaNewerError when it is newer (a function the client calls changed shape).
    */
   enqueue<P = unknown>(definition: string | Definition<P, any>, payload: NoInfer<P>, options?: EnqueueOptions | null): Promise<EnqueueResult>;
@@ -195,10 +211,10 @@ const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
 const MIN_TIMESTAMPTZ_MS = -210_866_803_200_000;
 
 /** The keys of ClientOptions: createClient refuses any other. */
-const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', 'ledger', 'scheduler'];
+const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', 'ledger', 'scheduler', 'force'];
 
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
-const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane'];
+const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane', 'force'];
 const TX_HINT = "; tx is enqueue's option, and enqueueMany's second argument: enqueueMany(items, { tx })";
 
 /**
@@ -228,6 +244,7 @@ export function createClient(options: ClientOptions): Client {
   };
   /** The migrator's verdict on a database error (schemaError); a ledger's errors are its own. */
   const verdict = async (err: unknown, inCallersTx: boolean) => (options.db ? schemaError(options.db, err, inCallersTx) : err);
+  if (options.force !== undefined && typeof options.force !== 'boolean') throw new ConfigError(`force must be a boolean, got ${shown(options.force)}`);
   for (const d of options.definitions ?? []) checkDefinition(d, false);
   const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
   /** `many`: called as enqueueMany, whose errors about an item name it (enqueue's one item is not named). */
@@ -243,6 +260,7 @@ export function createClient(options: ClientOptions): Client {
       concurrencyKeys: [] as (string | null)[],
       rateKeys: [] as (string | null)[],
       lanes: [] as (string | null)[],
+      checks: [] as boolean[],
     };
     /** The name the item before had, checked already: a batch of one definition checks it once. */
     let checkedName: string | undefined;
@@ -262,6 +280,7 @@ export function createClient(options: ClientOptions): Client {
         // A key for a policy the definition does not have would limit nothing: refused.
         if (given && item.concurrencyKey !== undefined && !given.concurrency) throw new ConfigError(`concurrencyKey: definition "${name}" has no concurrency policy`);
         if (given && item.rateKey !== undefined && !given.rate) throw new ConfigError(`rateKey: definition "${name}" has no rate policy`);
+        if (item.force !== undefined && typeof item.force !== 'boolean') throw new ConfigError(`force must be a boolean, got ${shown(item.force)}`);
         // Both are PostgreSQL integer columns: out of int4 range would fail the whole statement.
         if (item.priority !== undefined && !(Number.isInteger(item.priority) && Math.abs(item.priority) <= INT4_MAX)) {
           throw new ConfigError(`priority must be an integer between -${INT4_MAX} and ${INT4_MAX}, got ${item.priority}`);
@@ -289,6 +308,9 @@ export function createClient(options: ClientOptions): Client {
         rows.concurrencyKeys.push(keys.concurrencyKey);
         rows.rateKeys.push(keys.rateKey);
         rows.lanes.push(keys.lane);
+        // A job by name, of a definition this client does not have: the stored definitions decide
+        // (src/policies/enqueueRule.ts), unless forced.
+        rows.checks.push(given === undefined && !(item.force ?? options.force ?? false));
       } catch (err) {
         // enqueueMany names the item, also in a batch of one (test/db/enqueue.test.ts, "enqueueMany
         // names the item its error is about").
@@ -303,6 +325,11 @@ export function createClient(options: ClientOptions): Client {
       // 54000 (program_limit_exceeded): a payload beyond what one jsonb value holds (256 MB; a
       // string within it as well). One job: that payload cannot be stored, refused like any other.
       // A larger batch may only need splitting (see enqueueMany), so its error stays as it is.
+      const refused = refusedElement(err);
+      if (refused) {
+        const refusedErr = refusedError(await refusal(options.db, namespace, refused), 'library');
+        throw many ? atItem(refusedErr, refused.item) : refusedErr;
+      }
       if (items.length === 1 && (err as { code?: unknown }).code === '54000') {
         throw new InvalidJsonError('$', `too large for jsonb (${(err as Error).message})`, { cause: err });
       }

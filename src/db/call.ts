@@ -8,9 +8,9 @@ import type { Db, Queryable } from './Db';
  */
 export const SIGNATURES = {
   enqueue_jobs:
-    'p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[]',
+    'p_namespace text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_checks boolean[]',
   enqueue_jobs_wake_early:
-    'IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], IN p_concurrency_keys text[], IN p_rate_keys text[], IN p_lanes text[], INOUT ids text, INOUT created text',
+    'IN p_namespace text, IN p_definitions text[], IN p_payloads jsonb, IN p_priorities integer[], IN p_run_ats timestamp with time zone[], IN p_max_attempts integer[], IN p_idempotency_keys text[], IN p_concurrency_keys text[], IN p_rate_keys text[], IN p_lanes text[], IN p_checks boolean[], INOUT ids text, INOUT created text',
   wal_message_allowed: 'p_args integer',
   claim_jobs: 'p_namespace text, p_worker uuid, p_definitions text[], p_limit integer, p_lease_ms integer',
   complete_executions:
@@ -29,6 +29,8 @@ export const SIGNATURES = {
   report_progress: 'p_worker uuid, p_ids bigint[], p_executions integer[], p_values jsonb',
   // The trigger function of migration 0009 (jobs_watched_notify): no wrapper calls it.
   notify_job_changed: '',
+  // The trigger function of migration 0012 (jobs_lane_position): a lane row's position at commit.
+  take_lane_position: '',
   gate_lock: 'p_namespace text, p_kind text, p_key text',
   gate_room: 'p_namespace text, p_kind text, p_key text, p_definition text, p_at timestamp with time zone, OUT room integer, OUT next_at timestamp with time zone',
   release_gate: 'p_namespace text, p_kind text, p_key text',

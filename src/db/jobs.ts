@@ -14,6 +14,11 @@ export interface EnqueueRows {
   concurrencyKeys?: (string | null)[];
   rateKeys?: (string | null)[];
   lanes?: (string | null)[];
+  /**
+   * The elements to check against the namespace's stored definitions (src/policies/enqueueRule.ts:
+   * those whose client has no definition of them); absent: none. A refused one: SQLSTATE AC001.
+   */
+  checks?: boolean[];
 }
 
 /** `values`, or null when every element is null (enqueue_jobs reads a null array as all-null elements). */
@@ -42,11 +47,12 @@ export async function enqueueJobs(q: Queryable, namespace: string, rows: Enqueue
     rows.concurrencyKeys ? unlessAllNull(rows.concurrencyKeys) : null,
     rows.rateKeys ? unlessAllNull(rows.rateKeys) : null,
     rows.lanes ? unlessAllNull(rows.lanes) : null,
+    rows.checks?.some((c) => c) ? rows.checks : null,
   ];
   const [name, text] =
     (q as Partial<Db>).kind === 'postgres'
-      ? ['acta_enqueue_jobs_wake_early', 'call acta.enqueue_jobs_wake_early($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, null, null)']
-      : ['acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10)'];
+      ? ['acta_enqueue_jobs_wake_early', 'call acta.enqueue_jobs_wake_early($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, null, null)']
+      : ['acta_enqueue_jobs', 'select ids, created from acta.enqueue_jobs($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11)'];
   const result = await runStatement<{ ids: string; created: string }>(q, name, text, params);
   const { ids, created } = result.rows[0];
   return ids.split(',').map((id, i) => ({ id: id === '' ? null : id, created: created[i] === 't' }));

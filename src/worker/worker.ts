@@ -2,16 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { createWorkflow, ledgerWorkflowStore } from '../workflows/workflow';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
-import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil } from 'rxjs';
+import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil, throwError, timeout } from 'rxjs';
 import { PIPELINE } from '../config';
 import type { PassSchedule } from '../db/types';
 import { isTransientDbError } from '../db/transient';
 import { type Completion, handBackCompletion, runEntry, type ExecutorDeps } from './executor';
 import { Finalizer } from './finalizer';
 import { heartbeat } from './heartbeat';
-import { errorText } from '../json';
 import { retryErrorFields } from '../logger';
-import { ConfigError, type HookFailedError } from '../errors';
+import { ConfigError, type HookFailedError, StartTimeoutError } from '../errors';
 import { type WorkerEvent, WorkerEvents } from './events';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { ALERTS_NAME, alertMetric } from '../recurring/alerts';
@@ -300,13 +299,19 @@ export function createWorker(options: WorkerOptions): Worker {
     void raceTimeout(lastTry, Math.min(clock.heartbeatIntervalMs, 2_000), scheduler).then(() => rejectDone(err));
   };
 
-  /** Schema check and registration; a transient error is repeated with back-off for up to one lease. */
-  const register = () =>
-    firstValueFrom(
+  /**
+   * Schema check and registration; a transient error is repeated with back-off, the first one
+   * logged at once, until `startTimeoutMs` after the start: then StartTimeoutError (a call still
+   * in flight is left to land, and its registration is undone: stopWorker).
+   */
+  const register = () => {
+    let lastError: unknown;
+    let timedOut = false;
+    return firstValueFrom(
       defer(() => {
         registering = (async () => {
           await ledger.assertReady();
-          if (state !== 'starting') return; // stop() came meanwhile: do not register at all
+          if (state !== 'starting' || timedOut) return; // stop() or the start timeout came meanwhile: do not register at all
           const registration = await ledger.registerWorker({
             workerId: id,
             namespace,
@@ -330,24 +335,39 @@ export function createWorker(options: WorkerOptions): Worker {
           initialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
           maxMs: Math.min(clock.heartbeatIntervalMs, PIPELINE.unreachableRetryMaxMs),
           jitter: 0.25,
-          shouldRetry: (() => {
-            const since = scheduler.now();
-            return (err: unknown) => {
-              if (!isTransientDbError(err)) return false;
-              const waitedMs = Math.round(scheduler.now() - since);
-              if (waitedMs < clock.leaseMs) return true;
-              logger.error({ error: errorText(err), waitedMs }, 'worker start: the database stayed unreachable for a whole lease; giving up');
-              return false;
-            };
-          })(),
-          onRetry: (err, retry, delayMs) => logger.warn({ ...retryErrorFields(err, retry), retry, delayMs }, 'worker start: database unavailable; repeating'),
+          shouldRetry: (err: unknown) => {
+            lastError = err;
+            return isTransientDbError(err);
+          },
+          onRetry: (err, retry, delayMs) =>
+            logger.warn(
+              { ...retryErrorFields(err, retry), retry, delayMs, startTimeoutMs: settings.startTimeoutMs },
+              'worker start: the database has not been reached since the start; repeating until startTimeoutMs',
+            ),
           scheduler,
           random,
+        }),
+        // The start's bound (WorkerOptions.startTimeoutMs; test/worker/startTimeout.spec.ts).
+        timeout({
+          first: settings.startTimeoutMs,
+          scheduler,
+          with: () => {
+            timedOut = true;
+            const err = new StartTimeoutError(settings.startTimeoutMs, lastError);
+            logger.error({ err: lastError, startTimeoutMs: settings.startTimeoutMs }, 'worker start: the database was not reached within startTimeoutMs; giving up');
+            // The call in flight may still register this worker: undo it when it lands.
+            void registering.then(async () => {
+              if (duePassesAtStart.length > 0) await ledger.releasePasses(namespace, duePassesAtStart);
+              await ledger.stopWorker(id);
+            }).catch(() => undefined);
+            return throwError(() => err);
+          },
         }),
         takeUntil(cancelStart),
       ),
       { defaultValue: undefined },
     );
+  };
 
   /** Starts the pipeline and the heartbeat (after a successful registration). */
   const run = () => {

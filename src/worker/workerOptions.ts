@@ -1,7 +1,7 @@
 import type { SchedulerLike } from 'rxjs';
 import { type SystemOptions, systemDefinitions } from '../recurring/system';
 import type { Registry as PromRegistry } from 'prom-client';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_START_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
 import type { Db } from '../db/Db';
 import { type Ledger, sqlLedger } from '../ledger';
 import { checkDefinition, type Definition } from '../definition';
@@ -13,7 +13,7 @@ import { monotonicScheduler } from '../../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events', 'retention', 'alerts'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'startTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events', 'retention', 'alerts'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
 export interface WorkerOptions extends SystemOptions {
@@ -42,6 +42,12 @@ export interface WorkerOptions extends SystemOptions {
   safetyPollMs?: number;
   /** How long stop() waits for running handlers before aborting them, ms (default 10 000). */
   shutdownTimeoutMs?: number;
+  /**
+   * How long start() keeps trying to reach the database (schema check and registration, transient
+   * errors repeated with back-off) before it rejects with StartTimeoutError, ms (default 30 000).
+   * The first failure is logged at once (warn, with the error).
+   */
+  startTimeoutMs?: number;
   /** LISTEN for NOTIFY wakeups (default true). */
   listen?: boolean;
   /** Also take wakeups from Redis pub/sub (an ioredis client). */
@@ -78,6 +84,7 @@ export interface WorkerSettings {
   executors: number;
   safetyPollMs: number;
   shutdownTimeoutMs: number;
+  startTimeoutMs: number;
   clock: LeaseClock;
   namespace: string;
   scheduler: SchedulerLike;
@@ -98,7 +105,7 @@ export interface WorkerSettings {
  * Checks a worker's options before anything touches the database. Throws ConfigError for an
  * unknown option, no or duplicate definitions, a definition checkDefinition refuses (name,
  * handler, maxAttempts, backoff), or a setting out of range: executors 1..10 000,
- * heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1, shutdownTimeoutMs 0..2^31−1, a
+ * heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1, shutdownTimeoutMs 0..2^31−1, startTimeoutMs 1..2^31−1, a
  * definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the longest Node.js timer: a longer
  * one would fire after 1 ms), hooks that are not functions, or events options other than `payloads`.
  */
@@ -122,6 +129,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     executors: intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS),
     safetyPollMs: intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS),
     shutdownTimeoutMs: intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS),
+    startTimeoutMs: intOption('startTimeoutMs', options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, 1, MAX_TIMER_MS),
     clock: leaseClock(options.heartbeatIntervalMs),
     namespace,
     // Monotonic: attempt deadlines, timeouts and retry windows are durations on this clock, so a

@@ -35,7 +35,7 @@ const ITEM_KEYS = ['definition', 'payload', 'onChildFailure', 'priority', 'runAt
 
 /** The enqueue rows of `items` and whether each fails its parent; ConfigError on a bad item. */
 export function spawnRows(items: readonly SpawnItem[]): { rows: EnqueueRows; failParent: boolean[] } {
-  const rows: Required<EnqueueRows> = { definitions: [], payloads: [], priorities: [], runAts: [], maxAttempts: [], idempotencyKeys: [], concurrencyKeys: [], rateKeys: [], lanes: [] };
+  const rows: Required<EnqueueRows> = { definitions: [], payloads: [], priorities: [], runAts: [], maxAttempts: [], idempotencyKeys: [], concurrencyKeys: [], rateKeys: [], lanes: [], checks: [] };
   const failParent: boolean[] = [];
   for (const item of items) {
     if (item === null || typeof item !== 'object') throw new ConfigError('a child is { definition, payload, ...options }');

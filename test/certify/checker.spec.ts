@@ -208,6 +208,21 @@ describe('concurrency keys and lanes', () => {
     expect(verdict.violations[0].jobId).toBe('10');
   });
 
+  test('a lane\'s order is its commit order: a job of a lower id committed later runs after (lanePosition), and before it is out of order', () => {
+    const l = withPolicies();
+    l.jobs[3].lanePosition = '12'; // job 9 committed after 10 and 11
+    l.executions[4] = { ...l.executions[4], claimedAt: 600, finishedAt: 700 };
+    l.executions[5] = { ...l.executions[5], claimedAt: 700, finishedAt: 800 };
+    l.executions[6] = { ...l.executions[6], claimedAt: 100, finishedAt: 200 };
+    l.executions[7] = { ...l.executions[7], claimedAt: 300, finishedAt: 400 };
+    expect(check(l).violations).toEqual([]);
+    l.jobs[3].lanePosition = '9'; // committed first after all: jobs 10 and 11 ran before it
+    expect(check(l).violations.map((v) => [v.kind, v.jobId])).toEqual([
+      ['lane_out_of_order', '10'],
+      ['lane_out_of_order', '11'],
+    ]);
+  });
+
   test('a lane\'s jobs out of enqueue order without overlapping', () => {
     const l = withPolicies();
     l.executions[7].claimedAt = 10; // job 11 ran first, done before job 9 began

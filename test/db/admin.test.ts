@@ -12,7 +12,7 @@ const { db } = useTestDatabase({ timeoutMs: 60_000 });
 let client: Client;
 beforeEach(async () => {
   await db.query('truncate acta.jobs, acta.executions, acta.workers, acta.pauses, acta.steps');
-  client = createClient({ db });
+  client = createClient({ force: true, db });
 });
 
 /** A worker of 'default' running `definitions`; its id. */

@@ -18,7 +18,7 @@ const claimed = async () =>
 test('with completion writes stalled, the worker stops claiming at 128 + N in flight, and resumes when they land', async () => {
   const executors = 8;
   const jobs = 1_000;
-  await createClient({ db }).enqueueMany(Array.from({ length: jobs }, (_, i) => ({ definition: 'noop', payload: { i } })));
+  await createClient({ force: true, db }).enqueueMany(Array.from({ length: jobs }, (_, i) => ({ definition: 'noop', payload: { i } })));
   const locker = new Client({ connectionString: tdb.url });
   await locker.connect();
   await locker.query('begin');

@@ -27,7 +27,7 @@ test('the wall clock jumping 10 minutes ahead while handlers run fails no attemp
       return 'done';
     },
   });
-  const { id } = await createClient({ db }).enqueue('clock', {});
+  const { id } = await createClient({ force: true, db }).enqueue('clock', {});
   const worker = createWorker({ db, definitions: [job], logger: silentLogger, heartbeatIntervalMs: 500 });
   await worker.start();
   try {

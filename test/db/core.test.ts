@@ -22,7 +22,7 @@ test('enqueue → claim → complete: the handler runs once and its result is st
       return { sum: p.a + p.b };
     },
   });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { id, created } = await client.enqueue('add', { a: 2, b: 3 });
   expect(created).toBe(true);
   const worker = createWorker({ db, definitions: [add], logger: silentLogger, executors: 4 });
@@ -36,7 +36,7 @@ test('enqueue → claim → complete: the handler runs once and its result is st
 });
 
 test('a payload jsonb cannot store is refused at enqueue with a typed error, and nothing is written', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const circular: Record<string, unknown> = {};
   circular.self = circular;
   await expect(client.enqueue('x', { n: 10n })).rejects.toThrow(InvalidJsonError);
@@ -58,7 +58,7 @@ test('a handler that always throws is retried with back-off up to maxAttempts, t
       throw new Error(`boom ${calls}`);
     },
   });
-  const { id } = await createClient({ db }).enqueue('boom', { x: 1 }, { maxAttempts: 3 });
+  const { id } = await createClient({ force: true, db }).enqueue('boom', { x: 1 }, { maxAttempts: 3 });
   const worker = createWorker({ db, definitions: [boom], logger: silentLogger, executors: 2 });
   await worker.start();
   await waitFor(async () => (await row(id)).status === 'failed', 'job to end failed');
@@ -96,7 +96,7 @@ test("the definition's maxAttempts bounds a job enqueued without one, and a retr
       return { calls };
     },
   });
-  const client = createClient({ db, definitions: [flaky] });
+  const client = createClient({ force: true, db, definitions: [flaky] });
   const once = await client.enqueue('flaky', { failFirst: 1 });
   const worker = createWorker({ db, definitions: [flaky], logger: silentLogger, executors: 1 });
   await worker.start();
@@ -132,7 +132,7 @@ test("a job's own maxAttempts wins over its definition's, above it or below it",
       throw new Error('boom');
     },
   });
-  const client = createClient({ db, definitions: [boom] });
+  const client = createClient({ force: true, db, definitions: [boom] });
   const above = await client.enqueue('boom-own', { tag: 'above' }, { maxAttempts: 4 });
   const below = await client.enqueue('boom-own', { tag: 'below' }, { maxAttempts: 1 });
   const none = await client.enqueue('boom-own', { tag: 'none' });
@@ -158,7 +158,7 @@ test('higher priority is claimed first; equal priorities in enqueue order', asyn
     { tag: 'p5-b', priority: 5 },
     { tag: 'p0-b', priority: undefined },
   ];
-  await createClient({ db }).enqueueMany(input.map(({ tag, priority }) => ({ definition: 'prio', payload: { tag }, priority })));
+  await createClient({ force: true, db }).enqueueMany(input.map(({ tag, priority }) => ({ definition: 'prio', payload: { tag }, priority })));
   const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 1 });
   await worker.start();
   await waitFor(() => order.length === input.length, 'every job to run');
@@ -173,7 +173,7 @@ test('higher priority is claimed first; equal priorities in enqueue order', asyn
 test('a claim of fewer rows than are due takes them in claim order: a higher priority due later first, then enqueue order', async () => {
   // The claim looks at the first limit + 1 due rows in due order (jobs_due_idx, migration 0005):
   // a higher-priority row due after them must still come first, and equal rows come in id order.
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const early = await client.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ definition: 'order', payload: { i } })));
   const urgent = await client.enqueue('order', { urgent: true }, { priority: 5 });
   const claim = (limit: number) => claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['order'], limit, leaseMs: 60_000 });
@@ -188,8 +188,8 @@ test('two queues with the same claim key (namespace "a", definition "b/c"; names
   // definition, 0); these two texts are equal, so their rows sit in one range of each index.
   const { rows: keys } = await db.query<{ same: boolean }>(`select hashtextextended('a' || '/' || 'b/c', 0) = hashtextextended('a/b' || '/' || 'c', 0) as same`);
   expect(keys[0].same).toBe(true);
-  const inA = createClient({ db, namespace: 'a' });
-  const inAB = createClient({ db, namespace: 'a/b' });
+  const inA = createClient({ force: true, db, namespace: 'a' });
+  const inAB = createClient({ force: true, db, namespace: 'a/b' });
   const dbNow = async () => (await db.query<{ now: Date }>('select now() as now')).rows[0].now;
   const otherLater = await inAB.enqueue('c', { n: 0 }, { runAt: new Date((await dbNow()).getTime() + 30_000) });
   const other = await inAB.enqueue('c', { n: 1 }, { priority: 9 });
@@ -211,7 +211,7 @@ test('a claim that names a definition twice takes as many rows as it asks for, e
   // The case it guards (SQL callers; the worker refuses duplicate names): the pick
   // ran once per name, and the second pass saw the rows its own transaction had just locked (SKIP
   // LOCKED skips only other transactions' locks), so the claim came back with half its rows.
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const jobs = await client.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ definition: 'twice', payload: { i } })));
   const claim = (definitions: string[], limit: number) =>
     claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions, limit, leaseMs: 60_000 });
@@ -223,7 +223,7 @@ test('a claim that names a definition twice takes as many rows as it asks for, e
 });
 
 test('a claim for fewer than 1 row is refused with 22023, rather than answering "nothing due" while rows are', async () => {
-  await createClient({ db }).enqueue('limits', {});
+  await createClient({ force: true, db }).enqueue('limits', {});
   const claim = (limit: number) => claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['limits'], limit, leaseMs: 60_000 });
   await expect(claim(0)).rejects.toMatchObject({ code: '22023', message: expect.stringContaining('p_limit must be at least 1, got 0') });
   await expect(claim(-1)).rejects.toMatchObject({ code: '22023' });
@@ -234,7 +234,7 @@ test('a due row the claim locked but did not take wakes idle workers when the cl
   // The case it guards: the pick locks the first due rows in due order, then walks claim order when
   // their priorities differ from a due row's; the row it locked and left was skipped by a
   // concurrent claim, which went idle until its next poll while the row stayed due.
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const low = await client.enqueue('mixed', { low: true });
   const high = await client.enqueue('mixed', { high: true }, { priority: 5 });
   const woken: string[] = [];
@@ -251,7 +251,7 @@ test('a due row the claim locked but did not take wakes idle workers when the cl
 });
 
 test('a job whose runAt is in the future is not claimed before it is due', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const dbNow = async () => (await db.query<{ now: Date }>('select now() as now')).rows[0].now;
   // Straight through the claim: a row due in a minute is not taken, and the claim says when it is due.
   const far = await client.enqueue('later', { n: 0 }, { runAt: new Date((await dbNow()).getTime() + 60_000) });
@@ -286,7 +286,7 @@ test('a registration whose answer was lost is repeated, the worker starts (regis
   // A dead worker's row, its lease run out, and the namespace's recovery pass due: the lost call
   // takes the pass (moving it a lease on, 80 s here), so unless the repeat runs one, nobody
   // recovers the row for 80 s (docs/decisions/2026-12-01-registration-is-the-first-beat.md).
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const orphan = await client.enqueue('registered', { orphan: true });
   await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['registered'], limit: 1, leaseMs: 1 });
   await waitFor(async () => (await db.query(`select 1 from acta.jobs where id = $1 and lease_expires_at < now()`, [orphan.id])).rows.length > 0, 'the lease to run out');
@@ -354,7 +354,7 @@ test('the execution timeout: a handler that ignores its signal is not waited for
       if (ctx.signal.aborted && ctx.signal.reason === 'timeout') lateReads++;
     },
   });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const ids = await Promise.all(['stuck', 'listening', 'late'].map(async (name) => (await client.enqueue(name, {})).id));
   const worker = createWorker({ db, definitions: [stuck, listening, late], logger: silentLogger, executors: 4 });
   await worker.start();

@@ -24,7 +24,7 @@ const jobCount = async (where = 'true', params: unknown[] = []) =>
   Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where ${where}`, params)).rows[0].n);
 
 test('the same idempotency key twice gives the same id, created false, and one row', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const first = await client.enqueue('send-mail', { to: 'a@example.com' }, { idempotencyKey: 'mail-1' });
   const second = await client.enqueue('send-mail', { to: 'someone else' }, { idempotencyKey: 'mail-1' });
   expect(first).toEqual({ id: expect.stringMatching(/^\d+$/), created: true });
@@ -33,14 +33,14 @@ test('the same idempotency key twice gives the same id, created false, and one r
   const { rows } = await db.query('select payload from acta.jobs where id = $1', [first.id]);
   expect(rows[0].payload).toEqual({ to: 'a@example.com' }); // the first one stands
   // Keys are per namespace.
-  const other = await createClient({ db, namespace: 'other' }).enqueue('send-mail', {}, { idempotencyKey: 'mail-1' });
+  const other = await createClient({ force: true, db, namespace: 'other' }).enqueue('send-mail', {}, { idempotencyKey: 'mail-1' });
   expect(other.created).toBe(true);
   expect(other.id).not.toBe(first.id);
 });
 
 test('enqueue and enqueueMany take the definition itself: its name is stored, its handler types the payload', async () => {
   const sendMail = defineJob({ name: 'send-mail', handler: (payload: { to: string }) => payload.to });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const one = await client.enqueue(sendMail, { to: 'a@example.com' }, { priority: 2 });
   const [many] = await client.enqueueMany([{ definition: sendMail, payload: { to: 'b@example.com' } }]);
   // Checked by `npm run typecheck` (tsc over test/): a payload of another shape does not compile.
@@ -84,7 +84,7 @@ test('enqueue and enqueueMany take the definition itself: its name is stored, it
     { id: many.id, definition: 'send-mail', payload: { to: 'b@example.com' }, priority: 0 },
   ]);
   // A client that knows its definitions checks the object's name like a string's.
-  const known = createClient({ db, definitions: [sendMail] });
+  const known = createClient({ force: true, db, definitions: [sendMail] });
   await expect(known.enqueue(defineJob({ name: 'unknown', handler: () => undefined }), {})).rejects.toThrow(/unknown/);
   // Anything else is refused before anything is written: an object without a usable name, and a
   // function or class (plain JavaScript; it would have been enqueued under its own name).
@@ -108,7 +108,7 @@ test('enqueue and enqueueMany take the definition itself: its name is stored, it
 
 test('concurrent batches sharing keys in opposite orders never deadlock: one id and one created per key', async () => {
   const [dbA, dbB] = [tdb.open(), tdb.open()]; // two connections, so the batches really run at once
-  const [a, b] = [createClient({ db: dbA }), createClient({ db: dbB })];
+  const [a, b] = [createClient({ force: true, db: dbA }), createClient({ force: true, db: dbB })];
   for (let round = 0; round < 15; round++) {
     const items = Array.from({ length: 20 }, (_, i) => ({ definition: 'job', payload: { i }, idempotencyKey: `r${round}-k${i}` }));
     // Inserted in input order, 14 of 50 such rounds ended in 40P01 deadlock detected.
@@ -121,12 +121,12 @@ test('concurrent batches sharing keys in opposite orders never deadlock: one id 
 });
 
 test('enqueueMany is ONE statement, returns results in input order, and resolves duplicate keys inside the batch', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const existing = await client.enqueue('job', { i: 'before' }, { idempotencyKey: 'k-existing' });
   const { db: counted, statements } = counting(db);
   const keys = ['k1', null, 'k2', 'k1', 'k-existing', null, 'k2', 'k3'];
   const items = keys.map((key, i) => ({ definition: 'job', payload: { i }, idempotencyKey: key ?? undefined, priority: i }));
-  const results = await createClient({ db: counted }).enqueueMany(items);
+  const results = await createClient({ force: true, db: counted }).enqueueMany(items);
   expect(statements).toHaveLength(1);
 
   expect(results.map((r) => r.created)).toEqual([true, true, true, false, false, true, false, true]);
@@ -147,7 +147,7 @@ test('enqueueMany is ONE statement, returns results in input order, and resolves
 
   // A large batch is still one statement, in order.
   statements.length = 0;
-  const many = await createClient({ db: counted }).enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: 'bulk', payload: { i } })));
+  const many = await createClient({ force: true, db: counted }).enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: 'bulk', payload: { i } })));
   expect(statements).toHaveLength(1);
   const { rows } = await db.query<{ id: string; i: number }>(`select id, (payload->>'i')::int as i from acta.jobs where definition = 'bulk'`);
   const byId = new Map(rows.map((r) => [r.id, r.i]));
@@ -162,7 +162,7 @@ test('enqueueMany without keys: options given on some items only land on those i
     { definition: 'mixed', payload: null, runAt },
     { definition: 'mixed', payload: 4, maxAttempts: 2 },
   ];
-  const results = await createClient({ db }).enqueueMany(items);
+  const results = await createClient({ force: true, db }).enqueueMany(items);
   expect(results.every((r) => r.created)).toBe(true);
   const { rows } = await db.query<{ id: string; payload: unknown; priority: number; future: boolean; max_attempts: number | null }>(
     `select id, payload, priority, run_at > now() + interval '59 minutes' as future, max_attempts from acta.jobs order by id`,
@@ -177,7 +177,7 @@ test('enqueueMany without keys: options given on some items only land on those i
 });
 
 test('a key enqueued concurrently by a transaction that commits while this enqueue waits still returns that job id', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   await withPgClient(tdb.url, async (tx) => {
     await tx.query('begin');
     const inTx = await client.enqueue('job', { from: 'tx' }, { idempotencyKey: 'race', tx });
@@ -205,7 +205,7 @@ test("enqueue inside the caller's transaction: rolled back, no job; committed, t
       (await db.query(`select 1 from pg_stat_activity where datname = current_database() and query ilike 'listen%acta_jobs%'`)).rows.length > 0,
     "the worker's LISTEN",
   );
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   try {
     await withPgClient(tdb.url, async (tx) => {
       await tx.query('begin');
@@ -232,9 +232,9 @@ test("enqueue inside the caller's transaction: rolled back, no job; committed, t
 });
 
 test('bad options are refused with ConfigError before anything is written, for the whole batch', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { db: counted, statements } = counting(db);
-  const countedClient = createClient({ db: counted });
+  const countedClient = createClient({ force: true, db: counted });
   const bad: [string, object][] = [
     ['priority', { priority: 1.5 }],
     ['priority', { priority: 2 ** 31 }],
@@ -270,10 +270,10 @@ test('a payload the database refuses as too large for jsonb (54000) is an Invali
   // PostgreSQL's own error for a 300 MB string; producing it for real takes > 1 GB here.
   const tooLong = Object.assign(new DatabaseError('string too long to represent as jsonb string', 0, 'error'), { code: '54000' });
   const refusing = aroundStatements(db, () => Promise.reject(tooLong));
-  const one = createClient({ db: refusing }).enqueue('job', { big: '…' });
+  const one = createClient({ force: true, db: refusing }).enqueue('job', { big: '…' });
   await expect(one).rejects.toThrow(InvalidJsonError);
   await expect(one).rejects.toMatchObject({ code: 'ACTA_INVALID_JSON', path: '$', cause: tooLong });
-  await expect(createClient({ db: refusing }).enqueueMany([{ definition: 'job', payload: 1 }, { definition: 'job', payload: 2 }])).rejects.toBe(tooLong);
+  await expect(createClient({ force: true, db: refusing }).enqueueMany([{ definition: 'job', payload: 1 }, { definition: 'job', payload: 2 }])).rejects.toBe(tooLong);
 });
 
 test('enqueue on a database with no acta schema, or one older than the client, is a SchemaNotMigratedError saying to migrate; newer, a SchemaNewerError; a user\'s own missing function keeps its error', async () => {
@@ -282,13 +282,13 @@ test('enqueue on a database with no acta schema, or one older than the client, i
   const bare = await createTestDatabase({ migrate: false });
   const older = await createTestDatabase();
   try {
-    const unmigrated = createClient({ db: bare.open() });
+    const unmigrated = createClient({ force: true, db: bare.open() });
     await expect(unmigrated.enqueue('x', { n: 1 })).rejects.toThrow(SchemaNotMigratedError);
     await expect(unmigrated.enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NOT_MIGRATED', message: expect.stringMatching(/acta migrate/) });
     const olderDb = older.open();
     await olderDb.query('drop procedure acta.enqueue_jobs_wake_early');
     await olderDb.query(`update acta.migrations set checksum = 'older' where name = 'functions/enqueue_jobs_wake_early.sql'`);
-    await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({
+    await expect(createClient({ force: true, db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({
       code: 'ACTA_SCHEMA_NOT_MIGRATED',
       message: expect.stringContaining('enqueue_jobs_wake_early.sql'),
       cause: expect.objectContaining({ code: '42883', message: expect.stringContaining('enqueue_jobs_wake_early') }),
@@ -298,14 +298,14 @@ test('enqueue on a database with no acta schema, or one older than the client, i
     // the schema holds a migration this build does not know. Migrating with this build would be
     // refused; the error says to run the newer acta.
     await olderDb.query(`insert into acta.migrations (name, checksum) values ('migrations/9999_future.sql', 'future')`);
-    await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER' });
+    await expect(createClient({ force: true, db: olderDb }).enqueue('x', { n: 1 })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER' });
     // Also inside a caller's transaction, while the pool has a connection to ask on (the error's
     // message alone said to migrate).
     // (In a transaction the client calls acta.enqueue_jobs, renamed here as a newer acta might.)
     await olderDb.query('alter function acta.enqueue_jobs rename to enqueue_jobs_v2');
     await withPgClient(older.url, async (tx) => {
       await tx.query('begin');
-      await expect(createClient({ db: olderDb }).enqueue('x', { n: 1 }, { tx })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER' });
+      await expect(createClient({ force: true, db: olderDb }).enqueue('x', { n: 1 }, { tx })).rejects.toMatchObject({ code: 'ACTA_SCHEMA_NEWER' });
       await tx.query('rollback');
     });
     await olderDb.query('alter function acta.enqueue_jobs_v2 rename to enqueue_jobs');
@@ -315,7 +315,7 @@ test('enqueue on a database with no acta schema, or one older than the client, i
     await migrate(olderDb); // back to this build's functions
     await olderDb.query(`create function acta.user_audit_trigger() returns trigger language plpgsql as 'begin perform acta.user_audit(new.id); return new; end'`);
     await olderDb.query('create trigger user_audit after insert on acta.jobs for each row execute function acta.user_audit_trigger()');
-    const audited = createClient({ db: olderDb }).enqueue('x', { n: 1 });
+    const audited = createClient({ force: true, db: olderDb }).enqueue('x', { n: 1 });
     await expect(audited).rejects.toMatchObject({ code: '42883', message: expect.stringContaining('acta.user_audit(bigint) does not exist') });
     await expect(audited).rejects.not.toThrow(SchemaNotMigratedError);
   } finally {
@@ -370,13 +370,13 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   expect(() => defineJob({ name: 'j' } as never)).toThrow(/^definition "j" needs a handler function$/);
   expect(() => createWorker({ db, definitions: 'job' as never, logger: silentLogger })).toThrow(/^a worker needs at least one definition$/);
 
-  expect(() => createClient({ db, namspace: 'x' } as never)).toThrow(/^unknown client option "namspace"; known: db, namespace, publishWakeup, definitions, ledger, scheduler$/);
-  expect(() => createClient({ db, namespace: '' })).toThrow(ConfigError);
-  expect(() => createClient({ db, definitions: [{ name: 'j', maxAttempts: 0 }] })).toThrow(/^maxAttempts of definition "j"/);
+  expect(() => createClient({ force: true, db, namspace: 'x' } as never)).toThrow(/^unknown client option "namspace"; known: db, namespace, publishWakeup, definitions, ledger, scheduler, force$/);
+  expect(() => createClient({ force: true, db, namespace: '' })).toThrow(ConfigError);
+  expect(() => createClient({ force: true, db, definitions: [{ name: 'j', maxAttempts: 0 }] })).toThrow(/^maxAttempts of definition "j"/);
   // The client needs no handler: a worker's definitions or { name, maxAttempts } both do.
-  expect(() => createClient({ db, definitions: [job, { name: 'other', maxAttempts: 3 }] })).not.toThrow();
+  expect(() => createClient({ force: true, db, definitions: [job, { name: 'other', maxAttempts: 3 }] })).not.toThrow();
   // null options are no options (it threw a bare TypeError).
-  await expect(createClient({ db }).enqueue('job', { n: 1 }, null)).resolves.toMatchObject({ created: true });
+  await expect(createClient({ force: true, db }).enqueue('job', { n: 1 }, null)).resolves.toMatchObject({ created: true });
   expect(await jobCount()).toBe(1);
 
   // Names beyond 255 bytes: each was accepted, then failed as a raw database error: a
@@ -386,11 +386,11 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   const long = 'é'.repeat(128); // 256 bytes in UTF-8
   expect(withDefinition({ name: long, handler: () => undefined })).toThrow(/^a definition name must be at most 255 bytes in UTF-8, got 256/);
   expect(worker({ namespace: long })).toThrow(/^namespace must be at most 255 bytes in UTF-8, got 256/);
-  expect(() => createClient({ db, namespace: long })).toThrow(/^namespace must be at most 255 bytes in UTF-8, got 256/);
-  await expect(createClient({ db }).enqueue(long, {})).rejects.toThrow(/^definition must be at most 255 bytes in UTF-8, got 256/);
+  expect(() => createClient({ force: true, db, namespace: long })).toThrow(/^namespace must be at most 255 bytes in UTF-8, got 256/);
+  await expect(createClient({ force: true, db }).enqueue(long, {})).rejects.toThrow(/^definition must be at most 255 bytes in UTF-8, got 256/);
   const longest = 'é'.repeat(127) + 'n'; // 255 bytes: the longest of each, with the longest key
   const longestJob = defineJob({ name: longest, handler: () => 'ran' });
-  const longestClient = createClient({ db, namespace: longest });
+  const longestClient = createClient({ force: true, db, namespace: longest });
   await expect(longestClient.enqueue(longestJob, {}, { idempotencyKey: 'k'.repeat(2_000) })).resolves.toMatchObject({ created: true });
   const longestWorker = createWorker({ db, definitions: [longestJob], namespace: longest, logger: silentLogger });
   await longestWorker.start();
@@ -402,7 +402,7 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
 });
 
 test('enqueueMany names the item its error is about (index and message), and writes nothing', async () => {
-  const client = createClient({ db, definitions: [{ name: 'job' }] });
+  const client = createClient({ force: true, db, definitions: [{ name: 'job' }] });
   const items = Array.from({ length: 6 }, (_, i) => ({ definition: 'job', payload: { i } as unknown }));
   const refusal = async (bad: Partial<(typeof items)[number]> & Record<string, unknown>, at: number) => {
     const batch = items.map((item, i) => (i === at ? { ...item, ...bad } : item));

@@ -28,7 +28,7 @@ test('worker.events$: claimed, started, succeeded, failed (retried, then final) 
       if (attempt <= failTimes) throw new TypeError(`try ${attempt} fails`);
     },
   });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const worker = createWorker({ ...base, definitions: [flaky], executors: 2 });
   const events: WorkerEvent[] = [];
   const completed = new Promise<void>((resolve) => worker.events$.subscribe({ next: (e) => events.push(e), complete: resolve }));
@@ -121,7 +121,7 @@ test('worker.events$: degraded and recovered as the heartbeat fails and succeeds
     { type: 'recovered', cause: 'heartbeat' },
   ]);
 
-  const { id } = await createClient({ db }).enqueue(waits, { n: 1 });
+  const { id } = await createClient({ force: true, db }).enqueue(waits, { n: 1 });
   await waitFor(() => events.some((e) => e.type === 'started'), 'the attempt to start');
   // Another holder takes the row (as recovery and a new claim would): the next beat finds the lease lost.
   await db.query(`update acta.jobs set lease_holder = gen_random_uuid() where id = $1`, [id]);

@@ -40,7 +40,7 @@ test('a claim that always arrives after its deadline is returned uncharged 3 tim
   await worker.start();
   let id: string;
   try {
-    ({ id } = await createClient({ db }).enqueue('late', {}, { maxAttempts: 1 }));
+    ({ id } = await createClient({ force: true, db }).enqueue('late', {}, { maxAttempts: 1 }));
     await waitFor(async () => (await db.query(`select 1 from acta.jobs where status = 'failed'`)).rows.length === 1, 'the job to end Failed', 30_000);
   } finally {
     await worker.stop();

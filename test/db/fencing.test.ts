@@ -24,7 +24,7 @@ const executions = async (id: string) =>
   )).rows;
 
 async function enqueueAndClaim(payload: unknown = {}): Promise<{ id: string; execution: number }> {
-  const { id } = await createClient({ db }).enqueue('fenced', payload);
+  const { id } = await createClient({ force: true, db }).enqueue('fenced', payload);
   const { rows } = await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['fenced'], limit: 1, leaseMs: LEASE_MS });
   expect(rows.map((r) => r.id)).toEqual([id]);
   return { id, execution: rows[0].execution };
@@ -165,7 +165,7 @@ test("an 'expired' completion (the claim arrived after its deadline) returns the
 });
 
 test('one complete_executions call applies a batch of mixed shapes and fences each element on its own', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   await client.enqueueMany([
     { definition: 'fenced', payload: { n: 1 } },
     { definition: 'fenced', payload: { n: 2 } },
@@ -215,7 +215,7 @@ test('one complete_executions call applies a batch of mixed shapes and fences ea
 });
 
 test('a batch with no result, no error or no delay anywhere (sent as null arrays) applies each element as a batch that has them', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   await client.enqueueMany([1, 2, 3].map((n) => ({ definition: 'fenced', payload: { n } })));
   const { rows } = await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['fenced'], limit: 10, leaseMs: LEASE_MS });
   const [a, b, c] = [...rows].sort((x, y) => Number(x.id) - Number(y.id));
@@ -240,7 +240,7 @@ test('a batch with no result, no error or no delay anywhere (sent as null arrays
 test('a claim with a null argument claims nothing and answers no row; a negative limit is refused', async () => {
   // The case it guards (SQL callers): a null limit was no LIMIT at all, every due row claimed; a null
   // lease left rows Executing with no lease, which recovery never takes back.
-  await createClient({ db }).enqueueMany([1, 2, 3].map((n) => ({ definition: 'fenced', payload: { n } })));
+  await createClient({ force: true, db }).enqueueMany([1, 2, 3].map((n) => ({ definition: 'fenced', payload: { n } })));
   const call = (args: unknown[]) => db.query(`select * from acta.claim_jobs($1, $2, $3, $4, $5)`, args);
   for (const args of [
     ['default', worker, ['fenced'], null, LEASE_MS],
@@ -257,7 +257,7 @@ test('a claim with a null argument claims nothing and answers no row; a negative
 });
 
 test('the claim returns its rows in claim order: priority, then due time, then id', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   // Enough rows, with statistics, for the planner to consider a hash join in the claim's UPDATE.
   const priorities = Array.from({ length: 3000 }, (_, i) => (i * 7919) % 13);
   const enqueued = await client.enqueueMany(priorities.map((priority, i) => ({ definition: 'fenced', payload: { i }, priority })));
@@ -272,7 +272,7 @@ test('the claim returns its rows in claim order: priority, then due time, then i
 });
 
 test('complete_executions stores result and error texts as given (quotes, backslashes, non-ASCII, JSON null) and clamps retry delays to the integer column', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   await client.enqueueMany([1, 2, 3, 4].map((n) => ({ definition: 'fenced', payload: { n } })));
   const { rows } = await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['fenced'], limit: 10, leaseMs: LEASE_MS });
   const [a, b, c, d] = [...rows].sort((x, y) => Number(x.id) - Number(y.id));

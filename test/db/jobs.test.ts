@@ -12,7 +12,7 @@ const { db, tdb } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
 
 test('a queued job reads as Ready with its payload, options and no attempts', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const before = await db.query<{ now: Date }>('select now() as now');
   const runAt = new Date(Date.now() + 3_600_000);
   const { id } = await client.enqueue('send-mail', { to: 'a@example.com' }, { priority: 7, maxAttempts: 4, idempotencyKey: 'k1', runAt });
@@ -59,7 +59,7 @@ test('a job that failed once and then succeeded: its result, no error, and both 
   });
   const worker = createWorker({ db, definitions: [flaky], logger: silentLogger, executors: 2 });
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { id } = await client.enqueue(flaky, { n: 21 });
   const job = await waitFor(async () => {
     const j = await client.getJob<{ n: number }, { doubled: number }>(id);
@@ -95,7 +95,7 @@ test('a job out of attempts reads as Failed with its last error and a failed_fin
   });
   const worker = createWorker({ db, definitions: [boom], logger: silentLogger, executors: 2 });
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { id } = await client.enqueue(boom, {}, { maxAttempts: 1 });
   const job = await waitFor(async () => {
     const j = await client.getJob(id);
@@ -107,7 +107,7 @@ test('a job out of attempts reads as Failed with its last error and a failed_fin
 });
 
 test('ids: the returned string, a number and a bigint name the same job; ids no job has read as null; malformed ids are refused', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { id } = await client.enqueue('x', { v: 1 });
   for (const form of [id, Number(id), BigInt(id)]) expect((await client.getJob(form))?.id).toBe(id);
   expect((await client.getJob(id, null))?.id).toBe(id); // null options, as enqueue takes them
@@ -124,13 +124,13 @@ test('ids: the returned string, a number and a bigint name the same job; ids no 
 });
 
 test("a namespace reads only its own jobs", async () => {
-  const { id } = await createClient({ db, namespace: 'billing' }).enqueue('x', {});
-  expect(await createClient({ db }).getJob(id)).toBeNull();
-  expect((await createClient({ db, namespace: 'billing' }).getJob(id))?.status).toBe('ready');
+  const { id } = await createClient({ force: true, db, namespace: 'billing' }).enqueue('x', {});
+  expect(await createClient({ force: true, db }).getJob(id)).toBeNull();
+  expect((await createClient({ force: true, db, namespace: 'billing' }).getJob(id))?.status).toBe('ready');
 });
 
 test("with { tx } the read runs in the caller's transaction and sees its uncommitted enqueue", async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   await withPgClient(tdb.url, async (pg) => {
     await pg.query('begin');
     const { id } = await client.enqueue('x', { inside: true }, { tx: pg });
@@ -142,7 +142,7 @@ test("with { tx } the read runs in the caller's transaction and sees its uncommi
 });
 
 test("a user's trigger whose table is missing keeps its own error: it does not read as an unmigrated schema", async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { id } = await client.enqueue('x', {});
   await db.query(`create function public.audit() returns trigger language plpgsql as $$ begin insert into public.audit_gone values (1); return new; end $$`);
   await db.query('create trigger audit_update before update on acta.jobs for each row execute function public.audit()');
@@ -158,9 +158,9 @@ test("a user's trigger whose table is missing keeps its own error: it does not r
 test('on a database without the acta schema getJob says to migrate', async () => {
   const empty = await createTestDatabase({ migrate: false });
   try {
-    await expect(createClient({ db: empty.open() }).getJob('1')).rejects.toThrow(SchemaNotMigratedError);
+    await expect(createClient({ force: true, db: empty.open() }).getJob('1')).rejects.toThrow(SchemaNotMigratedError);
     // Calls failing at once share one question to the migrator, not one error: each its own cause.
-    const shared = createClient({ db: empty.open() });
+    const shared = createClient({ force: true, db: empty.open() });
     const [read, cancelled] = await Promise.allSettled([shared.getJob('1'), shared.cancel('2')]);
     const reasons = [read, cancelled].map((r) => (r as PromiseRejectedResult).reason as Error);
     for (const reason of reasons) {
@@ -174,7 +174,7 @@ test('on a database without the acta schema getJob says to migrate', async () =>
     // Inside a caller's transaction holding the pool's only connection: asking the migrator on
     // another connection waited forever; the error's own message decides there.
     const single = empty.open({ max: 1 });
-    const calls: ((tx: Queryable) => Promise<unknown>)[] = [(tx) => createClient({ db: single }).getJob('1', { tx }), (tx) => createClient({ db: single }).cancel('1', { tx })];
+    const calls: ((tx: Queryable) => Promise<unknown>)[] = [(tx) => createClient({ force: true, db: single }).getJob('1', { tx }), (tx) => createClient({ force: true, db: single }).cancel('1', { tx })];
     for (const call of calls) {
       await expect(single.transaction(call)).rejects.toThrow(SchemaNotMigratedError);
     }
@@ -187,7 +187,7 @@ describe('cancel', () => {
   test('a Ready job is cancelled once: never claimed, finished, its idempotency key kept; a worker runs the others', async () => {
     const ran: string[] = [];
     const job = defineJob<{ n: string }>({ name: 'job', handler: async (p) => void ran.push(p.n) });
-    const client = createClient({ db });
+    const client = createClient({ force: true, db });
     const doomed = await client.enqueue(job, { n: 'doomed' }, { idempotencyKey: 'once' });
     const kept = await client.enqueue(job, { n: 'kept' });
     expect(await client.cancel(doomed.id)).toBe(true);
@@ -214,7 +214,7 @@ describe('cancel', () => {
     });
     const worker = createWorker({ db, definitions: [flaky], logger: silentLogger, executors: 2 });
     await worker.start();
-    const client = createClient({ db });
+    const client = createClient({ force: true, db });
     const { id } = await client.enqueue(flaky, {});
     await waitFor(async () => (await client.getJob(id))?.attempts === 1, 'the first attempt to fail');
     expect(await client.cancel(id)).toBe(true);
@@ -229,7 +229,7 @@ describe('cancel', () => {
     const quick = defineJob({ name: 'quick', handler: async () => 'done' });
     const worker = createWorker({ db, definitions: [quick], logger: silentLogger, executors: 2 });
     await worker.start();
-    const client = createClient({ db });
+    const client = createClient({ force: true, db });
     const { id } = await client.enqueue(quick, {});
     await waitFor(async () => (await client.getJob(id))?.status === 'succeeded', 'the job to succeed');
     await worker.stop();
@@ -238,9 +238,9 @@ describe('cancel', () => {
   });
 
   test("ids and namespaces as getJob's; in the caller's transaction a rollback undoes it", async () => {
-    const client = createClient({ db });
+    const client = createClient({ force: true, db });
     const { id } = await client.enqueue('x', {});
-    expect(await createClient({ db, namespace: 'other' }).cancel(id)).toBe(false);
+    expect(await createClient({ force: true, db, namespace: 'other' }).cancel(id)).toBe(false);
     expect(await client.cancel('9223372036854775808')).toBe(false);
     await expect(client.cancel('x1')).rejects.toThrow(ConfigError);
     await expect(client.cancel(id, { tx: undefined, force: true } as never)).rejects.toThrow(/unknown cancel option "force"/);

@@ -194,7 +194,7 @@ test('a schema of 0.1.0 (3821756) upgrades: function files drop the shapes they 
     create function acta.complete_executions(p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[],
         p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[])
       returns table (job_id bigint, execution integer, status text) language sql as 'select null::bigint, null::integer, null::text where false';
-    drop function acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text[], text[], text[]);
+    drop function acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text[], text[], text[], boolean[]);
     create function acta.enqueue_jobs(p_namespace text, p_definitions text[], p_payloads jsonb[], p_priorities integer[],
         p_run_ats timestamptz[], p_max_attempts integer[], p_idempotency_keys text[])
       returns table (id bigint, created boolean) language sql as 'select null::bigint, null::boolean where false';
@@ -211,7 +211,7 @@ test('a schema of 0.1.0 (3821756) upgrades: function files drop the shapes they 
     ['complete_executions', 1],
     ['enqueue_jobs', 1],
   ]);
-  const [job] = await createClient({ db }).enqueueMany([{ definition: 'upgraded', payload: { ok: true } }]);
+  const [job] = await createClient({ force: true, db }).enqueueMany([{ definition: 'upgraded', payload: { ok: true } }]);
   expect(job.created).toBe(true);
   const claim = await claimJobs(db, { namespace: 'default', workerId: randomUUID(), definitions: ['upgraded'], limit: 1, leaseMs: 60_000 });
   expect(claim.rows.map((r) => r.id)).toEqual([job.id]);
@@ -285,6 +285,22 @@ test('migration 0014 on a database of 0009: finished rows already there enter jo
   const { rows } = await db.query<{ n: number }>(`select acta.prune_jobs('default', 86400000, 86400000, 604800000, 100) as n`);
   expect(rows[0].n).toBe(2);
   expect((await db.query<{ payload: number }>('select payload from acta.jobs')).rows).toEqual([{ payload: 3 }]);
+});
+
+test('migration 0012 on a database of 0009: a lane\'s rows keep their order (position = id), and a lane row enqueued after it takes its position at its commit, after them', async () => {
+  const db = (await fresh()).open();
+  const files = loadSqlFiles();
+  await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0012'));
+  await db.query(`insert into acta.jobs (definition, payload, lane) values ('d', '1', 'l'), ('d', '2', 'l'), ('d', '3', null)`);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(migrationsFrom('0012'));
+  await db.query(`insert into acta.jobs (definition, payload, lane) values ('d', '4', 'l')`);
+  const { rows } = await db.query<{ payload: number; positioned: boolean | null }>('select payload, lane_seq = id as positioned from acta.jobs order by lane_seq nulls last, id');
+  expect(rows).toEqual([
+    { payload: 1, positioned: true },
+    { payload: 2, positioned: true },
+    { payload: 4, positioned: false }, // drawn at its commit, after its id
+    { payload: 3, positioned: null },
+  ]);
 });
 
 test('migration 0004 on a database of 0003: unfinished rows holding the old default 25 take their definition\'s; a running old worker still reads a number', async () => {

@@ -43,7 +43,7 @@ test("observe: the job's states as they change, its progress among them, then it
     },
   });
   const worker = createWorker({ db, definitions: [report], logger: silentLogger, executors: 2 });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { id } = await client.enqueue(report, {});
   const states: JobRecord[] = [];
   const ended = lastValueFrom(client.observe(id).pipe(toArray()));
@@ -85,7 +85,7 @@ test('observe ends with JobFailedError after a Failed state, JobCancelledError a
   const boom = defineJob({ name: 'boom', maxAttempts: 1, handler: async () => Promise.reject(new Error('kaput')) });
   const worker = createWorker({ db, definitions: [boom], logger: silentLogger });
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   try {
     const failed = (await client.enqueue(boom, {})).id;
     const failure = await client.result(failed).catch((err: unknown) => err);
@@ -107,7 +107,7 @@ test('observe ends with JobFailedError after a Failed state, JobCancelledError a
     await expect(client.result('999999999')).rejects.toBeInstanceOf(JobNotFoundError);
     await expect(client.result('99999999999999999999')).rejects.toBeInstanceOf(JobNotFoundError);
     // Another namespace's job is not found either.
-    await expect(createClient({ db, namespace: 'elsewhere' }).result(failed)).rejects.toBeInstanceOf(JobNotFoundError);
+    await expect(createClient({ force: true, db, namespace: 'elsewhere' }).result(failed)).rejects.toBeInstanceOf(JobNotFoundError);
     // observe never throws: a bad id or option errors the Observable.
     await expect(lastValueFrom(client.observe('x'))).rejects.toThrow('a job id is a positive integer');
     await expect(lastValueFrom(client.observe(failed, { pollMs: 1 }))).rejects.toThrow('pollMs must be an integer of ms from 10');
@@ -128,7 +128,7 @@ test("an attempt's last progress value is stored before its completion, however 
   });
   const worker = createWorker({ db, definitions: [burst], logger: silentLogger });
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   try {
     const { id } = await client.enqueue(burst, {});
     const states = await lastValueFrom(client.observe(id).pipe(toArray()));
@@ -157,7 +157,7 @@ test('many observers share one LISTEN: from the first subscription to the last o
       };
     },
   };
-  const client = createClient({ db: counted });
+  const client = createClient({ force: true, db: counted });
   const ids = await Promise.all([1, 2, 3].map(async () => (await client.enqueue('nobody-runs-it', {})).id));
   const subs = ids.map((id) => client.observe(id).subscribe());
   await waitFor(() => open === 1, 'the LISTEN');
@@ -200,7 +200,7 @@ test("cancel a running job: its handler's signal aborts with reason 'cancelled',
   const events: string[] = [];
   worker.events$.subscribe((e) => events.push(e.type));
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   try {
     const a = (await client.enqueue(polite, {})).id;
     const b = (await client.enqueue(deaf, {})).id;
@@ -249,7 +249,7 @@ test("without NOTIFY (listen: false) the worker's next heartbeat carries the can
   });
   const worker = createWorker({ db, definitions: [waits], logger: silentLogger, listen: false, heartbeatIntervalMs: 500, safetyPollMs: 50 });
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   try {
     const { id } = await client.enqueue(waits, {});
     await waitFor(async () => (await client.getJob(id))?.status === 'executing', 'the job to run');
@@ -270,7 +270,7 @@ test('observe with cancelOnUnsubscribe: unsubscribing before the job ended cance
   const quick = defineJob({ name: 'quick', handler: async () => 'ok' });
   const worker = createWorker({ db, definitions: [waits, quick], logger: silentLogger });
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   try {
     const { id } = await client.enqueue(waits, {});
     const states: JobRecord[] = [];
@@ -307,7 +307,7 @@ test('across processes: an `acta worker` process runs the job; this process obse
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   try {
-    const client = createClient({ db });
+    const client = createClient({ force: true, db });
     const { id } = await client.enqueue('steps', { steps: 3, stepMs: 300 });
     const states = await lastValueFrom(client.observe(id).pipe(toArray()));
     expect(states.at(-1)).toMatchObject({ status: 'succeeded', result: { done: 3 } });
@@ -334,7 +334,7 @@ test('across processes: an `acta worker` process runs the job; this process obse
 
 test("db.close() under open followers on a server: observe and result end with DbClosedError, later calls reject alike, and the Db's LISTEN is gone", async () => {
   const own = createPgDb({ connectionString: tdb.url, max: 2 });
-  const client = createClient({ db: own });
+  const client = createClient({ force: true, db: own });
   const { id } = await client.enqueue('nobody-runs-it', {});
   const states: JobRecord[] = [];
   const ended = new Promise<unknown>((resolve) => client.observe(id, { pollMs: 50 }).subscribe({ next: (s) => states.push(s), error: resolve, complete: () => resolve('completed') }));

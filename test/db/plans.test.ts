@@ -20,7 +20,7 @@ const { db, tdb } = useTestDatabase({ timeoutMs: 60_000 });
 const BACKLOG = 20_000;
 
 test('with statistics that say nothing is Ready, a claim of 10 reads about 10 index entries, not the backlog', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const batch = () => Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'planned', payload: { i } }));
   await client.enqueueMany(batch());
   await db.query(`update acta.jobs set status = 'succeeded', finished_at = now()`); // the history
@@ -57,7 +57,7 @@ test('Ready rows of other definitions ahead in claim order are not walked: by th
   // The case it guards: 200,000 Ready rows of another definition at a higher priority made each claim
   // of the worker's own definition walk all of them (105-109 ms against 0.33; migration 0003).
   await db.query('truncate acta.jobs');
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'other-pool', payload: { i }, priority: 10 })));
   await client.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ definition: 'mine', payload: { i } })));
   await client.enqueue('mine-later', {}, { runAt: new Date(Date.now() + 3_600_000) });
@@ -88,7 +88,7 @@ test('rows due later are not walked: by a claim that finds fewer due rows than i
   // of a definition walk every row of the others due before its own (100,001 entries, 54 ms).
   // Entries rejected inside the B-tree are not counted as read: count the blocks visited.
   await db.query('truncate acta.jobs');
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const hour = new Date(Date.now() + 3_600_000);
   await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'scheduled', payload: { i }, runAt: hour })));
   await client.enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: 'scheduled', payload: { i }, runAt: hour, priority: 10 })));
@@ -138,7 +138,7 @@ describe.each([
   afterAll(() => own.drop());
 
   test('a heartbeat and a completion find their 128 rows through the primary key, not jobs_lease_idx nor a table scan', async () => {
-    await createClient({ db: odb }).enqueueMany(Array.from({ length: 5_128 }, (_, i) => ({ definition: 'fenced', payload: { i } })));
+    await createClient({ force: true, db: odb }).enqueueMany(Array.from({ length: 5_128 }, (_, i) => ({ definition: 'fenced', payload: { i } })));
     if (analyzeFirst) await odb.query('vacuum analyze acta.jobs');
     const others = randomUUID();
     const mine = randomUUID();
@@ -195,7 +195,7 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
   // table on every idle poll (300,010 rows, 66-83 ms; docs/decisions/2026-11-30-claim-plan-settings.md).
   // Every call here is about one row: it should read a few index entries, whatever the table holds.
   await db.query('truncate acta.jobs');
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   await client.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ definition: 'small', payload: { i }, idempotencyKey: `small-${i}` })));
   await db.query('analyze acta.jobs');
   const session = new Client({ connectionString: tdb.url });
@@ -297,7 +297,7 @@ test('a key with 20,000 parked rows costs a claim and a hand-on a few index entr
   const worker = randomUUID();
   const keyed = defineJob({ name: 'keyed', handler: () => undefined, concurrency: { limit: 1 } });
   await registerWorker(db, { workerId: worker, namespace: 'default', hostname: 'test', pid: 1, definitions: ['keyed'], maxAttempts: [null], leaseMs: 60_000, policies: { keyed: declaredPolicy(keyed) } });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   await client.enqueueMany(Array.from({ length: BACKLOG }, (_, i) => ({ definition: 'keyed', payload: { i }, concurrencyKey: 'hot' })));
   const [holder] = (await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['keyed'], limit: 8, leaseMs: 60_000 })).rows;
   expect(Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where blocked_by = 'concurrency'`)).rows[0].n)).toBe(BACKLOG - 1);
@@ -341,7 +341,7 @@ test("a fair definition's burst of 2,000 rows takes its turns in one pass: each 
   const worker = randomUUID();
   const report = defineJob({ name: 'report', handler: () => undefined, fair: true, concurrency: { key: (p: { tenant: string }) => p.tenant } });
   await registerWorker(db, { workerId: worker, namespace: 'default', hostname: 'test', pid: 1, definitions: ['report'], maxAttempts: [null], leaseMs: 60_000, policies: { report: declaredPolicy(report) } });
-  await createClient({ db, definitions: [report] }).enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: report, payload: { tenant: 'A', i } })));
+  await createClient({ force: true, db, definitions: [report] }).enqueueMany(Array.from({ length: 2_000 }, (_, i) => ({ definition: report, payload: { tenant: 'A', i } })));
   const seen = await db.transaction(async (tx) => {
     const scans = async () =>
       (

@@ -47,7 +47,7 @@ describe('the ledger', () => {
     // that completion; its claimed_at must not be its transaction's start.
     const ns = fresh();
     const worker = await declare(ns, [defineJob({ name: 'solo', handler, concurrency: { limit: 1 } })]);
-    const client = createClient({ db, namespace: ns });
+    const client = createClient({ force: true, db, namespace: ns });
     await client.enqueue('solo', { i: 0 }, { concurrencyKey: 'k' });
     await client.enqueue('solo', { i: 1 }, { concurrencyKey: 'k' });
     const [first] = (await claim(ns, worker, ['solo'], 1)).rows;
@@ -85,7 +85,7 @@ describe('the ledger', () => {
     const ns = fresh();
     const call = defineJob({ name: 'call', handler, rate: { key: (p: { account: string; i: number }) => p.account, limit: 2, perMs: 60_000 } });
     const worker = await declare(ns, [call]);
-    await createClient({ db, namespace: ns }).enqueueMany(Array.from({ length: 3 }, (_, i) => ({ definition: call, payload: { account: 'a', i } })));
+    await createClient({ force: true, db, namespace: ns }).enqueueMany(Array.from({ length: 3 }, (_, i) => ({ definition: call, payload: { account: 'a', i } })));
     expect((await claim(ns, worker, ['call'], 10)).rows).toHaveLength(2);
     // One row of the meter's log for the claim: its two starts, at the instant both rows were claimed.
     const { rows } = await db.query<{ upto: string; same: boolean }>(
@@ -151,7 +151,7 @@ describe('lanes', () => {
   test('a row enqueued behind a parked lane while nothing of the lane runs: the claim parks it and releases the head', async () => {
     const ns = fresh();
     const worker = await declare(ns, [step]);
-    const client = createClient({ db, namespace: ns });
+    const client = createClient({ force: true, db, namespace: ns });
     await client.enqueueMany([0, 1].map((i) => ({ definition: step, payload: { order: 'o', i } })));
     // As if the head's hand-on had not happened yet: both rows parked, nothing running.
     await db.query(`update acta.jobs set blocked_by = 'lane' where namespace = $1`, [ns]);
@@ -168,7 +168,7 @@ describe('fair order', () => {
   test('a claim that gives a burst its turns wakes idle workers when it commits: a concurrent claim skipped the rows it held and found nothing', async () => {
     const ns = fresh();
     const worker = await declare(ns, [report]);
-    await createClient({ db, namespace: ns }).enqueueMany(Array.from({ length: 20 }, (_, i) => ({ definition: report, payload: { tenant: 'big', i } })));
+    await createClient({ force: true, db, namespace: ns }).enqueueMany(Array.from({ length: 20 }, (_, i) => ({ definition: report, payload: { tenant: 'big', i } })));
     const woken: string[] = [];
     const unlisten = await db.listen('acta_jobs', { onNotify: (payload) => woken.push(payload) });
     try {
@@ -195,7 +195,7 @@ describe('the ledger', () => {
     const solo = defineJob({ name: 'solo', handler, concurrency: { limit: 1 } });
     const step = defineJob({ name: 'step', handler, lane: (p: { order: string; i: number }) => p.order });
     const worker = await declare(ns, [solo, step]);
-    const client = createClient({ db, namespace: ns });
+    const client = createClient({ force: true, db, namespace: ns });
     const lock = async (kind: string, key: string) => BigInt((await db.query<{ l: string }>('select acta.gate_lock($1, $2, $3)::text as l', [ns, kind, key])).rows[0].l);
     // A free key whose gate lock comes before the busy key's and the lane's: the claim waits for it first.
     const below = [await lock('concurrency', 'busy'), await lock('lane', 'o')].reduce((a, b) => (a < b ? a : b));

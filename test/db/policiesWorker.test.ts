@@ -45,7 +45,7 @@ test('ctx.rateLimited: the attempt ends uncharged, the job runs again after retr
     },
   });
   await run(createWorker({ db, namespace, definitions: [api], executors: 1, heartbeatIntervalMs: 500, logger: silentLogger }));
-  const client = createClient({ db, namespace, definitions: [api] });
+  const client = createClient({ force: true, db, namespace, definitions: [api] });
   const [first] = await client.enqueueMany([{ definition: api, payload: { account: 'a', i: 0 } }]);
   await waitFor(async () => (await ledgerOf(first.id)).length === 1, 'the rate-limited attempt');
   const limitedAt = Date.now();
@@ -86,9 +86,9 @@ test("a worker reloads its definitions' policy when the namespace's version move
   await registerWorker(db, { workerId: randomUUID(), namespace, hostname: 'test', pid: 1, definitions: ['slow'], maxAttempts: [1], leaseMs: 800, build: 'b2', policies: { slow: declaredPolicy(slow(100)) } });
   // The running b1 worker's next beats report the moved version, and it reloads.
   await new Promise((r) => setTimeout(r, 600));
-  const [job] = await createClient({ db, namespace }).enqueueMany([{ definition: 'slow', payload: null }]);
+  const [job] = await createClient({ force: true, db, namespace }).enqueueMany([{ definition: 'slow', payload: null }]);
   const failed = await waitFor(async () => {
-    const j = await createClient({ db, namespace }).getJob(job.id);
+    const j = await createClient({ force: true, db, namespace }).getJob(job.id);
     return j?.status === 'failed' ? j : undefined;
   }, 'the job to fail at the newer timeout', 10_000);
   expect(failed.error).toMatchObject({ name: 'AttemptTimeoutError', message: 'attempt exceeded its timeout of 100 ms' });
@@ -102,7 +102,7 @@ test('enqueue computes a job\'s keys from its definition, and refuses what would
     concurrency: { key: (p: { tenant: string }) => `tenant:${p.tenant}`, limit: 2 },
     lane: (p: { tenant: string }) => p.tenant,
   });
-  const client = createClient({ db, namespace, definitions: [sync] });
+  const client = createClient({ force: true, db, namespace, definitions: [sync] });
   const [a] = await client.enqueueMany([{ definition: 'sync', payload: { tenant: 'acme' } }]);
   const b = await client.enqueue(sync, { tenant: 'acme' }, { concurrencyKey: 'given', lane: 'L' });
   const { rows } = await db.query<{ concurrency_key: string; lane: string }>(`select concurrency_key, lane from acta.jobs where id = any ($1::bigint[]) order by id`, [[a.id, b.id]]);
@@ -111,7 +111,7 @@ test('enqueue computes a job\'s keys from its definition, and refuses what would
     { concurrency_key: 'given', lane: 'L' },
   ]);
   const plain = defineJob({ name: 'plain', handler: () => undefined });
-  await expect(createClient({ db, namespace, definitions: [plain] }).enqueue('plain', {}, { rateKey: 'r' })).rejects.toThrow('rateKey: definition "plain" has no rate policy');
+  await expect(createClient({ force: true, db, namespace, definitions: [plain] }).enqueue('plain', {}, { rateKey: 'r' })).rejects.toThrow('rateKey: definition "plain" has no rate policy');
   // The lane function's answer for an empty tenant is an empty string: no key.
   await expect(client.enqueue(sync, { tenant: '' })).rejects.toMatchObject({ code: 'ACTA_CONFIG', message: expect.stringContaining('lane of definition "sync" must be a non-empty string') });
   await expect(client.enqueue(sync, { tenant: 'x' }, { concurrencyKey: 'k'.repeat(1_001) })).rejects.toThrow('concurrencyKey must be at most 1000 bytes');
@@ -135,7 +135,7 @@ test('a concurrency or rate policy without a key function limits the whole defin
       running--;
     },
   });
-  const client = createClient({ db, namespace, definitions: [solo] });
+  const client = createClient({ force: true, db, namespace, definitions: [solo] });
   const ids = (await client.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ definition: solo, payload: { i } })))).map((r) => r.id);
   const given = (await client.enqueue(solo, {}, { concurrencyKey: 'own' })).id;
   expect(await client.getJob(ids[0])).toMatchObject({ concurrencyKey: 'solo', rateKey: 'solo' });

@@ -18,7 +18,7 @@ async function preparedNames(db: { query: (t: string) => Promise<{ rows: unknown
 
 test('the enqueue, the claim and the completion batch run as named statements on a server', async () => {
   const db = tdb.open({ max: 1 });
-  const [job] = await createClient({ db }).enqueueMany([{ definition: 'prepared', payload: {} }]);
+  const [job] = await createClient({ force: true, db }).enqueueMany([{ definition: 'prepared', payload: {} }]);
   const worker = randomUUID();
   const claim = await claimJobs(db, { namespace: 'default', workerId: worker, definitions: ['prepared'], limit: 1, leaseMs: 60_000 });
   expect(claim.rows.map((r) => r.id)).toEqual([job.id]);

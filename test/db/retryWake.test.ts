@@ -14,7 +14,7 @@ test('a retry due in 50 ms runs without waiting for the safety poll', async () =
   const worker = createWorker({ db, definitions: [boom], logger: silentLogger, executors: 2, safetyPollMs: 60_000 });
   await worker.start();
   try {
-    await createClient({ db }).enqueue('boom', {}, { maxAttempts: 3 });
+    await createClient({ force: true, db }).enqueue('boom', {}, { maxAttempts: 3 });
     await waitFor(async () => (await db.query(`select 1 from acta.jobs where status = 'failed'`)).rows.length === 1, 'the job to fail after 3 attempts', 15_000);
   } finally {
     await worker.stop();

@@ -18,7 +18,7 @@ const jobStatuses = async () => (await db.query<{ status: string }>('select stat
 
 test('runWorker$ with takeUntil: subscribe starts a worker, its events flow; the unsubscription is a graceful stop: the worker row ends stopped, no job lost', async () => {
   const slow = defineJob<{ n: number }>({ name: 'slow', handler: () => sleep(300) });
-  await createClient({ db }).enqueueMany(Array.from({ length: 6 }, (_, n) => ({ definition: slow, payload: { n } })));
+  await createClient({ force: true, db }).enqueueMany(Array.from({ length: 6 }, (_, n) => ({ definition: slow, payload: { n } })));
   const firstStart = new Subject<void>();
   const events: WorkerEvent[] = [];
   let completed = false;
@@ -46,7 +46,7 @@ test('runWorker$ with takeUntil: subscribe starts a worker, its events flow; the
 
 test('runWorker$ with stop$: the stream completes after the graceful stop, with stopped last', async () => {
   const quick = defineJob<{ n: number }>({ name: 'quick', handler: async () => undefined });
-  await createClient({ db }).enqueueMany(Array.from({ length: 3 }, (_, n) => ({ definition: quick, payload: { n } })));
+  await createClient({ force: true, db }).enqueueMany(Array.from({ length: 3 }, (_, n) => ({ definition: quick, payload: { n } })));
   const stop$ = new Subject<void>();
   const all = lastValueFrom(
     runWorker$({ ...base, definitions: [quick], stop$ }).pipe(
@@ -85,7 +85,7 @@ test('runWorker$ errors when the worker cannot start (unmigrated schema); retry,
             errors.push(err);
             return defer(async () => {
               await migrate(fresh);
-              await createClient({ db: fresh }).enqueue(job, { n: 1 });
+              await createClient({ force: true, db: fresh }).enqueue(job, { n: 1 });
             });
           },
         }),
@@ -102,7 +102,7 @@ test('runWorker$ errors when the worker cannot start (unmigrated schema); retry,
 
 test('runWorker$ with retry: a worker that stops itself (a failing beforeExecution hook) errors the stream, and retry runs a NEW incarnation that finishes the jobs', async () => {
   const job = defineJob<{ n: number }>({ name: 'job', handler: async () => undefined });
-  const ids = await createClient({ db }).enqueueMany(Array.from({ length: 4 }, (_, n) => ({ definition: job, payload: { n } })));
+  const ids = await createClient({ force: true, db }).enqueueMany(Array.from({ length: 4 }, (_, n) => ({ definition: job, payload: { n } })));
   let failuresLeft = 1;
   const metricsRegistry = new PromRegistry(); // shared by the incarnations: each removes its metrics when it ends
   const errors: unknown[] = [];
@@ -148,7 +148,7 @@ test('runWorker$ with retry: a worker that stops itself (a failing beforeExecuti
 test('runWorker$ with merge: two workers share the jobs; unsubscribing the merge stops both gracefully', async () => {
   const job = defineJob<{ n: number }>({ name: 'job', handler: () => sleep(20) });
   const count = 30;
-  await createClient({ db }).enqueueMany(Array.from({ length: count }, (_, n) => ({ definition: job, payload: { n } })));
+  await createClient({ force: true, db }).enqueueMany(Array.from({ length: count }, (_, n) => ({ definition: job, payload: { n } })));
   const both$ = merge(runWorker$({ ...base, definitions: [job], executors: 2 }), runWorker$({ ...base, definitions: [job], executors: 2 })).pipe(share());
   const events = await lastValueFrom(
     both$.pipe(

@@ -27,7 +27,7 @@ test('a recorded step never runs again: a retried attempt gets its recorded resu
       return { a, b: (b as unknown as { at: string }).at };
     },
   });
-  const { id } = await createClient({ db }).enqueue('two-steps', {});
+  const { id } = await createClient({ force: true, db }).enqueue('two-steps', {});
   const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 2 });
   await worker.start();
   await waitFor(async () => (await status(id)) === 'succeeded', 'the job to succeed');
@@ -60,7 +60,7 @@ test('a step whose record is refused because the attempt lost the job aborts the
       }
     },
   });
-  const { id } = await createClient({ db }).enqueue('loses-lease', {});
+  const { id } = await createClient({ force: true, db }).enqueue('loses-lease', {});
   const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 2 });
   await worker.start();
   await waitFor(() => seen, 'the step to be refused');
@@ -85,7 +85,7 @@ test('a step whose result cannot be stored fails its job without retry: its fn r
       });
     },
   });
-  const { id } = await createClient({ db }).enqueue('unstorable-step', {}, { maxAttempts: 3 });
+  const { id } = await createClient({ force: true, db }).enqueue('unstorable-step', {}, { maxAttempts: 3 });
   const worker = createWorker({ db, definitions: [job], logger: silentLogger, executors: 2 });
   await worker.start();
   await waitFor(async () => (await status(id)) === 'failed', 'the job to fail');
@@ -115,7 +115,7 @@ test('a step reached after the attempt deadline passed unnoticed (event loop blo
       await ctx.step('b', () => runs.push(`b@${ctx.execution}`));
     },
   });
-  const { id } = await createClient({ db }).enqueue('blocked', {});
+  const { id } = await createClient({ force: true, db }).enqueue('blocked', {});
   const worker = createWorker({ db, definitions: [job], logger: silentLogger, heartbeatIntervalMs: 500 });
   await worker.start();
   await waitFor(async () => (await status(id)) === 'succeeded', 'the job to succeed');
@@ -158,7 +158,7 @@ test('a step survives transient database errors: the read of recorded steps and 
       return ctx.step('s', () => (runs.push(ctx.execution), { n: 7 }));
     },
   });
-  const { id } = await createClient({ db }).enqueue('flaky-db', {});
+  const { id } = await createClient({ force: true, db }).enqueue('flaky-db', {});
   const worker = createWorker({ db: flaky, definitions: [job], logger: silentLogger });
   await worker.start();
   await waitFor(async () => ['succeeded', 'failed'].includes(await status(id)), 'the job to end');

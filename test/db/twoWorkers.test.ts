@@ -37,7 +37,7 @@ test(`two workers on one database run each of ${JOBS} jobs exactly once, and bot
   ];
   await Promise.all(workers.map((w) => w.start()));
   try {
-    const enqueued = await createClient({ db: dbA }).enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ definition: 'noop', payload: { i } })));
+    const enqueued = await createClient({ force: true, db: dbA }).enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ definition: 'noop', payload: { i } })));
     expect(enqueued.every((r) => r.created)).toBe(true);
     await waitFor(
       async () => Number((await dbA.query<{ n: string }>(`select count(*) as n from acta.jobs where status = 'succeeded'`)).rows[0].n) === JOBS,

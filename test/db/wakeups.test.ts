@@ -25,7 +25,7 @@ afterEach(async () => {
 afterAll(() => tdb.drop());
 
 /** Enqueues one job and returns enqueue→claim latency in ms on the database clock. */
-async function latencyMs(client = createClient({ db })): Promise<number> {
+async function latencyMs(client = createClient({ force: true, db })): Promise<number> {
   const { id } = await client.enqueue('noop', {});
   return waitFor(async () => {
     const { rows } = await db.query<{ ms: number | null }>(
@@ -60,7 +60,7 @@ test('NOTIFY wakes an idle worker long before its safety poll', async () => {
 
 test('a job due in 300 ms wakes an idle worker, which then sleeps until it is due, not until its poll', async () => {
   await idleWorker({ safetyPollMs: 10_000 });
-  const { id } = await createClient({ db }).enqueue('noop', {}, { runAt: new Date(Date.now() + 300) });
+  const { id } = await createClient({ force: true, db }).enqueue('noop', {}, { runAt: new Date(Date.now() + 300) });
   const lateMs = await waitFor(async () => {
     const { rows } = await db.query<{ ms: number | null }>(
       `select extract(epoch from (e.claimed_at - j.run_at)) * 1000 as ms from acta.jobs j join acta.executions e on e.job_id = j.id where j.id = $1`,
@@ -85,7 +85,7 @@ test("a graceful shutdown's hand-backs wake an idle peer at once", async () => {
   });
   const stopping = createWorker({ db, definitions: [hold], logger: silentLogger, executors: 1, shutdownTimeoutMs: 0 });
   await stopping.start();
-  const { id } = await createClient({ db }).enqueue('hold', {});
+  const { id } = await createClient({ force: true, db }).enqueue('hold', {});
   await waitFor(async () => held === 1, 'the first worker to hold the job');
   const peer = createWorker({ db, definitions: [hold], logger: silentLogger, executors: 1, safetyPollMs: 10_000 });
   workers.push(peer);
@@ -156,7 +156,7 @@ test('Redis pub/sub wakes an idle worker that does not LISTEN', async () => {
   }
   try {
     await idleWorker({ safetyPollMs: 10_000, listen: false, redis });
-    const client = createClient({ db, publishWakeup: redisPublisher(redis) });
+    const client = createClient({ force: true, db, publishWakeup: redisPublisher(redis) });
     await new Promise((r) => setTimeout(r, 200)); // the subscription is set up
     const samples = [await latencyMs(client), await latencyMs(client)];
     expect(Math.max(...samples)).toBeLessThan(1_000);

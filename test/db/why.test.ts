@@ -12,7 +12,7 @@ const { db } = useTestDatabase();
 let client: Client;
 beforeEach(async () => {
   await db.query('truncate acta.jobs, acta.executions, acta.workers, acta.pauses, acta.gates, acta.definitions');
-  client = createClient({ db });
+  client = createClient({ force: true, db });
 });
 
 const handler = async () => null;

@@ -21,7 +21,7 @@ test('a signal in a rolled-back transaction is never delivered; one committed is
       got.push(await ctx.waitForSignal('open'));
     },
   });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const worker = createWorker({ db, definitions: [gate], logger: silentLogger, executors: 2 });
   await worker.start();
   try {
@@ -60,7 +60,7 @@ test("a deleted child counts as ended for its parent; a 'fail-parent' child that
       return (await ctx.waitForChildren()).map((o) => o.status);
     },
   });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const worker = createWorker({ db, definitions: [parent, slow, bad], logger: silentLogger, executors: 2 });
   await worker.start();
   try {
@@ -81,7 +81,7 @@ test("a deleted child counts as ended for its parent; a 'fail-parent' child that
 });
 
 test('acta signal delivers by id and by key, and exits 1 saying why when the job has ended', async () => {
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { id } = await client.enqueue('wf-cli', {}, { idempotencyKey: 'cli-job' });
   const run = (...args: string[]) => promisify(execFile)('node', [path.join(__dirname, '../../bin/acta.js'), ...args], { env: { ...process.env, DATABASE_URL: tdb.url } });
   expect(JSON.parse((await run('signal', id, 'go', '{"a":1}')).stdout)).toEqual({ delivered: true, jobId: id, consumed: false });

@@ -61,7 +61,7 @@ test('poisoned outcomes next to clean ones in one batch: the clean ones land, th
     },
   });
   const kinds = ['clean', 'nul', 'clean', 'surrogate', 'circular', 'clean', 'bigint', 'throwString', 'throwCircular', 'clean'];
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const ids = (await client.enqueueMany(kinds.map((kind) => ({ definition: 'poison', payload: { kind }, maxAttempts: 5 })))).map((r) => r.id);
   const worker = createWorker({ db, definitions: [poison], logger: silentLogger, executors: 16, heartbeatIntervalMs: 1000 });
   await worker.start();
@@ -153,7 +153,7 @@ test("a user's code that throws where acta reads it (a backoff function, an erro
   let fatal: unknown;
   worker.done.catch((err) => (fatal = err));
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   for (const d of ['badBackoff', 'getter', 'revokedProxy', 'otherRealm', 'hugeMessage', 'trickyProxy', 'ok']) await client.enqueue(d, {});
   try {
     await waitFor(async () => (await rows()).every((r) => r.status === 'failed' || r.status === 'succeeded'), 'every job to end', 15_000);
@@ -209,7 +209,7 @@ test("an error's cause chain and an AggregateError's errors are stored, bounded:
   let fatal: unknown;
   worker.done.catch((err) => (fatal = err));
   await worker.start();
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const ids = [];
   for (const d of definitions) ids.push((await client.enqueue(d.name, {})).id);
   try {
@@ -254,7 +254,7 @@ test('a failed attempt with attempts left is logged at warn, "attempt failed"; t
   const logLines: string[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => logLines.push(line) });
   const flaky = defineJob({ name: 'flaky', maxAttempts: 3, backoff: { delayMs: 5 }, handler: () => { throw new Error('still down'); } });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const byDefinition = (await client.enqueue(flaky, {})).id; // the definition's 3
   const ownFewer = (await client.enqueue(flaky, {}, { maxAttempts: 1 })).id;
   const ownMore = (await client.enqueue(flaky, {}, { maxAttempts: 4 })).id;
@@ -292,7 +292,7 @@ test("the finalizer's 4 MiB bound counts UTF-8 bytes: three results of 3.6 MB of
     if (text.includes('acta.complete_executions')) sizes.push(Buffer.byteLength(JSON.stringify(params), 'utf8'));
     return run();
   });
-  await createClient({ db }).enqueueMany([1, 2, 3].map(() => ({ definition: 'cjk', payload: {} })));
+  await createClient({ force: true, db }).enqueueMany([1, 2, 3].map(() => ({ definition: 'cjk', payload: {} })));
   const worker = createWorker({ db: watched, definitions: [cjk], logger: silentLogger, executors: 3 });
   await worker.start();
   try {
@@ -339,7 +339,7 @@ test('a completion write that fails transiently is repeated while the worker hol
   // Three failed tries (1 s, 2 s, 4 s apart: longer than the 4 s lease, so the heartbeat must keep
   // renewing the Finalizing row), then the write lands.
   const flaky = flakyCompletions(db, (n) => (n <= 3 ? 'before' : null));
-  const { id } = await createClient({ db }).enqueue('once', {}, { maxAttempts: 3 });
+  const { id } = await createClient({ force: true, db }).enqueue('once', {}, { maxAttempts: 3 });
   const worker = createWorker({ db: flaky, definitions: [once], logger: silentLogger, executors: 2, heartbeatIntervalMs: 1000 });
   await worker.start();
   try {
@@ -363,7 +363,7 @@ test('a completion write whose answer was lost is repeated, found already applie
     },
   });
   const flaky = flakyCompletions(db, (n) => (n === 1 ? 'after' : null));
-  const { id } = await createClient({ db }).enqueue('once', {}, { maxAttempts: 3 });
+  const { id } = await createClient({ force: true, db }).enqueue('once', {}, { maxAttempts: 3 });
   const worker = createWorker({ db: flaky, definitions: [once], logger: silentLogger, executors: 2, heartbeatIntervalMs: 1000 });
   await worker.start();
   try {

@@ -72,7 +72,7 @@ test("a job's handler starts while its enqueue waits for the commit's durability
   try {
     await standbys('acta_test_absent_standby');
     let acknowledged = false;
-    const enqueued = createClient({ db: clientDb })
+    const enqueued = createClient({ force: true, db: clientDb })
       .enqueue('early', {})
       .finally(() => (acknowledged = true));
 
@@ -110,10 +110,10 @@ test("an idempotency key found taken in a caller's transaction: that transaction
   await tx.connect();
   try {
     await standbys('acta_test_absent_standby');
-    const enqueued = createClient({ db: first }).enqueue('keyed', {}, { idempotencyKey: 'k-1' });
+    const enqueued = createClient({ force: true, db: first }).enqueue('keyed', {}, { idempotencyKey: 'k-1' });
     await waitFor(async () => (await waitingForStandby('call acta.enqueue_jobs_wake_early')) === 1, 'the first enqueue to wait for its flush');
 
-    const again = await takenKeyCommitWaits(createClient({ db: first }), tx, 'keyed', 'k-1');
+    const again = await takenKeyCommitWaits(createClient({ force: true, db: first }), tx, 'keyed', 'k-1');
     expect(await enqueued).toEqual({ id: again.id, created: true });
   } finally {
     await standbys(null);
@@ -134,7 +134,7 @@ test('PostgreSQL 17+ without synchronous standbys: one transaction id per enqueu
   const watcher = new PgClient({ connectionString: server.dbUrl });
   await watcher.connect();
   const one = async <R>(text: string, params?: unknown[]) => (await watcher.query(text, params)).rows[0] as R;
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   try {
     await client.enqueue('flushed', { warm: true }); // the session's first call compiles the procedure
     const before = BigInt((await one<{ x: string }>('select pg_current_xact_id()::text as x')).x);
@@ -199,7 +199,7 @@ test('a role that may not write WAL messages enqueues as durably: its own jobs, 
   const tx = new PgClient({ connectionString: url.toString() });
   await tx.connect();
   try {
-    const client = createClient({ db });
+    const client = createClient({ force: true, db });
     // Its own enqueue waits for the standby like anyone's (and commits nothing it then refuses).
     await standbys('acta_test_absent_standby');
     let ownAcknowledged = false;
@@ -213,7 +213,7 @@ test('a role that may not write WAL messages enqueues as durably: its own jobs, 
     // A key taken by another session's enqueue that is visible but not yet durable (its commit
     // waiting for the standby): finding it waits as well, outside a transaction and inside one.
     const takenBy = async (key: string) => {
-      const enqueued = createClient({ db: owner }).enqueue('restricted', {}, { idempotencyKey: key });
+      const enqueued = createClient({ force: true, db: owner }).enqueue('restricted', {}, { idempotencyKey: key });
       await waitFor(async () => (await server.query(`select 1 from acta.jobs where idempotency_key = $1`, [key])).length === 1, `the job of ${key} to be visible`);
       return { enqueued }; // (a promise returned as such would be awaited here)
     };

@@ -18,7 +18,7 @@ test('a 3 s restart while result() and observe() (pollMs 500) follow a running j
   const worker = spawnWorker({ dbUrl: server.dbUrl, events, args: ['--heartbeat', '2000', '--executors', '2', '--shutdown-timeout', '1000'] });
   await worker.workerId();
   const db = createPgDb({ connectionString: server.dbUrl });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   try {
     const [id] = await enqueueWork(server, [{ ms: 5_000 }]);
     const result = client.result<{ execution: number }>(id, { pollMs: 500, timeoutMs: 60_000 }).then(

@@ -33,7 +33,7 @@ function startWorkers(n: number, ns: string, events: string, run: string, option
 async function enqueue(ns: string, definition: string, payloads: object[]): Promise<string[]> {
   const db = createPgDb({ connectionString: server.dbUrl, max: 1 });
   try {
-    const client = createClient({ db, namespace: ns, definitions });
+    const client = createClient({ force: true, db, namespace: ns, definitions });
     return (await client.enqueueMany(payloads.map((payload) => ({ definition, payload })))).map((r) => r.id);
   } finally {
     await db.close();

@@ -42,7 +42,7 @@ test('a recorded step marks the attempt started: lost after it, the attempt is c
   // The case it guards (docs/decisions/2026-11-30-a-recorded-step-marks-its-attempt-started.md):
   // killed 300 ms into handlers that had recorded steps, before any heartbeat, a maxAttempts-1 job
   // went back uncharged 3 times and ran 4 times.
-  const { id } = await createClient({ db }).enqueue('job', {}, { maxAttempts: 1 });
+  const { id } = await createClient({ force: true, db }).enqueue('job', {}, { maxAttempts: 1 });
   const worker = randomUUID();
   const row = await claimOne(worker);
   expect(await recordStep(db, { workerId: worker, jobId: id, execution: row.execution, name: 's', resultJson: '1' })).toMatchObject({ status: 'recorded' });
@@ -57,7 +57,7 @@ test('a recorded step marks the attempt started: lost after it, the attempt is c
 });
 
 test('a job that never reports a start goes back uncharged at most 3 times; every later return is charged', async () => {
-  const { id } = await createClient({ db }).enqueue('job', {}, { maxAttempts: 2 });
+  const { id } = await createClient({ force: true, db }).enqueue('job', {}, { maxAttempts: 2 });
   const worker = randomUUID();
   const seen: { status: string; charged: boolean }[] = [];
   for (let i = 0; i < 5; i++) {
@@ -80,7 +80,7 @@ test('a job that never reports a start goes back uncharged at most 3 times; ever
 });
 
 test('a started attempt whose job has no attempts left is recovered to Failed, "worker lost"', async () => {
-  const { id } = await createClient({ db }).enqueue('job', {}, { maxAttempts: 1 });
+  const { id } = await createClient({ force: true, db }).enqueue('job', {}, { maxAttempts: 1 });
   const worker = randomUUID();
   const row = await claimOne(worker);
   const beat = await heartbeat(db, { workerId: worker, namespace: 'default', held: [{ id, execution: row.execution, started: true }], leaseMs: LEASE_MS });
@@ -96,7 +96,7 @@ test("recovery applies the definition's maxAttempts, as its workers registered i
   // attempts whatever its definition allowed.
   const worker = randomUUID();
   await registerWorker(db, { workerId: worker, namespace: 'default', hostname: 'test', pid: 1, definitions: ['job'], maxAttempts: [1], leaseMs: LEASE_MS });
-  const client = createClient({ db });
+  const client = createClient({ force: true, db });
   const { id: byDefinition } = await client.enqueue('job', { n: 1 });
   const { id: own } = await client.enqueue('job', { n: 2 }, { maxAttempts: 2 });
   for (const id of [byDefinition, own]) {
@@ -143,7 +143,7 @@ test("a stopped or dead worker's maxAttempts gives way to the newest live worker
   await recoverJobs(db, { namespace: 'default', deadAfterMs: DEAD_AFTER_MS });
   expect(await declared()).toBe(5);
   // Recovery then judges a lost attempt by 5, not by a gone worker's 1 or 2.
-  const { id } = await createClient({ db }).enqueue('job', {});
+  const { id } = await createClient({ force: true, db }).enqueue('job', {});
   const row = await claimOne(a1);
   await heartbeat(db, { workerId: a1, namespace: 'default', held: [{ id, execution: row.execution, started: true }], leaseMs: LEASE_MS });
   await expire(id);
@@ -155,7 +155,7 @@ test("a stopped or dead worker's maxAttempts gives way to the newest live worker
 });
 
 test("the heartbeat renews only the caller's own lease: the same (job, execution) from another worker is lost", async () => {
-  const { id } = await createClient({ db }).enqueue('job', {});
+  const { id } = await createClient({ force: true, db }).enqueue('job', {});
   const owner = randomUUID();
   const row = await claimOne(owner);
   const held = [{ id, execution: row.execution, started: true }];
@@ -170,7 +170,7 @@ test("the heartbeat renews only the caller's own lease: the same (job, execution
 });
 
 test('the heartbeat waits briefly for a row another transaction holds (a step record): renewed; held longer: locked', async () => {
-  const { id } = await createClient({ db }).enqueue('job', {});
+  const { id } = await createClient({ force: true, db }).enqueue('job', {});
   const worker = randomUUID();
   const row = await claimOne(worker);
   const held = [{ id, execution: row.execution, started: true }];
@@ -217,7 +217,7 @@ test('of many heartbeats and registrations that find the pass due, exactly one t
 
 test('a starting worker whose registration took the pass runs it at once: a dead fleet\'s expired rows come back without waiting for a beat', async () => {
   // A fleet that was down: its row's lease ran out, and the namespace's pass is due.
-  const { id } = await createClient({ db }).enqueue('job', { n: 1 });
+  const { id } = await createClient({ force: true, db }).enqueue('job', { n: 1 });
   await claimOne(randomUUID());
   await expire(id);
   await db.query(`update acta.passes set due_at = now() - interval '1 second' where namespace = 'default' and pass = 'recovery'`);

@@ -104,7 +104,7 @@ describe('in-process stop()', () => {
     });
     let runs = 0;
     const never = defineJob({ name: 'never', handler: async () => void runs++ });
-    const ids = (await createClient({ db }).enqueueMany([1, 2, 3].map(() => ({ definition: 'never', payload: {} })))).map((r) => r.id);
+    const ids = (await createClient({ force: true, db }).enqueueMany([1, 2, 3].map(() => ({ definition: 'never', payload: {} })))).map((r) => r.id);
     const worker = createWorker({ db: slowClaims, definitions: [never], logger: silentLogger, executors: 4, heartbeatIntervalMs: H, shutdownTimeoutMs: 60_000 });
     await worker.start();
     await claimCommitted;
@@ -133,7 +133,7 @@ describe('in-process stop()', () => {
           signal.addEventListener('abort', () => reject(new Error('aborted')));
         }),
     });
-    await createClient({ db }).enqueueMany([1, 2, 3, 4].map((i) => ({ definition: 'long', payload: { i } })));
+    await createClient({ force: true, db }).enqueueMany([1, 2, 3, 4].map((i) => ({ definition: 'long', payload: { i } })));
     const worker = createWorker({ db, definitions: [long], logger: silentLogger, executors: 4, shutdownTimeoutMs: 0 });
     await worker.start();
     await waitFor(async () => started === 4, 'the 4 handlers to start');
@@ -149,7 +149,7 @@ test('SIGTERM while the worker is still retrying its start (database unreachable
   const { freePort } = (await import(specifier)) as { freePort: () => Promise<number> };
   const port = await freePort(); // nothing listens there
   const w = spawnWorker({ dbUrl: `postgres://postgres@127.0.0.1:${port}/none`, events: eventsFile(), args: ['--heartbeat', '1000'] });
-  await w.waitForLog('database unavailable; repeating', 15_000);
+  await w.waitForLog('the database has not been reached since the start', 15_000);
   w.kill('SIGTERM');
   expect(await exitWithin(w, 10_000)).toEqual({ code: 0, signal: null });
 });

@@ -591,6 +591,40 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
   });
 
   describe('enqueue', () => {
+    /** The refusal of enqueue_jobs' Rule (AC001), as the ledger raised it: its element, name and missing keys; undefined when it wrote. */
+    const refusedBy = async (ns: string, items: (Item & { check?: boolean })[]) => {
+      try {
+        await ledger.enqueueJobs(ns, { ...rowsOf(items), checks: items.map((i) => i.check ?? true) });
+        return undefined;
+      } catch (err) {
+        const e = err as { code?: string; detail?: string };
+        expect(e.code).toBe('AC001');
+        return JSON.parse(e.detail as string) as { item: number; name: string; missing: string[] };
+      }
+    };
+
+    test('checked elements (enqueue_jobs, Rule): a name no worker declared in the namespace, or a declared policy without its key, refuses the call and writes nothing; unchecked elements are not looked at', async () => {
+      const ns = fresh();
+      const before = await enqueue(ns, [{ definition: 'probe' }]);
+      expect(await refusedBy(ns, [{ definition: 'never-declared' }])).toEqual({ item: 0, name: 'never-declared', missing: [] });
+      await declare(ns, [
+        'plain',
+        defineJob({ name: 'keyed', handler, concurrency: { key: () => 'k', limit: 1 }, rate: { key: () => 'r', limit: 1, perMs: 1_000 } }),
+        defineJob({ name: 'laned', handler, lane: () => 'l' }),
+      ]);
+      // Elsewhere declared is not declared here.
+      expect(await refusedBy(fresh(), [{ definition: 'plain' }])).toEqual({ item: 0, name: 'plain', missing: [] });
+      expect(await refusedBy(ns, [{ definition: 'plain' }, { definition: 'keyed', rateKey: 'r' }])).toEqual({ item: 1, name: 'keyed', missing: ['concurrency'] });
+      expect(await refusedBy(ns, [{ definition: 'keyed' }])).toEqual({ item: 0, name: 'keyed', missing: ['concurrency', 'rate'] });
+      expect(await refusedBy(ns, [{ definition: 'laned', concurrencyKey: 'x' }])).toEqual({ item: 0, name: 'laned', missing: ['lane'] });
+      expect(await refusedBy(ns, [{ definition: 'plain' }, { definition: 'typo', check: false }, { definition: 'nope' }])).toEqual({ item: 2, name: 'nope', missing: [] });
+      // Nothing of a refused call was written: the next id follows the first job's.
+      const [next] = await enqueue(ns, [{ definition: 'probe' }]);
+      const gap = Array.from({ length: Number(next.id) - Number(before[0].id) - 1 }, (_, k) => String(Number(before[0].id) + 1 + k));
+      expect(await Promise.all(gap.map((id) => ledger.readJob(ns, id)))).toEqual(gap.map(() => null));
+      expect(await refusedBy(ns, [{ definition: 'plain' }, { definition: 'keyed', concurrencyKey: 'k', rateKey: 'r' }, { definition: 'laned', lane: 'l' }, { definition: 'typo', check: false }])).toBeUndefined();
+    });
+
     test('a job reads back as enqueued: its options, its keys, the defaults (priority 0, due now, its own maxAttempts null)', async () => {
       const ns = fresh();
       const runAt = new Date((await h.now()) + 3_600_000);
@@ -1283,6 +1317,22 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(await woken(() => complete(worker, completion(first.rows.slice(0, 1))))).toEqual([ns]);
       expect(await laneOf(ns, o1)).toEqual([['succeeded', null], ['ready', null], ['ready', 'lane']]);
       expect(payloadsOf((await claim(ns, worker, ['step'], 10)).rows)).toEqual([{ order: 'o1', i: 1 }]);
+    });
+
+    test('a lane runs in commit order (docs/policies.md, "Lanes"): each enqueue call commits at once, a batch in its input order; priorities do not reorder it', async () => {
+      const ns = fresh();
+      const worker = await declare(ns, [step]);
+      await enqueue(ns, [{ ...inLane('o', 0), priority: 0 }]);
+      await enqueue(ns, [{ ...inLane('o', 1), priority: 9 }, { ...inLane('o', 2), priority: 5 }]);
+      await enqueue(ns, [{ ...inLane('o', 3), priority: 99 }]);
+      const order: number[] = [];
+      for (let n = 0; n < 4; n++) {
+        const { rows } = await claim(ns, worker, ['step'], 10);
+        expect(rows).toHaveLength(1);
+        order.push(...iOf(rows));
+        await complete(worker, completion(rows));
+      }
+      expect(order).toEqual([0, 1, 2, 3]);
     });
 
     test('a retrying head keeps its lane waiting; a head that fails for good hands on; a cancelled head hands on', async () => {

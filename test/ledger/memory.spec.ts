@@ -191,7 +191,7 @@ describe('the memory ledger', () => {
     });
     const worker = createWorker({ ledger, definitions: [job], logger: silentLogger, executors: 4, heartbeatIntervalMs: 200 });
     await worker.start();
-    const client = createClient({ ledger, definitions: [job] });
+    const client = createClient({ force: true, ledger, definitions: [job] });
     const ids = await client.enqueueMany([0, 1, 2, 3].map((i) => ({ definition: job, payload: { i } })));
     const read = () => Promise.all(ids.map((r) => client.getJob(r.id)));
     await waitFor(async () => (await read()).every((j) => j?.status === 'succeeded'), 'every job to succeed');

@@ -24,7 +24,7 @@ async function setUp(handler: (payload: { n: number }, ctx: JobContext) => unkno
   const worker = createWorker({ ledger: faults.ledger, namespace, definitions: [job], heartbeatIntervalMs: H, executors: 2, logger: silentLogger });
   running.push(worker);
   await worker.start();
-  const client = createClient({ db, namespace });
+  const client = createClient({ force: true, db, namespace });
   return { faults, worker, client, job };
 }
 const ledgerOf = async (id: string) =>

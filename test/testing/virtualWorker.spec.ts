@@ -28,7 +28,7 @@ async function virtualWorker(clock: VirtualClock, definitions: Definition[], opt
   await clock.await(worker.start());
   await clock.advance(10 - clock.now());
   // The client's calls answer on the clock too: await them through it (VirtualClock.await).
-  const plain = createClient({ ledger, definitions });
+  const plain = createClient({ force: true, ledger, definitions });
   const client = {
     enqueue: <P>(definition: Definition<P, any>, payload: P) => clock.await(plain.enqueue(definition, payload)),
     enqueueMany: (items: Parameters<typeof plain.enqueueMany>[0]) => clock.await(plain.enqueueMany(items)),
@@ -173,7 +173,7 @@ test('a job followed in virtual time: ctx.progress every 10 ms is stored at most
   const worker = createWorker({ ledger: watched, definitions: [long], scheduler: clock.scheduler, random: () => 0, heartbeatIntervalMs: 10_000, logger: silent });
   const events = clock.record(worker.events$);
   await clock.await(worker.start());
-  const client = createClient({ ledger, scheduler: clock.scheduler });
+  const client = createClient({ force: true, ledger, scheduler: clock.scheduler });
   const { id } = await clock.await(client.enqueue(long, {}));
   const states = clock.record(client.observe(id, { pollMs: 60_000 }));
   await clock.advance(600 - clock.now());

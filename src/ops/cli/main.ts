@@ -9,7 +9,8 @@ import type { Db } from '../../db/Db';
 import { cancelJob } from '../../db/jobs';
 import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../../db/migrator';
 import type { Definition } from '../../definition';
-import { ActaError } from '../../errors';
+import { ActaError, EnqueueRefusedError } from '../../errors';
+import { refusedError } from '../../policies/enqueueRule';
 import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
@@ -121,53 +122,6 @@ async function publishWakeup(url: string, namespace: string): Promise<void> {
   }
 }
 
-/**
- * Refuses, with ACTA_UNKNOWN_DEFINITION, a definition name that no worker has declared in
- * `namespace`: a job of it would wait for a worker that may never come (a typo, or the wrong
- * namespace). Workers declare their definitions in acta.definitions when they start
- * (acta.register_worker; a declaration stays after its worker stops). One query, which also finds
- * the namespaces that have the name, for the hint. Held by test/cli.test.ts ("`acta enqueue`
- * refuses a definition no worker has declared").
- */
-async function assertDeclared(db: Db, namespace: string, name: string, given: { concurrencyKey?: string; rateKey?: string; lane?: string }): Promise<void> {
-  const { rows } = await db.query<{ namespace: string; name: string; concurrency: boolean; rate: boolean; lane: boolean }>(
-    `select namespace, name, (policy -> 'concurrency') is not null and jsonb_typeof(policy -> 'concurrency') = 'object' as concurrency,
-            jsonb_typeof(policy -> 'rate') = 'object' as rate, coalesce((policy ->> 'lane')::boolean, false) as lane
-       from acta.definitions where namespace = $1 or name = $2 order by namespace, name`,
-    [namespace, name],
-  );
-  const here = rows.filter((r) => r.namespace === namespace).map((r) => r.name);
-  const declared = rows.find((r) => r.namespace === namespace && r.name === name);
-  if (declared) {
-    // Its keys come from the worker's key functions, which only the module has: without them the
-    // job would get no key, and no limit (docs/policies.md, "A job's keys").
-    const missing = [
-      declared.concurrency && given.concurrencyKey === undefined ? '--concurrency-key' : undefined,
-      declared.rate && given.rateKey === undefined ? '--rate-key' : undefined,
-      declared.lane && given.lane === undefined ? '--lane' : undefined,
-    ].filter((m) => m !== undefined);
-    if (missing.length > 0) {
-      throw new ActaError(
-        'ACTA_POLICY_KEY_MISSING',
-        `definition ${JSON.stringify(name)} declares ${missing.map((m) => m.slice(2).replace('-key', '')).join(', ')} policy: its jobs need keys, which its key functions compute from the payload; pass --definitions <the worker's module> to compute them, or ${missing.join(', ')}`,
-      );
-    }
-    return;
-  }
-  const quote = (s: string) => JSON.stringify(s);
-  const elsewhere = rows.filter((r) => r.namespace !== namespace).map((r) => r.namespace);
-  const hint = elsewhere.length === 0 ? '' : `; ${quote(name)} is declared in namespace ${elsewhere.slice(0, 5).map(quote).join(', ')}${elsewhere.length > 5 ? ', …' : ''} (--namespace ${quote(elsewhere[0])})`;
-  const force = 'to enqueue it anyway (a definition whose worker has not started yet): --force';
-  if (here.length === 0) {
-    throw new ActaError(
-      'ACTA_UNKNOWN_DEFINITION',
-      `no worker has declared any job definition in namespace ${quote(namespace)} yet (a worker declares its definitions when it starts), so none runs ${quote(name)}${hint}; start its worker first, or ${force}`,
-    );
-  }
-  const known = `${here.slice(0, 20).map(quote).join(', ')}${here.length > 20 ? `, and ${here.length - 20} more` : ''}`;
-  throw new ActaError('ACTA_UNKNOWN_DEFINITION', `no worker has declared a job definition named ${quote(name)} in namespace ${quote(namespace)}; declared there: ${known}${hint}; ${force}`);
-}
-
 /** "acta 0.1.0 (SQL functions revision 7)": the package.json beside sql/, and sql/functions.lock. */
 function versionLine(): string {
   const root = path.dirname(sqlDir());
@@ -212,11 +166,16 @@ export function program(): Command {
       const definitions = opts.definitions ? loadDefinitions(opts.definitions) : undefined;
       const result = await withClient(
         opts.namespace,
-        async (client, db) => {
-          // The module given is the list to check (the client refuses other names), else what workers declared.
-          if (!definitions && !opts.force) await assertDeclared(db, opts.namespace, definition, opts);
+        async (client) => {
+          // The module given is the list to check (the client refuses other names), else what the
+          // namespace's workers declared: the library's rule (src/policies/enqueueRule.ts), in the
+          // command line's words (test/cli.test.ts).
           const { concurrencyKey, rateKey, lane } = opts;
-          return client.enqueue(definition, payload, { runAt, priority: opts.priority, maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey, concurrencyKey, rateKey, lane });
+          try {
+            return await client.enqueue(definition, payload, { runAt, priority: opts.priority, maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey, concurrencyKey, rateKey, lane, force: opts.force });
+          } catch (err) {
+            throw err instanceof EnqueueRefusedError ? refusedError(err.refusal, 'cli') : err;
+          }
         },
         definitions,
       );
@@ -273,6 +232,7 @@ export function program(): Command {
     .option('--heartbeat <ms>', 'heartbeat interval H in ms (default 45000)', int(HEARTBEAT_INTERVAL_RANGE_MS.min, HEARTBEAT_INTERVAL_RANGE_MS.max))
     .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int(1))
     .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int(0))
+    .option('--start-timeout <ms>', 'give up (exit 1) when the database is not reached within this many ms of the start (default 30000)', int(1, 2 ** 31 - 1))
     .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int(0, 65_535))
     .option('--redis <url>', 'also take wakeups from Redis pub/sub (what ioredis takes: redis://host:6379, host:port, a socket path)', redisAddress)
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
@@ -301,6 +261,7 @@ export function program(): Command {
         heartbeatIntervalMs: opts.heartbeat as number | undefined,
         safetyPollMs: opts.safetyPoll as number | undefined,
         shutdownTimeoutMs: opts.shutdownTimeout as number | undefined,
+        startTimeoutMs: opts.startTimeout as number | undefined,
         metricsPort: opts.metricsPort as number | undefined,
         listen: opts.listen as boolean,
         redis: redis as never,
@@ -324,7 +285,8 @@ export function program(): Command {
       try {
         await worker.start();
       } catch (err) {
-        // e.g. the schema is not migrated: main() prints the message; exit 1 without lingering.
+        // e.g. the schema is not migrated, or the database not reached (StartTimeoutError): main()
+        // prints the message; exit 1 without lingering.
         redis?.disconnect(); // not quit(): with Redis down, a QUIT would wait in ioredis' offline queue
         await db.close().catch(() => undefined);
         throw err;

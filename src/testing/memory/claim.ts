@@ -177,7 +177,8 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
     return { job, ord, climit: d?.concurrencyLimit ?? null, rlimit: d?.rateLimit ?? null, rper: d?.ratePerMs ?? null };
   });
 
-  // The lane (claim_jobs.sql: `l`).
+  // The lane (claim_jobs.sql: `l`). Its order is commit order (lane_seq, migration 0012); here
+  // every enqueue commits as it is made, so commit order is id order.
   const laneOk = new Map<Candidate, boolean>();
   for (const c of cands) {
     const lane = c.job.lane;

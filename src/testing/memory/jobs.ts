@@ -21,6 +21,7 @@ export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: Enque
   rows.maxAttempts.forEach((m) => {
     if (m !== null && m < 1) throw new SqlStateError('23514', 'new row for relation "jobs" violates check constraint "jobs_max_attempts_check"');
   });
+  refuseUndeclared(store, namespace, rows);
   const byKey = new Map<string, number>();
   for (const j of store.jobsIn(namespace)) if (j.idempotencyKey !== null) byKey.set(j.idempotencyKey, j.id);
   const out = rows.definitions.map((definition, i) => {
@@ -71,6 +72,29 @@ export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: Enque
   });
   if (rows.runAts.every((r) => r === null) || rows.runAts.some((r) => r === null || r.getTime() <= tx.now + WAKE_WITHIN_MS)) tx.notify(namespace);
   return out;
+}
+
+/**
+ * enqueue_jobs.sql's Rule: the first checked element whose definition no worker declared in the
+ * namespace, or that lacks a key one of its declared policies needs, refuses the call (AC001).
+ */
+function refuseUndeclared(store: Store, namespace: string, rows: EnqueueRows): void {
+  if (!rows.checks?.some((c) => c)) return;
+  rows.checks.forEach((checked, i) => {
+    if (!checked) return;
+    const name = rows.definitions[i];
+    const d = store.definition(namespace, name);
+    const missing = !d
+      ? []
+      : [
+          d.policy?.concurrency && (rows.concurrencyKeys?.[i] ?? null) === null ? 'concurrency' : undefined,
+          d.policy?.rate && (rows.rateKeys?.[i] ?? null) === null ? 'rate' : undefined,
+          d.policy?.lane && (rows.lanes?.[i] ?? null) === null ? 'lane' : undefined,
+        ].filter((m) => m !== undefined);
+    if (!d || missing.length > 0) {
+      throw new SqlStateError('AC001', `acta.enqueue_jobs: definition ${name} refused in namespace ${namespace} (see detail)`, JSON.stringify({ item: i, name, missing }));
+    }
+  });
 }
 
 /** A row of complete_executions.sql's `decision` table. */

@@ -175,6 +175,8 @@ export class SqlStateError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    /** The error's DETAIL, as pg's DatabaseError carries it. */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = 'SqlStateError';
