@@ -16,6 +16,8 @@
  * do not overlap.
  */
 
+import { checkWorkflows, isWaitStep, type LedgerSignal, type WorkflowViolationKind } from './workflowChecks';
+
 export interface LedgerJob {
   id: string;
   status: string;
@@ -29,6 +31,8 @@ export interface LedgerJob {
   lane: string | null;
   /** acta.jobs.lane_seq: the job's place in its lane, taken at its commit (migration 0012); absent or null: its id. */
   lanePosition?: string | null;
+  /** acta.jobs.parent_id: the job's parent when it was spawned as a child (absent or null: none). */
+  parentId?: string | null;
 }
 
 export interface LedgerExecution {
@@ -61,6 +65,8 @@ export interface Ledger {
   executions: LedgerExecution[];
   steps: LedgerStep[];
   effects: LedgerEffect[];
+  /** acta.signals (absent: none sent). */
+  signals?: LedgerSignal[];
 }
 
 export type ViolationKind =
@@ -74,7 +80,8 @@ export type ViolationKind =
   | 'success_count'
   | 'attempts_mismatch'
   | 'key_over_limit'
-  | 'lane_out_of_order';
+  | 'lane_out_of_order'
+  | WorkflowViolationKind;
 
 export interface Violation {
   kind: ViolationKind;
@@ -105,6 +112,9 @@ export interface Verdict {
     /** First claim to last end, ms: of all attempts, and of the longest lane's. */
     spanMs: number;
     laneSpanMs: number;
+    /** Signals consumed by waits; parents (jobs with children). */
+    signalsConsumed: number;
+    parents: number;
   };
   /** Per concurrency key, in key order: its limit and the most attempts that held it at once. */
   keys: KeyFigures[];
@@ -277,7 +287,9 @@ export function check(ledger: Ledger): Verdict {
       if (records.length > 1) flag('step_recorded_twice', job.id, `step ${name} recorded ${records.length} times`);
       const record = records[0];
       const attempt = attempts.find((a) => a.execution === record.execution);
-      if (!attempt || record.recordedAt < attempt.claimedAt || record.recordedAt > attempt.finishedAt) {
+      // A wait's step is recorded by the wake, when its attempt parked or later (workflowChecks.ts).
+      const late = isWaitStep(name) ? record.recordedAt < (attempt?.finishedAt ?? Infinity) : record.recordedAt > (attempt?.finishedAt ?? -Infinity);
+      if (!attempt || record.recordedAt < attempt.claimedAt || late) {
         flag('write_not_current', job.id, `step ${name} recorded by execution ${record.execution} outside that attempt's lifetime`);
       }
     }
@@ -295,6 +307,7 @@ export function check(ledger: Ledger): Verdict {
 
   const keys = checkKeys(ledger.jobs, executionsByJob, flag);
   const lanes = checkLanes(ledger.jobs, executionsByJob, flag);
+  const workflows = checkWorkflows(ledger.jobs, executionsByJob, ledger.steps, ledger.signals ?? [], flag);
   const charged = ledger.executions.filter((e) => e.charged).length;
   return {
     ok: violations.length === 0,
@@ -314,6 +327,8 @@ export function check(ledger: Ledger): Verdict {
       lanes: lanes.lanes,
       spanMs: span(ledger.executions),
       laneSpanMs: lanes.longestSpanMs,
+      signalsConsumed: workflows.signalsConsumed,
+      parents: workflows.parents,
     },
     keys,
     violations,

@@ -82,7 +82,7 @@ interface Server {
 }
 
 /**
- * Reads the whole ledger (jobs, executions, steps, effects): the checker's only input. A job's
+ * Reads the whole ledger (jobs, executions, steps, effects, signals): the checker's only input. A job's
  * concurrency limit is its definition's as acta.definitions records it (the fleet's policy), its
  * key and lane the row's.
  */
@@ -93,7 +93,8 @@ export async function readLedger(url: string): Promise<Ledger> {
     const ms = (col: string) => `(extract(epoch from ${col}) * 1000)::float8`;
     const jobs = await client.query(
       `select j.id::text, j.status, j.execution, j.attempts, j.concurrency_key as "concurrencyKey", d.concurrency_limit as "concurrencyLimit", j.lane,
-              j.lane_seq::text as "lanePosition"
+              j.lane_seq::text as "lanePosition",
+              j.parent_id::text as "parentId"
        from acta.jobs j left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition`,
     );
     const executions = await client.query(
@@ -102,7 +103,8 @@ export async function readLedger(url: string): Promise<Ledger> {
     );
     const steps = await client.query(`select job_id::text as "jobId", name, execution, ${ms('recorded_at')} as "recordedAt" from acta.steps`);
     const effects = await client.query(`select job_id::text as "jobId", step, execution from certify.effects`);
-    return { jobs: jobs.rows, executions: executions.rows, steps: steps.rows, effects: effects.rows };
+    const signals = await client.query(`select id::text, job_id::text as "jobId", consumed_step as "consumedStep" from acta.signals`);
+    return { jobs: jobs.rows, executions: executions.rows, steps: steps.rows, effects: effects.rows, signals: signals.rows };
   } finally {
     await client.end();
   }

@@ -286,13 +286,24 @@ declare
   v_parent    bigint;
   v_fail_parent boolean;
   v_children  integer;
+  v_family    bigint[];
 begin
-  perform 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting') for update;
-  if found then
-    update acta.jobs j set status = 'cancelled', finished_at = clock_timestamp(), wait_names = null, wait_step = null, wait_until = null
-    where j.id = p_id
-    returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
-  else
+  loop
+    begin
+      v_family := acta.job_descendants(p_id);
+      perform 1 from acta.jobs d join unnest(v_family) with ordinality as f(id, ord) on d.id = f.id
+      order by f.ord for update of d;
+      perform 1 from acta.jobs j where j.id = p_id for update;
+      exit when acta.job_descendants(p_id) <@ v_family;
+      raise exception 'a child was spawned while its family was locked' using errcode = 'AC001';
+    exception when sqlstate 'AC001' then
+      null;
+    end;
+  end loop;
+  update acta.jobs j set status = 'cancelled', finished_at = clock_timestamp(), wait_names = null, wait_step = null, wait_until = null
+  where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting')
+  returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
+  if not found then
     update acta.jobs j set cancel_requested_at = coalesce(j.cancel_requested_at, statement_timestamp())
     where j.id = p_id and j.namespace = p_namespace and j.status = 'executing'
     returning j.lease_holder, j.execution, j.children_open into v_holder, v_execution, v_children;
@@ -1099,6 +1110,11 @@ begin
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
 
+  -- A finished child tells its parent (parents locked in id order), before any gate lock is
+  -- taken: row locks come first (acta.gate_lock, "Lock order"; acta.cancel_job, "Locks").
+  if v_parents is not null then
+    perform acta.tell_parents(v_parents, v_parent_failed);
+  end if;
   if v_gate_kinds is not null then
     -- Gate locks in increasing order (acta.gate_lock); this call holds none before. One
     -- statement: the sorted array, then the locks taken along it in its order.
@@ -1159,11 +1175,8 @@ begin
     where s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id;
     v_released := true;
   end if;
-  -- A finished child tells its parent (parents locked in id order); a parked row whose wait is
-  -- answered already runs again, read after the park with a new snapshot (acta.settle_waits).
-  if v_parents is not null then
-    perform acta.tell_parents(v_parents, v_parent_failed);
-  end if;
+  -- A parked row whose wait is answered already runs again, read after the park with a new
+  -- snapshot (acta.settle_waits).
   if strpos(v_answer, 'w') > 0 then
     perform acta.settle_waits(p_ids);
   end if;
@@ -1610,6 +1623,23 @@ begin
   return query select null::bigint, null::integer, 'policy:' || n.policy_version
   from acta.namespaces n where n.name = p_namespace;
 end
+$function$;
+
+-- acta.job_descendants: sql/functions/job_descendants.sql
+CREATE OR REPLACE FUNCTION acta.job_descendants(p_id bigint)
+ RETURNS bigint[]
+ LANGUAGE sql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+  with recursive family (id, depth) as (
+    select c.id, 1 from acta.jobs c
+    where c.parent_id = p_id and c.status in ('ready', 'waiting', 'executing')
+    union all
+    select c.id, f.depth + 1 from acta.jobs c join family f on c.parent_id = f.id
+    where c.status in ('ready', 'waiting', 'executing')
+  )
+  select coalesce(array_agg(f.id order by f.depth desc, f.id), '{}') from family f
 $function$;
 
 -- acta.jobs_child_deleted: no file of its own

@@ -13,8 +13,13 @@
 -- (acta.release_gate; docs/DESIGN.md, "Policies"), with NOTIFY acta_jobs when it released a row.
 -- Workflows (docs/workflows.md): a cancelled child tells its parent (acta.tell_parents); a parent
 -- cancelled or asked to cancel cancels its unfinished children the same way, in id order.
--- Locks: the row, then its lane's gate lock. No deadlock: whoever holds that gate lock never waits
--- for a Ready row's lock (claims skip locked rows, acta.release_gate takes parked ones SKIP LOCKED).
+-- Locks: the job's unfinished descendants, deepest first then by id, then the row itself (a
+-- family's order: a child before its parent, as a child's completion locks the child and then its
+-- parent: acta.complete_executions, acta.tell_parents; test/db/workflowLocks.test.ts). A child
+-- spawned between the two (spawning needs the parent's lock) undoes them in a subtransaction and
+-- they are taken again. Then the parent a cancelled child tells, then its lane's gate lock. No
+-- deadlock: whoever holds that gate lock never waits for a Ready row's lock (claims skip locked
+-- rows, acta.release_gate takes parked ones SKIP LOCKED).
 drop function if exists acta.cancel_job(text, bigint);
 create or replace function acta.cancel_job(p_namespace text, p_id bigint) returns text
 language plpgsql
@@ -27,13 +32,24 @@ declare
   v_parent    bigint;
   v_fail_parent boolean;
   v_children  integer;
+  v_family    bigint[];
 begin
-  perform 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting') for update;
-  if found then
-    update acta.jobs j set status = 'cancelled', finished_at = clock_timestamp(), wait_names = null, wait_step = null, wait_until = null
-    where j.id = p_id
-    returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
-  else
+  loop
+    begin
+      v_family := acta.job_descendants(p_id);
+      perform 1 from acta.jobs d join unnest(v_family) with ordinality as f(id, ord) on d.id = f.id
+      order by f.ord for update of d;
+      perform 1 from acta.jobs j where j.id = p_id for update;
+      exit when acta.job_descendants(p_id) <@ v_family;
+      raise exception 'a child was spawned while its family was locked' using errcode = 'AC001';
+    exception when sqlstate 'AC001' then
+      null;
+    end;
+  end loop;
+  update acta.jobs j set status = 'cancelled', finished_at = clock_timestamp(), wait_names = null, wait_step = null, wait_until = null
+  where j.id = p_id and j.namespace = p_namespace and j.status in ('ready', 'waiting')
+  returning j.lane, j.parent_id, j.fail_parent, j.children_open into v_lane, v_parent, v_fail_parent, v_children;
+  if not found then
     update acta.jobs j set cancel_requested_at = coalesce(j.cancel_requested_at, statement_timestamp())
     where j.id = p_id and j.namespace = p_namespace and j.status = 'executing'
     returning j.lease_holder, j.execution, j.children_open into v_holder, v_execution, v_children;

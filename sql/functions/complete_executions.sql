@@ -18,8 +18,9 @@
 -- is earlier (test/db/ledgerTimes.test.ts); the row's finished_at and run_at count from now(), the
 -- call's start, no later (docs/decisions/2026-12-05-ledger-times.md).
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
--- Locks: the applied rows, then the gates of the keyed ones in increasing order (acta.gate_lock),
--- until commit. Durability: the caller's commit, synchronous by default.
+-- Locks: the applied rows, then the parents of the children among them in id order, then the
+-- gates of the keyed ones in increasing order (acta.gate_lock), until commit.
+-- Durability: the caller's commit, synchronous by default.
 -- Plan: one generic plan per session that reaches acta.jobs only through `j.id = any (p_ids)`, a
 -- bitmap scan of jobs_pkey hash-joined to the input, whatever the statistics were when it was
 -- planned (test/db/plans.test.ts); see the SET clauses. Earlier signatures are dropped
@@ -165,6 +166,11 @@ begin
   from input i
   left join done d on d.id = i.id and d.execution = i.execution;
 
+  -- A finished child tells its parent (parents locked in id order), before any gate lock is
+  -- taken: row locks come first (acta.gate_lock, "Lock order"; acta.cancel_job, "Locks").
+  if v_parents is not null then
+    perform acta.tell_parents(v_parents, v_parent_failed);
+  end if;
   if v_gate_kinds is not null then
     -- Gate locks in increasing order (acta.gate_lock); this call holds none before. One
     -- statement: the sorted array, then the locks taken along it in its order.
@@ -225,11 +231,8 @@ begin
     where s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id;
     v_released := true;
   end if;
-  -- A finished child tells its parent (parents locked in id order); a parked row whose wait is
-  -- answered already runs again, read after the park with a new snapshot (acta.settle_waits).
-  if v_parents is not null then
-    perform acta.tell_parents(v_parents, v_parent_failed);
-  end if;
+  -- A parked row whose wait is answered already runs again, read after the park with a new
+  -- snapshot (acta.settle_waits).
   if strpos(v_answer, 'w') > 0 then
     perform acta.settle_waits(p_ids);
   end if;

@@ -46,6 +46,7 @@ export const SIGNATURES = {
   settle_waits: 'p_ids bigint[]',
   tell_parents: 'p_parents bigint[], p_failed boolean[]',
   release_waits: 'p_namespace text, p_limit integer',
+  job_descendants: 'p_id bigint',
   // The trigger function of migration 0016 (jobs_child_deleted): no wrapper calls it.
   jobs_child_deleted: '',
   prune_jobs: 'p_namespace text, p_succeeded_ms bigint, p_cancelled_ms bigint, p_failed_ms bigint, p_limit integer',

@@ -31,7 +31,7 @@ import type { Entry, Registry } from './registry';
  * Throws AttemptCancelledError (and aborts the attempt) when the record is refused because the
  * attempt lost its lease; UnstorableStepResultError when `fn` ran and its result cannot be stored
  * (the job then fails without retry: running `fn` again would repeat its effects); ConfigError on
- * a bad name. Recorded steps are read once per attempt, at the first `step` call.
+ * a bad name (empty, or starting with `acta:`, reserved for acta's own waits and spawns). Recorded steps are read once per attempt, at the first `step` call.
  */
 export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
 
@@ -57,9 +57,12 @@ export interface StepStore {
   record(name: string, resultJson: string): Promise<StepRecord>;
 }
 
-/** The worker's `ctx.step`: its records in acta.steps, each call repeated on transient errors (STEP_RETRY). */
-export function createStep(ledger: Pick<Ledger, 'loadSteps' | 'recordStep'>, workerId: string, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
-  const persist = <R>(call: () => Promise<R>): Promise<R> =>
+/**
+ * An attempt's database call repeated on transient errors by STEP_RETRY's rule: a step's, and a
+ * workflow's spawn, wait and children read (src/workflows/workflow.ts, ledgerWorkflowStore).
+ */
+export function persistentCall(entry: Entry, scheduler: SchedulerLike): <R>(call: () => Promise<R>) => Promise<R> {
+  return <R>(call: () => Promise<R>): Promise<R> =>
     firstValueFrom(
       defer(call).pipe(
         retryBackoff<R>({ ...STEP_RETRY, shouldRetry: (err) => isTransientDbError(err) && !entry.aborted && scheduler.now() < entry.deadlineAt, scheduler }),
@@ -69,6 +72,11 @@ export function createStep(ledger: Pick<Ledger, 'loadSteps' | 'recordStep'>, wor
       entry.controller.signal.throwIfAborted(); // aborted while waiting to repeat: the abort's reason
       throw err;
     });
+}
+
+/** The worker's `ctx.step`: its records in acta.steps, each call repeated on transient errors (STEP_RETRY). */
+export function createStep(ledger: Pick<Ledger, 'loadSteps' | 'recordStep'>, workerId: string, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
+  const persist = persistentCall(entry, scheduler);
   const store: StepStore = {
     load: () => persist(() => ledger.loadSteps(entry.row.id)),
     record: (name, resultJson) => persist(() => ledger.recordStep({ workerId, jobId: entry.row.id, execution: entry.row.execution, name, resultJson })),
@@ -76,11 +84,15 @@ export function createStep(ledger: Pick<Ledger, 'loadSteps' | 'recordStep'>, wor
   return createStepWith(store, entry, registry, scheduler);
 }
 
+/** The prefix of the steps acta records for a handler's waits and spawns (src/workflows/wait.ts, waitStep): no user step may take it. */
+export const RESERVED_STEP_PREFIX = 'acta:';
+
 /** `ctx.step` over `store`, with the rules of a step (see Step). */
 export function createStepWith(store: StepStore, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
   let recorded: Promise<Map<string, unknown>> | undefined;
   return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
     if (typeof name !== 'string' || name.length === 0) throw new ConfigError('a step needs a non-empty name');
+    if (name.startsWith(RESERVED_STEP_PREFIX)) throw new ConfigError(`step names starting with "${RESERVED_STEP_PREFIX}" are acta's own (its waits and spawns: docs/workflows.md), got "${name}"`);
     recorded ??= store.load();
     const steps = await recorded;
     if (steps.has(name)) return steps.get(name) as T;

@@ -21,7 +21,7 @@ import { declaredPolicy } from '../definition';
 import { recoveryPass } from './recovery';
 import { ProgressReporter } from './progress';
 import { type Entry, Registry } from './registry';
-import { createStep } from './steps';
+import { createStep, persistentCall } from './steps';
 import { raceTimeout, shutdown } from './shutdown';
 import { retryBackoff } from '../../operators';
 import { Timeouts } from './timeouts';
@@ -401,7 +401,7 @@ export function createWorker(options: WorkerOptions): Worker {
       scheduler,
       timeouts: new Timeouts(scheduler),
       stepFor: (entry) => createStep(ledger, id, entry, registry, scheduler),
-      workflowFor: (entry) => createWorkflow(ledgerWorkflowStore(ledger, id, entry), entry, registry, scheduler),
+      workflowFor: (entry) => createWorkflow(ledgerWorkflowStore(ledger, id, entry, persistentCall(entry, scheduler)), entry, registry, scheduler),
       // Times are recorded only for what reads them: the hooks' views, an events$ subscriber.
       onStart: (entry) => {
         if (!settings.hooks && !events.observed) return;

@@ -134,11 +134,17 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
 /** toJsonText, for a payload (a signal's or a child's). */
 export const payloadJson = (value: unknown): string => toJsonText(value === undefined ? null : value);
 
-/** The worker's store: the job's steps and children in the ledger (each call one round trip). */
-export function ledgerWorkflowStore(ledger: Pick<Ledger, 'loadSteps' | 'spawnChildren' | 'readChildren'>, workerId: string, entry: Entry): WorkflowStore {
+/**
+ * The worker's store: the job's steps and children in the ledger, each call one round trip,
+ * through `persist`: the worker's repeats them on transient database errors as a step's calls
+ * are (src/worker/steps.ts, persistentCall).
+ * Repeating a spawn is safe: one that committed before its answer was lost comes back 'exists'
+ * with its children's ids (acta.spawn_children).
+ */
+export function ledgerWorkflowStore(ledger: Pick<Ledger, 'loadSteps' | 'spawnChildren' | 'readChildren'>, workerId: string, entry: Entry, persist: <R>(call: () => Promise<R>) => Promise<R>): WorkflowStore {
   return {
-    load: () => ledger.loadSteps(entry.row.id),
-    spawn: (step, rows, failParent) => ledger.spawnChildren({ workerId, parentId: entry.row.id, execution: entry.row.execution, step, rows, failParent }),
-    children: (ids) => ledger.readChildren(entry.row.id, ids),
+    load: () => persist(() => ledger.loadSteps(entry.row.id)),
+    spawn: (step, rows, failParent) => persist(() => ledger.spawnChildren({ workerId, parentId: entry.row.id, execution: entry.row.execution, step, rows, failParent })),
+    children: (ids) => persist(() => ledger.readChildren(entry.row.id, ids)),
   };
 }

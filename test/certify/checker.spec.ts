@@ -54,6 +54,8 @@ test('a clean ledger with a recovery passes and counts what happened', () => {
     lanes: 0,
     spanMs: 5_000,
     laneSpanMs: 0,
+    signalsConsumed: 0,
+    parents: 0,
   });
   expect(verdict.keys).toEqual([]);
 });
@@ -241,4 +243,72 @@ test('the verdict is a pure function: the same ledger gives the same verdict', (
   const l = clean();
   l.effects.push({ jobId: '2', step: 'a', execution: 2 });
   expect(check(l)).toEqual(check(JSON.parse(JSON.stringify(l))));
+});
+
+/**
+ * A clean workflow ledger: job 10 parked on a signal (execution 1) and consumed signal 1 (signal 2
+ * kept); parent 20 spawned children 21 and 22, parked, and resumed after both ended.
+ */
+function workflows(): Ledger {
+  return {
+    jobs: [
+      { id: '10', status: 'succeeded', execution: 2, attempts: 1, ...plain },
+      { id: '20', status: 'succeeded', execution: 2, attempts: 1, ...plain },
+      { id: '21', status: 'succeeded', execution: 1, attempts: 1, ...plain, parentId: '20' },
+      { id: '22', status: 'succeeded', execution: 1, attempts: 1, ...plain, parentId: '20' },
+    ],
+    executions: [
+      { jobId: '10', execution: 1, workerId: 'w1', claimedAt: 100, finishedAt: 200, outcome: 'signal_wait', charged: false },
+      { jobId: '10', execution: 2, workerId: 'w1', claimedAt: 900, finishedAt: 950, outcome: 'succeeded', charged: true },
+      { jobId: '20', execution: 1, workerId: 'w1', claimedAt: 100, finishedAt: 200, outcome: 'children_wait', charged: false },
+      { jobId: '21', execution: 1, workerId: 'w2', claimedAt: 210, finishedAt: 400, outcome: 'succeeded', charged: true },
+      { jobId: '22', execution: 1, workerId: 'w2', claimedAt: 210, finishedAt: 600, outcome: 'succeeded', charged: true },
+      { jobId: '20', execution: 2, workerId: 'w1', claimedAt: 610, finishedAt: 700, outcome: 'succeeded', charged: true },
+    ],
+    steps: [
+      { jobId: '10', name: 'acta:signal:0', execution: 1, recordedAt: 800 }, // recorded by the wake, after the park
+      { jobId: '20', name: 'acta:spawn:0', execution: 1, recordedAt: 150 },
+      { jobId: '20', name: 'acta:children:0', execution: 1, recordedAt: 600 },
+    ],
+    effects: [],
+    signals: [
+      { id: '1', jobId: '10', consumedStep: 'acta:signal:0' },
+      { id: '2', jobId: '10', consumedStep: null },
+    ],
+  };
+}
+
+test('workflows: a clean ledger of a signal wait and a parent passes; a wait step recorded after its attempt parked is not a stale write', () => {
+  const verdict = check(workflows());
+  expect(verdict.violations).toEqual([]);
+  expect(verdict.counts).toMatchObject({ signalsConsumed: 1, parents: 1 });
+});
+
+test('workflows: a wait step recorded before its attempt parked is a write outside the wake', () => {
+  const l = workflows();
+  l.steps[0].recordedAt = 150;
+  expect(kinds(l)).toEqual(['write_not_current']);
+});
+
+test('workflows: two signals consumed by one wait', () => {
+  const l = workflows();
+  l.signals![1].consumedStep = 'acta:signal:0';
+  expect(kinds(l)).toEqual(['signal_consumed_twice']);
+});
+
+test('workflows: a signal wait recorded with no signal consumed for it, and a signal consumed by a wait never recorded', () => {
+  const l = workflows();
+  l.signals![0].consumedStep = 'acta:signal:1';
+  expect(kinds(l).sort()).toEqual(['signal_consumed_by_no_wait', 'signal_wait_unanswered']);
+});
+
+test('workflows: a parent resumed before its last child ended, or with a child that never ended', () => {
+  const l = workflows();
+  l.executions[5].claimedAt = 550; // before child 22 ended at 600
+  l.executions[5].finishedAt = 560;
+  expect(check(l).violations).toEqual([{ kind: 'parent_resumed_early', jobId: '20', detail: 'succeeding attempt claimed 50 ms before child 22 ended' }]);
+  const m = workflows();
+  m.executions.splice(4, 1); // child 22's attempt vanished: it never ended
+  m.jobs[3].status = 'executing';
+  expect(kinds(m)).toEqual(expect.arrayContaining(['parent_resumed_early', 'job_not_succeeded']));
 });

@@ -95,3 +95,59 @@ test('acta signal delivers by id and by key, and exits 1 saying why when the job
     { name: 'go', payload: null },
   ]);
 });
+
+test('spawn and wait survive transient database errors: a spawn whose answer was lost is repeated and spawns once; the children read is repeated', async () => {
+  const failures: string[] = [];
+  const flaky = {
+    ...db,
+    query: async (text: string, params?: unknown[]) => {
+      if (text.includes('acta.spawn_children') && !failures.includes('spawn')) {
+        failures.push('spawn');
+        await db.query(text, params); // committed; then the connection dies before the answer
+        throw new Error('Connection terminated unexpectedly');
+      }
+      if (text.includes('where parent_id = $1') && !failures.includes('children')) {
+        failures.push('children');
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      }
+      return db.query(text, params);
+    },
+  } as typeof db;
+  const leaf = defineJob({ name: 'wf-leaf', handler: (p: { i: number }) => p.i * 10 });
+  const parent = defineJob({
+    name: 'wf-flaky-parent',
+    maxAttempts: 1,
+    handler: async (_p, ctx) => {
+      await ctx.spawnMany([0, 1, 2].map((i) => ({ definition: leaf, payload: { i } })));
+      return (await ctx.waitForChildren()).map((o) => o.result);
+    },
+  });
+  const client = createClient({ db });
+  const worker = createWorker({ db: flaky, definitions: [parent, leaf], logger: silentLogger, executors: 2 });
+  await worker.start();
+  try {
+    const { id } = await client.enqueue(parent, {});
+    expect(await client.result(id, { timeoutMs: 20_000 })).toEqual([0, 10, 20]);
+    expect(failures).toEqual(['spawn', 'children']);
+    const { rows } = await db.query<{ n: number }>('select count(*)::int as n from acta.jobs where parent_id = $1', [id]);
+    expect(rows[0].n).toBe(3);
+    expect((await client.getJob(id))!.attempts).toBe(1);
+  } finally {
+    await worker.stop();
+  }
+}, 30_000);
+
+test("a user step named acta:… is refused with a ConfigError: the prefix is acta's own waits and spawns", async () => {
+  const sneaky = defineJob({ name: 'wf-sneaky', maxAttempts: 1, handler: (_p, ctx) => ctx.step('acta:signal:0', () => 1) });
+  const client = createClient({ db });
+  const worker = createWorker({ db, definitions: [sneaky], logger: silentLogger });
+  await worker.start();
+  try {
+    const { id } = await client.enqueue(sneaky, {});
+    await waitFor(async () => (await status(id)) === 'failed', 'the job fails');
+    expect((await client.getJob(id))!.error).toMatchObject({ name: 'ConfigError', code: 'ACTA_CONFIG', message: expect.stringContaining('acta:') });
+    expect((await db.query('select 1 from acta.steps where job_id = $1', [id])).rows).toEqual([]);
+  } finally {
+    await worker.stop();
+  }
+});

@@ -55,7 +55,7 @@ export function workflowCases(get: () => LedgerUnderTest): void {
       policies: Object.fromEntries(defs.map((d) => [d.name, declaredPolicy(d)])),
     });
     const claim = async (definition: string, limit = 1) => (await ledger.claimJobs({ namespace, workerId, definitions: [definition], limit, leaseMs: LEASE_MS })).rows;
-    const enqueue = async (definition: string, n = 1) => (await ledger.enqueueJobs(namespace, rows(Array(n).fill(definition)))).map((r) => r.id as string);
+    const enqueue = async (definition: string, n = 1, more: Partial<EnqueueRows> = {}) => (await ledger.enqueueJobs(namespace, rows(Array(n).fill(definition), more))).map((r) => r.id as string);
     const complete = (completions: CompletionRow[]) => ledger.completeExecutions(workerId, completions);
     const job = async (id: string) => (await ledger.readJob(namespace, id))!;
     const signal = (jobId: string, name: string, payload: unknown, idempotencyKey: string | null = null) =>
@@ -199,5 +199,23 @@ export function workflowCases(get: () => LedgerUnderTest): void {
     expect(byId.get(first.id)).toMatchObject({ status: 'executing', cancelRequestedAt: expect.any(Date) });
     expect(byId.get(ids.find((i) => i !== first.id)!)).toMatchObject({ status: 'cancelled' });
     expect((await t.job(parentId)).status).toBe('cancelled');
+  });
+
+  test("a waiting lane head keeps its lane held: the rows behind it wait until it ends, not when it parks or wakes", async () => {
+    const t = await setup(['l']);
+    const [head, behind] = await t.enqueue('l', 2, { lanes: ['L', 'L'] });
+    const [row] = await t.claim('l', 2);
+    expect(row.id).toBe(head);
+    expect(await t.claim('l', 2)).toEqual([]);
+    await t.complete([signalWait(row, ['go'])]);
+    expect((await t.job(head)).status).toBe('waiting');
+    expect(await t.claim('l', 2)).toEqual([]);
+    expect((await t.job(behind)).status).toBe('ready');
+    expect(await t.signal(head, 'go', 1)).toEqual({ jobId: head, outcome: 'consumed' });
+    const [again] = await t.claim('l', 2);
+    expect(again).toMatchObject({ id: head, execution: 2 });
+    expect(await t.claim('l', 2)).toEqual([]);
+    await t.complete([ended(again, 'succeeded')]);
+    expect((await t.claim('l', 2)).map((r) => r.id)).toEqual([behind]);
   });
 }
