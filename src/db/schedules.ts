@@ -90,16 +90,24 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
   return rows[0].answer;
 }
 
-/** Pauses (its unstarted armed fire deleted) or resumes a schedule; false: no such schedule. */
+/** Pauses (its unstarted armed fire deleted, and with it the schedule's next fire) or resumes a schedule; false: no such schedule. */
 export async function setSchedulePaused(q: Queryable, namespace: string, name: string, paused: boolean): Promise<boolean> {
   const { rows } = await q.query(
-    `with s as (
-       update acta.schedules s set paused = $3, updated_at = now()
+    `with old as (
+       select s.job_id, $3 and exists (select 1 from acta.jobs j where j.id = s.job_id and j.status = 'ready' and j.attempts = 0) as unarm
+       from acta.schedules s where s.namespace = $1 and s.name = $2 for update
+     ),
+     s as (
+       update acta.schedules s
+       set paused = $3, updated_at = now(),
+           job_id = case when o.unarm then null else s.job_id end,
+           next_fire_at = case when o.unarm then null else s.next_fire_at end
+       from old o
        where s.namespace = $1 and s.name = $2
-       returning s.job_id
+       returning 1
      ),
      unarmed as (
-       delete from acta.jobs j using s where $3 and j.id = s.job_id and j.status = 'ready' and j.attempts = 0
+       delete from acta.jobs j using old o where o.unarm and j.id = o.job_id and j.status = 'ready' and j.attempts = 0
      )
      select 1 from s`,
     [namespace, name, paused],

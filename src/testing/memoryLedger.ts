@@ -6,11 +6,12 @@ import type { Ledger } from '../ledger';
 import { listPauses, pause, resume } from './memory/pauses';
 import { claimJobs } from './memory/claim';
 import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
-import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
+import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySchedule, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
 import { readChildren, sendSignal, spawnChildren } from './memory/workflows';
+import { armSchedules, listSchedules, pauseSchedule } from './memory/schedules';
 
-export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryMeterStart, MemoryNamespace, MemoryPass, MemoryPause, MemoryStep, MemoryWorker } from './memory/state';
+export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryMeterStart, MemoryNamespace, MemoryPass, MemoryPause, MemorySchedule, MemoryStep, MemoryWorker } from './memory/state';
 
 /** A call of the Ledger, by its method's name. */
 export type LedgerCall = keyof Ledger;
@@ -40,6 +41,7 @@ export interface MemoryLedgerState {
   passes: MemoryPass[];
   pauses: MemoryPause[];
   signals: MemorySignal[];
+  schedules: MemorySchedule[];
 }
 
 /** The in-memory ledger: a Ledger, its state for assertions, and its fault knobs. */
@@ -93,13 +95,17 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'sendSignal',
   'spawnChildren',
   'readChildren',
+  'armSchedules',
+  'listSchedules',
+  'pauseSchedule',
 ];
 
 /**
  * A Ledger (src/ledger.ts) in memory that makes the decisions of the SQL functions of sql/functions/:
  * the claim's order and admission (lanes, concurrency keys, rate meters, fair turns), parking and
  * release, fencing, the completion's decision table and hand-on, recovery's charging, passes, the
- * policies live workers declare, idempotency keys and steps; and NOTIFY, delivered to
+ * policies live workers declare, schedules (their reconciliation, pass and recurring fire),
+ * idempotency keys and steps; and NOTIFY, delivered to
  * `listen('acta_jobs', …)` (a namespace's wakeup, a running job's cancel) and `listen('acta_job', …)`
  * (a watched job's change) where the SQL notifies. One contract
  * suite runs against it and against `sqlLedger` (test/ledger/contract.ts), for acta's own tests of
@@ -223,6 +229,9 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     sendSignal: (args) => call('sendSignal', (tx) => sendSignal(store, tx, args)),
     spawnChildren: (args) => call('spawnChildren', (tx) => spawnChildren(store, tx, args)),
     readChildren: (parentId, ids) => call('readChildren', () => readChildren(store, parentId, ids)),
+    armSchedules: (namespace) => call('armSchedules', (tx) => armSchedules(store, tx, namespace)),
+    listSchedules: (namespace, name) => call('listSchedules', () => listSchedules(store, namespace, name)),
+    pauseSchedule: (namespace, name, paused) => call('pauseSchedule', (tx) => pauseSchedule(store, tx, namespace, name, paused)),
     listen(channel, handlers) {
       const listener = { channel, handlers };
       listeners.add(listener);
@@ -243,6 +252,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
       passes: copyJson([...store.allPasses()]),
       pauses: copyJson([...store.allPauses()]),
       signals: copyJson(store.signals),
+      schedules: copyJson([...store.allSchedules()]),
     }),
     setLatency(latencyMs) {
       latency = checkLatency(latencyMs);
