@@ -14,7 +14,11 @@
  * lane, from its claimedAt to its finishedAt (for an attempt lost to recovery, when recovery
  * returned its row: the moment the slot was freed). Intervals are half-open: [a, b) and [b, c)
  * do not overlap.
+ *
+ * Schedules: a fire (a job with a schedule) is judged by certify/fires.ts instead of "every job
+ * Succeeded": one fire per instant, and no gap beyond its schedule's catch-up policy.
  */
+import { checkFires, type FireFigures, type FireViolationKind, type LedgerFire, type LedgerSchedule } from './fires';
 
 export interface LedgerJob {
   id: string;
@@ -27,6 +31,9 @@ export interface LedgerJob {
   concurrencyLimit: number | null;
   /** acta.jobs.lane (null: none). */
   lane: string | null;
+  /** acta.jobs.schedule and scheduled_at (ms): a schedule's fire; absent or null: a plain job. */
+  schedule?: string | null;
+  scheduledAt?: number | null;
 }
 
 export interface LedgerExecution {
@@ -59,6 +66,8 @@ export interface Ledger {
   executions: LedgerExecution[];
   steps: LedgerStep[];
   effects: LedgerEffect[];
+  /** acta.schedules (absent: none). */
+  schedules?: LedgerSchedule[];
 }
 
 export type ViolationKind =
@@ -72,7 +81,8 @@ export type ViolationKind =
   | 'success_count'
   | 'attempts_mismatch'
   | 'key_over_limit'
-  | 'lane_out_of_order';
+  | 'lane_out_of_order'
+  | FireViolationKind;
 
 export interface Violation {
   kind: ViolationKind;
@@ -106,6 +116,8 @@ export interface Verdict {
   };
   /** Per concurrency key, in key order: its limit and the most attempts that held it at once. */
   keys: KeyFigures[];
+  /** Per schedule, in name order: its fires, how many ran and were skipped, the longest gap. */
+  fires: FireFigures[];
   violations: Violation[];
 }
 
@@ -233,7 +245,7 @@ export function check(ledger: Ledger): Verdict {
   let stepRunsUnrecorded = 0;
 
   for (const job of ledger.jobs) {
-    if (job.status !== 'succeeded') flag('job_not_succeeded', job.id, `status ${job.status}`);
+    if (job.status !== 'succeeded' && !job.schedule) flag('job_not_succeeded', job.id, `status ${job.status}`);
     const attempts = [...(executionsByJob.get(job.id) ?? [])].sort((a, b) => a.execution - b.execution);
 
     // Attempt numbers: unique, and exactly 1..execution for a finished job.
@@ -291,6 +303,9 @@ export function check(ledger: Ledger): Verdict {
 
   const keys = checkKeys(ledger.jobs, executionsByJob, flag);
   const lanes = checkLanes(ledger.jobs, executionsByJob, flag);
+  const fireJobs: LedgerFire[] = ledger.jobs.filter((j) => j.schedule).map((j) => ({ jobId: j.id, schedule: j.schedule as string, scheduledAt: j.scheduledAt as number, status: j.status }));
+  const fires = checkFires(ledger.schedules ?? [], fireJobs, (id) => executionsByJob.get(id) ?? []);
+  violations.push(...fires.violations);
   const charged = ledger.executions.filter((e) => e.charged).length;
   return {
     ok: violations.length === 0,
@@ -312,6 +327,7 @@ export function check(ledger: Ledger): Verdict {
       laneSpanMs: lanes.longestSpanMs,
     },
     keys,
+    fires: fires.figures,
     violations,
   };
 }

@@ -135,12 +135,12 @@ export async function removeSchedule(q: Queryable, namespace: string, name: stri
   return rows[0]?.answer ?? null;
 }
 
-/** A fire now, besides the schedule's own (its instant: now()): a job of the schedule's definition and payload; it arms nothing. Its job id, or null: no such schedule. */
+/** A fire now, besides the schedule's own (its instant: clock_timestamp(), so two triggers in one transaction are two instants): a job of the schedule's definition and payload; it arms nothing. Its job id, or null: no such schedule. */
 export async function triggerSchedule(q: Queryable, namespace: string, name: string): Promise<string | null> {
   const { rows } = await q.query<{ id: string }>(
     `with fired as (
        insert into acta.jobs (namespace, definition, payload, schedule, scheduled_at)
-       select s.namespace, s.definition, s.payload, s.name, now() from acta.schedules s where s.namespace = $1 and s.name = $2
+       select s.namespace, s.definition, s.payload, s.name, clock_timestamp() from acta.schedules s where s.namespace = $1 and s.name = $2
        returning id
      ), wake as (select pg_notify('acta_jobs', $1) from fired)
      select id::text from fired, (select count(*) from wake) w`,
