@@ -93,6 +93,7 @@ export interface Violation {
 export interface Verdict {
   ok: boolean;
   counts: {
+    /** Plain jobs (a schedule's fires are counted in `fires`), and how many succeeded. */
     jobs: number;
     succeeded: number;
     attempts: number;
@@ -310,8 +311,8 @@ export function check(ledger: Ledger): Verdict {
   return {
     ok: violations.length === 0,
     counts: {
-      jobs: ledger.jobs.length,
-      succeeded: ledger.jobs.filter((j) => j.status === 'succeeded').length,
+      jobs: ledger.jobs.filter((j) => !j.schedule).length,
+      succeeded: ledger.jobs.filter((j) => !j.schedule && j.status === 'succeeded').length,
       attempts: ledger.executions.length,
       charged,
       uncharged: ledger.executions.length - charged,

@@ -259,6 +259,7 @@ describe('schedules: one fire per instant, no gap beyond the catch-up policy (ce
     const verdict = check(ledger);
     expect(verdict.violations).toEqual([]);
     expect(verdict.fires).toEqual([{ schedule: 'tick', fires: 5, ran: 3, skipped: 1, longestGapMs: 18 * S }]);
+    expect(verdict.counts).toMatchObject({ jobs: 2, succeeded: 2 }); // the plain jobs: fires are counted in `fires`
   });
 
   test("'all' runs each missed instant within the window, 'none' goes on after the claim", () => {
