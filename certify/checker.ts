@@ -14,7 +14,11 @@
  * lane, from its claimedAt to its finishedAt (for an attempt lost to recovery, when recovery
  * returned its row: the moment the slot was freed). Intervals are half-open: [a, b) and [b, c)
  * do not overlap.
+ *
+ * Schedules: a fire (a job with a schedule) is judged by certify/fires.ts instead of "every job
+ * Succeeded": one fire per instant, and no gap beyond its schedule's catch-up policy.
  */
+import { checkFires, type FireFigures, type FireViolationKind, type LedgerFire, type LedgerSchedule } from './fires';
 
 import { checkWorkflows, isWaitStep, type LedgerSignal, type WorkflowViolationKind } from './workflowChecks';
 
@@ -33,6 +37,9 @@ export interface LedgerJob {
   lanePosition?: string | null;
   /** acta.jobs.parent_id: the job's parent when it was spawned as a child (absent or null: none). */
   parentId?: string | null;
+  /** acta.jobs.schedule and scheduled_at (ms): a schedule's fire; absent or null: a plain job. */
+  schedule?: string | null;
+  scheduledAt?: number | null;
 }
 
 export interface LedgerExecution {
@@ -67,6 +74,8 @@ export interface Ledger {
   effects: LedgerEffect[];
   /** acta.signals (absent: none sent). */
   signals?: LedgerSignal[];
+  /** acta.schedules (absent: none). */
+  schedules?: LedgerSchedule[];
 }
 
 export type ViolationKind =
@@ -81,7 +90,8 @@ export type ViolationKind =
   | 'attempts_mismatch'
   | 'key_over_limit'
   | 'lane_out_of_order'
-  | WorkflowViolationKind;
+  | WorkflowViolationKind
+  | FireViolationKind;
 
 export interface Violation {
   kind: ViolationKind;
@@ -92,6 +102,7 @@ export interface Violation {
 export interface Verdict {
   ok: boolean;
   counts: {
+    /** Plain jobs (a schedule's fires are counted in `fires`), and how many succeeded. */
     jobs: number;
     succeeded: number;
     attempts: number;
@@ -118,6 +129,8 @@ export interface Verdict {
   };
   /** Per concurrency key, in key order: its limit and the most attempts that held it at once. */
   keys: KeyFigures[];
+  /** Per schedule, in name order: its fires, how many ran and were skipped, the longest gap. */
+  fires: FireFigures[];
   violations: Violation[];
 }
 
@@ -247,7 +260,7 @@ export function check(ledger: Ledger): Verdict {
   let stepRunsUnrecorded = 0;
 
   for (const job of ledger.jobs) {
-    if (job.status !== 'succeeded') flag('job_not_succeeded', job.id, `status ${job.status}`);
+    if (job.status !== 'succeeded' && !job.schedule) flag('job_not_succeeded', job.id, `status ${job.status}`);
     const attempts = [...(executionsByJob.get(job.id) ?? [])].sort((a, b) => a.execution - b.execution);
 
     // Attempt numbers: unique, and exactly 1..execution for a finished job.
@@ -308,12 +321,15 @@ export function check(ledger: Ledger): Verdict {
   const keys = checkKeys(ledger.jobs, executionsByJob, flag);
   const lanes = checkLanes(ledger.jobs, executionsByJob, flag);
   const workflows = checkWorkflows(ledger.jobs, executionsByJob, ledger.steps, ledger.signals ?? [], flag);
+  const fireJobs: LedgerFire[] = ledger.jobs.filter((j) => j.schedule).map((j) => ({ jobId: j.id, schedule: j.schedule as string, scheduledAt: j.scheduledAt as number, status: j.status }));
+  const fires = checkFires(ledger.schedules ?? [], fireJobs, (id) => executionsByJob.get(id) ?? []);
+  violations.push(...fires.violations);
   const charged = ledger.executions.filter((e) => e.charged).length;
   return {
     ok: violations.length === 0,
     counts: {
-      jobs: ledger.jobs.length,
-      succeeded: ledger.jobs.filter((j) => j.status === 'succeeded').length,
+      jobs: ledger.jobs.filter((j) => !j.schedule).length,
+      succeeded: ledger.jobs.filter((j) => !j.schedule && j.status === 'succeeded').length,
       attempts: ledger.executions.length,
       charged,
       uncharged: ledger.executions.length - charged,
@@ -331,6 +347,7 @@ export function check(ledger: Ledger): Verdict {
       parents: workflows.parents,
     },
     keys,
+    fires: fires.figures,
     violations,
   };
 }

@@ -7,7 +7,8 @@
  *
  * Besides the plain jobs, some carry a concurrency key (one definition per limit, 1..4, each with
  * KEYS_PER_LIMIT keys) and some belong to lanes (docs/DESIGN.md, "Policies"); the checker holds
- * their limits and their order from the ledger (certify/checker.ts).
+ * their limits and their order from the ledger (certify/checker.ts). A schedule fires every second
+ * meanwhile (tickJob): one fire per instant, no gap beyond its catch-up policy (certify/fires.ts).
  */
 import { Pool } from 'pg';
 import { defineJob, type EnqueueItem, type JobContext } from '../src';
@@ -71,7 +72,15 @@ export const keyedJobs = KEY_LIMITS.map((limit) =>
 /** `certify.lane`: one at a time per lane, in enqueue order; the lane is the payload's. */
 export const lanedJob = defineJob<Payload, { sum: number }>({ name: 'certify.lane', ...common, lane: (p) => p.lane as string });
 
-export const definitions = [certifyJob, ...keyedJobs, lanedJob];
+/** `certify.tick`: a schedule every second ('latest' catch-up), beside the jobs; the checker holds its fires (certify/fires.ts). */
+export const tickJob = defineJob({
+  name: 'certify.tick',
+  maxAttempts: 50,
+  schedule: { name: 'certify.tick', cron: '* * * * * *', catchUp: 'latest' },
+  handler: async (_payload, ctx) => ({ scheduledAt: ctx.scheduledAt?.toISOString() ?? null }),
+});
+
+export const definitions = [certifyJob, ...keyedJobs, lanedJob, tickJob];
 
 /**
  * The run's `jobs` jobs, in enqueue order: the keyed ones first, then the laned ones, then the

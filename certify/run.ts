@@ -94,8 +94,12 @@ export async function readLedger(url: string): Promise<Ledger> {
     const jobs = await client.query(
       `select j.id::text, j.status, j.execution, j.attempts, j.concurrency_key as "concurrencyKey", d.concurrency_limit as "concurrencyLimit", j.lane,
               j.lane_seq::text as "lanePosition",
-              j.parent_id::text as "parentId"
+              j.parent_id::text as "parentId",
+              j.schedule, ${ms('j.scheduled_at')} as "scheduledAt"
        from acta.jobs j left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition`,
+    );
+    const schedules = await client.query(
+      `select name, cron, time_zone as "timeZone", catch_up as "catchUp", catch_up_window_ms::float8 as "catchUpWindowMs" from acta.schedules`,
     );
     const executions = await client.query(
       `select job_id::text as "jobId", execution, worker_id::text as "workerId", ${ms('claimed_at')} as "claimedAt",
@@ -104,7 +108,7 @@ export async function readLedger(url: string): Promise<Ledger> {
     const steps = await client.query(`select job_id::text as "jobId", name, execution, ${ms('recorded_at')} as "recordedAt" from acta.steps`);
     const effects = await client.query(`select job_id::text as "jobId", step, execution from certify.effects`);
     const signals = await client.query(`select id::text, job_id::text as "jobId", consumed_step as "consumedStep" from acta.signals`);
-    return { jobs: jobs.rows, executions: executions.rows, steps: steps.rows, effects: effects.rows, signals: signals.rows };
+    return { jobs: jobs.rows, executions: executions.rows, steps: steps.rows, effects: effects.rows, signals: signals.rows, schedules: schedules.rows };
   } finally {
     await client.end();
   }
@@ -201,7 +205,7 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
       await sleep(500);
       try {
         const { rows } = await probe.query<{ done: string; recoveries: string }>(
-          `select (select count(*) from acta.jobs where status in ('succeeded', 'failed')) as done,
+          `select (select count(*) from acta.jobs where status in ('succeeded', 'failed') and schedule is null) as done,
                   (select count(*) from acta.executions where outcome like 'lost%') as recoveries`,
         );
         bar?.update(Number(rows[0].done), { kills, recoveries: Number(rows[0].recoveries), restarts: dbRestarts });
@@ -298,9 +302,10 @@ export function renderMarkdown(r: CertifyReport): string {
     `| keyed jobs (attempts) over keys | ${c.keyedJobs} (${c.keyedAttempts}) over ${r.verdict.keys.length} |`,
     `| laned jobs over lanes | ${c.lanedJobs} over ${c.lanes} |`,
     `| first claim to last end: all jobs / the longest key / the longest lane | ${sec(c.spanMs)} / ${sec(Math.max(0, ...r.verdict.keys.map((k) => k.spanMs)))} / ${sec(c.laneSpanMs)} |`,
+    ...r.verdict.fires.map((f) => `| schedule ${f.schedule}: fires (ran / skipped by its catch-up policy), longest gap | ${f.fires} (${f.ran} / ${f.skipped}), ${sec(f.longestGapMs)} |`),
     `| violations | ${r.verdict.violations.length} |`,
     '',
-    'The verdict is a pure function of the database ledgers (acta.jobs, acta.executions, acta.steps, certify.effects, acta.definitions\' limits): every job Succeeded; no step recorded twice; no recorded step ran again; attempt numbers unique and complete per job; no two attempts of a job overlapped; every accepted write carried its row\'s current execution; charged attempts add up; no more attempts of a concurrency key held it at once than its limit; each lane ran its jobs one at a time in enqueue order.',
+    'The verdict is a pure function of the database ledgers (acta.jobs, acta.executions, acta.steps, certify.effects, acta.definitions\' limits): every job Succeeded; no step recorded twice; no recorded step ran again; attempt numbers unique and complete per job; no two attempts of a job overlapped; every accepted write carried its row\'s current execution; charged attempts add up; no more attempts of a concurrency key held it at once than its limit; each lane ran its jobs one at a time in enqueue order; each schedule fired once per instant, with no gap beyond its catch-up policy (certify/fires.ts).',
   ];
   if (r.verdict.keys.length > 0) {
     lines.push('', '| concurrency key | limit | jobs | attempts | most held at once | first claim to last end |', '|---|---:|---:|---:|---:|---:|');

@@ -1,5 +1,5 @@
 import type { Db, ListenHandlers, ListenOptions } from './db/Db';
-import { armSchedules, unarmedSchedules } from './db/schedules';
+import { armSchedules, listSchedules, type ScheduleRecord, setSchedulePaused, unarmedSchedules } from './db/schedules';
 import { armInstants } from './recurring/schedules';
 import { completeExecutions } from './db/executions';
 import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
@@ -37,6 +37,10 @@ export interface Ledger {
   reportProgress(workerId: string, rows: ProgressRow[]): Promise<number>;
   /** The schedules pass (docs/schedules.md): arms every schedule of the namespace that needs a fire; how many. Absent: the ledger keeps no schedules. */
   armSchedules?(namespace: string): Promise<number>;
+  /** The namespace's schedules (or the one named), as client.schedules.list shows them. */
+  listSchedules?(namespace: string, name?: string): Promise<ScheduleRecord[]>;
+  /** Pauses (its unstarted armed fire deleted) or resumes a schedule; false: no such schedule. A resumed one is armed by the next pass. */
+  pauseSchedule?(namespace: string, name: string, paused: boolean): Promise<boolean>;
   /**
    * NOTIFY (Db.listen's contract): 'acta_jobs' carries a namespace per wakeup, and
    * 'cancel:<worker>:<job>:<execution>' when a client cancels a running job; 'acta_job' the id of
@@ -98,6 +102,8 @@ export function sqlLedger(db: Db): Ledger {
     pruneJobs: (args) => pruneJobs(db, args),
     evaluateAlerts: (args) => evaluateAlerts(db, args),
     readAlerts: (namespace) => readAlerts(db, namespace),
+    listSchedules: (namespace, name) => listSchedules(db, namespace, name),
+    pauseSchedule: (namespace, name, paused) => setSchedulePaused(db, namespace, name, paused),
     listen: (channel, handlers, options) => db.listen(channel, handlers, options),
     enqueueJobs: (namespace, rows) => enqueueJobs(db, namespace, rows),
     readJob: (namespace, id) => readJob(db, namespace, id),

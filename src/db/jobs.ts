@@ -129,12 +129,14 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     blocked_by: JobRecord['blockedBy'];
     progress: unknown;
     cancel_requested_at: Date | null;
+    schedule: string | null;
+    scheduled_at: Date | null;
     executions: { execution: number; worker_id: string | null; claimed_at: string; finished_at: string; outcome: ExecutionOutcome; charged: boolean; error: StoredError | null }[];
   }>(
     `select j.id::text as id, j.definition, j.status, j.payload, j.result, j.error, j.attempts, j.max_attempts,
             j.execution, j.priority, j.run_at, j.created_at, j.finished_at, j.idempotency_key,
             j.concurrency_key, j.rate_key, j.lane, case when j.status = 'ready' then j.blocked_by end as blocked_by,
-            j.progress, j.cancel_requested_at,
+            j.progress, j.cancel_requested_at, j.schedule, j.scheduled_at,
             coalesce((select json_agg(json_build_object(
                                'execution', e.execution, 'worker_id', e.worker_id, 'claimed_at', e.claimed_at,
                                'finished_at', e.finished_at, 'outcome', e.outcome, 'charged', e.charged, 'error', e.error)
@@ -167,6 +169,8 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     blockedBy: r.blocked_by,
     progress: r.progress,
     cancelRequestedAt: r.cancel_requested_at,
+    schedule: r.schedule,
+    scheduledAt: r.scheduled_at,
     executions: r.executions.map((e) => ({
       execution: e.execution,
       workerId: e.worker_id,

@@ -58,17 +58,16 @@ export async function listSchedules(q: Queryable, namespace: string, name?: stri
   return rows.map(record);
 }
 
-/** Adds a runtime schedule or changes one (version + 1, its unstarted armed fire deleted): 'added', 'changed', 'same', or 'declared' (the name is a declared schedule's: not touched). */
+/**
+ * Adds a runtime schedule or changes one (version + 1, its unstarted armed fire deleted): 'added',
+ * 'changed', 'same', or 'declared' (the name is a declared schedule's: not touched). The answer
+ * comes from the upsert's own row (xmax = 0: inserted), never from a locking read of the row the
+ * same statement updates, which would see nothing.
+ */
 export async function putRuntimeSchedule(q: Queryable, namespace: string, definition: string, s: DeclaredSchedule): Promise<'added' | 'changed' | 'same' | 'declared'> {
   const { rows } = await q.query<{ answer: 'added' | 'changed' | 'same' | 'declared' }>(
     `with old as (
-       select s.source, s.job_id, (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms)
-                is not distinct from ($3, $4, $5, $6::jsonb, $7, $8::bigint) as same
-       from acta.schedules s where s.namespace = $1 and s.name = $2 for update
-     ),
-     unarmed as (
-       delete from acta.jobs j using old o
-       where j.id = o.job_id and o.source = 'runtime' and not o.same and j.status = 'ready' and j.attempts = 0
+       select s.source, s.job_id from acta.schedules s where s.namespace = $1 and s.name = $2
      ),
      put as (
        insert into acta.schedules as s (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, source)
@@ -79,27 +78,39 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
              job_id = null, next_fire_at = null, updated_at = now()
          where s.source = 'runtime' and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms)
                is distinct from (excluded.definition, excluded.cron, excluded.time_zone, excluded.payload, excluded.catch_up, excluded.catch_up_window_ms)
-       returning 1
+       returning s.xmax = 0 as inserted
+     ),
+     unarmed as (
+       delete from acta.jobs j using old o, put p
+       where not p.inserted and j.id = o.job_id and j.status = 'ready' and j.attempts = 0
      )
-     select case when not exists (select 1 from old) then 'added'
+     select case when exists (select 1 from put where inserted) then 'added'
+                 when exists (select 1 from put) then 'changed'
                  when (select source from old) = 'declared' then 'declared'
-                 when (select same from old) then 'same' else 'changed' end as answer
-     from (select count(*) from put) p`,
+                 else 'same' end as answer`,
     [namespace, s.name, definition, s.cron, s.timeZone, JSON.stringify(s.payload), s.catchUp, s.catchUpWindowMs],
   );
   return rows[0].answer;
 }
 
-/** Pauses (its unstarted armed fire deleted) or resumes a schedule; false: no such schedule. */
+/** Pauses (its unstarted armed fire deleted, and with it the schedule's next fire) or resumes a schedule; false: no such schedule. */
 export async function setSchedulePaused(q: Queryable, namespace: string, name: string, paused: boolean): Promise<boolean> {
   const { rows } = await q.query(
-    `with s as (
-       update acta.schedules s set paused = $3, updated_at = now()
+    `with old as (
+       select s.job_id, $3 and exists (select 1 from acta.jobs j where j.id = s.job_id and j.status = 'ready' and j.attempts = 0) as unarm
+       from acta.schedules s where s.namespace = $1 and s.name = $2 for update
+     ),
+     s as (
+       update acta.schedules s
+       set paused = $3, updated_at = now(),
+           job_id = case when o.unarm then null else s.job_id end,
+           next_fire_at = case when o.unarm then null else s.next_fire_at end
+       from old o
        where s.namespace = $1 and s.name = $2
-       returning s.job_id
+       returning 1
      ),
      unarmed as (
-       delete from acta.jobs j using s where $3 and j.id = s.job_id and j.status = 'ready' and j.attempts = 0
+       delete from acta.jobs j using old o where o.unarm and j.id = o.job_id and j.status = 'ready' and j.attempts = 0
      )
      select 1 from s`,
     [namespace, name, paused],
@@ -124,12 +135,12 @@ export async function removeSchedule(q: Queryable, namespace: string, name: stri
   return rows[0]?.answer ?? null;
 }
 
-/** A fire now, besides the schedule's own (its instant: now()): a job of the schedule's definition and payload; it arms nothing. Its job id, or null: no such schedule. */
+/** A fire now, besides the schedule's own (its instant: clock_timestamp(), so two triggers in one transaction are two instants): a job of the schedule's definition and payload; it arms nothing. Its job id, or null: no such schedule. */
 export async function triggerSchedule(q: Queryable, namespace: string, name: string): Promise<string | null> {
   const { rows } = await q.query<{ id: string }>(
     `with fired as (
        insert into acta.jobs (namespace, definition, payload, schedule, scheduled_at)
-       select s.namespace, s.definition, s.payload, s.name, now() from acta.schedules s where s.namespace = $1 and s.name = $2
+       select s.namespace, s.definition, s.payload, s.name, clock_timestamp() from acta.schedules s where s.namespace = $1 and s.name = $2
        returning id
      ), wake as (select pg_notify('acta_jobs', $1) from fired)
      select id::text from fired, (select count(*) from wake) w`,

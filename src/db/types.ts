@@ -229,6 +229,9 @@ export interface JobRecord<P = unknown, R = unknown> {
   progress: unknown;
   /** When a client asked to cancel the job while it was Executing (it ends Cancelled unless it succeeds first), or null. */
   cancelRequestedAt: Date | null;
+  /** A schedule's fire (docs/schedules.md): its schedule's name and its scheduled instant (ctx.scheduledAt); null for every other job. */
+  schedule: string | null;
+  scheduledAt: Date | null;
   /** Finished attempts in execution order; an attempt still running has no row yet. */
   executions: ExecutionRecord[];
 }

@@ -8,11 +8,12 @@ import { claimJobs } from './memory/claim';
 import { evaluateAlerts, readAlerts } from './memory/alerts';
 import { pruneJobs } from './memory/retention';
 import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
-import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
+import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySchedule, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
 import { readChildren, sendSignal, spawnChildren } from './memory/workflows';
+import { armSchedules, listSchedules, pauseSchedule } from './memory/schedules';
 
-export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryMeterStart, MemoryNamespace, MemoryPass, MemoryPause, MemoryStep, MemoryWorker } from './memory/state';
+export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryMeterStart, MemoryNamespace, MemoryPass, MemoryPause, MemorySchedule, MemoryStep, MemoryWorker } from './memory/state';
 
 /** A call of the Ledger, by its method's name. */
 export type LedgerCall = keyof Ledger;
@@ -42,6 +43,7 @@ export interface MemoryLedgerState {
   passes: MemoryPass[];
   pauses: MemoryPause[];
   signals: MemorySignal[];
+  schedules: MemorySchedule[];
 }
 
 /** The in-memory ledger: a Ledger, its state for assertions, and its fault knobs. */
@@ -98,14 +100,17 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'pruneJobs',
   'evaluateAlerts',
   'readAlerts',
+  'armSchedules',
+  'listSchedules',
+  'pauseSchedule',
 ];
 
 /**
  * A Ledger (src/ledger.ts) in memory that makes the decisions of the SQL functions of sql/functions/:
  * the claim's order and admission (lanes, concurrency keys, rate meters, fair turns), parking and
  * release, fencing, the completion's decision table and hand-on, recovery's charging, passes, the
- * policies live workers declare, idempotency keys and steps, retention's batches and the alert
- * rules; and NOTIFY, delivered to
+ * policies live workers declare, schedules (their reconciliation, pass and recurring fire),
+ * idempotency keys and steps, retention's batches and the alert rules; and NOTIFY, delivered to
  * `listen('acta_jobs', …)` (a namespace's wakeup, a running job's cancel) and `listen('acta_job', …)`
  * (a watched job's change) where the SQL notifies. One contract
  * suite runs against it and against `sqlLedger` (test/ledger/contract.ts), for acta's own tests of
@@ -232,6 +237,9 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     pruneJobs: (args) => call('pruneJobs', (tx) => pruneJobs(store, tx, args)),
     evaluateAlerts: (args) => call('evaluateAlerts', (tx) => evaluateAlerts(store, tx, args)),
     readAlerts: (namespace) => call('readAlerts', () => readAlerts(store, namespace)),
+    armSchedules: (namespace) => call('armSchedules', (tx) => armSchedules(store, tx, namespace)),
+    listSchedules: (namespace, name) => call('listSchedules', () => listSchedules(store, namespace, name)),
+    pauseSchedule: (namespace, name, paused) => call('pauseSchedule', (tx) => pauseSchedule(store, tx, namespace, name, paused)),
     listen(channel, handlers) {
       const listener = { channel, handlers };
       listeners.add(listener);
@@ -252,6 +260,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
       passes: copyJson([...store.allPasses()]),
       pauses: copyJson([...store.allPauses()]),
       signals: copyJson(store.signals),
+      schedules: copyJson([...store.allSchedules()]),
     }),
     setLatency(latencyMs) {
       latency = checkLatency(latencyMs);

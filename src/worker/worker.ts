@@ -326,8 +326,9 @@ export function createWorker(options: WorkerOptions): Worker {
           });
           duePassesAtStart = registration.duePasses;
           await policies.load();
-          // Declared schedules this registration added or changed are armed at once.
-          await armSchedules();
+          // Declared schedules this registration added or changed are armed at once (a worker
+          // that declares none changes nothing to arm: the pass finds the rest).
+          if ([...definitions.values()].some((d) => d.schedule !== undefined)) await armSchedules();
         })();
         return registering;
       }).pipe(

@@ -312,3 +312,68 @@ test('workflows: a parent resumed before its last child ended, or with a child t
   m.jobs[3].status = 'executing';
   expect(kinds(m)).toEqual(expect.arrayContaining(['parent_resumed_early', 'job_not_succeeded']));
 });
+
+describe('schedules: one fire per instant, no gap beyond the catch-up policy (certify/fires.ts)', () => {
+  const S = 1_000;
+  const T0 = Date.UTC(2026, 11, 5, 12, 0, 0);
+  const every = (catchUp: 'latest' | 'all' | 'none', catchUpWindowMs: number | null = null) => ({ name: 'tick', cron: '* * * * * *', timeZone: 'UTC', catchUp, catchUpWindowMs });
+  type Fire = { at: number; status?: string; claimedAt?: number; outcome?: string; extra?: { claimedAt: number; outcome: string; charged: boolean }[] };
+  /** A ledger of fires of 'tick' (each succeeded, claimed 10 ms after its instant, unless told) and one plain job. */
+  function fires(schedule: ReturnType<typeof every>, list: Fire[]): Ledger {
+    const ledger = clean();
+    ledger.schedules = [schedule];
+    list.forEach((f, i) => {
+      const id = `f${i}`;
+      const status = f.status ?? 'succeeded';
+      const attempts = [...(f.extra ?? []), ...(status === 'ready' ? [] : [{ claimedAt: f.claimedAt ?? f.at + 10, outcome: f.outcome ?? (status === 'cancelled' ? 'skipped' : status), charged: status !== 'cancelled' }])];
+      ledger.jobs.push({ id, status, execution: attempts.length, attempts: attempts.filter((a) => a.charged).length, ...plain, schedule: 'tick', scheduledAt: f.at });
+      attempts.forEach((a, n) => ledger.executions.push({ jobId: id, execution: n + 1, workerId: 'w1', claimedAt: a.claimedAt, finishedAt: a.claimedAt + 5, outcome: a.outcome, charged: a.charged }));
+    });
+    return ledger;
+  }
+
+  test("a clean run: each instant once; after an outage 'latest' skips the armed fire for the latest due instant; a lost uncharged claim before a skip; the last fire still armed", () => {
+    const ledger = fires(every('latest'), [
+      { at: T0 },
+      { at: T0 + S },
+      // Every worker down from T0 + 1.5 s to T0 + 20.5 s: the armed fire is claimed then, missed.
+      { at: T0 + 2 * S, status: 'cancelled', claimedAt: T0 + 20_500, extra: [{ claimedAt: T0 + 2_010, outcome: 'lost_uncharged', charged: false }] },
+      { at: T0 + 20 * S, claimedAt: T0 + 20_510 },
+      { at: T0 + 21 * S, status: 'ready' },
+    ]);
+    const verdict = check(ledger);
+    expect(verdict.violations).toEqual([]);
+    expect(verdict.fires).toEqual([{ schedule: 'tick', fires: 5, ran: 3, skipped: 1, longestGapMs: 18 * S }]);
+    expect(verdict.counts).toMatchObject({ jobs: 2, succeeded: 2 }); // the plain jobs: fires are counted in `fires`
+  });
+
+  test("'all' runs each missed instant within the window, 'none' goes on after the claim", () => {
+    const all = fires(every('all', 3 * S), [
+      { at: T0, status: 'cancelled', claimedAt: T0 + 10_500 },
+      { at: T0 + 8 * S, claimedAt: T0 + 10_510 },
+      { at: T0 + 9 * S, claimedAt: T0 + 10_520 },
+      { at: T0 + 10 * S, claimedAt: T0 + 10_530 },
+      { at: T0 + 11 * S },
+    ]);
+    expect(check(all).violations).toEqual([]);
+    const none = fires(every('none'), [{ at: T0, status: 'cancelled', claimedAt: T0 + 10_500 }, { at: T0 + 11 * S }]);
+    expect(check(none).violations).toEqual([]);
+  });
+
+  test('each kind of fire violation is caught', () => {
+    const fireKinds = (ledger: Ledger) => check(ledger).violations.map((v) => v.kind);
+    expect(fireKinds(fires(every('latest'), [{ at: T0 }, { at: T0 + 2 * S }]))).toEqual(['fire_gap']);
+    expect(fireKinds(fires(every('latest'), [{ at: T0 }, { at: T0 }]))).toEqual(['fire_duplicate']);
+    // Skipped though its successor was not due yet; the next then is the latest due (itself).
+    expect(fireKinds(fires(every('latest'), [{ at: T0, status: 'cancelled', claimedAt: T0 + 500 }, { at: T0 + S }]))).toEqual(['fire_skipped_not_missed', 'fire_gap']);
+    // Ran though missed at its first claim.
+    expect(fireKinds(fires(every('latest'), [{ at: T0, claimedAt: T0 + 5_500 }, { at: T0 + S }]))).toEqual(['fire_missed_ran']);
+    // 'latest' after a skip must go to the latest due instant, not the next one ('all' would).
+    expect(fireKinds(fires(every('latest'), [{ at: T0, status: 'cancelled', claimedAt: T0 + 5_500 }, { at: T0 + S }]))).toEqual(['fire_gap']);
+    expect(fireKinds(fires(every('all', 2 * S), [{ at: T0, status: 'cancelled', claimedAt: T0 + 5_500 }, { at: T0 + S }]))).toEqual(['fire_gap']);
+    expect(fireKinds(fires(every('latest'), [{ at: T0, status: 'ready' }, { at: T0 + S }]))).toEqual(['fire_unfinished']);
+    const unknown = fires(every('latest'), [{ at: T0 }]);
+    unknown.schedules = [];
+    expect(fireKinds(unknown)).toEqual(['fire_unknown_schedule']);
+  });
+});

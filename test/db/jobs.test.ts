@@ -38,6 +38,8 @@ test('a queued job reads as Ready with its payload, options and no attempts', as
     blockedBy: null,
     progress: null,
     cancelRequestedAt: null,
+    schedule: null,
+    scheduledAt: null,
     executions: [],
   });
   expect(job!.createdAt.getTime()).toBeGreaterThanOrEqual(before.rows[0].now.getTime());

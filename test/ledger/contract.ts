@@ -15,6 +15,7 @@ import type { EnqueueRows } from '../../src/db/jobs';
 import type { ClaimedRow, CompletionAck, CompletionRow, HeldPair, JobRecord, PassSchedule } from '../../src/db/types';
 import type { Ledger } from '../../src/ledger';
 import { waitFor } from '../helpers/wait';
+import { scheduleCases } from './schedules';
 import { workflowCases } from './workflows';
 
 export interface LedgerUnderTest {
@@ -653,6 +654,8 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
         blockedBy: null,
         progress: null,
         cancelRequestedAt: null,
+        schedule: null,
+        scheduledAt: null,
         executions: [],
       });
       const p = await job(ns, plain);
@@ -1523,4 +1526,6 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
   });
 
   describe('workflows: signals and child jobs', () => workflowCases(() => h));
+
+  describe('schedules', () => scheduleCases(() => h));
 }

@@ -9,7 +9,7 @@ const { db } = useTestDatabase();
 
 /** Migration 0001's namespace and 0007's recovery pass, as a fresh schema has them (delete: a truncate of these costs ~0.1 s a test). */
 const EMPTY = `delete from acta.jobs; delete from acta.executions; delete from acta.steps; delete from acta.gates; delete from acta.meter_starts; delete from acta.workers;
-delete from acta.definitions; delete from acta.passes; delete from acta.namespaces; delete from acta.pauses; delete from acta.signals;
+delete from acta.definitions; delete from acta.passes; delete from acta.namespaces; delete from acta.pauses; delete from acta.signals; delete from acta.schedules;
 select setval(pg_get_serial_sequence('acta.jobs', 'id'), 1, false);
 insert into acta.namespaces (name) values ('default');
 insert into acta.passes (namespace, pass) values ('default', 'recovery');`;
@@ -29,6 +29,11 @@ const SHIFTS = [
   `update acta.definitions set registered_at = registered_at - $1::interval`,
   `update acta.namespaces set created_at = created_at - $1::interval`,
   `update acta.passes set due_at = due_at - $1::interval`,
+  // A fire's instant is unique per schedule (jobs_schedule_fire_idx): moved in two steps, as above.
+  `update acta.jobs set scheduled_at = scheduled_at - $1::interval - interval '1000 years' where schedule is not null`,
+  `update acta.jobs set scheduled_at = scheduled_at + interval '1000 years' where schedule is not null`,
+  `update acta.schedules set next_fire_at = next_fire_at - $1::interval, last_fire_at = last_fire_at - $1::interval,
+                             created_at = created_at - $1::interval, updated_at = updated_at - $1::interval`,
 ];
 
 ledgerContract(async () => {

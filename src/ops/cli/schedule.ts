@@ -1,6 +1,16 @@
 import type { Command } from 'commander';
 import type { Client } from '../../client/client';
 import type { ScheduleRecord } from '../../db/schedules';
+import { ConfigError } from '../../errors';
+
+/** --payload's JSON, or a ConfigError naming the flag. */
+function jsonOption(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`--payload is not JSON: ${(err as Error).message}`);
+  }
+}
 
 /** `acta schedule add|list|pause|resume|trigger|remove` (client.schedules; docs/schedules.md). */
 export function scheduleCommands(cli: Command, withClient: <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>): void {
@@ -23,7 +33,7 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
     .action(async (definition: string, cron: string, o: Record<string, string | undefined>) => {
       const spec = {
         name: o.name, cron, timeZone: o.timeZone, catchUp: o.catchUp as 'latest' | 'all' | 'none',
-        ...(o.payload === undefined ? {} : { payload: JSON.parse(o.payload) }),
+        ...(o.payload === undefined ? {} : { payload: jsonOption(o.payload) }),
         ...(o.catchUpWindowMs === undefined ? {} : { catchUpWindowMs: Number(o.catchUpWindowMs) }),
       };
       console.log(await withClient(o.namespace as string, (c) => c.schedules.add(definition, spec)));

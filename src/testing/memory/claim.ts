@@ -6,6 +6,7 @@ import type { ClaimResult, ClaimedRow } from '../../db/types';
 import type { ClaimArgs } from '../../ledger';
 import { firstParked, gateRoom, releaseGate } from './gates';
 import { recordStarts } from './meter';
+import { claimedFire } from './schedules';
 import { byClaimOrder, byDueOrder, copyJson, type GateKind, type MemoryDefinition, type MemoryJob, SqlStateError, type Store, type Tx } from './state';
 
 /** At most this many rounds of candidates per claim. */
@@ -99,7 +100,7 @@ export function claimJobs(store: Store, tx: Tx, args: ClaimArgs): ClaimResult {
       job.claimedAt = now;
       job.started = false;
     }
-    taken.push(...admitted.map(claimedRow)); // in claim order, as the candidates came
+    taken.push(...admitted.map((j) => claimedRow(store, j, now))); // in claim order, as the candidates came
     if (taken.length >= limit || picked < want || round >= MAX_ROUNDS) break;
     want = limit - taken.length;
   }
@@ -113,8 +114,10 @@ export function claimJobs(store: Store, tx: Tx, args: ClaimArgs): ClaimResult {
   return { rows: [], nextDueInMs: nextDueInMs(store, namespace, names, now) };
 }
 
-function claimedRow(j: MemoryJob): ClaimedRow {
+function claimedRow(store: Store, j: MemoryJob, now: number): ClaimedRow {
+  const fire = claimedFire(store, j, now);
   return {
+    ...(fire ? { schedule: fire } : {}),
     id: String(j.id),
     definition: j.definition,
     payload: copyJson(j.payload),

@@ -7,6 +7,7 @@ import { retryDelayParam } from '../../db/executions';
 import type { EnqueueRows, ProgressRow } from '../../db/jobs';
 import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
 import { releaseGate } from './gates';
+import { fireEnded } from './schedules';
 import { copyJson, type GateKind, jobIdOf, type MemoryJob, parseJsonb, SqlStateError, type Store, type Tx } from './state';
 import { refreshDefinitions } from './workers';
 import { settleWaits, tellParents } from './workflows';
@@ -67,6 +68,8 @@ export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: Enque
       childrenOpen: null,
       failParent: null,
       childrenFailed: null,
+      schedule: null,
+      scheduledAt: null,
     });
     return { id: String(id), created: true };
   });
@@ -136,6 +139,8 @@ const decide = (outcome: CompletionOutcome, lastAttempt: boolean): Decision | un
       return d('ready', false, 'retry', 'rate_limited', { shutsMeter: true });
     case 'cancelled':
       return d('cancelled', false, 'kept', 'cancelled');
+    case 'skipped':
+      return d('cancelled', false, 'kept', 'skipped');
     case 'signal_wait':
     case 'children_wait':
       return d('waiting', false, 'wait', outcome);
@@ -153,9 +158,10 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
     result: c.result === null ? null : parseJsonb(c.result),
     error: c.error === null ? null : parseJsonb(c.error),
     delayMs: retryDelayParam(c.retryDelayMs),
+    nextFireAt: c.nextFireAt?.getTime() ?? null,
   }));
   // Each row is updated once, from its values before this call (one UPDATE statement).
-  const done = new Map<number, { execution: number; status: CompletionAck['status']; job: MemoryJob; decision: Decision; delayMs: number }>();
+  const done = new Map<number, { execution: number; status: CompletionAck['status']; job: MemoryJob; decision: Decision; delayMs: number; outcome: CompletionOutcome; nextFireAt: number | null }>();
   for (const el of input) {
     const job = store.jobs.get(el.id);
     if (!job || done.has(el.id) || job.execution !== el.execution || job.status !== 'executing' || job.leaseHolder !== workerId) continue;
@@ -184,7 +190,7 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
     job.waitStep = wait?.step ?? null;
     job.waitUntil = wait?.timeoutMs === undefined || wait.timeoutMs === null ? null : tx.now + wait.timeoutMs;
     const status = decision.status === 'succeeded' || decision.status === 'failed' || decision.status === 'cancelled' || decision.status === 'waiting' ? decision.status : 'ready';
-    done.set(el.id, { execution: el.execution, status, job, decision, delayMs: el.delayMs });
+    done.set(el.id, { execution: el.execution, status, job, decision, delayMs: el.delayMs, outcome: el.outcome, nextFireAt: el.nextFireAt });
   }
   const acks = batch.map((c, i) => {
     const d = done.get(input[i].id);
@@ -212,6 +218,9 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
       if ((kind === 'lane' || store.gate(namespace, kind, key)) && releaseGate(store, tx, namespace, kind, key) > 0) released = true;
     }
   }
+  // Recurring fire: a schedule's fire that ended for good arms the instant its worker sent.
+  const fires = applied.filter((d) => d.job.schedule !== null && d.decision.finished);
+  if (fireEnded(store, tx, fires.map((d) => ({ job: d.job, outcome: d.outcome === 'skipped' ? 'skipped' : d.job.status, nextAt: d.nextFireAt })))) released = true;
   // A finished child tells its parent; a parked row whose wait is answered already runs again.
   const ended = applied.filter((d) => d.job.parentId !== null && d.decision.finished).sort((a, b) => (a.job.parentId as number) - (b.job.parentId as number));
   if (ended.length > 0) tellParents(store, tx, ended.map((d) => d.job.parentId as number), ended.map((d) => d.job.failParent === true && d.decision.status !== 'succeeded'));
@@ -355,6 +364,8 @@ export function readJob(store: Store, namespace: string, id: string): JobRecord 
     blockedBy: j.status === 'ready' ? j.blockedBy : null,
     progress: copyJson(j.progress),
     cancelRequestedAt: date(j.cancelRequestedAt),
+    schedule: j.schedule,
+    scheduledAt: date(j.scheduledAt),
     executions: store.executions
       .filter((e) => e.jobId === j.id)
       .sort((a, b) => a.execution - b.execution)

@@ -46,6 +46,33 @@ export interface MemoryJob {
   childrenOpen: number | null;
   failParent: boolean | null;
   childrenFailed: boolean | null;
+  /** Migration 0013 (schedules): a fire's schedule and scheduled instant; null on every other job. */
+  schedule: string | null;
+  scheduledAt: number | null;
+}
+
+/** A row of acta.schedules (migration 0013; docs/schedules.md). */
+export interface MemorySchedule {
+  namespace: string;
+  name: string;
+  definition: string;
+  cron: string;
+  timeZone: string;
+  payload: unknown;
+  catchUp: 'latest' | 'all' | 'none';
+  catchUpWindowMs: number | null;
+  source: 'declared' | 'runtime';
+  paused: boolean;
+  version: number;
+  /** The fire armed or running now, and its instant. */
+  jobId: number | null;
+  nextFireAt: number | null;
+  /** The last fire that ended: its instant, job and outcome. */
+  lastFireAt: number | null;
+  lastJobId: number | null;
+  lastOutcome: string | null;
+  createdAt: number;
+  updatedAt: number;
 }
 
 /** A row of acta.signals: one signal in a job's mailbox. */
@@ -249,6 +276,9 @@ export class Store {
   private readonly passRows = new Map<string, MemoryPass>();
   private readonly gateRows = new Map<string, MemoryGate>();
   private readonly pauseRows = new Map<string, MemoryPause>();
+  private readonly scheduleRows = new Map<string, MemorySchedule>();
+  /** jobs_schedule_fire_idx: the fire of (namespace, schedule, instant). */
+  private readonly fireRows = new Map<string, number>();
   /** acta.meter_starts, per meter in count (and time) order. */
   private readonly meterRows = new Map<string, MemoryMeterStart[]>();
   /** acta.jobs_id_seq: every element of an enqueue draws one, created or not. */
@@ -265,6 +295,11 @@ export class Store {
   }
 
   insertJob(job: MemoryJob): void {
+    if (job.schedule !== null) {
+      const k = key3(job.namespace, job.schedule, String(job.scheduledAt));
+      if (this.fireRows.has(k)) throw new SqlStateError('23505', 'duplicate key value violates unique constraint "jobs_schedule_fire_idx"');
+      this.fireRows.set(k, job.id);
+    }
     this.jobs.set(job.id, job);
     let list = this.jobsByNamespace.get(job.namespace);
     if (!list) this.jobsByNamespace.set(job.namespace, (list = []));
@@ -281,6 +316,42 @@ export class Store {
     if (list) this.jobsByNamespace.set(namespace, list.filter((j) => !ids.has(j.id)));
     const kept = this.executions.filter((e) => !ids.has(e.jobId));
     this.executions.splice(0, this.executions.length, ...kept);
+  }
+
+  /** Deletes a job row: an unstarted fire (no executions, no steps), as the schedules SQL does. */
+  deleteJob(id: number): void {
+    const job = this.jobs.get(id);
+    if (!job) return;
+    this.jobs.delete(id);
+    if (job.schedule !== null) this.fireRows.delete(key3(job.namespace, job.schedule, String(job.scheduledAt)));
+    const list = this.jobsByNamespace.get(job.namespace);
+    if (list) list.splice(list.indexOf(job), 1);
+  }
+
+  /** Is (namespace, schedule, instant) fired already (jobs_schedule_fire_idx)? */
+  hasFire(namespace: string, schedule: string, at: number): boolean {
+    return this.fireRows.has(key3(namespace, schedule, String(at)));
+  }
+
+  schedule(namespace: string, name: string): MemorySchedule | undefined {
+    return this.scheduleRows.get(key2(namespace, name));
+  }
+
+  putSchedule(row: MemorySchedule): void {
+    this.scheduleRows.set(key2(row.namespace, row.name), row);
+  }
+
+  deleteSchedule(namespace: string, name: string): boolean {
+    return this.scheduleRows.delete(key2(namespace, name));
+  }
+
+  /** The namespace's schedules in name order. */
+  schedulesIn(namespace: string): MemorySchedule[] {
+    return [...this.scheduleRows.values()].filter((x) => x.namespace === namespace).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  allSchedules(): IterableIterator<MemorySchedule> {
+    return this.scheduleRows.values();
   }
 
   /** The namespace's jobs in id order (the live records: decisions change them in place). */

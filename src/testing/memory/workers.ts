@@ -3,6 +3,7 @@
  * clock" and "Policies"; migrations 0004, 0007, 0008).
  */
 import { releaseWaits } from './workflows';
+import { reconcileSchedules } from './schedules';
 import type { DeclaredPolicy, HeartbeatResult, PassSchedule } from '../../db/types';
 import type { AppliedPolicy } from '../../db/workers';
 import type { HeartbeatArgs, RegisterArgs } from '../../ledger';
@@ -84,6 +85,7 @@ export function refreshDefinitions(store: Store, tx: Tx, namespace: string, name
   }
   const ns = store.namespaces.get(namespace);
   if (changed > 0 && ns) ns.policyVersion++;
+  if (changed > 0) reconcileSchedules(store, tx, namespace, names);
 }
 
 /** acta.stop_worker (sql/functions/stop_worker.sql). */

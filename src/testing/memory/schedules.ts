@@ -1,0 +1,139 @@
+/*
+ * Schedules (migration 0013; docs/schedules.md): the declared ones reconciled with the applied
+ * policies (acta.reconcile_schedules), the schedules pass (src/db/schedules.ts unarmedSchedules,
+ * then acta.arm_schedules), a fire's claim, the recurring fire of a completion
+ * (complete_executions.sql, "Recurring fire"), and the runtime pause and list.
+ */
+import type { ScheduleRecord } from '../../db/schedules';
+import type { ClaimedFire, DeclaredSchedule } from '../../db/types';
+import { armInstants } from '../../recurring/schedules';
+import { copyJson, type MemoryJob, type MemorySchedule, type Store, type Tx } from './state';
+
+const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** A fire job of `s` at `at`, Ready and due then, or null when that instant has its fire already (jobs_schedule_fire_idx: ON CONFLICT DO NOTHING). */
+function insertFire(store: Store, tx: Tx, s: MemorySchedule, at: number): MemoryJob | null {
+  if (store.hasFire(s.namespace, s.name, at)) return null;
+  const job: MemoryJob = {
+    id: store.nextId(), namespace: s.namespace, definition: s.definition, payload: copyJson(s.payload), status: 'ready', priority: 0, runAt: at,
+    execution: 0, attempts: 0, maxAttempts: null, unchargedReturns: 0, leaseHolder: null, leaseExpiresAt: null, claimedAt: null, started: false,
+    idempotencyKey: null, concurrencyKey: null, rateKey: null, lane: null, blockedBy: null, fairTag: null, progress: null, cancelRequestedAt: null,
+    watched: false, result: null, error: null, createdAt: tx.now, finishedAt: null, waitNames: null, waitStep: null, waitUntil: null, parentId: null,
+    childrenOpen: null, failParent: null, childrenFailed: null, schedule: s.name, scheduledAt: at,
+  };
+  store.insertJob(job);
+  return job;
+}
+
+/** Deletes the schedule's armed fire if it has not started (Ready, no attempt charged). */
+function unarm(store: Store, jobId: number | null): void {
+  const j = jobId === null ? undefined : store.jobs.get(jobId);
+  if (j && j.status === 'ready' && j.attempts === 0 && j.schedule !== null) store.deleteJob(j.id);
+}
+
+/** acta.reconcile_schedules: the namespace's declared schedules of `names` made what their applied policies declare. */
+export function reconcileSchedules(store: Store, tx: Tx, namespace: string, names: string[]): void {
+  const defs = names.filter((n) => store.definition(namespace, n)?.policy != null).sort();
+  if (defs.length === 0) return;
+  const desired = new Map<string, DeclaredSchedule & { definition: string }>();
+  for (const d of defs) {
+    for (const x of store.definition(namespace, d)!.policy!.schedules ?? []) if (!desired.has(x.name)) desired.set(x.name, { ...x, definition: d });
+  }
+  const same = (s: MemorySchedule, d: DeclaredSchedule & { definition: string }) =>
+    s.source === 'declared' && s.definition === d.definition && s.cron === d.cron && s.timeZone === d.timeZone &&
+    JSON.stringify(s.payload) === JSON.stringify(d.payload) && s.catchUp === d.catchUp && s.catchUpWindowMs === d.catchUpWindowMs;
+  for (const s of store.schedulesIn(namespace)) {
+    if (desired.has(s.name) || s.source !== 'declared' || !defs.includes(s.definition)) continue;
+    unarm(store, s.jobId);
+    store.deleteSchedule(namespace, s.name);
+  }
+  for (const [name, d] of desired) {
+    const s = store.schedule(namespace, name);
+    if (s && same(s, d)) continue;
+    if (!s) {
+      store.putSchedule({
+        namespace, name, definition: d.definition, cron: d.cron, timeZone: d.timeZone, payload: copyJson(d.payload), catchUp: d.catchUp,
+        catchUpWindowMs: d.catchUpWindowMs, source: 'declared', paused: false, version: 1, jobId: null, nextFireAt: null,
+        lastFireAt: null, lastJobId: null, lastOutcome: null, createdAt: tx.now, updatedAt: tx.now,
+      });
+      continue;
+    }
+    unarm(store, s.jobId);
+    Object.assign(s, {
+      definition: d.definition, cron: d.cron, timeZone: d.timeZone, payload: copyJson(d.payload), catchUp: d.catchUp, catchUpWindowMs: d.catchUpWindowMs,
+      source: 'declared', version: s.version + 1, jobId: null, nextFireAt: null, updatedAt: tx.now,
+    });
+  }
+}
+
+/** The schedules pass: every schedule of the namespace with no fire armed or running and not paused gets the next instant after its ended fire's (else after now); how many were armed. */
+export function armSchedules(store: Store, tx: Tx, namespace: string): number {
+  const unarmed = store.schedulesIn(namespace).flatMap((s) => {
+    const j = s.jobId === null ? undefined : store.jobs.get(s.jobId);
+    if (s.paused || (j && !ENDED.has(j.status))) return [];
+    return [{ name: s.name, version: s.version, cron: s.cron, timeZone: s.timeZone, afterFire: j ? new Date(j.scheduledAt as number) : null, now: new Date(tx.now) }];
+  });
+  const { names, versions, instants } = armInstants(unarmed);
+  let armed = 0;
+  names.forEach((name, i) => {
+    const s = store.schedule(namespace, name);
+    const at = instants[i];
+    if (!s || s.version !== versions[i] || s.paused || at === null) return;
+    const ended = s.jobId === null ? undefined : store.jobs.get(s.jobId);
+    const fire = insertFire(store, tx, s, at.getTime());
+    if (!fire) return;
+    if (ended) Object.assign(s, { lastFireAt: ended.scheduledAt, lastJobId: ended.id, lastOutcome: ended.status });
+    Object.assign(s, { jobId: fire.id, nextFireAt: at.getTime(), updatedAt: tx.now });
+    armed++;
+  });
+  if (armed > 0) tx.notify(namespace);
+  return armed;
+}
+
+/** A fire's claim: its instant, the claim's time and the schedule as it is now (claim_jobs.sql, `schedule`); undefined for every other job. */
+export function claimedFire(store: Store, j: MemoryJob, now: number): ClaimedFire | undefined {
+  if (j.schedule === null) return undefined;
+  const s = store.schedule(j.namespace, j.schedule);
+  const fire: ClaimedFire = { name: j.schedule, at: new Date(j.scheduledAt as number), claimedAt: new Date(now) };
+  return s ? { ...fire, cron: s.cron, timeZone: s.timeZone, catchUp: s.catchUp, catchUpWindowMs: s.catchUpWindowMs, armed: s.jobId === j.id } : fire;
+}
+
+/**
+ * The recurring fire of a completion: each schedule's armed fire that ended for good records its
+ * outcome ('skipped' for a skip) and arms `nextAt` (later than its instant), unless the schedule is
+ * paused, gone or armed with another fire. True when any ended.
+ */
+export function fireEnded(store: Store, tx: Tx, ended: { job: MemoryJob; outcome: string; nextAt: number | null }[]): boolean {
+  for (const { job, outcome, nextAt } of ended) {
+    const s = store.schedule(job.namespace, job.schedule as string);
+    if (!s || s.jobId !== job.id) continue;
+    const fire = !s.paused && nextAt !== null && nextAt > (job.scheduledAt as number) ? insertFire(store, tx, s, nextAt) : null;
+    Object.assign(s, { jobId: fire?.id ?? null, nextFireAt: fire ? nextAt : null, lastFireAt: job.scheduledAt, lastJobId: job.id, lastOutcome: outcome, updatedAt: tx.now });
+  }
+  return ended.length > 0;
+}
+
+/** A runtime pause (its unstarted armed fire deleted, and with it the next fire) or resume; false: no such schedule. */
+export function pauseSchedule(store: Store, tx: Tx, namespace: string, name: string, paused: boolean): boolean {
+  const s = store.schedule(namespace, name);
+  if (!s) return false;
+  s.paused = paused;
+  s.updatedAt = tx.now;
+  const j = s.jobId === null ? undefined : store.jobs.get(s.jobId);
+  if (paused && j && j.status === 'ready' && j.attempts === 0) {
+    unarm(store, j.id);
+    s.jobId = null;
+    s.nextFireAt = null;
+  }
+  return true;
+}
+
+/** The namespace's schedules (or the one named), as client.schedules.list shows them. */
+export function listSchedules(store: Store, namespace: string, name?: string): ScheduleRecord[] {
+  const date = (ms: number | null) => (ms === null ? null : new Date(ms));
+  return store.schedulesIn(namespace).filter((s) => name === undefined || s.name === name).map((s) => ({
+    name: s.name, definition: s.definition, cron: s.cron, timeZone: s.timeZone, payload: copyJson(s.payload), catchUp: s.catchUp,
+    catchUpWindowMs: s.catchUpWindowMs, source: s.source, paused: s.paused, nextFireAt: date(s.nextFireAt), jobId: s.jobId === null ? null : String(s.jobId),
+    lastFireAt: date(s.lastFireAt), lastJobId: s.lastJobId === null ? null : String(s.lastJobId), lastOutcome: s.lastOutcome,
+  }));
+}

@@ -1,0 +1,203 @@
+// The contract's schedule cases (contract.ts runs them on both ledgers; docs/schedules.md): the
+// schedules pass (acta.arm_schedules), a fire's claim, the recurring fire of
+// acta.complete_executions, one fire per instant, the catch-up policies, the reconciliation of
+// declared schedules (acta.reconcile_schedules) and a paused schedule.
+//
+// The cron is every minute and the clock moves by whole minutes: the SQL moves stored instants
+// into the past, which keeps them on the cron's grid only so.
+import { randomUUID } from 'node:crypto';
+import { defineJob } from '../../src';
+import { declaredPolicy } from '../../src/definition';
+import type { ClaimedRow, CompletionRow } from '../../src/db/types';
+import { cronSchedule } from '../../src/recurring/cron';
+import { fireDecision, type ScheduleSpec } from '../../src/recurring/schedules';
+import type { LedgerUnderTest } from './contract';
+
+const LEASE_MS = 60_000;
+const MINUTE = 60_000;
+const EVERY_MINUTE = '* * * * *';
+const ns = () => `sched-${randomUUID().slice(0, 8)}`;
+const ended = (r: ClaimedRow, outcome: CompletionRow['outcome'], nextFireAt: Date | null): CompletionRow => ({
+  id: r.id, execution: r.execution, outcome, result: outcome === 'succeeded' ? 'null' : null, error: null, retryDelayMs: 0, nextFireAt,
+});
+
+export function scheduleCases(get: () => LedgerUnderTest): void {
+  /** A worker of `namespace` running `tick`, which declares `schedule` (none: undefined); its id. */
+  const declare = async (namespace: string, schedule: ScheduleSpec | ScheduleSpec[] | undefined, build: string) => {
+    const { ledger } = get();
+    const workerId = randomUUID();
+    const tick = defineJob({ name: 'tick', handler: () => undefined, ...(schedule ? { schedule } : {}) });
+    await ledger.registerWorker({
+      workerId, namespace, hostname: 'contract', pid: 1, definitions: ['tick'], maxAttempts: [null], leaseMs: LEASE_MS, build, policies: { tick: declaredPolicy(tick) },
+    });
+    return workerId;
+  };
+  const list = async (namespace: string, name = 'tick') => (await get().ledger.listSchedules!(namespace, name))[0];
+  const claim = (namespace: string, workerId: string) => get().ledger.claimJobs({ namespace, workerId, definitions: ['tick'], limit: 10, leaseMs: LEASE_MS });
+  /** The schedule armed by the pass, then the clock a minute on: its fire is due. */
+  const armedAndDue = async (namespace: string) => {
+    expect(await get().ledger.armSchedules!(namespace)).toBe(1);
+    const armed = await list(namespace);
+    await get().advance(MINUTE);
+    return armed;
+  };
+
+  test('the pass arms a declared schedule once; its fire\'s completion arms the next instant in the same call; a stale repeat arms nothing', async () => {
+    const { ledger, now } = get();
+    const namespace = ns();
+    const workerId = await declare(namespace, { cron: EVERY_MINUTE, payload: { p: 1 } }, 'b1');
+    const before = await now();
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    expect(await ledger.armSchedules!(namespace)).toBe(0);
+    const armed = await list(namespace);
+    expect(armed).toMatchObject({ name: 'tick', definition: 'tick', source: 'declared', paused: false, lastFireAt: null, lastOutcome: null });
+    expect(armed.nextFireAt!.getTime() % MINUTE).toBe(0);
+    expect(armed.nextFireAt!.getTime()).toBeGreaterThan(before);
+    expect(armed.nextFireAt!.getTime()).toBeLessThanOrEqual(before + MINUTE);
+    expect(await ledger.readJob(namespace, armed.jobId!)).toMatchObject({ status: 'ready', schedule: 'tick', payload: { p: 1 } });
+
+    await get().advance(MINUTE);
+    const { rows } = await claim(namespace, workerId);
+    expect(rows).toHaveLength(1);
+    const fire = rows[0].schedule!;
+    expect(fire).toMatchObject({ name: 'tick', cron: EVERY_MINUTE, timeZone: 'UTC', catchUp: 'latest', armed: true });
+    expect(fire.at.getTime() % MINUTE).toBe(0);
+    expect(fireDecision(fire, true).skip).toBe(false);
+    const next = cronSchedule(EVERY_MINUTE).next(fire.at)!;
+    const done = ended(rows[0], 'succeeded', next);
+    expect((await ledger.completeExecutions(workerId, [done]))[0].status).toBe('succeeded');
+    const after = await list(namespace);
+    expect(after).toMatchObject({ nextFireAt: next, lastFireAt: fire.at, lastJobId: rows[0].id, lastOutcome: 'succeeded' });
+    expect(after.jobId).not.toBe(rows[0].id);
+    expect(await ledger.readJob(namespace, rows[0].id)).toMatchObject({ status: 'succeeded', schedule: 'tick', scheduledAt: fire.at });
+    expect(await ledger.readJob(namespace, after.jobId!)).toMatchObject({ status: 'ready', schedule: 'tick', scheduledAt: next });
+
+    // The same completion again (its answer lost) is stale: nothing more is armed.
+    expect((await ledger.completeExecutions(workerId, [done]))[0].status).toBe('stale');
+    expect(await list(namespace)).toEqual(after);
+    expect(await ledger.armSchedules!(namespace)).toBe(0);
+  });
+
+  test('a fire that fails an attempt is retried at the same instant and arms nothing; its final end arms the next', async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    const workerId = await declare(namespace, { cron: EVERY_MINUTE }, 'b1');
+    const armed = await armedAndDue(namespace);
+    const first = (await claim(namespace, workerId)).rows[0];
+    const next = cronSchedule(EVERY_MINUTE).next(first.schedule!.at)!;
+    const failed = { ...ended(first, 'failed', next), error: JSON.stringify({ name: 'Error', message: 'x' }) };
+    expect((await ledger.completeExecutions(workerId, [failed]))[0].status).toBe('ready');
+    expect(await list(namespace)).toMatchObject({ jobId: armed.jobId, lastOutcome: null });
+    const again = (await claim(namespace, workerId)).rows[0];
+    expect(again).toMatchObject({ id: first.id, execution: 2, attempts: 1 });
+    expect(again.schedule!.at).toEqual(first.schedule!.at);
+    expect((await ledger.completeExecutions(workerId, [ended(again, 'succeeded', next)]))[0].status).toBe('succeeded');
+    expect(await list(namespace)).toMatchObject({ nextFireAt: next, lastOutcome: 'succeeded' });
+  });
+
+  describe('catch-up: a fire claimed after its successor was due', () => {
+    const late = async (catchUp: ScheduleSpec['catchUp'], catchUpWindowMs?: number) => {
+      const { ledger } = get();
+      const namespace = ns();
+      const workerId = await declare(namespace, { cron: EVERY_MINUTE, catchUp, ...(catchUpWindowMs === undefined ? {} : { catchUpWindowMs }) }, 'b1');
+      expect(await ledger.armSchedules!(namespace)).toBe(1);
+      await get().advance(5 * MINUTE); // five instants are due
+      const row = (await claim(namespace, workerId)).rows[0];
+      const fire = row.schedule!;
+      const decision = fireDecision(fire, true);
+      expect(decision.skip).toBe(true);
+      expect((await ledger.completeExecutions(workerId, [ended(row, 'skipped', decision.nextFireAt)]))[0].status).toBe('cancelled');
+      const job = (await ledger.readJob(namespace, row.id))!;
+      expect(job).toMatchObject({ status: 'cancelled', attempts: 0 });
+      expect(job.executions.map((e) => [e.outcome, e.charged])).toEqual([['skipped', false]]);
+      const after = await list(namespace);
+      expect(after).toMatchObject({ lastFireAt: fire.at, lastOutcome: 'skipped', nextFireAt: decision.nextFireAt });
+      return { namespace, workerId, fire, next: after.nextFireAt!.getTime(), claimedAt: fire.claimedAt.getTime() };
+    };
+
+    test("'latest': skipped for the latest instant already due, which then runs", async () => {
+      const { namespace, workerId, next, claimedAt } = await late('latest');
+      expect(next).toBeLessThanOrEqual(claimedAt);
+      expect(next).toBeGreaterThan(claimedAt - MINUTE);
+      const row = (await claim(namespace, workerId)).rows[0];
+      expect(row.schedule!.at.getTime()).toBe(next);
+      expect(fireDecision(row.schedule!, true).skip).toBe(false);
+    });
+
+    test("'none': skipped for the first instant after the claim", async () => {
+      const { namespace, workerId, next, claimedAt } = await late('none');
+      expect(next).toBeGreaterThan(claimedAt);
+      expect(next).toBeLessThanOrEqual(claimedAt + MINUTE);
+      expect((await claim(namespace, workerId)).rows).toHaveLength(0);
+    });
+
+    test("'all': a fire older than the window is skipped for the first instant inside it; each instant inside runs, oldest first", async () => {
+      const { namespace, workerId, next, claimedAt } = await late('all', 150_000);
+      expect(next).toBeGreaterThanOrEqual(claimedAt - 150_000);
+      expect(next).toBeLessThan(claimedAt - 90_000);
+      const { ledger } = get();
+      const ran: number[] = [];
+      for (let row = (await claim(namespace, workerId)).rows[0]; row; row = (await claim(namespace, workerId)).rows[0]) {
+        const decision = fireDecision(row.schedule!, true);
+        expect(decision.skip).toBe(false);
+        ran.push(row.schedule!.at.getTime());
+        await ledger.completeExecutions(workerId, [ended(row, 'succeeded', decision.nextFireAt)]);
+      }
+      expect(ran[0]).toBe(next);
+      expect(ran.map((t, i) => t - ran[0] - i * MINUTE)).toEqual(ran.map(() => 0));
+      expect(ran.length).toBeGreaterThanOrEqual(2);
+      expect(ran[ran.length - 1]).toBeLessThanOrEqual(claimedAt + 1_000);
+    });
+  });
+
+  test('reconciled: a newer build that adds, changes or drops a schedule is applied; a change deletes the unstarted fire', async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    await declare(namespace, { cron: EVERY_MINUTE }, 'b1');
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    const first = await list(namespace);
+    expect(first).toMatchObject({ cron: EVERY_MINUTE, source: 'declared' });
+
+    await get().advance(10);
+    await declare(namespace, [{ cron: '*/5 * * * *' }, { name: 'tick-b', cron: EVERY_MINUTE, catchUp: 'none' }], 'b2');
+    expect(await list(namespace)).toMatchObject({ cron: '*/5 * * * *', jobId: null, nextFireAt: null });
+    expect(await ledger.readJob(namespace, first.jobId!)).toBeNull();
+    expect(await list(namespace, 'tick-b')).toMatchObject({ definition: 'tick', catchUp: 'none', source: 'declared', jobId: null });
+    expect(await ledger.armSchedules!(namespace)).toBe(2);
+    expect((await list(namespace)).nextFireAt!.getTime() % (5 * MINUTE)).toBe(0);
+    const armedB = (await list(namespace, 'tick-b')).jobId!;
+
+    await get().advance(10);
+    await declare(namespace, { cron: '*/5 * * * *' }, 'b3');
+    expect(await list(namespace, 'tick-b')).toBeUndefined();
+    expect(await ledger.readJob(namespace, armedB)).toBeNull();
+    expect((await ledger.listSchedules!(namespace)).map((s) => s.name)).toEqual(['tick']);
+    expect((await list(namespace)).jobId).not.toBeNull(); // unchanged: its fire stays armed
+  });
+
+  test('a paused schedule arms nothing: its unstarted fire goes, a running one arms no next; resumed, it fires from the next instant after now', async () => {
+    const { ledger, now } = get();
+    const namespace = ns();
+    const workerId = await declare(namespace, { cron: EVERY_MINUTE }, 'b1');
+    const armed = await armedAndDue(namespace);
+    const row = (await claim(namespace, workerId)).rows[0];
+    expect(row.id).toBe(armed.jobId);
+    expect(await ledger.pauseSchedule!(namespace, 'tick', true)).toBe(true);
+    expect(await ledger.pauseSchedule!(namespace, 'nope', true)).toBe(false);
+    const next = cronSchedule(EVERY_MINUTE).next(row.schedule!.at);
+    expect((await ledger.completeExecutions(workerId, [ended(row, 'succeeded', next)]))[0].status).toBe('succeeded');
+    expect(await list(namespace)).toMatchObject({ paused: true, jobId: null, nextFireAt: null, lastOutcome: 'succeeded' });
+    expect(await ledger.armSchedules!(namespace)).toBe(0);
+
+    expect(await ledger.pauseSchedule!(namespace, 'tick', false)).toBe(true);
+    const resumedAt = await now();
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    const resumed = await list(namespace);
+    expect(resumed.nextFireAt!.getTime()).toBeGreaterThan(resumedAt - 1_000);
+    // Paused again before it fires: the armed fire is deleted.
+    expect(await ledger.pauseSchedule!(namespace, 'tick', true)).toBe(true);
+    expect(await ledger.readJob(namespace, resumed.jobId!)).toBeNull();
+    expect(await list(namespace)).toMatchObject({ paused: true, jobId: null, nextFireAt: null });
+    expect(await ledger.armSchedules!(namespace)).toBe(0);
+  });
+}

@@ -1,0 +1,167 @@
+// Schedules at runtime on a real database (docs/schedules.md, "At runtime"): client.schedules
+// add / list / pause / resume / trigger / remove, and each `acta schedule` subcommand through the
+// built bin, with the typed errors on bad input (a bad cron, an unknown zone, a declared schedule
+// changed or removed at runtime). Needs dist/ (npm run build).
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { ConfigError, createClient, defineJob } from '../../src';
+import { declaredPolicy } from '../../src/definition';
+import { sqlLedger } from '../../src/ledger';
+import { useTestDatabase } from '../helpers/db';
+
+const { db, tdb } = useTestDatabase();
+const ROOT = path.resolve(__dirname, '../..');
+const BIN = path.join(ROOT, 'bin', 'acta.js');
+
+function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' }, timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** A worker of `namespace` declaring `report` with a schedule named 'nightly' (the schedule armed). */
+async function declareNightly(namespace: string) {
+  const report = defineJob({ name: 'report', handler: () => undefined, schedule: { name: 'nightly', cron: '0 2 * * *', timeZone: 'Europe/Berlin' } });
+  const ledger = sqlLedger(db);
+  await ledger.registerWorker({ workerId: randomUUID(), namespace, hostname: 'h', pid: 1, definitions: ['report'], maxAttempts: [null], leaseMs: 60_000, build: 'b1', policies: { report: declaredPolicy(report) } });
+  await ledger.armSchedules!(namespace);
+}
+
+const fireRows = async (namespace: string, name: string) =>
+  (await db.query<{ id: string; status: string; scheduled_at: Date }>('select id::text, status, scheduled_at from acta.jobs where namespace = $1 and schedule = $2 order by id', [namespace, name])).rows;
+
+describe('client.schedules', () => {
+  test('add arms the next instant at once; the same spec again is "same", another "changed" (the unstarted fire re-armed); list shows next fire, last fire, last outcome', async () => {
+    const ns = `rt-${randomUUID().slice(0, 8)}`;
+    const client = createClient({ db, namespace: ns });
+    expect(await client.schedules.add('report', { name: 'hourly', cron: '0 * * * *', payload: { k: 1 } })).toBe('added');
+    const [added] = await client.schedules.list();
+    expect(added).toMatchObject({ name: 'hourly', definition: 'report', cron: '0 * * * *', timeZone: 'UTC', payload: { k: 1 }, catchUp: 'latest', source: 'runtime', paused: false, lastFireAt: null, lastOutcome: null });
+    expect(added.nextFireAt!.getTime() % 3_600_000).toBe(0);
+    expect(added.nextFireAt!.getTime()).toBeGreaterThan(Date.now() - 5_000);
+    const job = await client.getJob(added.jobId!);
+    expect(job).toMatchObject({ status: 'ready', schedule: 'hourly', scheduledAt: added.nextFireAt, payload: { k: 1 } });
+
+    expect(await client.schedules.add('report', { name: 'hourly', cron: '0 * * * *', payload: { k: 1 } })).toBe('same');
+    expect((await client.schedules.list('hourly'))[0].jobId).toBe(added.jobId);
+    expect(await client.schedules.add('report', { name: 'hourly', cron: '30 * * * *', payload: { k: 2 } })).toBe('changed');
+    const [changed] = await client.schedules.list('hourly');
+    expect(changed.nextFireAt!.getUTCMinutes()).toBe(30);
+    expect(changed.jobId).not.toBe(added.jobId);
+    expect(await client.getJob(added.jobId!)).toBeNull();
+    expect((await fireRows(ns, 'hourly')).map((r) => r.id)).toEqual([changed.jobId]);
+    expect(await client.schedules.list('nope')).toEqual([]);
+  });
+
+  test('pause deletes the unstarted fire and arms nothing; resume arms the next instant after now; trigger fires now besides the schedule; remove drops it and its fire', async () => {
+    const ns = `rt-${randomUUID().slice(0, 8)}`;
+    const client = createClient({ db, namespace: ns });
+    await client.schedules.add('report', { name: 'm', cron: '* * * * *' });
+    const [armed] = await client.schedules.list('m');
+    expect(await client.schedules.pause('m')).toBe(true);
+    expect(await client.schedules.list('m')).toMatchObject([{ paused: true, jobId: null, nextFireAt: null }]);
+    expect(await fireRows(ns, 'm')).toEqual([]);
+    expect(await sqlLedger(db).armSchedules!(ns)).toBe(0);
+    expect(await client.getJob(armed.jobId!)).toBeNull();
+
+    const before = Date.now();
+    expect(await client.schedules.resume('m')).toBe(true);
+    const [resumed] = await client.schedules.list('m');
+    expect(resumed).toMatchObject({ paused: false });
+    expect(resumed.nextFireAt!.getTime()).toBeGreaterThan(before - 1_000);
+
+    const id = await client.schedules.trigger('m');
+    expect(id).not.toBeNull();
+    const fired = await client.getJob(id!);
+    expect(fired).toMatchObject({ status: 'ready', schedule: 'm' });
+    expect(Math.abs(fired!.scheduledAt!.getTime() - Date.now())).toBeLessThan(10_000);
+    expect((await client.schedules.list('m'))[0].jobId).toBe(resumed.jobId); // the trigger arms nothing
+
+    expect(await client.schedules.remove('m')).toBe(true);
+    expect(await client.schedules.list()).toEqual([]);
+    expect((await fireRows(ns, 'm')).map((r) => r.id)).toEqual([id]); // the triggered fire stays
+    for (const verb of ['pause', 'resume', 'remove'] as const) expect(await client.schedules[verb]('m')).toBe(false);
+    expect(await client.schedules.trigger('m')).toBeNull();
+  });
+
+  test('bad input is a ConfigError and changes nothing: a bad cron, an unknown zone, a bad catch-up, a declared schedule changed or removed', async () => {
+    const ns = `rt-${randomUUID().slice(0, 8)}`;
+    const client = createClient({ db, namespace: ns });
+    await declareNightly(ns);
+    const before = await client.schedules.list();
+    expect(before).toMatchObject([{ name: 'nightly', source: 'declared', timeZone: 'Europe/Berlin' }]);
+    await expect(client.schedules.add('report', { name: 'x', cron: '61 * * * *' })).rejects.toThrow(ConfigError);
+    await expect(client.schedules.add('report', { name: 'x', cron: '* * *' })).rejects.toThrow(/must have 5 fields/);
+    await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *', timeZone: 'Mars/Olympus' })).rejects.toThrow(/timeZone "Mars\/Olympus"/);
+    await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *', catchUp: 'some' as never })).rejects.toThrow(ConfigError);
+    await expect(client.schedules.add('report', { name: 'nightly', cron: '0 3 * * *' })).rejects.toThrow(/declared in code/);
+    await expect(client.schedules.remove('nightly')).rejects.toThrow(/declared in code/);
+    expect(await client.schedules.list()).toEqual(before);
+    // A declared schedule can be paused, resumed and triggered.
+    expect(await client.schedules.pause('nightly')).toBe(true);
+    expect(await client.schedules.resume('nightly')).toBe(true);
+    expect(await client.schedules.trigger('nightly')).not.toBeNull();
+  });
+});
+
+describe('acta schedule', () => {
+  beforeAll(() => {
+    if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'ops', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build`');
+  });
+
+  test('add, list, pause, resume, trigger, remove: each does what client.schedules does; an unknown name exits 1', async () => {
+    const ns = `cli-${randomUUID().slice(0, 8)}`;
+    const add = await acta(['schedule', 'add', 'report', '0 9 * * 1-5', '--name', 'weekday', '--time-zone', 'America/New_York', '--payload', '{"k":1}', '--catch-up', 'all', '--catch-up-window-ms', '3600000', '--namespace', ns]);
+    expect(add).toMatchObject({ code: 0, stdout: 'added\n' });
+    const client = createClient({ db, namespace: ns });
+    const [s] = await client.schedules.list('weekday');
+    expect(s).toMatchObject({ definition: 'report', cron: '0 9 * * 1-5', timeZone: 'America/New_York', payload: { k: 1 }, catchUp: 'all', catchUpWindowMs: 3_600_000, source: 'runtime' });
+
+    const list = await acta(['schedule', 'list', '--namespace', ns]);
+    expect(list.code).toBe(0);
+    expect(list.stdout.trim().split('\t')).toEqual(['weekday', 'report', '"0 9 * * 1-5"', 'America/New_York', 'runtime', 'active', `next=${s.nextFireAt!.toISOString()}`, 'last=-', 'outcome=-']);
+
+    expect(await acta(['schedule', 'pause', 'weekday', '--namespace', ns])).toMatchObject({ code: 0 });
+    expect(await client.schedules.list('weekday')).toMatchObject([{ paused: true, nextFireAt: null }]);
+    expect((await acta(['schedule', 'list', 'weekday', '--namespace', ns])).stdout).toContain('\tpaused\tnext=-\t');
+    expect(await acta(['schedule', 'resume', 'weekday', '--namespace', ns])).toMatchObject({ code: 0 });
+    expect((await client.schedules.list('weekday'))[0].nextFireAt).not.toBeNull();
+
+    const trigger = await acta(['schedule', 'trigger', 'weekday', '--namespace', ns]);
+    expect(trigger.code).toBe(0);
+    expect(await client.getJob(trigger.stdout.trim())).toMatchObject({ schedule: 'weekday', payload: { k: 1 } });
+
+    expect(await acta(['schedule', 'remove', 'weekday', '--namespace', ns])).toMatchObject({ code: 0 });
+    expect(await client.schedules.list()).toEqual([]);
+    for (const verb of ['pause', 'resume', 'trigger', 'remove']) {
+      const r = await acta(['schedule', verb, 'weekday', '--namespace', ns]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('no schedule "weekday"');
+    }
+  });
+
+  test('bad input exits 1 with a plain message and writes nothing: a bad cron, an unknown zone, bad JSON, a bad catch-up, a declared schedule', async () => {
+    const ns = `cli-${randomUUID().slice(0, 8)}`;
+    await declareNightly(ns);
+    const cases: [string[], RegExp][] = [
+      [['schedule', 'add', 'report', '99 * * * *', '--name', 'x'], /cron "99 \* \* \* \*" is not valid/],
+      [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--time-zone', 'Mars/Olympus'], /timeZone "Mars\/Olympus"/],
+      [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--payload', '{nope'], /--payload/],
+      [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'some'], /catchUp/],
+      [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'all', '--catch-up-window-ms', 'soon'], /catchUpWindowMs/],
+      [['schedule', 'add', 'report', '0 3 * * *', '--name', 'nightly'], /declared in code/],
+      [['schedule', 'remove', 'nightly'], /declared in code/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await acta([...args, '--namespace', ns]);
+      expect({ args, code: r.code }).toEqual({ args, code: 1 });
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toContain('ACTA_DEBUG');
+    }
+    expect((await createClient({ db, namespace: ns }).schedules.list()).map((s) => [s.name, s.cron])).toEqual([['nightly', '0 2 * * *']]);
+  });
+});
