@@ -237,3 +237,13 @@ export class HookFailedError extends ActaError {
     super('ACTA_HOOK_FAILED', `the ${hook} hook ${reason}: the worker stops (what the hook held was handed back uncharged)`, options);
   }
 }
+
+/**
+ * The dashboard was asked to listen on an address other than the loopback without a token or basic
+ * auth, or given a malformed one: refused at start, nothing listens (docs/dashboard.md, "Security").
+ */
+export class DashboardSecurityError extends ActaError {
+  constructor(message: string) {
+    super('ACTA_DASHBOARD_UNSAFE', message);
+  }
+}

@@ -215,7 +215,7 @@ test('migration 0007 on a database of 0006: each namespace\'s recovery clock bec
   const files = loadSqlFiles();
   await migrate(db, files.filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0007'));
   await db.query(`insert into acta.namespaces (name, recovery_due_at) values ('later', now() + interval '1 hour')`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0015_pauses.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0015_pauses.sql', 'migrations/0017_executions_finished_idx.sql']);
   const { rows } = await db.query<{ namespace: string; pass: string; in_future: boolean }>(
     `select namespace, pass, due_at > now() + interval '59 minutes' as in_future from acta.passes order by namespace`,
   );
@@ -238,7 +238,7 @@ test('migration 0004 on a database of 0003: unfinished rows holding the old defa
   await db.query(`
     insert into acta.jobs (definition, payload, status, max_attempts) values
       ('d', '1', 'ready', 25), ('d', '2', 'ready', 5), ('d', '3', 'succeeded', 25), ('d', '4', 'executing', 25)`);
-  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql', 'migrations/0006_claim_key.sql', 'migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0015_pauses.sql']);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(['migrations/0004_definitions.sql', 'migrations/0005_due_by_definition.sql', 'migrations/0006_claim_key.sql', 'migrations/0007_passes.sql', 'migrations/0008_policies.sql', 'migrations/0009_observe.sql', 'migrations/0015_pauses.sql', 'migrations/0017_executions_finished_idx.sql']);
   const { rows } = await db.query<{ payload: number; max_attempts: number | null }>('select payload, max_attempts from acta.jobs order by id');
   expect(rows).toEqual([
     { payload: 1, max_attempts: null },
