@@ -13,6 +13,7 @@ import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
+import { registerDashboardCommand } from './dashboard';
 
 /** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
 const int =
@@ -259,6 +260,7 @@ export function program(): Command {
     });
 
   registerAdminCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
+  registerDashboardCommand(cli);
 
   cli
     .command('sql <statement>')
