@@ -19,7 +19,7 @@ export interface MinuteCounts {
   succeeded: number;
   /** Failed attempts: retried (failed) and final (failed_final). */
   failed: number;
-  /** Attempts handed back or lost to recovery. */
+  /** Every other outcome: cancelled, handed back, lost to recovery. */
   other: number;
 }
 
