@@ -140,7 +140,7 @@ test('the job list filters and pages by keyset; a page shows payload (escaped, c
   // The job with markup in its payload: shown as text, never run; its why: not due.
   await page.click(`#jobs a:text-is("${ids.later}")`);
   expect(await page.locator('#payload').innerText()).toContain('<script>window.__xss = 1</script>');
-  expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+  expect(await page.evaluate(() => (globalThis as { __xss?: number }).__xss)).toBeUndefined();
   expect(await page.locator('#why li').first().getAttribute('data-cause')).toBe('not-due');
   // A 200 KB payload: the database sends 64 KiB and its size.
   await page.goto(`${dashboard.url}/jobs/${ids.big}`);
