@@ -46,6 +46,7 @@ create table acta.executions (
   error jsonb,
   constraint executions_pkey PRIMARY KEY (job_id, execution)
 );
+CREATE INDEX executions_finished_idx ON acta.executions USING brin (finished_at) WITH (autosummarize='on');
 
 create table acta.gates (
   namespace text not null,

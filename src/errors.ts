@@ -321,3 +321,13 @@ export class ChildFailedError extends ActaError {
     super('ACTA_CHILD_FAILED', `child job ${child.id} ended ${child.status}, and it was spawned with onChildFailure 'fail-parent'`);
   }
 }
+
+/**
+ * The dashboard was asked to listen on an address other than the loopback without a token or basic
+ * auth, or given a malformed one: refused at start, nothing listens (docs/dashboard.md, "Security").
+ */
+export class DashboardSecurityError extends ActaError {
+  constructor(message: string) {
+    super('ACTA_DASHBOARD_UNSAFE', message);
+  }
+}

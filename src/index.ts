@@ -6,6 +6,8 @@ export { createClient, type Client, type ClientOptions, type ObserveOptions, typ
 export type { Admin, JobFilter, JobPage, JobSelection, JobSummary, ListJobsOptions, NamespaceInfo, WorkerInfo } from './client/admin';
 export type { PauseAnswer, PauseRecord } from './db/pauses';
 export type { WhyAnswer, WhyCause, WhyReason } from './ops/why';
+export { createDashboardHandler, type DashboardHandler, type DashboardOptions } from './ops/dashboard/handler';
+export { startDashboard, type DashboardServer, type DashboardServerOptions } from './ops/dashboard/server';
 export { createWorker, type Worker, type WorkerOptions } from './worker/worker';
 export { runWorker$, type RunWorkerOptions } from './worker/runWorker';
 export type { Attempt, AttemptCompletion, HookTools, WorkerHooks } from './worker/hooks';
@@ -44,6 +46,7 @@ export {
   AttemptTimeoutError,
   ClaimExpiredError,
   ConfigError,
+  DashboardSecurityError,
   DataDirLockedError,
   DbClosedError,
   EmbeddedShareClosedError,

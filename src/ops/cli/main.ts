@@ -17,6 +17,7 @@ import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
 import { runAtOption } from './runAt';
 import { registerSignalCommand } from './signal';
+import { registerDashboardCommand } from './dashboard';
 
 /** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
 const int =
@@ -215,6 +216,7 @@ export function program(): Command {
 
   registerAdminCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
   registerSignalCommand(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
+  registerDashboardCommand(cli);
 
   cli
     .command('sql <statement>')

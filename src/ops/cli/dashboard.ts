@@ -1,0 +1,48 @@
+/*
+ * acta dashboard (docs/dashboard.md): the web dashboard on 127.0.0.1:4000 until SIGINT/SIGTERM. Any
+ * other --host needs --token or --basic (refused at start otherwise); --read-only shows no action.
+ */
+import { type Command, InvalidArgumentError } from 'commander';
+import { connect, describeTarget } from '../../db/connect';
+import { assertMigrated } from '../../db/migrator';
+import { createLogger } from '../../logger';
+import { startDashboard } from '../dashboard/server';
+import { assertSafeBinding } from '../dashboard/security';
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('must be an integer from 0 to 65535.');
+  return n;
+}
+
+export function registerDashboardCommand(cli: Command): void {
+  cli
+    .command('dashboard')
+    .description('serve the web dashboard (namespaces, attempts per minute, workers, jobs, a job\'s page and why; retry, cancel, delete, pause, resume) until SIGINT/SIGTERM')
+    .option('--port <n>', 'port (0: a free one)', port, 4000)
+    .option('--host <address>', 'address to listen on; beyond the loopback it needs --token or --basic', '127.0.0.1')
+    .option('--token <token>', 'every request needs this token (open the dashboard once with ?token=<token>); default $ACTA_DASHBOARD_TOKEN')
+    .option('--basic <user:password>', 'every request needs basic auth; actions are logged with the user')
+    .option('--namespace <name>', 'the namespace shown first', 'default')
+    .option('--read-only', 'pages only: no retry, cancel, delete, pause or resume')
+    .action(async (o: { port: number; host: string; token?: string; basic?: string; namespace: string; readOnly?: boolean }) => {
+      const token = o.token ?? (o.basic === undefined ? process.env.ACTA_DASHBOARD_TOKEN || undefined : undefined);
+      assertSafeBinding(o.host, { token, basic: o.basic }); // before anything connects
+      const logger = createLogger();
+      const db = await connect();
+      try {
+        await assertMigrated(db);
+      } catch (err) {
+        await db.close().catch(() => undefined);
+        throw err;
+      }
+      const server = await startDashboard({ db, host: o.host, port: o.port, token, basic: o.basic, namespace: o.namespace, readOnly: o.readOnly === true, logger });
+      logger.info({ url: server.url, target: describeTarget(), readOnly: o.readOnly === true, auth: o.basic ? 'basic' : token ? 'token' : 'none' }, 'acta dashboard listening');
+      console.error(`acta dashboard: ${server.url}/${token ? '?token=…' : ''}`);
+      const stop = () => {
+        void server.close().then(() => db.close()).then(() => process.exit(0));
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+}

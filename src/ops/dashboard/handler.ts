@@ -1,0 +1,228 @@
+/*
+ * createDashboardHandler: the dashboard as a `(req, res)` handler for node:http or express
+ * (docs/dashboard.md). GET renders a page and never changes anything; an action is a POST to
+ * /actions/<name> with the CSRF token of the requester, refused in read-only mode, logged with who
+ * did it, and answered with a redirect to the page it came from.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createClient } from '../../client/client';
+import { MAX_NAME_BYTES, nameOption } from '../../config';
+import type { Db } from '../../db/Db';
+import { ActaError, ConfigError } from '../../errors';
+import { createLogger, type Logger } from '../../logger';
+import { type Html, html } from './html';
+import { attemptsPerMinute, jobDetail } from './queries';
+import { checkAuth, createCsrf, type Csrf, identify, TOKEN_COOKIE } from './security';
+import { jobPage } from './views/job';
+import { jobsPage, type JobsQuery } from './views/jobs';
+import { layout, type ViewContext } from './views/layout';
+import { overviewPage } from './views/overview';
+import { workersPage } from './views/workers';
+
+export interface DashboardOptions {
+  db: Db;
+  /** The namespace shown when a request names none (default 'default'). */
+  namespace?: string;
+  /** Requests must carry this token (`Authorization: Bearer`, or open the dashboard once with `?token=`). */
+  token?: string;
+  /** Requests must carry basic auth `user:password`; actions are logged with the user. */
+  basic?: string;
+  /** Pages only: no action is shown, and every POST is refused (403). */
+  readOnly?: boolean;
+  /** Where the action log goes (default: acta's pino logger). */
+  logger?: Logger;
+  /** The path the handler is mounted at in a node:http server, e.g. '/acta' (express: its mount path is used). */
+  basePath?: string;
+  /** Minutes the attempts chart covers, 5 to 1,440 (default 60). */
+  chartMinutes?: number;
+  /** The CSRF tokens (default: a secret of this process). */
+  csrf?: Csrf;
+}
+
+export type DashboardHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+const ACTIONS = ['retry', 'cancel', 'delete', 'pause', 'resume'] as const;
+type Action = (typeof ACTIONS)[number];
+const MAX_FORM_BYTES = 16_384;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Throws DashboardSecurityError for malformed auth, ConfigError for a bad option. */
+export function createDashboardHandler(options: DashboardOptions): DashboardHandler {
+  const auth = { token: options.token, basic: options.basic };
+  checkAuth(auth);
+  const readOnly = options.readOnly === true;
+  const defaultNamespace = options.namespace === undefined ? 'default' : nameOption('namespace', options.namespace, MAX_NAME_BYTES);
+  const chartMinutes = options.chartMinutes ?? 60;
+  if (!Number.isInteger(chartMinutes) || chartMinutes < 5 || chartMinutes > 1_440) throw new ConfigError(`chartMinutes must be an integer from 5 to 1440, got ${String(chartMinutes)}`);
+  const csrf = options.csrf ?? createCsrf();
+  const log = (options.logger ?? createLogger()).child({ component: 'dashboard' });
+  const { db } = options;
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://dashboard');
+    const mounted = (req as { baseUrl?: unknown }).baseUrl;
+    const base = (options.basePath ?? (typeof mounted === 'string' ? mounted : '')).replace(/\/$/, '');
+    let path = url.pathname;
+    if (options.basePath !== undefined && path.startsWith(base)) path = path.slice(base.length);
+    if (path === '') path = '/';
+
+    // A token in the address: kept as a cookie for this browser, then the address without it.
+    const given = url.searchParams.get('token');
+    if (options.token !== undefined && given !== null) {
+      url.searchParams.delete('token');
+      if (given === options.token) res.setHeader('set-cookie', `${TOKEN_COOKIE}=${encodeURIComponent(given)}; HttpOnly; SameSite=Strict; Path=${base || '/'}`);
+      return redirect(res, `${base}${path}${url.search}`);
+    }
+    const who = identify(req, auth);
+    if (who === null) {
+      if (options.basic !== undefined) res.setHeader('www-authenticate', 'Basic realm="acta dashboard", charset="UTF-8"');
+      throw new HttpError(401, options.basic !== undefined ? 'basic auth required' : 'open the dashboard with ?token=<token> (or send Authorization: Bearer <token>)');
+    }
+    const namespace = url.searchParams.has('ns') ? nameOption('namespace', url.searchParams.get('ns'), MAX_NAME_BYTES) : defaultNamespace;
+    const client = createClient({ db, namespace });
+    const ctx: ViewContext = { base, namespace, csrf: csrf.tokenFor(who), readOnly, who, here: `${base}${path}${url.search}` };
+
+    if (req.method === 'POST') {
+      const m = /^\/actions\/([a-z]+)$/.exec(path);
+      if (!m || !(ACTIONS as readonly string[]).includes(m[1])) throw new HttpError(404, 'no such action');
+      if (readOnly) throw new HttpError(403, 'the dashboard is read-only');
+      const form = await readForm(req);
+      if (!csrf.check(who, form.get('csrf'))) throw new HttpError(403, 'the CSRF token is missing or not this dashboard\'s: reload the page and try again');
+      const ns = nameOption('namespace', form.get('ns') ?? defaultNamespace, MAX_NAME_BYTES);
+      const done = await act(m[1] as Action, createClient({ db, namespace: ns }), form, who, ns);
+      const back = safeBack(form.get('back'), base, m[1] === 'delete' ? form.get('id') : null);
+      const target = new URL(back, 'http://dashboard');
+      target.searchParams.set('done', done);
+      return redirect(res, `${target.pathname}${target.search}`);
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD, POST');
+      throw new HttpError(405, 'GET shows, POST /actions/<name> acts');
+    }
+    const flash = flashOf(url.searchParams.get('done'));
+    if (path === '/') {
+      const [namespaces, minutes, workers] = await Promise.all([client.namespaces(), attemptsPerMinute(db, namespace, chartMinutes), client.listWorkers()]);
+      return send(res, 200, overviewPage(ctx, { namespaces, minutes, workers }, flash));
+    }
+    if (path === '/workers') return send(res, 200, workersPage(ctx, await client.listWorkers()));
+    if (path === '/jobs') {
+      const q = url.searchParams;
+      const query: JobsQuery = { status: q.get('status') || undefined, definition: q.get('definition') || undefined, concurrencyKey: q.get('key') || undefined, lane: q.get('lane') || undefined, cursor: q.get('cursor') || undefined };
+      const page = await client.listJobs({ status: query.status as never, definition: query.definition, concurrencyKey: query.concurrencyKey, lane: query.lane, cursor: query.cursor, limit: 50 });
+      return send(res, 200, jobsPage(ctx, query, page, flash));
+    }
+    const job = /^\/jobs\/([0-9]{1,19})$/.exec(path);
+    if (job) {
+      const detail = await jobDetail(db, namespace, job[1]).catch((err: { code?: string }) => {
+        if (err.code === '22003') return null; // beyond bigint: no job has it
+        throw err;
+      });
+      if (detail === null) throw new HttpError(404, `no job ${job[1]} in namespace "${namespace}"`);
+      return send(res, 200, jobPage(ctx, detail, await client.why(detail.id), flash));
+    }
+    throw new HttpError(404, 'no such page');
+  }
+
+  async function act(action: Action, client: ReturnType<typeof createClient>, form: URLSearchParams, who: string, namespace: string): Promise<string> {
+    const text = (k: string) => {
+      const v = form.get(k);
+      return v === null || v.trim() === '' ? undefined : v.trim();
+    };
+    const id = () => {
+      const v = text('id');
+      if (v === undefined || !/^[0-9]{1,19}$/.test(v)) throw new HttpError(400, 'the action needs a job id');
+      return v;
+    };
+    let n: number;
+    let fields: Record<string, unknown>;
+    if (action === 'retry') {
+      fields = { id: id() };
+      n = (await client.retryJobs({ ids: [fields.id as string] })).length;
+    } else if (action === 'cancel') {
+      fields = { id: id() };
+      const r = await client.cancelJobs({ ids: [fields.id as string] });
+      n = r.cancelled.length + r.requested.length;
+    } else if (action === 'delete') {
+      fields = { id: id() };
+      n = (await client.deleteJobs({ ids: [fields.id as string] })).length;
+    } else if (action === 'pause') {
+      fields = { definition: text('definition') ?? null, reason: text('reason') ?? null };
+      n = (await client.pause({ definition: text('definition'), reason: text('reason'), by: `${who} (dashboard)` })).created ? 1 : 0;
+    } else {
+      fields = { definition: text('definition') ?? null };
+      n = (await client.resume({ definition: text('definition') })) ? 1 : 0;
+    }
+    log.info({ action, who, namespace, ...fields, changed: n }, `dashboard: ${action} by ${who}`);
+    return `${action}:${n}`;
+  }
+
+  return (req, res) => {
+    res.setHeader('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    res.setHeader('x-frame-options', 'DENY');
+    res.setHeader('x-content-type-options', 'nosniff');
+    res.setHeader('referrer-policy', 'no-referrer');
+    res.setHeader('cache-control', 'no-store');
+    serve(req, res).catch((err: unknown) => {
+      const known = err instanceof HttpError ? err.status : err instanceof ActaError && err.code === 'ACTA_CONFIG' ? 400 : 500;
+      if (known === 500) log.error({ err, url: req.url }, 'dashboard: a page failed');
+      if (res.headersSent) return void res.end();
+      const message = known === 500 ? 'the dashboard could not answer (the error is in its log)' : (err as Error).message;
+      send(res, known, layout({ base: '', namespace: defaultNamespace, csrf: '', readOnly: true, who: '', here: '/' }, `${known}`, html`<p id="error">${message}</p>`));
+    });
+  };
+}
+
+function send(res: ServerResponse, status: number, page: Html): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'text/html; charset=utf-8');
+  res.end(page.text);
+}
+
+function redirect(res: ServerResponse, location: string): void {
+  res.statusCode = 303;
+  res.setHeader('location', location);
+  res.end();
+}
+
+/** A urlencoded body of at most MAX_FORM_BYTES. */
+async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  if (!/^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '')) throw new HttpError(415, 'an action is a form post (application/x-www-form-urlencoded)');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_FORM_BYTES) throw new HttpError(413, 'the form is too large');
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+/** The page an action returns to: a path under the handler (never another site), else the overview; a deleted job's page: the job list. */
+function safeBack(back: string | null, base: string, deletedId: string | null): string {
+  const ok = back !== null && back.startsWith(`${base}/`) && !back.startsWith('//') && !/[\\\r\n]/.test(back);
+  if (!ok) return `${base}/`;
+  if (deletedId !== null && new URL(back, 'http://dashboard').pathname === `${base}/jobs/${deletedId}`) return `${base}/jobs${new URL(back, 'http://dashboard').search}`;
+  return back;
+}
+
+const FLASH: Record<Action, (n: number) => string> = {
+  retry: (n) => (n > 0 ? 'Retried: the job is Ready and due now.' : 'Not retried: only a Failed or Cancelled job can be.'),
+  cancel: (n) => (n > 0 ? 'Cancelled (a running job: its worker was asked to stop it).' : 'Not cancelled: it had finished.'),
+  delete: (n) => (n > 0 ? 'Deleted (its attempts stay in the attempt ledger).' : 'Not deleted: only a finished job can be.'),
+  pause: (n) => (n > 0 ? 'Paused: claims stop within one wakeup; running jobs finish.' : 'Already paused.'),
+  resume: (n) => (n > 0 ? 'Resumed: workers claim at once.' : 'It was not paused.'),
+};
+
+function flashOf(done: string | null): string | null {
+  const m = done === null ? null : /^([a-z]+):([0-9]+)$/.exec(done);
+  if (!m || !(m[1] in FLASH)) return null;
+  return FLASH[m[1] as Action](Number(m[2]));
+}

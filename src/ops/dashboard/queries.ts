@@ -1,0 +1,169 @@
+/*
+ * The dashboard's own reads, beside the admin operations it calls (src/client/admin.ts): the
+ * attempt ledger per minute, and one job with its values cut by the database. Each is one
+ * statement, values as parameters; test/dashboard/plans.test.ts reads their plans on a large table.
+ */
+import type { Queryable } from '../../db/Db';
+import type { JobStatus } from '../../db/types';
+
+/** Characters of a payload, result, error or progress a job's page shows; the rest is cut by the database. */
+export const SHOWN_CHARS = 65_536;
+/** A step's result shown, characters. */
+const STEP_CHARS = 2_048;
+/** The newest attempts and the first steps a job's page lists (with the totals). */
+const PAGE_ROWS = 100;
+
+/** Attempts that finished in one minute of the window, by outcome. */
+export interface MinuteCounts {
+  minute: Date;
+  succeeded: number;
+  /** Failed attempts: retried (failed) and final (failed_final). */
+  failed: number;
+  /** Every other outcome: cancelled, handed back, lost to recovery. */
+  other: number;
+}
+
+/**
+ * The last `minutes` minutes (the current one included) of the namespace's attempt ledger, one row
+ * per minute, zeros included. The namespace's attempts are those of its workers (the attempt ledger
+ * outlives the jobs it counts). Read along executions_finished_idx (BRIN, migration 0017).
+ */
+export async function attemptsPerMinute(q: Queryable, namespace: string, minutes: number): Promise<MinuteCounts[]> {
+  const { rows } = await q.query<{ minute: Date; succeeded: string; failed: string; other: string }>(
+    `with counted as (
+       select date_trunc('minute', e.finished_at) as minute,
+              count(*) filter (where e.outcome = 'succeeded') as succeeded,
+              count(*) filter (where e.outcome in ('failed', 'failed_final')) as failed,
+              count(*) filter (where e.outcome not in ('succeeded', 'failed', 'failed_final')) as other
+       from acta.executions e
+       where e.finished_at >= date_trunc('minute', now()) - make_interval(mins => $2::int - 1)
+         and e.worker_id = any (array(select w.id from acta.workers w where w.namespace = $1))
+       group by 1
+     )
+     select m.minute, coalesce(c.succeeded, 0) as succeeded, coalesce(c.failed, 0) as failed, coalesce(c.other, 0) as other
+     from generate_series(date_trunc('minute', now()) - make_interval(mins => $2::int - 1), date_trunc('minute', now()), interval '1 minute') m(minute)
+     left join counted c on c.minute = m.minute
+     order by m.minute`,
+    [namespace, minutes],
+  );
+  return rows.map((r) => ({ minute: new Date(r.minute), succeeded: Number(r.succeeded), failed: Number(r.failed), other: Number(r.other) }));
+}
+
+/** A JSON value as the page shows it: its first SHOWN_CHARS characters and its full size. */
+export interface ShownValue {
+  text: string;
+  /** Bytes of the whole value as JSON text. */
+  bytes: number;
+  truncated: boolean;
+}
+
+export interface AttemptRow {
+  execution: number;
+  workerId: string | null;
+  claimedAt: Date;
+  finishedAt: Date;
+  outcome: string;
+  charged: boolean;
+  error: string | null;
+}
+
+export interface StepRow {
+  name: string;
+  execution: number;
+  recordedAt: Date;
+  result: ShownValue | null;
+}
+
+export interface JobDetail {
+  id: string;
+  namespace: string;
+  definition: string;
+  status: JobStatus;
+  attempts: number;
+  maxAttempts: number | null;
+  execution: number;
+  priority: number;
+  runAt: Date;
+  createdAt: Date;
+  finishedAt: Date | null;
+  idempotencyKey: string | null;
+  concurrencyKey: string | null;
+  rateKey: string | null;
+  lane: string | null;
+  leaseHolder: string | null;
+  leaseExpiresAt: Date | null;
+  cancelRequestedAt: Date | null;
+  payload: ShownValue | null;
+  result: ShownValue | null;
+  error: ShownValue | null;
+  progress: ShownValue | null;
+  /** The newest PAGE_ROWS attempts, newest first, and how many there are. */
+  attemptRows: AttemptRow[];
+  attemptCount: number;
+  /** The first PAGE_ROWS steps by name, and how many there are. */
+  steps: StepRow[];
+  stepCount: number;
+}
+
+/** A prefix the database cut and the whole value's size: cut when the whole is larger. */
+const cut = (text: string, bytes: unknown): ShownValue => ({ text, bytes: Number(bytes), truncated: Number(bytes) > Buffer.byteLength(text) });
+
+const shown = (col: string) => `left(${col}::text, $3) as ${col.replace('j.', '')}_text, octet_length(${col}::text) as ${col.replace('j.', '')}_bytes`;
+
+/** One job of the namespace for its page, or null; every JSON value cut to SHOWN_CHARS by the database. */
+export async function jobDetail(q: Queryable, namespace: string, id: string): Promise<JobDetail | null> {
+  const { rows } = await q.query<Record<string, unknown>>(
+    `select j.id::text as id, j.namespace, j.definition, j.status, j.attempts, j.max_attempts, j.execution, j.priority, j.run_at,
+            j.created_at, j.finished_at, j.idempotency_key, j.concurrency_key, j.rate_key, j.lane,
+            case when j.status = 'executing' then j.lease_holder end as lease_holder,
+            case when j.status = 'executing' then j.lease_expires_at end as lease_expires_at, j.cancel_requested_at,
+            ${['j.payload', 'j.result', 'j.error', 'j.progress'].map(shown).join(', ')},
+            (select count(*) from acta.executions e where e.job_id = j.id) as attempt_count,
+            coalesce((select json_agg(json_build_object('execution', e.execution, 'workerId', e.worker_id, 'claimedAt', e.claimed_at, 'finishedAt', e.finished_at,
+                                                        'outcome', e.outcome, 'charged', e.charged, 'error', left(e.error ->> 'message', 500)) order by e.execution desc)
+                      from (select * from acta.executions e where e.job_id = j.id order by e.execution desc limit ${PAGE_ROWS}) e), '[]') as attempt_rows,
+            (select count(*) from acta.steps s where s.job_id = j.id) as step_count,
+            coalesce((select json_agg(json_build_object('name', s.name, 'execution', s.execution, 'recordedAt', s.recorded_at,
+                                                        'text', left(s.result::text, ${STEP_CHARS}), 'bytes', octet_length(s.result::text)) order by s.name)
+                      from (select * from acta.steps s where s.job_id = j.id order by s.name limit ${PAGE_ROWS}) s), '[]') as steps
+     from acta.jobs j
+     where j.id = $1::bigint and j.namespace = $2`,
+    [id, namespace, SHOWN_CHARS],
+  );
+  if (rows.length === 0) return null;
+  const r = rows[0] as Record<string, any>;
+  const value = (name: string): ShownValue | null => (r[`${name}_text`] === null ? null : cut(r[`${name}_text`], r[`${name}_bytes`]));
+  return {
+    id: r.id,
+    namespace: r.namespace,
+    definition: r.definition,
+    status: r.status,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    execution: r.execution,
+    priority: r.priority,
+    runAt: r.run_at,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
+    idempotencyKey: r.idempotency_key,
+    concurrencyKey: r.concurrency_key,
+    rateKey: r.rate_key,
+    lane: r.lane,
+    leaseHolder: r.lease_holder,
+    leaseExpiresAt: r.lease_expires_at,
+    cancelRequestedAt: r.cancel_requested_at,
+    payload: value('payload'),
+    result: value('result'),
+    error: value('error'),
+    progress: value('progress'),
+    attemptCount: Number(r.attempt_count),
+    attemptRows: (r.attempt_rows as any[]).map((e) => ({ ...e, claimedAt: new Date(e.claimedAt), finishedAt: new Date(e.finishedAt) })),
+    stepCount: Number(r.step_count),
+    steps: (r.steps as any[]).map((s) => ({
+      name: s.name,
+      execution: s.execution,
+      recordedAt: new Date(s.recordedAt),
+      result: s.text === null ? null : cut(s.text, s.bytes),
+    })),
+  };
+}
