@@ -19,7 +19,8 @@ export type WhyCause =
   | 'concurrency' // its concurrency key has no free slot
   | 'rate' // its rate meter has no token
   | 'no-worker' // no live worker declares its definition
-  | 'waiting' // Waiting: signals and child jobs (their causes are added with them)
+  | 'signal' // Waiting for a signal (docs/workflows.md)
+  | 'children' // Waiting for its child jobs to end
   | 'claimable'; // nothing holds it: the next claim with a free executor takes it
 
 /** One reason, with what holds the job. */
@@ -58,6 +59,9 @@ interface Facts {
   lane: string | null;
   blocked_by: 'lane' | 'concurrency' | 'rate' | null;
   lease_holder: string | null;
+  wait_names: string[] | null;
+  wait_until: Date | null;
+  children_left: string[] | null;
   lease_expires_at: Date | null;
   claimed_at: Date | null;
   finished_at: Date | null;
@@ -83,6 +87,10 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
        coalesce(j.max_attempts, d.max_attempts, 25) as max_attempts,
        j.concurrency_key, j.rate_key, j.lane, j.blocked_by, j.lease_holder, j.lease_expires_at, j.claimed_at, j.finished_at,
        j.cancel_requested_at, left(j.error ->> 'message', 200) as error_message, d.concurrency_limit,
+       j.wait_names, j.wait_until,
+       case when j.status = 'waiting' and j.wait_names is null then
+         (select array_agg(c.id::text order by c.id) from (select c.id from acta.jobs c
+            where c.parent_id = j.id and c.status in ('ready', 'executing', 'waiting') order by c.id limit 20) c) end as children_left,
        coalesce((select jsonb_agg(jsonb_build_object('definition', p.definition, 'by', p.paused_by, 'reason', p.reason, 'at', p.paused_at) order by p.definition)
                  from acta.pauses p where p.namespace = j.namespace and p.definition in ('', j.definition)), '[]') as pauses,
        (select jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'status', w.status, 'last_heartbeat_at', w.last_heartbeat_at, 'build', w.build)
@@ -99,9 +107,9 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
             and g.key = case j.blocked_by when 'lane' then j.lane when 'rate' then j.rate_key else j.concurrency_key end) as gate_recheck_at,
        case when j.lane is not null then coalesce(
          (select jsonb_build_object('id', l.id::text, 'status', l.status) from acta.jobs l
-            where l.namespace = j.namespace and l.lane = j.lane and l.status in ('executing', 'waiting') order by l.id limit 1),
+            where l.namespace = j.namespace and l.lane = j.lane and l.status in ('executing', 'waiting') order by l.lane_seq limit 1),
          (select jsonb_build_object('id', l.id::text, 'status', l.status) from acta.jobs l
-            where l.namespace = j.namespace and l.lane = j.lane and l.status = 'ready' order by l.id limit 1)) end as lane_head,
+            where l.namespace = j.namespace and l.lane = j.lane and l.status = 'ready' order by l.lane_seq limit 1)) end as lane_head,
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and j.definition = any (w.definitions)) as handling,
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive') as alive,
        (select array_agg(distinct coalesce(w.build, '(no build)') order by coalesce(w.build, '(no build)')) from acta.workers w
@@ -155,8 +163,15 @@ export function diagnose(f: Facts): WhyAnswer {
       break;
     }
     case 'waiting':
-      // Signals and child jobs put a job here: each adds its cause (the signal's name, the children left) when it exists.
-      add({ cause: 'waiting', message: 'waiting (for a signal or child jobs)' });
+      // A parked workflow (docs/workflows.md): a signal wait names its signals and timeout, a
+      // children wait the children not ended yet (the first 20).
+      if (f.wait_names !== null) {
+        const names = f.wait_names.map((n) => `"${n}"`).join(' or ');
+        add({ cause: 'signal', message: `waiting for signal ${names}${f.wait_until ? `, until ${iso(f.wait_until)} (then its wait times out)` : ''}: client.signal or acta signal sends one`, until: f.wait_until });
+      } else {
+        const left = f.children_left ?? [];
+        add({ cause: 'children', message: `waiting for ${left.length >= 20 ? 'at least 20' : left.length} child job(s) to end${left.length ? `: ${left.join(', ')}` : ''}`, blockers: left });
+      }
       break;
     case 'ready':
       readyReasons(f, now, add);

@@ -126,3 +126,32 @@ test('attempts used up; ended', async () => {
   expect(await client.why('999999')).toBeNull();
   await expect(client.why('x')).rejects.toMatchObject({ code: 'ACTA_CONFIG' });
 });
+
+test('waiting for a signal names the signal and its timeout; waiting for child jobs names the children not ended', async () => {
+  const { createWorker } = await import('../../src');
+  const { silentLogger } = await import('../helpers/silentLogger');
+  const { waitFor } = await import('../helpers/wait');
+  const approval = defineJob({ name: 'approval', handler: async (_p: unknown, ctx) => ctx.waitForSignal('approved', { timeoutMs: 3_600_000 }) });
+  const parent = defineJob({
+    name: 'parent',
+    handler: async (_p: unknown, ctx) => {
+      await ctx.spawnMany([{ definition: 'plain', payload: 1 }, { definition: 'plain', payload: 2 }]);
+      return ctx.waitForChildren();
+    },
+  });
+  const w = createWorker({ db, definitions: [approval, parent], logger: silentLogger, heartbeatIntervalMs: 1_000 });
+  await w.start();
+  try {
+    const { id: a } = await client.enqueue(approval, null);
+    const { id: p } = await client.enqueue(parent, null);
+    await waitFor(async () => (await client.getJob(a))?.status === 'waiting' && (await client.getJob(p))?.status === 'waiting', 'both jobs waiting');
+    const signal = (await client.why(a))!.reasons;
+    expect(signal).toEqual([expect.objectContaining({ cause: 'signal', message: expect.stringContaining('waiting for signal "approved", until ') })]);
+    expect(signal[0].until).toBeInstanceOf(Date);
+    const children = (await client.why(p))!.reasons;
+    const { rows } = await db.query<{ id: string }>('select id::text as id from acta.jobs where parent_id = $1 order by id', [p]);
+    expect(children).toEqual([expect.objectContaining({ cause: 'children', blockers: rows.map((r) => r.id), message: expect.stringContaining('waiting for 2 child job(s) to end') })]);
+  } finally {
+    await w.stop();
+  }
+}, 60_000);
