@@ -5,9 +5,8 @@
 -- holder p_worker, claimed_at (also its meter's start time) the instant it was admitted, once the
 -- claim holds its gates' locks, and its lease p_lease_ms from then; returned in claim order:
 -- priority, then due time (a fair definition: its turn, fair_tag), then id. A candidate is admitted
--- when its lane has nothing running or waiting and it is the lane's first Ready row (in commit
--- order: lane_seq, migration 0012), its key has a
--- free slot and no parked row of the key ahead of it, and its meter has a token (acta.gate_room);
+-- when its lane has nothing running or waiting and it is the lane's first Ready row by lane_seq,
+-- its key has a free slot and no parked row ahead of it, and its meter a token (acta.gate_room);
 -- else it is PARKED (blocked_by: out of the claim's indexes, its place kept) until its gate's
 -- hand-on or recheck (acta.release_gate): a batch never starts more attempts of a key than its free
 -- slots. Nothing claimable: one row with a null job_id and next_due_in_ms (the next due row or gate
@@ -22,9 +21,8 @@
 -- Locks: FOR UPDATE SKIP LOCKED on the rows picked; gate locks (acta.gate_lock) in increasing
 -- order, waiting only for one above all it holds, else trying: a busy gate's candidates are left
 -- for the next claim (and the namespace woken), so claimers never deadlock.
--- Plan: per definition along jobs_due_idx (jobs_claim_idx if due rows mix priorities; jobs_fair_idx
--- for a fair one), led by the queue's key; one plan per session (test/db/plans.test.ts;
--- docs/decisions/2026-12-01-claim-queue-key.md, 2026-12-04-admission-in-the-claim.md).
+-- Plan: per definition along jobs_due_idx (jobs_claim_idx if priorities mix; jobs_fair_idx when
+-- fair), one plan per session (test/db/plans.test.ts; docs/decisions/2026-12-04-admission-in-the-claim.md).
 drop function if exists acta.claim_jobs(text, uuid, text[], integer, integer);
 create or replace function acta.claim_jobs(
   p_namespace   text,

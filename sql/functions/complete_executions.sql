@@ -21,10 +21,8 @@
 -- Locks: the applied rows, then the parents of the children among them in id order, then the
 -- gates of the keyed ones in increasing order (acta.gate_lock), until commit.
 -- Durability: the caller's commit, synchronous by default.
--- Plan: one generic plan per session that reaches acta.jobs only through `j.id = any (p_ids)`, a
--- bitmap scan of jobs_pkey hash-joined to the input, whatever the statistics were when it was
--- planned (test/db/plans.test.ts); see the SET clauses. Earlier signatures are dropped
--- (test/db/migrator.test.ts).
+-- Plan: one generic plan per session reaching acta.jobs only through `j.id = any (p_ids)` (jobs_pkey
+-- hash-joined to the input) whatever the statistics (test/db/plans.test.ts); see the SET clauses.
 drop function if exists acta.complete_executions(uuid, jsonb);
 drop function if exists acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[]);
 drop function if exists acta.complete_executions(uuid, bigint[], integer[], text[], jsonb[], jsonb[], integer[], timestamptz[]);

@@ -4,10 +4,8 @@
 -- in parallel with it, a null ARRAY standing for all-null elements; a null priority / run_at takes
 -- 0 / now(), a null max_attempts stays null (the definition's applies: migration 0004); a job's
 -- concurrency key, rate key and lane (docs/DESIGN.md, "Policies"; null: none) are stored as given
--- (a new row is never parked: the claim admits or parks it). Returns
--- one row: `ids`, the job ids in input order joined by commas, and `created`, one letter per
--- element, 't' created by this call, 'f' not (why one row:
--- docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md). An element whose
+-- (a new row is never parked). Returns one row: `ids`, the job ids in input order joined by commas,
+-- and `created`, a letter per element, 't' created by this call, 'f' not. An element whose
 -- idempotency key already names a job in the namespace (an earlier row, an earlier element, a row
 -- a concurrent transaction committed while this insert waited for it: found by a second
 -- statement's snapshot; under REPEATABLE READ a serialization failure) creates nothing and
@@ -23,9 +21,8 @@
 -- Locks: the inserted rows; a conflicting key waits for its inserter; keyed rows in key order.
 -- Wakeup: one pg_notify('acta_jobs', namespace) per call when a job is due within a second,
 -- delivered at commit (in a caller's transaction, only then).
--- Plan: the rule, one acta.definitions primary-key probe per checked element; without keys one insert; with keys the insert, then a probe of jobs_idempotency_key_idx
--- per taken key, never a join to acta.jobs; no sequential scans, no JIT (test/db/plans.test.ts;
--- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
+-- Plan: one acta.definitions probe per checked element; the insert, then a jobs_idempotency_key_idx
+-- probe per taken key; no join to acta.jobs, no sequential scans, no JIT (test/db/plans.test.ts).
 drop function if exists acta.enqueue_jobs(text, text[], jsonb[], integer[], timestamptz[], integer[], text[]);
 drop function if exists acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[]);
 drop function if exists acta.enqueue_jobs(text, text[], jsonb, integer[], timestamptz[], integer[], text[], text[], text[], text[]);

@@ -1,9 +1,9 @@
 -- acta.recover_jobs: the recovery pass of one namespace (docs/DESIGN.md, "The lease clock" and
 -- "Delivery"), run by the worker whose heartbeat or registration took the pass.
 --
--- Contract: every Executing row whose OWN lease has expired (lease_expires_at < now(), never judged
--- by its holder's status) goes back to Ready at now(); to Failed when the return is charged and
--- uses up the job's attempts (error {"name": "WorkerLost", ...}); to Cancelled when its cancel was
+-- Contract: every Executing row whose OWN lease has expired (never judged by its holder's status)
+-- goes back to Ready; to Failed when a charged return uses up its attempts (error WorkerLost); to
+-- Cancelled when its cancel was
 -- requested while it ran (acta.cancel_job). A return is charged only if the attempt had started (a
 -- heartbeat reported its handler, or it recorded a step), or once the job has gone back uncharged 3
 -- times (jobs.uncharged_returns; PIPELINE.unchargedReturnsMax): a poison job that kills its worker
@@ -17,14 +17,12 @@
 -- ended Failed or Cancelled hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
 -- Fence: the returned row is no longer Executing under its holder, so the lost attempt's later
 -- writes are stale (test/db/fencing.test.ts). Durability: the caller's commit.
--- Time: one clock read once the returned rows are locked is their attempts' finished_at, the
--- ledger's and the row's, and their run_at: a step recorded before carries an earlier time
--- (docs/decisions/2026-12-05-ledger-times.md).
+-- Time: one clock read once the returned rows are locked is their attempts' finished_at and run_at:
+-- a step recorded before carries an earlier time (docs/decisions/2026-12-05-ledger-times.md).
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
 -- returns p_limit rows); then the gates of the returned rows in increasing order (acta.gate_lock).
 -- Plan: the expired rows through jobs_lease_idx in lease order, then by primary key from their
--- ids; no sequential scans (test/db/plans.test.ts;
--- docs/decisions/2026-11-30-plans-made-on-a-small-table.md).
+-- ids; no sequential scans (test/db/plans.test.ts).
 create or replace function acta.recover_jobs(
   p_namespace      text,
   p_dead_after_ms  integer,
