@@ -101,6 +101,29 @@ export async function recoverJobs(q: Queryable, args: { namespace: string; deadA
   return rows.map((r) => ({ id: r.job_id, execution: r.execution, status: r.status, charged: r.charged }));
 }
 
+/** The fields every view of a job shares (readJob, the dashboard's job page), from the row's column names. */
+export type JobHeader = Pick<JobRecord, 'id' | 'definition' | 'status' | 'attempts' | 'maxAttempts' | 'execution' | 'priority' | 'runAt' | 'createdAt' | 'finishedAt' | 'idempotencyKey' | 'concurrencyKey' | 'rateKey' | 'lane' | 'cancelRequestedAt'>;
+
+export function jobHeader(r: { id: string; definition: string; status: JobStatus; attempts: number; max_attempts: number | null; execution: number; priority: number; run_at: Date; created_at: Date; finished_at: Date | null; idempotency_key: string | null; concurrency_key: string | null; rate_key: string | null; lane: string | null; cancel_requested_at: Date | null }): JobHeader {
+  return {
+    id: r.id,
+    definition: r.definition,
+    status: r.status,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    execution: r.execution,
+    priority: r.priority,
+    runAt: r.run_at,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
+    idempotencyKey: r.idempotency_key,
+    concurrencyKey: r.concurrency_key,
+    rateKey: r.rate_key,
+    lane: r.lane,
+    cancelRequestedAt: r.cancel_requested_at,
+  };
+}
+
 /**
  * One job of `namespace` and its finished attempts, in one statement; null when no such job.
  * The attempts travel as one json array (their times as ISO text) and are decoded here.
@@ -149,26 +172,12 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
   if (rows.length === 0) return null;
   const r = rows[0];
   return {
-    id: r.id,
-    definition: r.definition,
-    status: r.status,
+    ...jobHeader(r),
     payload: r.payload,
     result: r.result,
     error: r.error,
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    execution: r.execution,
-    priority: r.priority,
-    runAt: r.run_at,
-    createdAt: r.created_at,
-    finishedAt: r.finished_at,
-    idempotencyKey: r.idempotency_key,
-    concurrencyKey: r.concurrency_key,
-    rateKey: r.rate_key,
-    lane: r.lane,
     blockedBy: r.blocked_by,
     progress: r.progress,
-    cancelRequestedAt: r.cancel_requested_at,
     schedule: r.schedule,
     scheduledAt: r.scheduled_at,
     executions: r.executions.map((e) => ({

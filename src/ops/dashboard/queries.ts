@@ -4,7 +4,7 @@
  * statement, values as parameters; test/dashboard/plans.test.ts reads their plans on a large table.
  */
 import type { Queryable } from '../../db/Db';
-import type { JobStatus } from '../../db/types';
+import { type JobHeader, jobHeader } from '../../db/jobs';
 
 /** Characters of a payload, result, error or progress a job's page shows; the rest is cut by the database. */
 export const SHOWN_CHARS = 65_536;
@@ -74,25 +74,10 @@ export interface StepRow {
   result: ShownValue | null;
 }
 
-export interface JobDetail {
-  id: string;
+export interface JobDetail extends JobHeader {
   namespace: string;
-  definition: string;
-  status: JobStatus;
-  attempts: number;
-  maxAttempts: number | null;
-  execution: number;
-  priority: number;
-  runAt: Date;
-  createdAt: Date;
-  finishedAt: Date | null;
-  idempotencyKey: string | null;
-  concurrencyKey: string | null;
-  rateKey: string | null;
-  lane: string | null;
   leaseHolder: string | null;
   leaseExpiresAt: Date | null;
-  cancelRequestedAt: Date | null;
   payload: ShownValue | null;
   result: ShownValue | null;
   error: ShownValue | null;
@@ -134,24 +119,10 @@ export async function jobDetail(q: Queryable, namespace: string, id: string): Pr
   const r = rows[0] as Record<string, any>;
   const value = (name: string): ShownValue | null => (r[`${name}_text`] === null ? null : cut(r[`${name}_text`], r[`${name}_bytes`]));
   return {
-    id: r.id,
+    ...jobHeader(r as Parameters<typeof jobHeader>[0]),
     namespace: r.namespace,
-    definition: r.definition,
-    status: r.status,
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    execution: r.execution,
-    priority: r.priority,
-    runAt: r.run_at,
-    createdAt: r.created_at,
-    finishedAt: r.finished_at,
-    idempotencyKey: r.idempotency_key,
-    concurrencyKey: r.concurrency_key,
-    rateKey: r.rate_key,
-    lane: r.lane,
     leaseHolder: r.lease_holder,
     leaseExpiresAt: r.lease_expires_at,
-    cancelRequestedAt: r.cancel_requested_at,
     payload: value('payload'),
     result: value('result'),
     error: value('error'),
