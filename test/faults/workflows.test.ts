@@ -52,6 +52,8 @@ function chaos(workers: WorkerProcess[], ns: string, events: string, everyMs: nu
         await w.exited;
         counts.killed++;
         workers[i] = startWorker(ns, events);
+        // Started (its signal handlers installed) before the next fault or the final SIGTERM.
+        await workers[i].workerId();
       }
     }
   })();
