@@ -1,6 +1,4 @@
-import { Socket } from 'node:net';
-import type { ClientConfig } from 'pg';
-import createPostgresSubscriber from 'pg-listen';
+import { Client, type ClientConfig } from 'pg';
 import { backoffDelay } from '../../operators';
 import type { ListenHandlers, ListenOptions } from './Db';
 
@@ -9,22 +7,28 @@ export const DEFAULT_PROBE_INTERVAL_MS = 10_000;
 export const DEFAULT_PROBE_TIMEOUT_MS = 5_000;
 /** Reconnect back-off: 100 ms doubling to 2 s, ±25 %. */
 const RECONNECT = { initialMs: 100, maxMs: 2_000, jitter: 0.25 };
-/** The probe: a NOTIFY on a channel nobody LISTENs to (pg-listen does not expose its client). */
-const PROBE_CHANNEL = 'acta_listener_probe';
 
 /**
- * TRIAL: pg-listen (retryTimeout Infinity, paranoidChecking off) as the transport, wrapped in
- * acta's watchdog: a probe with a deadline; on silence or on a LISTEN left unanswered, the
- * subscriber is closed (raced against a timeout, its sockets destroyed) and a new one made;
- * onConnect after every (re)connect once LISTEN is in effect.
+ * LISTEN on `channel` on a connection of its own that never gives up (Db.listen's contract).
+ *
+ * - TCP keepalive is on; a connection that errors or ends is dropped and replaced (back-off
+ *   100 ms → 2 s, ±25 %), LISTEN is issued again, and `onConnect` fires once it is in effect.
+ * - The session is probed (`select 1`) every `probeIntervalMs`; a probe, or the LISTEN itself,
+ *   that fails or is not answered within `probeTimeoutMs` drops the connection the same way. A half-open connection
+ *   (the server's backend stopped, a silent network) answers no probe, and keepalive alone takes
+ *   minutes to notice it: found within interval + timeout (test/db/wakeups.test.ts).
+ * - `onDown` fires once per loss of an established connection; failed reconnects are silent.
+ * - The first attempt settles the returned promise either way: LISTEN in effect, or the
+ *   connection failed (reported through `onDown`) and keeps trying in the background.
  */
 export async function listenOnOwnConnection(config: ClientConfig, channel: string, handlers: ListenHandlers, options: ListenOptions = {}): Promise<() => Promise<void>> {
   const probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
   let closed = false;
-  let current: (() => void) | null = null;
+  let current: Client | null = null;
   let established = false;
   let failures = 0;
+  let probeTimer: NodeJS.Timeout | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let firstSettled: (() => void) | null = null;
   const first = new Promise<void>((resolve) => (firstSettled = resolve));
@@ -36,110 +40,70 @@ export async function listenOnOwnConnection(config: ClientConfig, channel: strin
   const open = () => {
     reconnectTimer = undefined;
     if (closed) return;
-    const sockets = new Set<Socket>();
-    const subscriber = createPostgresSubscriber(
-      {
-        application_name: 'acta listener',
-        ...config,
-        keepAliveInitialDelayMillis: probeIntervalMs,
-        connectionTimeoutMillis: probeTimeoutMs,
-        stream: () => {
-          const socket = new Socket();
-          sockets.add(socket);
-          socket.once('close', () => sockets.delete(socket));
-          return socket;
-        },
-      } as ClientConfig,
-      { retryTimeout: Infinity, retryInterval: (attempt) => backoffDelay(attempt + 1, RECONNECT), paranoidChecking: false, parse: (s) => s },
-    );
+    const client = new Client({ application_name: 'acta listener', ...config, keepAlive: true, keepAliveInitialDelayMillis: probeIntervalMs, connectionTimeoutMillis: probeTimeoutMs });
+    current = client;
     let lost = false;
-    let listening = false; // pg-listen's own reconnect is under way while false after the first LISTEN
-    let lastProgress = performance.now();
-    let probeTimer: NodeJS.Timeout | undefined;
-    const dispose = () => {
-      clearInterval(probeTimer);
-      (subscriber.events as unknown as NodeJS.EventEmitter).removeAllListeners();
-      (subscriber.notifications as unknown as NodeJS.EventEmitter).removeAllListeners();
-      subscriber.events.on('error', () => undefined);
-      Promise.race([subscriber.close(), new Promise((r) => setTimeout(r, probeTimeoutMs))])
-        .catch(() => undefined)
-        .finally(() => sockets.forEach((s) => s.destroy()));
-    };
     const lose = (err: Error) => {
       if (lost) return;
       lost = true;
-      dispose();
-      if (current !== dispose) return;
+      discard(client);
+      if (current !== client) return;
       current = null;
+      clearInterval(probeTimer);
       if (closed) return;
       failures++;
-      if (established || firstSettled) handlers.onDown?.(err);
-      established = false;
+      if (established) {
+        established = false;
+        handlers.onDown?.(err);
+      } else if (firstSettled) {
+        handlers.onDown?.(err);
+      }
       settleFirst();
       reconnectTimer = setTimeout(open, backoffDelay(failures, RECONNECT));
     };
-    current = dispose;
-    subscriber.notifications.on(channel, (payload: string | undefined) => handlers.onNotify(payload ?? ''));
-    subscriber.events.on('error', lose);
-    subscriber.events.on('reconnect', (attempt: number) => {
-      lastProgress = performance.now();
-      listening = false;
-      if (attempt === 1 && established) {
-        established = false;
-        handlers.onDown?.(new Error('the LISTEN connection was lost'));
-      }
+    client.on('error', lose);
+    client.on('end', () => lose(new Error('the LISTEN connection ended')));
+    client.on('notification', (message) => {
+      if (message.channel === channel) handlers.onNotify(message.payload ?? '');
     });
-    subscriber.events.on('connected', () => {
-      if (!probeTimer || lost || closed) return; // the first connect: LISTEN not issued yet
-      listening = true;
-      established = true;
-      failures = 0;
-      handlers.onConnect?.();
-    });
-    answeredWithin(
-      subscriber.connect().then(() => subscriber.listenTo(channel)),
-      probeTimeoutMs,
-      'its LISTEN',
-    ).then(
-      () => {
-        if (lost) return;
-        if (closed) return lose(new Error('closed'));
-        established = true;
-        listening = true;
-        failures = 0;
-        settleFirst();
-        handlers.onConnect?.();
-        let probing = false;
-        probeTimer = setInterval(() => {
-          if (!listening) {
-            // pg-listen reconnecting: its LISTEN has no deadline, so an attempt that shows no
-            // progress for interval + timeout is silence.
-            if (performance.now() - lastProgress > probeIntervalMs + probeTimeoutMs) lose(new Error('pg-listen reconnect made no progress'));
+    client
+      .connect()
+      .then(() => answeredWithin(client.query(`LISTEN ${client.escapeIdentifier(channel)}`), probeTimeoutMs, 'its LISTEN'))
+      .then(
+        () => {
+          if (lost) return;
+          if (closed) {
+            lost = true;
+            discard(client);
             return;
           }
-          if (probing) return;
-          probing = true;
-          answeredWithin(subscriber.notify(PROBE_CHANNEL), probeTimeoutMs, 'a probe').then(
-            () => (probing = false),
-            (err: Error) => {
-              probing = false;
-              if (listening) lose(err);
-            },
-          );
-        }, probeIntervalMs);
-      },
-      (err: unknown) => lose(err instanceof Error ? err : new Error(String(err))),
-    );
+          established = true;
+          failures = 0;
+          settleFirst();
+          handlers.onConnect?.();
+          let probing = false;
+          probeTimer = setInterval(() => {
+            if (probing) return;
+            probing = true;
+            answeredWithin(client.query('select 1'), probeTimeoutMs, 'a probe').then(
+              () => (probing = false),
+              (err: Error) => lose(err),
+            );
+          }, probeIntervalMs);
+        },
+        (err: unknown) => lose(err instanceof Error ? err : new Error(String(err))),
+      );
   };
 
   open();
   await first;
   return async () => {
     closed = true;
+    clearInterval(probeTimer);
     clearTimeout(reconnectTimer);
-    const dispose = current;
+    const client = current;
     current = null;
-    dispose?.();
+    if (client) discard(client);
   };
 }
 
@@ -175,4 +139,17 @@ function answeredWithin<T>(query: Promise<T>, ms: number, what: string): Promise
       },
     );
   });
+}
+
+/**
+ * Ends a connection without waiting on its server: a half-open one would never answer the
+ * Terminate message, so the socket is destroyed as well. Its later errors are swallowed.
+ */
+function discard(client: Client): void {
+  client.removeAllListeners('notification');
+  client.removeAllListeners('end');
+  client.removeAllListeners('error');
+  client.on('error', () => undefined);
+  client.end().catch(() => undefined);
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
