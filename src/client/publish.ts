@@ -43,7 +43,7 @@ export function createPublish(deps: { ledger: Ledger; namespace: string; inTx: (
         rows.keys.push(item.key === undefined ? null : nameOption('key', item.key, MAX_EVENT_KEY_BYTES));
         rows.messages.push(toJsonText(item.message));
       } catch (err) {
-        throw many && err instanceof ActaError ? atItem(err, i) : err;
+        throw many && err instanceof ActaError ? atItem(err, i, 'publishMany') : err;
       }
     });
     if (rows.topics.length === 0) return [];
