@@ -43,9 +43,9 @@ export interface Ledger {
   /** Pauses (its unstarted armed fire deleted) or resumes a schedule; false: no such schedule. A resumed one is armed by the next pass. */
   pauseSchedule?(namespace: string, name: string, paused: boolean): Promise<boolean>;
   /**
-   * NOTIFY (Db.listen's contract): 'acta_jobs' carries a namespace per wakeup, and
-   * 'cancel:<worker>:<job>:<execution>' when a client cancels a running job; 'acta_job' the id of
-   * a watched job that changed.
+   * NOTIFY (Db.listen's contract): 'acta_jobs' carries a namespace per wakeup, 'outbox:<namespace>'
+   * per publish, and 'cancel:<worker>:<job>:<execution>' when a client cancels a running job;
+   * 'acta_job' the id of a watched job that changed.
    */
   listen(channel: string, handlers: ListenHandlers, options?: ListenOptions): Promise<() => Promise<void>>;
   /**

@@ -116,7 +116,7 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
  * release, fencing, the completion's decision table and hand-on, recovery's charging, passes, the
  * policies live workers declare, schedules (their reconciliation, pass and recurring fire),
  * idempotency keys and steps, retention's batches, the alert rules and the outbox's fan-out; and NOTIFY, delivered to
- * `listen('acta_jobs', …)` (a namespace's wakeup, a running job's cancel) and `listen('acta_job', …)`
+ * `listen('acta_jobs', …)` (a namespace's wakeup, a running job's cancel, a publish) and `listen('acta_job', …)`
  * (a watched job's change) where the SQL notifies. One contract
  * suite runs against it and against `sqlLedger` (test/ledger/contract.ts), for acta's own tests of
  * the worker in virtual time.
