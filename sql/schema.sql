@@ -150,6 +150,17 @@ create table acta.namespaces (
   constraint namespaces_pkey PRIMARY KEY (name)
 );
 
+create table acta.outbox (
+  id bigint not null generated always as identity,
+  namespace text not null,
+  topic text not null,
+  key text,
+  message jsonb not null,
+  published_at timestamp with time zone not null default now(),
+  constraint outbox_pkey PRIMARY KEY (id)
+);
+CREATE INDEX outbox_namespace_idx ON acta.outbox USING btree (namespace, id);
+
 create table acta.passes (
   namespace text not null,
   pass text not null,
@@ -1466,6 +1477,52 @@ begin
 end
 $function$;
 
+-- acta.fan_out_events: sql/functions/fan_out_events.sql
+CREATE OR REPLACE FUNCTION acta.fan_out_events(p_namespace text, p_limit integer)
+ RETURNS TABLE(events integer, jobs integer)
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_ids   bigint[];
+  v       record;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('outbox/' || p_namespace, 0));
+  select array_agg(o.id order by o.id) into v_ids
+  from (select o.id from acta.outbox o where o.namespace = p_namespace order by o.id limit p_limit for update) o;
+  if v_ids is null then
+    return query select 0, 0;
+    return;
+  end if;
+  select array_agg(p.definition order by p.ord) as definitions,
+         coalesce(jsonb_agg(p.payload order by p.ord), '[]'::jsonb) as payloads,
+         array_agg(p.idempotency_key order by p.ord) as keys,
+         array_agg(p.ckey order by p.ord) as ckeys,
+         array_agg(p.rkey order by p.ord) as rkeys,
+         array_agg(p.lane order by p.ord) as lanes,
+         count(*)::integer as n
+    into v
+  from (
+    select d.name as definition,
+           jsonb_build_object('id', o.id::text, 'topic', o.topic, 'key', o.key, 'message', o.message,
+                              'publishedAt', to_char(o.published_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) as payload,
+           'acta:outbox:' || lpad(o.id::text, 19, '0') || ':' || d.name as idempotency_key,
+           case when jsonb_typeof(d.policy -> 'concurrency') = 'object' then d.name end as ckey,
+           case when jsonb_typeof(d.policy -> 'rate') = 'object' then d.name end as rkey,
+           case when o.key is not null then 'acta:outbox:' || octet_length(d.name) || ':' || d.name || ':' || o.key end as lane,
+           row_number() over (order by o.id, d.name collate "C") as ord
+    from acta.outbox o
+    join acta.definitions d
+      on d.namespace = p_namespace and jsonb_typeof(d.policy -> 'subscribe') = 'array' and d.policy -> 'subscribe' ? o.topic
+    where o.id = any (v_ids)
+  ) p;
+  if v.n > 0 then
+    perform acta.enqueue_jobs(p_namespace, v.definitions, v.payloads, null, null, null, v.keys, v.ckeys, v.rkeys, v.lanes, null);
+  end if;
+  delete from acta.outbox o where o.id = any (v_ids);
+  return query select cardinality(v_ids), v.n;
+end
+$function$;
+
 -- acta.gate_lock: sql/functions/gate_lock.sql
 CREATE OR REPLACE FUNCTION acta.gate_lock(p_namespace text, p_kind text, p_key text)
  RETURNS bigint
@@ -1731,6 +1788,30 @@ begin
     end if;
   end loop;
   return p_limit - v_left;
+end
+$function$;
+
+-- acta.publish_events: sql/functions/publish_events.sql
+CREATE OR REPLACE FUNCTION acta.publish_events(p_namespace text, p_topics text[], p_keys text[], p_messages jsonb)
+ RETURNS bigint[]
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_ids bigint[];
+begin
+  with input as (
+    select nextval(pg_get_serial_sequence('acta.outbox', 'id')::regclass) as new_id, u.*
+    from rows from (unnest(p_topics), unnest(p_keys), jsonb_array_elements(p_messages))
+      with ordinality as u(topic, key, message, ord)
+  ),
+  inserted as (
+    insert into acta.outbox (id, namespace, topic, key, message)
+    overriding system value
+    select i.new_id, p_namespace, i.topic, i.key, i.message from input i
+  )
+  select array_agg(i.new_id order by i.ord) into v_ids from input i;
+  perform pg_notify('acta_jobs', 'outbox:' || p_namespace);
+  return v_ids;
 end
 $function$;
 

@@ -135,9 +135,15 @@ export interface Definition<P = any, R = unknown> {
    * start: the newest live build's declaration applies.
    */
   schedule?: ScheduleSpec | ScheduleSpec[];
+  /**
+   * Topics whose events (client.publish) become jobs of this definition, one per event, payload
+   * `OutboxEvent` (docs/outbox.md). A job's lane is its event's key: `lane`, `concurrency.key`
+   * and `rate.key` functions are refused with it. Stored with the definition's policy.
+   */
+  subscribe?: string | string[];
 }
 
-const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff', 'concurrency', 'rate', 'lane', 'fair', 'schedule'];
+const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff', 'concurrency', 'rate', 'lane', 'fair', 'schedule', 'subscribe'];
 
 /** The longest policy key (a concurrency key, a rate key, a lane), in UTF-8 bytes: it is part of B-tree entries (jobs_parked_idx) that hold at most 2,704 bytes. */
 export const MAX_KEY_BYTES = 1_000;
@@ -182,6 +188,21 @@ export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): 
   if (d.fair !== undefined && typeof d.fair !== 'boolean') throw new ConfigError(`fair of definition "${name}" must be a boolean`);
   if (d.fair === true && d.concurrency === undefined) throw new ConfigError(`fair of definition "${name}" needs concurrency: { key }: turns are taken by concurrency key`);
   if (d.schedule !== undefined) checkSchedules(name, d.schedule);
+  if (d.subscribe !== undefined) checkSubscribe(d as Partial<Definition> & { name: string });
+}
+
+/**
+ * The topics of `subscribe`, checked: a topic or a non-empty array of them (each as client.publish
+ * takes it), on a definition whose policy keys the fan-out can compute in SQL (its name, the
+ * event's key): a key function would never run there. Throws ConfigError.
+ */
+function checkSubscribe(d: Partial<Definition> & { name: string }): string[] {
+  const topics = typeof d.subscribe === 'string' ? [d.subscribe] : d.subscribe;
+  if (!Array.isArray(topics) || topics.length === 0) throw new ConfigError(`subscribe of definition "${d.name}" must be a topic or a non-empty array of topics, got ${JSON.stringify(d.subscribe)}`);
+  for (const t of topics) nameOption(`a topic in subscribe of definition "${d.name}"`, t, MAX_NAME_BYTES);
+  const fn = d.lane !== undefined ? 'lane' : d.concurrency?.key !== undefined ? 'concurrency.key' : d.rate?.key !== undefined ? 'rate.key' : undefined;
+  if (fn) throw new ConfigError(`definition "${d.name}" subscribes to topics and has a ${fn} function: its jobs are made from events in the database, where the lane is the event's key and the concurrency and rate keys the definition's name (docs/outbox.md)`);
+  return [...new Set(topics)];
 }
 
 /** A definition's policy as its workers declare it at registration (acta.workers.policies): its functions only named. */
@@ -196,6 +217,7 @@ export function declaredPolicy(d: Definition): DeclaredPolicy {
     lane: d.lane !== undefined,
     fair: d.fair === true,
     ...(d.schedule === undefined ? {} : { schedules: checkSchedules(d.name, d.schedule) }),
+    ...(d.subscribe === undefined ? {} : { subscribe: checkSubscribe(d) }),
   };
 }
 

@@ -20,11 +20,12 @@ export class ActaError extends Error {
 }
 
 /**
- * Marks `err`, thrown about one of the items of an enqueueMany call, as that item's: `item` is
- * set and the message (and the stack's first line) starts with "enqueueMany item <index>: ".
+ * Marks `err`, thrown about one of the items of an enqueueMany (or `call`: publishMany) call, as
+ * that item's: `item` is set and the message (and the stack's first line) starts with
+ * "<call> item <index>: ".
  * Returns `err`.
  */
-export function atItem<E extends ActaError>(err: E, index: number): E {
+export function atItem<E extends ActaError>(err: E, index: number, call = 'enqueueMany'): E {
   // One that is marked already (an instance of the caller's own, thrown again) or frozen stays as
   // it is: marked again it read "enqueueMany item 0: enqueueMany item 0: ..."; frozen, the marking
   // threw a TypeError in its place.
@@ -33,7 +34,7 @@ export function atItem<E extends ActaError>(err: E, index: number): E {
     const before = err.message;
     const stack = err.stack; // formatted now, with the message as it was
     err.item = index;
-    err.message = `enqueueMany item ${index}: ${before}`;
+    err.message = `${call} item ${index}: ${before}`;
     if (typeof stack === 'string') err.stack = stack.replace(before, () => err.message);
   } catch {
     /* a property that cannot be written: the error goes out as far as it was marked */

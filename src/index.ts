@@ -71,6 +71,8 @@ export type { ScheduleSpec } from './recurring/schedules';
 export type { ScheduleRecord } from './db/schedules';
 export type { ClientSchedules } from './client/schedules';
 export type { SignalOptions, SignalTarget } from './client/signals';
+export type { PublishItem, PublishOptions, PublishResult } from './client/publish';
+export type { OutboxEvent, OutboxPayload, OutboxPassResult } from './recurring/outbox';
 export type { SignalResult } from './workflows/signals';
 export type { SignalReceived, WorkflowContext } from './workflows/workflow';
 export type { ChildOptions, OnChildFailure, SpawnItem } from './workflows/children';

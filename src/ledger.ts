@@ -7,6 +7,7 @@ import { assertMigrated } from './db/migrator';
 import { type AlertRow, type AlertThresholds, evaluateAlerts, readAlerts } from './db/alerts';
 import { releasePasses } from './db/namespaces';
 import { listPauses, pause, type PauseAnswer, type PauseRecord, type PauseScope, resume } from './db/pauses';
+import { type FanOutBatch, fanOutEvents, publishEvents, type PublishRows } from './db/outbox';
 import { pruneJobs, type RetentionAges } from './db/retention';
 import { loadSteps, recordStep } from './db/steps';
 import type { CancelAnswer, ClaimArgs, ClaimResult, CompletionAck, CompletionRow, HeartbeatArgs, HeartbeatResult, JobId, JobRecord, RecoveredRow, RegisterArgs, StepRecord } from './db/types';
@@ -42,9 +43,9 @@ export interface Ledger {
   /** Pauses (its unstarted armed fire deleted) or resumes a schedule; false: no such schedule. A resumed one is armed by the next pass. */
   pauseSchedule?(namespace: string, name: string, paused: boolean): Promise<boolean>;
   /**
-   * NOTIFY (Db.listen's contract): 'acta_jobs' carries a namespace per wakeup, and
-   * 'cancel:<worker>:<job>:<execution>' when a client cancels a running job; 'acta_job' the id of
-   * a watched job that changed.
+   * NOTIFY (Db.listen's contract): 'acta_jobs' carries a namespace per wakeup, 'outbox:<namespace>'
+   * per publish, and 'cancel:<worker>:<job>:<execution>' when a client cancels a running job;
+   * 'acta_job' the id of a watched job that changed.
    */
   listen(channel: string, handlers: ListenHandlers, options?: ListenOptions): Promise<() => Promise<void>>;
   /**
@@ -57,6 +58,13 @@ export interface Ledger {
    * an `onAlert` job per change in the same transaction; every alert of the namespace after it.
    */
   evaluateAlerts(args: { namespace: string; thresholds: AlertThresholds; onAlert: string | null }): Promise<AlertRow[]>;
+  /** The outbox (docs/outbox.md): events written at once, their ids in input order (acta.publish_events). */
+  publishEvents(namespace: string, rows: PublishRows): Promise<string[]>;
+  /**
+   * sys.outbox's batch (acta.fan_out_events): up to `limit` of the oldest events, each made one job
+   * per subscribed definition and deleted, under a statement timeout of `timeoutMs`.
+   */
+  fanOutEvents(args: { namespace: string; limit: number; timeoutMs: number }): Promise<FanOutBatch>;
   /** The namespace's alerts as stored, for the acta_alert metric. */
   readAlerts(namespace: string): Promise<{ rule: string; subject: string; open: boolean }[]>;
   /** A client's calls. */
@@ -102,6 +110,8 @@ export function sqlLedger(db: Db): Ledger {
     pruneJobs: (args) => pruneJobs(db, args),
     evaluateAlerts: (args) => evaluateAlerts(db, args),
     readAlerts: (namespace) => readAlerts(db, namespace),
+    publishEvents: (namespace, rows) => publishEvents(db, namespace, rows),
+    fanOutEvents: (args) => fanOutEvents(db, args),
     listSchedules: (namespace, name) => listSchedules(db, namespace, name),
     pauseSchedule: (namespace, name, paused) => setSchedulePaused(db, namespace, name, paused),
     listen: (channel, handlers, options) => db.listen(channel, handlers, options),

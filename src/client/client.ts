@@ -1,5 +1,6 @@
 import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import { type ClientSchedules, clientSchedules } from './schedules';
+import { createPublish, type PublishItem, type PublishOptions, type PublishResult } from './publish';
 import { createSignal, type SignalOptions, type SignalTarget } from './signals';
 import type { SignalResult } from '../workflows/signals';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
@@ -203,6 +204,16 @@ export interface Client extends Admin {
    * caller's transaction.
    */
   signal(job: SignalTarget, name: string, payload?: unknown, options?: SignalOptions | null): Promise<SignalResult>;
+  /**
+   * Publishes an event on `topic` (docs/outbox.md): with `{ tx }` in the caller's transaction, so
+   * it exists at its commit and never after its rollback. sys.outbox makes it one job per
+   * definition subscribed to the topic, exactly once; events of one `key` reach each subscriber in
+   * publish order. Throws ConfigError for a bad topic, key or option, InvalidJsonError (nothing
+   * written) for a message that cannot be stored as jsonb.
+   */
+  publish<M = unknown>(topic: string, message: M, options?: PublishOptions | null): Promise<PublishResult>;
+  /** publish for many events in one statement: all checked first (an error names the item), results in input order. */
+  publishMany(items: readonly PublishItem[], options?: { tx?: Queryable } | null): Promise<PublishResult[]>;
 }
 
 /** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace (MAX_NAME_BYTES). */
@@ -382,5 +393,6 @@ export function createClient(options: ClientOptions): Client {
     observe: followers.observe,
     result: followers.result,
     signal: createSignal({ ledger, namespace, inTx, verdict }),
+    ...createPublish({ ledger, namespace, inTx, verdict }),
   };
 }

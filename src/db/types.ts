@@ -104,6 +104,8 @@ export interface DeclaredPolicy {
   fair: boolean;
   /** The definition's declared schedules (docs/schedules.md); absent: none. */
   schedules?: DeclaredSchedule[];
+  /** The topics the definition subscribes to (docs/outbox.md); absent: none. */
+  subscribe?: string[];
 }
 
 /** A schedule as declared on a definition and stored (acta.schedules; src/recurring/schedules.ts). */

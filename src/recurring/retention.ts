@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import { asyncScheduler, type SchedulerLike } from 'rxjs';
-import { knownKeys, MAX_TIMER_MS } from '../config';
+import type { SchedulerLike } from 'rxjs';
+import { knownKeys } from '../config';
 import type { RetentionAges } from '../db/retention';
-import { errorCode } from '../db/transient';
 import { type Definition, defineJob } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
+import { type BatchSettings, batchSettings, type PassResult, payloadInt, runBatches } from './batches';
 
 /**
  * sys.retention: deletes finished jobs (Succeeded, Cancelled, Failed) once they are older than
@@ -45,11 +45,8 @@ export interface RetentionPayload {
   passBudgetMs?: number;
 }
 
-export interface RetentionSettings {
+export interface RetentionSettings extends BatchSettings {
   ages: RetentionAges;
-  batchSize: number;
-  batchTimeoutMs: number;
-  passBudgetMs: number;
 }
 
 const PAYLOAD_KEYS = ['succeededMs', 'cancelledMs', 'failedMs', 'batchSize', 'batchTimeoutMs', 'passBudgetMs'];
@@ -59,45 +56,24 @@ export function retentionSettings(payload: RetentionPayload | null | undefined):
   const p = payload ?? {};
   if (typeof p !== 'object' || Array.isArray(p)) throw new ConfigError(`the ${RETENTION_NAME} payload must be an object { ${PAYLOAD_KEYS.join(', ')} }, got ${JSON.stringify(p)}`);
   knownKeys(`field of the ${RETENTION_NAME} payload`, p, PAYLOAD_KEYS);
-  const int = (name: keyof RetentionPayload, fallback: number, min: number, max: number): number => {
-    const v = p[name];
-    if (v === undefined) return fallback;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-      throw new ConfigError(`${name} of the ${RETENTION_NAME} payload must be an integer ${min}..${max}, got ${JSON.stringify(v)}`);
-    }
-    return v;
-  };
   const age = (name: 'succeededMs' | 'cancelledMs' | 'failedMs', fallback: number): number | null =>
-    p[name] === null ? null : int(name, fallback, 0, Number.MAX_SAFE_INTEGER);
+    p[name] === null ? null : payloadInt(RETENTION_NAME, p as Record<string, unknown>, name, fallback, 0, Number.MAX_SAFE_INTEGER);
   return {
     ages: {
       succeededMs: age('succeededMs', DEFAULT_SUCCEEDED_AGE_MS),
       cancelledMs: age('cancelledMs', DEFAULT_CANCELLED_AGE_MS),
       failedMs: age('failedMs', DEFAULT_FAILED_AGE_MS),
     },
-    batchSize: int('batchSize', DEFAULT_BATCH_SIZE, 1, 1_000_000),
-    batchTimeoutMs: int('batchTimeoutMs', DEFAULT_BATCH_TIMEOUT_MS, 1, MAX_TIMER_MS),
-    passBudgetMs: int('passBudgetMs', DEFAULT_PASS_BUDGET_MS, 0, MAX_TIMER_MS),
+    ...batchSettings(RETENTION_NAME, p as Record<string, unknown>, { batchSize: DEFAULT_BATCH_SIZE, batchTimeoutMs: DEFAULT_BATCH_TIMEOUT_MS, passBudgetMs: DEFAULT_PASS_BUDGET_MS }),
   };
 }
 
-/** What one pass did. */
-export interface RetentionPassResult {
-  deleted: number;
-  batches: number;
-  /** Batches that ran past their timeout (each rolled back, the next one half its size). */
-  timeouts: number;
-  /** The batch size the pass ended with. */
-  batchSize: number;
-  /** True when its last batch found fewer rows due than it asked for: nothing due was left. */
-  complete: boolean;
-}
+/** What one pass did: PassResult, its rows deleted. */
+export type RetentionPassResult = Omit<PassResult, 'taken'> & { deleted: number };
 
 /**
- * One pass: batches of `batchSize` rows, in each state's finished order, until a batch finds fewer
- * than it asked for (nothing left), the budget is spent, or `signal` aborts. A batch that times
- * out (SQLSTATE 57014) deleted nothing; the pass goes on at half the size, down to 1 row. Any other
- * error rejects (the job's attempt fails and is retried).
+ * One pass (runBatches): batches of `batchSize` rows, in each state's finished order, until a
+ * batch finds fewer than it asked for, the budget is spent, or `signal` aborts.
  */
 export async function runRetentionPass(
   ledger: Ledger,
@@ -105,26 +81,8 @@ export async function runRetentionPass(
   settings: RetentionSettings,
   options: { scheduler?: SchedulerLike; signal?: AbortSignal; logger?: Logger } = {},
 ): Promise<RetentionPassResult> {
-  const scheduler = options.scheduler ?? asyncScheduler;
-  const endAt = scheduler.now() + settings.passBudgetMs;
-  const result: RetentionPassResult = { deleted: 0, batches: 0, timeouts: 0, batchSize: settings.batchSize, complete: false };
-  do {
-    if (options.signal?.aborted) break;
-    result.batches++;
-    let n: number;
-    try {
-      n = await ledger.pruneJobs({ namespace, ages: settings.ages, limit: result.batchSize, timeoutMs: settings.batchTimeoutMs });
-    } catch (err) {
-      if (errorCode(err) !== '57014') throw err;
-      result.timeouts++;
-      result.batchSize = Math.max(1, Math.floor(result.batchSize / 2));
-      options.logger?.warn({ batchSize: result.batchSize, batchTimeoutMs: settings.batchTimeoutMs }, 'retention batch timed out; halving the batch');
-      continue;
-    }
-    result.deleted += n;
-    if (n < result.batchSize) result.complete = true;
-  } while (!result.complete && scheduler.now() < endAt);
-  return result;
+  const { taken, ...rest } = await runBatches((limit) => ledger.pruneJobs({ namespace, ages: settings.ages, limit, timeoutMs: settings.batchTimeoutMs }), settings, { ...options, what: 'retention' });
+  return { deleted: taken, ...rest };
 }
 
 /**

@@ -4,18 +4,30 @@ import type { Definition } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
 import { ALERTS_CRON, alertsDefinition, alertThresholds, type AlertsPayload } from './alerts';
+import { OUTBOX_CRON, outboxDefinition, type OutboxPayload, outboxSettings } from './outbox';
 import { RETENTION_CRON, retentionDefinition, type RetentionPayload, retentionSettings } from './retention';
 
 /**
  * Which of acta's own recurring definitions a worker declares, each with its settings (its
  * schedule's payload) or `true` for the defaults. Opt-in: a worker declares neither unless asked
- * (`acta worker --retention --alerts`; docs/retention.md, docs/alerts.md).
+ * (`acta worker --retention --alerts --outbox`; docs/retention.md, docs/alerts.md, docs/outbox.md).
  */
 export interface SystemOptions {
   /** sys.retention: deletes finished jobs past their state's age (default ages: succeeded and cancelled 1 day, failed 7 days). */
   retention?: RetentionPayload | boolean;
   /** sys.alerts: its thresholds, and `onAlert`, a definition that gets a job per raise and resolve. */
   alerts?: (AlertsPayload & { onAlert?: string }) | boolean;
+  /** sys.outbox: fans published events out to their subscribers at each publish and every 10 s (docs/outbox.md); its batch settings. */
+  outbox?: OutboxPayload | boolean;
+}
+
+/** The `outbox` option's settings, or undefined when not asked; throws ConfigError for bad ones. */
+export function outboxOption(outbox: SystemOptions['outbox']): OutboxPayload | undefined {
+  if (outbox === undefined || outbox === false) return undefined;
+  if (outbox !== true && (outbox === null || typeof outbox !== 'object')) throw new ConfigError('outbox must be true, false or an object of batch settings');
+  const payload = outbox === true ? {} : outbox;
+  outboxSettings(payload);
+  return payload;
 }
 
 /**
@@ -42,5 +54,7 @@ export function systemDefinitions(options: { ledger: Ledger; namespace: string; 
     alertThresholds(thresholds);
     out.push({ ...alertsDefinition({ ledger: options.ledger, namespace: options.namespace, onAlert }), schedule: { name: 'sys.alerts', cron: ALERTS_CRON, payload: thresholds } } as Definition);
   }
+  const outbox = outboxOption(options.outbox);
+  if (outbox) out.push({ ...outboxDefinition(options), schedule: { name: 'sys.outbox', cron: OUTBOX_CRON, payload: outbox } } as Definition);
   return out;
 }

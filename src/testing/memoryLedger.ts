@@ -6,14 +6,15 @@ import type { Ledger } from '../ledger';
 import { listPauses, pause, resume } from './memory/pauses';
 import { claimJobs } from './memory/claim';
 import { evaluateAlerts, readAlerts } from './memory/alerts';
+import { fanOutEvents, publishEvents } from './memory/outbox';
 import { pruneJobs } from './memory/retention';
 import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
-import { copyJson, type MemoryDefinition, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySchedule, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
+import { copyJson, type MemoryDefinition, type MemoryEvent, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySchedule, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
 import { readChildren, sendSignal, spawnChildren } from './memory/workflows';
 import { armSchedules, listSchedules, pauseSchedule } from './memory/schedules';
 
-export type { GateKind, MemoryDefinition, MemoryExecution, MemoryGate, MemoryJob, MemoryMeterStart, MemoryNamespace, MemoryPass, MemoryPause, MemorySchedule, MemoryStep, MemoryWorker } from './memory/state';
+export type { GateKind, MemoryDefinition, MemoryEvent, MemoryExecution, MemoryGate, MemoryJob, MemoryMeterStart, MemoryNamespace, MemoryPass, MemoryPause, MemorySchedule, MemoryStep, MemoryWorker } from './memory/state';
 
 /** A call of the Ledger, by its method's name. */
 export type LedgerCall = keyof Ledger;
@@ -44,6 +45,8 @@ export interface MemoryLedgerState {
   pauses: MemoryPause[];
   signals: MemorySignal[];
   schedules: MemorySchedule[];
+  /** acta.outbox: events not fanned out yet. */
+  events: MemoryEvent[];
 }
 
 /** The in-memory ledger: a Ledger, its state for assertions, and its fault knobs. */
@@ -100,6 +103,8 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'pruneJobs',
   'evaluateAlerts',
   'readAlerts',
+  'publishEvents',
+  'fanOutEvents',
   'armSchedules',
   'listSchedules',
   'pauseSchedule',
@@ -110,8 +115,8 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
  * the claim's order and admission (lanes, concurrency keys, rate meters, fair turns), parking and
  * release, fencing, the completion's decision table and hand-on, recovery's charging, passes, the
  * policies live workers declare, schedules (their reconciliation, pass and recurring fire),
- * idempotency keys and steps, retention's batches and the alert rules; and NOTIFY, delivered to
- * `listen('acta_jobs', …)` (a namespace's wakeup, a running job's cancel) and `listen('acta_job', …)`
+ * idempotency keys and steps, retention's batches, the alert rules and the outbox's fan-out; and NOTIFY, delivered to
+ * `listen('acta_jobs', …)` (a namespace's wakeup, a running job's cancel, a publish) and `listen('acta_job', …)`
  * (a watched job's change) where the SQL notifies. One contract
  * suite runs against it and against `sqlLedger` (test/ledger/contract.ts), for acta's own tests of
  * the worker in virtual time.
@@ -237,6 +242,8 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     pruneJobs: (args) => call('pruneJobs', (tx) => pruneJobs(store, tx, args)),
     evaluateAlerts: (args) => call('evaluateAlerts', (tx) => evaluateAlerts(store, tx, args)),
     readAlerts: (namespace) => call('readAlerts', () => readAlerts(store, namespace)),
+    publishEvents: (namespace, rows) => call('publishEvents', (tx) => publishEvents(store, tx, namespace, rows)),
+    fanOutEvents: (args) => call('fanOutEvents', (tx) => fanOutEvents(store, tx, args)),
     armSchedules: (namespace) => call('armSchedules', (tx) => armSchedules(store, tx, namespace)),
     listSchedules: (namespace, name) => call('listSchedules', () => listSchedules(store, namespace, name)),
     pauseSchedule: (namespace, name, paused) => call('pauseSchedule', (tx) => pauseSchedule(store, tx, namespace, name, paused)),
@@ -261,6 +268,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
       pauses: copyJson([...store.allPauses()]),
       signals: copyJson(store.signals),
       schedules: copyJson([...store.allSchedules()]),
+      events: copyJson(store.events),
     }),
     setLatency(latencyMs) {
       latency = checkLatency(latencyMs);

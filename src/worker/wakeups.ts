@@ -2,7 +2,7 @@ import { Observable } from 'rxjs';
 import type { Logger } from 'pino';
 import type { Db, ListenOptions } from '../db/Db';
 
-/** The NOTIFY channel acta.enqueue_jobs signals; the payload is the namespace (or a running job's cancel: acta.cancel_job). */
+/** The NOTIFY channel acta.enqueue_jobs signals; the payload is the namespace (or a running job's cancel: acta.cancel_job; a publish: acta.publish_events). */
 export const NOTIFY_CHANNEL = 'acta_jobs';
 
 /** Redis channel of a namespace's wakeups. */
@@ -17,6 +17,8 @@ export interface NotifyWakeupsOptions extends ListenOptions {
   /** This worker's id, and what to do when a client cancels one of its running jobs (acta.cancel_job's 'cancel:<worker>:<job>:<execution>'). */
   workerId?: string;
   onCancel?: (jobId: string, execution: number) => void;
+  /** A publish into the namespace committed (acta.publish_events' 'outbox:<namespace>'): sys.outbox's prompt path. */
+  onOutbox?: () => void;
 }
 
 /**
@@ -32,12 +34,14 @@ export function notifyWakeups(db: Pick<Db, 'listen'>, namespace: string, logger:
     let closed = false;
     /** When the connection was lost (null: it is up, or has never been). */
     let downSince: number | null = null;
+    const outboxPayload = `outbox:${namespace}`;
     const cancelPrefix = options.workerId === undefined ? undefined : `cancel:${options.workerId}:`;
     db.listen(
       NOTIFY_CHANNEL,
       {
         onNotify: (payload) => {
           if (payload === namespace) subscriber.next('notify');
+          else if (payload === outboxPayload) options.onOutbox?.();
           else if (cancelPrefix !== undefined && payload.startsWith(cancelPrefix)) {
             const [jobId, execution] = payload.slice(cancelPrefix.length).split(':');
             options.onCancel?.(jobId, Number(execution));

@@ -14,6 +14,7 @@ import { ConfigError, type HookFailedError, StartTimeoutError } from '../errors'
 import { type WorkerEvent, WorkerEvents } from './events';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { ALERTS_NAME, alertMetric } from '../recurring/alerts';
+import { outboxPoker } from '../recurring/outbox';
 import { Permits } from './permits';
 import { pipeline } from './pipeline';
 import { createPolicies } from '../policies/policies';
@@ -373,6 +374,11 @@ export function createWorker(options: WorkerOptions): Worker {
   /** Starts the pipeline and the heartbeat (after a successful registration). */
   const run = () => {
     const wakeupsLogger = logger.child({ component: 'wakeups' });
+    // sys.outbox's prompt path (src/recurring/outbox.ts): a pass at each publish's wakeup.
+    const outbox = settings.outbox && outboxPoker({ ledger, namespace, settings: settings.outbox, scheduler, logger: logger.child({ component: 'outbox' }) });
+    if (outbox) subscriptions.push(new Subscription(() => outbox.close()));
+    // Events published while no worker listened: fanned out at start and after each reconnect.
+    outbox?.poke();
     const wakeup$ = merge(
       wakeups,
       !settings.listen
@@ -380,12 +386,14 @@ export function createWorker(options: WorkerOptions): Worker {
         : notifyWakeups(ledger, namespace, wakeupsLogger, {
             workerId: id,
             onCancel: cancelAttempt,
+            onOutbox: outbox ? outbox.poke : undefined,
             // Found within interval + timeout (5 s): about 15 s at the default H.
             probeIntervalMs: Math.max(1_000, Math.min(10_000, clock.heartbeatIntervalMs)),
             onListening: (up) => {
               listening = up;
               events.health('listener', up);
               if (!up) return;
+              outbox?.poke();
               metrics.listenerReconnects.inc();
               sawDatabase();
             },

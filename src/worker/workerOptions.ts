@@ -1,5 +1,7 @@
 import type { SchedulerLike } from 'rxjs';
-import { type SystemOptions, systemDefinitions } from '../recurring/system';
+import { outboxSettings } from '../recurring/outbox';
+import type { BatchSettings } from '../recurring/batches';
+import { outboxOption, type SystemOptions, systemDefinitions } from '../recurring/system';
 import type { Registry as PromRegistry } from 'prom-client';
 import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_START_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
 import type { Db } from '../db/Db';
@@ -13,7 +15,7 @@ import { monotonicScheduler } from '../../operators';
 import type { RedisLike } from './wakeups';
 
 /** The keys of WorkerOptions: createWorker refuses any other (a misspelt option is a ConfigError, not ignored). */
-const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'startTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events', 'retention', 'alerts'];
+const WORKER_OPTION_KEYS = ['db', 'definitions', 'executors', 'namespace', 'heartbeatIntervalMs', 'safetyPollMs', 'shutdownTimeoutMs', 'startTimeoutMs', 'listen', 'redis', 'metricsPort', 'metricsRegistry', 'logger', 'scheduler', 'random', 'build', 'ledger', 'hooks', 'events', 'retention', 'alerts', 'outbox'];
 
 /** Options of {@link createWorker}. Only H, N and the safety poll are timing knobs (docs/DESIGN.md, "The lease clock"). */
 export interface WorkerOptions extends SystemOptions {
@@ -99,6 +101,8 @@ export interface WorkerSettings {
   /** Undefined when none was given. */
   hooks?: WorkerHooks;
   events: WorkerEventsOptions;
+  /** sys.outbox's settings when asked (`outbox`): the worker also fans out at each publish's wakeup. */
+  outbox?: BatchSettings;
 }
 
 /**
@@ -118,7 +122,8 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
   const scheduler = options.scheduler ?? monotonicScheduler;
   // acta's own recurring definitions run beside the user's (src/recurring/system.ts).
-  const system = systemDefinitions({ ledger, namespace, scheduler, retention: options.retention, alerts: options.alerts });
+  const system = systemDefinitions({ ledger, namespace, scheduler, retention: options.retention, alerts: options.alerts, outbox: options.outbox });
+  const outbox = outboxOption(options.outbox);
   const all = [...options.definitions, ...system.filter((d) => !options.definitions.some((o) => o.name === d.name))];
   const names = all.map((d) => d.name);
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
@@ -146,6 +151,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     build: options.build === undefined ? null : nameOption('build', options.build, MAX_NAME_BYTES),
     hooks: hooksOption(options.hooks),
     events: eventsOption(options.events),
+    ...(outbox ? { outbox: outboxSettings(outbox) } : {}),
   };
 }
 

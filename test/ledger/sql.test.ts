@@ -9,7 +9,7 @@ const { db } = useTestDatabase();
 
 /** Migration 0001's namespace and 0007's recovery pass, as a fresh schema has them (delete: a truncate of these costs ~0.1 s a test). */
 const EMPTY = `delete from acta.jobs; delete from acta.executions; delete from acta.steps; delete from acta.gates; delete from acta.meter_starts; delete from acta.workers;
-delete from acta.definitions; delete from acta.passes; delete from acta.namespaces; delete from acta.pauses; delete from acta.signals; delete from acta.schedules;
+delete from acta.definitions; delete from acta.passes; delete from acta.namespaces; delete from acta.pauses; delete from acta.signals; delete from acta.schedules; delete from acta.outbox;
 select setval(pg_get_serial_sequence('acta.jobs', 'id'), 1, false);
 insert into acta.namespaces (name) values ('default');
 insert into acta.passes (namespace, pass) values ('default', 'recovery');`;

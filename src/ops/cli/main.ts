@@ -16,6 +16,7 @@ import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
 import { runAtOption } from './runAt';
+import { registerPublishCommand } from './publish';
 import { registerSignalCommand } from './signal';
 import { registerDashboardCommand } from './dashboard';
 
@@ -216,6 +217,7 @@ export function program(): Command {
 
   registerAdminCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
   registerSignalCommand(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
+  registerPublishCommand(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
   registerDashboardCommand(cli);
 
   cli
@@ -242,6 +244,7 @@ export function program(): Command {
     .option('--retention', 'declare sys.retention: delete finished jobs past their age every minute (succeeded and cancelled 1 day, failed 7 days; docs/retention.md)')
     .option('--alerts', 'declare sys.alerts: evaluate the alert rules every 30 s (docs/alerts.md)')
     .option('--on-alert <definition>', 'with --alerts: a definition that gets a job per alert raised and resolved', name(MAX_NAME_BYTES))
+    .option('--outbox', 'declare sys.outbox: fan published events out to their subscribers at each publish and every 10 s (docs/outbox.md)')
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
       const logger = createLogger();
       const definitions = loadDefinitions(modulePath);
@@ -271,6 +274,7 @@ export function program(): Command {
         build: opts.build as string | undefined,
         retention: opts.retention === true,
         alerts: opts.alerts === true ? (typeof opts.onAlert === 'string' ? { onAlert: opts.onAlert } : true) : false,
+        outbox: opts.outbox === true,
       });
       let signals = 0;
       const onSignal = (signal: NodeJS.Signals) => {

@@ -3,7 +3,16 @@ import { type Command, InvalidArgumentError } from 'commander';
 import type { Client } from '../../client/client';
 import { ActaError } from '../../errors';
 
-type WithClient = <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>;
+export type WithClient = <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>;
+
+/** A JSON argument parsed; InvalidArgumentError (exit 1, the reason) when it is not JSON. */
+export function jsonArgument(what: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new InvalidArgumentError(`${what} is not JSON: ${(err as Error).message}`);
+  }
+}
 
 /** Registers `acta signal <job> <name> [payload]` on `cli`. */
 export function registerSignalCommand(cli: Command, withClient: WithClient): void {
@@ -16,12 +25,7 @@ export function registerSignalCommand(cli: Command, withClient: WithClient): voi
     .option('--key', '<job> is the idempotency key the job was enqueued with')
     .option('--idempotency-key <key>', 'deliver this signal once, however often it is sent')
     .action(async (job: string, name: string, payload: string | undefined, o: { namespace: string; key?: boolean; idempotencyKey?: string }) => {
-      let value: unknown = null;
-      try {
-        if (payload !== undefined) value = JSON.parse(payload);
-      } catch (err) {
-        throw new InvalidArgumentError(`payload is not JSON: ${(err as Error).message}`);
-      }
+      const value = payload === undefined ? null : jsonArgument('payload', payload);
       const answer = await withClient(o.namespace, (client) => client.signal(o.key ? { idempotencyKey: job } : job, name, value, { idempotencyKey: o.idempotencyKey }));
       if (!answer.delivered) throw new ActaError('ACTA_SIGNAL_NOT_DELIVERED', `signal "${name}" not delivered to job ${job}: ${answer.reason}`);
       console.log(JSON.stringify(answer));

@@ -87,6 +87,16 @@ export interface MemorySignal {
   consumedStep: string | null;
 }
 
+/** A row of acta.outbox (migration 0018): an event not fanned out yet. */
+export interface MemoryEvent {
+  id: number;
+  namespace: string;
+  topic: string;
+  key: string | null;
+  message: unknown;
+  publishedAt: number;
+}
+
 /** A row of acta.executions: one finished attempt. */
 export interface MemoryExecution {
   jobId: number;
@@ -269,6 +279,10 @@ export class Store {
   readonly steps = new Map<number, Map<string, MemoryStep>>();
   /** acta.signals in id order. */
   readonly signals: MemorySignal[] = [];
+  /** acta.outbox in id order. */
+  events: MemoryEvent[] = [];
+  /** acta.outbox's id sequence. */
+  private lastEventId = 0;
   /** acta.workers in registration order. */
   readonly workers = new Map<string, MemoryWorker>();
   readonly namespaces = new Map<string, MemoryNamespace>();
@@ -292,6 +306,10 @@ export class Store {
 
   nextId(): number {
     return ++this.lastId;
+  }
+
+  nextEventId(): number {
+    return ++this.lastEventId;
   }
 
   insertJob(job: MemoryJob): void {
