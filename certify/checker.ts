@@ -20,7 +20,7 @@
  */
 import { checkFires, type FireFigures, type FireViolationKind, type LedgerFire, type LedgerSchedule } from './fires';
 
-import { checkWorkflows, isWaitStep, type LedgerSignal, type WorkflowViolationKind } from './workflowChecks';
+import { checkWorkflows, isWaitStep, type LedgerSignal, type WorkflowFigures, type WorkflowViolationKind } from './workflowChecks';
 
 export interface LedgerJob {
   id: string;
@@ -40,6 +40,8 @@ export interface LedgerJob {
   /** acta.jobs.schedule and scheduled_at (ms): a schedule's fire; absent or null: a plain job. */
   schedule?: string | null;
   scheduledAt?: number | null;
+  /** A certification signalled job's wait timeout, ms (its payload's timeoutMs; absent or null: none). */
+  signalTimeoutMs?: number | null;
 }
 
 export interface LedgerExecution {
@@ -58,6 +60,8 @@ export interface LedgerStep {
   name: string;
   execution: number;
   recordedAt: number;
+  /** The step's result, read for workflow steps (`acta:…`) only: a wait's answer, a spawn's {ids}. */
+  result?: unknown;
 }
 
 /** One run of a step's function, logged by the function itself (outside the step's record). */
@@ -131,6 +135,8 @@ export interface Verdict {
   keys: KeyFigures[];
   /** Per schedule, in name order: its fires, how many ran and were skipped, the longest gap. */
   fires: FireFigures[];
+  /** Signals and children (certify/workflowChecks.ts). */
+  workflows: WorkflowFigures;
   violations: Violation[];
 }
 
@@ -348,6 +354,7 @@ export function check(ledger: Ledger): Verdict {
     },
     keys,
     fires: fires.figures,
+    workflows: workflows.figures,
     violations,
   };
 }

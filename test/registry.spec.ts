@@ -20,12 +20,16 @@ test('a new claim of a job already held supersedes the old entry: it is aborted 
   expect(registry.size).toBe(0);
 });
 
-test('counts entries by state and reports Claimed ones as not started', () => {
+test('counts entries by state and reports as started only those whose handler started', () => {
   const registry = new Registry();
-  const [a, b] = registry.addClaimed([row('1', 1), row('2', 1)], 0);
+  const [a, b, c] = registry.addClaimed([row('1', 1), row('2', 1), row('4', 1)], 0);
   a.state = 'executing';
-  b.state = 'finalizing';
+  b.state = 'executing';
+  b.state = 'finalizing'; // ran, now finalizing
+  // Claimed straight to Finalizing (a skipped fire, a hand-back): never ran, so recovery must not
+  // charge it (a charged skip made its retry run a missed fire: certify's fire_missed_ran).
+  c.state = 'finalizing';
   registry.addClaimed([row('3', 2)], 0);
-  expect(registry.countByState()).toEqual({ claimed: 1, executing: 1, finalizing: 1 });
-  expect(registry.heldPairs().map((p) => p.started)).toEqual([true, true, false]);
+  expect(registry.countByState()).toEqual({ claimed: 1, executing: 1, finalizing: 2 });
+  expect(registry.heldPairs().map((p) => p.started)).toEqual([true, true, false, false]);
 });

@@ -20,10 +20,25 @@ export type AbortCause = (typeof ABORT_CAUSES)[number];
  * `aborted` and `abortCause` are the cheap checks.
  */
 export class Entry {
-  state: EntryState = 'claimed';
+  private current: EntryState = 'claimed';
   abortCause?: AbortCause;
   /** An executor has taken the entry (false: it is still in the claimer's hands). */
   taken = false;
+  /**
+   * The attempt reached Executing (its handler started). Recovery charges only such an attempt: one
+   * that went from Claimed straight to Finalizing (a skipped fire, a hand-back, an expired claim)
+   * never ran, and its retry must be judged as a first attempt again (docs/schedules.md, "Catch-up").
+   */
+  ran = false;
+
+  get state(): EntryState {
+    return this.current;
+  }
+
+  set state(next: EntryState) {
+    this.current = next;
+    if (next === 'executing') this.ran = true;
+  }
   /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler, or hooks.ts' wait for a run to start). */
   onAbort?: (cause: AbortCause) => void;
   /**
@@ -115,7 +130,7 @@ export class Registry {
 
   /** The (job, execution) pairs to renew: every entry, Claimed ones too (no row may lose its lease in a buffer). */
   heldPairs(entries = this.snapshot()): HeldPair[] {
-    return entries.map((e) => ({ id: e.row.id, execution: e.row.execution, started: e.state !== 'claimed' }));
+    return entries.map((e) => ({ id: e.row.id, execution: e.row.execution, started: e.ran }));
   }
 
   /** Counts by state, for `acta_jobs_inflight{state}`. */

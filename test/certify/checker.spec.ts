@@ -246,13 +246,15 @@ test('the verdict is a pure function: the same ledger gives the same verdict', (
 });
 
 /**
- * A clean workflow ledger: job 10 parked on a signal (execution 1) and consumed signal 1 (signal 2
- * kept); parent 20 spawned children 21 and 22, parked, and resumed after both ended.
+ * A clean workflow ledger: job 10 parked on a signal (execution 1) and consumed signal 1; job 11
+ * timed out (timeout 1,000 ms) and consumed signal 2 with its second wait; parent 20 spawned
+ * children 21 and 22 (two spawn steps), parked, and resumed after both ended.
  */
 function workflows(): Ledger {
   return {
     jobs: [
       { id: '10', status: 'succeeded', execution: 2, attempts: 1, ...plain },
+      { id: '11', status: 'succeeded', execution: 3, attempts: 1, ...plain, signalTimeoutMs: 1_000 },
       { id: '20', status: 'succeeded', execution: 2, attempts: 1, ...plain },
       { id: '21', status: 'succeeded', execution: 1, attempts: 1, ...plain, parentId: '20' },
       { id: '22', status: 'succeeded', execution: 1, attempts: 1, ...plain, parentId: '20' },
@@ -260,28 +262,45 @@ function workflows(): Ledger {
     executions: [
       { jobId: '10', execution: 1, workerId: 'w1', claimedAt: 100, finishedAt: 200, outcome: 'signal_wait', charged: false },
       { jobId: '10', execution: 2, workerId: 'w1', claimedAt: 900, finishedAt: 950, outcome: 'succeeded', charged: true },
+      { jobId: '11', execution: 1, workerId: 'w1', claimedAt: 100, finishedAt: 200, outcome: 'signal_wait', charged: false },
+      { jobId: '11', execution: 2, workerId: 'w1', claimedAt: 1_200, finishedAt: 1_250, outcome: 'signal_wait', charged: false },
+      { jobId: '11', execution: 3, workerId: 'w2', claimedAt: 1_600, finishedAt: 1_650, outcome: 'succeeded', charged: true },
       { jobId: '20', execution: 1, workerId: 'w1', claimedAt: 100, finishedAt: 200, outcome: 'children_wait', charged: false },
       { jobId: '21', execution: 1, workerId: 'w2', claimedAt: 210, finishedAt: 400, outcome: 'succeeded', charged: true },
       { jobId: '22', execution: 1, workerId: 'w2', claimedAt: 210, finishedAt: 600, outcome: 'succeeded', charged: true },
       { jobId: '20', execution: 2, workerId: 'w1', claimedAt: 610, finishedAt: 700, outcome: 'succeeded', charged: true },
     ],
     steps: [
-      { jobId: '10', name: 'acta:signal:0', execution: 1, recordedAt: 800 }, // recorded by the wake, after the park
-      { jobId: '20', name: 'acta:spawn:0', execution: 1, recordedAt: 150 },
-      { jobId: '20', name: 'acta:children:0', execution: 1, recordedAt: 600 },
+      { jobId: '10', name: 'acta:signal:0', execution: 1, recordedAt: 800, result: { name: 'go', payload: 1 } }, // recorded by the wake, after the park
+      { jobId: '11', name: 'acta:signal:0', execution: 1, recordedAt: 1_150, result: { timedOut: true } },
+      { jobId: '11', name: 'acta:signal:1', execution: 2, recordedAt: 1_500, result: { name: 'go', payload: 2 } },
+      { jobId: '20', name: 'acta:spawn:0', execution: 1, recordedAt: 140, result: { ids: ['21'] } },
+      { jobId: '20', name: 'acta:spawn:1', execution: 1, recordedAt: 150, result: { ids: ['22'] } },
+      { jobId: '20', name: 'acta:children:0', execution: 1, recordedAt: 600, result: {} },
     ],
     effects: [],
     signals: [
-      { id: '1', jobId: '10', consumedStep: 'acta:signal:0' },
-      { id: '2', jobId: '10', consumedStep: null },
+      { id: '1', jobId: '10', consumedStep: 'acta:signal:0', sentAt: 50 },
+      { id: '2', jobId: '11', consumedStep: 'acta:signal:1', sentAt: 1_400 },
     ],
   };
 }
 
-test('workflows: a clean ledger of a signal wait and a parent passes; a wait step recorded after its attempt parked is not a stale write', () => {
+test('workflows: a clean ledger of signal waits (one timed out) and a parent passes; a wait step recorded after its attempt parked is not a stale write', () => {
   const verdict = check(workflows());
   expect(verdict.violations).toEqual([]);
-  expect(verdict.counts).toMatchObject({ signalsConsumed: 1, parents: 1 });
+  expect(verdict.counts).toMatchObject({ signalsConsumed: 2, parents: 1 });
+  expect(verdict.workflows).toEqual({
+    signals: 2,
+    signalWaits: 3,
+    timeouts: 1,
+    sentBeforeClaim: 1,
+    sentBeforePark: 0,
+    sentWhileParked: 1,
+    consumedAfterTimeout: 1,
+    children: 2,
+    childrenWaits: 1,
+  });
 });
 
 test('workflows: a wait step recorded before its attempt parked is a write outside the wake', () => {
@@ -292,7 +311,7 @@ test('workflows: a wait step recorded before its attempt parked is a write outsi
 
 test('workflows: two signals consumed by one wait', () => {
   const l = workflows();
-  l.signals![1].consumedStep = 'acta:signal:0';
+  l.signals!.push({ id: '3', jobId: '10', consumedStep: 'acta:signal:0' });
   expect(kinds(l)).toEqual(['signal_consumed_twice']);
 });
 
@@ -302,15 +321,65 @@ test('workflows: a signal wait recorded with no signal consumed for it, and a si
   expect(kinds(l).sort()).toEqual(['signal_consumed_by_no_wait', 'signal_wait_unanswered']);
 });
 
+test('workflows: a signal left in the mailbox at the end (the run sends each signalled job the one it consumes)', () => {
+  const l = workflows();
+  l.signals!.push({ id: '3', jobId: '10', consumedStep: null });
+  expect(check(l).violations).toEqual([{ kind: 'signal_not_consumed', jobId: '10', detail: 'signal 3 left in the mailbox' }]);
+});
+
+test('workflows: a wait timed out before its timeout, or with no timeout', () => {
+  const l = workflows();
+  l.steps[1].recordedAt = 1_050; // claimed at 100, timeout 1,000 ms
+  l.executions[3].claimedAt = 1_100;
+  expect(check(l).violations).toEqual([{ kind: 'signal_timeout_early', jobId: '11', detail: "wait acta:signal:0 timed out 950 ms after its attempt's claim, timeout 1000 ms" }]);
+  const m = workflows();
+  m.jobs[1].signalTimeoutMs = null;
+  expect(kinds(m)).toEqual(['signal_timeout_early']);
+});
+
+test('workflows: a parked job run again before its wait was answered, or with none answered', () => {
+  const l = workflows();
+  l.executions[1].claimedAt = 700; // signal 1's wake recorded at 800
+  expect(check(l).violations).toEqual([{ kind: 'resumed_before_wake', jobId: '10', detail: 'execution 2 claimed 100 ms before its wait acta:signal:0 was answered (parked by execution 1)' }]);
+  const m = workflows();
+  m.steps.splice(0, 1); // no wake for job 10's park: its signal's step vanished too
+  expect(kinds(m).sort()).toEqual(['resumed_before_wake', 'signal_consumed_by_no_wait']);
+});
+
+test('workflows: a child spawned twice (a row no spawn step lists, or listed twice), and a listed child with no row', () => {
+  const l = workflows();
+  l.jobs.push({ id: '23', status: 'succeeded', execution: 1, attempts: 1, ...plain, parentId: '20' });
+  l.executions.push({ jobId: '23', execution: 1, workerId: 'w2', claimedAt: 210, finishedAt: 300, outcome: 'succeeded', charged: true });
+  expect(check(l).violations).toEqual([{ kind: 'child_spawned_twice', jobId: '20', detail: "child 23 listed 0 times in the parent's spawn steps" }]);
+  const m = workflows();
+  m.steps[4].result = { ids: ['22', '21'] };
+  expect(kinds(m)).toEqual(['child_spawned_twice']);
+  const n = workflows();
+  n.steps[4].result = { ids: ['22', '24'] };
+  expect(kinds(n)).toEqual(['child_missing']);
+});
+
 test('workflows: a parent resumed before its last child ended, or with a child that never ended', () => {
   const l = workflows();
-  l.executions[5].claimedAt = 550; // before child 22 ended at 600
-  l.executions[5].finishedAt = 560;
-  expect(check(l).violations).toEqual([{ kind: 'parent_resumed_early', jobId: '20', detail: 'succeeding attempt claimed 50 ms before child 22 ended' }]);
+  l.executions[8].claimedAt = 550; // before child 22 ended at 600
+  l.executions[8].finishedAt = 560;
+  l.steps[5].recordedAt = 540; // its wake, too early as well: the resume checks the children themselves
+  expect(check(l).violations).toEqual([{ kind: 'parent_resumed_early', jobId: '20', detail: 'execution 2 claimed 50 ms before child 22 ended' }]);
   const m = workflows();
-  m.executions.splice(4, 1); // child 22's attempt vanished: it never ended
-  m.jobs[3].status = 'executing';
+  m.executions.splice(7, 1); // child 22's attempt vanished: it never ended
+  m.jobs[4].status = 'executing';
   expect(kinds(m)).toEqual(expect.arrayContaining(['parent_resumed_early', 'job_not_succeeded']));
+});
+
+test('workflows: a resume lost to a kill, then a later attempt: each attempt after the park is held to the children', () => {
+  const l = workflows();
+  // The resume (execution 2) claimed early and lost; execution 3 succeeded after the children.
+  l.jobs[2].execution = 3;
+  l.jobs[2].attempts = 2;
+  l.executions[8] = { jobId: '20', execution: 2, workerId: 'w1', claimedAt: 500, finishedAt: 520, outcome: 'lost', charged: true };
+  l.executions.push({ jobId: '20', execution: 3, workerId: 'w2', claimedAt: 610, finishedAt: 700, outcome: 'succeeded', charged: true });
+  l.steps[5].recordedAt = 450;
+  expect(kinds(l)).toEqual(['parent_resumed_early']);
 });
 
 describe('schedules: one fire per instant, no gap beyond the catch-up policy (certify/fires.ts)', () => {

