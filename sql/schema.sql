@@ -1355,7 +1355,7 @@ end
 $procedure$;
 
 -- acta.evaluate_alerts: sql/functions/evaluate_alerts.sql
-CREATE OR REPLACE FUNCTION acta.evaluate_alerts(p_namespace text, p_dead_window_ms bigint, p_ready_age_ms bigint, p_failure_window_ms bigint, p_failure_rate double precision, p_failure_min_jobs integer, p_keep_resolved_ms bigint, p_on_alert text)
+CREATE OR REPLACE FUNCTION acta.evaluate_alerts(p_namespace text, p_dead_window_ms bigint, p_ready_age_ms bigint, p_failure_window_ms bigint, p_failure_rate double precision, p_failure_min_jobs integer, p_keep_resolved_ms bigint, p_schedule_late_ms bigint, p_on_alert text)
  RETURNS TABLE(rule text, subject text, change text, raised_at timestamp with time zone, resolved_at timestamp with time zone, detail jsonb)
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
@@ -1427,7 +1427,14 @@ begin
     left join succeeded s on s.definition = f.key
     where f.value::bigint + coalesce(s.n, 0) >= p_failure_min_jobs
       and f.value::double precision / (f.value::bigint + coalesce(s.n, 0)) >= p_failure_rate
-    -- To come: 'schedule_late', a schedule whose armed fire is more than a bound past due.
+    union all
+    select 'schedule_late', s.name,
+           jsonb_build_object('definition', s.definition, 'scheduledAt', j.scheduled_at, 'dueAt', j.run_at,
+                              'lateMs', floor(extract(epoch from now() - j.run_at) * 1000))
+    from acta.schedules s
+    join acta.jobs j on j.id = s.job_id
+    where s.namespace = p_namespace and not s.paused
+      and j.status = 'ready' and j.run_at < now() - p_schedule_late_ms * interval '1 millisecond'
   ),
   raised as (
     insert into acta.alerts as a (namespace, rule, subject, raised_at, detail)

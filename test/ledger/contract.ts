@@ -783,7 +783,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
   });
 
   describe('alerts (acta.evaluate_alerts)', () => {
-    const thresholds = { deadWindowMs: DEAD_AFTER_MS * 10, readyAgeMs: 300_000, failureWindowMs: 900_000, failureRate: 0.5, failureMinJobs: 3, keepResolvedMs: 86_400_000 };
+    const thresholds = { deadWindowMs: DEAD_AFTER_MS * 10, readyAgeMs: 300_000, failureWindowMs: 900_000, failureRate: 0.5, failureMinJobs: 3, keepResolvedMs: 86_400_000, scheduleLateMs: 60_000 };
     const evaluate = (namespace: string) => ledger.evaluateAlerts({ namespace, thresholds, onAlert: 'notify' });
     const changes = (rows: { change: string | null; rule: string; subject: string }[]) => rows.filter((r) => r.change !== null).map((r) => [r.change, r.rule, r.subject]);
 
