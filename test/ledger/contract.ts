@@ -15,6 +15,7 @@ import type { EnqueueRows } from '../../src/db/jobs';
 import type { ClaimedRow, CompletionAck, CompletionRow, HeldPair, JobRecord, PassSchedule } from '../../src/db/types';
 import type { Ledger } from '../../src/ledger';
 import { waitFor } from '../helpers/wait';
+import { retentionZeroCases } from './retentionZero';
 import { scheduleCases } from './schedules';
 import { workflowCases } from './workflows';
 
@@ -1528,4 +1529,5 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
   describe('workflows: signals and child jobs', () => workflowCases(() => h));
 
   describe('schedules', () => scheduleCases(() => h));
+  describe('retention zero', () => retentionZeroCases(() => h));
 }
