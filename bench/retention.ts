@@ -82,7 +82,8 @@ interface Drain {
 async function drain(url: string, beside?: () => Promise<void>): Promise<Drain> {
   const claims: number[] = [];
   const db = timedClaims(createPgDb({ connectionString: url, max: 10 }), claims);
-  const client = createClient({ db, namespace: NS });
+  // force: the worker that declares noop starts after the enqueue (the enqueue rule, docs/reference.md).
+  const client = createClient({ db, namespace: NS, force: true });
   let ran = 0;
   const noop = defineJob({ name: 'noop', handler: () => void ran++ });
   for (let i = 0; i < JOBS; i += 5_000) {
@@ -158,10 +159,13 @@ async function main(): Promise<void> {
     };
     if (process.argv.includes('--json')) console.log(JSON.stringify(report));
     else console.log(JSON.stringify(report, null, 2));
+  } catch (err) {
+    console.error(err);
+    process.exitCode = 1;
   } finally {
     await admin.dropDatabase(name);
     await admin.query('select 1');
-    process.exit(0);
+    process.exit();
   }
 }
 

@@ -1192,6 +1192,18 @@ begin
   if strpos(v_answer, 'w') > 0 then
     perform acta.settle_waits(p_ids);
   end if;
+  -- Retention zero (docs/retention.md): where the namespace's sys.retention keeps Succeeded rows
+  -- 0 ms (payload succeededMs 0, not paused), the rows this call ended Succeeded go now, last, once
+  -- every step above has read them, through the one deleter. Left to the pass: a child (prune_jobs'
+  -- `keep`) and a watched row (its observer reads the result after this commit).
+  if strpos(v_answer, 's') > 0
+     and exists (select 1 from acta.schedules s
+                 where s.namespace = v_namespace and s.name = 'sys.retention' and not s.paused
+                   and s.payload -> 'succeededMs' = '0'::jsonb) then
+    perform acta.delete_jobs(array(select j.id from acta.jobs j
+                                   where j.id = any (p_ids) and j.namespace = v_namespace and j.status = 'succeeded'
+                                     and j.finished_at = now() and j.parent_id is null and not j.watched));
+  end if;
   -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle
   -- workers, as an enqueue does; a woken worker sleeps until a retry that is due later. Nothing to
   -- do for successes alone.
@@ -1199,6 +1211,28 @@ begin
     perform pg_notify('acta_jobs', w.namespace) from acta.workers w where w.id = p_worker;
   end if;
   return coalesce(v_answer, '');
+end
+$function$;
+
+-- acta.delete_jobs: sql/functions/delete_jobs.sql
+CREATE OR REPLACE FUNCTION acta.delete_jobs(p_ids bigint[])
+ RETURNS integer
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+ SET enable_indexscan TO 'on'
+AS $function$
+declare
+  v_ids bigint[];
+begin
+  with gone as (
+    delete from acta.jobs j where j.id = any (p_ids) returning j.id
+  )
+  select coalesce(array_agg(g.id), '{}') into v_ids from gone g;
+  if cardinality(v_ids) > 0 then
+    delete from acta.executions e where e.job_id = any (v_ids);
+    delete from acta.steps s where s.job_id = any (v_ids);
+  end if;
+  return cardinality(v_ids);
 end
 $function$;
 
@@ -1366,7 +1400,7 @@ end
 $procedure$;
 
 -- acta.evaluate_alerts: sql/functions/evaluate_alerts.sql
-CREATE OR REPLACE FUNCTION acta.evaluate_alerts(p_namespace text, p_dead_window_ms bigint, p_ready_age_ms bigint, p_failure_window_ms bigint, p_failure_rate double precision, p_failure_min_jobs integer, p_keep_resolved_ms bigint, p_on_alert text)
+CREATE OR REPLACE FUNCTION acta.evaluate_alerts(p_namespace text, p_dead_window_ms bigint, p_ready_age_ms bigint, p_failure_window_ms bigint, p_failure_rate double precision, p_failure_min_jobs integer, p_keep_resolved_ms bigint, p_schedule_late_ms bigint, p_on_alert text)
  RETURNS TABLE(rule text, subject text, change text, raised_at timestamp with time zone, resolved_at timestamp with time zone, detail jsonb)
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
@@ -1438,7 +1472,14 @@ begin
     left join succeeded s on s.definition = f.key
     where f.value::bigint + coalesce(s.n, 0) >= p_failure_min_jobs
       and f.value::double precision / (f.value::bigint + coalesce(s.n, 0)) >= p_failure_rate
-    -- To come: 'schedule_late', a schedule whose armed fire is more than a bound past due.
+    union all
+    select 'schedule_late', s.name,
+           jsonb_build_object('definition', s.definition, 'scheduledAt', j.scheduled_at, 'dueAt', j.run_at,
+                              'lateMs', floor(extract(epoch from now() - j.run_at) * 1000))
+    from acta.schedules s
+    join acta.jobs j on j.id = s.job_id
+    where s.namespace = p_namespace and not s.paused
+      and j.status = 'ready' and j.run_at < now() - p_schedule_late_ms * interval '1 millisecond'
   ),
   raised as (
     insert into acta.alerts as a (namespace, rule, subject, raised_at, detail)
@@ -1763,7 +1804,8 @@ begin
     where s.age_ms is not null
   loop
     exit when v_left <= 0;
-    with picked as (
+    select coalesce(array_agg(p.id), '{}') into v_ids
+    from (
       select j.id
       from acta.jobs j
       where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/' || v_state.status, 0)
@@ -1776,16 +1818,8 @@ begin
       order by hashtextextended(j.namespace || '/' || j.status, 0), j.finished_at
       limit v_left
       for update of j skip locked
-    ),
-    gone as (
-      delete from acta.jobs j using picked p where j.id = p.id returning j.id
-    )
-    select coalesce(array_agg(g.id), '{}') into v_ids from gone g;
-    if cardinality(v_ids) > 0 then
-      delete from acta.executions e where e.job_id = any (v_ids);
-      delete from acta.steps s where s.job_id = any (v_ids);
-      v_left := v_left - cardinality(v_ids);
-    end if;
+    ) p;
+    v_left := v_left - acta.delete_jobs(v_ids);
   end loop;
   return p_limit - v_left;
 end

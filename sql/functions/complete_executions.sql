@@ -20,7 +20,7 @@
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the parents of the children among them in id order, then the
 -- gates of the keyed ones in increasing order (acta.gate_lock), until commit.
--- Durability: the caller's commit, synchronous by default.
+-- Durability: the caller's commit, synchronous by default. Retention zero: see the body's end.
 -- Plan: one generic plan per session reaching acta.jobs only through `j.id = any (p_ids)` (jobs_pkey
 -- hash-joined to the input) whatever the statistics (test/db/plans.test.ts); see the SET clauses.
 drop function if exists acta.complete_executions(uuid, jsonb);
@@ -233,6 +233,18 @@ begin
   -- snapshot (acta.settle_waits).
   if strpos(v_answer, 'w') > 0 then
     perform acta.settle_waits(p_ids);
+  end if;
+  -- Retention zero (docs/retention.md): where the namespace's sys.retention keeps Succeeded rows
+  -- 0 ms (payload succeededMs 0, not paused), the rows this call ended Succeeded go now, last, once
+  -- every step above has read them, through the one deleter. Left to the pass: a child (prune_jobs'
+  -- `keep`) and a watched row (its observer reads the result after this commit).
+  if strpos(v_answer, 's') > 0
+     and exists (select 1 from acta.schedules s
+                 where s.namespace = v_namespace and s.name = 'sys.retention' and not s.paused
+                   and s.payload -> 'succeededMs' = '0'::jsonb) then
+    perform acta.delete_jobs(array(select j.id from acta.jobs j
+                                   where j.id = any (p_ids) and j.namespace = v_namespace and j.status = 'succeeded'
+                                     and j.finished_at = now() and j.parent_id is null and not j.watched));
   end if;
   -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle
   -- workers, as an enqueue does; a woken worker sleeps until a retry that is due later. Nothing to

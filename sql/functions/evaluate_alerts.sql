@@ -12,12 +12,15 @@
 -- p_dead_window_ms), no_live_worker (a declared definition with a Ready row due and no live worker
 -- declaring it), oldest_ready (its oldest due Ready row waited past p_ready_age_ms), failure_rate
 -- (of its jobs that ended within p_failure_window_ms, at least p_failure_min_jobs, the Failed share
--- at least p_failure_rate). To come: schedule_late, once schedules are stored.
+-- at least p_failure_rate), schedule_late (a schedule's armed fire, Ready, due more than
+-- p_schedule_late_ms ago and not claimed; resolved once it is claimed).
 -- Locks: the namespace's alerts advisory lock (two evaluations never interleave), the alert rows
 -- it changes. Reads jobs and workers without locks. Durability: the caller's commit.
 -- Plan: jobs_due_idx per declared definition; jobs_finished_idx over the window's Failed rows, and
--- over its Succeeded rows only when some definition has failures in it; sequential scans off (see
--- acta.prune_jobs), acta.workers and acta.definitions read whole.
+-- over its Succeeded rows only when some definition has failures in it; the namespace's schedules
+-- by their key, each armed fire by jobs_pkey; sequential scans off (see acta.prune_jobs),
+-- acta.workers and acta.definitions read whole.
+drop function if exists acta.evaluate_alerts(text, bigint, bigint, bigint, double precision, integer, bigint, text);
 create or replace function acta.evaluate_alerts(
   p_namespace         text,
   p_dead_window_ms    bigint,
@@ -26,6 +29,7 @@ create or replace function acta.evaluate_alerts(
   p_failure_rate      double precision,
   p_failure_min_jobs  integer,
   p_keep_resolved_ms  bigint,
+  p_schedule_late_ms  bigint,
   p_on_alert          text
 ) returns table (rule text, subject text, change text, raised_at timestamptz, resolved_at timestamptz, detail jsonb)
 language plpgsql
@@ -98,7 +102,14 @@ begin
     left join succeeded s on s.definition = f.key
     where f.value::bigint + coalesce(s.n, 0) >= p_failure_min_jobs
       and f.value::double precision / (f.value::bigint + coalesce(s.n, 0)) >= p_failure_rate
-    -- To come: 'schedule_late', a schedule whose armed fire is more than a bound past due.
+    union all
+    select 'schedule_late', s.name,
+           jsonb_build_object('definition', s.definition, 'scheduledAt', j.scheduled_at, 'dueAt', j.run_at,
+                              'lateMs', floor(extract(epoch from now() - j.run_at) * 1000))
+    from acta.schedules s
+    join acta.jobs j on j.id = s.job_id
+    where s.namespace = p_namespace and not s.paused
+      and j.status = 'ready' and j.run_at < now() - p_schedule_late_ms * interval '1 millisecond'
   ),
   raised as (
     insert into acta.alerts as a (namespace, rule, subject, raised_at, detail)

@@ -1,23 +1,22 @@
 -- acta.prune_jobs(namespace, succeeded_ms, cancelled_ms, failed_ms, limit) -> rows deleted
 -- Contract: deletes up to p_limit finished rows of the namespace whose finished_at is more than
 -- their state's age before now() (ms; a null age keeps that state), oldest first within a state,
--- with every row that refers to them: their attempts (acta.executions) and steps (acta.steps).
--- The one place that knows where finished rows live and what refers to them (docs/retention.md):
--- sys.retention calls nothing else. Fewer than p_limit deleted: nothing due is left, apart from
--- rows locked at that instant, which the next pass takes.
+-- with every row that refers to them, through acta.delete_jobs (the one place that deletes a job;
+-- docs/retention.md). Fewer than p_limit deleted: nothing due is left, apart from rows locked at
+-- that instant, which the next pass takes.
 -- Rows that must stay (docs/DESIGN.md, "Decisions for recurring work"): a child whose parent has
 -- not finished. To come here, in the same `keep` clause: a job with a pending signal.
 -- Fence: none: a finished row has no attempt left to fence; a row finishing in a transaction not
 -- yet committed is not finished in this one's snapshot.
 -- Locks: FOR UPDATE SKIP LOCKED on the job rows it takes (never waits for a claim, a completion,
--- a cancel or a watch holding one), then their executions and steps, which only a running
--- attempt writes: no lock order to share with acta.complete_executions, no deadlock.
+-- a cancel or a watch holding one), then their executions and steps (acta.delete_jobs): no lock
+-- order to share with acta.complete_executions, no deadlock.
 -- Durability: the caller's commit; the caller bounds each call with SET LOCAL statement_timeout
 -- (src/recurring/retention.ts). Plan: jobs_finished_idx, one range per state ending at its
--- cutoff and read in its order, stopping at `limit` (migration 0014), then jobs_pkey,
--- executions_pkey and steps_pkey by job id. Sequential scans, bitmap scans and sorts off: a plan
--- made while the table was small (or estimating few due rows) would otherwise read every due row
--- of a state and sort them, millions at once (docs/decisions/2026-11-30-plans-made-on-a-small-table.md;
+-- cutoff and read in its order, stopping at `limit` (migration 0014), then acta.delete_jobs's.
+-- Sequential scans, bitmap scans and sorts off: a plan made while the table was small (or
+-- estimating few due rows) would otherwise read every due row of a state and sort them, millions
+-- at once (docs/decisions/2026-11-30-plans-made-on-a-small-table.md;
 -- test/db/retention.test.ts, "a batch reads only").
 create or replace function acta.prune_jobs(
   p_namespace    text,
@@ -42,7 +41,8 @@ begin
     where s.age_ms is not null
   loop
     exit when v_left <= 0;
-    with picked as (
+    select coalesce(array_agg(p.id), '{}') into v_ids
+    from (
       select j.id
       from acta.jobs j
       where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/' || v_state.status, 0)
@@ -55,16 +55,8 @@ begin
       order by hashtextextended(j.namespace || '/' || j.status, 0), j.finished_at
       limit v_left
       for update of j skip locked
-    ),
-    gone as (
-      delete from acta.jobs j using picked p where j.id = p.id returning j.id
-    )
-    select coalesce(array_agg(g.id), '{}') into v_ids from gone g;
-    if cardinality(v_ids) > 0 then
-      delete from acta.executions e where e.job_id = any (v_ids);
-      delete from acta.steps s where s.job_id = any (v_ids);
-      v_left := v_left - cardinality(v_ids);
-    end if;
+    ) p;
+    v_left := v_left - acta.delete_jobs(v_ids);
   end loop;
   return p_limit - v_left;
 end

@@ -14,6 +14,8 @@ export interface AlertThresholds {
   failureMinJobs: number;
   /** Resolved alerts are forgotten after this, ms. */
   keepResolvedMs: number;
+  /** A schedule's armed fire has been due this long and is still not claimed, ms. */
+  scheduleLateMs: number;
 }
 
 /** A row of acta.alerts as the evaluation returns it. */
@@ -32,8 +34,8 @@ export interface AlertRow {
 export async function evaluateAlerts(q: Queryable, args: { namespace: string; thresholds: AlertThresholds; onAlert: string | null }): Promise<AlertRow[]> {
   const t = args.thresholds;
   const { rows } = await q.query<{ rule: string; subject: string; change: AlertRow['change']; raised_at: Date; resolved_at: Date | null; detail: AlertRow['detail'] }>(
-    'select * from acta.evaluate_alerts($1, $2, $3, $4, $5, $6, $7, $8)',
-    [args.namespace, t.deadWindowMs, t.readyAgeMs, t.failureWindowMs, t.failureRate, t.failureMinJobs, t.keepResolvedMs, args.onAlert],
+    'select * from acta.evaluate_alerts($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+    [args.namespace, t.deadWindowMs, t.readyAgeMs, t.failureWindowMs, t.failureRate, t.failureMinJobs, t.keepResolvedMs, t.scheduleLateMs, args.onAlert],
   );
   return rows.map((r) => ({ rule: r.rule, subject: r.subject, change: r.change, raisedAt: r.raised_at, resolvedAt: r.resolved_at, detail: r.detail }));
 }

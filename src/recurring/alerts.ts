@@ -25,19 +25,22 @@ export const DEFAULT_FAILURE_WINDOW_MS = 15 * 60_000;
 export const DEFAULT_FAILURE_RATE = 0.5;
 /** failure_rate: fewer jobs ended in the window than this, no alert. */
 export const DEFAULT_FAILURE_MIN_JOBS = 10;
+/** schedule_late: a schedule's armed fire due this long and not claimed yet, ms (two sys.alerts cadences). */
+export const DEFAULT_SCHEDULE_LATE_MS = 60_000;
 /** A resolved alert is forgotten (and its metric series dropped) after this, ms. */
 export const DEFAULT_KEEP_RESOLVED_MS = 24 * 60 * 60_000;
 
 /** The sys.alerts payload: thresholds over the defaults, stored and versioned with its schedule. */
 export interface AlertsPayload extends Partial<AlertThresholds> {}
 
-const PAYLOAD_KEYS = ['deadWindowMs', 'readyAgeMs', 'failureWindowMs', 'failureRate', 'failureMinJobs', 'keepResolvedMs'];
+/** The fields of the sys.alerts payload. */
+export const ALERTS_PAYLOAD_KEYS = ['deadWindowMs', 'readyAgeMs', 'failureWindowMs', 'failureRate', 'failureMinJobs', 'keepResolvedMs', 'scheduleLateMs'];
 
 /** The payload over the defaults; throws ConfigError (ACTA_CONFIG) for a field out of range or unknown. */
 export function alertThresholds(payload: AlertsPayload | null | undefined): AlertThresholds {
   const p = payload ?? {};
-  if (typeof p !== 'object' || Array.isArray(p)) throw new ConfigError(`the ${ALERTS_NAME} payload must be an object { ${PAYLOAD_KEYS.join(', ')} }, got ${JSON.stringify(p)}`);
-  knownKeys(`field of the ${ALERTS_NAME} payload`, p, PAYLOAD_KEYS);
+  if (typeof p !== 'object' || Array.isArray(p)) throw new ConfigError(`the ${ALERTS_NAME} payload must be an object { ${ALERTS_PAYLOAD_KEYS.join(', ')} }, got ${JSON.stringify(p)}`);
+  knownKeys(`field of the ${ALERTS_NAME} payload`, p, ALERTS_PAYLOAD_KEYS);
   const num = (name: keyof AlertThresholds, fallback: number, min: number, max: number, integer = true): number => {
     const v = p[name];
     if (v === undefined) return fallback;
@@ -53,6 +56,7 @@ export function alertThresholds(payload: AlertsPayload | null | undefined): Aler
     failureRate: num('failureRate', DEFAULT_FAILURE_RATE, 0, 1, false),
     failureMinJobs: num('failureMinJobs', DEFAULT_FAILURE_MIN_JOBS, 1, MAX_TIMER_MS),
     keepResolvedMs: num('keepResolvedMs', DEFAULT_KEEP_RESOLVED_MS, 0, Number.MAX_SAFE_INTEGER),
+    scheduleLateMs: num('scheduleLateMs', DEFAULT_SCHEDULE_LATE_MS, 0, Number.MAX_SAFE_INTEGER),
   };
 }
 

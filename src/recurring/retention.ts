@@ -33,8 +33,9 @@ export const DEFAULT_PASS_BUDGET_MS = 45_000;
 
 /**
  * The sys.retention payload: stored and versioned with its schedule, so each namespace sets its
- * own. Ages in ms; `null` keeps that state for ever; `succeededMs: 0` deletes every Succeeded row at
- * the next pass. A job's idempotency key dedupes for as long as its row is kept (its age).
+ * own. Ages in ms; `null` keeps that state for ever; `succeededMs: 0` deletes a Succeeded row in
+ * its completion's call (retention zero; a child or a watched row at the next pass). A job's
+ * idempotency key dedupes for as long as its row is kept (its age: with 0, until it succeeds).
  */
 export interface RetentionPayload {
   succeededMs?: number | null;

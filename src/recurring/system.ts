@@ -3,7 +3,7 @@ import { knownKeys } from '../config';
 import type { Definition } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
-import { ALERTS_CRON, alertsDefinition, alertThresholds, type AlertsPayload } from './alerts';
+import { ALERTS_CRON, ALERTS_PAYLOAD_KEYS, alertsDefinition, alertThresholds, type AlertsPayload } from './alerts';
 import { OUTBOX_CRON, outboxDefinition, type OutboxPayload, outboxSettings } from './outbox';
 import { RETENTION_CRON, retentionDefinition, type RetentionPayload, retentionSettings } from './retention';
 
@@ -49,7 +49,7 @@ export function systemDefinitions(options: { ledger: Ledger; namespace: string; 
   if (asked(options.alerts)) {
     if (options.alerts !== true && (options.alerts === null || typeof options.alerts !== 'object')) throw new ConfigError('alerts must be true, false or an object of thresholds and onAlert');
     const given = options.alerts === true ? {} : (options.alerts as AlertsPayload & { onAlert?: string });
-    knownKeys('alerts option', given, ['onAlert', 'deadWindowMs', 'readyAgeMs', 'failureWindowMs', 'failureRate', 'failureMinJobs', 'keepResolvedMs']);
+    knownKeys('alerts option', given, ['onAlert', ...ALERTS_PAYLOAD_KEYS]);
     const { onAlert, ...thresholds } = given;
     alertThresholds(thresholds);
     out.push({ ...alertsDefinition({ ledger: options.ledger, namespace: options.namespace, onAlert }), schedule: { name: 'sys.alerts', cron: ALERTS_CRON, payload: thresholds } } as Definition);

@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import { ConfigError } from '../../src';
 import { type AlertRow, evaluateAlerts } from '../../src/db/alerts';
 import { sqlLedger } from '../../src/ledger';
-import { alertMetric, alertsDefinition, alertThresholds, DEFAULT_FAILURE_WINDOW_MS, DEFAULT_READY_AGE_MS, runAlertsPass } from '../../src/recurring/alerts';
+import { alertMetric, alertsDefinition, alertThresholds, DEFAULT_FAILURE_WINDOW_MS, DEFAULT_READY_AGE_MS, DEFAULT_SCHEDULE_LATE_MS, runAlertsPass } from '../../src/recurring/alerts';
 import { useTestDatabase } from '../helpers/db';
 
 const { db } = useTestDatabase();
@@ -102,6 +102,33 @@ test('failure_rate: of the jobs a definition ended in the window, at least the m
   expect(changes(await evaluate())).toEqual([]);
   await db.query(`update acta.jobs set finished_at = now() - interval '1 day' where id = any ($1::bigint[])`, [flaky]);
   expect(changes(await evaluate())).toEqual([['resolved', 'failure_rate', 'flaky']]);
+  expect(changes(await evaluate())).toEqual([]);
+});
+
+test('schedule_late: a schedule whose armed fire is Ready and due past the bound is raised once and resolved once when the fire is claimed; a fire due within the bound, a paused schedule\'s, or one no schedule arms raise nothing', async () => {
+  const schedule = async (name: string, dueAgoMs: number, paused = false) => {
+    const fire = await job(name, 'ready', dueAgoMs);
+    await db.query(`update acta.jobs set schedule = $2, scheduled_at = run_at where id = $1`, [fire, name]);
+    await db.query(
+      `insert into acta.schedules (namespace, name, definition, cron, source, paused, job_id, next_fire_at)
+       select $1, $2, $2, '* * * * *', 'runtime', $3, j.id, j.run_at from acta.jobs j where j.id = $4`,
+      [ns, name, paused, fire],
+    );
+    return fire;
+  };
+  const tick = await schedule('tick', DEFAULT_SCHEDULE_LATE_MS - 20_000);
+  await schedule('held', DEFAULT_SCHEDULE_LATE_MS + 60_000, true);
+  const stray = await job('stray', 'ready', DEFAULT_SCHEDULE_LATE_MS + 60_000);
+  await db.query(`update acta.jobs set schedule = 'stray', scheduled_at = run_at where id = $1`, [stray]);
+  expect(changes(await evaluate())).toEqual([]);
+  await db.query(`update acta.jobs set run_at = run_at - interval '30 seconds' where id = $1`, [tick]);
+  const raised = await evaluate();
+  expect(changes(raised)).toEqual([['raised', 'schedule_late', 'tick']]);
+  expect(raised[0].detail).toMatchObject({ definition: 'tick', lateMs: expect.any(Number) });
+  expect((raised[0].detail as { lateMs: number }).lateMs).toBeGreaterThanOrEqual(DEFAULT_SCHEDULE_LATE_MS + 10_000);
+  expect(changes(await evaluate())).toEqual([]);
+  await db.query(`update acta.jobs set status = 'executing' where id = $1`, [tick]);
+  expect(changes(await evaluate())).toEqual([['resolved', 'schedule_late', 'tick']]);
   expect(changes(await evaluate())).toEqual([]);
 });
 

@@ -6,7 +6,8 @@ import { Client } from 'pg';
 import { createPgDb } from '../../src/db/pgDb';
 import { sqlLedger } from '../../src/ledger';
 import { DEFAULT_CANCELLED_AGE_MS, DEFAULT_FAILED_AGE_MS, DEFAULT_SUCCEEDED_AGE_MS, retentionDefinition, retentionSettings, runRetentionPass } from '../../src/recurring/retention';
-import { ConfigError, createClient, createWorker } from '../../src';
+import { ConfigError, createClient, createWorker, defineJob } from '../../src';
+import { waitFor } from '../helpers/wait';
 import { silentLogger } from '../helpers/silentLogger';
 import type { Queryable } from '../../src/db/Db';
 import { useTestDatabase } from '../helpers/db';
@@ -205,6 +206,34 @@ test('the sys.retention definition runs in a worker like any job: a fire with it
     const { id } = await client.enqueue('sys.retention', { succeededMs: 60_000 });
     expect(await client.result(id, { timeoutMs: 20_000 })).toEqual({ deleted: 1, batches: 1, timeouts: 0, batchSize: 1_000, complete: true });
     expect((await remaining([gone, kept])).jobs).toEqual([kept]);
+  } finally {
+    await worker.stop();
+  }
+});
+
+test('retention zero in a worker: with succeededMs 0 each job that succeeds goes in its completion with its attempts and steps; a result awaited is still delivered; a failed one stays', async () => {
+  const seen: string[] = [];
+  const worker = createWorker({
+    db, namespace: ns, logger: silentLogger, listen: false, safetyPollMs: 50, retention: { succeededMs: 0 },
+    definitions: [
+      defineJob({ name: 'work', maxAttempts: 1, handler: async (payload: { fail?: boolean }, ctx) => {
+        seen.push(String(ctx.jobId));
+        await ctx.step('s', async () => 1);
+        if (payload.fail) throw new Error('no');
+        return 'done';
+      } }),
+    ],
+  });
+  await worker.start();
+  try {
+    const client = createClient({ db, namespace: ns });
+    const { id: awaited } = await client.enqueue('work', {});
+    expect(await client.result(awaited, { timeoutMs: 20_000 })).toBe('done');
+    const plain = await Promise.all(Array.from({ length: 5 }, async () => (await client.enqueue('work', {})).id));
+    const { id: failed } = await client.enqueue('work', { fail: true });
+    await waitFor(async () => seen.length === 7 && (await remaining([...plain, failed])).jobs.length === 1, 'the jobs to run');
+    expect(await remaining([...plain, failed])).toEqual({ jobs: [failed], executions: [failed], steps: [failed] });
+    expect((await remaining([awaited])).jobs).toEqual([awaited]); // watched: left to the pass
   } finally {
     await worker.stop();
   }

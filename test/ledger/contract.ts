@@ -16,6 +16,7 @@ import type { ClaimedRow, CompletionAck, CompletionRow, HeldPair, JobRecord, Pas
 import type { Ledger } from '../../src/ledger';
 import { waitFor } from '../helpers/wait';
 import { outboxCases } from './outbox';
+import { retentionZeroCases } from './retentionZero';
 import { scheduleCases } from './schedules';
 import { workflowCases } from './workflows';
 
@@ -784,7 +785,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
   });
 
   describe('alerts (acta.evaluate_alerts)', () => {
-    const thresholds = { deadWindowMs: DEAD_AFTER_MS * 10, readyAgeMs: 300_000, failureWindowMs: 900_000, failureRate: 0.5, failureMinJobs: 3, keepResolvedMs: 86_400_000 };
+    const thresholds = { deadWindowMs: DEAD_AFTER_MS * 10, readyAgeMs: 300_000, failureWindowMs: 900_000, failureRate: 0.5, failureMinJobs: 3, keepResolvedMs: 86_400_000, scheduleLateMs: 60_000 };
     const evaluate = (namespace: string) => ledger.evaluateAlerts({ namespace, thresholds, onAlert: 'notify' });
     const changes = (rows: { change: string | null; rule: string; subject: string }[]) => rows.filter((r) => r.change !== null).map((r) => [r.change, r.rule, r.subject]);
 
@@ -1531,4 +1532,5 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
   describe('schedules', () => scheduleCases(() => h));
 
   describe('outbox fan-out', () => outboxCases(() => h));
+  describe('retention zero', () => retentionZeroCases(() => h));
 }

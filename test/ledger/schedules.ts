@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { defineJob } from '../../src';
 import { declaredPolicy } from '../../src/definition';
 import type { ClaimedRow, CompletionRow } from '../../src/db/types';
+import { alertThresholds } from '../../src/recurring/alerts';
 import { cronSchedule } from '../../src/recurring/cron';
 import { fireDecision, type ScheduleSpec } from '../../src/recurring/schedules';
 import type { LedgerUnderTest } from './contract';
@@ -199,5 +200,38 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     expect(await ledger.readJob(namespace, resumed.jobId!)).toBeNull();
     expect(await list(namespace)).toMatchObject({ paused: true, jobId: null, nextFireAt: null });
     expect(await ledger.armSchedules!(namespace)).toBe(0);
+  });
+
+  test('schedule_late (acta.evaluate_alerts): the armed fire due past the bound and not claimed is raised once and resolved once, when it is claimed', async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    const workerId = await declare(namespace, { cron: EVERY_MINUTE }, 'b1');
+    const thresholds = { ...alertThresholds({}), scheduleLateMs: 90_000 };
+    const evaluate = async () =>
+      (await ledger.evaluateAlerts({ namespace, thresholds, onAlert: null })).filter((r) => r.change !== null).map((r) => [r.change, r.rule, r.subject, r.detail]);
+    const armed = await armedAndDue(namespace); // due less than a minute ago
+    expect(await evaluate()).toEqual([]);
+    await get().advance(2 * MINUTE); // due 2 to 3 minutes ago
+    const raised = await evaluate();
+    expect(raised).toEqual([['raised', 'schedule_late', 'tick', expect.objectContaining({ definition: 'tick' })]]);
+    const { lateMs, scheduledAt } = raised[0][3] as { lateMs: number; scheduledAt: string };
+    expect(new Date(scheduledAt)).toEqual((await list(namespace)).nextFireAt);
+    expect(lateMs).toBeGreaterThan(90_000);
+    expect(lateMs).toBeLessThan(3 * MINUTE + 10_000);
+    expect(await evaluate()).toEqual([]);
+    expect((await claim(namespace, workerId)).rows.map((r) => r.id)).toEqual([armed.jobId]);
+    expect(await evaluate()).toEqual([['resolved', 'schedule_late', 'tick', expect.anything()]]);
+    expect(await evaluate()).toEqual([]);
+  });
+
+  test('schedule_late: a paused schedule has no armed fire and is never late', async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    await declare(namespace, { cron: EVERY_MINUTE }, 'b1');
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    expect(await ledger.pauseSchedule!(namespace, 'tick', true)).toBe(true);
+    await get().advance(5 * MINUTE);
+    const rows = await ledger.evaluateAlerts({ namespace, thresholds: { ...alertThresholds({}), scheduleLateMs: 0 }, onAlert: null });
+    expect(rows.filter((r) => r.rule === 'schedule_late')).toEqual([]);
   });
 }

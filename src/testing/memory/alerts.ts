@@ -51,6 +51,12 @@ export function evaluateAlerts(store: Store, tx: Tx, args: { namespace: string; 
     }
   }
 
+  for (const s of store.schedulesIn(ns)) {
+    const j = s.jobId === null ? undefined : store.jobs.get(s.jobId);
+    if (s.paused || !j || j.status !== 'ready' || !(j.runAt < now - t.scheduleLateMs)) continue;
+    holds.push({ rule: 'schedule_late', subject: s.name, detail: { definition: s.definition, scheduledAt: new Date(j.scheduledAt as number).toISOString(), dueAt: new Date(j.runAt).toISOString(), lateMs: now - j.runAt } });
+  }
+
   const changed = new Map<string, 'raised' | 'resolved'>();
   const holding = new Set(holds.map((h) => key({ namespace: ns, ...h })));
   for (const h of holds) {

@@ -7,6 +7,7 @@ import { retryDelayParam } from '../../db/executions';
 import type { EnqueueRows, ProgressRow } from '../../db/jobs';
 import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
 import { releaseGate } from './gates';
+import { deleteAtCompletion } from './retention';
 import { fireEnded } from './schedules';
 import { copyJson, type GateKind, jobIdOf, type MemoryJob, parseJsonb, SqlStateError, type Store, type Tx } from './state';
 import { refreshDefinitions } from './workers';
@@ -225,6 +226,7 @@ export function completeExecutions(store: Store, tx: Tx, workerId: string, batch
   const ended = applied.filter((d) => d.job.parentId !== null && d.decision.finished).sort((a, b) => (a.job.parentId as number) - (b.job.parentId as number));
   if (ended.length > 0) tellParents(store, tx, ended.map((d) => d.job.parentId as number), ended.map((d) => d.job.failParent === true && d.decision.status !== 'succeeded'));
   if (acks.some((a) => a.status === 'waiting')) settleWaits(store, tx, applied.map((d) => d.job.id));
+  if (applied.length > 0) deleteAtCompletion(store, applied.map((d) => d.job.namespace).sort()[0], applied.map((d) => d.job));
   const worker = store.workers.get(workerId);
   if (worker && (acks.some((a) => a.status === 'ready') || released)) tx.notify(worker.namespace);
   return acks;

@@ -1,12 +1,19 @@
 import type { RetentionAges } from '../../db/retention';
-import type { Store, Tx } from './state';
+import { RETENTION_NAME } from '../../recurring/retention';
+import type { MemoryJob, Store, Tx } from './state';
 
 const FINISHED = ['succeeded', 'cancelled', 'failed'] as const;
 
+/** prune_jobs' `keep`: a child whose parent has not finished stays. */
+function mustStay(store: Store, j: MemoryJob): boolean {
+  const parent = j.parentId === null ? undefined : store.jobs.get(j.parentId);
+  return parent !== undefined && !(FINISHED as readonly string[]).includes(parent.status);
+}
+
 /**
  * acta.prune_jobs (sql/functions/prune_jobs.sql): up to `limit` finished rows of the namespace
- * older than their state's age, oldest first within a state, with their executions and steps. Its jobs have no parent (no
- * child jobs yet), and nothing is ever locked here, so nothing is skipped.
+ * older than their state's age, oldest first within a state, with their executions and steps;
+ * rows that must stay are passed over. Nothing is ever locked here, so nothing is skipped.
  */
 export function pruneJobs(store: Store, tx: Tx, args: { namespace: string; ages: RetentionAges; limit: number }): number {
   const ageOf = { succeeded: args.ages.succeededMs, cancelled: args.ages.cancelledMs, failed: args.ages.failedMs };
@@ -16,7 +23,7 @@ export function pruneJobs(store: Store, tx: Tx, args: { namespace: string; ages:
     if (age === null) continue;
     const due = store
       .jobsIn(args.namespace)
-      .filter((j) => j.status === status && j.finishedAt !== null && j.finishedAt < tx.now - age)
+      .filter((j) => j.status === status && j.finishedAt !== null && j.finishedAt < tx.now - age && !mustStay(store, j))
       .sort((a, b) => (a.finishedAt as number) - (b.finishedAt as number));
     for (const j of due) {
       if (picked.size >= args.limit) break;
@@ -25,4 +32,17 @@ export function pruneJobs(store: Store, tx: Tx, args: { namespace: string; ages:
   }
   store.deleteJobs(args.namespace, picked);
   return picked.size;
+}
+
+/**
+ * Retention zero (complete_executions.sql, its end): where the namespace's sys.retention keeps
+ * Succeeded rows 0 ms and is not paused, the rows a completion ended Succeeded are deleted, but a
+ * child and a watched row, which the pass takes.
+ */
+export function deleteAtCompletion(store: Store, namespace: string, ended: MemoryJob[]): void {
+  const s = store.schedule(namespace, RETENTION_NAME);
+  const payload = s?.payload as { succeededMs?: unknown } | null | undefined;
+  if (!s || s.paused || payload?.succeededMs !== 0) return;
+  const ids = ended.filter((j) => j.namespace === namespace && j.status === 'succeeded' && j.parentId === null && !j.watched).map((j) => j.id);
+  if (ids.length > 0) store.deleteJobs(namespace, new Set(ids));
 }

@@ -324,9 +324,11 @@ export class Store {
     list.push(job);
   }
 
-  /** Deletes jobs of one namespace with their executions and steps (acta.prune_jobs). */
+  /** Deletes jobs of one namespace with their executions and steps (acta.delete_jobs). */
   deleteJobs(namespace: string, ids: ReadonlySet<number>): void {
     for (const id of ids) {
+      const job = this.jobs.get(id);
+      if (job?.schedule != null) this.fireRows.delete(key3(job.namespace, job.schedule, String(job.scheduledAt)));
       this.jobs.delete(id);
       this.steps.delete(id);
     }

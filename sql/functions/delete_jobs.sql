@@ -1,0 +1,31 @@
+-- acta.delete_jobs(ids) -> how many job rows it deleted
+-- Contract: deletes the job rows of p_ids with every row that refers to them: their attempts
+-- (acta.executions) and recorded steps (acta.steps). The one place that knows where a finished
+-- row lives and what refers to it (docs/retention.md): acta.prune_jobs (sys.retention's batches)
+-- and acta.complete_executions (retention zero) delete through it and nothing else, so moving
+-- finished rows elsewhere changes this function and the callers' picks only.
+-- The caller passes finished rows it holds locked and has judged free to go (prune_jobs' `keep`
+-- clause; the completion's own rows): this function judges nothing.
+-- Fence: none (finished rows have no attempt left). Locks: the rows it deletes; executions and
+-- steps are written only by a running attempt, so no lock order to share with a completion.
+-- Durability: the caller's. Plan: jobs_pkey, executions_pkey and steps_pkey by job id, whatever
+-- the caller's planner settings (acta.complete_executions turns plain index scans off).
+create or replace function acta.delete_jobs(p_ids bigint[]) returns integer
+language plpgsql
+set enable_seqscan = off
+set enable_indexscan = on
+as $$
+declare
+  v_ids bigint[];
+begin
+  with gone as (
+    delete from acta.jobs j where j.id = any (p_ids) returning j.id
+  )
+  select coalesce(array_agg(g.id), '{}') into v_ids from gone g;
+  if cardinality(v_ids) > 0 then
+    delete from acta.executions e where e.job_id = any (v_ids);
+    delete from acta.steps s where s.job_id = any (v_ids);
+  end if;
+  return cardinality(v_ids);
+end
+$$;
