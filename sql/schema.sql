@@ -215,6 +215,7 @@ create table acta.signals (
   constraint signals_pkey PRIMARY KEY (id)
 );
 CREATE UNIQUE INDEX signals_idempotency_idx ON acta.signals USING btree (job_id, name, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE INDEX signals_job_idx ON acta.signals USING btree (job_id);
 CREATE INDEX signals_mailbox_idx ON acta.signals USING btree (job_id, name, id) WHERE (consumed_at IS NULL);
 
 create table acta.steps (
@@ -1231,6 +1232,7 @@ begin
   if cardinality(v_ids) > 0 then
     delete from acta.executions e where e.job_id = any (v_ids);
     delete from acta.steps s where s.job_id = any (v_ids);
+    delete from acta.signals g where g.job_id = any (v_ids);
   end if;
   return cardinality(v_ids);
 end

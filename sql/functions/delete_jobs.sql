@@ -1,6 +1,6 @@
 -- acta.delete_jobs(ids) -> how many job rows it deleted
 -- Contract: deletes the job rows of p_ids with every row that refers to them: their attempts
--- (acta.executions) and recorded steps (acta.steps). The one place that knows where a finished
+-- (acta.executions), recorded steps (acta.steps) and signals (acta.signals). The one place that knows where a finished
 -- row lives and what refers to it (docs/retention.md): acta.prune_jobs (sys.retention's batches)
 -- and acta.complete_executions (retention zero) delete through it and nothing else, so moving
 -- finished rows elsewhere changes this function and the callers' picks only.
@@ -8,8 +8,8 @@
 -- clause; the completion's own rows): this function judges nothing.
 -- Fence: none (finished rows have no attempt left). Locks: the rows it deletes; executions and
 -- steps are written only by a running attempt, so no lock order to share with a completion.
--- Durability: the caller's. Plan: jobs_pkey, executions_pkey and steps_pkey by job id, whatever
--- the caller's planner settings (acta.complete_executions turns plain index scans off).
+-- Durability: the caller's. Plan: jobs_pkey, executions_pkey, steps_pkey and signals_job_idx
+-- (migration 0019) by job id, whatever the caller's planner settings (acta.complete_executions turns plain index scans off).
 create or replace function acta.delete_jobs(p_ids bigint[]) returns integer
 language plpgsql
 set enable_seqscan = off
@@ -25,6 +25,7 @@ begin
   if cardinality(v_ids) > 0 then
     delete from acta.executions e where e.job_id = any (v_ids);
     delete from acta.steps s where s.job_id = any (v_ids);
+    delete from acta.signals g where g.job_id = any (v_ids);
   end if;
   return cardinality(v_ids);
 end

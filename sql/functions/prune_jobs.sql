@@ -5,11 +5,11 @@
 -- docs/retention.md). Fewer than p_limit deleted: nothing due is left, apart from rows locked at
 -- that instant, which the next pass takes.
 -- Rows that must stay (docs/DESIGN.md, "Decisions for recurring work"): a child whose parent has
--- not finished. To come here, in the same `keep` clause: a job with a pending signal.
+-- not finished; a job that can still consume a signal has not finished, so is never picked.
 -- Fence: none: a finished row has no attempt left to fence; a row finishing in a transaction not
 -- yet committed is not finished in this one's snapshot.
 -- Locks: FOR UPDATE SKIP LOCKED on the job rows it takes (never waits for a claim, a completion,
--- a cancel or a watch holding one), then their executions and steps (acta.delete_jobs): no lock
+-- a cancel or a watch holding one), then what refers to them (acta.delete_jobs): no lock
 -- order to share with acta.complete_executions, no deadlock.
 -- Durability: the caller's commit; the caller bounds each call with SET LOCAL statement_timeout
 -- (src/recurring/retention.ts). Plan: jobs_finished_idx, one range per state ending at its

@@ -204,12 +204,13 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
     },
     deleteJobs: (selection) =>
       inBatches(dbOf('deleteJobs'), selection, context.namespace, ['succeeded', 'failed', 'cancelled'], ['succeeded', 'failed', 'cancelled'], run, (picked) => ({
-        ctes: `, done as (
-           delete from acta.jobs j where j.id = any (array(select p.id from ${picked} p)) and j.status in ('succeeded', 'failed', 'cancelled')
-           returning j.id
+        // Finished rows, locked, then deleted with all that refers to them by the one deleter (acta.delete_jobs).
+        ctes: `, done as materialized (
+           select j.id from acta.jobs j where j.id = any (array(select p.id from ${picked} p)) and j.status in ('succeeded', 'failed', 'cancelled')
+           for update
          ),
-         steps as (delete from acta.steps s where s.job_id in (select d.id from done d))`,
-        select: `array(select d.id::text from done d order by d.id desc) as ids, null::text[] as requested`,
+         deleted as materialized (select acta.delete_jobs(array(select d.id from done d)) as n)`,
+        select: `array(select d.id::text from done d, deleted order by d.id desc) as ids, null::text[] as requested`,
       })).then((r) => r.ids),
     listWorkers: async (options = {}) => {
       knownKeys('listWorkers option', options, ['namespace']);

@@ -104,6 +104,21 @@ test('cancelJobs cancels Ready jobs at once and asks the worker of an Executing 
   await expect(client.deleteJobs({ status: 'executing' })).rejects.toMatchObject({ code: 'ACTA_CONFIG' });
 });
 
+test('deleteJobs deletes a finished job with all that refers to it: its attempts, steps and signals (acta.delete_jobs)', async () => {
+  await enqueue('gone', 1);
+  const [id, kept] = [...(await runAll('gone', 'failed_final')), ...(await enqueue('stays', 1))];
+  for (const job of [id, kept]) {
+    await db.query(`insert into acta.steps (job_id, name, execution, result) values ($1, 's1', 1, '1')`, [job]);
+    await db.query(`insert into acta.signals (job_id, name, payload) values ($1, 'go', '1')`, [job]);
+  }
+  const count = async (table: string, job: string) => Number((await db.query<{ n: string }>(`select count(*) as n from acta.${table} where job_id = $1`, [job])).rows[0].n);
+  expect(await count('executions', id)).toBe(1);
+  expect(await client.deleteJobs({ ids: [id, kept] })).toEqual([id]);
+  expect([await count('executions', id), await count('steps', id), await count('signals', id)]).toEqual([0, 0, 0]);
+  // A Ready job is not deleted, nor what refers to it.
+  expect([await count('steps', kept), await count('signals', kept)]).toEqual([1, 1]);
+});
+
 test('listWorkers shows each worker with its build, status and the jobs it holds; namespaces counts by status with the oldest due wait and the pauses', async () => {
   const w1 = await worker(['x'], 'v2');
   const w2 = await worker(['y'], 'v1');

@@ -324,7 +324,7 @@ export class Store {
     list.push(job);
   }
 
-  /** Deletes jobs of one namespace with their executions and steps (acta.delete_jobs). */
+  /** Deletes jobs of one namespace with their executions, steps and signals (acta.delete_jobs). */
   deleteJobs(namespace: string, ids: ReadonlySet<number>): void {
     for (const id of ids) {
       const job = this.jobs.get(id);
@@ -336,6 +336,8 @@ export class Store {
     if (list) this.jobsByNamespace.set(namespace, list.filter((j) => !ids.has(j.id)));
     const kept = this.executions.filter((e) => !ids.has(e.jobId));
     this.executions.splice(0, this.executions.length, ...kept);
+    const signals = this.signals.filter((g) => !ids.has(g.jobId));
+    this.signals.splice(0, this.signals.length, ...signals);
   }
 
   /** Deletes a job row: an unstarted fire (no executions, no steps), as the schedules SQL does. */
