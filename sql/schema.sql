@@ -929,14 +929,8 @@ begin
       select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
              c.uncharged_returns, c.priority,
              null::double precision,
-             -- A schedule's fire: its instant, the claim's time and the schedule as it is now
-             -- (docs/schedules.md); null for every other row, at no cost to them.
-             case when c.schedule is not null then
-               jsonb_build_object('name', c.schedule, 'at', c.scheduled_at, 'claimedAt', v_at)
-               || coalesce((select jsonb_build_object('cron', s.cron, 'timeZone', s.time_zone, 'catchUp', s.catch_up,
-                                                      'catchUpWindowMs', s.catch_up_window_ms, 'armed', s.job_id = c.id)
-                            from acta.schedules s where s.namespace = p_namespace and s.name = c.schedule), '{}')
-             end
+             -- A schedule's fire (acta.claimed_fire, called for fires only); null for every other row.
+             case when c.schedule is not null then acta.claimed_fire(p_namespace, c.schedule, c.scheduled_at, v_at, c.id) end
       from claimed c
       join unnest(v_admitted) with ordinality as o(id, ord) on o.id = c.id
       order by o.ord;
@@ -981,6 +975,20 @@ begin
       limit 1
     ) n;
   end if;
+end
+$function$;
+
+-- acta.claimed_fire: sql/functions/claimed_fire.sql
+CREATE OR REPLACE FUNCTION acta.claimed_fire(p_namespace text, p_schedule text, p_scheduled_at timestamp with time zone, p_claimed_at timestamp with time zone, p_job bigint)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  return jsonb_build_object('name', p_schedule, 'at', p_scheduled_at, 'claimedAt', p_claimed_at)
+         || coalesce((select jsonb_build_object('cron', s.cron, 'timeZone', s.time_zone, 'catchUp', s.catch_up,
+                                                'catchUpWindowMs', s.catch_up_window_ms, 'armed', s.job_id = p_job)
+                      from acta.schedules s where s.namespace = p_namespace and s.name = p_schedule), '{}');
 end
 $function$;
 
