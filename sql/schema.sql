@@ -941,14 +941,8 @@ begin
       select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
              c.uncharged_returns, c.priority,
              null::double precision,
-             -- A schedule's fire: its instant, the claim's time and the schedule as it is now
-             -- (docs/schedules.md); null for every other row, at no cost to them.
-             case when c.schedule is not null then
-               jsonb_build_object('name', c.schedule, 'at', c.scheduled_at, 'claimedAt', v_at)
-               || coalesce((select jsonb_build_object('cron', s.cron, 'timeZone', s.time_zone, 'catchUp', s.catch_up,
-                                                      'catchUpWindowMs', s.catch_up_window_ms, 'armed', s.job_id = c.id)
-                            from acta.schedules s where s.namespace = p_namespace and s.name = c.schedule), '{}')
-             end
+             -- A schedule's fire (acta.claimed_fire, called for fires only); null for every other row.
+             case when c.schedule is not null then acta.claimed_fire(p_namespace, c.schedule, c.scheduled_at, v_at, c.id) end
       from claimed c
       join unnest(v_admitted) with ordinality as o(id, ord) on o.id = c.id
       order by o.ord;
@@ -996,6 +990,20 @@ begin
 end
 $function$;
 
+-- acta.claimed_fire: sql/functions/claimed_fire.sql
+CREATE OR REPLACE FUNCTION acta.claimed_fire(p_namespace text, p_schedule text, p_scheduled_at timestamp with time zone, p_claimed_at timestamp with time zone, p_job bigint)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  return jsonb_build_object('name', p_schedule, 'at', p_scheduled_at, 'claimedAt', p_claimed_at)
+         || coalesce((select jsonb_build_object('cron', s.cron, 'timeZone', s.time_zone, 'catchUp', s.catch_up,
+                                                'catchUpWindowMs', s.catch_up_window_ms, 'armed', s.job_id = p_job)
+                      from acta.schedules s where s.namespace = p_namespace and s.name = p_schedule), '{}');
+end
+$function$;
+
 -- acta.complete_executions: sql/functions/complete_executions.sql
 CREATE OR REPLACE FUNCTION acta.complete_executions(p_worker uuid, p_ids bigint[], p_executions integer[], p_outcomes text[], p_results jsonb[], p_errors jsonb[], p_retry_delays_ms integer[], p_next_fires timestamp with time zone[] DEFAULT NULL::timestamp with time zone[])
  RETURNS text
@@ -1018,6 +1026,10 @@ declare
   v_fires      bigint[];
   v_parents    bigint[];
   v_parent_failed boolean[];
+  v_applied    integer;
+  v_ords       bigint[];
+  v_keys       text[];
+  v_lanes      text[];
 begin
   with input as (
     select u.*
@@ -1086,7 +1098,7 @@ begin
     where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
       and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
       and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
-    returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms,
+    returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms, i.ord,
               j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
   ),
   -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
@@ -1099,29 +1111,38 @@ begin
     select d.id, d.execution, p_worker, d.claimed_at, (select e.at from ended e), d.recorded_as, d.charged, d.error
     from done d
   )
-  -- The gates the applied attempts leave (see Hand-on): every concurrency key, the lane of a head
-  -- that finished, the meter of a rate-limited attempt.
-  , gates as (
-    select 'concurrency' as kind, d.concurrency_key as key from done d where d.concurrency_key is not null
-    union
-    select 'lane', d.lane from done d where d.lane is not null and d.status in ('succeeded', 'failed', 'cancelled')
-    union
-    select 'rate', d.rate_key from done d where d.rate_key is not null and d.follows = 'shut_meter'
-  )
-  select string_agg(coalesce(d.answer, 'x'), '' order by i.ord),
-         (select min(d2.namespace) from done d2),
-         (select array_agg(g.kind) from gates g),
-         (select array_agg(g.key) from gates g),
-         (select array_agg(d3.rate_key) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
-         (select array_agg(coalesce(d3.delay_ms, 0)) from done d3 where d3.rate_key is not null and d3.follows = 'shut_meter'),
-         (select array_agg(d4.id) from done d4 where d4.schedule is not null and d4.status in ('succeeded', 'failed', 'cancelled')),
-         (select array_agg(d4.parent_id order by d4.parent_id) from done d4
-          where d4.parent_id is not null and d4.status in ('succeeded', 'failed', 'cancelled')),
-         (select array_agg(coalesce(d4.fail_parent, false) and d4.status <> 'succeeded' order by d4.parent_id) from done d4
-          where d4.parent_id is not null and d4.status in ('succeeded', 'failed', 'cancelled'))
-    into v_answer, v_namespace, v_gate_kinds, v_gate_keys, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
-  from input i
-  left join done d on d.id = i.id and d.execution = i.execution;
+  -- One pass over `done`: the answers in input order, and what the steps below need, each array
+  -- null when no applied element needs that step (a batch of plain jobs takes none of them).
+  -- Gates (see Hand-on): every concurrency key, the lane of a head that finished, the meter of a
+  -- rate-limited attempt; a key may come twice (deduplicated below, only when there is one).
+  select string_agg(d.answer, '' order by d.ord), count(*), array_agg(d.ord order by d.ord), min(d.namespace),
+         array_agg(d.concurrency_key) filter (where d.concurrency_key is not null),
+         array_agg(d.lane) filter (where d.lane is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+         array_agg(d.rate_key) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
+         array_agg(coalesce(d.delay_ms, 0)) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
+         array_agg(d.id) filter (where d.schedule is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+         array_agg(d.parent_id order by d.parent_id)
+           filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+         array_agg(coalesce(d.fail_parent, false) and d.status <> 'succeeded' order by d.parent_id)
+           filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled'))
+    into v_answer, v_applied, v_ords, v_namespace, v_keys, v_lanes, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
+  from done d;
+
+  -- An element not applied answers 'x'; an element repeating an applied one's (id, execution)
+  -- answers as that one did (the row is updated once).
+  if v_applied < cardinality(p_ids) then
+    select string_agg(coalesce(a.answer, 'x'), '' order by i.ord) into v_answer
+    from unnest(p_ids, p_executions) with ordinality as i(id, execution, ord)
+    left join (select p_ids[o.ord] as id, p_executions[o.ord] as execution, o.answer
+               from unnest(v_ords, string_to_array(v_answer, null)) as o(ord, answer)) a
+      on a.id = i.id and a.execution = i.execution;
+  end if;
+  if v_keys is not null or v_lanes is not null or v_shut_keys is not null then
+    select array_agg(g.kind), array_agg(g.key) into v_gate_kinds, v_gate_keys
+    from (select 'concurrency' as kind, k.key from unnest(v_keys) as k(key)
+          union select 'lane', k.key from unnest(v_lanes) as k(key)
+          union select 'rate', k.key from unnest(v_shut_keys) as k(key)) g;
+  end if;
 
   -- A finished child tells its parent (parents locked in id order), before any gate lock is
   -- taken: row locks come first (acta.gate_lock, "Lock order"; acta.cancel_job, "Locks").

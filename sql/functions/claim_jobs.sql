@@ -640,14 +640,8 @@ begin
       select c.id, c.definition, c.payload, c.execution, c.attempts, coalesce(c.max_attempts, 25), c.max_attempts,
              c.uncharged_returns, c.priority,
              null::double precision,
-             -- A schedule's fire: its instant, the claim's time and the schedule as it is now
-             -- (docs/schedules.md); null for every other row, at no cost to them.
-             case when c.schedule is not null then
-               jsonb_build_object('name', c.schedule, 'at', c.scheduled_at, 'claimedAt', v_at)
-               || coalesce((select jsonb_build_object('cron', s.cron, 'timeZone', s.time_zone, 'catchUp', s.catch_up,
-                                                      'catchUpWindowMs', s.catch_up_window_ms, 'armed', s.job_id = c.id)
-                            from acta.schedules s where s.namespace = p_namespace and s.name = c.schedule), '{}')
-             end
+             -- A schedule's fire (acta.claimed_fire, called for fires only); null for every other row.
+             case when c.schedule is not null then acta.claimed_fire(p_namespace, c.schedule, c.scheduled_at, v_at, c.id) end
       from claimed c
       join unnest(v_admitted) with ordinality as o(id, ord) on o.id = c.id
       order by o.ord;

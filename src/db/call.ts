@@ -38,6 +38,9 @@ export const SIGNATURES = {
   resume: 'p_namespace text, p_definition text',
   arm_schedules: 'p_namespace text, p_names text[], p_versions integer[], p_instants timestamp with time zone[]',
   reconcile_schedules: 'p_namespace text, p_names text[]',
+  // Called by acta.claim_jobs for a claimed fire only: no wrapper calls it.
+  claimed_fire:
+    'p_namespace text, p_schedule text, p_scheduled_at timestamp with time zone, p_claimed_at timestamp with time zone, p_job bigint',
   // Workflows (migration 0016; docs/workflows.md).
   send_signal: 'p_namespace text, p_id bigint, p_job_key text, p_name text, p_payload jsonb, p_idempotency_key text',
   spawn_children:

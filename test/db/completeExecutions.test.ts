@@ -127,3 +127,24 @@ test('an element whose outcome names no shape is not applied and is answered as 
   expect((await db.query('select * from acta.jobs where id = $1', [ids[0]])).rows).toEqual(before);
   expect((await db.query('select job_id, outcome from acta.executions where job_id = any ($1) order by job_id', [ids])).rows).toEqual([{ job_id: ids[1], outcome: 'succeeded' }]);
 });
+
+// The answer string is built from the applied rows alone when every element applied, else element
+// by element (sql/functions/complete_executions.sql): an element repeating an applied one answers
+// as it did, and the row and its ledger are written once.
+test('an element repeated in a batch is applied once and answered at each of its places; a stale one answers x', async () => {
+  const { rows } = await db.query<{ id: string }>(
+    `insert into acta.jobs (definition, payload, status, execution, lease_holder, lease_expires_at, claimed_at)
+     select 'shapes', '{}', 'executing', 1, $1, now() + interval '1 minute', now() from generate_series(1, 2) returning id`,
+    [worker],
+  );
+  const [a, b] = rows.map((r) => r.id);
+  const { rows: [{ answer }] } = await db.query<{ answer: string }>(
+    `select acta.complete_executions($1, $2, '{1,1,1,2}', '{succeeded,failed_final,succeeded,succeeded}', null, null, null) as answer`,
+    [worker, [a, b, a, b]],
+  );
+  expect(answer).toBe('sfsx');
+  expect((await db.query('select job_id, outcome from acta.executions where job_id = any ($1) order by job_id', [[a, b]])).rows).toEqual([
+    { job_id: a, outcome: 'succeeded' },
+    { job_id: b, outcome: 'failed_final' },
+  ]);
+});
