@@ -4,8 +4,8 @@
  * parked) are each consumed exactly once, and parents whose children end while workers are
  * killed -9 and SIGSTOPped past their lease are never stranded nor spawn a child twice. Read
  * from the ledger (acta.signals, acta.steps, acta.jobs, acta.executions) once every job ended.
- * Scale: the issue asks 1,000 signalled jobs and 1,000 parents of 10 children; this machine is
- * a shared 2-core one, so 200 jobs and 100 parents of 5 run here, with the same faults.
+ * Scale: 200 signalled jobs and 100 parents of 5 children in the suite, for its time on 2 cores;
+ * ACTA_WORKFLOW_SCALE=full runs 1,000 jobs and 1,000 parents of 10 with the same faults and checks.
  */
 import { createClient, type Definition } from '../../src';
 import { createPgDb } from '../../src/db/pgDb';
@@ -18,6 +18,13 @@ const MODULE = 'test/fixtures/workflow-jobs.js';
 const { definitions } = require('../fixtures/workflow-jobs.js') as { definitions: Definition[] };
 
 const server = useFaultServer();
+
+const FULL = process.env.ACTA_WORKFLOW_SCALE === 'full';
+const SIGNALLED = FULL ? 1_000 : 200;
+const PARENTS = FULL ? 1_000 : 100;
+const CHILDREN = FULL ? 10 : 5;
+/** Waits and test timeouts grow with the work. */
+const SCALE = FULL ? 8 : 1;
 
 function startWorker(ns: string, events: string): WorkerProcess {
   const args = ['--namespace', ns, '--heartbeat', String(H), '--executors', '8', '--shutdown-timeout', '1000'];
@@ -71,7 +78,7 @@ async function stopAll(workers: WorkerProcess[]): Promise<void> {
   for (const w of workers) expect((await w.exited).code).toBe(0);
 }
 
-test('200 jobs, two signals each sent at random instants around the wait, workers killed -9 and SIGSTOPped: each job consumes exactly its oldest signal, once', async () => {
+test(`${SIGNALLED} jobs, two signals each sent at random instants around the wait, workers killed -9 and SIGSTOPped: each job consumes exactly its oldest signal, once`, async () => {
   const ns = 'wf-signals';
   const events = eventsFile();
   const workers = [0, 1, 2].map(() => startWorker(ns, events));
@@ -80,7 +87,7 @@ test('200 jobs, two signals each sent at random instants around the wait, worker
   const faults = chaos(workers, ns, events, 2_500);
   try {
     const client = createClient({ db, namespace: ns, definitions });
-    const ids = (await client.enqueueMany(Array.from({ length: 200 }, () => ({ definition: 'gate', payload: { beforeMs: rand(1_500), afterMs: rand(300) } })))).map((r) => r.id);
+    const ids = (await client.enqueueMany(Array.from({ length: SIGNALLED }, () => ({ definition: 'gate', payload: { beforeMs: rand(1_500), afterMs: rand(300) } })))).map((r) => r.id);
     // Two signals per job, at random instants over 10 s; each sent twice under its idempotency key
     // (a sender's retry), which stores it once.
     const sends = ids.flatMap((id) => ['a', 'b'].map((which) => (async () => {
@@ -93,7 +100,7 @@ test('200 jobs, two signals each sent at random instants around the wait, worker
     // A signal sent after its job consumed the other one and ended is answered 'ended', not kept.
     const refused = (a: (typeof answers)[number][number]) => (a.delivered ? 'delivered' : a.reason);
     for (const [first, again] of answers) expect([['delivered', 'duplicate'], ['delivered', 'ended'], ['ended', 'ended']]).toContainEqual([refused(first), refused(again)]);
-    await waitForStatus(server, ids, 'succeeded', 'every signalled job to succeed', 180_000);
+    await waitForStatus(server, ids, 'succeeded', 'every signalled job to succeed', 180_000 * SCALE);
     await faults.stop();
     await stopAll(workers);
 
@@ -125,7 +132,7 @@ test('200 jobs, two signals each sent at random instants around the wait, worker
               (select count(*)::int from acta.executions e where e.job_id = any($1) and e.outcome = 'lost') as lost
        from consumed`, [ids]);
     note('signals', { ...where, ...faults.counts });
-    expect(where.before + where.during + where.after).toBe(200);
+    expect(where.before + where.during + where.after).toBe(SIGNALLED);
     expect(where.before).toBeGreaterThan(0);
     expect(where.during).toBeGreaterThan(0);
     expect(where.after).toBeGreaterThan(0);
@@ -136,9 +143,9 @@ test('200 jobs, two signals each sent at random instants around the wait, worker
     await faults.stop();
     await db.close();
   }
-}, 300_000);
+}, 300_000 * SCALE);
 
-test('100 parents of 5 children while workers are killed -9 and SIGSTOPped: no parent stranded, no child spawned twice, each parent resumed after its last child ended', async () => {
+test(`${PARENTS} parents of ${CHILDREN} children while workers are killed -9 and SIGSTOPped: no parent stranded, no child spawned twice, each parent resumed after its last child ended`, async () => {
   const ns = 'wf-children';
   const events = eventsFile();
   const workers = [0, 1, 2].map(() => startWorker(ns, events));
@@ -147,21 +154,21 @@ test('100 parents of 5 children while workers are killed -9 and SIGSTOPped: no p
   const faults = chaos(workers, ns, events, 2_000);
   try {
     const client = createClient({ db, namespace: ns, definitions });
-    const payload = () => ({ children: Array.from({ length: 5 }, () => rand(1_000)), beforeMs: rand(500), afterMs: rand(500) });
-    const ids = (await client.enqueueMany(Array.from({ length: 100 }, () => ({ definition: 'parent', payload: payload() })))).map((r) => r.id);
-    await waitForStatus(server, ids, 'succeeded', 'every parent to succeed', 240_000);
+    const payload = () => ({ children: Array.from({ length: CHILDREN }, () => rand(1_000)), beforeMs: rand(500), afterMs: rand(500) });
+    const ids = (await client.enqueueMany(Array.from({ length: PARENTS }, () => ({ definition: 'parent', payload: payload() })))).map((r) => r.id);
+    await waitForStatus(server, ids, 'succeeded', 'every parent to succeed', 240_000 * SCALE);
     await faults.stop();
     await stopAll(workers);
 
     const parents = await server.query<{ id: string; result: number[] }>('select id::text, result from acta.jobs where id = any($1)', [ids]);
-    expect(parents.map((p) => p.result)).toEqual(ids.map(() => [0, 1, 2, 3, 4]));
+    expect(parents.map((p) => p.result)).toEqual(ids.map(() => Array.from({ length: CHILDREN }, (_, i) => i)));
     const children = await server.query<{ parent_id: string; id: string; status: string }>(
       'select parent_id::text, id::text, status from acta.jobs where parent_id = any($1)', [ids]);
     const spawns = await server.query<{ job_id: string; result: { ids: string[] } }>(
       `select job_id::text, result from acta.steps where job_id = any($1) and name like 'acta:spawn:%'`, [ids]);
     for (const id of ids) {
       const mine = children.filter((c) => c.parent_id === id);
-      expect(mine).toHaveLength(5);
+      expect(mine).toHaveLength(CHILDREN);
       expect(mine.every((c) => c.status === 'succeeded')).toBe(true);
       const step = spawns.filter((s) => s.job_id === id);
       expect(step).toHaveLength(1);
@@ -182,4 +189,4 @@ test('100 parents of 5 children while workers are killed -9 and SIGSTOPped: no p
     await faults.stop();
     await db.close();
   }
-}, 300_000);
+}, 300_000 * SCALE);
