@@ -268,7 +268,9 @@ test('observe with cancelOnUnsubscribe: unsubscribing before the job ended cance
     handler: (_p: unknown, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')))),
   });
   const quick = defineJob({ name: 'quick', handler: async () => 'ok' });
-  const worker = createWorker({ db, definitions: [waits, quick], logger: silentLogger });
+  // A cancel reaches the worker by NOTIFY, else by its next heartbeat: the first claim can come
+  // before the worker's LISTEN is up, and a cancel sent then is heard at the next beat (1 s here).
+  const worker = createWorker({ db, definitions: [waits, quick], logger: silentLogger, heartbeatIntervalMs: 1_000 });
   await worker.start();
   const client = createClient({ force: true, db });
   try {
