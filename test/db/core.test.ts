@@ -67,10 +67,12 @@ test('a handler that always throws is retried with back-off up to maxAttempts, t
   expect(await row(id)).toMatchObject({ status: 'failed', attempts: 3, execution: 3, result: null, error: { name: 'Error', message: 'boom 3' } });
   expect(calls).toBe(3);
   // The gaps come from the database's own timestamps: the retry's run_at is the completion's
-  // now() + back-off, and the claim takes only rows whose run_at <= its now().
+  // now() + back-off, and the claim takes only rows whose run_at <= its now(). Measured from the
+  // attempt's claim, which precedes that now(): its finished_at is read later, once the
+  // completion holds its rows (docs/decisions/2026-12-05-ledger-times.md), so it may pass it.
   const { rows } = await db.query<{ execution: number; outcome: string; charged: boolean; message: string; gap_ms: number | null }>(
     `select execution, outcome, charged, error->>'message' as message,
-            (extract(epoch from (lead(claimed_at) over (order by execution) - finished_at)) * 1000)::float8 as gap_ms
+            (extract(epoch from (lead(claimed_at) over (order by execution) - claimed_at)) * 1000)::float8 as gap_ms
        from acta.executions where job_id = $1 order by execution`,
     [id],
   );
