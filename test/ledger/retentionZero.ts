@@ -11,17 +11,9 @@ import { cronSchedule } from '../../src/recurring/cron';
 import { RETENTION_CRON } from '../../src/recurring/retention';
 import { systemDefinitions } from '../../src/recurring/system';
 import type { LedgerUnderTest } from './contract';
+import { rows } from './workflows';
 
 const LEASE_MS = 60_000;
-const rows = (definitions: string[], more: Partial<EnqueueRows> = {}): EnqueueRows => ({
-  definitions,
-  payloads: definitions.map((_, i) => JSON.stringify({ i })),
-  priorities: definitions.map(() => null),
-  runAts: definitions.map(() => null),
-  maxAttempts: definitions.map(() => null),
-  idempotencyKeys: definitions.map(() => null),
-  ...more,
-});
 const ended = (r: ClaimedRow, outcome: CompletionRow['outcome'], more: Partial<CompletionRow> = {}): CompletionRow => ({
   id: r.id,
   execution: r.execution,

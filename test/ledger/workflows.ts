@@ -10,7 +10,8 @@ import type { LedgerUnderTest } from './contract';
 
 const LEASE_MS = 60_000;
 const ns = () => `wf-${randomUUID().slice(0, 8)}`;
-const rows = (definitions: string[], more: Partial<EnqueueRows> = {}): EnqueueRows => ({
+/** Enqueue rows of `definitions` with every option unset (the contract's workflow and retention-zero cases). */
+export const rows = (definitions: string[], more: Partial<EnqueueRows> = {}): EnqueueRows => ({
   definitions,
   payloads: definitions.map((_, i) => JSON.stringify({ i })),
   priorities: definitions.map(() => null),
