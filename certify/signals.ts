@@ -14,6 +14,8 @@ import type { Client, EnqueueItem, SignalResult } from '../src';
 import { certifyJob, SIGNAL_NAME, signalledJob } from './jobs';
 
 export const SPREAD = 0.02;
+/** Anchors asked about at each tick, the lowest ids first (an index probe each). */
+const TICK_ANCHORS = 2_000;
 /** Sends in flight at once. */
 const SENDERS = 4;
 
@@ -44,7 +46,7 @@ export function signalPlan(items: EnqueueItem<unknown>[], ids: string[]): { id: 
 }
 
 export function createSignaller(client: Pick<Client, 'signal'>, plan: { id: string; anchor: string }[]): Signaller {
-  let waiting = plan.map((p) => ({ ...p, twice: Math.random() < 1 / 3 }));
+  let waiting = plan.map((p) => ({ ...p, twice: Math.random() < 1 / 3 })).sort((a, b) => Number(a.anchor) - Number(b.anchor));
   const answers: SignalAnswers = { consumed: 0, queued: 0, duplicate: 0, ended: 0, not_found: 0, errors: 0 };
   const count = (r: SignalResult) => answers[r.delivered ? (r.consumed ? 'consumed' : 'queued') : r.reason]++;
   const sending = new Set<Promise<void>>();
@@ -77,7 +79,8 @@ export function createSignaller(client: Pick<Client, 'signal'>, plan: { id: stri
   return {
     async tick(probe) {
       if (waiting.length === 0) return;
-      const { rows } = await probe.query<{ id: string }>('select id::text from acta.jobs where id = any($1::bigint[]) and execution > 0', [waiting.map((w) => w.anchor)]);
+      // Plain jobs are claimed about in enqueue order: the lowest anchors are the next to be claimed.
+      const { rows } = await probe.query<{ id: string }>('select id::text from acta.jobs where id = any($1::bigint[]) and execution > 0', [waiting.slice(0, TICK_ANCHORS).map((w) => w.anchor)]);
       const claimed = new Set(rows.map((r) => r.id));
       queue.push(...waiting.filter((w) => claimed.has(w.anchor)));
       waiting = waiting.filter((w) => !claimed.has(w.anchor));
