@@ -1,4 +1,4 @@
-import { catchError, defer, EMPTY, exhaustMap, interval, merge, type Observable, type SchedulerLike, takeWhile, tap, timer } from 'rxjs';
+import { catchError, defer, EMPTY, exhaustMap, filter, interval, merge, type Observable, type SchedulerLike, takeWhile, tap, timer } from 'rxjs';
 import type { Logger } from 'pino';
 import { backoffDelay, retryBackoff } from '../../operators';
 import { type LeaseClock, PIPELINE } from '../config';
@@ -35,6 +35,11 @@ export interface HeartbeatConfig {
    * worker succeeded): a failed beat waiting for its retry tries at once.
    */
   reachable$?: Observable<unknown>;
+  /**
+   * The listening connection came up (its first connect, or again): a cancel sent while it was not
+   * listening is found by a beat at once when attempts are held, not H later.
+   */
+  listening$?: Observable<unknown>;
   random?: () => number;
 }
 
@@ -207,9 +212,11 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
     );
   };
 
-  // Every H from the start: the worker's registration was its first beat (register_worker.sql).
-  // After a fatal error nothing more is started: the Observable completes.
-  const beats$ = timer(H, H, scheduler).pipe(takeWhile(() => !fatal), exhaustMap(() => beatOnce()));
+  // Every H from the start: the worker's registration was its first beat (register_worker.sql);
+  // and at once when LISTEN comes up while attempts are held. After a fatal error nothing more is
+  // started: the Observable completes.
+  const early$ = (config.listening$ ?? EMPTY).pipe(filter(() => registry.size > 0));
+  const beats$ = merge(timer(H, H, scheduler), early$).pipe(takeWhile(() => !fatal), exhaustMap(() => beatOnce()));
 
   let lastCheckAt = scheduler.now();
   const checks$ = interval(Math.max(10, H / 4), scheduler).pipe(

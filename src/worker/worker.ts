@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createWorkflow, ledgerWorkflowStore } from '../workflows/workflow';
 import * as os from 'node:os';
 import type { Server } from 'node:http';
-import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil, throwError, timeout } from 'rxjs';
+import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil, tap, throwError, timeout } from 'rxjs';
 import { PIPELINE } from '../config';
 import type { PassSchedule } from '../db/types';
 import { isTransientDbError } from '../db/transient';
@@ -374,6 +374,8 @@ export function createWorker(options: WorkerOptions): Worker {
   /** Starts the pipeline and the heartbeat (after a successful registration). */
   const run = () => {
     const wakeupsLogger = logger.child({ component: 'wakeups' });
+    /** Each connect of the listening connection, the first too: the heartbeat beats at once then. */
+    const listening$ = new Subject<void>();
     // sys.outbox's prompt path (src/recurring/outbox.ts): a pass at each publish's wakeup.
     const outbox = settings.outbox && outboxPoker({ ledger, namespace, settings: settings.outbox, scheduler, logger: logger.child({ component: 'outbox' }) });
     if (outbox) subscriptions.push(new Subscription(() => outbox.close()));
@@ -397,7 +399,7 @@ export function createWorker(options: WorkerOptions): Worker {
               metrics.listenerReconnects.inc();
               sawDatabase();
             },
-          }),
+          }).pipe(tap((wakeup) => wakeup === 'connect' && listening$.next())),
       settings.redis ? redisWakeups(settings.redis, namespace, wakeupsLogger) : EMPTY,
     );
     const claimerLogger = logger.child({ component: 'claimer' });
@@ -489,6 +491,7 @@ export function createWorker(options: WorkerOptions): Worker {
         random,
         startedAt: registeredAt,
         reachable$: reachable,
+        listening$,
       })
         .pipe(takeUntil(stopAll))
         .subscribe({ error: fatal }),

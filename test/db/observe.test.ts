@@ -268,9 +268,10 @@ test('observe with cancelOnUnsubscribe: unsubscribing before the job ended cance
     handler: (_p: unknown, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')))),
   });
   const quick = defineJob({ name: 'quick', handler: async () => 'ok' });
-  // A cancel reaches the worker by NOTIFY, else by its next heartbeat: the first claim can come
-  // before the worker's LISTEN is up, and a cancel sent then is heard at the next beat (1 s here).
-  const worker = createWorker({ db, definitions: [waits, quick], logger: silentLogger, heartbeatIntervalMs: 1_000 });
+  // A cancel reaches the worker by NOTIFY. The first claim can come before the worker's LISTEN is
+  // up: a cancel sent then is found by the beat the worker makes once LISTEN comes up while it
+  // holds attempts (at the default H = 45 s, past this test's 20 s, were it left to the next beat).
+  const worker = createWorker({ db, definitions: [waits, quick], logger: silentLogger });
   await worker.start();
   const client = createClient({ force: true, db });
   try {

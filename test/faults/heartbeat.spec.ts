@@ -34,7 +34,7 @@ afterEach(() => {
 });
 
 /** Runs the heartbeat on asyncScheduler, which the fake timers drive (and Date with them). */
-const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = new Registry(), options: { clock?: LeaseClock; reachable$?: Observable<unknown> } = {}) => {
+const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = new Registry(), options: { clock?: LeaseClock; reachable$?: Observable<unknown>; listening$?: Observable<unknown> } = {}) => {
   const health: boolean[] = [];
   const fatal: unknown[] = [];
   const calls: HeldPair[][] = [];
@@ -42,6 +42,7 @@ const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = ne
     registry,
     clock: options.clock ?? clock,
     reachable$: options.reachable$,
+    listening$: options.listening$,
     beat: (held) => {
       calls.push(held);
       return beat(held);
@@ -101,6 +102,25 @@ test('a lost row cancels a Claimed or Executing attempt, leaves a Finalizing one
   expect(finalizing.controller.signal.aborted).toBe(false);
   expect(untaken.abortCause).toBe('lost');
   expect(registry.snapshot().map((e) => e.row.id)).toEqual(['1', '2']);
+});
+
+test('LISTEN coming up beats at once while attempts are held (a cancel sent before it listened is found then), not when none are', async () => {
+  const listening$ = new Subject<void>();
+  const registry = new Registry();
+  const t = run(async (held) => answer(held, 'renewed'), registry, { listening$ });
+  await jest.advanceTimersByTimeAsync(H / 4);
+  listening$.next(); // holds nothing: no beat
+  await jest.advanceTimersByTimeAsync(1);
+  expect(t.calls).toEqual([]);
+  const [a] = registry.addClaimed([row('1')], Date.now() + clock.attemptDeadlineMs);
+  a.state = 'executing';
+  a.taken = true;
+  listening$.next();
+  await jest.advanceTimersByTimeAsync(1);
+  expect(t.calls).toEqual([[{ id: '1', execution: 1, started: true }]]);
+  // The beats every H go on from the start.
+  await jest.advanceTimersByTimeAsync(H - H / 4 - 2);
+  expect(t.calls).toHaveLength(2);
 });
 
 /** A registry holding one attempt whose handler runs (an Executing entry). */
