@@ -102,6 +102,12 @@ function pairedRatio(
   return { ratio: median, min, max, runs: ratios.length, ...fromMedians };
 }
 
+/** The highest of the values measured (NaN: none was). */
+function bestOf(values: number[]): number {
+  const measured = values.filter(Number.isFinite);
+  return measured.length > 0 ? Math.max(...measured) : NaN;
+}
+
 /** "0.90× (0.77–0.97 over 3 runs; medians 19,764 vs 21,941 jobs/s)". */
 function ratioText(r: ReturnType<typeof pairedRatio>, digits: number, unit?: string): string {
   if (!Number.isFinite(r.ratio)) return 'not measured';
@@ -133,6 +139,14 @@ export function checkTargets(
     add(`drain (${variant}) ≥ 1.25 × graphile-worker's best`, '≥ 1.25×', ratioText(r, 2, 'jobs/s'), Number.isFinite(r.ratio) ? r.ratio >= 1.25 : null);
     const d = paired((v) => v(sc, 'acta-default'), (v) => v(sc, 'graphile-default'));
     add(`acta DEFAULT drain (${variant}) ≥ 5 × graphile-worker defaults`, '≥ 5×', ratioText(d, 1), Number.isFinite(d.ratio) ? d.ratio >= 5 : null);
+  }
+  // A held snapshot: acta's drain under it ≥ the best peer's under the same hold.
+  if (rows.some((r) => r.scenario === 'drain-held')) {
+    const h = paired(
+      (v) => bestOf(['acta-best', 'acta-default'].map((s) => v('drain-held', s))),
+      (v) => bestOf(['graphile-perf', 'graphile-default', 'pgboss-best'].map((s) => v('drain-held', s))),
+    );
+    add("drain under a held snapshot ≥ the best peer's under the same hold", '≥ 1×', ratioText(h, 2, 'jobs/s'), Number.isFinite(h.ratio) ? h.ratio >= 1 : null);
   }
   const e = paired((v) => v('enqueue', 'acta-default'), (v) => Math.max(v('enqueue', 'graphile-perf'), v('enqueue', 'graphile-default')));
   add('bulk enqueue ≥ 1.25 × graphile-worker addJobs', '≥ 1.25×', ratioText(e, 2, 'jobs/s'), Number.isFinite(e.ratio) ? e.ratio >= 1.25 : null);

@@ -25,6 +25,7 @@ export const SCENARIOS: ScenarioInfo[] = [
   { id: 'drain-hot-key', label: 'policies: drain, 1 process, fresh, every job on one concurrency key of limit 10 (acta only)', unit: 'jobs/s', better: 'higher' },
   { id: 'hot-key-vs-plain', label: 'policies: hot-key drain ÷ the same run\'s plain drain (2., fresh)', unit: '×', better: 'higher' },
   { id: 'hot-key-bound', label: 'policies: hot-key bound, limit 10 ÷ mean slot hold (claim → completion write, from the attempt ledger)', unit: 'jobs/s', better: 'higher' },
+  { id: 'drain-held', label: 'drain, 1 process, fresh, 10 × the jobs while another connection holds a transaction open (its snapshot)', unit: 'jobs/s', better: 'higher' },
   { id: 'drain-rate-1m', label: 'policies: drain, 1 process, fresh, every job through one rate meter of 1,000,000 an hour (acta only)', unit: 'jobs/s', better: 'higher' },
   { id: 'rate-1m-vs-plain', label: 'policies: rate-limited drain ÷ the same run\'s plain drain (2., fresh)', unit: '×', better: 'higher' },
   { id: 'hot-key-inflight-max', label: 'policies: hot-key drain, most attempts in flight at once (attempt ledger; limit 10)', unit: 'attempts', better: 'lower' },
@@ -96,6 +97,7 @@ export function expectedRows(systems: readonly SystemName[]): { scenario: string
   for (const p of [1, 8]) add(`drain${p}-warm`, systems.filter(warmDrained));
   for (const scenario of KEYED_ROWS) add(scenario, acta);
   for (const scenario of RATE_ROWS) add(scenario, acta);
+  add('drain-held', pg);
   add('latency-p50', systems);
   add('latency-p99', systems);
   add('xacts-per-job', pg);

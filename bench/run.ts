@@ -2,7 +2,7 @@
  * `npm run bench`: the side-by-side benchmark of acta, graphile-worker, pg-boss and BullMQ.
  *
  *   npm run bench -- [--runs 3] [--jobs 20000] [--quick] [--only acta-default,graphile-perf]
- *                    [--scenarios enqueue,drain,keys,latency,idle,memory,backpressure,floor]
+ *                    [--scenarios enqueue,drain,keys,rate,held,warm,latency,idle,memory,backpressure,floor]
  *                    [--variants fresh,analyzed] [--memory-jobs 1000000] [--memory-seconds 45] [--out bench/results]
  *   node dist/bench/run.js --report bench/results/<timestamp>.json   (rewrites that run's .md and .svg, and latest.*)
  *                    [--cpu-prof <dir>]   (acta worker processes write .cpuprofile files there)
@@ -43,7 +43,11 @@ import {
 import { summarize } from './stats';
 import { redisFacts, Stores } from './systems';
 
-export const SCENARIO_GROUPS = ['floor', 'enqueue', 'drain1', 'drain2', 'drain8', 'keys', 'rate', 'warm', 'latency', 'idle', 'memory', 'backpressure'] as const;
+/** The held-snapshot drain: HELD_FACTOR × --jobs jobs (200,000 at the default), within the hold's 10 minutes. */
+const HELD_FACTOR = 10;
+const HELD_TIMEOUT_MS = 600_000;
+
+export const SCENARIO_GROUPS = ['floor', 'enqueue', 'drain1', 'drain2', 'drain8', 'keys', 'rate', 'held', 'warm', 'latency', 'idle', 'memory', 'backpressure'] as const;
 type Group = (typeof SCENARIO_GROUPS)[number];
 
 interface Args {
@@ -332,6 +336,19 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
           });
         }
       }
+      if (has('held')) {
+        // A connection holds a transaction (and its snapshot) open while 10 × --jobs drain, 1 process,
+        // fresh table: what a long report or an idle-in-transaction session costs each queue, whose
+        // dead row versions stay in its tables and indexes until the hold ends.
+        const heldCtx: Context = { ...ctx, options: { ...ctx.options, jobs: HELD_FACTOR * ctx.options.jobs, drainTimeoutMs: HELD_TIMEOUT_MS } };
+        for (const system of rotate(pgSystems, run - 1)) {
+          await attempt(run, 'drain-held', system, async () => {
+            const r = await measureDrain(heldCtx, system, 1, false, undefined, true);
+            record(run, 'drain-held', system, r.value, r.raw);
+            show(run, 'drain-held', system, r.value, `; ${r.raw.jobs} jobs under a held snapshot; ${r.raw.deadTuples} dead row versions at the end` + cpuText(r.raw));
+          });
+        }
+      }
       if (has('warm')) {
         for (const processes of [1, 8] as const) {
           const scenario = `drain${processes}-warm`;
@@ -453,6 +470,11 @@ function markdown(result: BenchResult): string {
     ...(result.rows.some((r) => r.scenario === 'drain-keys-1000' || r.scenario === 'drain-hot-key')
       ? [
           `- Keyed drains (acta only: graphile-worker, pg-boss and BullMQ have no fleet-wide concurrency keys in their free editions): the plain drain's set-up (1 process, fresh table, the system's executors), the ${opt.jobs.toLocaleString('en-US')} jobs enqueued with \`concurrencyKey\` and the definition declaring \`concurrency: { key, limit }\`: round-robin over 1,000 keys of limit 1, or all on one key of limit 10. Each is divided by the plain 1-process fresh drain of the same run (per run, then the median). Afterwards the attempt ledger (acta.executions joined to acta.jobs) gives, per key, the most attempts whose [claimed_at, finished_at) overlap at one instant (checked against the limit, not assumed) and the mean hold (claim to the start of the completion write); the hot key's bound is 10 ÷ that mean hold: at most 10 attempts in flight, each holding its slot that long (an attempt whose handler is done holds it until its completion is written, so even 8 executors reach 10).`,
+        ]
+      : []),
+    ...(result.rows.some((r) => r.scenario === 'drain-held')
+      ? [
+          `- Held snapshot (PostgreSQL systems): the 1-process fresh drain of ${(HELD_FACTOR * opt.jobs).toLocaleString('en-US')} jobs while another connection holds a transaction open (REPEATABLE READ, its snapshot taken once the jobs are queued, ended when the worker has stopped; at most ${HELD_TIMEOUT_MS / 60_000} minutes): no row version the drain leaves dead can be vacuumed meanwhile, as under a long report or an idle-in-transaction session. The details give the dead row versions in the database's tables at the end (pg_stat_user_tables).`,
         ]
       : []),
     `- Transactions per job: pg_stat_database.xact_commit of the run's database from before the worker processes start until they have exited (startup and shutdown included), minus the orchestrator's polls, divided by the jobs.`,

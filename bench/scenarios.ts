@@ -99,6 +99,8 @@ export interface DrainRaw {
    */
   workerCpuUsPerJob?: number;
   serverCpuUsPerJob?: number;
+  /** Under a held snapshot: the dead row versions in the database's tables as the drain ended. */
+  deadTuples?: number;
 }
 
 /**
@@ -176,10 +178,11 @@ async function keyedFromLedger(url: string, spec: KeyedSpec): Promise<KeyedRaw> 
  * (acta only), the jobs carry concurrency keys and the definition a limit (KeyedSpec), and the
  * attempt ledger is read after the drain (KeyedRaw).
  */
-export async function measureDrain(ctx: Context, system: SystemName, processes: number, analyzed: boolean, keyed?: KeyedSpec) {
+export async function measureDrain(ctx: Context, system: SystemName, processes: number, analyzed: boolean, keyed?: KeyedSpec, held = false) {
   const n = ctx.options.jobs;
   const pg = usesPostgres(system);
   if (keyed && !system.startsWith('acta')) throw new Error(`keyed drains are acta's only, not ${system}'s`);
+  if (held && !pg) throw new Error(`a held snapshot is PostgreSQL's, not ${system}'s`);
   return withStore(ctx, system, async (store) => {
     await store.openClient();
     const e0 = now();
@@ -191,6 +194,8 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
     if (analyzed) await store.analyze();
     if (pg) await ctx.admin.waitNoBackends(store.database!);
     const x0 = pg ? await ctx.admin.xacts(store.database!) : undefined;
+    // A held snapshot: no row version the drain leaves dead can be vacuumed until it ends.
+    const hold = held ? await holdSnapshot(store.url!) : undefined;
     const poller = await store.openPoller();
     let children: ChildHandle[] = [];
     try {
@@ -206,7 +211,8 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
       failed.disarm();
       await stopAll(children);
       await poller.close();
-      const raw: DrainRaw & { keyed?: KeyedRaw } = { jobs: n, processes, analyzed, enqueueMs, drainMs, startMs, completed: 0, pollerQueries: poller.polls, ...used };
+      const deadTuples = hold ? await hold.release() : undefined;
+      const raw: DrainRaw & { keyed?: KeyedRaw } = { jobs: n, processes, analyzed, enqueueMs, drainMs, startMs, completed: 0, pollerQueries: poller.polls, deadTuples, ...used };
       if (pg) {
         await ctx.admin.waitNoBackends(store.database!);
         const x1 = await ctx.admin.xacts(store.database!);
@@ -221,8 +227,34 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
     } finally {
       await killAll(children);
       await poller.close().catch(() => undefined);
+      await hold?.release().catch(() => undefined);
     }
   });
+}
+
+/**
+ * A connection holding a transaction open with its snapshot taken (a long report, an idle-in-
+ * transaction session): the database's xmin horizon stays where it was. release() ends it and
+ * answers the dead row versions its tables held then (pg_stat_user_tables.n_dead_tup; the
+ * statistics are a little behind).
+ */
+async function holdSnapshot(url: string): Promise<{ release(): Promise<number> }> {
+  const client = await connectTo(url, 'acta-bench-hold');
+  await client.query('begin isolation level repeatable read');
+  await client.query('select txid_current()');
+  let released: Promise<number> | undefined;
+  return {
+    release: () =>
+      (released ??= (async () => {
+        try {
+          const { rows } = await client.query<{ dead: string }>('select coalesce(sum(n_dead_tup), 0)::text as dead from pg_stat_user_tables');
+          return Number(rows[0].dead);
+        } finally {
+          await client.query('rollback').catch(() => undefined);
+          await client.end().catch(() => undefined);
+        }
+      })()),
+  };
 }
 
 export interface WarmDrainRaw {
