@@ -125,7 +125,7 @@ export interface Admin {
   retryJobs(selection: JobSelection): Promise<JobId[]>;
   /** Cancels jobs as client.cancel does, each (a filter: its Ready and Executing jobs, in batches). */
   cancelJobs(selection: JobSelection): Promise<{ cancelled: JobId[]; requested: JobId[] }>;
-  /** Deletes finished jobs (Succeeded, Failed, Cancelled) and their steps; the attempt ledger keeps their attempts. Others are left: cancel them first. */
+  /** Deletes finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts (acta.delete_jobs). Others are left: cancel them first. */
   deleteJobs(selection: JobSelection): Promise<JobId[]>;
   /** The namespace's workers, newest first: every live one, and the stopped and dead of the last day. */
   listWorkers(options?: { namespace?: string }): Promise<WorkerInfo[]>;

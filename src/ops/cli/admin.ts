@@ -8,6 +8,7 @@ import type { Client } from '../../client/client';
 import type { JobFilter, JobSelection } from '../../client/admin';
 import type { JobStatus } from '../../db/types';
 import { ActaError } from '../../errors';
+import { instantOption } from './instant';
 import { formatTable } from './table';
 
 type WithClient = <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>;
@@ -18,11 +19,6 @@ function statusList(value: string): JobStatus[] {
   const list = value.split(',').map((s) => s.trim());
   for (const s of list) if (!STATUSES.includes(s)) throw new InvalidArgumentError(`must be a comma-separated list of ${STATUSES.join(', ')}.`);
   return list as JobStatus[];
-}
-function isoDate(value: string): Date {
-  const d = new Date(value);
-  if (Number.isNaN(d.getTime())) throw new InvalidArgumentError('must be an ISO 8601 date, e.g. 2026-12-01T09:00:00Z.');
-  return d;
 }
 function positive(value: string): number {
   const n = Number(value);
@@ -50,10 +46,10 @@ const withFilter = (cmd: Command): Command =>
     .option('--definition <name>', 'only jobs of this definition')
     .option('--concurrency-key <key>', 'only jobs of this concurrency key')
     .option('--lane <key>', 'only jobs of this lane')
-    .option('--created-after <iso>', 'created at or after', isoDate)
-    .option('--created-before <iso>', 'created before', isoDate)
-    .option('--finished-after <iso>', 'finished at or after', isoDate)
-    .option('--finished-before <iso>', 'finished before', isoDate)
+    .option('--created-after <iso>', 'created at or after', instantOption)
+    .option('--created-before <iso>', 'created before', instantOption)
+    .option('--finished-after <iso>', 'finished at or after', instantOption)
+    .option('--finished-before <iso>', 'finished before', instantOption)
     .option('--json', 'one JSON object per line');
 
 const filterOf = (o: FilterOpts): JobFilter => {
@@ -115,7 +111,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
     });
   bulk('retry', 'retry Failed jobs (Cancelled ones with --status cancelled): Ready and due now, attempts reset to 0, in batches of 500');
   bulk('cancel', 'cancel Ready jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500');
-  bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) and their steps; their attempts stay in the attempt ledger');
+  bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts');
 
   cli
     .command('workers')

@@ -15,7 +15,7 @@ import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
-import { runAtOption } from './runAt';
+import { instantOption } from './instant';
 import { registerPublishCommand } from './publish';
 import { registerSignalCommand } from './signal';
 import { registerDashboardCommand } from './dashboard';
@@ -147,7 +147,7 @@ export function program(): Command {
     .command('enqueue <definition> <json>')
     .description('enqueue one job; prints its id. Refuses a definition name no worker has declared in the namespace (workers declare theirs when they start), listing those declared; --force enqueues it anyway')
     .option('--namespace <name>', 'queue namespace', 'default')
-    .option('--run-at <iso>', 'when the job becomes due: an ISO 8601 date-time with its offset (2026-12-01T09:00:00Z)', runAtOption)
+    .option('--run-at <iso>', 'when the job becomes due: an ISO 8601 date-time with its offset (2026-12-01T09:00:00Z)', instantOption)
     .option('--priority <n>', 'higher runs first', int())
     .option('--max-attempts <n>', "attempts before Failed (default: the definition's, else 25)", int(1))
     .option('--idempotency-key <key>', 'at most one job per key')

@@ -216,7 +216,7 @@ function safeBack(back: string | null, base: string, deletedId: string | null): 
 const FLASH: Record<Action, (n: number) => string> = {
   retry: (n) => (n > 0 ? 'Retried: the job is Ready and due now.' : 'Not retried: only a Failed or Cancelled job can be.'),
   cancel: (n) => (n > 0 ? 'Cancelled (a running job: its worker was asked to stop it).' : 'Not cancelled: it had finished.'),
-  delete: (n) => (n > 0 ? 'Deleted (its attempts stay in the attempt ledger).' : 'Not deleted: only a finished job can be.'),
+  delete: (n) => (n > 0 ? 'Deleted, with its steps, signals and attempts.' : 'Not deleted: only a finished job can be.'),
   pause: (n) => (n > 0 ? 'Paused: claims stop within one wakeup; running jobs finish.' : 'Already paused.'),
   resume: (n) => (n > 0 ? 'Resumed: workers claim at once.' : 'It was not paused.'),
 };

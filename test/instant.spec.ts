@@ -1,0 +1,35 @@
+// The CLI's instants, `acta enqueue --run-at` and the `acta jobs` range filters
+// (src/ops/cli/instant.ts; docs/operating.md): an ISO 8601 date-time with its offset is the instant
+// it names; one without an offset, or a date alone, is refused rather than read in a zone the user
+// did not choose (the process's local one, or UTC for a date alone).
+import { Command, InvalidArgumentError } from 'commander';
+import { registerAdminCommands } from '../src/ops/cli/admin';
+import { instantOption } from '../src/ops/cli/instant';
+
+test('a date-time with its offset is the instant it names, whatever the process zone', () => {
+  expect(instantOption('2027-01-01T00:00:00Z').toISOString()).toBe('2027-01-01T00:00:00.000Z');
+  expect(instantOption('2027-01-01T09:30:00.250+01:00').toISOString()).toBe('2027-01-01T08:30:00.250Z');
+  expect(instantOption('2027-01-01T00:00-0530').toISOString()).toBe('2027-01-01T05:30:00.000Z');
+  expect(instantOption('2027-01-01 00:00:00z').toISOString()).toBe('2027-01-01T00:00:00.000Z');
+});
+
+test('a date-time without an offset, a date alone, or anything else is refused', () => {
+  for (const value of ['2027-01-01T00:00:00', '2027-01-01', '2027-01-01T00:00', 'tomorrow', '2027-13-01T00:00:00Z', '']) {
+    expect(() => instantOption(value)).toThrow(InvalidArgumentError);
+  }
+  expect(() => instantOption('2027-01-01T00:00:00')).toThrow(/must be an ISO 8601 date-time with its offset/);
+});
+
+test('acta jobs list reads its range filters the same way: a date-time without an offset is refused before anything runs', async () => {
+  const cli = new Command().exitOverride();
+  const errors: string[] = [];
+  cli.configureOutput({ writeErr: (text) => void errors.push(text), writeOut: () => undefined });
+  const withClient = jest.fn();
+  registerAdminCommands(cli, withClient as never);
+  for (const flag of ['--created-after', '--created-before', '--finished-after', '--finished-before']) {
+    errors.length = 0;
+    await expect(cli.parseAsync(['node', 'acta', 'jobs', 'list', flag, '2027-01-01T00:00:00'])).rejects.toThrow(/with its offset/);
+    expect(errors.join('')).toContain(flag);
+  }
+  expect(withClient).not.toHaveBeenCalled();
+});
