@@ -91,7 +91,7 @@ export const keyedJobs = KEY_LIMITS.map((limit) =>
   defineJob<Payload, { sum: number }>({ name: `certify.limit${limit}`, ...common, concurrency: { key: (p) => p.key as string, limit } }),
 );
 
-/** `certify.lane`: one at a time per lane, in enqueue order; the lane is the payload's. */
+/** `certify.lane`: one at a time per lane, in commit order; the lane is the payload's. */
 export const lanedJob = defineJob<Payload, { sum: number }>({ name: 'certify.lane', ...common, lane: (p) => p.lane as string });
 
 /**
