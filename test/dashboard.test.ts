@@ -238,3 +238,25 @@ browserTest('refused: a POST without the CSRF token, any request without auth, G
   expect(await statusOf(id)).toBe('ready');
   await ro.close();
 });
+
+browserTest('the schedules view shows each schedule with its cron and fires; the alerts view the open alerts first, then the resolved', async () => {
+  await client.schedules.add('ok', { name: 'nightly-ok', cron: '0 3 * * *', timeZone: 'Europe/Berlin', payload: { n: 4 } });
+  // Alerts as sys.alerts leaves them in acta.alerts (docs/alerts.md): one open, one resolved.
+  await db.query(
+    `insert into acta.alerts (namespace, rule, subject, raised_at, resolved_at, detail) values
+       ('default', 'worker_dead', $1, now() - interval '9 minutes', now() - interval '2 minutes', null),
+       ('default', 'oldest_ready', 'ok', now() - interval '1 minute', null, '{"ageMs": 360000}')`,
+    [ids.dead],
+  );
+  await page.goto(`${dashboard.url}/`);
+  await page.click('header >> text=Schedules');
+  await expect(page.locator('#schedules tr[data-schedule="nightly-ok"]').innerText()).resolves.toMatch(/nightly-ok[\s\S]*ok[\s\S]*0 3 \* \* \* Europe\/Berlin[\s\S]*latest[\s\S]*runtime/);
+  await shot('schedules');
+  await page.click('header >> text=Alerts');
+  const rows = page.locator('#alerts tbody tr');
+  expect(await rows.count()).toBe(2);
+  await expect(rows.nth(0).innerText()).resolves.toMatch(/oldest_ready[\s\S]*ok[\s\S]*open[\s\S]*ageMs/);
+  await expect(rows.nth(1).innerText()).resolves.toMatch(new RegExp(`worker_dead[\\s\\S]*${ids.dead}[\\s\\S]*resolved`));
+  await expect(page.locator('main > p').first().innerText()).resolves.toBe('1 open.');
+  await shot('alerts');
+});

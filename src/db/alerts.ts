@@ -48,3 +48,22 @@ export async function readAlerts(q: Queryable, namespace: string): Promise<{ rul
   );
   return rows;
 }
+
+/** An alert as stored: open while resolvedAt is null. */
+export interface AlertInfo {
+  rule: string;
+  subject: string;
+  raisedAt: Date;
+  resolvedAt: Date | null;
+  detail: Record<string, unknown> | null;
+}
+
+/** The namespace's alerts, open ones first, then the most recently raised (along acta.alerts' key; at most `limit`). */
+export async function listAlerts(q: Queryable, namespace: string, limit: number): Promise<AlertInfo[]> {
+  const { rows } = await q.query<{ rule: string; subject: string; raised_at: Date; resolved_at: Date | null; detail: AlertInfo['detail'] }>(
+    `select rule, subject, raised_at, resolved_at, detail from acta.alerts where namespace = $1
+     order by resolved_at is null desc, raised_at desc, rule, subject limit $2`,
+    [namespace, limit],
+  );
+  return rows.map((r) => ({ rule: r.rule, subject: r.subject, raisedAt: r.raised_at, resolvedAt: r.resolved_at, detail: r.detail }));
+}

@@ -10,7 +10,7 @@ import { silentLogger } from '../helpers/silentLogger';
 
 const { db } = useTestDatabase({ timeoutMs: 600_000 });
 
-test('the overview, job list (filtered, paged), job page and workers page read indexes only', async () => {
+test('the overview, job list (filtered, paged), job page, workers, schedules and alerts pages read indexes only', async () => {
   const workerId = randomUUID();
   await registerWorker(db, { workerId, namespace: 'default', hostname: 'plans', pid: 1, definitions: ['d0', 'd1'], maxAttempts: [null, null], leaseMs: 60_000, build: null, policies: {} });
   await db.query(`insert into acta.jobs (namespace, definition, payload, status, finished_at, lease_holder, lease_expires_at, created_at)
@@ -31,7 +31,7 @@ test('the overview, job list (filtered, paged), job page and workers page read i
   const watched = { ...db, query: (text: string, params?: unknown[]) => (sent.push({ text, params: params ?? [] }), db.query(text, params)) } as Db;
   const dashboard = await startDashboard({ db: watched, port: 0, logger: silentLogger });
   try {
-    for (const p of ['/', '/workers', '/jobs', '/jobs?status=failed', '/jobs?status=succeeded&definition=d3', '/jobs?status=ready&cursor=500000', '/jobs?status=executing', '/jobs/999000', '/jobs/999999']) {
+    for (const p of ['/', '/workers', '/jobs', '/jobs?status=failed', '/jobs?status=succeeded&definition=d3', '/jobs?status=ready&cursor=500000', '/jobs?status=executing', '/jobs/999000', '/jobs/999999', '/schedules', '/alerts']) {
       const res = await fetch(`${dashboard.url}${p}`);
       expect({ p, status: res.status }).toEqual({ p, status: 200 });
     }

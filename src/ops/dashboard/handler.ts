@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createClient } from '../../client/client';
 import { MAX_NAME_BYTES, nameOption } from '../../config';
+import { listAlerts } from '../../db/alerts';
 import type { Db } from '../../db/Db';
 import { ActaError, ConfigError } from '../../errors';
 import { createLogger, type Logger } from '../../logger';
@@ -16,7 +17,9 @@ import { checkAuth, createCsrf, type Csrf, identify, TOKEN_COOKIE } from './secu
 import { jobPage } from './views/job';
 import { jobsPage, type JobsQuery } from './views/jobs';
 import { layout, type ViewContext } from './views/layout';
+import { alertsPage } from './views/alerts';
 import { overviewPage } from './views/overview';
+import { schedulesPage } from './views/schedules';
 import { workersPage } from './views/workers';
 
 export interface DashboardOptions {
@@ -44,6 +47,7 @@ export type DashboardHandler = (req: IncomingMessage, res: ServerResponse) => vo
 const ACTIONS = ['retry', 'cancel', 'delete', 'pause', 'resume'] as const;
 type Action = (typeof ACTIONS)[number];
 const MAX_FORM_BYTES = 16_384;
+const ALERTS_SHOWN = 500;
 
 class HttpError extends Error {
   constructor(
@@ -113,6 +117,8 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       return send(res, 200, overviewPage(ctx, { namespaces, minutes, workers }, flash));
     }
     if (path === '/workers') return send(res, 200, workersPage(ctx, await client.listWorkers()));
+    if (path === '/schedules') return send(res, 200, schedulesPage(ctx, await client.schedules.list()));
+    if (path === '/alerts') return send(res, 200, alertsPage(ctx, await listAlerts(db, namespace, ALERTS_SHOWN), ALERTS_SHOWN));
     if (path === '/jobs') {
       const q = url.searchParams;
       const query: JobsQuery = { status: q.get('status') || undefined, definition: q.get('definition') || undefined, concurrencyKey: q.get('key') || undefined, lane: q.get('lane') || undefined, cursor: q.get('cursor') || undefined };

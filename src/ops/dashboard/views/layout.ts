@@ -31,6 +31,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 .s{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;background:#e3e6eb}
 .s-succeeded{background:#d4f3dc}.s-failed{background:#fbd5d5}.s-executing{background:#d7e6ff}
 .s-cancelled{background:#eee}.s-waiting{background:#fff1c7}.s-alive{background:#d4f3dc}.s-dead{background:#fbd5d5}
+.s-open{background:#fbd5d5}.s-resolved{background:#d4f3dc}.s-paused{background:#fff1c7}
 form.inline{display:inline}button{cursor:pointer;padding:2px 10px;margin:0 2px}
 pre{background:#fff;border:1px solid #e3e6eb;padding:8px;overflow:auto;max-height:360px;white-space:pre-wrap;word-break:break-all}
 .note{color:#6b7385;font-size:12px}.filters input,.filters select{margin-right:8px}
@@ -51,7 +52,7 @@ export function layout(ctx: ViewContext, title: string, body: Html, flash?: stri
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · acta</title><style>${STYLE}</style></head>
 <body><header><a class="brand" href="${href(ctx, '/')}">acta</a>
-<a href="${href(ctx, '/')}">Overview</a><a href="${href(ctx, '/jobs')}">Jobs</a><a href="${href(ctx, '/workers')}">Workers</a>
+<a href="${href(ctx, '/')}">Overview</a><a href="${href(ctx, '/jobs')}">Jobs</a><a href="${href(ctx, '/workers')}">Workers</a><a href="${href(ctx, '/schedules')}">Schedules</a><a href="${href(ctx, '/alerts')}">Alerts</a>
 <span class="who">namespace <b>${ctx.namespace}</b> · ${ctx.who}${ctx.readOnly ? ' · read-only' : ''}</span></header>
 <main>${flash ? html`<div class="flash" role="status">${flash}</div>` : ''}<h1>${title}</h1>${body}</main></body></html>`;
 }
