@@ -93,6 +93,28 @@ test('a declared concurrency policy needs its key: by name without one is refuse
   }
 });
 
+test('a declared rate or lane policy needs its key too: by name without it is refused naming each missing key and its option; with the options it is accepted', async () => {
+  const namespace = `rule-${randomUUID()}`;
+  const metered = defineJob({ name: 'metered', rate: { key: (p: { account: string }) => p.account, limit: 5, perMs: 60_000 }, handler: () => undefined });
+  const ordered = defineJob({ name: 'ordered', lane: (p: { order: string }) => p.order, handler: () => undefined });
+  const both = defineJob({ name: 'both', rate: { key: (p: { a: string }) => p.a, limit: 5, perMs: 60_000 }, lane: (p: { a: string }) => p.a, handler: () => undefined });
+  await declare(namespace, [metered, ordered, both]);
+  const client = createClient({ db, namespace });
+  await expect(client.enqueue('metered', { account: 'x' })).rejects.toMatchObject({ code: 'ACTA_POLICY_KEY_MISSING', refusal: { name: 'metered', missing: ['rate'] }, message: expect.stringMatching(/declares rate policy: .*, or rateKey$/) });
+  await expect(client.enqueue('ordered', { order: 'o1' })).rejects.toMatchObject({ code: 'ACTA_POLICY_KEY_MISSING', refusal: { name: 'ordered', missing: ['lane'] }, message: expect.stringMatching(/declares lane policy: .*, or lane$/) });
+  await expect(client.enqueue('both', { a: 'x' }, { rateKey: 'x' })).rejects.toMatchObject({ refusal: { name: 'both', missing: ['lane'] } });
+  expect(await jobsIn(namespace)).toBe(0);
+  await client.enqueue('metered', { account: 'x' }, { rateKey: 'x' });
+  await client.enqueue('ordered', { order: 'o1' }, { lane: 'o1' });
+  await client.enqueue('both', { a: 'x' }, { rateKey: 'x', lane: 'x' });
+  const { rows } = await db.query<{ definition: string; rate_key: string | null; lane: string | null }>('select definition, rate_key, lane from acta.jobs where namespace = $1 order by id', [namespace]);
+  expect(rows).toEqual([
+    { definition: 'metered', rate_key: 'x', lane: null },
+    { definition: 'ordered', rate_key: null, lane: 'o1' },
+    { definition: 'both', rate_key: 'x', lane: 'x' },
+  ]);
+});
+
 test("in the caller's transaction: an accepted enqueue commits with it; a refused one rejects (the transaction is aborted, as by any failed statement) and leaves nothing", async () => {
   const namespace = `rule-${randomUUID()}`;
   await declare(namespace);
