@@ -109,12 +109,16 @@ export class DataDirLockedError extends ActaError {
   }
 }
 
-/** The process serving the embedded database to this one (src/db/embeddedShare.ts) closed it or exited. */
+/**
+ * The process serving the embedded database to this one (src/db/embeddedShare.ts) closed it or
+ * exited. Transient (src/db/transient.ts): a Db from connect() opens the folder again at its next call.
+ */
 export class EmbeddedShareClosedError extends ActaError {
-  constructor(socketPath: string) {
+  constructor(socketPath: string, options?: { cause?: unknown }) {
     super(
       'ACTA_EMBEDDED_SHARE_CLOSED',
-      `the process serving the embedded database (socket ${socketPath}) closed it or exited: connect again (this process may then open the data folder itself)`,
+      `the process serving the embedded database (socket ${socketPath}) closed it or exited: a Db from connect() opens the data folder again at its next call (this process takes it if it is free)`,
+      options,
     );
   }
 }

@@ -79,6 +79,41 @@ test('beside a running `acta worker` on the embedded folder, `acta enqueue`, `ac
   await after.close();
 }, 300_000);
 
+test('when the process holding the folder is killed, a worker and a client that used its socket go on: their next calls open the folder again (one takes it and serves the other)', async () => {
+  const data = path.join(dir, 'data');
+  expect((await acta(['migrate'])).code).toBe(0);
+  const holder = spawn(process.execPath, ['-e', `require('./dist/src').createPgliteDb({ dataDir: ${JSON.stringify(data)} }).then(() => { console.log('open'); setInterval(() => {}, 1000); })`], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(holder);
+  await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
+  const worker = startWorker();
+  const db = await connect({ dataDir: data });
+  let firstId = '';
+  try {
+    const client = createClient({ db, force: true }); // the worker may not have declared its definitions yet
+    const first = await client.enqueue('cli-echo', { n: 1 });
+    firstId = first.id;
+    expect((await client.result<{ pid: number }>(first.id, { timeoutMs: 60_000 })).pid).toBe(worker.child.pid);
+
+    // Killed: no goodbye, its lock and socket files left behind.
+    holder.kill('SIGKILL');
+    await new Promise((resolve) => holder.once('exit', resolve));
+    const second = await waitFor(() => client.enqueue('cli-echo', { n: 2 }).catch(() => undefined), 'an enqueue after the holder died', 30_000);
+    const result = await client.result<{ payload: { n: number }; pid: number }>(second.id, { timeoutMs: 60_000 });
+    expect(result).toMatchObject({ payload: { n: 2 }, pid: worker.child.pid });
+    expect(worker.child.exitCode).toBeNull();
+  } finally {
+    await db.close();
+  }
+  // Whichever of the two held the folder, the worker goes on after this process let go, and stops cleanly.
+  const shown = await acta(['job', firstId]);
+  expect(shown).toMatchObject({ code: 0, stdout: expect.stringMatching(/succeeded/), stderr: '' });
+  worker.child.kill('SIGTERM');
+  expect(await worker.exited).toBe(0);
+}, 300_000);
+
 describe('the share on its own (one process serving, another Db reading through it)', () => {
   let holder: Db;
   let socketPath: string;

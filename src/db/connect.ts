@@ -1,6 +1,6 @@
 import * as path from 'node:path';
-import { DataDirLockedError } from '../errors';
-import type { Db } from './Db';
+import { DataDirLockedError, DbClosedError, EmbeddedShareClosedError } from '../errors';
+import type { Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, socketPathFor } from './embeddedShare';
 import { createPgDb } from './pgDb';
 import { createPgliteDb } from './pgliteDb';
@@ -30,15 +30,109 @@ function resolveTarget(options: { url?: string; dataDir?: string }): { url: stri
 export async function connect(options: { url?: string; dataDir?: string; max?: number } = {}): Promise<Db> {
   const target = resolveTarget(options);
   if ('url' in target) return createPgDb({ connectionString: target.url, max: options.max });
+  let lost = () => undefined as void;
+  const first = await openEmbedded(target.dataDir, () => lost());
+  if (!first.shared) return first.db;
+  const following = followHolder(target.dataDir, first.db);
+  lost = following.lost;
+  return following.db;
+}
+
+/** How long a process whose holder went away tries to find the folder's next holder (or to open it). */
+const FOLLOW_TRIES = 30;
+const FOLLOW_PAUSE_MS = 100;
+/** How long a process waits for the socket of a live holder that has just taken the folder (PGlite starting). */
+const SOCKET_WAIT_MS = 10_000;
+
+/**
+ * The folder opened by this process (which then serves it), else the database the live process
+ * holding it serves on its socket (embeddedShare.ts), waited for while that process starts;
+ * DataDirLockedError when it does not serve it.
+ */
+async function openEmbedded(dataDir: string, onLost: () => void): Promise<{ db: Db; shared: boolean }> {
   try {
-    return await createPgliteDb({ dataDir: target.dataDir });
+    return { db: await createPgliteDb({ dataDir }), shared: false };
   } catch (err) {
-    // Held by another live process: use the database it serves beside the folder (embeddedShare.ts).
     if (!(err instanceof DataDirLockedError) || err.pid <= 0 || err.pid === process.pid) throw err;
-    const shared = await connectShared(socketPathFor(target.dataDir)).catch(() => undefined);
-    if (shared) return shared;
-    throw err;
+    const deadline = Date.now() + SOCKET_WAIT_MS;
+    for (;;) {
+      const shared = await connectShared(socketPathFor(dataDir), { onLost }).catch(() => undefined);
+      if (shared) return { db: shared, shared: true };
+      if (Date.now() >= deadline) throw err;
+      await new Promise((r) => setTimeout(r, FOLLOW_PAUSE_MS));
+    }
   }
+}
+
+/**
+ * A Db on the embedded database served by another process, that outlives that process
+ * (docs/operating.md, "Which database"). When the holder goes away, the calls in flight reject
+ * with EmbeddedShareClosedError (transient: src/db/transient.ts; a statement in flight may have
+ * run, so it is not repeated here), and the next call, or at once an open LISTEN, opens the folder
+ * again: this process takes it (and serves it) if it is free, else uses the new holder's socket.
+ * Open LISTENs hear onDown, then onConnect once listening again.
+ */
+function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } {
+  let current: Db | undefined = first;
+  let closed = false;
+  let reopening: Promise<Db> | undefined;
+  const listens = new Set<{ channel: string; handlers: ListenHandlers; options?: ListenOptions; unlisten?: () => Promise<void> }>();
+
+  const listenOn = async (db: Db, entry: { channel: string; handlers: ListenHandlers; options?: ListenOptions; unlisten?: () => Promise<void> }) => {
+    entry.unlisten = await db.listen(entry.channel, { ...entry.handlers, onClosed: undefined }, entry.options);
+  };
+  const reopen = (): Promise<Db> =>
+    (reopening ??= (async () => {
+      for (let i = 1; ; i++) {
+        if (closed) throw new DbClosedError();
+        try {
+          const next = await openEmbedded(dataDir, lost);
+          if (closed) {
+            await next.db.close();
+            throw new DbClosedError();
+          }
+          current = next.db;
+          for (const entry of listens) await listenOn(next.db, entry).catch(() => undefined);
+          return next.db;
+        } catch (err) {
+          if (closed || i >= FOLLOW_TRIES) throw err instanceof DbClosedError ? err : new EmbeddedShareClosedError(socketPathFor(dataDir), { cause: err });
+          await new Promise((r) => setTimeout(r, FOLLOW_PAUSE_MS));
+        }
+      }
+    })().finally(() => (reopening = undefined)));
+  /** The holder went away: the next call reopens; an open LISTEN reopens now. */
+  function lost(): void {
+    current = undefined;
+    if (listens.size > 0) void reopen().catch(() => undefined);
+  }
+  const use = async (): Promise<Db> => {
+    if (closed) throw new DbClosedError();
+    return current ?? (await reopen());
+  };
+
+  const db: Db = {
+    kind: 'pglite',
+    query: (async (text: string, params?: unknown[]) => (await use()).query(text, params)) as Db['query'],
+    transaction: async (fn) => (await use()).transaction(fn),
+    async listen(channel, handlers, options) {
+      const entry: { channel: string; handlers: ListenHandlers; options?: ListenOptions; unlisten?: () => Promise<void> } = { channel, handlers, options };
+      listens.add(entry);
+      await listenOn(await use(), entry);
+      return async () => {
+        listens.delete(entry);
+        await entry.unlisten?.().catch(() => undefined);
+      };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const entry of listens) entry.handlers.onClosed?.();
+      listens.clear();
+      await reopening?.catch(() => undefined);
+      await current?.close();
+    },
+  };
+  return { db, lost };
 }
 
 /** A short description of where a Db keeps its data, for logs (no password). */

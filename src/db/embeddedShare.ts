@@ -230,10 +230,11 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
 /**
  * A Db on the embedded database another process serves at `socketPath` (kind 'pglite': the same
  * SQL engine). Rejects if nothing listens there. Once the serving process goes away, every pending
- * and later call rejects with EmbeddedShareClosedError and listeners get `onDown` once; after
+ * and later call rejects with EmbeddedShareClosedError, listeners get `onDown` once and `onLost` is
+ * called (connect() then finds the folder's next holder: connect.ts); after
  * close(), calls reject with DbClosedError and listeners get `onClosed`, as on the other Dbs.
  */
-export async function connectShared(socketPath: string): Promise<Db> {
+export async function connectShared(socketPath: string, options: { onLost?: () => void } = {}): Promise<Db> {
   const socket = net.createConnection(socketPath);
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);
@@ -261,6 +262,7 @@ export async function connectShared(socketPath: string): Promise<Db> {
   });
   socket.on('error', () => undefined);
   socket.on('close', () => {
+    if (!closed) options.onLost?.();
     closed ??= new EmbeddedShareClosedError(socketPath);
     for (const waiter of pending.values()) waiter.reject(closed);
     pending.clear();

@@ -77,6 +77,7 @@ export function isTransientDbError(err: unknown, depth = 0): boolean {
   if (!err || typeof err !== 'object' || depth > 4) return false;
   const code = errorCode(err);
   if (code === 'ACTA_DB_CLOSED') return false; // closed for good (DbClosedError), whatever its cause
+  if (code === 'ACTA_EMBEDDED_SHARE_CLOSED') return true; // the folder's holder went away: connect() follows the next one
   if (code !== undefined) {
     if (TRANSIENT_SQLSTATES.has(code) || TRANSIENT_NODE_CODES.has(code)) return true;
     if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2));

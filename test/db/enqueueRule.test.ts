@@ -5,7 +5,7 @@
 // names the fix and writing nothing; `force` enqueues it anyway; a definition at hand decides
 // itself. The same rule as `acta enqueue` (test/cli.test.ts).
 import { randomUUID } from 'node:crypto';
-import { createClient, createWorker, defineJob, EnqueueRefusedError } from '../../src';
+import { createClient, createWorker, type Definition, defineJob, EnqueueRefusedError } from '../../src';
 import { registerWorker } from '../../src/db/workers';
 import { declaredPolicy } from '../../src/definition';
 import { useTestDatabase, withPgClient } from '../helpers/db';
@@ -17,7 +17,7 @@ const { db, tdb } = useTestDatabase();
 const jobsIn = async (namespace: string) => Number((await db.query<{ n: string }>('select count(*) as n from acta.jobs where namespace = $1', [namespace])).rows[0].n);
 const limited = defineJob({ name: 'limited', concurrency: { key: (p: { tenant: string }) => p.tenant, limit: 1 }, handler: () => undefined });
 const plain = defineJob({ name: 'plain', handler: () => undefined });
-const declare = (namespace: string, definitions = [limited, plain]) =>
+const declare = (namespace: string, definitions: Definition[] = [limited, plain]) =>
   registerWorker(db, {
     workerId: randomUUID(),
     namespace,

@@ -1,6 +1,6 @@
 /** The SQLSTATE classification of src/db/transient.ts: what is retried, what stops the worker. */
 import { isSchemaError, isTransientDbError } from '../../src/db/transient';
-import { DbClosedError } from '../../src/errors';
+import { DbClosedError, EmbeddedShareClosedError } from '../../src/errors';
 
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
@@ -46,4 +46,9 @@ test('a Db closed under a call is never transient, even when the driver error it
   const closed = new DbClosedError({ cause: new Error('Connection terminated unexpectedly') });
   expect(isTransientDbError(closed.cause)).toBe(true);
   expect(isTransientDbError(closed)).toBe(false);
+});
+
+test("the embedded database's holder gone (EmbeddedShareClosedError) is transient: connect()'s Db opens the folder again at its next call", () => {
+  expect(isTransientDbError(new EmbeddedShareClosedError('/tmp/x/acta.sock'))).toBe(true);
+  expect(isTransientDbError(new EmbeddedShareClosedError('/tmp/x/acta.sock', { cause: new Error('no holder') }))).toBe(true);
 });
