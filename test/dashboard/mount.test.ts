@@ -25,6 +25,12 @@ test('mounted at /acta: pages and their links under /acta, the app answers the r
       expect(hrefs.length).toBeGreaterThan(0);
       expect(hrefs.filter((h) => !h.startsWith('/acta/'))).toEqual([]);
     }
+    // An error page too: its links under /acta, and a header that names no one (it knows no requester).
+    const missing = await fetch(`${url}/acta/no-such-page`, { headers });
+    expect(missing.status).toBe(404);
+    const text = await missing.text();
+    expect([...text.matchAll(/\shref="([^"]+)"/g)].map((m) => m[1]).filter((h) => !h.startsWith('/acta/'))).toEqual([]);
+    expect(text).toMatch(/<span class="who">namespace <b>default<\/b><\/span>/);
     const { id } = await createClient({ db, force: true }).enqueue('mounted', {}, { runAt: new Date(Date.now() + 3_600_000) });
     const page = await (await fetch(`${url}/acta/jobs/${id}`, { headers })).text();
     const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1];

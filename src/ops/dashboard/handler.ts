@@ -70,10 +70,15 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
   const log = (options.logger ?? createLogger()).child({ component: 'dashboard' });
   const { db } = options;
 
+  /** The path the handler is mounted at: basePath, else express's mount path, else the root (''). */
+  const baseOf = (req: IncomingMessage): string => {
+    const mounted = (req as { baseUrl?: unknown }).baseUrl;
+    return (options.basePath ?? (typeof mounted === 'string' ? mounted : '')).replace(/\/$/, '');
+  };
+
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://dashboard');
-    const mounted = (req as { baseUrl?: unknown }).baseUrl;
-    const base = (options.basePath ?? (typeof mounted === 'string' ? mounted : '')).replace(/\/$/, '');
+    const base = baseOf(req);
     let path = url.pathname;
     if (options.basePath !== undefined && path.startsWith(base)) path = path.slice(base.length);
     if (path === '') path = '/';
@@ -181,7 +186,8 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       if (known === 500) log.error({ err, url: req.url }, 'dashboard: a page failed');
       if (res.headersSent) return void res.end();
       const message = known === 500 ? 'the dashboard could not answer (the error is in its log)' : (err as Error).message;
-      send(res, known, layout({ base: '', namespace: defaultNamespace, csrf: '', readOnly: true, who: '', here: '/' }, `${known}`, html`<p id="error">${message}</p>`));
+      // No requester known here: no action forms, and the header names no one.
+      send(res, known, layout({ base: baseOf(req), namespace: defaultNamespace, csrf: '', readOnly: true, who: '', here: '/' }, `${known}`, html`<p id="error">${message}</p>`));
     });
   };
 }

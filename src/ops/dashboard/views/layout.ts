@@ -53,7 +53,7 @@ export function layout(ctx: ViewContext, title: string, body: Html, flash?: stri
 <title>${title} · acta</title><style>${STYLE}</style></head>
 <body><header><a class="brand" href="${href(ctx, '/')}">acta</a>
 <a href="${href(ctx, '/')}">Overview</a><a href="${href(ctx, '/jobs')}">Jobs</a><a href="${href(ctx, '/workers')}">Workers</a><a href="${href(ctx, '/schedules')}">Schedules</a><a href="${href(ctx, '/alerts')}">Alerts</a>
-<span class="who">namespace <b>${ctx.namespace}</b> · ${ctx.who}${ctx.readOnly ? ' · read-only' : ''}</span></header>
+<span class="who">namespace <b>${ctx.namespace}</b>${ctx.who ? html` · ${ctx.who}${ctx.readOnly ? ' · read-only' : ''}` : ''}</span></header>
 <main>${flash ? html`<div class="flash" role="status">${flash}</div>` : ''}<h1>${title}</h1>${body}</main></body></html>`;
 }
 
