@@ -407,7 +407,7 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+DEFINITION\s+STATUS\s+ATTEMPTS/);
   expect(table.stdout).toContain(`${ids[0]}`);
 
-  expect(JSON.parse((await acta(['jobs', 'cancel', ids[0], '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [] });
+  expect(JSON.parse((await acta(['jobs', 'cancel', ids[0], '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [], unchanged: [] });
   expect(JSON.parse((await acta(['jobs', 'delete', '--status', 'cancelled', '--json', ...ns])).stdout)).toEqual({ deleted: [ids[0]] });
   const refused = await acta(['jobs', 'retry', ...ns]);
   expect(refused.code).toBe(1);

@@ -61,6 +61,8 @@ const filterOf = (o: FilterOpts): JobFilter => {
 };
 
 /** `ids` given: those jobs; else the filter, which must say something (a bulk action on every job is not a default). */
+const PAST = { retry: 'retried', cancel: 'cancelled', delete: 'deleted' } as const;
+
 function selectionOf(ids: string[], o: FilterOpts, what: string): JobSelection {
   if (ids.length > 0) {
     if (Object.keys(filterOf(o)).length > 0) throw new ActaError('ACTA_CLI_USAGE', `${what}: give job ids or filter options, not both`);
@@ -98,20 +100,27 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
       } else if (page.nextCursor) console.log(`next page: --cursor ${page.nextCursor}`);
     });
 
-  const bulk = (name: 'retry' | 'cancel' | 'delete', description: string) =>
+  /** An action on jobs by ids or a filter. Ids it did not change are named with the rule (exit 1), as `acta cancel` does for one. */
+  const bulk = (name: 'retry' | 'cancel' | 'delete', description: string, rule: string) =>
     withFilter(jobs.command(`${name} [ids...]`).description(description)).action(async (ids: string[], o: FilterOpts) => {
       const selection = selectionOf(ids, o, `jobs ${name}`);
-      const answer = await withClient(o.namespace, async (client) => {
+      const answer = await withClient(o.namespace, async (client): Promise<Record<string, string[]>> => {
         if (name === 'retry') return { retried: await client.retryJobs(selection) };
         if (name === 'cancel') return client.cancelJobs(selection);
         return { deleted: await client.deleteJobs(selection) };
       });
-      if (o.json) console.log(JSON.stringify(answer));
-      else for (const [k, v] of Object.entries(answer)) console.log(`${k}: ${(v as string[]).length}${(v as string[]).length > 0 ? ` (${(v as string[]).slice(0, 20).join(', ')}${(v as string[]).length > 20 ? ', …' : ''})` : ''}`);
+      const changed = new Set(Object.values(answer).flat());
+      const unchanged = ids.filter((id) => !changed.has(id));
+      if (o.json) console.log(JSON.stringify(ids.length > 0 ? { ...answer, unchanged } : answer));
+      else for (const [k, v] of Object.entries(answer)) console.log(`${k}: ${v.length}${v.length > 0 ? ` (${v.slice(0, 20).join(', ')}${v.length > 20 ? ', …' : ''})` : ''}`);
+      if (unchanged.length > 0) {
+        console.error(`acta: jobs ${name}: ${unchanged.length === 1 ? 'job' : 'jobs'} ${unchanged.slice(0, 20).join(', ')}${unchanged.length > 20 ? ', …' : ''} not ${PAST[name]} (${rule} in namespace "${o.namespace}")`);
+        process.exitCode = 1;
+      }
     });
-  bulk('retry', 'retry Failed jobs (Cancelled ones with --status cancelled): Ready and due now, attempts reset to 0, in batches of 500');
-  bulk('cancel', 'cancel Ready jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500');
-  bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts');
+  bulk('retry', 'retry Failed jobs (Cancelled ones with --status cancelled): Ready and due now, attempts reset to 0, in batches of 500', 'not Failed or Cancelled, or no such job');
+  bulk('cancel', 'cancel Ready jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500', 'finished, or no such job');
+  bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts', 'not finished: cancel it first; or no such job');
 
   cli
     .command('workers')
