@@ -43,6 +43,7 @@ const FOLLOW_TRIES = 30;
 const FOLLOW_PAUSE_MS = 100;
 /** How long a process waits for the socket of a live holder that has just taken the folder (PGlite starting). */
 const SOCKET_WAIT_MS = 10_000;
+const pause = () => new Promise((r) => setTimeout(r, FOLLOW_PAUSE_MS));
 
 /**
  * The folder opened by this process (which then serves it), else the database the live process
@@ -59,9 +60,17 @@ async function openEmbedded(dataDir: string, onLost: () => void): Promise<{ db: 
       const shared = await connectShared(socketPathFor(dataDir), { onLost }).catch(() => undefined);
       if (shared) return { db: shared, shared: true };
       if (Date.now() >= deadline) throw err;
-      await new Promise((r) => setTimeout(r, FOLLOW_PAUSE_MS));
+      await pause();
     }
   }
+}
+
+/** A LISTEN a followHolder Db keeps: done again on each new holder. */
+interface Listening {
+  channel: string;
+  handlers: ListenHandlers;
+  options?: ListenOptions;
+  unlisten?: () => Promise<void>;
 }
 
 /**
@@ -76,9 +85,9 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
   let current: Db | undefined = first;
   let closed = false;
   let reopening: Promise<Db> | undefined;
-  const listens = new Set<{ channel: string; handlers: ListenHandlers; options?: ListenOptions; unlisten?: () => Promise<void> }>();
+  const listens = new Set<Listening>();
 
-  const listenOn = async (db: Db, entry: { channel: string; handlers: ListenHandlers; options?: ListenOptions; unlisten?: () => Promise<void> }) => {
+  const listenOn = async (db: Db, entry: Listening) => {
     entry.unlisten = await db.listen(entry.channel, { ...entry.handlers, onClosed: undefined }, entry.options);
   };
   const reopen = (): Promise<Db> =>
@@ -96,7 +105,7 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
           return next.db;
         } catch (err) {
           if (closed || i >= FOLLOW_TRIES) throw err instanceof DbClosedError ? err : new EmbeddedShareClosedError(socketPathFor(dataDir), { cause: err });
-          await new Promise((r) => setTimeout(r, FOLLOW_PAUSE_MS));
+          await pause();
         }
       }
     })().finally(() => (reopening = undefined)));
@@ -115,7 +124,7 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
     query: (async (text: string, params?: unknown[]) => (await use()).query(text, params)) as Db['query'],
     transaction: async (fn) => (await use()).transaction(fn),
     async listen(channel, handlers, options) {
-      const entry: { channel: string; handlers: ListenHandlers; options?: ListenOptions; unlisten?: () => Promise<void> } = { channel, handlers, options };
+      const entry: Listening = { channel, handlers, options };
       listens.add(entry);
       await listenOn(await use(), entry);
       return async () => {
