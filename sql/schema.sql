@@ -1156,11 +1156,14 @@ begin
     from unnest(array(select acta.gate_lock(v_namespace, g.kind, g.key)
                       from unnest(v_gate_kinds, v_gate_keys) as g(kind, key)
                       order by 1)) as l(lock);
-    -- A meter held shut until the rate-limited attempt's retry is due: a claim refuses its rows
-    -- until then, and its parked rows are reconsidered then (acta.gate_room, acta.release_gate).
+    -- A meter held shut for the retry's delay: a claim refuses its rows until then, and its parked
+    -- rows are reconsidered then (acta.gate_room, acta.release_gate). Counted from a clock read
+    -- under the gate's lock, so no earlier than the ledger's finished_at + the delay, nor than the
+    -- row's run_at; a claim compares it with its own admission instant, also read under that lock
+    -- (test/faults/policies.test.ts, the rate meter shared by three processes).
     if v_shut_keys is not null then
       insert into acta.gates as g (namespace, kind, key, shut_until)
-      select v_namespace, 'rate', s.key, max(now() + s.ms * interval '1 millisecond')
+      select v_namespace, 'rate', s.key, max(clock_timestamp() + s.ms * interval '1 millisecond')
       from unnest(v_shut_keys, v_shut_ms) as s(key, ms)
       where s.key is not null
       group by s.key

@@ -101,6 +101,33 @@ test('a step recorded while a batch completion waits on another row is inside it
   expect(await stepInsideItsAttempt(j)).toBe(true);
 });
 
+test("a rate-limited attempt whose completion waited on another row shuts its meter for its whole delay after the ledger's end", async () => {
+  const [x, j] = await twoHeldJobs('times');
+  await db.query(`update acta.jobs set rate_key = 'r' where id = $1`, [j]);
+  const holder = await connect();
+  const completer = await connect();
+  await holder.query('begin');
+  await holder.query('select 1 from acta.jobs where id = $1 for update', [x]);
+  const completerPid = await pidOf(completer);
+  const completion = completer.query<{ answer: string }>(
+    `select acta.complete_executions($1, $2, '{1,1}', '{succeeded,rate_limited}', '{"{}",null}'::jsonb[], '{null,null}'::jsonb[], '{0,1500}') as answer`,
+    [worker, [x, j]],
+  );
+  await waitingOnLock(completerPid);
+  await new Promise((r) => setTimeout(r, 300)); // the call's now() falls 300 ms behind its locks
+  await holder.query('commit');
+  expect((await completion).rows).toEqual([{ answer: 'sr' }]);
+  // A claim compares shut_until with its admission instant (claimed_at): none of the key may be
+  // admitted before the ledger's finished_at + 1,500 ms.
+  const { rows } = await db.query<{ gap_ms: number }>(
+    `select extract(epoch from g.shut_until - (e.finished_at + interval '1500 milliseconds')) * 1000 as gap_ms
+     from acta.gates g, acta.executions e where g.kind = 'rate' and g.key = 'r' and e.job_id = $1 and e.outcome = 'rate_limited'`,
+    [j],
+  );
+  expect(rows).toHaveLength(1);
+  expect(Number(rows[0].gap_ms)).toBeGreaterThanOrEqual(0);
+});
+
 test('a step recorded while a recovery pass waits is inside the attempt the pass ends', async () => {
   const [, j] = await twoHeldJobs('times-recovered');
   await db.query(`update acta.jobs set lease_expires_at = now() - interval '1 second' where id = $1`, [j]);
