@@ -388,7 +388,7 @@ test('`acta enqueue` of a definition declared with policies needs its keys: --de
 
 test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers, namespaces, resume; tables for people, --json one object per line', async () => {
   const ns = ['--namespace', 'cli-ops'];
-  const ids = [];
+  const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push(JSON.parse((await acta(['enqueue', 'cli-op', `{"i":${i}}`, '--force', ...ns])).stdout).id as string);
   const paused = await acta(['pause', '--reason', 'maintenance', '--by', 'ops-team', ...ns]);
   expect(paused).toMatchObject({ code: 0, stderr: '' });
@@ -406,6 +406,9 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   const table = await acta(['jobs', 'list', '--status', 'ready', ...ns]);
   expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+DEFINITION\s+STATUS\s+ATTEMPTS/);
   expect(table.stdout).toContain(`${ids[0]}`);
+  // ATTEMPTS: the count alone when the job has no limit of its own (its worker's definition decides).
+  expect(table.stdout).not.toContain('/-');
+  expect(table.stdout.split('\n').find((l) => l.startsWith(`${ids[1]} `))).toMatch(/ ready +0 /);
 
   expect(JSON.parse((await acta(['jobs', 'cancel', ids[0], '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [], unchanged: [] });
   expect(JSON.parse((await acta(['jobs', 'delete', '--status', 'cancelled', '--json', ...ns])).stdout)).toEqual({ deleted: [ids[0]] });

@@ -125,17 +125,17 @@ describe('acta schedule', () => {
     expect(list.code).toBe(0);
     expect(list.stdout.trim().split('\t')).toEqual(['weekday', 'report', '"0 9 * * 1-5"', 'America/New_York', 'runtime', 'active', `next=${s.nextFireAt!.toISOString()}`, 'last=-', 'outcome=-']);
 
-    expect(await acta(['schedule', 'pause', 'weekday', '--namespace', ns])).toMatchObject({ code: 0 });
+    expect(await acta(['schedule', 'pause', 'weekday', '--namespace', ns])).toMatchObject({ code: 0, stdout: 'paused: weekday\n' });
     expect(await client.schedules.list('weekday')).toMatchObject([{ paused: true, nextFireAt: null }]);
     expect((await acta(['schedule', 'list', 'weekday', '--namespace', ns])).stdout).toContain('\tpaused\tnext=-\t');
-    expect(await acta(['schedule', 'resume', 'weekday', '--namespace', ns])).toMatchObject({ code: 0 });
+    expect(await acta(['schedule', 'resume', 'weekday', '--namespace', ns])).toMatchObject({ code: 0, stdout: 'resumed: weekday\n' });
     expect((await client.schedules.list('weekday'))[0].nextFireAt).not.toBeNull();
 
     const trigger = await acta(['schedule', 'trigger', 'weekday', '--namespace', ns]);
     expect(trigger.code).toBe(0);
     expect(await client.getJob(trigger.stdout.trim())).toMatchObject({ schedule: 'weekday', payload: { k: 1 } });
 
-    expect(await acta(['schedule', 'remove', 'weekday', '--namespace', ns])).toMatchObject({ code: 0 });
+    expect(await acta(['schedule', 'remove', 'weekday', '--namespace', ns])).toMatchObject({ code: 0, stdout: 'removed: weekday\n' });
     expect(await client.schedules.list()).toEqual([]);
     for (const verb of ['pause', 'resume', 'trigger', 'remove']) {
       const r = await acta(['schedule', verb, 'weekday', '--namespace', ns]);

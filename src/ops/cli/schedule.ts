@@ -42,9 +42,11 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
     .action(async (name: string | undefined, o: { namespace: string }) => {
       for (const s of await withClient(o.namespace, (c) => c.schedules.list(name))) console.log(line(s));
     });
-  for (const [verb, what] of [['pause', 'stop its fires'], ['resume', 'fire again from the next instant'], ['remove', 'remove a runtime schedule']] as const) {
+  const verbs = [['pause', 'stop its fires', 'paused'], ['resume', 'fire again from the next instant', 'resumed'], ['remove', 'remove a runtime schedule', 'removed']] as const;
+  for (const [verb, what, done] of verbs) {
     ns(schedule.command(`${verb} <name>`).description(what)).action(async (name: string, o: { namespace: string }) => {
       if (!(await withClient(o.namespace, (c) => c.schedules[verb](name)))) notFound(name);
+      else console.log(`${done}: ${name}`);
     });
   }
   ns(schedule.command('trigger <name>').description('a fire now, besides the schedule; prints its job id')).action(async (name: string, o: { namespace: string }) => {
