@@ -116,6 +116,8 @@ export interface DeclaredSchedule {
   payload: unknown;
   catchUp: 'latest' | 'all' | 'none';
   catchUpWindowMs: number | null;
+  /** Each fire's priority (claim order: higher first). */
+  priority: number;
 }
 
 /** A periodic pass a worker runs, and its interval (sql/functions/take_passes.sql). */

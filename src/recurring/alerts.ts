@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
 import type { AlertRow, AlertThresholds } from '../db/alerts';
+import { INT4_MAX } from '../db/types';
 import { type Definition, defineJob } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
@@ -14,6 +15,8 @@ import type { Ledger } from '../ledger';
 export const ALERTS_NAME = 'sys.alerts';
 /** Every 30 s (croner's six-field form, seconds first). */
 export const ALERTS_CRON = '*/30 * * * * *';
+/** Its fires' priority: the highest, so a backlog (which it exists to report) does not hold them back. */
+export const ALERTS_PRIORITY = INT4_MAX;
 
 /** worker_dead: alerted on while the dead worker's last heartbeat is this recent, ms. */
 export const DEFAULT_DEAD_WINDOW_MS = 15 * 60_000;

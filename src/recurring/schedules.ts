@@ -1,5 +1,5 @@
 import { knownKeys, MAX_NAME_BYTES, nameOption, intOption } from '../config';
-import type { ClaimedFire, DeclaredSchedule } from '../db/types';
+import { type ClaimedFire, type DeclaredSchedule, INT4_MAX } from '../db/types';
 import { ConfigError } from '../errors';
 import { toJsonText } from '../json';
 import { cronSchedule, type CronSchedule } from './cron';
@@ -22,16 +22,18 @@ export interface ScheduleSpec {
   catchUp?: 'latest' | 'all' | 'none';
   /** With 'all': how far back missed fires are run, ms (default 86,400,000 = 1 day). */
   catchUpWindowMs?: number;
+  /** Each fire's priority, as enqueue's (default 0): a higher one is claimed ahead of a backlog due before its instant. */
+  priority?: number;
 }
 
 /** 'all' without a window: missed fires of the last day run. */
 export const DEFAULT_CATCH_UP_WINDOW_MS = 86_400_000;
 
-const SPEC_KEYS = ['name', 'cron', 'timeZone', 'payload', 'catchUp', 'catchUpWindowMs'];
+const SPEC_KEYS = ['name', 'cron', 'timeZone', 'payload', 'catchUp', 'catchUpWindowMs', 'priority'];
 
 /** Checks and normalizes one spec (ConfigError naming `where`); the cron and zone are parsed once here. */
 export function checkScheduleSpec(where: string, spec: unknown, defaultName: string): DeclaredSchedule {
-  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw new ConfigError(`${where} must be an object { cron, name?, timeZone?, payload?, catchUp?, catchUpWindowMs? }, got ${JSON.stringify(spec) ?? typeof spec}`);
+  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw new ConfigError(`${where} must be an object { cron, name?, timeZone?, payload?, catchUp?, catchUpWindowMs?, priority? }, got ${JSON.stringify(spec) ?? typeof spec}`);
   knownKeys(`field of ${where}`, spec, SPEC_KEYS);
   const s = spec as ScheduleSpec;
   const name = s.name === undefined ? defaultName : nameOption(`the name of ${where}`, s.name, MAX_NAME_BYTES);
@@ -42,8 +44,10 @@ export function checkScheduleSpec(where: string, spec: unknown, defaultName: str
   if (!['latest', 'all', 'none'].includes(catchUp)) throw new ConfigError(`catchUp of ${where} must be 'latest', 'all' or 'none', got ${JSON.stringify(catchUp)}`);
   if (s.catchUpWindowMs !== undefined && catchUp !== 'all') throw new ConfigError(`catchUpWindowMs of ${where} goes with catchUp: 'all'`);
   const catchUpWindowMs = catchUp === 'all' ? intOption(`catchUpWindowMs of ${where}`, s.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS, 0) : null;
+  const priority = s.priority ?? 0;
+  if (!(Number.isInteger(priority) && Math.abs(priority) <= INT4_MAX)) throw new ConfigError(`priority of ${where} must be an integer between -${INT4_MAX} and ${INT4_MAX}, got ${typeof priority === 'number' ? priority : JSON.stringify(priority)}`);
   const payload = s.payload === undefined ? null : JSON.parse(toJsonText(s.payload));
-  return { name, cron: s.cron.trim().split(/\s+/).join(' '), timeZone, payload, catchUp, catchUpWindowMs };
+  return { name, cron: s.cron.trim().split(/\s+/).join(' '), timeZone, payload, catchUp, catchUpWindowMs, priority };
 }
 
 /** A definition's `schedule` field: one spec or several, names unique. */

@@ -3,7 +3,7 @@ import { knownKeys } from '../config';
 import type { Definition } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
-import { ALERTS_CRON, ALERTS_PAYLOAD_KEYS, alertsDefinition, alertThresholds, type AlertsPayload } from './alerts';
+import { ALERTS_CRON, ALERTS_PRIORITY, ALERTS_PAYLOAD_KEYS, alertsDefinition, alertThresholds, type AlertsPayload } from './alerts';
 import { OUTBOX_CRON, outboxDefinition, type OutboxPayload, outboxSettings } from './outbox';
 import { RETENTION_CRON, retentionDefinition, type RetentionPayload, retentionSettings } from './retention';
 
@@ -52,7 +52,7 @@ export function systemDefinitions(options: { ledger: Ledger; namespace: string; 
     knownKeys('alerts option', given, ['onAlert', ...ALERTS_PAYLOAD_KEYS]);
     const { onAlert, ...thresholds } = given;
     alertThresholds(thresholds);
-    out.push({ ...alertsDefinition({ ledger: options.ledger, namespace: options.namespace, onAlert }), schedule: { name: 'sys.alerts', cron: ALERTS_CRON, payload: thresholds } } as Definition);
+    out.push({ ...alertsDefinition({ ledger: options.ledger, namespace: options.namespace, onAlert }), schedule: { name: 'sys.alerts', cron: ALERTS_CRON, payload: thresholds, priority: ALERTS_PRIORITY } } as Definition);
   }
   const outbox = outboxOption(options.outbox);
   if (outbox) out.push({ ...outboxDefinition(options), schedule: { name: 'sys.outbox', cron: OUTBOX_CRON, payload: outbox } } as Definition);

@@ -176,6 +176,37 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     expect((await list(namespace)).jobId).not.toBeNull(); // unchanged: its fire stays armed
   });
 
+  test("a schedule's priority is each fire's: its fire is claimed ahead of jobs due before its instant; a change of priority is a change of the schedule", async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    const workerId = await declare(namespace, { cron: EVERY_MINUTE, priority: 5 }, 'b1');
+    expect(await list(namespace)).toMatchObject({ priority: 5 });
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    const n = 3;
+    const backlog = await ledger.enqueueJobs(namespace, {
+      definitions: Array(n).fill('tick'), payloads: Array(n).fill('{}'), priorities: Array(n).fill(null), runAts: Array(n).fill(null),
+      maxAttempts: Array(n).fill(null), idempotencyKeys: Array(n).fill(null), concurrencyKeys: Array(n).fill(null), rateKeys: Array(n).fill(null), lanes: Array(n).fill(null),
+    });
+    await get().advance(MINUTE);
+    const first = await get().ledger.claimJobs({ namespace, workerId, definitions: ['tick'], limit: 1, leaseMs: LEASE_MS });
+    expect(first.rows).toHaveLength(1);
+    expect(first.rows[0]).toMatchObject({ priority: 5, schedule: { name: 'tick', armed: true } });
+    expect(backlog.map((b) => b.id)).not.toContain(first.rows[0].id);
+    // Its completion arms the next fire at the schedule's priority too.
+    const next = cronSchedule(EVERY_MINUTE).next(first.rows[0].schedule!.at)!;
+    await ledger.completeExecutions(workerId, [ended(first.rows[0], 'succeeded', next)]);
+    expect(await ledger.readJob(namespace, (await list(namespace)).jobId!)).toMatchObject({ priority: 5, scheduledAt: next });
+
+    // A newer build declaring another priority changes the schedule: the unstarted fire goes, the next is armed at the new one.
+    const armed = (await list(namespace)).jobId!;
+    await get().advance(10);
+    await declare(namespace, { cron: EVERY_MINUTE }, 'b2');
+    expect(await list(namespace)).toMatchObject({ priority: 0, jobId: null });
+    expect(await ledger.readJob(namespace, armed)).toBeNull();
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    expect(await ledger.readJob(namespace, (await list(namespace)).jobId!)).toMatchObject({ priority: 0 });
+  });
+
   test('a paused schedule arms nothing: its unstarted fire goes, a running one arms no next; resumed, it fires from the next instant after now', async () => {
     const { ledger, now } = get();
     const namespace = ns();

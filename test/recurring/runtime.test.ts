@@ -60,8 +60,16 @@ describe('client.schedules', () => {
   test('pause deletes the unstarted fire and arms nothing; resume arms the next instant after now; trigger fires now besides the schedule; remove drops it and its fire', async () => {
     const ns = `rt-${randomUUID().slice(0, 8)}`;
     const client = createClient({ db, namespace: ns });
-    await client.schedules.add('report', { name: 'm', cron: '* * * * *' });
+    expect(await client.schedules.add('report', { name: 'm', cron: '* * * * *', priority: 3 })).toBe('added');
+    const [prioritised] = await client.schedules.list('m');
+    expect(prioritised).toMatchObject({ priority: 3 });
+    expect(await client.getJob(prioritised.jobId!)).toMatchObject({ priority: 3 }); // each fire at the schedule's priority
+    expect(await client.schedules.add('report', { name: 'm', cron: '* * * * *', priority: 3 })).toBe('same');
+    expect(await client.schedules.add('report', { name: 'm', cron: '* * * * *' })).toBe('changed');
+    expect(await client.getJob(prioritised.jobId!)).toBeNull(); // a change deletes the unstarted fire
+    await sqlLedger(db).armSchedules!(ns);
     const [armed] = await client.schedules.list('m');
+    expect(await client.getJob(armed.jobId!)).toMatchObject({ priority: 0 });
     expect(await client.schedules.pause('m')).toBe(true);
     expect(await client.schedules.list('m')).toMatchObject([{ paused: true, jobId: null, nextFireAt: null }]);
     expect(await fireRows(ns, 'm')).toEqual([]);
@@ -77,7 +85,7 @@ describe('client.schedules', () => {
     const id = await client.schedules.trigger('m');
     expect(id).not.toBeNull();
     const fired = await client.getJob(id!);
-    expect(fired).toMatchObject({ status: 'ready', schedule: 'm' });
+    expect(fired).toMatchObject({ status: 'ready', schedule: 'm', priority: 0 });
     expect(Math.abs(fired!.scheduledAt!.getTime() - Date.now())).toBeLessThan(10_000);
     expect((await client.schedules.list('m'))[0].jobId).toBe(resumed.jobId); // the trigger arms nothing
 
@@ -98,6 +106,8 @@ describe('client.schedules', () => {
     await expect(client.schedules.add('report', { name: 'x', cron: '* * *' })).rejects.toThrow(/must have 5 fields/);
     await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *', timeZone: 'Mars/Olympus' })).rejects.toThrow(/timeZone "Mars\/Olympus"/);
     await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *', catchUp: 'some' as never })).rejects.toThrow(ConfigError);
+    await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *', priority: 1.5 })).rejects.toThrow(/priority of schedules.add must be an integer/);
+    await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *', priority: 2 ** 31 })).rejects.toThrow(ConfigError);
     await expect(client.schedules.add('report', { name: 'nightly', cron: '0 3 * * *' })).rejects.toThrow(/declared in code/);
     await expect(client.schedules.remove('nightly')).rejects.toThrow(/declared in code/);
     expect(await client.schedules.list()).toEqual(before);
@@ -153,6 +163,7 @@ describe('acta schedule', () => {
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--payload', '{nope'], /--payload/],
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'some'], /catchUp/],
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'all', '--catch-up-window-ms', 'soon'], /catchUpWindowMs/],
+      [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--priority', 'high'], /priority .* must be an integer/],
       [['schedule', 'add', 'report', '0 3 * * *', '--name', 'nightly'], /declared in code/],
       [['schedule', 'remove', 'nightly'], /declared in code/],
     ];

@@ -21,10 +21,11 @@ it('retention and alerts asked: both declared with their settings as payloads; a
     const client = createClient({ db, namespace, definitions: [noop] });
     const schedules = await client.schedules.list();
     expect(schedules.map((s) => s.name).sort()).toEqual(['sys.alerts', 'sys.retention']);
-    const { rows: payloads } = await db.query<{ name: string; payload: unknown }>('select name, payload from acta.schedules where namespace = $1 order by name', [namespace]);
+    const { rows: payloads } = await db.query<{ name: string; payload: unknown; priority: number }>('select name, payload, priority from acta.schedules where namespace = $1 order by name', [namespace]);
+    // sys.alerts' fires at the highest priority: a backlog, which it exists to report, does not hold them back.
     expect(payloads).toEqual([
-      { name: 'sys.alerts', payload: { deadWindowMs: 600_000 } },
-      { name: 'sys.retention', payload: { succeededMs: 60_000 } },
+      { name: 'sys.alerts', payload: { deadWindowMs: 600_000 }, priority: 2_147_483_647 },
+      { name: 'sys.retention', payload: { succeededMs: 60_000 }, priority: 0 },
     ]);
 
     // A succeeded job 2 minutes old (past the 1 minute asked) and a fresh one; a worker dead for good.

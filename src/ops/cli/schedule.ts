@@ -30,11 +30,13 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
     .option('--payload <json>', "the fires' payload (JSON)")
     .option('--catch-up <policy>', "missed fires: 'latest', 'all' or 'none'", 'latest')
     .option('--catch-up-window-ms <ms>', "with 'all': how far back")
+    .option('--priority <n>', "each fire's priority, as enqueue's (default 0; higher is claimed first)")
     .action(async (definition: string, cron: string, o: Record<string, string | undefined>) => {
       const spec = {
         name: o.name, cron, timeZone: o.timeZone, catchUp: o.catchUp as 'latest' | 'all' | 'none',
         ...(o.payload === undefined ? {} : { payload: jsonOption(o.payload) }),
         ...(o.catchUpWindowMs === undefined ? {} : { catchUpWindowMs: Number(o.catchUpWindowMs) }),
+        ...(o.priority === undefined ? {} : { priority: Number(o.priority) }),
       };
       console.log(await withClient(o.namespace as string, (c) => c.schedules.add(definition, spec)));
     });

@@ -15,7 +15,7 @@ const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
 function insertFire(store: Store, tx: Tx, s: MemorySchedule, at: number): MemoryJob | null {
   if (store.hasFire(s.namespace, s.name, at)) return null;
   const job: MemoryJob = {
-    id: store.nextId(), namespace: s.namespace, definition: s.definition, payload: copyJson(s.payload), status: 'ready', priority: 0, runAt: at,
+    id: store.nextId(), namespace: s.namespace, definition: s.definition, payload: copyJson(s.payload), status: 'ready', priority: s.priority, runAt: at,
     execution: 0, attempts: 0, maxAttempts: null, unchargedReturns: 0, leaseHolder: null, leaseExpiresAt: null, claimedAt: null, started: false,
     idempotencyKey: null, concurrencyKey: null, rateKey: null, lane: null, blockedBy: null, fairTag: null, progress: null, cancelRequestedAt: null,
     watched: false, result: null, error: null, createdAt: tx.now, finishedAt: null, waitNames: null, waitStep: null, waitUntil: null, parentId: null,
@@ -41,7 +41,7 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
   }
   const same = (s: MemorySchedule, d: DeclaredSchedule & { definition: string }) =>
     s.source === 'declared' && s.definition === d.definition && s.cron === d.cron && s.timeZone === d.timeZone &&
-    JSON.stringify(s.payload) === JSON.stringify(d.payload) && s.catchUp === d.catchUp && s.catchUpWindowMs === d.catchUpWindowMs;
+    JSON.stringify(s.payload) === JSON.stringify(d.payload) && s.catchUp === d.catchUp && s.catchUpWindowMs === d.catchUpWindowMs && s.priority === d.priority;
   for (const s of store.schedulesIn(namespace)) {
     if (desired.has(s.name) || s.source !== 'declared' || !defs.includes(s.definition)) continue;
     unarm(store, s.jobId);
@@ -53,7 +53,7 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
     if (!s) {
       store.putSchedule({
         namespace, name, definition: d.definition, cron: d.cron, timeZone: d.timeZone, payload: copyJson(d.payload), catchUp: d.catchUp,
-        catchUpWindowMs: d.catchUpWindowMs, source: 'declared', paused: false, version: 1, jobId: null, nextFireAt: null,
+        catchUpWindowMs: d.catchUpWindowMs, priority: d.priority, source: 'declared', paused: false, version: 1, jobId: null, nextFireAt: null,
         lastFireAt: null, lastJobId: null, lastOutcome: null, createdAt: tx.now, updatedAt: tx.now,
       });
       continue;
@@ -61,7 +61,7 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
     unarm(store, s.jobId);
     Object.assign(s, {
       definition: d.definition, cron: d.cron, timeZone: d.timeZone, payload: copyJson(d.payload), catchUp: d.catchUp, catchUpWindowMs: d.catchUpWindowMs,
-      source: 'declared', version: s.version + 1, jobId: null, nextFireAt: null, updatedAt: tx.now,
+      priority: d.priority, source: 'declared', version: s.version + 1, jobId: null, nextFireAt: null, updatedAt: tx.now,
     });
   }
 }
@@ -133,7 +133,7 @@ export function listSchedules(store: Store, namespace: string, name?: string): S
   const date = (ms: number | null) => (ms === null ? null : new Date(ms));
   return store.schedulesIn(namespace).filter((s) => name === undefined || s.name === name).map((s) => ({
     name: s.name, definition: s.definition, cron: s.cron, timeZone: s.timeZone, payload: copyJson(s.payload), catchUp: s.catchUp,
-    catchUpWindowMs: s.catchUpWindowMs, source: s.source, paused: s.paused, nextFireAt: date(s.nextFireAt), jobId: s.jobId === null ? null : String(s.jobId),
+    catchUpWindowMs: s.catchUpWindowMs, priority: s.priority, source: s.source, paused: s.paused, nextFireAt: date(s.nextFireAt), jobId: s.jobId === null ? null : String(s.jobId),
     lastFireAt: date(s.lastFireAt), lastJobId: s.lastJobId === null ? null : String(s.lastJobId), lastOutcome: s.lastOutcome,
   }));
 }

@@ -61,6 +61,7 @@ export interface MemorySchedule {
   payload: unknown;
   catchUp: 'latest' | 'all' | 'none';
   catchUpWindowMs: number | null;
+  priority: number;
   source: 'declared' | 'runtime';
   paused: boolean;
   version: number;
