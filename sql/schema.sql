@@ -400,6 +400,13 @@ declare
   v_nestloop     text;
   v_tagged       integer;
   v_at           timestamptz;
+  v_gated        text[];
+  v_resume       jsonb;
+  v_from_at      timestamptz[];
+  v_from_id      bigint[];
+  v_until        timestamptz;
+  v_pick_start   timestamptz;
+  v_slow         boolean := false;
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -418,10 +425,15 @@ begin
   end if;
   -- With the fair ones, the pauses of the namespace (acta.pause): in the same statement, so that
   -- a claim of a namespace nobody paused pays for it one probe of an empty index.
+  -- And the gated ones (a limit, a meter, a lane: their parked rows come back behind a resumed
+  -- scan's position, see Resumed scan).
   select array(select d.name from acta.definitions d
                where d.namespace = p_namespace and d.name = any (p_definitions) and d.fair),
-         array(select p.definition from acta.pauses p where p.namespace = p_namespace)
-    into v_fair, v_paused;
+         array(select p.definition from acta.pauses p where p.namespace = p_namespace),
+         array(select d.name from acta.definitions d
+               where d.namespace = p_namespace and d.name = any (p_definitions)
+                 and (d.concurrency_limit is not null or d.rate_limit is not null or coalesce((d.policy ->> 'lane')::boolean, false)))
+    into v_fair, v_paused, v_gated;
   if cardinality(v_paused) > 0 then
     -- Paused: the whole namespace (''), or some definitions, which this claim then leaves out.
     -- Nothing left to claim: the idle answer without a due time (a resume wakes the claimer).
@@ -522,6 +534,18 @@ begin
     end if;
   end if;
 
+  -- Resumed scan: this session's positions, per definition, while they hold (see Contract).
+  v_resume := nullif(current_setting('acta.claim_resume', true), '')::jsonb;
+  if v_resume is not null and cardinality(v_plain) > 0 then
+    select array_agg(case when x.until > clock_timestamp() then (x.e ->> 1)::timestamptz end order by d.ord),
+           array_agg(case when x.until > clock_timestamp() then (x.e ->> 2)::bigint end order by d.ord),
+           min(x.until) filter (where x.until > clock_timestamp())
+      into v_from_at, v_from_id, v_until
+    from unnest(v_plain) with ordinality as d(name, ord)
+    cross join lateral (select v_resume -> (p_namespace || '/' || d.name) as e,
+                               (v_resume -> (p_namespace || '/' || d.name) ->> 0)::timestamptz as until) x;
+  end if;
+
   v_want := p_limit;
   loop
     v_round := v_round + 1;
@@ -533,12 +557,13 @@ begin
     -- Plan), locked; in claim order. (v_seen: candidates of an earlier round, which this
     -- transaction has locked, so SKIP LOCKED would not skip them.)
     if cardinality(v_plain) > 0 then
+      v_pick_start := clock_timestamp();
       select coalesce(array_agg(a.id order by a.priority desc, a.run_at, a.id), '{}'),
              coalesce(array_agg(a.priority order by a.priority desc, a.run_at, a.id), '{}'),
              coalesce(min(a.priority), 0), coalesce(max(a.priority), 0),
              coalesce(bool_or(a.keyed), false)
         into v_ids, v_plain_prios, v_min_priority, v_max_priority, v_keyed
-      from unnest(v_plain) as d(name)
+      from unnest(v_plain, v_from_at, v_from_id) as d(name, from_at, from_id)
       cross join lateral (
         select j.id, j.priority, j.run_at,
                (j.concurrency_key is not null or j.rate_key is not null or j.lane is not null) as keyed
@@ -546,12 +571,19 @@ begin
         where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(p_namespace || '/' || d.name, 0)
           and j.namespace = p_namespace and j.definition = d.name and j.status = 'ready'
           and j.blocked_by is null and j.fair_tag is null and j.run_at <= now()
+          and (j.run_at, j.id) > (coalesce(d.from_at, '-infinity'), coalesce(d.from_id, 0))
           and j.id <> all (v_seen)
         order by j.run_at, j.id
         limit v_want
         for update skip locked
       ) a;
       v_locked := cardinality(v_ids);
+      -- A first pick from the index's start that was slow for its rows: it walked entries of rows
+      -- claimed before, which a held snapshot keeps (see Resumed scan).
+      if v_round = 1 and v_until is null then
+        v_slow := extract(epoch from clock_timestamp() - v_pick_start) * 1000
+                  >= coalesce(nullif(current_setting('acta.claim_resume_after_ms', true), '')::double precision, 5) + 0.1 * v_locked;
+      end if;
       if v_locked >= v_want then
         -- Perhaps more due than this claim takes. These are the first in claim order if they share
         -- one priority and no due row has a higher one: any other due row comes later in due order,
@@ -952,6 +984,22 @@ begin
     v_want := p_limit - cardinality(v_taken);
   end loop;
 
+  -- Resumed scan: the positions of this claim's rows, per ungated plain definition, kept by the
+  -- session until their time (a resumed one's, else now + the hold).
+  if (v_slow or v_until is not null) and cardinality(v_taken) > 0 then
+    perform set_config('acta.claim_resume', (
+      select (coalesce(v_resume, '{}') || coalesce(jsonb_object_agg(p.k, jsonb_build_array(p.until, p.run_at, p.id)), '{}'))::text
+      from (select distinct on (j.definition) p_namespace || '/' || j.definition as k, j.run_at, j.id,
+                   coalesce(case when (v_resume -> (p_namespace || '/' || j.definition) ->> 0)::timestamptz > clock_timestamp()
+                                 then (v_resume -> (p_namespace || '/' || j.definition) ->> 0)::timestamptz end,
+                            clock_timestamp() + greatest(coalesce(nullif(current_setting('acta.claim_resume_ms', true), '')::double precision, 1000),
+                                                         20 * extract(epoch from clock_timestamp() - v_pick_start) * 1000) * interval '1 millisecond') as until
+            from acta.jobs j
+            where j.id = any (v_taken) and j.definition = any (v_plain) and j.definition <> all (v_gated)
+              and (v_slow or (v_resume -> (p_namespace || '/' || j.definition) ->> 0)::timestamptz > clock_timestamp())
+            order by j.definition, j.run_at desc, j.id desc) p), false);
+  end if;
+
   -- The gates rows were parked on: set their recheck (the rows admitted hold their slots now), and
   -- release what has room after all (a lane whose head was parked behind nothing).
   if cardinality(v_release_kinds) > 0 then
@@ -975,7 +1023,8 @@ begin
            null::integer, null::integer, null::integer,
            (extract(epoch from (least(min(n.run_at),
                                       (select min(g.recheck_at) from acta.gates g
-                                       where g.namespace = p_namespace and g.recheck_at > now())) - now())) * 1000)::double precision,
+                                       where g.namespace = p_namespace and g.recheck_at > now()),
+                                      v_until) - now())) * 1000)::double precision,
            null::jsonb
     from unnest(p_definitions) as d(name)
     cross join lateral (
