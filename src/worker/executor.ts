@@ -3,11 +3,11 @@ import type { Logger } from 'pino';
 import { PIPELINE } from '../config';
 import { type CompletionRow, INT4_MAX } from '../db/types';
 import { backoffMs, type Definition, type JobContext } from '../definition';
-import { AttemptCancelledError, AttemptTimeoutError, ChildFailedError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
+import { ChildFailedError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
 import { toJsonText } from '../json';
 import { fireDecision } from '../recurring/schedules';
 import { progressJson } from './progress';
-import type { Entry, Registry } from './registry';
+import { abortedError, type Entry, type Registry } from './registry';
 import type { Step } from './steps';
 import type { Workflow } from '../workflows/workflow';
 import { waitResultJson } from '../workflows/wait';
@@ -224,7 +224,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     if (rateLimitedMs !== undefined) return rateLimitedCompletion(rateLimitedMs);
     const wait = parked();
     if (wait && !entry.aborted) return wait;
-    const aborted = abortError(entry, timeoutMs);
+    const aborted = entry.abortCause === undefined ? undefined : abortedError(entry, timeoutMs);
     if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
       // retry, with a readable error describing the value (test/faults/completion.test.ts,
@@ -335,15 +335,3 @@ function untilAborted<T>(work: Promise<T>, entry: Entry): Promise<T> {
   });
 }
 
-function abortError(entry: Entry, timeoutMs: number): Error | undefined {
-  switch (entry.abortCause) {
-    case 'timeout':
-      return new AttemptTimeoutError(`attempt exceeded its timeout of ${timeoutMs} ms`);
-    case 'deadline':
-      return new AttemptTimeoutError('attempt deadline passed: its lease was not renewed in time');
-    case 'lost':
-      return new AttemptCancelledError('attempt cancelled: its lease was lost (recovered or fenced)');
-    default:
-      return undefined;
-  }
-}

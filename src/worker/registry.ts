@@ -1,4 +1,5 @@
 import type { ClaimedRow, HeldPair, JobId } from '../db/types';
+import { AttemptCancelledError, AttemptTimeoutError, JobCancelledError } from '../errors';
 
 /** Entry states: Claimed → Executing → Finalizing → removed (docs/DESIGN.md, "The pipeline inside one worker": Registry). */
 export type EntryState = 'claimed' | 'executing' | 'finalizing';
@@ -11,6 +12,31 @@ export type EntryState = 'claimed' | 'executing' | 'finalizing';
  */
 export const ABORT_CAUSES = ['timeout', 'deadline', 'lost', 'cancelled', 'shutdown', 'fatal'] as const;
 export type AbortCause = (typeof ABORT_CAUSES)[number];
+
+/**
+ * The typed error of an aborted attempt's cause: what acta's own calls in a handler (ctx.step, its
+ * waits and spawns) throw once it is aborted, never the signal's bare reason (a string), and what
+ * the executor stores for a timeout, a deadline or a lost lease.
+ */
+export function abortedError(entry: Entry, timeoutMs?: number): Error {
+  switch (entry.abortCause) {
+    case 'timeout':
+      return new AttemptTimeoutError(`attempt exceeded its timeout${timeoutMs === undefined ? '' : ` of ${timeoutMs} ms`}`);
+    case 'deadline':
+      return new AttemptTimeoutError('attempt deadline passed: its lease was not renewed in time');
+    case 'lost':
+      return new AttemptCancelledError('attempt cancelled: its lease was lost (recovered or fenced)');
+    case 'cancelled':
+      return new JobCancelledError(entry.row.id, 'job cancelled while it ran (client.cancel)');
+    default:
+      return new AttemptCancelledError('attempt cancelled: the worker is stopping');
+  }
+}
+
+/** Throws abortedError when `entry` was aborted. */
+export function throwIfAborted(entry: Entry): void {
+  if (entry.abortCause !== undefined) throw abortedError(entry);
+}
 
 /**
  * One held claim. Its AbortController is made on first use (`controller`, `ctx.signal`): most

@@ -6,7 +6,7 @@ import type { Ledger } from '../ledger';
 import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepResultError } from '../errors';
 import { toJsonText } from '../json';
 import type { StepRecord } from '../db/types';
-import type { Entry, Registry } from './registry';
+import { type Entry, type Registry, throwIfAborted } from './registry';
 
 /**
  * `ctx.step(name, fn)`: a durable step inside a handler (docs/DESIGN.md, "Delivery";
@@ -69,7 +69,7 @@ export function persistentCall(entry: Entry, scheduler: SchedulerLike): <R>(call
         takeUntil(fromEvent(entry.controller.signal, 'abort')),
       ),
     ).catch((err: unknown) => {
-      entry.controller.signal.throwIfAborted(); // aborted while waiting to repeat: the abort's reason
+      throwIfAborted(entry); // aborted while waiting to repeat: the abort's typed error
       throw err;
     });
 }
@@ -104,7 +104,7 @@ export function createStepWith(store: StepStore, entry: Entry, registry: Registr
     // the lease ends (4 H; docs/DESIGN.md, "The lease clock"): no other attempt can exist while it
     // has not passed.
     if (scheduler.now() >= entry.deadlineAt) registry.abort(entry, 'deadline');
-    entry.controller.signal.throwIfAborted();
+    throwIfAborted(entry);
     const value = await fn();
     let resultJson: string;
     try {
@@ -114,7 +114,7 @@ export function createStepWith(store: StepStore, entry: Entry, registry: Registr
       throw err;
     }
     // A superseded attempt (its claim was lost by the server) records nothing.
-    entry.controller.signal.throwIfAborted();
+    throwIfAborted(entry);
     const outcome = await store.record(name, resultJson);
     if (outcome.status === 'stale') {
       registry.abort(entry, 'lost');

@@ -10,7 +10,7 @@ import type { JobId, StepRecord } from '../db/types';
 import { AttemptCancelledError, ChildFailedError, ConfigError, SignalTimeoutError } from '../errors';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
-import type { Entry, Registry } from '../worker/registry';
+import { type Entry, type Registry, throwIfAborted } from '../worker/registry';
 import { type WaitRequest, WaitRequestedError, waitStep } from './wait';
 import { checkSignalName, checkTimeoutMs } from './signals';
 import { type ChildOptions, spawnRows, type SpawnItem } from './children';
@@ -72,7 +72,7 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
   };
   const live = () => {
     if (scheduler.now() >= entry.deadlineAt) registry.abort(entry, 'deadline');
-    entry.controller.signal.throwIfAborted();
+    throwIfAborted(entry);
   };
 
   async function waitForSignal(nameOrNames: string | readonly string[], options?: { timeoutMs?: number }): Promise<unknown> {

@@ -225,6 +225,42 @@ describe('timeout and abort', () => {
     expect(await pending).toMatchObject({ outcome: 'cancelled', abortCause: 'cancelled', retryDelayMs: 0, error: { name: 'JobCancelledError', code: 'ACTA_JOB_CANCELLED' } });
   });
 
+  test.each([
+    ['lost', 'AttemptCancelledError'],
+    ['cancelled', 'JobCancelledError'],
+    ['deadline', 'AttemptTimeoutError'],
+    ['shutdown', 'AttemptCancelledError'],
+  ] as const)("a step whose attempt is aborted (%s) while its fn runs throws %s in the handler, not the signal's bare reason", async (cause, name) => {
+    const scheduler = new VirtualTimeScheduler();
+    let caught: unknown;
+    let inStep!: () => void;
+    const stepStarted = new Promise<void>((resolve) => (inStep = resolve));
+    let release!: () => void;
+    const fnDone = new Promise<void>((resolve) => (release = resolve));
+    const def = defineJob({
+      name: 'aborted-step',
+      handler: async (_: null, ctx: JobContext) => {
+        try {
+          await ctx.step('s', async () => {
+            inStep();
+            await fnDone;
+            return 1;
+          });
+        } catch (err) {
+          caught = err;
+          throw err;
+        }
+      },
+    });
+    const pending = runAttempt(def, null, { scheduler, abortAfter: { ms: 100, cause } });
+    await stepStarted;
+    scheduler.flush();
+    release();
+    await pending;
+    expect(caught).toBeInstanceOf(Error);
+    expect((caught as Error).name).toBe(name);
+  });
+
   test('an abort reason that is not a cause a worker uses is refused', async () => {
     const controller = new AbortController();
     const pending = runAttempt(waits(), null, { signal: controller.signal });
