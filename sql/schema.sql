@@ -425,15 +425,10 @@ begin
   end if;
   -- With the fair ones, the pauses of the namespace (acta.pause): in the same statement, so that
   -- a claim of a namespace nobody paused pays for it one probe of an empty index.
-  -- And the gated ones (a limit, a meter, a lane: their parked rows come back behind a resumed
-  -- scan's position, see Resumed scan).
   select array(select d.name from acta.definitions d
                where d.namespace = p_namespace and d.name = any (p_definitions) and d.fair),
-         array(select p.definition from acta.pauses p where p.namespace = p_namespace),
-         array(select d.name from acta.definitions d
-               where d.namespace = p_namespace and d.name = any (p_definitions)
-                 and (d.concurrency_limit is not null or d.rate_limit is not null or coalesce((d.policy ->> 'lane')::boolean, false)))
-    into v_fair, v_paused, v_gated;
+         array(select p.definition from acta.pauses p where p.namespace = p_namespace)
+    into v_fair, v_paused;
   if cardinality(v_paused) > 0 then
     -- Paused: the whole namespace (''), or some definitions, which this claim then leaves out.
     -- Nothing left to claim: the idle answer without a due time (a resume wakes the claimer).
@@ -987,6 +982,10 @@ begin
   -- Resumed scan: the positions of this claim's rows, per ungated plain definition, kept by the
   -- session until their time (a resumed one's, else now + the hold).
   if (v_slow or v_until is not null) and cardinality(v_taken) > 0 then
+    -- The gated ones (a limit, a meter, a lane) never resume: their parked rows come back behind.
+    v_gated := array(select d.name from acta.definitions d
+                     where d.namespace = p_namespace and d.name = any (v_plain)
+                       and (d.concurrency_limit is not null or d.rate_limit is not null or coalesce((d.policy ->> 'lane')::boolean, false)));
     perform set_config('acta.claim_resume', (
       select (coalesce(v_resume, '{}') || coalesce(jsonb_object_agg(p.k, jsonb_build_array(p.until, p.run_at, p.id)), '{}'))::text
       from (select distinct on (j.definition) p_namespace || '/' || j.definition as k, j.run_at, j.id,
