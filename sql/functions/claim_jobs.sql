@@ -16,11 +16,14 @@
 -- Fair order: a fair definition's due row takes its key's next turn after the key's earlier rows,
 -- not before the turn being served (start-time fair queuing).
 -- Resumed scan: a pick from jobs_due_idx's start that took >= 5 ms + 0.1 ms a row (it walked the
--- entries of rows claimed before, which a held snapshot keeps: docs/decisions/2026-12-05-held-snapshot.md)
--- makes this session's next picks of that ungated plain definition start past the last row it
--- claimed, for max(1 s, 20 x that pick); a row placed behind (enqueued by a transaction that
--- began earlier, a past runAt) then waits at most that long, and an idle answer's next_due_in_ms
--- is no later than its end (test/db/resumedClaim.test.ts). Normal picks never trigger it.
+-- entries of rows claimed before, which a held snapshot keeps: docs/decisions/2026-12-05-held-snapshot.md),
+-- not a session's first, makes the session's next picks of that plain definition start past the
+-- last row it claimed, for max(1 s, 20 x that pick) up to 10 s (none for a limit, a meter, a lane
+-- or keyed rows; see the positions' step). A row placed behind meanwhile (enqueued by a
+-- transaction that began earlier, a past runAt, a row another claim locked and left, a higher
+-- priority due before the position) waits at most that long; an idle answer's next_due_in_ms is
+-- no later than its end (test/db/resumedClaim.test.ts). acta.claim_resume_after_ms and
+-- acta.claim_resume_ms (5, 1000) move the trigger and the hold for a session.
 -- Fence: the execution number and the holder. Durability: asynchronous commit, this transaction
 -- only: a claim lost in a crash is a crash right after it
 -- (docs/decisions/2026-11-30-claim-commits-asynchronously.md).
@@ -110,7 +113,10 @@ declare
   v_from_id      bigint[];
   v_until        timestamptz;
   v_pick_start   timestamptz;
+  v_pick_ms      double precision;
   v_slow         boolean := false;
+  v_walked       boolean := false;
+  v_any_keyed    boolean := false;
 begin
   -- A limit below 1 would claim nothing and answer "nothing due" although rows are (0), or fail
   -- deep in the plan (a negative one): refused plainly (SQL callers; test/db/core.test.ts).
@@ -235,14 +241,14 @@ begin
 
   -- Resumed scan: this session's positions, per definition, while they hold (see Contract).
   v_resume := nullif(current_setting('acta.claim_resume', true), '')::jsonb;
-  if v_resume is not null and cardinality(v_plain) > 0 then
+  if v_resume -> p_namespace is not null and cardinality(v_plain) > 0 then
     select array_agg(case when x.until > clock_timestamp() then (x.e ->> 1)::timestamptz end order by d.ord),
            array_agg(case when x.until > clock_timestamp() then (x.e ->> 2)::bigint end order by d.ord),
            min(x.until) filter (where x.until > clock_timestamp())
       into v_from_at, v_from_id, v_until
     from unnest(v_plain) with ordinality as d(name, ord)
-    cross join lateral (select v_resume -> (p_namespace || '/' || d.name) as e,
-                               (v_resume -> (p_namespace || '/' || d.name) ->> 0)::timestamptz as until) x;
+    cross join lateral (select v_resume -> p_namespace -> d.name as e,
+                               (v_resume -> p_namespace -> d.name ->> 0)::timestamptz as until) x;
   end if;
 
   v_want := p_limit;
@@ -278,10 +284,14 @@ begin
       ) a;
       v_locked := cardinality(v_ids);
       -- A first pick from the index's start that was slow for its rows: it walked entries of rows
-      -- claimed before, which a held snapshot keeps (see Resumed scan).
-      if v_round = 1 and v_until is null then
-        v_slow := extract(epoch from clock_timestamp() - v_pick_start) * 1000
-                  >= coalesce(nullif(current_setting('acta.claim_resume_after_ms', true), '')::double precision, 5) + 0.1 * v_locked;
+      -- claimed before, which a held snapshot keeps (see Resumed scan). Not a session's first
+      -- claim, whose pick is also planned.
+      if v_round = 1 then
+        v_pick_ms := extract(epoch from clock_timestamp() - v_pick_start) * 1000;
+        if v_until is null then
+          v_slow := v_pick_ms >= coalesce(nullif(current_setting('acta.claim_resume_after_ms', true), '')::double precision, 5) + 0.1 * v_locked
+                    and current_setting('acta.claim_warm', true) = 'on';
+        end if;
       end if;
       if v_locked >= v_want then
         -- Perhaps more due than this claim takes. These are the first in claim order if they share
@@ -310,6 +320,7 @@ begin
           v_plain_prios := v_plain_prios[1:v_want];
         else
           v_locked_ids := v_ids;
+          v_walked := true;
           select coalesce(array_agg(b.id order by b.priority desc, b.run_at, b.id), '{}'),
                  coalesce(array_agg(b.priority order by b.priority desc, b.run_at, b.id), '{}'),
                  coalesce(bool_or(b.keyed), false)
@@ -334,6 +345,7 @@ begin
           ) b;
         end if;
       end if;
+      v_any_keyed := v_any_keyed or v_keyed;
     end if;
     -- A fair definition's rows in turn order, along jobs_fair_idx (tagged rows are due).
     if cardinality(v_fair) > 0 then
@@ -683,24 +695,34 @@ begin
     v_want := p_limit - cardinality(v_taken);
   end loop;
 
-  -- Resumed scan: the positions of this claim's rows, per ungated plain definition, kept by the
-  -- session until their time (a resumed one's, else now + the hold).
-  if (v_slow or v_until is not null) and cardinality(v_taken) > 0 then
-    -- The gated ones (a limit, a meter, a lane) never resume: their parked rows come back behind.
+  -- Resumed scan: the positions of this claim's rows, per plain definition, kept by the session
+  -- until their time (a resumed one's, else now + the hold, at most 10 s); expired ones dropped.
+  -- None where they could skip rows that come back behind: a definition with a limit, a meter or
+  -- a lane, a claim that met a keyed row (parked rows come back with their place kept: its
+  -- namespace's positions for these definitions go), or one that walked jobs_claim_idx (it took
+  -- rows by priority, not from the position on).
+  if current_setting('acta.claim_warm', true) is distinct from 'on' then
+    perform set_config('acta.claim_warm', 'on', false);
+  end if;
+  if (v_slow or v_until is not null) and v_any_keyed then
+    perform set_config('acta.claim_resume', (coalesce(v_resume, '{}') || jsonb_build_object(p_namespace, coalesce(v_resume -> p_namespace, '{}') - v_plain))::text, false);
+  elsif (v_slow or v_until is not null) and cardinality(v_taken) > 0 and not v_walked then
     v_gated := array(select d.name from acta.definitions d
                      where d.namespace = p_namespace and d.name = any (v_plain)
                        and (d.concurrency_limit is not null or d.rate_limit is not null or coalesce((d.policy ->> 'lane')::boolean, false)));
-    perform set_config('acta.claim_resume', (
-      select (coalesce(v_resume, '{}') || coalesce(jsonb_object_agg(p.k, jsonb_build_array(p.until, p.run_at, p.id)), '{}'))::text
-      from (select distinct on (j.definition) p_namespace || '/' || j.definition as k, j.run_at, j.id,
-                   coalesce(case when (v_resume -> (p_namespace || '/' || j.definition) ->> 0)::timestamptz > clock_timestamp()
-                                 then (v_resume -> (p_namespace || '/' || j.definition) ->> 0)::timestamptz end,
-                            clock_timestamp() + greatest(coalesce(nullif(current_setting('acta.claim_resume_ms', true), '')::double precision, 1000),
-                                                         20 * extract(epoch from clock_timestamp() - v_pick_start) * 1000) * interval '1 millisecond') as until
-            from acta.jobs j
-            where j.id = any (v_taken) and j.definition = any (v_plain) and j.definition <> all (v_gated)
-              and (v_slow or (v_resume -> (p_namespace || '/' || j.definition) ->> 0)::timestamptz > clock_timestamp())
-            order by j.definition, j.run_at desc, j.id desc) p), false);
+    perform set_config('acta.claim_resume', (coalesce(v_resume, '{}') || jsonb_build_object(p_namespace,
+      coalesce((select jsonb_object_agg(e.k, e.v) from jsonb_each(v_resume -> p_namespace) as e(k, v)
+                where (e.v ->> 0)::timestamptz > clock_timestamp()), '{}')
+      || coalesce((select jsonb_object_agg(p.definition, jsonb_build_array(p.until, p.run_at, p.id))
+                   from (select distinct on (j.definition) j.definition, j.run_at, j.id,
+                                coalesce(case when (v_resume -> p_namespace -> j.definition ->> 0)::timestamptz > clock_timestamp()
+                                              then (v_resume -> p_namespace -> j.definition ->> 0)::timestamptz end,
+                                         clock_timestamp() + least(10000, greatest(coalesce(nullif(current_setting('acta.claim_resume_ms', true), '')::double precision, 1000),
+                                                                                   20 * v_pick_ms)) * interval '1 millisecond') as until
+                         from acta.jobs j
+                         where j.id = any (v_taken) and j.definition = any (v_plain) and j.definition <> all (v_gated)
+                           and (v_slow or (v_resume -> p_namespace -> j.definition ->> 0)::timestamptz > clock_timestamp())
+                         order by j.definition, j.run_at desc, j.id desc) p), '{}')))::text, false);
   end if;
 
   -- The gates rows were parked on: set their recheck (the rows admitted hold their slots now), and

@@ -159,6 +159,10 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
   try {
     const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(inMemory ? options.dataDir : path.resolve(options.dataDir));
+    // One session, whose transactions run one at a time: no other snapshot can be held while a
+    // claim runs, so a slow pick is the machine's, and the claim's resumed scan (claim_jobs.sql)
+    // would only relax its order.
+    await pglite.query(`select set_config('acta.claim_resume_after_ms', 'Infinity', false)`);
     const parsers = { [INT8]: (text: string) => text, [INT8_ARRAY]: (text: string) => parseTextArray(text) };
     const run = (q: Pick<PGliteInterface, 'query' | 'exec'>) =>
       async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {

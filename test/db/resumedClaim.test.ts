@@ -18,6 +18,7 @@ async function session(settings: Record<string, string> = {}): Promise<Client> {
   await client.connect();
   clients.push(client);
   for (const [k, v] of Object.entries(settings)) await client.query('select set_config($1, $2, false)', [k, v]);
+  await claim(client, 'none', 1); // a session's first claim (its pick also planned) never resumes
   return client;
 }
 
@@ -50,16 +51,17 @@ async function claim(client: Client, definition: string, limit: number): Promise
   return { ids: rows.filter((r) => r.job_id !== null).map((r) => r.job_id as string), nextDueInMs: rows.find((r) => r.job_id === null)?.next_due_in_ms ?? null };
 }
 
+/** The session's positions in namespace 'rs', by definition: [until, run_at, id]. */
 const positions = async (client: Client) => {
   const { rows } = await client.query<{ v: string | null }>(`select current_setting('acta.claim_resume', true) as v`);
-  return rows[0].v ? (JSON.parse(rows[0].v) as Record<string, [string, string, number]>) : {};
+  return ((rows[0].v ? JSON.parse(rows[0].v) : {}) as Record<string, Record<string, [string, string, number]>>).rs ?? {};
 };
 
 test('after a slow pick the session resumes past its last claimed row; a row placed behind is claimed once the hold ends', async () => {
   const ids = await backlog('plain', 12);
-  const s = await session({ 'acta.claim_resume_after_ms': '0', 'acta.claim_resume_ms': '400' });
+  const s = await session({ 'acta.claim_resume_after_ms': '-1000', 'acta.claim_resume_ms': '400' });
   expect((await claim(s, 'plain', 4)).ids).toEqual(ids.slice(0, 4));
-  expect(Object.keys(await positions(s))).toEqual(['rs/plain']);
+  expect(Object.keys(await positions(s))).toEqual(['plain']);
   // A row due before all of them (a past runAt; or a transaction that began earlier, committing now).
   const [behind] = (await db.query<{ id: string }>(`insert into acta.jobs (namespace, definition, payload, run_at) values ('rs', 'plain', '{}', now() - interval '2 days') returning id::text as id`)).rows.map((r) => r.id);
   // Resumed: past the position, so the row behind waits.
@@ -70,23 +72,23 @@ test('after a slow pick the session resumes past its last claimed row; a row pla
   await db.query(`update acta.jobs set status = 'ready', execution = 0, lease_holder = null, lease_expires_at = null where id = $1`, [behind]);
   // Once the hold has ended (max(400 ms, 20 x the slow pick): read from the position, on the
   // database's clock) the next pick starts from the index's start again: the row behind first.
-  const [until] = (await positions(s))['rs/plain'];
+  const [until] = (await positions(s)).plain;
   const { rows } = await db.query<{ ms: number }>(`select extract(epoch from $1::timestamptz - clock_timestamp()) * 1000 as ms`, [until]);
-  expect(Number(rows[0].ms)).toBeLessThanOrEqual(60_000);
+  expect(Number(rows[0].ms)).toBeLessThanOrEqual(10_000); // the hold's cap
   await new Promise((r) => setTimeout(r, Math.max(0, Number(rows[0].ms)) + 50));
   expect((await claim(s, 'plain', 2)).ids).toEqual([behind, ids[8]]);
 });
 
 test('an idle answer while resumed is due by the hold\'s end, so a row behind is not left until the next wakeup', async () => {
   const ids = await backlog('plain', 3);
-  const s = await session({ 'acta.claim_resume_after_ms': '0', 'acta.claim_resume_ms': '30000' });
+  const s = await session({ 'acta.claim_resume_after_ms': '-1000', 'acta.claim_resume_ms': '30000' });
   expect((await claim(s, 'plain', 3)).ids).toEqual(ids);
   await db.query(`insert into acta.jobs (namespace, definition, payload, run_at) values ('rs', 'plain', '{}', now() - interval '2 days')`);
   const idle = await claim(s, 'plain', 3);
   expect(idle.ids).toEqual([]);
   expect(idle.nextDueInMs).not.toBeNull();
   expect(idle.nextDueInMs!).toBeGreaterThan(0);
-  expect(idle.nextDueInMs!).toBeLessThanOrEqual(30_000);
+  expect(idle.nextDueInMs!).toBeLessThanOrEqual(10_000); // the hold's cap, though 30 s were asked
   // Without a position nothing is due later: no time at all (a wakeup or the safety poll).
   await db.query(`delete from acta.jobs where status = 'ready'`);
   expect((await claim(await session(), 'plain', 3)).nextDueInMs).toBeNull();
@@ -95,7 +97,7 @@ test('an idle answer while resumed is due by the hold\'s end, so a row behind is
 test('a gated definition (a concurrency limit) never resumes: its parked rows come back behind any position', async () => {
   const ids = await backlog('keyed', 6);
   await db.query(`update acta.jobs set concurrency_key = 'k' where definition = 'keyed'`);
-  const s = await session({ 'acta.claim_resume_after_ms': '0' });
+  const s = await session({ 'acta.claim_resume_after_ms': '-1000' });
   expect((await claim(s, 'keyed', 3)).ids).toEqual(ids.slice(0, 3));
   expect(await positions(s)).toEqual({});
 });
@@ -105,5 +107,28 @@ test('at the default trigger a pick over a short backlog sets no position', asyn
   const s = await session();
   expect((await claim(s, 'plain', 8)).ids).toEqual(ids.slice(0, 8));
   expect((await claim(s, 'plain', 8)).ids).toEqual(ids.slice(8, 16));
+  expect(await positions(s)).toEqual({});
+});
+
+test("no position where rows could come back behind it: a session's first claim, a keyed row met, a walk by priority", async () => {
+  const ids = await backlog('plain', 12);
+  // A session's first claim is also its pick's planning: never a trigger.
+  const fresh = new Client({ connectionString: tdb.url });
+  fresh.on('error', () => undefined);
+  clients.push(fresh);
+  await fresh.connect();
+  await fresh.query(`select set_config('acta.claim_resume_after_ms', '-1000', false)`);
+  expect((await claim(fresh, 'plain', 2)).ids).toEqual(ids.slice(0, 2));
+  expect(await positions(fresh)).toEqual({});
+  expect((await claim(fresh, 'plain', 2)).ids).toEqual(ids.slice(2, 4));
+  expect(Object.keys(await positions(fresh))).toEqual(['plain']);
+  // A keyed row (a lane given as an option) among the candidates: the positions go.
+  await db.query(`update acta.jobs set lane = 'l' where id = $1`, [ids[4]]);
+  expect((await claim(fresh, 'plain', 2)).ids).toEqual(ids.slice(4, 6));
+  expect(await positions(fresh)).toEqual({});
+  // Mixed priorities (a higher one due): the claim walks jobs_claim_idx and writes no position.
+  await db.query(`update acta.jobs set priority = 5 where id = $1`, [ids[11]]);
+  const s = await session({ 'acta.claim_resume_after_ms': '-1000' });
+  expect((await claim(s, 'plain', 2)).ids).toEqual([ids[11], ids[6]]);
   expect(await positions(s)).toEqual({});
 });
