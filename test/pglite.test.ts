@@ -29,6 +29,11 @@ describe('the core flow on PGlite (memory://)', () => {
     expect(await migrate(db)).toEqual([]);
   });
 
+  test("the claim's resumed scan is off on PGlite: one session, so a slow pick is never a held snapshot's (claim_jobs.sql)", async () => {
+    const { rows } = await db.query<{ v: string }>(`select current_setting('acta.claim_resume_after_ms') as v`);
+    expect(Number(rows[0].v)).toBe(Infinity);
+  });
+
   test('enqueue → worker → succeeded; a handler that always throws is retried with back-off, then Failed', async () => {
     const backoff = { delayMs: 30 };
     let failures = 0;
