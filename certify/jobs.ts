@@ -136,11 +136,14 @@ export const parentJob = defineJob<Payload, { sum: number; succeeded: number }>(
   },
 });
 
-/** `certify.tick`: a schedule every second ('latest' catch-up), beside the jobs; the checker holds its fires (certify/fires.ts). */
+/**
+ * `certify.tick`: a schedule every second ('latest' catch-up), beside the jobs, at a priority above
+ * the backlog so that it keeps time (docs/schedules.md); the checker holds its fires (certify/fires.ts).
+ */
 export const tickJob = defineJob({
   name: 'certify.tick',
   maxAttempts: 50,
-  schedule: { name: 'certify.tick', cron: '* * * * * *', catchUp: 'latest' },
+  schedule: { name: 'certify.tick', cron: '* * * * * *', catchUp: 'latest', priority: 10 },
   handler: async (_payload, ctx) => ({ scheduledAt: ctx.scheduledAt?.toISOString() ?? null }),
 });
 
