@@ -989,7 +989,10 @@ begin
   end loop;
 
   -- Resumed scan: the positions of this claim's rows, per plain definition, kept by the session
-  -- until their time (a resumed one's, else now + the hold, at most 10 s); expired ones dropped.
+  -- until their time (a resumed one's, else now + max(1 s, 20 x the pick), at most 10 s); expired
+  -- ones dropped. A row placed behind meanwhile waits at most that long, and an idle answer is due
+  -- by then. The trigger (a pick of >= 5 ms + 0.1 ms a row, not a session's first) and the hold
+  -- move with acta.claim_resume_after_ms and acta.claim_resume_ms (tests; PGlite sets Infinity).
   -- None where they could skip rows that come back behind: a definition with a limit, a meter or
   -- a lane, a claim that met a keyed row (parked rows come back with their place kept: its
   -- namespace's positions for these definitions go), or one that walked jobs_claim_idx (it took

@@ -15,15 +15,9 @@
 -- schedule: a schedule's fire only (migration 0013): its instant, the claim time, the schedule.
 -- Fair order: a fair definition's due row takes its key's next turn after the key's earlier rows,
 -- not before the turn being served (start-time fair queuing).
--- Resumed scan: a pick from jobs_due_idx's start that took >= 5 ms + 0.1 ms a row (it walked the
--- entries of rows claimed before, which a held snapshot keeps: docs/decisions/2026-12-05-held-snapshot.md),
--- not a session's first, makes the session's next picks of that plain definition start past the
--- last row it claimed, for max(1 s, 20 x that pick) up to 10 s (none for a limit, a meter, a lane
--- or keyed rows; see the positions' step). A row placed behind meanwhile (enqueued by a
--- transaction that began earlier, a past runAt, a row another claim locked and left, a higher
--- priority due before the position) waits at most that long; an idle answer's next_due_in_ms is
--- no later than its end (test/db/resumedClaim.test.ts). acta.claim_resume_after_ms and
--- acta.claim_resume_ms (5, 1000) move the trigger and the hold for a session.
+-- Resumed scan: after a slow pick from jobs_due_idx's start (a held snapshot's dead entries), the
+-- session's next picks of an ungated plain definition start past its last claimed row for a bounded
+-- hold (docs/decisions/2026-12-05-held-snapshot.md; test/db/resumedClaim.test.ts).
 -- Fence: the execution number and the holder. Durability: asynchronous commit, this transaction
 -- only: a claim lost in a crash is a crash right after it
 -- (docs/decisions/2026-11-30-claim-commits-asynchronously.md).
@@ -696,7 +690,10 @@ begin
   end loop;
 
   -- Resumed scan: the positions of this claim's rows, per plain definition, kept by the session
-  -- until their time (a resumed one's, else now + the hold, at most 10 s); expired ones dropped.
+  -- until their time (a resumed one's, else now + max(1 s, 20 x the pick), at most 10 s); expired
+  -- ones dropped. A row placed behind meanwhile waits at most that long, and an idle answer is due
+  -- by then. The trigger (a pick of >= 5 ms + 0.1 ms a row, not a session's first) and the hold
+  -- move with acta.claim_resume_after_ms and acta.claim_resume_ms (tests; PGlite sets Infinity).
   -- None where they could skip rows that come back behind: a definition with a limit, a meter or
   -- a lane, a claim that met a keyed row (parked rows come back with their place kept: its
   -- namespace's positions for these definitions go), or one that walked jobs_claim_idx (it took
