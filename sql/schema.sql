@@ -1259,6 +1259,12 @@ begin
   -- schedule is paused, removed, or no longer armed with this fire (changed meanwhile: the
   -- schedules pass arms it). One fire per instant: jobs_schedule_fire_idx.
   if v_fires is not null then
+    -- Their schedules locked first, so the statement below (a new snapshot) sees a pause, change or
+    -- removal committed while this call waited: it arms nothing for one (test/recurring/schedules.test.ts).
+    perform 1 from acta.schedules s
+    where (s.namespace, s.name) in (select j.namespace, j.schedule from acta.jobs j where j.id = any (v_fires))
+    order by s.namespace, s.name
+    for update of s;
     with ended as (
       select j.id, j.namespace, j.schedule, j.scheduled_at, n.next_at,
              case when n.outcome = 'skipped' then 'skipped' else j.status end as outcome
@@ -1736,9 +1742,17 @@ declare
   v_late    bigint[];
   v_cancel  bigint[];
   v_lock_timeout text;
+  v_revived text[];
 begin
-  update acta.workers set last_heartbeat_at = now(), status = 'alive'
-  where id = p_worker and status <> 'stopped';
+  update acta.workers w set last_heartbeat_at = now(), status = 'alive'
+  from acta.workers o
+  where w.id = p_worker and o.id = p_worker and w.status <> 'stopped'
+  returning case when o.status = 'dead' then w.definitions end into v_revived;
+  -- A worker recovery marked dead is alive again: its declarations count again, as at its
+  -- registration (acta.refresh_definitions: a stricter limit of its build applies again).
+  if v_revived is not null then
+    perform acta.refresh_definitions(p_namespace, v_revived);
+  end if;
 
   -- Renew every held row nobody else has locked.
   with input as (
@@ -1991,7 +2005,7 @@ begin
     end if;
     delete from acta.jobs j
     where j.id = (select f.id from acta.jobs f
-                  where f.id = v.job_id and f.status = 'ready' and f.attempts = 0 and f.schedule is not null
+                  where f.id = v.job_id and f.status = 'ready' and f.execution = 0 and f.schedule is not null
                   for update skip locked);
     if v.dropped then
       delete from acta.schedules where namespace = p_namespace and name = v.name;
@@ -2504,10 +2518,12 @@ declare
   v_ids       bigint[];
   v_created   text;
   v_result    jsonb;
+  v_cancel    boolean;
 begin
+  -- Under the parent's lock, as acta.cancel_job takes it: a cancel is seen here, or sees the children.
   update acta.jobs j set started = true
   where j.id = p_parent and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
-  returning j.namespace into v_namespace;
+  returning j.namespace, j.cancel_requested_at is not null into v_namespace, v_cancel;
   if not found then
     return query select 'stale'::text, null::jsonb;
     return;
@@ -2515,6 +2531,10 @@ begin
   select s.result into v_result from acta.steps s where s.job_id = p_parent and s.name = p_step;
   if found then
     return query select 'exists'::text, v_result;
+    return;
+  end if;
+  if v_cancel then
+    return query select 'cancelled'::text, null::jsonb;
     return;
   end if;
   select string_to_array(e.ids, ',')::bigint[], e.created into v_ids, v_created

@@ -19,7 +19,8 @@
 -- call's start, no later (docs/decisions/2026-12-05-ledger-times.md).
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the parents of the children among them in id order, then the
--- gates of the keyed ones in increasing order (acta.gate_lock), until commit.
+-- gates of the keyed ones in increasing order (acta.gate_lock), then the schedules of the ending
+-- fires in name order, until commit.
 -- Durability: the caller's commit, synchronous by default. Retention zero: see the body's end.
 -- Plan: one generic plan per session reaching acta.jobs only through `j.id = any (p_ids)` (jobs_pkey
 -- hash-joined to the input) whatever the statistics (test/db/plans.test.ts); see the SET clauses.
@@ -221,6 +222,12 @@ begin
   -- schedule is paused, removed, or no longer armed with this fire (changed meanwhile: the
   -- schedules pass arms it). One fire per instant: jobs_schedule_fire_idx.
   if v_fires is not null then
+    -- Their schedules locked first, so the statement below (a new snapshot) sees a pause, change or
+    -- removal committed while this call waited: it arms nothing for one (test/recurring/schedules.test.ts).
+    perform 1 from acta.schedules s
+    where (s.namespace, s.name) in (select j.namespace, j.schedule from acta.jobs j where j.id = any (v_fires))
+    order by s.namespace, s.name
+    for update of s;
     with ended as (
       select j.id, j.namespace, j.schedule, j.scheduled_at, n.next_at,
              case when n.outcome = 'skipped' then 'skipped' else j.status end as outcome

@@ -11,7 +11,8 @@
 -- worker's passes p_passes (intervals p_pass_intervals_ms) this call took (acta.take_passes); and
 -- (null, null, 'policy:' || n), the namespace's policy version (acta.namespaces.policy_version: it
 -- moves when a definition's policy changes, and the worker then reloads the policies).
--- Stamps the worker's last_heartbeat_at (alive again unless stopped). Lease times come from
+-- Stamps the worker's last_heartbeat_at (alive again unless stopped; a dead one's declarations
+-- refreshed: acta.refresh_definitions). Lease times come from
 -- now(): the database clock. Wakes the namespace's signal waits whose timeout passed (acta.release_waits).
 -- Fence: Executing, same execution number, leased to p_worker; a lease that ran out but that no
 -- recovery pass has taken yet is still renewed (test/faults/recovery.test.ts).
@@ -47,9 +48,17 @@ declare
   v_late    bigint[];
   v_cancel  bigint[];
   v_lock_timeout text;
+  v_revived text[];
 begin
-  update acta.workers set last_heartbeat_at = now(), status = 'alive'
-  where id = p_worker and status <> 'stopped';
+  update acta.workers w set last_heartbeat_at = now(), status = 'alive'
+  from acta.workers o
+  where w.id = p_worker and o.id = p_worker and w.status <> 'stopped'
+  returning case when o.status = 'dead' then w.definitions end into v_revived;
+  -- A worker recovery marked dead is alive again: its declarations count again, as at its
+  -- registration (acta.refresh_definitions: a stricter limit of its build applies again).
+  if v_revived is not null then
+    perform acta.refresh_definitions(p_namespace, v_revived);
+  end if;
 
   -- Renew every held row nobody else has locked.
   with input as (

@@ -55,7 +55,7 @@ begin
     end if;
     delete from acta.jobs j
     where j.id = (select f.id from acta.jobs f
-                  where f.id = v.job_id and f.status = 'ready' and f.attempts = 0 and f.schedule is not null
+                  where f.id = v.job_id and f.status = 'ready' and f.execution = 0 and f.schedule is not null
                   for update skip locked);
     if v.dropped then
       delete from acta.schedules where namespace = p_namespace and name = v.name;

@@ -5,7 +5,8 @@
 -- with parent_id = p_parent and fail_parent = p_fail_parent[i], and raises the parent's
 -- children_open by the children created. Returns one row: 'recorded' (this call spawned them),
 -- 'exists' (an earlier attempt recorded the step: nothing enqueued; its result), 'stale' (the
--- attempt no longer owns the parent: nothing written). So a retried parent never spawns twice
+-- attempt no longer owns the parent: nothing written), 'cancelled' (the parent's cancel was
+-- requested, acta.cancel_job: no child enqueued, since that cancel could not reach it). So a retried parent never spawns twice
 -- (docs/workflows.md). An element whose idempotency key names an existing job gets that job's id
 -- and is not a child (its parent does not wait for it).
 -- Fence: as acta.record_step, the parent Executing with execution = p_execution, held by p_worker.
@@ -36,10 +37,12 @@ declare
   v_ids       bigint[];
   v_created   text;
   v_result    jsonb;
+  v_cancel    boolean;
 begin
+  -- Under the parent's lock, as acta.cancel_job takes it: a cancel is seen here, or sees the children.
   update acta.jobs j set started = true
   where j.id = p_parent and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
-  returning j.namespace into v_namespace;
+  returning j.namespace, j.cancel_requested_at is not null into v_namespace, v_cancel;
   if not found then
     return query select 'stale'::text, null::jsonb;
     return;
@@ -47,6 +50,10 @@ begin
   select s.result into v_result from acta.steps s where s.job_id = p_parent and s.name = p_step;
   if found then
     return query select 'exists'::text, v_result;
+    return;
+  end if;
+  if v_cancel then
+    return query select 'cancelled'::text, null::jsonb;
     return;
   end if;
   select string_to_array(e.ids, ',')::bigint[], e.created into v_ids, v_created

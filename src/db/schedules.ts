@@ -82,7 +82,7 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
      ),
      unarmed as (
        delete from acta.jobs j using old o, put p
-       where not p.inserted and j.id = o.job_id and j.status = 'ready' and j.attempts = 0
+       where not p.inserted and j.id = o.job_id and j.status = 'ready' and j.execution = 0
      )
      select case when exists (select 1 from put where inserted) then 'added'
                  when exists (select 1 from put) then 'changed'
@@ -97,7 +97,7 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
 export async function setSchedulePaused(q: Queryable, namespace: string, name: string, paused: boolean): Promise<boolean> {
   const { rows } = await q.query(
     `with old as (
-       select s.job_id, $3 and exists (select 1 from acta.jobs j where j.id = s.job_id and j.status = 'ready' and j.attempts = 0) as unarm
+       select s.job_id, $3 and exists (select 1 from acta.jobs j where j.id = s.job_id and j.status = 'ready' and j.execution = 0) as unarm
        from acta.schedules s where s.namespace = $1 and s.name = $2 for update
      ),
      s as (
@@ -110,7 +110,7 @@ export async function setSchedulePaused(q: Queryable, namespace: string, name: s
        returning 1
      ),
      unarmed as (
-       delete from acta.jobs j using old o where o.unarm and j.id = o.job_id and j.status = 'ready' and j.attempts = 0
+       delete from acta.jobs j using old o where o.unarm and j.id = o.job_id and j.status = 'ready' and j.execution = 0
      )
      select 1 from s`,
     [namespace, name, paused],
@@ -125,7 +125,7 @@ export async function removeSchedule(q: Queryable, namespace: string, name: stri
        delete from acta.schedules s where s.namespace = $1 and s.name = $2 and s.source = 'runtime' returning s.job_id
      ),
      unarmed as (
-       delete from acta.jobs j using gone g where j.id = g.job_id and j.status = 'ready' and j.attempts = 0
+       delete from acta.jobs j using gone g where j.id = g.job_id and j.status = 'ready' and j.execution = 0
      )
      select 'removed' as answer from gone
      union all

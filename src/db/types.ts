@@ -138,7 +138,8 @@ export type CancelAnswer = 'cancelled' | 'requested' | null;
 
 /** What acta.record_step did. */
 export interface StepRecord {
-  status: 'recorded' | 'exists' | 'stale';
+  /** 'cancelled': a spawn's only (acta.spawn_children): the parent's cancel was requested, no child enqueued. */
+  status: 'recorded' | 'exists' | 'stale' | 'cancelled';
   /** The step's result as stored (null when stale). */
   result: unknown;
 }

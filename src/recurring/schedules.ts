@@ -1,4 +1,4 @@
-import { knownKeys, MAX_NAME_BYTES, nameOption, intOption } from '../config';
+import { intOption, knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import { type ClaimedFire, type DeclaredSchedule, INT4_MAX } from '../db/types';
 import { ConfigError } from '../errors';
 import { toJsonText } from '../json';
@@ -44,8 +44,7 @@ export function checkScheduleSpec(where: string, spec: unknown, defaultName: str
   if (!['latest', 'all', 'none'].includes(catchUp)) throw new ConfigError(`catchUp of ${where} must be 'latest', 'all' or 'none', got ${JSON.stringify(catchUp)}`);
   if (s.catchUpWindowMs !== undefined && catchUp !== 'all') throw new ConfigError(`catchUpWindowMs of ${where} goes with catchUp: 'all'`);
   const catchUpWindowMs = catchUp === 'all' ? intOption(`catchUpWindowMs of ${where}`, s.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS, 0) : null;
-  const priority = s.priority ?? 0;
-  if (!(Number.isInteger(priority) && Math.abs(priority) <= INT4_MAX)) throw new ConfigError(`priority of ${where} must be an integer between -${INT4_MAX} and ${INT4_MAX}, got ${typeof priority === 'number' ? priority : JSON.stringify(priority)}`);
+  const priority = intOption(`priority of ${where}`, s.priority ?? 0, -INT4_MAX, INT4_MAX);
   const payload = s.payload === undefined ? null : JSON.parse(toJsonText(s.payload));
   return { name, cron: s.cron.trim().split(/\s+/).join(' '), timeZone, payload, catchUp, catchUpWindowMs, priority };
 }
@@ -88,14 +87,14 @@ export function fireDecision(fire: ClaimedFire, firstAttempt: boolean): { skip: 
   const cron = scheduleOf(fire.cron, fire.timeZone ?? 'UTC');
   const next = cron.next(fire.at);
   const now = fire.claimedAt.getTime();
-  if (!firstAttempt || next === null) return { skip: false, nextFireAt: next };
+  // Not missed (its successor not due yet): run, whatever the policy.
+  if (!firstAttempt || next === null || next.getTime() > now) return { skip: false, nextFireAt: next };
   if (fire.catchUp === 'all') {
     const oldest = now - (fire.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS);
     if (fire.at.getTime() >= oldest) return { skip: false, nextFireAt: next };
     const first = next.getTime() >= oldest ? next : cron.next(new Date(oldest - 1));
     return { skip: true, nextFireAt: first };
   }
-  if (next.getTime() > now) return { skip: false, nextFireAt: next };
   if (fire.catchUp === 'none') return { skip: true, nextFireAt: cron.next(fire.claimedAt) };
   return { skip: true, nextFireAt: latestAtOrBefore(cron, next, now) };
 }

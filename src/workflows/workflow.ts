@@ -7,7 +7,7 @@ import type { SchedulerLike } from 'rxjs';
 import type { ChildOutcome } from '../db/workflows';
 import type { EnqueueRows } from '../db/jobs';
 import type { JobId, StepRecord } from '../db/types';
-import { AttemptCancelledError, ChildFailedError, ConfigError, SignalTimeoutError } from '../errors';
+import { AttemptCancelledError, ChildFailedError, ConfigError, JobCancelledError, SignalTimeoutError } from '../errors';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
 import { type Entry, type Registry, throwIfAborted } from '../worker/registry';
@@ -100,6 +100,11 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       if (outcome.status === 'stale') {
         registry.abort(entry, 'lost');
         throw new AttemptCancelledError(`spawn could not be recorded: the attempt no longer owns job ${entry.row.id}`);
+      }
+      if (outcome.status === 'cancelled') {
+        // The job's cancel was requested before its worker heard of it: the attempt ends Cancelled.
+        registry.abort(entry, 'cancelled');
+        throw new JobCancelledError(entry.row.id, 'job cancelled while it ran (client.cancel): its children were not spawned');
       }
       (await steps()).set(step, outcome.result);
       ids = (outcome.result as { ids: JobId[] }).ids;

@@ -6,9 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { createClient, defineJob, type Definition } from '../../src';
 import { completeExecutions } from '../../src/db/executions';
-import { claimJobs } from '../../src/db/jobs';
+import { claimJobs, recoverJobs } from '../../src/db/jobs';
 import type { ClaimedRow, CompletionRow } from '../../src/db/types';
-import { registerWorker } from '../../src/db/workers';
+import { heartbeat, registerWorker } from '../../src/db/workers';
 import { declaredPolicy } from '../../src/definition';
 import { useTestDatabase, withPgClient } from '../helpers/db';
 import { waitFor } from '../helpers/wait';
@@ -140,6 +140,31 @@ describe('the ledger', () => {
       { namespace: empty, starts: '1', rows: '1', executing: '1' },
       { namespace: full, starts: '80002', rows: '80002', executing: '1' },
     ]);
+  });
+});
+
+describe('policies through deploys', () => {
+  test("a worker marked dead that beats again is alive again with its declaration: its build's stricter limit applies again", async () => {
+    const ns = fresh();
+    const keyed = (limit: number) => defineJob({ name: 'keyed', handler, concurrency: { key: () => 'k', limit } });
+    const register = async (build: string, limit: number) => {
+      const workerId = randomUUID();
+      await registerWorker(db, { workerId, namespace: ns, hostname: 'test', pid: 1, definitions: ['keyed'], maxAttempts: [null], leaseMs: LEASE_MS, build, policies: { keyed: declaredPolicy(keyed(limit)) } });
+      return workerId;
+    };
+    const strict = await register('b1', 2);
+    await register('b2', 4);
+    const limit = async () => (await db.query<{ concurrency_limit: number }>(`select concurrency_limit from acta.definitions where namespace = $1 and name = 'keyed'`, [ns])).rows[0].concurrency_limit;
+    expect(await limit()).toBe(2);
+    // b1's worker falls silent: recovery marks it dead, and its stricter limit gives way.
+    await db.query(`update acta.workers set last_heartbeat_at = now() - interval '1 hour' where id = $1`, [strict]);
+    await recoverJobs(db, { namespace: ns, deadAfterMs: 10 * LEASE_MS });
+    expect((await db.query<{ status: string }>('select status from acta.workers where id = $1', [strict])).rows[0].status).toBe('dead');
+    expect(await limit()).toBe(4);
+    // It was only stalled: its next beat makes it alive, and its limit holds again.
+    await heartbeat(db, { workerId: strict, namespace: ns, held: [], leaseMs: LEASE_MS, passes: [] });
+    expect((await db.query<{ status: string }>('select status from acta.workers where id = $1', [strict])).rows[0].status).toBe('alive');
+    expect(await limit()).toBe(2);
   });
 });
 

@@ -202,6 +202,20 @@ export function workflowCases(get: () => LedgerUnderTest): void {
     expect((await t.job(parentId)).status).toBe('cancelled');
   });
 
+  test('a parent whose cancel was requested while it ran spawns no child (the cancel could not reach one spawned after it); a retried spawn step is still answered', async () => {
+    const t = await setup(['p', 'c']);
+    const [parentId] = await t.enqueue('p');
+    const [parent] = await t.claim('p');
+    const first = await t.spawn(parent, ['c'], [false], 'acta:spawn:0');
+    expect(first.status).toBe('recorded');
+    expect(await t.ledger.cancelJob(t.namespace, parentId)).toBe('requested');
+    expect(await t.spawn(parent, ['c', 'c'], [false, false], 'acta:spawn:1')).toEqual({ status: 'cancelled', result: null });
+    expect((await t.spawn(parent, ['c'], [false], 'acta:spawn:0')).status).toBe('exists');
+    // The child spawned before the cancel was cancelled with it; none was spawned after: nothing to claim.
+    expect((await t.job((first.result as { ids: string[] }).ids[0])).status).toBe('cancelled');
+    expect(await t.claim('c', 5)).toEqual([]);
+  });
+
   test("a waiting lane head keeps its lane held: the rows behind it wait until it ends, not when it parks or wakes", async () => {
     const t = await setup(['l']);
     const [head, behind] = await t.enqueue('l', 2, { lanes: ['L', 'L'] });

@@ -2,13 +2,15 @@
 // the next instant in the same acta.complete_executions call, one fire per (schedule, instant), a
 // missed fire skipped by its catch-up policy, and declared schedules reconciled (newest build wins).
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { setSchedulePaused } from '../../src/db/schedules';
 import { sqlLedger } from '../../src/ledger';
 import { cronSchedule } from '../../src/recurring/cron';
 import { fireDecision } from '../../src/recurring/schedules';
 import { declaredPolicy, type Definition } from '../../src/definition';
 import { useTestDatabase } from '../helpers/db';
 
-const { db } = useTestDatabase();
+const { db, tdb } = useTestDatabase();
 
 const def = (schedule: Definition['schedule']): Definition => ({ name: 'report', handler: () => null, ...(schedule ? { schedule } : {}) });
 
@@ -131,4 +133,57 @@ it('two workers run an every-second schedule: each instant fires once, in order,
   expect([...seen].sort((a, b) => a - b)).toEqual(times);
   const [listed] = await createClient({ db, namespace: ns }).schedules.list();
   expect(listed).toMatchObject({ name: 'tick', source: 'declared', lastOutcome: 'succeeded', lastFireAt: rows[rows.length - 1].at });
+});
+
+it('a pause keeps a fire that has started (Ready again after its attempt was handed back) and deletes only one never claimed', async () => {
+  const ns = `s-${randomUUID()}`;
+  const { ledger, workerId } = await register(ns, def({ cron: '0 * * * *' }), 'b1');
+  await ledger.armSchedules!(ns);
+  const armed = await schedule(ns);
+  await makeDue(armed.job_id!);
+  const claim = await ledger.claimJobs({ namespace: ns, workerId, definitions: ['report'], limit: 5, leaseMs: 60_000 });
+  await db.query(`insert into acta.steps (job_id, name, execution, result) values ($1, 'charged', 1, '1')`, [armed.job_id]);
+  const back = { id: claim.rows[0].id, execution: claim.rows[0].execution, outcome: 'handed_back' as const, result: null, error: null, retryDelayMs: 0 };
+  expect((await ledger.completeExecutions(workerId, [back]))[0].status).toBe('ready');
+  expect(await setSchedulePaused(db, ns, 'report', true)).toBe(true);
+  // Started: kept with its recorded step, to finish (a running fire finishes; docs/schedules.md).
+  const { rows } = await db.query<{ status: string; steps: string }>(
+    'select j.status, (select count(*) from acta.steps s where s.job_id = j.id) as steps from acta.jobs j where j.id = $1', [armed.job_id]);
+  expect(rows).toEqual([{ status: 'ready', steps: '1' }]);
+  // A resumed schedule's fire that no worker claimed yet is deleted by the next pause.
+  expect(await setSchedulePaused(db, ns, 'report', false)).toBe(true);
+  const other = `s-${randomUUID()}`;
+  const second = await register(other, def({ cron: '0 * * * *' }), 'b1');
+  await second.ledger.armSchedules!(other);
+  const unclaimed = (await schedule(other)).job_id!;
+  expect(await setSchedulePaused(db, other, 'report', true)).toBe(true);
+  expect((await db.query('select 1 from acta.jobs where id = $1', [unclaimed])).rows).toEqual([]);
+});
+
+it("a pause committed while a fire's completion waits for the schedule arms no next fire", async () => {
+  const ns = `s-${randomUUID()}`;
+  const { ledger, workerId } = await register(ns, def({ cron: '0 * * * *' }), 'b1');
+  await ledger.armSchedules!(ns);
+  const armed = await schedule(ns);
+  await makeDue(armed.job_id!);
+  const claim = await ledger.claimJobs({ namespace: ns, workerId, definitions: ['report'], limit: 5, leaseMs: 60_000 });
+  const fire = claim.rows[0].schedule!;
+  const pauser = new Client({ connectionString: tdb.url, statement_timeout: 10_000 });
+  await pauser.connect();
+  try {
+    // The pause holds the schedule's row lock, uncommitted, while the fire's completion runs.
+    await pauser.query('begin');
+    expect(await setSchedulePaused(pauser as never, ns, 'report', true)).toBe(true);
+    const row = { id: claim.rows[0].id, execution: claim.rows[0].execution, outcome: 'succeeded' as const, result: 'null', error: null, retryDelayMs: 0, nextFireAt: cronSchedule('0 * * * *').next(fire.at)! };
+    const completing = ledger.completeExecutions(workerId, [row]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await pauser.query('commit');
+    expect((await completing)[0].status).toBe('succeeded');
+  } finally {
+    await pauser.end();
+  }
+  const after = await schedule(ns);
+  expect(after).toMatchObject({ job_id: null, next_fire_at: null, last_outcome: 'succeeded' });
+  const { rows } = await db.query<{ n: string }>(`select count(*) as n from acta.jobs where namespace = $1 and status = 'ready'`, [ns]);
+  expect(rows[0].n).toBe('0');
 });

@@ -28,7 +28,7 @@ function insertFire(store: Store, tx: Tx, s: MemorySchedule, at: number): Memory
 /** Deletes the schedule's armed fire if it has not started (Ready, no attempt charged). */
 function unarm(store: Store, jobId: number | null): void {
   const j = jobId === null ? undefined : store.jobs.get(jobId);
-  if (j && j.status === 'ready' && j.attempts === 0 && j.schedule !== null) store.deleteJob(j.id);
+  if (j && j.status === 'ready' && j.execution === 0 && j.schedule !== null) store.deleteJob(j.id);
 }
 
 /** acta.reconcile_schedules: the namespace's declared schedules of `names` made what their applied policies declare. */
@@ -120,7 +120,7 @@ export function pauseSchedule(store: Store, tx: Tx, namespace: string, name: str
   s.paused = paused;
   s.updatedAt = tx.now;
   const j = s.jobId === null ? undefined : store.jobs.get(s.jobId);
-  if (paused && j && j.status === 'ready' && j.attempts === 0) {
+  if (paused && j && j.status === 'ready' && j.execution === 0) {
     unarm(store, j.id);
     s.jobId = null;
     s.nextFireAt = null;

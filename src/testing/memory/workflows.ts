@@ -106,6 +106,7 @@ export function spawnChildren(store: Store, tx: Tx, a: { workerId: string; paren
   if (!steps) store.steps.set(parent.id, (steps = new Map()));
   const recorded = steps.get(a.step);
   if (recorded) return { status: 'exists', result: copyJson(recorded.result) };
+  if (parent.cancelRequestedAt !== null) return { status: 'cancelled', result: null };
   const made = enqueueJobs(store, tx, parent.namespace, a.rows);
   made.forEach((m, i) => {
     if (!m.created || m.id === null) return;
