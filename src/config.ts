@@ -155,10 +155,10 @@ export function knownKeys(what: string, options: object, known: readonly string[
   }
 }
 
-/** Validates an integer option in [min, max]; throws ConfigError naming the option. */
+/** Validates an integer option in [min, max]; throws ConfigError naming the option (a string "5" is shown quoted). */
 export function intOption(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got ${value}`);
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got ${typeof value === 'number' ? value : JSON.stringify(value)}`);
   }
   return value;
 }

@@ -240,7 +240,7 @@ browserTest('refused: a POST without the CSRF token, any request without auth, G
 });
 
 browserTest('the schedules view shows each schedule with its cron and fires; the alerts view the open alerts first, then the resolved', async () => {
-  await client.schedules.add('ok', { name: 'nightly-ok', cron: '0 3 * * *', timeZone: 'Europe/Berlin', payload: { n: 4 } });
+  await client.schedules.add('ok', { name: 'nightly-ok', cron: '0 3 * * *', timeZone: 'Europe/Berlin', payload: { n: 4 } }, { force: true });
   // Alerts as sys.alerts leaves them in acta.alerts (docs/alerts.md): one open, one resolved.
   await db.query(
     `insert into acta.alerts (namespace, rule, subject, raised_at, resolved_at, detail) values

@@ -123,7 +123,7 @@ export interface Admin {
    * ones when its status says so), in batches of 500. Wakes the namespace. Resolves the ids retried.
    */
   retryJobs(selection: JobSelection): Promise<JobId[]>;
-  /** Cancels jobs as client.cancel does, each (a filter: its Ready and Executing jobs, in batches). */
+  /** Cancels jobs as client.cancel does, each (a filter: its Ready, Waiting and Executing jobs, in batches). */
   cancelJobs(selection: JobSelection): Promise<{ cancelled: JobId[]; requested: JobId[] }>;
   /** Deletes finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts (acta.delete_jobs). Others are left: cancel them first. */
   deleteJobs(selection: JobSelection): Promise<JobId[]>;
@@ -195,7 +195,7 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
         select: `array(select d.id::text from done d order by d.id desc) as ids, null::text[] as requested, (select count(*) from woken) as woken`,
       })).then((r) => r.ids),
     cancelJobs: async (selection) => {
-      const r = await inBatches(dbOf('cancelJobs'), selection, context.namespace, ['ready', 'executing'], ['ready', 'executing'], run, (picked) => ({
+      const r = await inBatches(dbOf('cancelJobs'), selection, context.namespace, ['ready', 'waiting', 'executing'], ['ready', 'waiting', 'executing'], run, (picked) => ({
         ctes: `, done as materialized (select p.id, acta.cancel_job($1, p.id) as answer from ${picked} p)`,
         select: `array(select d.id::text from done d where d.answer = 'cancelled' order by d.id desc) as ids,
                  array(select d.id::text from done d where d.answer = 'requested' order by d.id desc) as requested`,

@@ -3,7 +3,7 @@ import { type ClientSchedules, clientSchedules } from './schedules';
 import { createPublish, type PublishItem, type PublishOptions, type PublishResult } from './publish';
 import { createSignal, type SignalOptions, type SignalTarget } from './signals';
 import type { SignalResult } from '../workflows/signals';
-import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { intOption, knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
 import { INT4_MAX, type JobId, type JobRecord } from '../db/types';
@@ -293,12 +293,8 @@ export function createClient(options: ClientOptions): Client {
         if (given && item.rateKey !== undefined && !given.rate) throw new ConfigError(`rateKey: definition "${name}" has no rate policy`);
         if (item.force !== undefined && typeof item.force !== 'boolean') throw new ConfigError(`force must be a boolean, got ${shown(item.force)}`);
         // Both are PostgreSQL integer columns: out of int4 range would fail the whole statement.
-        if (item.priority !== undefined && !(Number.isInteger(item.priority) && Math.abs(item.priority) <= INT4_MAX)) {
-          throw new ConfigError(`priority must be an integer between -${INT4_MAX} and ${INT4_MAX}, got ${item.priority}`);
-        }
-        if (item.maxAttempts !== undefined && !(Number.isInteger(item.maxAttempts) && item.maxAttempts >= 1 && item.maxAttempts <= INT4_MAX)) {
-          throw new ConfigError(`maxAttempts must be an integer between 1 and ${INT4_MAX}, got ${item.maxAttempts}`);
-        }
+        if (item.priority !== undefined) intOption('priority', item.priority, -INT4_MAX, INT4_MAX);
+        if (item.maxAttempts !== undefined) intOption('maxAttempts', item.maxAttempts, 1, INT4_MAX);
         // PostgreSQL text stores a lone surrogate as U+FFFD: two different keys would become one,
         // and the second job would be dropped as a duplicate.
         // A btree entry holds at most 2,704 bytes (PostgreSQL, "B-Tree" limits), the namespace
@@ -379,13 +375,18 @@ export function createClient(options: ClientOptions): Client {
         if (!options.db) throw new ConfigError('why: this client has a ledger and no database');
         return why(options.db, namespace, text);
       }),
-    schedules: clientSchedules(options.db, namespace),
+    schedules: clientSchedules(options.db, namespace, known, options.force ?? false),
     async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
       const [result] = await enqueueItems([{ definition, payload, ...rest }], { tx }, false);
       return result;
     },
-    enqueueMany: (items: readonly EnqueueItem[], opts: { tx?: Queryable } = {}) => enqueueItems(items, opts, true),
+    async enqueueMany(items: readonly EnqueueItem[], opts?: { tx?: Queryable } | null) {
+      // One item given bare, or a misspelt option (`txn`), would otherwise enqueue nothing or run outside the transaction.
+      if (!Array.isArray(items)) throw new ConfigError(`enqueueMany takes an array of items, got ${shown(items)}`);
+      knownKeys('enqueueMany option', opts ?? {}, ['tx']);
+      return enqueueItems(items, opts ?? {}, true);
+    },
     getJob: <P, R>(id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
       byId('getJob', id, opts, null, (tx, text) => (tx ? readJob(tx, namespace, text) : ledger.readJob(namespace, text)) as Promise<JobRecord<P, R> | null>),
     cancel: (id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>

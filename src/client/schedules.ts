@@ -1,7 +1,8 @@
 import type { Db } from '../db/Db';
 import { armSchedules, listSchedules, putRuntimeSchedule, removeSchedule, type ScheduleRecord, setSchedulePaused, triggerSchedule, unarmedSchedules } from '../db/schedules';
+import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import { ConfigError } from '../errors';
-import { armInstants, checkScheduleSpec, type ScheduleSpec } from '../recurring/schedules';
+import { armInstants, checkScheduleSpec, scheduleOf, type ScheduleSpec } from '../recurring/schedules';
 
 /**
  * Schedules at runtime (docs/schedules.md, "At runtime"), beside the ones declared in code. Names
@@ -9,8 +10,14 @@ import { armInstants, checkScheduleSpec, type ScheduleSpec } from '../recurring/
  * is changed or removed only in code (ConfigError). Each call arms what it leaves unarmed at once.
  */
 export interface ClientSchedules {
-  /** Adds a schedule of `definition` (a name), or changes the runtime one of that name (its unstarted fire re-armed): 'added', 'changed' or 'same'. Throws ConfigError for a bad spec or a declared schedule's name. */
-  add(definition: string, spec: ScheduleSpec): Promise<'added' | 'changed' | 'same'>;
+  /**
+   * Adds a schedule of `definition` (a name), or changes the runtime one of that name (its unstarted
+   * fire re-armed): 'added', 'changed' or 'same'. Throws ConfigError for a bad spec, a cron that
+   * never fires, a declared schedule's name, or a definition that no worker of the namespace has
+   * declared and the client does not define (its fires would never run), unless `force`
+   * (default: the client's).
+   */
+  add(definition: string, spec: ScheduleSpec, options?: { force?: boolean }): Promise<'added' | 'changed' | 'same'>;
   /** Every schedule of the namespace (or the one named), with its next fire, last fire and last outcome. */
   list(name?: string): Promise<ScheduleRecord[]>;
   /** Stops its fires (the unstarted armed one is deleted; one running finishes); false: no such schedule. */
@@ -23,7 +30,8 @@ export interface ClientSchedules {
   remove(name: string): Promise<boolean>;
 }
 
-export function clientSchedules(db: Db | undefined, namespace: string): ClientSchedules {
+/** `defines`: the client's own definitions, by name (none: it has none); `force`: the client's default of add's `force`. */
+export function clientSchedules(db: Db | undefined, namespace: string, defines: ReadonlyMap<string, unknown> | undefined, force: boolean): ClientSchedules {
   const need = (): Db => {
     if (!db) throw new ConfigError('client.schedules needs a client with a db');
     return db;
@@ -33,10 +41,30 @@ export function clientSchedules(db: Db | undefined, namespace: string): ClientSc
     await armSchedules(d, namespace, names, versions, instants);
   };
   return {
-    async add(definition, spec) {
+    async add(definition, spec, options = {}) {
       const d = need();
-      if (typeof definition !== 'string' || definition === '') throw new ConfigError(`schedules.add: the definition is a name, got ${JSON.stringify(definition)}`);
+      knownKeys('schedules.add option', options ?? {}, ['force']);
+      if (typeof definition !== 'string') throw new ConfigError(`schedules.add: the definition is a name, got ${JSON.stringify(definition)}`);
+      nameOption('the definition of schedules.add', definition, MAX_NAME_BYTES);
       const s = checkScheduleSpec('schedules.add', spec, definition);
+      if (scheduleOf(s.cron, s.timeZone).next(new Date()) === null) {
+        throw new ConfigError(`schedules.add: cron ${JSON.stringify(s.cron)} in ${s.timeZone} has no instant from now on: it would never fire`);
+      }
+      if (!(options?.force ?? force) && !defines?.has(definition)) {
+        const { rows } = await d.query<{ found: boolean; here: string[] }>(
+          `select exists (select 1 from acta.definitions d where d.namespace = $1 and d.name = $2) as found,
+                  array(select d.name from acta.definitions d where d.namespace = $1 order by d.name limit 21) as here`,
+          [namespace, definition],
+        );
+        const here = rows[0]?.here ?? [];
+        if (rows[0]?.found !== true) {
+          throw new ConfigError(
+            `schedules.add: no worker of namespace "${namespace}" has declared definition "${definition}", so its fires would never run ` +
+              `(declared there: ${here.length === 0 ? 'none' : here.slice(0, 20).join(', ') + (here.length > 20 ? ', …' : '')}). ` +
+              'Start a worker that declares it first, give the client its definitions, or pass { force: true } (acta schedule add --force)',
+          );
+        }
+      }
       const answer = await putRuntimeSchedule(d, namespace, definition, s);
       if (answer === 'declared') throw new ConfigError(`schedule "${s.name}" is declared in code: change it there`);
       await arm(d);

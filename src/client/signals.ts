@@ -6,6 +6,7 @@ import { knownKeys } from '../config';
 import type { Queryable } from '../db/Db';
 import { sendSignal } from '../db/workflows';
 import { ConfigError } from '../errors';
+import { jobIdText } from './jobId';
 import type { Ledger } from '../ledger';
 import { checkSignalName, type SignalResult, signalResult } from '../workflows/signals';
 import { payloadJson } from '../workflows/workflow';
@@ -34,8 +35,9 @@ export function createSignal(deps: { ledger: Ledger; namespace: string; inTx: (t
       if (typeof target.idempotencyKey !== 'string' || target.idempotencyKey.length === 0) throw new ConfigError('signal: the job\'s idempotencyKey must be a non-empty string');
       jobKey = target.idempotencyKey;
     } else {
-      jobId = String(target.id);
-      if (!/^[1-9][0-9]{0,18}$/.test(jobId)) throw new ConfigError(`signal: a job id is a positive integer, got ${jobId}`);
+      // As getJob and cancel read an id: leading zeros allowed; beyond bigint, no such job.
+      jobId = jobIdText(target.id);
+      if (jobId === null) return signalResult(null, 'not_found');
     }
     const key = options?.idempotencyKey;
     if (key !== undefined && (typeof key !== 'string' || key.length === 0)) throw new ConfigError('signal: idempotencyKey must be a non-empty string');

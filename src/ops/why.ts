@@ -117,7 +117,8 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
        (select count(*) from (select 1 from acta.jobs a
           where hashtextextended(a.namespace || '/' || a.definition, 0) = hashtextextended(j.namespace || '/' || j.definition, 0)
             and a.namespace = j.namespace and a.definition = j.definition and a.status = 'ready' and a.blocked_by is null and a.fair_tag is null
-            and a.run_at <= now() and (a.run_at, a.id) < (j.run_at, j.id)
+            and a.run_at <= now()
+            and (a.priority > j.priority or (a.priority = j.priority and (a.run_at, a.id) < (j.run_at, j.id)))
           limit 10000) a) as ahead
 from acta.jobs j
 left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition

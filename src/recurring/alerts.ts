@@ -6,6 +6,7 @@ import { INT4_MAX } from '../db/types';
 import { type Definition, defineJob } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
+import { MAX_AGE_MS } from './batches';
 
 /**
  * sys.alerts: the namespace's alert rules evaluated in the database (acta.evaluate_alerts, one
@@ -53,13 +54,13 @@ export function alertThresholds(payload: AlertsPayload | null | undefined): Aler
     return v;
   };
   return {
-    deadWindowMs: num('deadWindowMs', DEFAULT_DEAD_WINDOW_MS, 0, Number.MAX_SAFE_INTEGER),
-    readyAgeMs: num('readyAgeMs', DEFAULT_READY_AGE_MS, 0, Number.MAX_SAFE_INTEGER),
-    failureWindowMs: num('failureWindowMs', DEFAULT_FAILURE_WINDOW_MS, 1, Number.MAX_SAFE_INTEGER),
+    deadWindowMs: num('deadWindowMs', DEFAULT_DEAD_WINDOW_MS, 0, MAX_AGE_MS),
+    readyAgeMs: num('readyAgeMs', DEFAULT_READY_AGE_MS, 0, MAX_AGE_MS),
+    failureWindowMs: num('failureWindowMs', DEFAULT_FAILURE_WINDOW_MS, 1, MAX_AGE_MS),
     failureRate: num('failureRate', DEFAULT_FAILURE_RATE, 0, 1, false),
     failureMinJobs: num('failureMinJobs', DEFAULT_FAILURE_MIN_JOBS, 1, MAX_TIMER_MS),
-    keepResolvedMs: num('keepResolvedMs', DEFAULT_KEEP_RESOLVED_MS, 0, Number.MAX_SAFE_INTEGER),
-    scheduleLateMs: num('scheduleLateMs', DEFAULT_SCHEDULE_LATE_MS, 0, Number.MAX_SAFE_INTEGER),
+    keepResolvedMs: num('keepResolvedMs', DEFAULT_KEEP_RESOLVED_MS, 0, MAX_AGE_MS),
+    scheduleLateMs: num('scheduleLateMs', DEFAULT_SCHEDULE_LATE_MS, 0, MAX_AGE_MS),
   };
 }
 

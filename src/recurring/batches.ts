@@ -61,6 +61,13 @@ export async function runBatches(
 }
 
 /**
+ * The longest age or window a system definition's payload takes, ms: 100 years. The SQL subtracts
+ * it from now(), and a timestamp before 4713 BC is an error that would fail every pass
+ * (test/recurring/system.test.ts); a row kept for ever is an age of null.
+ */
+export const MAX_AGE_MS = 100 * 365.25 * 86_400_000;
+
+/**
  * Field `name` of a slot's payload `p`: an integer min..max, else `fallback` when absent. Throws
  * ConfigError naming the slot (`what`).
  */

@@ -5,7 +5,7 @@ import type { RetentionAges } from '../db/retention';
 import { type Definition, defineJob } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
-import { type BatchSettings, batchSettings, type PassResult, payloadInt, runBatches } from './batches';
+import { type BatchSettings, batchSettings, MAX_AGE_MS, type PassResult, payloadInt, runBatches } from './batches';
 
 /**
  * sys.retention: deletes finished jobs (Succeeded, Cancelled, Failed) once they are older than
@@ -58,7 +58,7 @@ export function retentionSettings(payload: RetentionPayload | null | undefined):
   if (typeof p !== 'object' || Array.isArray(p)) throw new ConfigError(`the ${RETENTION_NAME} payload must be an object { ${PAYLOAD_KEYS.join(', ')} }, got ${JSON.stringify(p)}`);
   knownKeys(`field of the ${RETENTION_NAME} payload`, p, PAYLOAD_KEYS);
   const age = (name: 'succeededMs' | 'cancelledMs' | 'failedMs', fallback: number): number | null =>
-    p[name] === null ? null : payloadInt(RETENTION_NAME, p as Record<string, unknown>, name, fallback, 0, Number.MAX_SAFE_INTEGER);
+    p[name] === null ? null : payloadInt(RETENTION_NAME, p as Record<string, unknown>, name, fallback, 0, MAX_AGE_MS);
   return {
     ages: {
       succeededMs: age('succeededMs', DEFAULT_SUCCEEDED_AGE_MS),

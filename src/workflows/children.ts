@@ -3,7 +3,7 @@
  * (docs/workflows.md). The parent's counter and its wake are the database's (acta.spawn_children,
  * acta.tell_parents); the rules of the calls are src/workflows/workflow.ts'.
  */
-import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { intOption, knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { EnqueueRows } from '../db/jobs';
 import { INT4_MAX } from '../db/types';
 import { ConfigError } from '../errors';
@@ -43,10 +43,8 @@ export function spawnRows(items: readonly SpawnItem[]): { rows: EnqueueRows; fai
     const raw = typeof item.definition === 'object' && item.definition !== null ? item.definition.name : item.definition;
     rows.definitions.push(nameOption('definition', raw, MAX_NAME_BYTES));
     rows.payloads.push(toJsonText(item.payload === undefined ? null : item.payload));
-    if (item.priority !== undefined && !(Number.isInteger(item.priority) && Math.abs(item.priority) <= INT4_MAX)) throw new ConfigError(`priority must be an integer, got ${item.priority}`);
-    if (item.maxAttempts !== undefined && !(Number.isInteger(item.maxAttempts) && item.maxAttempts >= 1 && item.maxAttempts <= INT4_MAX)) {
-      throw new ConfigError(`maxAttempts must be an integer between 1 and ${INT4_MAX}, got ${item.maxAttempts}`);
-    }
+    if (item.priority !== undefined) intOption('priority', item.priority, -INT4_MAX, INT4_MAX);
+    if (item.maxAttempts !== undefined) intOption('maxAttempts', item.maxAttempts, 1, INT4_MAX);
     if (item.runAt !== undefined && !(item.runAt instanceof Date && Number.isFinite(item.runAt.getTime()))) throw new ConfigError('runAt must be a valid Date');
     const policy = item.onChildFailure ?? 'report';
     if (policy !== 'report' && policy !== 'fail-parent') throw new ConfigError(`onChildFailure is 'report' or 'fail-parent', got ${String(policy)}`);

@@ -87,17 +87,23 @@ test('retryJobs: a Failed job is Ready and due now with a fresh attempt budget, 
   await expect(client.retryJobs({ status: 'ready' })).rejects.toMatchObject({ code: 'ACTA_CONFIG' });
 }, 30_000);
 
-test('cancelJobs cancels Ready jobs at once and asks the worker of an Executing one; deleteJobs removes finished jobs only', async () => {
+test('cancelJobs cancels Ready and Waiting jobs at once and asks the worker of an Executing one; deleteJobs removes finished jobs only', async () => {
   const [a, b] = await enqueue('c', 2);
-  const w = await worker(['x']);
+  const w = await worker(['x', 'p']);
   const [running] = await enqueue('x', 1);
   await claimJobs(db, { namespace: 'default', workerId: w, definitions: ['x'], limit: 1, leaseMs: 60_000 });
-  expect(await client.cancelJobs({ ids: [a] })).toEqual({ cancelled: [a], requested: [] });
-  expect(await client.cancelJobs({ status: ['ready', 'executing'] })).toEqual({ cancelled: [b], requested: [running] });
+  // Two jobs parked on a signal (Waiting), as a handler's ctx.waitForSignal leaves them.
+  const parked = await enqueue('p', 2);
+  const claimed = await claimJobs(db, { namespace: 'default', workerId: w, definitions: ['p'], limit: 2, leaseMs: 60_000 });
+  const wait = JSON.stringify({ names: ['go'], step: 'acta:signal:0' });
+  await completeExecutions(db, w, claimed.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'signal_wait' as const, result: wait, error: null, retryDelayMs: 0 })));
+  expect((await client.getJob(parked[0]))?.status).toBe('waiting');
+  expect(await client.cancelJobs({ ids: [a, parked[0]] })).toEqual({ cancelled: [parked[0], a], requested: [] });
+  expect(await client.cancelJobs({ status: ['ready', 'waiting', 'executing'] })).toEqual({ cancelled: [parked[1], b], requested: [running] });
   expect((await client.getJob(running))?.cancelRequestedAt).not.toBeNull();
   // Delete: the Cancelled ones go; the Executing one stays.
   const deleted = await client.deleteJobs({});
-  expect(deleted.sort()).toEqual([a, b].sort());
+  expect(deleted.sort()).toEqual([a, b, ...parked].sort());
   expect(await client.getJob(a)).toBeNull();
   expect((await client.getJob(running))?.status).toBe('executing');
   expect(await client.deleteJobs({ ids: [running] })).toEqual([]);

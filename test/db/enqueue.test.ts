@@ -421,6 +421,9 @@ test('enqueueMany names the item its error is about (index and message), and wri
   expect(await refusal({ definition: 'jbo' }, 1)).toMatchObject({ item: 1, code: 'ACTA_UNKNOWN_DEFINITION', message: expect.stringMatching(/^enqueueMany item 1: no job definition named "jbo"/) });
   expect(await refusal({ definition: null as never, payload: undefined } as never, 2)).toMatchObject({ item: 2, code: 'ACTA_CONFIG' });
   expect(await client.enqueueMany([null] as never).catch((err: ActaError) => err)).toMatchObject({ item: 0, message: 'enqueueMany item 0: an enqueueMany item is an object { definition, payload, ...options }, got null' });
+  // One item given bare (not in an array) enqueued nothing, silently; a misspelt option ran outside the caller's transaction.
+  await expect(client.enqueueMany({ definition: 'job', payload: 1 } as never)).rejects.toMatchObject({ code: 'ACTA_CONFIG', message: expect.stringMatching(/^enqueueMany takes an array of items, got /) });
+  await expect(client.enqueueMany([{ definition: 'job', payload: 1 }], { txn: db } as never)).rejects.toMatchObject({ code: 'ACTA_CONFIG', message: expect.stringMatching(/^unknown enqueueMany option "txn"/) });
   // A batch of one names its item too (code reading items[err.item] works for any size); enqueue has no item to name.
   expect(await client.enqueueMany([{ definition: 'job', payload: 1n }]).catch((err: ActaError) => err)).toMatchObject({ item: 0, message: expect.stringMatching(/^enqueueMany item 0: value at \$ cannot/) });
   // The caller's own ActaError, thrown from an item's getter: marked once, and a frozen one goes out untouched.

@@ -46,6 +46,17 @@ test('claimable: due, nothing holding it, a live worker declares it', async () =
   expect(await reason(id)).toMatchObject({ cause: 'claimable' });
 });
 
+test('claimable: the jobs ahead of it are counted in claim order, higher priority first (then due time, then id)', async () => {
+  await worker([plain]);
+  for (let i = 0; i < 3; i++) await client.enqueue(plain, {});
+  const high = (await client.enqueue(plain, {}, { priority: 10 })).id;
+  const low = (await client.enqueue(plain, {}, { priority: -5, runAt: new Date(Date.now() - 60_000) })).id;
+  const middle = (await client.enqueue(plain, {})).id;
+  expect((await reason(high)).message).toContain('(0 due jobs of "plain" ahead of it)');
+  expect((await reason(middle)).message).toContain('(4 due jobs of "plain" ahead of it)');
+  expect((await reason(low)).message).toContain('(5 due jobs of "plain" ahead of it)');
+});
+
 test('not due until T', async () => {
   await worker([plain]);
   const runAt = new Date(Date.now() + 3_600_000);

@@ -37,7 +37,7 @@ const fireRows = async (namespace: string, name: string) =>
 describe('client.schedules', () => {
   test('add arms the next instant at once; the same spec again is "same", another "changed" (the unstarted fire re-armed); list shows next fire, last fire, last outcome', async () => {
     const ns = `rt-${randomUUID().slice(0, 8)}`;
-    const client = createClient({ db, namespace: ns });
+    const client = createClient({ db, namespace: ns, definitions: [defineJob({ name: 'report', handler: () => undefined })] });
     expect(await client.schedules.add('report', { name: 'hourly', cron: '0 * * * *', payload: { k: 1 } })).toBe('added');
     const [added] = await client.schedules.list();
     expect(added).toMatchObject({ name: 'hourly', definition: 'report', cron: '0 * * * *', timeZone: 'UTC', payload: { k: 1 }, catchUp: 'latest', source: 'runtime', paused: false, lastFireAt: null, lastOutcome: null });
@@ -59,7 +59,7 @@ describe('client.schedules', () => {
 
   test('pause deletes the unstarted fire and arms nothing; resume arms the next instant after now; trigger fires now besides the schedule; remove drops it and its fire', async () => {
     const ns = `rt-${randomUUID().slice(0, 8)}`;
-    const client = createClient({ db, namespace: ns });
+    const client = createClient({ db, namespace: ns, force: true });
     expect(await client.schedules.add('report', { name: 'm', cron: '* * * * *', priority: 3 })).toBe('added');
     const [prioritised] = await client.schedules.list('m');
     expect(prioritised).toMatchObject({ priority: 3 });
@@ -110,11 +110,21 @@ describe('client.schedules', () => {
     await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *', priority: 2 ** 31 })).rejects.toThrow(ConfigError);
     await expect(client.schedules.add('report', { name: 'nightly', cron: '0 3 * * *' })).rejects.toThrow(/declared in code/);
     await expect(client.schedules.remove('nightly')).rejects.toThrow(/declared in code/);
+    // Fires that would never run: a definition no worker of the namespace declared (unless forced),
+    // a cron with no instant to come; and a name past the limit.
+    await expect(client.schedules.add('no-such', { cron: '0 2 * * *' })).rejects.toThrow(
+      'schedules.add: no worker of namespace "' + ns + '" has declared definition "no-such", so its fires would never run (declared there: report).',
+    );
+    await expect(client.schedules.add('report', { name: 'x', cron: '0 0 30 2 *' })).rejects.toThrow(/cron "0 0 30 2 \*" in UTC has no instant from now on/);
+    await expect(client.schedules.add('r'.repeat(256), { name: 'x', cron: '0 2 * * *' })).rejects.toThrow(/at most 255 bytes/);
+    await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *' }, { forse: true } as never)).rejects.toThrow(/unknown schedules.add option "forse"/);
     expect(await client.schedules.list()).toEqual(before);
     // A declared schedule can be paused, resumed and triggered.
     expect(await client.schedules.pause('nightly')).toBe(true);
     expect(await client.schedules.resume('nightly')).toBe(true);
     expect(await client.schedules.trigger('nightly')).not.toBeNull();
+    // Forced, the schedule of a definition no worker declared yet is added (its worker starts later).
+    expect(await client.schedules.add('later', { cron: '0 2 * * *' }, { force: true })).toBe('added');
   });
 });
 
@@ -125,8 +135,10 @@ describe('acta schedule', () => {
 
   test('add, list, pause, resume, trigger, remove: each does what client.schedules does; an unknown name exits 1', async () => {
     const ns = `cli-${randomUUID().slice(0, 8)}`;
-    const add = await acta(['schedule', 'add', 'report', '0 9 * * 1-5', '--name', 'weekday', '--time-zone', 'America/New_York', '--payload', '{"k":1}', '--catch-up', 'all', '--catch-up-window-ms', '3600000', '--namespace', ns]);
-    expect(add).toMatchObject({ code: 0, stdout: 'added\n' });
+    const args = ['schedule', 'add', 'report', '0 9 * * 1-5', '--name', 'weekday', '--time-zone', 'America/New_York', '--payload', '{"k":1}', '--catch-up', 'all', '--catch-up-window-ms', '3600000', '--namespace', ns];
+    // No worker of the namespace declared `report` yet: refused, unless --force.
+    expect(await acta(args)).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('has declared definition "report", so its fires would never run') });
+    expect(await acta([...args, '--force'])).toMatchObject({ code: 0, stdout: 'added\n' });
     const client = createClient({ db, namespace: ns });
     const [s] = await client.schedules.list('weekday');
     expect(s).toMatchObject({ definition: 'report', cron: '0 9 * * 1-5', timeZone: 'America/New_York', payload: { k: 1 }, catchUp: 'all', catchUpWindowMs: 3_600_000, source: 'runtime' });
@@ -162,7 +174,7 @@ describe('acta schedule', () => {
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--time-zone', 'Mars/Olympus'], /timeZone "Mars\/Olympus"/],
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--payload', '{nope'], /--payload/],
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'some'], /catchUp/],
-      [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'all', '--catch-up-window-ms', 'soon'], /catchUpWindowMs/],
+      [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'all', '--catch-up-window-ms', 'soon'], /--catch-up-window-ms <ms>' argument 'soon' is invalid/],
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--priority', 'high'], /priority .* must be an integer/],
       [['schedule', 'add', 'report', '0 3 * * *', '--name', 'nightly'], /declared in code/],
       [['schedule', 'remove', 'nightly'], /declared in code/],

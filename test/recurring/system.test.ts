@@ -5,6 +5,7 @@
 // asked declares neither.
 import { randomUUID } from 'node:crypto';
 import { ConfigError, createClient, createWorker, defineJob } from '../../src';
+import { MAX_AGE_MS } from '../../src/recurring/batches';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -57,4 +58,9 @@ it('a worker not asked declares neither; bad settings are a ConfigError before a
   expect((await db.query('select name from acta.schedules where namespace = $1', [namespace])).rows).toEqual([]);
   expect(() => createWorker({ db, namespace, definitions: [noop], retention: { succeededMs: -1 } })).toThrow(ConfigError);
   expect(() => createWorker({ db, namespace, definitions: [noop], alerts: { nope: 1 } as never })).toThrow(ConfigError);
+  // An age past 100 years is refused: subtracted from now() in SQL it would fail every pass.
+  expect(() => createWorker({ db, namespace, definitions: [noop], retention: { failedMs: 2 ** 52 } })).toThrow(/failedMs of the sys.retention payload must be an integer 0..3155760000000/);
+  expect(() => createWorker({ db, namespace, definitions: [noop], alerts: { deadWindowMs: 2 ** 52 } })).toThrow(ConfigError);
+  const { rows } = await db.query<{ n: number }>('select acta.prune_jobs($1, $2, $2, $2, 10) as n', [namespace, MAX_AGE_MS]);
+  expect(rows).toEqual([{ n: 0 }]);
 });

@@ -16,7 +16,7 @@ const STATUSES = ['ready', 'executing', 'waiting', 'succeeded', 'failed', 'cance
 /** The actions a job of this status takes: retry a failed or cancelled one, cancel a live one, delete a finished one. */
 export function jobActions(ctx: ViewContext, job: Pick<JobSummary, 'id' | 'status'>): Html {
   const s = job.status;
-  return html`${s === 'failed' || s === 'cancelled' ? actionButton(ctx, 'retry', 'Retry', { id: job.id }) : ''}${s === 'ready' || s === 'executing' ? actionButton(ctx, 'cancel', 'Cancel', { id: job.id }) : ''}${s === 'succeeded' || s === 'failed' || s === 'cancelled' ? actionButton(ctx, 'delete', 'Delete', { id: job.id }) : ''}`;
+  return html`${s === 'failed' || s === 'cancelled' ? actionButton(ctx, 'retry', 'Retry', { id: job.id }) : ''}${s === 'ready' || s === 'waiting' || s === 'executing' ? actionButton(ctx, 'cancel', 'Cancel', { id: job.id }) : ''}${s === 'succeeded' || s === 'failed' || s === 'cancelled' ? actionButton(ctx, 'delete', 'Delete', { id: job.id }) : ''}`;
 }
 
 export function jobsPage(ctx: ViewContext, query: JobsQuery, page: JobPage, flash?: string | null): Html {

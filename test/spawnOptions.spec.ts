@@ -1,0 +1,23 @@
+// A child's options are refused as enqueue's are, with the same typed error and message
+// (src/workflows/children.ts, spawnRows; enqueue's in test/db/enqueue.test.ts).
+import { ConfigError } from '../src/errors';
+import { spawnRows } from '../src/workflows/children';
+
+test.each([
+  [{ priority: 1.5 }, /^priority must be an integer between -2147483647 and 2147483647, got 1.5$/],
+  [{ priority: 2 ** 31 }, /^priority must be an integer between -2147483647 and 2147483647, got 2147483648$/],
+  [{ priority: '5' }, /^priority must be an integer between -2147483647 and 2147483647, got "5"$/],
+  [{ maxAttempts: 0 }, /^maxAttempts must be an integer between 1 and 2147483647, got 0$/],
+  [{ maxAtempts: 3 }, /^unknown spawn option "maxAtempts"/],
+])('a child with %j is refused with a ConfigError', (options, message) => {
+  const spawn = () => spawnRows([{ definition: 'child', payload: {}, ...options } as never]);
+  expect(spawn).toThrow(ConfigError);
+  expect(spawn).toThrow(message);
+});
+
+test('valid options become the rows enqueue writes', () => {
+  const { rows, failParent } = spawnRows([{ definition: 'child', payload: { n: 1 }, priority: -3, maxAttempts: 2 }]);
+  expect(rows.definitions).toEqual(['child']);
+  expect(rows.priorities).toEqual([-3]);
+  expect(failParent).toEqual([false]);
+});
