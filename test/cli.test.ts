@@ -291,7 +291,7 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect(heartbeat.stderr).toMatch(/option '--heartbeat <ms>' argument '5' is invalid\. must be an integer between 100 and 3600000\./);
   const attempts = await acta(['enqueue', 'cli-echo', '{}', '--max-attempts', '0']);
   expect(attempts.code).toBe(1);
-  expect(attempts.stderr).toMatch(/option '--max-attempts <n>' argument '0' is invalid\. must be an integer ≥ 1\./);
+  expect(attempts.stderr).toMatch(/option '--max-attempts <n>' argument '0' is invalid\. must be an integer between 1 and 2147483647\./);
   expect(attempts.stdout).toBe('');
   // Named the API option ("runAt must be a valid Date") and pino's internals before.
   const runAt = await acta(['enqueue', 'cli-echo', '{}', '--run-at', 'tomorrow']);
@@ -309,6 +309,17 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect([emptyRedis.code, emptyRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument '' is invalid\. must not be empty\./)]);
   const badRedis = await acta(['worker', FIXTURE, '--redis', 'redis://[::1']);
   expect([badRedis.code, badRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument 'redis:\/\/\[::1' is invalid\. is not a valid URL\./)]);
+  // Refused by the parser, before anything connects: a timer past 2^31 - 1 ms, an empty number, an empty namespace.
+  const poll = await acta(['worker', FIXTURE, '--safety-poll', '3000000000']);
+  expect([poll.code, poll.stderr]).toEqual([1, expect.stringMatching(/option '--safety-poll <ms>' argument '3000000000' is invalid\. must be an integer between 1 and 2147483647\./)]);
+  const empty = await acta(['enqueue', 'cli-echo', '{}', '--priority', '']);
+  expect([empty.code, empty.stdout, empty.stderr]).toEqual([1, '', expect.stringMatching(/option '--priority <n>' argument '' is invalid\. must be an integer between/)]);
+  for (const args of [['enqueue', 'cli-echo', '{}'], ['jobs', 'list'], ['schedule', 'list'], ['signal', '1', 'go']]) {
+    const ns = await acta([...args, '--namespace', '']);
+    expect([ns.code, ns.stdout, ns.stderr]).toEqual([1, '', expect.stringMatching(/option '--namespace <name>' argument '' is invalid\. must be a non-empty string/)]);
+  }
+  const onAlert = await acta(['worker', FIXTURE, '--on-alert', 'pager']);
+  expect([onAlert.code, onAlert.stderr]).toEqual([1, expect.stringContaining('--on-alert goes with --alerts')]);
   const build = await acta(['worker', FIXTURE, '--build', '']);
   expect([build.code, build.stderr]).toEqual([1, expect.stringMatching(/option '--build <id>' argument '' is invalid\. must be a non-empty string/)]);
   const level = await acta(['worker', FIXTURE], { ACTA_LOG_LEVEL: 'bogus' });
@@ -410,7 +421,12 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   expect(table.stdout).not.toContain('/-');
   expect(table.stdout.split('\n').find((l) => l.startsWith(`${ids[1]} `))).toMatch(/ ready +0 /);
 
-  expect(JSON.parse((await acta(['jobs', 'cancel', ids[0], '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [], unchanged: [] });
+  // An id as typed with leading zeros is the same job, not reported unchanged.
+  expect(JSON.parse((await acta(['jobs', 'cancel', `00${ids[0]}`, '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [], unchanged: [] });
+  // A job id past bigint is no such job: not a raw database error.
+  expect(await acta(['signal', '9999999999999999999', 'go', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('not delivered to job 9999999999999999999: not_found') });
+  // A schedule name that does not exist: exit 1 with a line (not an empty listing).
+  expect(await acta(['schedule', 'list', 'nope', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: 'acta: no schedule "nope" in the namespace\n' });
   expect(JSON.parse((await acta(['jobs', 'delete', '--status', 'cancelled', '--json', ...ns])).stdout)).toEqual({ deleted: [ids[0]] });
   const refused = await acta(['jobs', 'retry', ...ns]);
   expect(refused.code).toBe(1);

@@ -20,6 +20,16 @@ test('a date-time without an offset, a date alone, or anything else is refused',
   expect(() => instantOption('2027-01-01T00:00:00')).toThrow(/must be an ISO 8601 date-time with its offset/);
 });
 
+test('a field out of its calendar range is refused, not rolled over into another instant', () => {
+  for (const value of ['2026-02-30T09:00:00Z', '2026-04-31T23:30:00+01:00', '2027-02-29T00:00Z', '2027-00-10T00:00Z', '2027-01-00T00:00Z', '2027-01-01T24:00:00Z', '2027-01-01T10:60Z', '2027-01-01T10:00:60Z', '2027-01-01T10:00+24:00', '2027-01-01T10:00+01:60']) {
+    expect(() => instantOption(value)).toThrow(InvalidArgumentError);
+  }
+  // The last day of each month, a leap day and the widest offsets are kept.
+  expect(instantOption('2028-02-29T23:59:59Z').toISOString()).toBe('2028-02-29T23:59:59.000Z');
+  expect(instantOption('2027-04-30T00:00+14:00').toISOString()).toBe('2027-04-29T10:00:00.000Z');
+  expect(instantOption('2027-12-31T23:59-12:00').toISOString()).toBe('2028-01-01T11:59:00.000Z');
+});
+
 test('acta jobs list reads its range filters the same way: a date-time without an offset is refused before anything runs', async () => {
   const cli = new Command().exitOverride();
   const errors: string[] = [];

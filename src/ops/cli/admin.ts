@@ -4,6 +4,8 @@
  * (src/client/admin.ts, src/ops/why.ts); human output is a table, `--json` one object per line.
  */
 import { type Command, InvalidArgumentError } from 'commander';
+import { MAX_NAME_BYTES } from '../../config';
+import { int, name } from './args';
 import type { Client } from '../../client/client';
 import type { JobFilter, JobSelection } from '../../client/admin';
 import type { JobStatus } from '../../db/types';
@@ -20,11 +22,7 @@ function statusList(value: string): JobStatus[] {
   for (const s of list) if (!STATUSES.includes(s)) throw new InvalidArgumentError(`must be a comma-separated list of ${STATUSES.join(', ')}.`);
   return list as JobStatus[];
 }
-function positive(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1_000) throw new InvalidArgumentError('must be an integer from 1 to 1000.');
-  return n;
-}
+const positive = int(1, 1_000);
 
 interface FilterOpts {
   namespace: string;
@@ -41,7 +39,7 @@ interface FilterOpts {
 
 const withFilter = (cmd: Command): Command =>
   cmd
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--status <list>', `statuses, comma-separated (${STATUSES.join(', ')})`, statusList)
     .option('--definition <name>', 'only jobs of this definition')
     .option('--concurrency-key <key>', 'only jobs of this concurrency key')
@@ -110,7 +108,8 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
         return { deleted: await client.deleteJobs(selection) };
       });
       const changed = new Set(Object.values(answer).flat());
-      const unchanged = ids.filter((id) => !changed.has(id));
+      // The answer's ids are the database's (`01` is job 1).
+      const unchanged = ids.filter((id) => !changed.has(/^\d+$/.test(id) ? BigInt(id).toString() : id));
       if (o.json) console.log(JSON.stringify(ids.length > 0 ? { ...answer, unchanged } : answer));
       else for (const [k, v] of Object.entries(answer)) console.log(`${k}: ${v.length}${v.length > 0 ? ` (${v.slice(0, 20).join(', ')}${v.length > 20 ? ', …' : ''})` : ''}`);
       if (unchanged.length > 0) {
@@ -119,13 +118,13 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
       }
     });
   bulk('retry', 'retry Failed jobs (Cancelled ones with --status cancelled): Ready and due now, attempts reset to 0, in batches of 500', 'not Failed or Cancelled, or no such job');
-  bulk('cancel', 'cancel Ready jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500', 'finished, or no such job');
+  bulk('cancel', 'cancel Ready and Waiting jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500', 'finished, or no such job');
   bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts', 'not finished: cancel it first; or no such job');
 
   cli
     .command('workers')
     .description('the workers of a namespace: alive, stopped or dead, build, definitions, and the jobs each holds')
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--json', 'one JSON object per line')
     .action(async (o: { namespace: string; json?: boolean }) => {
       const workers = await withClient(o.namespace, (client) => client.listWorkers());
@@ -150,7 +149,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
   cli
     .command('pause')
     .description("stop the claims of a namespace (or one definition) fleet-wide within one wakeup; running jobs finish")
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--definition <name>', 'only this definition')
     .option('--reason <text>', 'why (stored with who and when)')
     .option('--by <who>', 'who (default: user@host)')
@@ -164,7 +163,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
   cli
     .command('resume')
     .description('lift the pause of a namespace (or one definition); its workers claim at once')
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--definition <name>', 'only this definition')
     .option('--json', 'print {"resumed": true|false}')
     .action(async (o: { namespace: string; definition?: string; json?: boolean }) => {
@@ -176,7 +175,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
   cli
     .command('why <id>')
     .description('why a job is not running (or where it is): each cause with its blocker; exits 1 if the namespace has no such job')
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--json', 'print the answer as JSON')
     .action(async (id: string, o: { namespace: string; json?: boolean }) => {
       const answer = await withClient(o.namespace, (client) => client.why(id));

@@ -2,18 +2,16 @@
  * acta dashboard (docs/dashboard.md): the web dashboard on 127.0.0.1:4000 until SIGINT/SIGTERM. Any
  * other --host needs --token or --basic (refused at start otherwise); --read-only shows no action.
  */
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
+import { MAX_NAME_BYTES } from '../../config';
+import { int, name } from './args';
 import { connect, describeTarget } from '../../db/connect';
 import { assertMigrated } from '../../db/migrator';
 import { createLogger } from '../../logger';
 import { startDashboard } from '../dashboard/server';
 import { assertSafeBinding } from '../dashboard/security';
 
-function port(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('must be an integer from 0 to 65535.');
-  return n;
-}
+const port = int(0, 65_535);
 
 export function registerDashboardCommand(cli: Command): void {
   cli
@@ -23,7 +21,7 @@ export function registerDashboardCommand(cli: Command): void {
     .option('--host <address>', 'address to listen on; beyond the loopback it needs --token or --basic', '127.0.0.1')
     .option('--token <token>', 'every request needs this token (open the dashboard once with ?token=<token>); default $ACTA_DASHBOARD_TOKEN')
     .option('--basic <user:password>', 'every request needs basic auth; actions are logged with the user')
-    .option('--namespace <name>', 'the namespace shown first', 'default')
+    .option('--namespace <name>', 'the namespace shown first', name(MAX_NAME_BYTES), 'default')
     .option('--read-only', 'pages only: no retry, cancel, delete, pause or resume')
     .action(async (o: { port: number; host: string; token?: string; basic?: string; namespace: string; readOnly?: boolean }) => {
       const token = o.token ?? (o.basic === undefined ? process.env.ACTA_DASHBOARD_TOKEN || undefined : undefined);

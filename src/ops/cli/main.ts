@@ -3,7 +3,8 @@ import { scheduleCommands } from './schedule';
 import * as path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { type Client, createClient } from '../../client/client';
-import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS, MAX_NAME_BYTES, nameOption } from '../../config';
+import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS } from '../../config';
+import { INT4_MAX } from '../../db/types';
 import { connect, describeTarget } from '../../db/connect';
 import type { Db } from '../../db/Db';
 import { cancelJob } from '../../db/jobs';
@@ -15,20 +16,11 @@ import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
+import { int, name } from './args';
 import { instantOption } from './instant';
 import { registerPublishCommand } from './publish';
 import { registerSignalCommand } from './signal';
 import { registerDashboardCommand } from './dashboard';
-
-/** An option parser for integers in [min, max]: a bad value is refused before anything connects. */
-const int =
-  (min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) =>
-  (value: string) => {
-    const n = Number(value);
-    if (Number.isInteger(n) && n >= min && n <= max) return n;
-    const range = max === Number.MAX_SAFE_INTEGER ? (min === Number.MIN_SAFE_INTEGER ? '' : ` ≥ ${min}`) : ` between ${min} and ${max}`;
-    throw new InvalidArgumentError(`must be an integer${range}.`);
-  };
 
 /**
  * An option parser for the Redis address, as ioredis takes it (`redis://host:6379`, `host:port`, a
@@ -41,18 +33,6 @@ function redisAddress(value: string): string {
   if (value.includes('://') && !URL.canParse(value.trim())) throw new InvalidArgumentError('is not a valid URL.');
   return value.trim();
 }
-
-/**
- * An option parser for a name as the API takes it (nameOption: non-empty, at most `maxBytes` of
- * UTF-8, no \u0000): a bad value is refused before anything connects, naming the flag.
- */
-const name = (maxBytes: number) => (value: string) => {
-  try {
-    return nameOption('it', value, maxBytes);
-  } catch (err) {
-    throw new InvalidArgumentError(`${(err as Error).message.replace(/^it /, '')}.`);
-  }
-};
 
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
 export function loadDefinitions(modulePath: string): Definition[] {
@@ -146,10 +126,10 @@ export function program(): Command {
   cli
     .command('enqueue <definition> <json>')
     .description('enqueue one job; prints its id. Refuses a definition name no worker has declared in the namespace (workers declare theirs when they start), listing those declared; --force enqueues it anyway')
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--run-at <iso>', 'when the job becomes due: an ISO 8601 date-time with its offset (2026-12-01T09:00:00Z)', instantOption)
-    .option('--priority <n>', 'higher runs first', int())
-    .option('--max-attempts <n>', "attempts before Failed (default: the definition's, else 25)", int(1))
+    .option('--priority <n>', 'higher runs first', int(-INT4_MAX, INT4_MAX))
+    .option('--max-attempts <n>', "attempts before Failed (default: the definition's, else 25)", int(1, INT4_MAX))
     .option('--idempotency-key <key>', 'at most one job per key')
     .option('--definitions <module>', "the worker's module: refuse a name it does not define (checked instead of the names workers declared), and compute the job's policy keys with its definition")
     .option('--concurrency-key <key>', "the job's concurrency key (else computed with --definitions)")
@@ -188,7 +168,7 @@ export function program(): Command {
   cli
     .command('job <id>')
     .description('print one job as JSON: status, payload, result, last error, attempts and its finished attempts (client.getJob); exits 1 if the namespace has no such job')
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .action(async (id: string, opts: { namespace: string }) => {
       const job = await withClient(opts.namespace, (client) => client.getJob(id));
       if (job === null) throw new ActaError('ACTA_NO_SUCH_JOB', `no job ${id} in namespace "${opts.namespace}"`);
@@ -200,7 +180,7 @@ export function program(): Command {
     .description(
       'cancel a job (client.cancel): a Ready one at once, prints {"cancelled":true}; a running one through its worker, prints {"cancelRequested":true} (its handler is aborted and it ends Cancelled unless it succeeds first; `acta job <id>` shows it); exits 1 saying why when it has finished',
     )
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .action(async (id: string, opts: { namespace: string }) => {
       const answer = await withClient(opts.namespace, async (client, db) => {
         // getJob checks the id (ConfigError) and finds the job; acta.cancel_job's answer says
@@ -231,12 +211,12 @@ export function program(): Command {
   cli
     .command('worker <module>')
     .description('run a worker for the job definitions a module exports, until SIGINT/SIGTERM')
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--executors <n>', 'executor count N (default 4 per core, 8..64)', int(1, MAX_EXECUTORS))
     .option('--heartbeat <ms>', 'heartbeat interval H in ms (default 45000)', int(HEARTBEAT_INTERVAL_RANGE_MS.min, HEARTBEAT_INTERVAL_RANGE_MS.max))
-    .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int(1))
-    .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int(0))
-    .option('--start-timeout <ms>', 'give up (exit 1) when the database is not reached within this many ms of the start (default 30000)', int(1, 2 ** 31 - 1))
+    .option('--safety-poll <ms>', 'longest idle sleep in ms (default 1000)', int(1, MAX_TIMER_MS))
+    .option('--shutdown-timeout <ms>', 'wait for running handlers at stop, ms (default 10000)', int(0, MAX_TIMER_MS))
+    .option('--start-timeout <ms>', 'give up (exit 1) when the database is not reached within this many ms of the start (default 30000)', int(1, MAX_TIMER_MS))
     .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics', int(0, 65_535))
     .option('--redis <url>', 'also take wakeups from Redis pub/sub (what ioredis takes: redis://host:6379, host:port, a socket path)', redisAddress)
     .option('--no-listen', 'do not LISTEN for NOTIFY wakeups')
@@ -246,6 +226,7 @@ export function program(): Command {
     .option('--on-alert <definition>', 'with --alerts: a definition that gets a job per alert raised and resolved', name(MAX_NAME_BYTES))
     .option('--outbox', 'declare sys.outbox: fan published events out to their subscribers at each publish and every 10 s (docs/outbox.md)')
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
+      if (opts.onAlert !== undefined && opts.alerts !== true) throw new ActaError('ACTA_CLI_USAGE', '--on-alert goes with --alerts (sys.alerts raises the alerts it is told of)');
       const logger = createLogger();
       const definitions = loadDefinitions(modulePath);
       const db = await connect();
@@ -258,24 +239,32 @@ export function program(): Command {
         client.on('error', () => undefined);
         redis = client;
       }
-      const worker = createWorker({
-        db,
-        definitions,
-        namespace: opts.namespace as string,
-        executors: opts.executors as number | undefined,
-        heartbeatIntervalMs: opts.heartbeat as number | undefined,
-        safetyPollMs: opts.safetyPoll as number | undefined,
-        shutdownTimeoutMs: opts.shutdownTimeout as number | undefined,
-        startTimeoutMs: opts.startTimeout as number | undefined,
-        metricsPort: opts.metricsPort as number | undefined,
-        listen: opts.listen as boolean,
-        redis: redis as never,
-        logger,
-        build: opts.build as string | undefined,
-        retention: opts.retention === true,
-        alerts: opts.alerts === true ? (typeof opts.onAlert === 'string' ? { onAlert: opts.onAlert } : true) : false,
-        outbox: opts.outbox === true,
-      });
+      let worker: ReturnType<typeof createWorker>;
+      try {
+        worker = createWorker({
+          db,
+          definitions,
+          namespace: opts.namespace as string,
+          executors: opts.executors as number | undefined,
+          heartbeatIntervalMs: opts.heartbeat as number | undefined,
+          safetyPollMs: opts.safetyPoll as number | undefined,
+          shutdownTimeoutMs: opts.shutdownTimeout as number | undefined,
+          startTimeoutMs: opts.startTimeout as number | undefined,
+          metricsPort: opts.metricsPort as number | undefined,
+          listen: opts.listen as boolean,
+          redis: redis as never,
+          logger,
+          build: opts.build as string | undefined,
+          retention: opts.retention === true,
+          alerts: opts.alerts === true ? (typeof opts.onAlert === 'string' ? { onAlert: opts.onAlert } : true) : false,
+          outbox: opts.outbox === true,
+        });
+      } catch (err) {
+        // Settings the parsers above did not refuse (ConfigError): nothing is left open.
+        redis?.disconnect();
+        await db.close().catch(() => undefined);
+        throw err;
+      }
       let signals = 0;
       const onSignal = (signal: NodeJS.Signals) => {
         signals++;

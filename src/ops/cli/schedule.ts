@@ -1,4 +1,7 @@
 import type { Command } from 'commander';
+import { MAX_NAME_BYTES } from '../../config';
+import { INT4_MAX } from '../../db/types';
+import { int, name } from './args';
 import type { Client } from '../../client/client';
 import type { ScheduleRecord } from '../../db/schedules';
 import { ConfigError } from '../../errors';
@@ -15,7 +18,7 @@ function jsonOption(text: string): unknown {
 /** `acta schedule add|list|pause|resume|trigger|remove` (client.schedules; docs/schedules.md). */
 export function scheduleCommands(cli: Command, withClient: <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>): void {
   const schedule = cli.command('schedule').description('cron schedules of a namespace: add, list, pause, resume, trigger, remove');
-  const ns = (c: Command) => c.option('--namespace <name>', 'queue namespace', 'default');
+  const ns = (c: Command) => c.option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default');
   const line = (s: ScheduleRecord) =>
     [s.name, s.definition, JSON.stringify(s.cron), s.timeZone, s.source, s.paused ? 'paused' : 'active',
      `next=${s.nextFireAt?.toISOString() ?? '-'}`, `last=${s.lastFireAt?.toISOString() ?? '-'}`, `outcome=${s.lastOutcome ?? '-'}`].join('\t');
@@ -29,20 +32,23 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
     .option('--time-zone <zone>', 'IANA zone of the wall times', 'UTC')
     .option('--payload <json>', "the fires' payload (JSON)")
     .option('--catch-up <policy>', "missed fires: 'latest', 'all' or 'none'", 'latest')
-    .option('--catch-up-window-ms <ms>', "with 'all': how far back")
-    .option('--priority <n>', "each fire's priority, as enqueue's (default 0; higher is claimed first)")
-    .action(async (definition: string, cron: string, o: Record<string, string | undefined>) => {
+    .option('--catch-up-window-ms <ms>', "with 'all': how far back", int(0))
+    .option('--priority <n>', "each fire's priority, as enqueue's (default 0; higher is claimed first)", int(-INT4_MAX, INT4_MAX))
+    .option('--force', 'add it even though no worker of the namespace has declared <definition> yet')
+    .action(async (definition: string, cron: string, o: { namespace: string; name?: string; timeZone: string; payload?: string; catchUp: string; catchUpWindowMs?: number; priority?: number; force?: boolean }) => {
       const spec = {
         name: o.name, cron, timeZone: o.timeZone, catchUp: o.catchUp as 'latest' | 'all' | 'none',
         ...(o.payload === undefined ? {} : { payload: jsonOption(o.payload) }),
-        ...(o.catchUpWindowMs === undefined ? {} : { catchUpWindowMs: Number(o.catchUpWindowMs) }),
-        ...(o.priority === undefined ? {} : { priority: Number(o.priority) }),
+        ...(o.catchUpWindowMs === undefined ? {} : { catchUpWindowMs: o.catchUpWindowMs }),
+        ...(o.priority === undefined ? {} : { priority: o.priority }),
       };
-      console.log(await withClient(o.namespace as string, (c) => c.schedules.add(definition, spec)));
+      console.log(await withClient(o.namespace, (c) => c.schedules.add(definition, spec, { force: o.force === true })));
     });
-  ns(schedule.command('list [name]').description('schedules with their next fire, last fire and last outcome (tab-separated)'))
+  ns(schedule.command('list [name]').description('schedules with their next fire, last fire and last outcome (tab-separated); exits 1 when the named one does not exist'))
     .action(async (name: string | undefined, o: { namespace: string }) => {
-      for (const s of await withClient(o.namespace, (c) => c.schedules.list(name))) console.log(line(s));
+      const list = await withClient(o.namespace, (c) => c.schedules.list(name));
+      if (name !== undefined && list.length === 0) notFound(name);
+      for (const s of list) console.log(line(s));
     });
   const verbs = [['pause', 'stop its fires', 'paused'], ['resume', 'fire again from the next instant', 'resumed'], ['remove', 'remove a runtime schedule', 'removed']] as const;
   for (const [verb, what, done] of verbs) {

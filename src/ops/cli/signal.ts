@@ -1,5 +1,7 @@
 /* `acta signal`: a signal to a job from the command line (client.signal; docs/workflows.md). */
 import { type Command, InvalidArgumentError } from 'commander';
+import { MAX_NAME_BYTES } from '../../config';
+import { name } from './args';
 import type { Client } from '../../client/client';
 import { ActaError } from '../../errors';
 
@@ -21,7 +23,7 @@ export function registerSignalCommand(cli: Command, withClient: WithClient): voi
     .description(
       'send signal <name> with a JSON payload (default null) to a job, by id or with --key by its idempotency key (client.signal): prints {"delivered":true,"consumed":…} (consumed: a wait took it now; else kept until one does); exits 1 saying why when not delivered (the job has ended, no such job, or --idempotency-key sent before)',
     )
-    .option('--namespace <name>', 'queue namespace', 'default')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--key', '<job> is the idempotency key the job was enqueued with')
     .option('--idempotency-key <key>', 'deliver this signal once, however often it is sent')
     .action(async (job: string, name: string, payload: string | undefined, o: { namespace: string; key?: boolean; idempotencyKey?: string }) => {
