@@ -9,7 +9,9 @@
 -- delete trigger), so the last two children ending at once cannot strand their parent: each
 -- decrement is made under the parent's row lock, and the one that reaches 0 sees the row Waiting,
 -- or the parent's own park sees 0 (acta.settle_waits).
--- Locks: the parents FOR UPDATE in id order (no deadlock between two batches).
+-- Locks: the parents FOR UPDATE in id order, after the caller's own rows: two batches never
+-- deadlock over parents alone; one that ends a parent whose child the other ends can, and
+-- PostgreSQL's detector breaks it (40P01, retried by the worker as transient).
 -- Plan: by primary key.
 create or replace function acta.tell_parents(p_parents bigint[], p_failed boolean[]) returns void
 language plpgsql
