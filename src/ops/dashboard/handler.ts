@@ -81,6 +81,8 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
     const base = baseOf(req);
     let path = url.pathname;
     if (options.basePath !== undefined && path.startsWith(base)) path = path.slice(base.length);
+    // One leading slash: `//evil.example` in a redirect is another site.
+    path = path.replace(/^\/+/, '/');
     if (path === '') path = '/';
 
     // A token in the address: kept as a cookie for this browser, then the address without it.
@@ -219,7 +221,7 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 
 /** The page an action returns to: a path under the handler (never another site), else the overview; a deleted job's page: the job list. */
 function safeBack(back: string | null, base: string, deletedId: string | null): string {
-  const ok = back !== null && back.startsWith(`${base}/`) && !back.startsWith('//') && !/[\\\r\n]/.test(back);
+  const ok = back !== null && back.startsWith(`${base}/`) && !back.startsWith('//') && !/[\\\r\n]/.test(back) && !new URL(back, 'http://dashboard').pathname.startsWith('//');
   if (!ok) return `${base}/`;
   if (deletedId !== null && new URL(back, 'http://dashboard').pathname === `${base}/jobs/${deletedId}`) return `${base}/jobs${new URL(back, 'http://dashboard').search}`;
   return back;

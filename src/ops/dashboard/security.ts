@@ -24,6 +24,17 @@ export function assertSafeBinding(host: string, auth: DashboardAuth): void {
   }
 }
 
+/**
+ * True when a request's Host header names the loopback (with any port). A dashboard without auth
+ * serves only such requests: a web page whose own name an attacker rebinds to 127.0.0.1 sends that
+ * name, and would otherwise read every page and post its CSRF token back (DNS rebinding).
+ */
+export function loopbackHost(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  const name = header.startsWith('[') ? header.slice(1, header.indexOf(']')) : header.replace(/:\d*$/, '');
+  return LOOPBACK.has(name.toLowerCase());
+}
+
 /** Throws DashboardSecurityError for an empty token or a basic value without `user:password`. */
 export function checkAuth(auth: DashboardAuth): void {
   if (auth.token !== undefined && auth.basic !== undefined) throw new DashboardSecurityError('give a token or basic auth, not both');
