@@ -8,6 +8,16 @@ import { jobIdText } from '../client/jobId';
 /** A Ledger call that makes a round trip, by its method's name. */
 export type FaultyCall = Exclude<keyof Ledger, 'listen'>;
 
+/** Every FaultyCall: each is guarded by `fail` (the type check below fails when a Ledger call is added and not listed). */
+const CALLS = [
+  'assertReady', 'registerWorker', 'loadPolicies', 'claimJobs', 'completeExecutions', 'heartbeat', 'recoverJobs', 'releasePasses', 'stopWorker',
+  'loadSteps', 'recordStep', 'reportProgress', 'armSchedules', 'listSchedules', 'pauseSchedule', 'pruneJobs', 'evaluateAlerts', 'publishEvents',
+  'fanOutEvents', 'readAlerts', 'enqueueJobs', 'readJob', 'cancelJob', 'watchJob', 'pause', 'resume', 'listPauses', 'sendSignal', 'spawnChildren',
+  'readChildren',
+] as const satisfies readonly FaultyCall[];
+const everyCall: Exclude<FaultyCall, (typeof CALLS)[number]> extends never ? true : false = true;
+void everyCall;
+
 /** The error an injected failure rejects with: a dropped connection (SQLSTATE 08006), which src/db/transient.ts counts as transient. */
 export class InjectedFaultError extends Error {
   readonly code = '08006';
@@ -106,23 +116,25 @@ export function injectFaults(ledger: Ledger, options: { scheduler?: SchedulerLik
     else cut.set(pair(id, execution), how);
   };
 
+  // Every call fails when told to (`fail`); the ones below also carry the lease faults.
+  const plain: Partial<Ledger> = {};
+  for (const call of CALLS) {
+    const run = ledger[call] as ((...args: unknown[]) => Promise<unknown>) | undefined;
+    if (run) (plain as Record<string, unknown>)[call] = guard(call, (...args: unknown[]) => run.apply(ledger, args));
+  }
   const wrapped: Ledger = {
     ...ledger,
-    assertReady: guard('assertReady', () => ledger.assertReady()),
-    registerWorker: guard('registerWorker', (args) => ledger.registerWorker(args)),
-    loadPolicies: guard('loadPolicies', (namespace, names) => ledger.loadPolicies(namespace, names)),
-    recoverJobs: guard('recoverJobs', (args) => ledger.recoverJobs(args)),
-    releasePasses: guard('releasePasses', (namespace, passes) => ledger.releasePasses(namespace, passes)),
-    stopWorker: guard('stopWorker', (workerId) => ledger.stopWorker(workerId)),
-    loadSteps: guard('loadSteps', (jobId) => ledger.loadSteps(jobId)),
-    enqueueJobs: guard('enqueueJobs', (namespace, rows) => ledger.enqueueJobs(namespace, rows)),
-    readJob: guard('readJob', (namespace, id) => ledger.readJob(namespace, id)),
-    cancelJob: guard('cancelJob', (namespace, id) => ledger.cancelJob(namespace, id)),
-    watchJob: guard('watchJob', (namespace, id) => ledger.watchJob(namespace, id)),
-    reportProgress: guard('reportProgress', (workerId, rows) => ledger.reportProgress(workerId, rows)),
-    pruneJobs: guard('pruneJobs', (args) => ledger.pruneJobs(args)),
-    evaluateAlerts: guard('evaluateAlerts', (args) => ledger.evaluateAlerts(args)),
-    readAlerts: guard('readAlerts', (namespace) => ledger.readAlerts(namespace)),
+    ...plain,
+    // A cut attempt's progress and spawns are fenced out unwritten, as its steps are.
+    reportProgress: guard('reportProgress', (workerId, rows) => {
+      const through = rows.filter((r) => !cut.get(pair(r.id, r.execution)) || cut.get(pair(r.id, r.execution))?.hidden);
+      return through.length > 0 ? ledger.reportProgress(workerId, through) : Promise.resolve(0);
+    }),
+    spawnChildren: guard('spawnChildren', async (args) => {
+      const c = cut.get(pair(args.parentId, args.execution));
+      if (c && !c.hidden) return { status: 'stale', result: null };
+      return ledger.spawnChildren(args);
+    }),
     claimJobs: guard('claimJobs', async (args) => {
       const answer = await ledger.claimJobs(args);
       for (const row of answer.rows) {
