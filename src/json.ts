@@ -14,10 +14,10 @@ const JSONB_REJECTS = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
  * lone UTF-16 surrogate, which jsonb rejects (PostgreSQL docs, "JSON Types"), and a value that
  * throws when read (a getter, a Proxy's trap, a revoked Proxy: the reason quotes it). Everything else
  * follows JSON.stringify (undefined members dropped, non-finite numbers to null, toJSON honoured).
- * A text of more than `maxBytes` in UTF-8 (default JSONB_MAX_BYTES) is refused too.
+ * A text of more than `maxBytes` in UTF-8 (default JSONB_MAX_BYTES; `limit` names the bound) is refused too.
  * Cost: one JSON.stringify and one regex scan; the path is searched only on failure.
  */
-export function toJsonText(value: unknown, maxBytes = JSONB_MAX_BYTES): string {
+export function toJsonText(value: unknown, maxBytes = JSONB_MAX_BYTES, limit = 'a jsonb value holds'): string {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -33,7 +33,7 @@ export function toJsonText(value: unknown, maxBytes = JSONB_MAX_BYTES): string {
   }
   if (text === undefined) throw new InvalidJsonError('$', `${typeof value} is not JSON`);
   const bytes = bytesOver(text, maxBytes);
-  if (bytes !== undefined) throw new InvalidJsonError('$', `its JSON text is ${bytes} bytes, more than the ${maxBytes} a jsonb value holds`);
+  if (bytes !== undefined) throw new InvalidJsonError('$', `its JSON text is ${bytes} bytes, more than the ${maxBytes} ${limit}`);
   if (JSONB_REJECTS.test(text)) {
     const found = findBadValue(value);
     throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? 'string contains \\u0000 or a lone surrogate');

@@ -9,7 +9,7 @@ import { publishEvents, type PublishRows } from '../db/outbox';
 import { ActaError, atItem, ConfigError } from '../errors';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
-import { MAX_EVENT_KEY_BYTES } from '../recurring/outbox';
+import { MAX_EVENT_KEY_BYTES, MAX_EVENT_MESSAGE_BYTES } from '../recurring/outbox';
 
 export interface PublishOptions {
   /** Publish inside the caller's transaction (a Queryable on which it ran BEGIN): the event exists at its commit, never after its rollback. */
@@ -41,7 +41,7 @@ export function createPublish(deps: { ledger: Ledger; namespace: string; inTx: (
         knownKeys('publish item field', item, ['topic', 'message', 'key']);
         rows.topics.push(nameOption('topic', item.topic, MAX_NAME_BYTES));
         rows.keys.push(item.key === undefined ? null : nameOption('key', item.key, MAX_EVENT_KEY_BYTES));
-        rows.messages.push(toJsonText(item.message));
+        rows.messages.push(toJsonText(item.message, MAX_EVENT_MESSAGE_BYTES, 'an event message may hold (docs/outbox.md)'));
       } catch (err) {
         throw many && err instanceof ActaError ? atItem(err, i, 'publishMany') : err;
       }

@@ -19,7 +19,7 @@ export interface PassResult {
   /** Rows the batches took. */
   taken: number;
   batches: number;
-  /** Batches that ran past their timeout (each rolled back, the next one half its size). */
+  /** Batches that ran past their timeout or were too large (each rolled back, the next one half its size). */
   timeouts: number;
   /** The batch size the pass ended with. */
   batchSize: number;
@@ -30,8 +30,9 @@ export interface PassResult {
 /**
  * One pass of bounded batches (River's maintenance services: one pass that loops batches, each
  * with a timeout): `batch(limit)` until one takes fewer than it asked for, the budget is spent,
- * or `signal` aborts. A batch that times out (SQLSTATE 57014) took nothing; the pass goes on at
- * half the size, down to 1 row. Any other error rejects (the fire's attempt fails).
+ * or `signal` aborts. A batch that times out (SQLSTATE 57014) or is too large for one statement
+ * (54000: a jsonb past 256 MiB) took nothing; the pass goes on at half the size, down to 1 row.
+ * Any other error rejects (the fire's attempt fails).
  */
 export async function runBatches(
   batch: (limit: number) => Promise<number>,
@@ -48,10 +49,11 @@ export async function runBatches(
     try {
       n = await batch(result.batchSize);
     } catch (err) {
-      if (errorCode(err) !== '57014') throw err;
+      // A timeout, or a batch too large for one statement (54000: a jsonb past 256 MiB): halved.
+      if (errorCode(err) !== '57014' && errorCode(err) !== '54000') throw err;
       result.timeouts++;
       result.batchSize = Math.max(1, Math.floor(result.batchSize / 2));
-      options.logger?.warn({ batchSize: result.batchSize, batchTimeoutMs: settings.batchTimeoutMs }, `${options.what} batch timed out; halving the batch`);
+      options.logger?.warn({ batchSize: result.batchSize, batchTimeoutMs: settings.batchTimeoutMs }, `${options.what} batch ${errorCode(err) === '57014' ? 'timed out' : 'too large for one statement'}; halving the batch`);
       continue;
     }
     result.taken += n;

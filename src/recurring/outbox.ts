@@ -29,6 +29,14 @@ export const DEFAULT_PASS_BUDGET_MS = 8_000;
  */
 export const MAX_EVENT_KEY_BYTES = 700;
 
+/**
+ * The largest event message, in UTF-8 bytes of its JSON: 1 MiB. A fan-out batch passes every
+ * (event × subscriber) payload to acta.enqueue_jobs as one jsonb, which holds at most 256 MiB; an
+ * event past that at a batch of one would fail every pass and hold back the namespace's outbox
+ * behind it (test/recurring/outbox.test.ts). Put larger content in your tables and publish its key.
+ */
+export const MAX_EVENT_MESSAGE_BYTES = 1_048_576;
+
 /** A subscriber's job payload: the event as published (docs/outbox.md). */
 export interface OutboxEvent<M = unknown> {
   /** The event's id (bigint as a decimal string): unique, never reused; ids of one key grow in publish order. */

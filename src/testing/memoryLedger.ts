@@ -136,8 +136,9 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
  * - Where the SQL leaves an order to the plan (which of 10,000 rows a round refused whole parks first,
  *   the order of recovered rows and of passes taken, ties in a worker's start time), this takes id,
  *   lease or registration order.
- * - jsonb is JSON.parse's value: NUL and lone surrogates are refused as jsonb does, big numbers and
- *   duplicate keys come back as JSON.parse gives them, and a pg value arrives the same way.
+ * - jsonb is JSON.parse's value with its keys in jsonb's order: NUL and lone surrogates are refused
+ *   as jsonb does, big numbers and duplicate keys come back as JSON.parse gives them, and a pg value
+ *   arrives the same way.
  */
 export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
   knownKeys('memoryLedger option', options, ['scheduler', 'latencyMs']);

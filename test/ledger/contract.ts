@@ -670,6 +670,12 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(await ledger.readJob(ns, String(Number(plain) + 1))).toBeNull();
     });
 
+    test("a payload's keys come back in jsonb's order (shorter first, then by their bytes), whatever order they were given in", async () => {
+      const ns = fresh();
+      const [id] = await ids(ns, [{ definition: 'mail', payload: { zeta: 1, alpha: [{ yy: 1, x: 2 }], b: { ä: 1, z: 2, aa: 3 } } }]);
+      expect(JSON.stringify((await job(ns, id)).payload)).toBe('{"b":{"z":2,"aa":3,"ä":1},"zeta":1,"alpha":[{"x":2,"yy":1}]}');
+    });
+
     test('an idempotency key names one job per namespace: again, it answers that id, created false, and writes nothing; in one batch the first element wins; a cancelled job keeps its key', async () => {
       const ns = fresh();
       const [first] = await enqueue(ns, [{ definition: 'mail', payload: { to: 'a' }, idempotencyKey: 'k1' }]);

@@ -83,6 +83,9 @@ it('bad input is refused before anything is written: topic, key, message, option
   await expect(client.publish('t', 1, { key: 'x'.repeat(701) })).rejects.toThrow(ConfigError);
   await expect(client.publish('t', 1, { keys: 'x' } as never)).rejects.toThrow(ConfigError);
   await expect(client.publish('t', 'nul \u0000')).rejects.toMatchObject({ code: 'ACTA_INVALID_JSON' });
+  // A message past 1 MiB: its fan-out to many subscribers would pass 256 MiB of jsonb in one call.
+  await expect(client.publish('t', 'x'.repeat(1_048_575))).rejects.toMatchObject({ code: 'ACTA_INVALID_JSON', message: expect.stringContaining('1048577 bytes, more than the 1048576 an event message may hold') });
+  await expect(client.publishMany([{ topic: 't', message: 1 }, { topic: 't', message: 'x'.repeat(1_048_575) }])).rejects.toMatchObject({ item: 1 });
   await expect(client.publishMany([{ topic: 't', message: 1 }, { topic: 't', message: () => 1 }])).rejects.toMatchObject({ item: 1, message: expect.stringMatching(/^publishMany item 1: /) });
   expect(await count('select count(*) as n from acta.outbox where namespace = $1', [namespace])).toBe(0);
   expect(() => defineJob({ name: 'x', subscribe: [], handler: () => null })).toThrow(ConfigError);

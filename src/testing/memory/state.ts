@@ -235,7 +235,23 @@ export function parseJsonb(text: string): unknown {
     throw new SqlStateError('22P02', `invalid input syntax for type json: ${(err as Error).message}`);
   }
   checkJsonbStrings(value);
-  return value;
+  return jsonbKeyOrder(value);
+}
+
+/**
+ * `value` with every object's keys in jsonb's order: shorter first, then by their UTF-8 bytes
+ * (PostgreSQL, "JSON Types": jsonb does not keep key order). A test then sees the bytes a server
+ * would return, e.g. JSON.stringify of a payload or an event's message (test/ledger/contract.ts).
+ */
+function jsonbKeyOrder(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(jsonbKeyOrder);
+  if (value === null || typeof value !== 'object') return value;
+  const keys = Object.keys(value).map((k) => [k, Buffer.from(k, 'utf8')] as const);
+  keys.sort(([, a], [, b]) => a.length - b.length || Buffer.compare(a, b));
+  const out: Record<string, unknown> = {};
+  // defineProperty: a key "__proto__" stays a key, as JSON.parse made it.
+  for (const [k] of keys) Object.defineProperty(out, k, { value: jsonbKeyOrder((value as Record<string, unknown>)[k]), enumerable: true, writable: true, configurable: true });
+  return out;
 }
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
