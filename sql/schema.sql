@@ -1261,9 +1261,10 @@ begin
   if v_fires is not null then
     -- Their schedules locked first, so the statement below (a new snapshot) sees a pause, change or
     -- removal committed while this call waited: it arms nothing for one (test/recurring/schedules.test.ts).
+    -- (By key, from an array: a join's plan under the SET clauses is priced past JIT's threshold.)
     perform 1 from acta.schedules s
-    where (s.namespace, s.name) in (select j.namespace, j.schedule from acta.jobs j where j.id = any (v_fires))
-    order by s.namespace, s.name
+    where s.namespace = v_namespace and s.name = any (array(select j.schedule from acta.jobs j where j.id = any (v_fires)))
+    order by s.name
     for update of s;
     with ended as (
       select j.id, j.namespace, j.schedule, j.scheduled_at, n.next_at,
@@ -1744,12 +1745,13 @@ declare
   v_lock_timeout text;
   v_revived text[];
 begin
-  update acta.workers w set last_heartbeat_at = now(), status = 'alive'
-  from acta.workers o
-  where w.id = p_worker and o.id = p_worker and w.status <> 'stopped'
-  returning case when o.status = 'dead' then w.definitions end into v_revived;
   -- A worker recovery marked dead is alive again: its declarations count again, as at its
-  -- registration (acta.refresh_definitions: a stricter limit of its build applies again).
+  -- registration (acta.refresh_definitions: a stricter limit of its build applies again). Two
+  -- probes by key, not a self-join: a join's plan under these SET clauses is priced past JIT's threshold.
+  select case when w.status = 'dead' then w.definitions end into v_revived
+  from acta.workers w where w.id = p_worker for update;
+  update acta.workers set last_heartbeat_at = now(), status = 'alive'
+  where id = p_worker and status <> 'stopped';
   if v_revived is not null then
     perform acta.refresh_definitions(p_namespace, v_revived);
   end if;
