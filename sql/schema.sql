@@ -1083,6 +1083,7 @@ CREATE OR REPLACE FUNCTION acta.complete_executions(p_worker uuid, p_ids bigint[
  SET enable_seqscan TO 'off'
  SET enable_indexscan TO 'off'
  SET enable_nestloop TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare

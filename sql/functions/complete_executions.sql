@@ -41,11 +41,14 @@ language plpgsql
 -- One plan per session, from the statement's shape: custom plans, made for a session's first five
 -- calls, estimated this holder's Executing rows at 1 and read the whole table. With sequential
 -- scans, plain index scans and nested loops off, the only plan left reaches acta.jobs through
--- `j.id = any (p_ids)` (docs/decisions/2026-11-30-fenced-writes-plan-settings.md).
+-- `j.id = any (p_ids)` (docs/decisions/2026-11-30-fenced-writes-plan-settings.md). Those plan
+-- types are priced at 10^10, past JIT's threshold: a join the settings leave (a fire's schedule)
+-- was compiled at every call, 0.5 s, so JIT is off here (test/db/plans.test.ts, "JIT").
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 set enable_indexscan = off
 set enable_nestloop = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

@@ -12,6 +12,7 @@ import { claimJobs, enqueueJobs, recoverJobs } from '../../src/db/jobs';
 import { recordStep } from '../../src/db/steps';
 import { heartbeat, registerWorker } from '../../src/db/workers';
 import { declaredPolicy } from '../../src/definition';
+import { sqlLedger } from '../../src/ledger';
 import { Client } from 'pg';
 import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db';
 
@@ -365,4 +366,39 @@ test("a fair definition's burst of 2,000 rows takes its turns in one pass: each 
   // per row, each probe going through the whole array).
   const { fair, fair_key: fairKey, pkey } = seen.scans;
   expect({ fair: fair < 20, fairKey: fairKey < 20, pkey: pkey < 3 * 2_000 ? 'linear' : pkey }).toEqual({ fair: true, fairKey: true, pkey: 'linear' });
+}, 60_000);
+
+test("no statement of the claim, the completion (a schedule's fire included) or the heartbeat is compiled by JIT at the server's default thresholds", async () => {
+  // Plans priced past jit_above_cost (as a join is under the functions' SET clauses, which price
+  // the plan types they turn off at 10^10) would be compiled at every call: tens of ms each.
+  const session = new Client({ connectionString: tdb.url });
+  await session.connect();
+  const plans: string[] = [];
+  session.on('notice', (m) => plans.push(m.message ?? ''));
+  try {
+    const jit = (await session.query<{ jit: string }>(`select current_setting('jit') as jit`)).rows[0].jit;
+    if (jit !== 'on') {
+      console.log(`skipped: this server runs with jit = ${jit}, so no plan can be compiled`);
+      return;
+    }
+    await session.query(`load 'auto_explain'`);
+    await session.query(`set auto_explain.log_min_duration = 0; set auto_explain.log_nested_statements = on; set client_min_messages = log`);
+    for (const name of ['jit_above_cost', 'jit_inline_above_cost', 'jit_optimize_above_cost']) await session.query(`reset ${name}`);
+    const q = session as unknown as Queryable;
+    const ns = `jit-${randomUUID().slice(0, 8)}`;
+    const worker = randomUUID();
+    const report = defineJob({ name: 'report', handler: () => null, schedule: { cron: '* * * * *' } });
+    await registerWorker(q, { workerId: worker, namespace: ns, hostname: 'h', pid: 1, definitions: ['report'], maxAttempts: [null], leaseMs: 60_000, build: null, policies: { report: declaredPolicy(report) } });
+    expect(await sqlLedger(db).armSchedules!(ns)).toBe(1);
+    await enqueueJobs(q, ns, { definitions: ['report', 'report'], payloads: ['1', '2'], priorities: [null, null], runAts: [null, null], maxAttempts: [null, null], idempotencyKeys: [null, null] });
+    await db.query(`update acta.jobs set run_at = now() - interval '1 second' where namespace = $1`, [ns]);
+    const claimed = await claimJobs(q, { namespace: ns, workerId: worker, definitions: ['report'], limit: 10, leaseMs: 60_000 });
+    expect(claimed.rows.some((r) => r.schedule)).toBe(true);
+    await heartbeat(q, { workerId: worker, namespace: ns, held: claimed.rows.map((r) => ({ id: r.id, execution: r.execution, started: true })), leaseMs: 60_000 });
+    await completeExecutions(q, worker, claimed.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0, ...(r.schedule ? { nextFireAt: new Date(r.schedule.at.getTime() + 60_000) } : {}) })));
+    expect(plans.length).toBeGreaterThan(10);
+    expect(plans.filter((p) => p.includes('JIT:')).map((p) => p.slice(0, 400))).toEqual([]);
+  } finally {
+    await session.end();
+  }
 }, 60_000);
