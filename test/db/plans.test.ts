@@ -13,6 +13,7 @@ import { recordStep } from '../../src/db/steps';
 import { heartbeat, registerWorker } from '../../src/db/workers';
 import { declaredPolicy } from '../../src/definition';
 import { sqlLedger } from '../../src/ledger';
+import { sendSignal, spawnChildren } from '../../src/db/workflows';
 import { Client } from 'pg';
 import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db';
 
@@ -368,7 +369,7 @@ test("a fair definition's burst of 2,000 rows takes its turns in one pass: each 
   expect({ fair: fair < 20, fairKey: fairKey < 20, pkey: pkey < 3 * 2_000 ? 'linear' : pkey }).toEqual({ fair: true, fairKey: true, pkey: 'linear' });
 }, 60_000);
 
-test("no statement of the claim, the completion (a schedule's fire included) or the heartbeat is compiled by JIT at the server's default thresholds", async () => {
+test("no statement of the claim, the completion (a schedule's fire, a workflow's), the heartbeat, a step, a spawn, a signal or recovery is compiled by JIT at the server's default thresholds", async () => {
   // Plans priced past jit_above_cost (as a join is under the functions' SET clauses, which price
   // the plan types they turn off at 10^10) would be compiled at every call: tens of ms each.
   const session = new Client({ connectionString: tdb.url });
@@ -396,6 +397,20 @@ test("no statement of the claim, the completion (a schedule's fire included) or 
     expect(claimed.rows.some((r) => r.schedule)).toBe(true);
     await heartbeat(q, { workerId: worker, namespace: ns, held: claimed.rows.map((r) => ({ id: r.id, execution: r.execution, started: true })), leaseMs: 60_000 });
     await completeExecutions(q, worker, claimed.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0, ...(r.schedule ? { nextFireAt: new Date(r.schedule.at.getTime() + 60_000) } : {}) })));
+    // A workflow's calls: a step, a spawn, a children wait, the child's end telling its parent, a
+    // signal, and a recovery pass.
+    const one = (d: string) => ({ definitions: [d], payloads: ['1'], priorities: [null], runAts: [null], maxAttempts: [null], idempotencyKeys: [null] });
+    await enqueueJobs(q, ns, one('report'));
+    const [parent] = (await claimJobs(q, { namespace: ns, workerId: worker, definitions: ['report'], limit: 1, leaseMs: 60_000 })).rows;
+    await recordStep(q, { workerId: worker, jobId: parent.id, execution: parent.execution, name: 's1', resultJson: '1' });
+    await spawnChildren(q, { workerId: worker, parentId: parent.id, execution: parent.execution, step: 'acta:spawn:0', rows: one('report'), failParent: [false] });
+    await completeExecutions(q, worker, [{ id: parent.id, execution: parent.execution, outcome: 'children_wait', result: JSON.stringify({ step: 'acta:children:0', timeoutMs: null }), error: null, retryDelayMs: 0 }]);
+    const [child] = (await claimJobs(q, { namespace: ns, workerId: worker, definitions: ['report'], limit: 1, leaseMs: 60_000 })).rows;
+    await completeExecutions(q, worker, [{ id: child.id, execution: child.execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0 }]);
+    // The child's end woke its parent (Ready again, its wait answered).
+    expect((await db.query<{ status: string }>('select status from acta.jobs where id = $1', [parent.id])).rows[0].status).toBe('ready');
+    await sendSignal(q, { namespace: ns, jobId: parent.id, jobKey: null, name: 'go', payloadJson: '1', idempotencyKey: null });
+    await recoverJobs(q, { namespace: ns, deadAfterMs: 600_000 });
     expect(plans.length).toBeGreaterThan(10);
     expect(plans.filter((p) => p.includes('JIT:')).map((p) => p.slice(0, 400))).toEqual([]);
   } finally {
