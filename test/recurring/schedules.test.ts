@@ -135,13 +135,19 @@ it('two workers run an every-second schedule: each instant fires once, in order,
   expect(listed).toMatchObject({ name: 'tick', source: 'declared', lastOutcome: 'succeeded', lastFireAt: rows[rows.length - 1].at });
 });
 
-it('a pause keeps a fire that has started (Ready again after its attempt was handed back) and deletes only one never claimed', async () => {
+/** A namespace whose hourly schedule's armed fire is claimed (made due first). */
+async function claimedFire() {
   const ns = `s-${randomUUID()}`;
   const { ledger, workerId } = await register(ns, def({ cron: '0 * * * *' }), 'b1');
   await ledger.armSchedules!(ns);
   const armed = await schedule(ns);
   await makeDue(armed.job_id!);
   const claim = await ledger.claimJobs({ namespace: ns, workerId, definitions: ['report'], limit: 5, leaseMs: 60_000 });
+  return { ns, ledger, workerId, armed, claim };
+}
+
+it('a pause keeps a fire that has started (Ready again after its attempt was handed back) and deletes only one never claimed', async () => {
+  const { ns, ledger, workerId, armed, claim } = await claimedFire();
   await db.query(`insert into acta.steps (job_id, name, execution, result) values ($1, 'charged', 1, '1')`, [armed.job_id]);
   const back = { id: claim.rows[0].id, execution: claim.rows[0].execution, outcome: 'handed_back' as const, result: null, error: null, retryDelayMs: 0 };
   expect((await ledger.completeExecutions(workerId, [back]))[0].status).toBe('ready');
@@ -161,12 +167,7 @@ it('a pause keeps a fire that has started (Ready again after its attempt was han
 });
 
 it("a pause committed while a fire's completion waits for the schedule arms no next fire", async () => {
-  const ns = `s-${randomUUID()}`;
-  const { ledger, workerId } = await register(ns, def({ cron: '0 * * * *' }), 'b1');
-  await ledger.armSchedules!(ns);
-  const armed = await schedule(ns);
-  await makeDue(armed.job_id!);
-  const claim = await ledger.claimJobs({ namespace: ns, workerId, definitions: ['report'], limit: 5, leaseMs: 60_000 });
+  const { ns, ledger, workerId, claim } = await claimedFire();
   const fire = claim.rows[0].schedule!;
   const pauser = new Client({ connectionString: tdb.url, statement_timeout: 10_000 });
   await pauser.connect();
