@@ -154,6 +154,23 @@ describe('the data folder lock', () => {
     }
   }, 60_000);
 
+  test('a relative data folder is the one it named at the open: a chdir after it does not leave the lock behind at close', async () => {
+    const parent = tempDir();
+    const cwd = process.cwd();
+    process.chdir(parent);
+    let db: Db | undefined;
+    try {
+      db = await createPgliteDb({ dataDir: 'rel' });
+      process.chdir(os.tmpdir());
+      await db.close();
+      db = undefined;
+      expect(fs.existsSync(path.join(parent, 'rel', 'acta.lock'))).toBe(false);
+    } finally {
+      process.chdir(cwd);
+      await db?.close();
+    }
+  }, 60_000);
+
   test('a stale lock file left by a dead process is taken over', async () => {
     const dir = tempDir();
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });

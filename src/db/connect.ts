@@ -13,11 +13,15 @@ export const DEFAULT_DATA_DIR = path.join('.acta', 'data');
  * `options.dataDir` (an explicit folder is the embedded default even when DATABASE_URL is set),
  * then `DATABASE_URL`, then `ACTA_DATA_DIR`, then `./.acta/data`.
  */
+const absolute = (dataDir: string) => (dataDir.startsWith('memory://') ? dataDir : path.resolve(dataDir));
+
 function resolveTarget(options: { url?: string; dataDir?: string }): { url: string } | { dataDir: string } {
   if (options.url) return { url: options.url };
-  if (options.dataDir) return { dataDir: options.dataDir };
+  // Resolved once, here: a later process.chdir() must not make a reopen (followHolder) or the lock's
+  // release look at another folder.
+  if (options.dataDir) return { dataDir: absolute(options.dataDir) };
   if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL };
-  return { dataDir: process.env.ACTA_DATA_DIR || DEFAULT_DATA_DIR };
+  return { dataDir: absolute(process.env.ACTA_DATA_DIR || DEFAULT_DATA_DIR) };
 }
 
 /**
@@ -147,6 +151,17 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
 /** A short description of where a Db keeps its data, for logs (no password). */
 export function describeTarget(options: { url?: string; dataDir?: string } = {}): string {
   const target = resolveTarget(options);
-  if ('url' in target) return target.url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+  if ('url' in target) return withoutPassword(target.url);
   return target.dataDir.startsWith('memory://') ? `PGlite in memory` : `PGlite at ${path.resolve(target.dataDir)}`;
+}
+
+/** `url` with its password masked: in the user info (up to its last '@', as pg reads it) and in a `password` parameter. */
+export function withoutPassword(url: string): string {
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)(.*)$/is.exec(url);
+  if (!m) return '(a connection string that is not a URL)';
+  let authority = m[2];
+  const at = authority.lastIndexOf('@');
+  const colon = authority.indexOf(':');
+  if (at >= 0 && colon >= 0 && colon < at) authority = `${authority.slice(0, colon)}:***${authority.slice(at)}`;
+  return m[1] + authority + m[3].replace(/([?&]password=)[^&#]*/gi, '$1***');
 }

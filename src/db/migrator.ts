@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { SchemaNewerError, SchemaNotMigratedError } from '../errors';
+import { ActaError, SchemaNewerError, SchemaNotMigratedError } from '../errors';
 import type { Db, Queryable } from './Db';
 
 /** pg_advisory_xact_lock key of the migrator: "acta" in ASCII, so it is recognisable in pg_locks. */
@@ -99,6 +99,9 @@ function refuseNewer(applied: Map<string, string>, files: SqlFile[], revision: n
  */
 export async function migrate(db: Db, files = loadSqlFiles(), revision = loadFunctionsLock().revision): Promise<string[]> {
   return db.transaction(async (tx) => {
+    // Read committed whatever the server's default: a snapshot taken before the lock (repeatable
+    // read) would miss what a concurrent migrate committed, and replay it.
+    await tx.query('set transaction isolation level read committed');
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await tx.query(BOOTSTRAP);
     const applied = await recorded(tx);
@@ -108,7 +111,7 @@ export async function migrate(db: Db, files = loadSqlFiles(), revision = loadFun
       const checksum = applied.get(file.name);
       if (checksum === file.checksum) continue;
       if (checksum !== undefined && file.name.startsWith('migrations/')) {
-        throw new Error(`acta: migration ${file.name} was changed after it was applied; migrations are forward-only`);
+        throw new ActaError('ACTA_MIGRATION_CHANGED', `migration ${file.name} differs from the one applied to this database (its checksum); migrations are forward-only: run the acta build that applied it, or check the file was not changed (line endings included)`);
       }
       await tx.query(file.text);
       await record(tx, file.name, file.checksum);

@@ -155,10 +155,12 @@ function asPgParams(params: unknown[] | undefined): { values: (string | null)[];
  */
 export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
   const inMemory = options.dataDir.startsWith('memory://');
-  const release = inMemory ? () => undefined : lockDataDir(options.dataDir);
+  // Resolved once: the lock, its release and the socket name the folder as it was at the open.
+  const dataDir = inMemory ? options.dataDir : path.resolve(options.dataDir);
+  const release = inMemory ? () => undefined : lockDataDir(dataDir);
   try {
     const { PGlite } = await import('@electric-sql/pglite');
-    const pglite = await PGlite.create(inMemory ? options.dataDir : path.resolve(options.dataDir));
+    const pglite = await PGlite.create(dataDir);
     // One session, whose transactions run one at a time: no other snapshot can be held while a
     // claim runs, so a slow pick is the machine's, and the claim's resumed scan (claim_jobs.sql)
     // would only relax its order.
@@ -238,7 +240,7 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
       },
     };
     // Not served (a socket path that cannot be bound): this process still has the folder; others get DataDirLockedError.
-    if (!inMemory && options.share !== false) share = await shareDb(db, socketPathFor(options.dataDir)).catch(() => undefined);
+    if (!inMemory && options.share !== false) share = await shareDb(db, socketPathFor(dataDir)).catch(() => undefined);
     return db;
   } catch (err) {
     release();

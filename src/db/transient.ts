@@ -80,6 +80,8 @@ export function isTransientDbError(err: unknown, depth = 0): boolean {
   if (code === 'ACTA_EMBEDDED_SHARE_CLOSED') return true; // the folder's holder went away: connect() follows the next one
   if (code !== undefined) {
     if (TRANSIENT_SQLSTATES.has(code) || TRANSIENT_NODE_CODES.has(code)) return true;
+    // A server's Unix socket is gone while it restarts (it removes .s.PGSQL.<port> at shutdown).
+    if (code === 'ENOENT' && (err as { syscall?: unknown }).syscall === 'connect' && /\.s\.PGSQL\.\d+$/.test(String((err as { address?: unknown }).address ?? ''))) return true;
     if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2));
   }
   const inner = (err as { errors?: unknown }).errors;

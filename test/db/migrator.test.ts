@@ -47,6 +47,18 @@ test('5 concurrent migrate() calls on a fresh database all succeed; exactly one 
   expect(Number(rows[0].n)).toBe(files.length + 1); // and the functions' revision
 });
 
+test('concurrent migrate() calls on a database whose default isolation is repeatable read: still one applies, the others see its commit', async () => {
+  const tdb = await fresh();
+  const admin = tdb.open({ max: 1 });
+  const { rows: dbName } = await admin.query<{ name: string }>('select current_database() as name');
+  await admin.query(`alter database "${dbName[0].name}" set default_transaction_isolation = 'repeatable read'`);
+  await admin.close();
+  const dbs = Array.from({ length: 4 }, () => tdb.open({ max: 1 }));
+  const results = await Promise.all(dbs.map((db) => migrate(db)));
+  expect(results.filter((r) => r.length > 0)).toEqual([files.map((f) => f.name)]);
+  expect(results.filter((r) => r.length === 0)).toHaveLength(3);
+});
+
 test('a changed function file is re-applied; a changed migration is refused (forward-only)', async () => {
   const db = (await fresh()).open();
   await migrate(db);
@@ -56,7 +68,7 @@ test('a changed function file is re-applied; a changed migration is refused (for
   await expect(assertMigrated(db, changedFn)).resolves.toBeUndefined();
 
   const changedMigration = files.map((f) => (f.name.startsWith('migrations/0001') ? { ...f, checksum: 'edited' } : f));
-  await expect(migrate(db, changedMigration)).rejects.toThrow(/forward-only/);
+  await expect(migrate(db, changedMigration)).rejects.toMatchObject({ code: 'ACTA_MIGRATION_CHANGED', message: expect.stringMatching(/forward-only/) });
 });
 
 test('an older acta refuses a schema a newer one migrated: its migrate changes nothing, and a starting worker\'s check says why', async () => {

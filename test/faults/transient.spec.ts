@@ -19,12 +19,14 @@ test.each([
   ['pg: not queryable', new Error('Client has encountered a connection error and is not queryable')],
   ['AggregateError of refused connects', Object.assign(new AggregateError([pgError('ECONNREFUSED'), pgError('ECONNREFUSED')], ''), {})],
   ['a wrapped transient cause', new Error('claim failed', { cause: pgError('57P01') })],
+  ["ENOENT connecting to a server's Unix socket (removed while it restarts)", Object.assign(pgError('ENOENT', 'connect ENOENT /var/run/postgresql/.s.PGSQL.5432'), { syscall: 'connect', address: '/var/run/postgresql/.s.PGSQL.5432' })],
 ])('transient: %s', (_name, err) => {
   expect(isTransientDbError(err)).toBe(true);
 });
 
 test.each([
   ['42883 undefined_function (schema not migrated)', pgError('42883')],
+  ['ENOENT of a file (not a server socket)', Object.assign(pgError('ENOENT'), { syscall: 'open', path: '/tmp/x' })],
   ['42P01 undefined_table', pgError('42P01')],
   ['23505 unique_violation', pgError('23505')],
   ['22P05 untranslatable_character (jsonb \\u0000)', pgError('22P05', 'unsupported Unicode escape sequence')],
