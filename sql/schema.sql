@@ -2522,11 +2522,13 @@ declare
   v_created   text;
   v_result    jsonb;
   v_cancel    boolean;
+  v_lane      text;
+  v_in_lane   integer[];
 begin
   -- Under the parent's lock, as acta.cancel_job takes it: a cancel is seen here, or sees the children.
   update acta.jobs j set started = true
   where j.id = p_parent and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
-  returning j.namespace, j.cancel_requested_at is not null into v_namespace, v_cancel;
+  returning j.namespace, j.cancel_requested_at is not null, j.lane into v_namespace, v_cancel, v_lane;
   if not found then
     return query select 'stale'::text, null::jsonb;
     return;
@@ -2551,6 +2553,11 @@ begin
   set children_open = coalesce(j.children_open, 0) + (length(v_created) - length(replace(v_created, 't', '')))
   where j.id = p_parent;
   v_result := jsonb_build_object('ids', to_jsonb(array(select x::text from unnest(v_ids) as x)));
+  if v_lane is not null then
+    v_in_lane := array(select u.ord - 1 from unnest(string_to_array(v_created, null), p_lanes) with ordinality as u(created, lane, ord)
+                       where u.created = 't' and u.lane = v_lane order by u.ord);
+    if cardinality(v_in_lane) > 0 then v_result := v_result || jsonb_build_object('inLane', to_jsonb(v_in_lane)); end if;
+  end if;
   insert into acta.steps (job_id, name, execution, result) values (p_parent, p_step, p_execution, v_result);
   return query select 'recorded'::text, v_result;
 end

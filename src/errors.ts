@@ -328,6 +328,17 @@ export class ChildFailedError extends ActaError {
 }
 
 /**
+ * `ctx.waitForChildren()` with a child spawned into the parent's own lane: the parked parent holds
+ * the lane, so the child cannot start before the parent ends and the wait would never end. The
+ * parent fails without retry; the child runs after it (docs/workflows.md, "Child jobs").
+ */
+export class ChildInParentLaneError extends ActaError {
+  constructor(readonly childId: string, readonly lane: string) {
+    super('ACTA_CHILD_IN_PARENT_LANE', `waitForChildren: child job ${childId} is in the parent's own lane "${lane}" and cannot start before the parent ends, so the wait would never end; give children you wait for another lane, or none`);
+  }
+}
+
+/**
  * The dashboard was asked to listen on an address other than the loopback without a token or basic
  * auth, or given a malformed one: refused at start, nothing listens (docs/dashboard.md, "Security").
  */

@@ -66,6 +66,7 @@ export {
   RateLimitedError,
   SignalTimeoutError,
   ChildFailedError,
+  ChildInParentLaneError,
 } from './errors';
 export type { ScheduleSpec } from './recurring/schedules';
 export type { ScheduleRecord } from './db/schedules';

@@ -8,7 +8,9 @@
 -- attempt no longer owns the parent: nothing written), 'cancelled' (the parent's cancel was
 -- requested, acta.cancel_job: no child enqueued, since that cancel could not reach it). So a retried parent never spawns twice
 -- (docs/workflows.md). An element whose idempotency key names an existing job gets that job's id
--- and is not a child (its parent does not wait for it).
+-- and is not a child (its parent does not wait for it). The step's result also has "inLane": the
+-- input indexes of the children created in the parent's own lane, when there are any: they cannot
+-- start before the parent ends, so src/workflows/workflow.ts refuses to wait for them.
 -- Fence: as acta.record_step, the parent Executing with execution = p_execution, held by p_worker.
 -- Locks: the parent row until commit, then the children inserted. Durability: synchronous commit.
 -- Plan: by primary key; the insert as acta.enqueue_jobs'.
@@ -38,11 +40,13 @@ declare
   v_created   text;
   v_result    jsonb;
   v_cancel    boolean;
+  v_lane      text;
+  v_in_lane   integer[];
 begin
   -- Under the parent's lock, as acta.cancel_job takes it: a cancel is seen here, or sees the children.
   update acta.jobs j set started = true
   where j.id = p_parent and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
-  returning j.namespace, j.cancel_requested_at is not null into v_namespace, v_cancel;
+  returning j.namespace, j.cancel_requested_at is not null, j.lane into v_namespace, v_cancel, v_lane;
   if not found then
     return query select 'stale'::text, null::jsonb;
     return;
@@ -67,6 +71,11 @@ begin
   set children_open = coalesce(j.children_open, 0) + (length(v_created) - length(replace(v_created, 't', '')))
   where j.id = p_parent;
   v_result := jsonb_build_object('ids', to_jsonb(array(select x::text from unnest(v_ids) as x)));
+  if v_lane is not null then
+    v_in_lane := array(select u.ord - 1 from unnest(string_to_array(v_created, null), p_lanes) with ordinality as u(created, lane, ord)
+                       where u.created = 't' and u.lane = v_lane order by u.ord);
+    if cardinality(v_in_lane) > 0 then v_result := v_result || jsonb_build_object('inLane', to_jsonb(v_in_lane)); end if;
+  end if;
   insert into acta.steps (job_id, name, execution, result) values (p_parent, p_step, p_execution, v_result);
   return query select 'recorded'::text, v_result;
 end

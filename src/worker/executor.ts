@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { PIPELINE } from '../config';
 import { type CompletionRow, INT4_MAX } from '../db/types';
 import { backoffMs, type Definition, type JobContext } from '../definition';
-import { ChildFailedError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
+import { ChildFailedError, ChildInParentLaneError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
 import { toJsonText } from '../json';
 import { fireDecision } from '../recurring/schedules';
 import { progressJson } from './progress';
@@ -232,6 +232,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       return failFinal(storedError(err), 'handler threw a non-Error value');
     }
     if (!aborted && isInstance(err, ChildFailedError)) return failFinal(storedError(err), 'a fail-parent child did not succeed');
+    if (!aborted && isInstance(err, ChildInParentLaneError)) return failFinal(storedError(err), "a wait for a child in the parent's own lane");
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
       return failFinal(storedError(err), 'step result cannot be stored');
     }

@@ -7,7 +7,7 @@ import type { SchedulerLike } from 'rxjs';
 import type { ChildOutcome } from '../db/workflows';
 import type { EnqueueRows } from '../db/jobs';
 import type { JobId, StepRecord } from '../db/types';
-import { AttemptCancelledError, ChildFailedError, ConfigError, JobCancelledError, SignalTimeoutError } from '../errors';
+import { AttemptCancelledError, ChildFailedError, ChildInParentLaneError, ConfigError, JobCancelledError, SignalTimeoutError } from '../errors';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
 import { type Entry, type Registry, throwIfAborted } from '../worker/registry';
@@ -23,6 +23,12 @@ export interface WorkflowStore {
   spawn(step: string, rows: EnqueueRows, failParent: boolean[]): Promise<StepRecord>;
   /** The outcomes of children `ids`, in order. */
   children(ids: JobId[]): Promise<ChildOutcome[]>;
+}
+
+/** A spawn step's result (acta.spawn_children): the ids, and the indexes of the children in the parent's own lane. */
+interface SpawnResult {
+  ids: JobId[];
+  inLane?: number[];
 }
 
 /** What a signal wait for several names returns. */
@@ -48,8 +54,9 @@ export interface WorkflowContext {
   /**
    * Parks the job until every child spawned so far has ended (succeeded, failed for good,
    * cancelled or deleted), then returns each child's outcome in spawn order. Throws
-   * ChildFailedError when a child spawned 'fail-parent' did not succeed (the parent fails without
-   * retry).
+   * ChildFailedError when a child spawned 'fail-parent' did not succeed, ChildInParentLaneError
+   * when a child is in the parent's own lane (it could not start before the parent ends); either
+   * way the parent fails without retry.
    */
   waitForChildren(): Promise<ChildOutcome[]>;
 }
@@ -63,8 +70,8 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
   let recorded: Promise<Map<string, unknown>> | undefined;
   let parked: WaitRequest | undefined;
   const calls = { signal: 0, children: 0, spawn: 0 };
-  /** The children spawned so far in this run, with whether each fails the parent. */
-  const spawned: { id: JobId; failParent: boolean }[] = [];
+  /** The children spawned so far in this run: whether each fails the parent, and its lane when it is the parent's own. */
+  const spawned: { id: JobId; failParent: boolean; parentLane: string | null }[] = [];
   const steps = () => (recorded ??= store.load());
   const park = (wait: WaitRequest): never => {
     parked ??= wait;
@@ -91,10 +98,8 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
   async function spawnAll(items: readonly SpawnItem[]): Promise<JobId[]> {
     const step = waitStep('spawn', calls.spawn++);
     const { rows, failParent } = spawnRows(items);
-    const known = (await steps()).get(step) as { ids: JobId[] } | undefined;
-    let ids: JobId[];
-    if (known) ids = known.ids;
-    else {
+    let recordedSpawn = (await steps()).get(step) as SpawnResult | undefined;
+    if (!recordedSpawn) {
       live();
       const outcome = await store.spawn(step, rows, failParent);
       if (outcome.status === 'stale') {
@@ -107,9 +112,10 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
         throw new JobCancelledError(entry.row.id, 'job cancelled while it ran (client.cancel): its children were not spawned');
       }
       (await steps()).set(step, outcome.result);
-      ids = (outcome.result as { ids: JobId[] }).ids;
+      recordedSpawn = outcome.result as SpawnResult;
     }
-    ids.forEach((id, i) => spawned.push({ id, failParent: failParent[i] }));
+    const { ids, inLane = [] } = recordedSpawn;
+    ids.forEach((id, i) => spawned.push({ id, failParent: failParent[i], parentLane: inLane.includes(i) ? (rows.lanes?.[i] ?? null) : null }));
     return ids;
   }
 
@@ -126,7 +132,11 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       const step = waitStep('children', calls.children++);
       const ids = spawned.map((c) => c.id);
       if (ids.length === 0) return [];
-      if (!(await steps()).has(step)) return park({ outcome: 'children_wait', step, timeoutMs: null });
+      if (!(await steps()).has(step)) {
+        const stuck = spawned.find((c) => c.parentLane !== null);
+        if (stuck) throw new ChildInParentLaneError(String(stuck.id), stuck.parentLane!);
+        return park({ outcome: 'children_wait', step, timeoutMs: null });
+      }
       const outcomes = await store.children(ids);
       const failed = outcomes.find((o, i) => spawned[i].failParent && o.status !== 'succeeded');
       if (failed) throw new ChildFailedError(failed);

@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { ChildFailedError, createClient, createWorker, defineJob } from '../../src';
+import { ChildFailedError, ChildInParentLaneError, createClient, createWorker, defineJob } from '../../src';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -75,6 +75,36 @@ test("a deleted child counts as ended for its parent; a 'fail-parent' child that
     expect(job!.error).toMatchObject({ name: 'ChildFailedError', code: 'ACTA_CHILD_FAILED' });
     expect(job!.attempts).toBe(1);
     expect(new ChildFailedError({ id: '1', status: 'failed' }).code).toBe('ACTA_CHILD_FAILED');
+  } finally {
+    await worker.stop();
+  }
+});
+
+test("a parent waiting for a child in its own lane fails without retry, saying why, and the child then runs (the wait could never end)", async () => {
+  const child = defineJob({ name: 'wf-lane-child', handler: () => 'ran' });
+  const parent = defineJob({
+    name: 'wf-lane-parent',
+    handler: async (p: { lane: string }, ctx) => {
+      await ctx.spawn(child, {}, { lane: p.lane });
+      return ctx.waitForChildren();
+    },
+  });
+  const client = createClient({ force: true, db });
+  const worker = createWorker({ db, definitions: [parent, child], logger: silentLogger, executors: 2 });
+  await worker.start();
+  try {
+    const stuck = await client.enqueue(parent, { lane: 'L' }, { lane: 'L' });
+    await waitFor(async () => (await status(stuck.id)) === 'failed', 'the parent fails');
+    const job = await client.getJob(stuck.id);
+    expect(job!.error).toMatchObject({ name: 'ChildInParentLaneError', code: 'ACTA_CHILD_IN_PARENT_LANE' });
+    expect(job!.attempts).toBe(1);
+    const [{ id: childId }] = (await db.query<{ id: string }>('select id::text from acta.jobs where parent_id = $1', [stuck.id])).rows;
+    expect(await client.result(childId, { timeoutMs: 10_000 })).toBe('ran');
+
+    // Another lane is fine: the parent parks and resumes with the child's outcome.
+    const fine = await client.enqueue(parent, { lane: 'M' }, { lane: 'L' });
+    expect(await client.result(fine.id, { timeoutMs: 10_000 })).toMatchObject([{ status: 'succeeded', result: 'ran' }]);
+    expect(new ChildInParentLaneError('1', 'L').code).toBe('ACTA_CHILD_IN_PARENT_LANE');
   } finally {
     await worker.stop();
   }

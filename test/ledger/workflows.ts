@@ -216,6 +216,25 @@ export function workflowCases(get: () => LedgerUnderTest): void {
     expect(await t.claim('c', 5)).toEqual([]);
   });
 
+  test("a spawn records which children it created in the parent's own lane (inLane: their indexes); none, or a parent with no lane, records none", async () => {
+    const t = await setup(['p', 'c']);
+    const [laned] = await t.enqueue('p', 1, { lanes: ['L'] });
+    await t.enqueue('p', 1);
+    const claimed = await t.claim('p', 2);
+    const inL = claimed.find((r) => r.id === laned)!;
+    const free = claimed.find((r) => r.id !== laned)!;
+    await t.enqueue('c', 1, { idempotencyKeys: ['existing'], lanes: ['L'] });
+    const childRows = rows(['c', 'c', 'c', 'c'], { lanes: ['L', 'M', null, 'L'], idempotencyKeys: [null, null, null, 'existing'] });
+    const spawnIn = (parent: ClaimedRow, r: EnqueueRows, step = 'acta:spawn:0') =>
+      t.ledger.spawnChildren({ workerId: t.workerId, parentId: parent.id, execution: parent.execution, step, rows: r, failParent: r.definitions.map(() => false) });
+    const recorded = await spawnIn(inL, childRows);
+    // Index 3 names an existing job in lane L: not a child, so not listed.
+    expect(recorded).toMatchObject({ status: 'recorded', result: { inLane: [0] } });
+    expect(await spawnIn(inL, childRows)).toEqual({ status: 'exists', result: recorded.result });
+    expect((await spawnIn(inL, rows(['c'], { lanes: ['M'] }), 'acta:spawn:1')).result).not.toHaveProperty('inLane');
+    expect((await spawnIn(free, rows(['c'], { lanes: ['L'] }))).result).not.toHaveProperty('inLane');
+  });
+
   test("a waiting lane head keeps its lane held: the rows behind it wait until it ends, not when it parks or wakes", async () => {
     const t = await setup(['l']);
     const [head, behind] = await t.enqueue('l', 2, { lanes: ['L', 'L'] });

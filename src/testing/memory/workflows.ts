@@ -115,7 +115,8 @@ export function spawnChildren(store: Store, tx: Tx, a: { workerId: string; paren
     child.failParent = a.failParent[i] ?? false;
   });
   parent.childrenOpen = (parent.childrenOpen ?? 0) + made.filter((m) => m.created).length;
-  const result = { ids: made.map((m) => m.id as string) };
+  const inLane = parent.lane === null ? [] : made.flatMap((m, i) => (m.created && a.rows.lanes?.[i] === parent.lane ? [i] : []));
+  const result = inLane.length > 0 ? { ids: made.map((m) => m.id as string), inLane } : { ids: made.map((m) => m.id as string) };
   steps.set(a.step, { jobId: parent.id, name: a.step, execution: a.execution, result, recordedAt: tx.now });
   return { status: 'recorded', result: copyJson(result) };
 }
