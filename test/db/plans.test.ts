@@ -421,3 +421,45 @@ test("no statement of the claim, the completion (a schedule's fire, a workflow's
     await session.end();
   }
 }, 60_000);
+
+test("a claim of 128 rows, their heartbeat and their completion touch each row a bounded number of times: no plan node handles more than 4 rows per row claimed", async () => {
+  // rows x loops of a node, read from auto_explain's analyzed plans. A join planned for the generic
+  // plan's 10 rows as a nested loop rescans one side per row of the other: 128 x 128 (the claim's
+  // result put back in claim order did so, and cost a third of the claim).
+  const LIMIT = 128;
+  const session = new Client({ connectionString: tdb.url });
+  await session.connect();
+  const plans: string[] = [];
+  session.on('notice', (m) => plans.push(m.message ?? ''));
+  try {
+    const loaded = await session.query(`load 'auto_explain'`).then(() => true, (err: Error) => err.message);
+    if (loaded !== true) {
+      console.log(`skipped: auto_explain cannot be loaded on this server (${loaded}), so plans cannot be read`);
+      return;
+    }
+    const q = session as unknown as Queryable;
+    const ns = `loops-${randomUUID().slice(0, 8)}`;
+    const worker = randomUUID();
+    const plain = defineJob({ name: 'plain', handler: () => null });
+    const fair = defineJob({ name: 'fair', handler: () => null, concurrency: { key: () => 'k' }, fair: true });
+    await registerWorker(q, { workerId: worker, namespace: ns, hostname: 'h', pid: 1, definitions: ['plain', 'fair'], maxAttempts: [null, null], leaseMs: 60_000, build: null, policies: { plain: declaredPolicy(plain), fair: declaredPolicy(fair) } });
+    // A fair definition's due rows are all tagged at once (their turns): 1.5 claims' worth of them.
+    for (const [definition, n] of [['plain', 3 * LIMIT], ['fair', 1.5 * LIMIT]] as const) {
+      await enqueueJobs(q, ns, { definitions: Array(n).fill(definition), payloads: Array.from({ length: n }, (_, i) => String(i)), priorities: Array(n).fill(null), runAts: Array(n).fill(null), maxAttempts: Array(n).fill(null), idempotencyKeys: Array(n).fill(null) });
+    }
+    await db.query(`update acta.jobs set run_at = now() - interval '1 second' where namespace = $1`, [ns]);
+    await session.query(`set auto_explain.log_min_duration = 0; set auto_explain.log_nested_statements = on; set auto_explain.log_analyze = on; set auto_explain.log_timing = off; set client_min_messages = log`);
+    for (const definitions of [['plain'], ['fair'], ['plain', 'fair']]) {
+      const claimed = (await claimJobs(q, { namespace: ns, workerId: worker, definitions, limit: LIMIT, leaseMs: 60_000 })).rows;
+      expect(claimed).toHaveLength(LIMIT);
+      await heartbeat(q, { workerId: worker, namespace: ns, held: claimed.map((r) => ({ id: r.id, execution: r.execution, started: true })), leaseMs: 60_000 });
+      await completeExecutions(q, worker, claimed.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0 })));
+    }
+    await session.query(`set client_min_messages = notice`);
+    const nodes = plans.flatMap((p) => [...p.matchAll(/^.*actual rows=(\d+) loops=(\d+).*$/gm)].map((m) => ({ handled: Number(m[1]) * Number(m[2]), node: m[0].trim() })));
+    expect(nodes.length).toBeGreaterThan(20);
+    expect(nodes.filter((n) => n.handled > 4 * LIMIT)).toEqual([]);
+  } finally {
+    await session.end();
+  }
+}, 60_000);
