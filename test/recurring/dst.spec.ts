@@ -59,6 +59,9 @@ function expected(e: Expr, walked: { at: number; wall: Wall }[]): number[] {
   if (!e.fixedHours) {
     for (const { at, wall } of walked) if (e.minute.matches(wall.mi) && e.hour.matches(wall.h) && e.day.matches(wall.d)) fires.add(at);
   } else {
+    // The first walked instant of each wall time (a fall-back repeats some): the walk is in time order.
+    const firstAt = new Map<number, number>();
+    for (const x of walked) if (!firstAt.has(x.wall.ms)) firstAt.set(x.wall.ms, x.at);
     const first = walked[0].wall;
     for (let day = Date.UTC(first.y, first.mo - 1, first.d); day <= END; day += 86_400_000) {
       const date = new Date(day);
@@ -67,8 +70,9 @@ function expected(e: Expr, walked: { at: number; wall: Wall }[]): number[] {
         for (let mi = 0; mi < 60; mi += 15) {
           if (!e.hour.matches(h) || !e.minute.matches(mi)) continue;
           const wall = day + h * 3_600_000 + mi * 60_000;
-          const hit = walked.find((x) => x.wall.ms === wall) ?? walked.find((x) => x.wall.ms > wall);
-          if (hit) fires.add(hit.at);
+          // In a gap (no instant has this wall time): the first instant after it.
+          const at = firstAt.get(wall) ?? walked.find((x) => x.wall.ms > wall)?.at;
+          if (at !== undefined) fires.add(at);
         }
       }
     }
