@@ -3,6 +3,7 @@
 // `acta job` on the same folder, through the socket the worker serves. Runs the built bin.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { connect, createClient, createPgliteDb, DataDirLockedError, type Db, EmbeddedShareClosedError } from '../src';
@@ -191,3 +192,47 @@ test('a folder held by a process that does not serve it still refuses with DataD
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   await expect(connect({ dataDir: data })).rejects.toBeInstanceOf(DataDirLockedError);
 }, 120_000);
+
+test('a holder that dies before it serves the folder (killed while PGlite started) leaves it to the process waiting for its socket', async () => {
+  const data = path.join(dir, 'data');
+  fs.mkdirSync(data, { recursive: true });
+  // A live process in the lock, serving nothing: what a holder is while its PGlite starts.
+  const holder = spawn('sleep', ['60'], { stdio: 'ignore' });
+  children.push(holder);
+  fs.writeFileSync(path.join(data, 'acta.lock'), String(holder.pid));
+  const opening = connect({ dataDir: data });
+  await new Promise((r) => setTimeout(r, 1_000));
+  holder.kill('SIGKILL');
+  const db = await opening;
+  try {
+    expect((await db.query<{ one: number }>('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    expect(fs.readFileSync(path.join(data, 'acta.lock'), 'utf8')).toBe(String(process.pid));
+  } finally {
+    await db.close();
+  }
+}, 120_000);
+
+test("a socket another user made at the folder's socket path is not connected to (a long data path puts it in the shared temp folder)", async () => {
+  if (process.getuid?.() !== 0) {
+    console.log('skipped: making a socket owned by another user needs root (chown)');
+    return;
+  }
+  const socketPath = tempSocketPath();
+  const accepted: string[] = [];
+  const squatter = net.createServer((s) => {
+    accepted.push('connection');
+    s.destroy();
+  });
+  await new Promise<void>((resolve) => squatter.listen(socketPath, resolve));
+  try {
+    fs.chownSync(socketPath, 65534, 65534);
+    await expect(connectShared(socketPath)).rejects.toThrow(/belongs to another user \(uid 65534\)/);
+    expect(accepted).toEqual([]);
+    fs.chownSync(socketPath, process.getuid!(), process.getgid!());
+    const ok = await connectShared(socketPath);
+    await ok.close();
+  } finally {
+    await new Promise((r) => squatter.close(r));
+    fs.rmSync(socketPath, { force: true });
+  }
+});

@@ -3,7 +3,7 @@ import { DataDirLockedError, DbClosedError, EmbeddedShareClosedError } from '../
 import type { Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, socketPathFor } from './embeddedShare';
 import { createPgDb } from './pgDb';
-import { createPgliteDb } from './pgliteDb';
+import { createPgliteDb, isAlive } from './pgliteDb';
 
 /** Where the embedded default keeps its data when nothing else is said: `./.acta/data`. */
 export const DEFAULT_DATA_DIR = path.join('.acta', 'data');
@@ -45,8 +45,11 @@ export async function connect(options: { url?: string; dataDir?: string; max?: n
 /** How long a process whose holder went away tries to find the folder's next holder (or to open it). */
 const FOLLOW_TRIES = 30;
 const FOLLOW_PAUSE_MS = 100;
-/** How long a process waits for the socket of a live holder that has just taken the folder (PGlite starting). */
-const SOCKET_WAIT_MS = 10_000;
+/**
+ * How long a process waits for the socket of a live holder that has just taken the folder: PGlite
+ * starting, which takes 6-15 s for a new folder on 2 cores (test/embeddedShare.test.ts).
+ */
+const SOCKET_WAIT_MS = 20_000;
 const pause = () => new Promise((r) => setTimeout(r, FOLLOW_PAUSE_MS));
 
 /**
@@ -63,6 +66,8 @@ async function openEmbedded(dataDir: string, onLost: () => void): Promise<{ db: 
     for (;;) {
       const shared = await connectShared(socketPathFor(dataDir), { onLost }).catch(() => undefined);
       if (shared) return { db: shared, shared: true };
+      // The holder died before serving (killed while PGlite started): its lock is stale, the folder free.
+      if (!isAlive(err.pid)) return openEmbedded(dataDir, onLost);
       if (Date.now() >= deadline) throw err;
       await pause();
     }

@@ -235,6 +235,12 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
  * close(), calls reject with DbClosedError and listeners get `onClosed`, as on the other Dbs.
  */
 export async function connectShared(socketPath: string, options: { onLost?: () => void } = {}): Promise<Db> {
+  // A socket in the shared temp folder (socketPathFor: a long data path) could be another user's,
+  // made there first to be sent this process's queries: only this user's is used.
+  const stat = fs.lstatSync(socketPath, { throwIfNoEntry: false });
+  if (stat && process.getuid && stat.uid !== process.getuid()) {
+    throw new Error(`${socketPath} belongs to another user (uid ${stat.uid}), not to this process's (uid ${process.getuid()}): not connecting to it`);
+  }
   const socket = net.createConnection(socketPath);
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);

@@ -123,7 +123,8 @@ function isLivePid(content: string): boolean {
   return Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid);
 }
 
-function isAlive(pid: number): boolean {
+/** True if process `pid` exists (EPERM: it does, another user's). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
