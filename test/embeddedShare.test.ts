@@ -3,7 +3,6 @@
 // `acta job` on the same folder, through the socket the worker serves. Runs the built bin.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { connect, createClient, createPgliteDb, DataDirLockedError, type Db, EmbeddedShareClosedError } from '../src';
@@ -212,27 +211,35 @@ test('a holder that dies before it serves the folder (killed while PGlite starte
   }
 }, 120_000);
 
-test("a socket another user made at the folder's socket path is not connected to (a long data path puts it in the shared temp folder)", async () => {
+test("a data path too long for a socket beside it is served in this user's own temp folder (0700); one another user made, or others may enter, is not used", async () => {
+  const longDir = path.join(dir, 'x'.repeat(120), 'data');
+  expect(path.dirname(socketPathFor(longDir))).toBe(path.join(os.tmpdir(), `acta-${process.getuid?.() ?? 'user'}`));
   if (process.getuid?.() !== 0) {
-    console.log('skipped: making a socket owned by another user needs root (chown)');
+    console.log('skipped: the rest makes a folder owned by another user, which needs root (chown)');
     return;
   }
-  const socketPath = tempSocketPath();
-  const accepted: string[] = [];
-  const squatter = net.createServer((s) => {
-    accepted.push('connection');
-    s.destroy();
-  });
-  await new Promise<void>((resolve) => squatter.listen(socketPath, resolve));
+  // The same checks on a folder of the same shape made here, not the machine's own.
+  const sockets = path.join(dir, `acta-${process.getuid()}`);
+  const socketPath = path.join(sockets, path.basename(socketPathFor(longDir)));
+  const holder = await createPgliteDb({ dataDir: 'memory://', share: false });
   try {
-    fs.chownSync(socketPath, 65534, 65534);
-    await expect(connectShared(socketPath)).rejects.toThrow(/belongs to another user \(uid 65534\)/);
-    expect(accepted).toEqual([]);
-    fs.chownSync(socketPath, process.getuid!(), process.getgid!());
-    const ok = await connectShared(socketPath);
-    await ok.close();
+    // Served: the folder is made 0700; another process of this user connects.
+    const share = await shareDb(holder, socketPath);
+    expect(fs.statSync(sockets).mode & 0o777).toBe(0o700);
+    const remote = await connectShared(socketPath);
+    expect((await remote.query<{ one: number }>('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    await remote.close();
+    // The folder opened to others: its socket is not used.
+    fs.chmodSync(sockets, 0o777);
+    await expect(connectShared(socketPath)).rejects.toThrow(/closed to others/);
+    // Another user's folder, with a socket in it: not connected to, not served in.
+    fs.chmodSync(sockets, 0o700);
+    fs.chownSync(sockets, 65534, 65534);
+    await expect(connectShared(socketPath)).rejects.toThrow(/is not a folder of this user/);
+    await expect(shareDb(holder, path.join(sockets, 'other.sock'))).rejects.toThrow(/is not a folder of this user/);
+    fs.chownSync(sockets, process.getuid(), process.getgid!());
+    await share.close();
   } finally {
-    await new Promise((r) => squatter.close(r));
-    fs.rmSync(socketPath, { force: true });
+    await holder.close();
   }
 });

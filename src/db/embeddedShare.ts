@@ -31,12 +31,43 @@ const DATE_TAG = '\u0000acta:date';
 const ROLLBACK = new Error('rollback requested');
 const ERROR_FIELDS = ['code', 'detail', 'hint', 'position', 'where', 'schema', 'table', 'column', 'dataType', 'constraint', 'routine', 'severity'] as const;
 
-/** Where the process holding `dataDir` serves it: `<dataDir>/acta.sock`, or a path in the temp folder when that is too long for a socket. */
+/**
+ * Where the process holding `dataDir` serves it: `<dataDir>/acta.sock`, or, when that is too long
+ * for a socket, a path in this user's own folder of the temp folder (privateSocketDir).
+ */
 export function socketPathFor(dataDir: string): string {
   const dir = path.resolve(dataDir);
   const beside = path.join(dir, 'acta.sock');
   if (Buffer.byteLength(beside) <= MAX_SOCKET_PATH) return beside;
-  return path.join(os.tmpdir(), `acta-${createHash('sha1').update(dir).digest('hex').slice(0, 16)}.sock`);
+  return path.join(privateSocketDir(), `${createHash('sha1').update(dir).digest('hex').slice(0, 16)}.sock`);
+}
+
+/**
+ * `<temp>/acta-<uid>`: the folder of this user's sockets in the shared temp folder. Used only when
+ * it is this user's and no one else may enter it (0700), so no other user can put a socket in it
+ * for this process's queries to go to, nor swap one in between a check and a connect.
+ */
+export function privateSocketDir(): string {
+  return path.join(os.tmpdir(), `acta-${process.getuid?.() ?? 'user'}`);
+}
+
+/** Throws unless `dir` is a folder of this user that only this user can enter; made so first when `create`. */
+function checkPrivateDir(dir: string, create: boolean): void {
+  const uid = process.getuid?.();
+  if (create) {
+    fs.mkdirSync(dir, { mode: 0o700, recursive: true });
+    const made = fs.lstatSync(dir);
+    if (made.isDirectory() && made.uid === uid && (made.mode & 0o077) !== 0) fs.chmodSync(dir, 0o700);
+  }
+  const stat = fs.lstatSync(dir);
+  if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid) || (stat.mode & 0o077) !== 0) {
+    throw new Error(`${dir} is not a folder of this user (uid ${uid}) closed to others (mode 0700): its sockets are not used`);
+  }
+}
+
+/** The socket folder's check, for every socket but one beside its data folder (`acta.sock`, in that folder). */
+function checkSocketDir(socketPath: string, create: boolean): void {
+  if (path.basename(socketPath) !== 'acta.sock') checkPrivateDir(path.dirname(socketPath), create);
 }
 
 interface Request {
@@ -135,6 +166,7 @@ export interface EmbeddedShare {
  * caller must hold the data folder's lock: a socket file left there is stale and is replaced.
  */
 export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare> {
+  checkSocketDir(socketPath, true);
   fs.rmSync(socketPath, { force: true });
   const connections = new Set<net.Socket>();
   const server = net.createServer((socket) => {
@@ -235,12 +267,7 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
  * close(), calls reject with DbClosedError and listeners get `onClosed`, as on the other Dbs.
  */
 export async function connectShared(socketPath: string, options: { onLost?: () => void } = {}): Promise<Db> {
-  // A socket in the shared temp folder (socketPathFor: a long data path) could be another user's,
-  // made there first to be sent this process's queries: only this user's is used.
-  const stat = fs.lstatSync(socketPath, { throwIfNoEntry: false });
-  if (stat && process.getuid && stat.uid !== process.getuid()) {
-    throw new Error(`${socketPath} belongs to another user (uid ${stat.uid}), not to this process's (uid ${process.getuid()}): not connecting to it`);
-  }
+  checkSocketDir(socketPath, false);
   const socket = net.createConnection(socketPath);
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);
@@ -334,7 +361,7 @@ function toWire(value: unknown): unknown {
   return value === null || value === undefined ? null : prepareValue(value);
 }
 
-/** A fresh socket path in the temp folder, for tests. */
+/** A fresh socket path in this user's socket folder (privateSocketDir), for tests. */
 export function tempSocketPath(): string {
-  return path.join(os.tmpdir(), `acta-test-${randomBytes(6).toString('hex')}.sock`);
+  return path.join(privateSocketDir(), `acta-test-${randomBytes(6).toString('hex')}.sock`);
 }

@@ -25,6 +25,9 @@ export interface WorkflowStore {
   children(ids: JobId[]): Promise<ChildOutcome[]>;
 }
 
+/** A child's statuses that end it for its parent's wait. */
+const ENDED = new Set<string>(['succeeded', 'failed', 'cancelled', 'deleted']);
+
 /** A spawn step's result (acta.spawn_children): the ids, and the indexes of the children in the parent's own lane. */
 interface SpawnResult {
   ids: JobId[];
@@ -70,8 +73,8 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
   let recorded: Promise<Map<string, unknown>> | undefined;
   let parked: WaitRequest | undefined;
   const calls = { signal: 0, children: 0, spawn: 0 };
-  /** The children spawned so far in this run: whether each fails the parent, and its lane when it is the parent's own. */
-  const spawned: { id: JobId; failParent: boolean; parentLane: string | null }[] = [];
+  /** The children spawned so far in this run: whether each fails the parent, and whether it is in the parent's own lane. */
+  const spawned: { id: JobId; failParent: boolean; inParentLane: boolean; lane: string | null }[] = [];
   const steps = () => (recorded ??= store.load());
   const park = (wait: WaitRequest): never => {
     parked ??= wait;
@@ -115,7 +118,7 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       recordedSpawn = outcome.result as SpawnResult;
     }
     const { ids, inLane = [] } = recordedSpawn;
-    ids.forEach((id, i) => spawned.push({ id, failParent: failParent[i], parentLane: inLane.includes(i) ? (rows.lanes?.[i] ?? null) : null }));
+    ids.forEach((id, i) => spawned.push({ id, failParent: failParent[i], inParentLane: inLane.includes(i), lane: rows.lanes?.[i] ?? null }));
     return ids;
   }
 
@@ -133,8 +136,13 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       const ids = spawned.map((c) => c.id);
       if (ids.length === 0) return [];
       if (!(await steps()).has(step)) {
-        const stuck = spawned.find((c) => c.parentLane !== null);
-        if (stuck) throw new ChildInParentLaneError(String(stuck.id), stuck.parentLane!);
+        // A child in the parent's lane that has not ended (cancelled or deleted ones have) could
+        // never start while the parent holds the lane.
+        const inLane = spawned.filter((c) => c.inParentLane);
+        if (inLane.length > 0) {
+          const open = (await store.children(inLane.map((c) => c.id))).findIndex((o) => !ENDED.has(o.status));
+          if (open >= 0) throw new ChildInParentLaneError(String(inLane[open].id), inLane[open].lane ?? "the parent's");
+        }
         return park({ outcome: 'children_wait', step, timeoutMs: null });
       }
       const outcomes = await store.children(ids);

@@ -82,14 +82,15 @@ test("a deleted child counts as ended for its parent; a 'fail-parent' child that
 
 test("a parent waiting for a child in its own lane fails without retry, saying why, and the child then runs (the wait could never end)", async () => {
   const child = defineJob({ name: 'wf-lane-child', handler: () => 'ran' });
+  const client = createClient({ force: true, db });
   const parent = defineJob({
     name: 'wf-lane-parent',
-    handler: async (p: { lane: string }, ctx) => {
-      await ctx.spawn(child, {}, { lane: p.lane });
+    handler: async (p: { lane: string; cancel?: boolean }, ctx) => {
+      const id = await ctx.spawn(child, {}, { lane: p.lane });
+      if (p.cancel) await ctx.step('cancel the child', () => client.cancel(id));
       return ctx.waitForChildren();
     },
   });
-  const client = createClient({ force: true, db });
   const worker = createWorker({ db, definitions: [parent, child], logger: silentLogger, executors: 2 });
   await worker.start();
   try {
@@ -104,6 +105,9 @@ test("a parent waiting for a child in its own lane fails without retry, saying w
     // Another lane is fine: the parent parks and resumes with the child's outcome.
     const fine = await client.enqueue(parent, { lane: 'M' }, { lane: 'L' });
     expect(await client.result(fine.id, { timeoutMs: 10_000 })).toMatchObject([{ status: 'succeeded', result: 'ran' }]);
+    // A child in the parent's lane that has ended (cancelled here) is no obstacle: the wait returns it.
+    const cancelled = await client.enqueue(parent, { lane: 'L', cancel: true }, { lane: 'L' });
+    expect(await client.result(cancelled.id, { timeoutMs: 10_000 })).toMatchObject([{ status: 'cancelled' }]);
     expect(new ChildInParentLaneError('1', 'L').code).toBe('ACTA_CHILD_IN_PARENT_LANE');
   } finally {
     await worker.stop();
