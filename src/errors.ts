@@ -328,7 +328,7 @@ export class ChildFailedError extends ActaError {
 }
 
 /**
- * `ctx.waitForChildren()` with a child spawned into the parent's own lane: the parked parent holds
+ * `ctx.waitForChildren()` with a child in the parent's own lane that has not ended: the parked parent holds
  * the lane, so the child cannot start before the parent ends and the wait would never end. The
  * parent fails without retry; the child runs after it (docs/workflows.md, "Child jobs").
  */

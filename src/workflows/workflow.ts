@@ -58,7 +58,8 @@ export interface WorkflowContext {
    * Parks the job until every child spawned so far has ended (succeeded, failed for good,
    * cancelled or deleted), then returns each child's outcome in spawn order. Throws
    * ChildFailedError when a child spawned 'fail-parent' did not succeed, ChildInParentLaneError
-   * when a child is in the parent's own lane (it could not start before the parent ends); either
+   * when a child that has not ended is in the parent's own lane (it could not start before the
+   * parent ends); either
    * way the parent fails without retry.
    */
   waitForChildren(): Promise<ChildOutcome[]>;
