@@ -1,7 +1,7 @@
 import { Observable, type SchedulerLike, type Subscriber } from 'rxjs';
 import type { Logger } from 'pino';
 import { PIPELINE } from '../config';
-import { type CompletionRow, INT4_MAX } from '../db/types';
+import { type CompletionRow, INT4_MAX, type JobId } from '../db/types';
 import { backoffMs, type Definition, type JobContext } from '../definition';
 import { ChildFailedError, ChildInParentLaneError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
 import { toJsonText } from '../json';
@@ -87,13 +87,123 @@ function handOn(subscriber: Subscriber<Completion>, entry: Entry, deps: Executor
   subscriber.complete();
 }
 
+/**
+ * One attempt's ctx (JobContext) and the state its calls leave for the completion: one object per
+ * attempt, its getters on the prototype, and the functions it hands out (bound, so a handler may
+ * destructure them) built on first use: most handlers use none, and per-attempt closures are
+ * allocation on the hot path. Its state is private; the executor reads it through the statics.
+ */
+class AttemptContext implements JobContext {
+  readonly jobId: JobId;
+  readonly attempt: number;
+  readonly execution: number;
+  readonly definition: string;
+  readonly scheduledAt: Date | undefined;
+  readonly #entry: Entry;
+  readonly #deps: ExecutorDeps;
+  #logger: Logger | undefined;
+  #step: Step | undefined;
+  #progress: JobContext['progress'] | undefined;
+  #rateLimited: JobContext['rateLimited'] | undefined;
+  #workflow: Workflow | undefined;
+  /** Set by the handler's first ctx.rateLimited call: the attempt's outcome, whatever follows. */
+  #rateLimitedMs: number | undefined;
+  /** The handler returned, threw or was aborted: ctx.progress stores nothing more. */
+  #ended = false;
+  #toldEnded = false;
+
+  constructor(entry: Entry, deps: ExecutorDeps) {
+    const { row } = entry;
+    this.jobId = row.id;
+    this.attempt = row.attempts + 1;
+    this.execution = row.execution;
+    this.definition = row.definition;
+    this.scheduledAt = row.schedule?.at;
+    this.#entry = entry;
+    this.#deps = deps;
+  }
+
+  get signal(): AbortSignal {
+    return this.#entry.controller.signal;
+  }
+
+  /** Built on first use only: most handlers never log, and a pino child per job is not free. */
+  get logger(): Logger {
+    return (this.#logger ??= this.#deps.logger.child({ jobId: this.jobId, definition: this.definition, attempt: this.attempt }));
+  }
+
+  get step(): Step {
+    return (this.#step ??= this.#deps.stepFor(this.#entry));
+  }
+
+  get progress(): JobContext['progress'] {
+    return (this.#progress ??= (value: unknown) => {
+      // After the attempt ended nothing of it is stored: said once per attempt, not dropped
+      // silently (test/testing/virtualWorker.spec.ts, "ctx.progress after the attempt ended").
+      if (this.#ended) {
+        if (!this.#toldEnded) safeLog(() => this.logger.warn('ctx.progress after the attempt ended: the value is not stored (report progress before the handler returns)'));
+        this.#toldEnded = true;
+        return;
+      }
+      if (this.#deps.progress) this.#deps.progress(this.#entry, value);
+      else progressJson(value);
+    });
+  }
+
+  get rateLimited(): JobContext['rateLimited'] {
+    return (this.#rateLimited ??= (options?: { retryAfterMs?: number }): never => {
+      const ms = options?.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS;
+      if (!Number.isInteger(ms) || ms < 0 || ms > INT4_MAX) throw new ConfigError(`ctx.rateLimited: retryAfterMs must be an integer between 0 and ${INT4_MAX} (ms), got ${ms}`);
+      this.#rateLimitedMs ??= ms;
+      throw new RateLimitedError(ms);
+    });
+  }
+
+  get waitForSignal(): JobContext['waitForSignal'] {
+    return this.#flow().waitForSignal;
+  }
+
+  get spawn(): JobContext['spawn'] {
+    return this.#flow().spawn;
+  }
+
+  get spawnMany(): JobContext['spawnMany'] {
+    return this.#flow().spawnMany;
+  }
+
+  get waitForChildren(): JobContext['waitForChildren'] {
+    return this.#flow().waitForChildren;
+  }
+
+  #flow(): Workflow {
+    if (!this.#deps.workflowFor) throw new ConfigError('workflows (waitForSignal, spawn, waitForChildren) need a worker with a ledger');
+    return (this.#workflow ??= this.#deps.workflowFor(this.#entry));
+  }
+
+  /** The handler returned, threw or was aborted. */
+  static end(ctx: AttemptContext): void {
+    ctx.#ended = true;
+  }
+
+  /** The rate-limited completion (docs/DESIGN.md, "Policies": uncharged, due after the delay, the meter held shut), if the handler asked for one. */
+  static rateLimitedCompletion(ctx: AttemptContext): Completion | undefined {
+    const ms = ctx.#rateLimitedMs;
+    if (ms === undefined) return undefined;
+    safeLog(() => ctx.logger.info({ retryAfterMs: ms }, 'attempt rate limited: due again after retryAfterMs, uncharged'));
+    return complete(ctx.#entry, 'rate_limited', null, null, ms);
+  }
+
+  /** The wait the handler asked for: the attempt parks (docs/workflows.md), whatever it did next. */
+  static parked(ctx: AttemptContext): Completion | undefined {
+    const wait = ctx.#workflow?.parked();
+    return wait && complete(ctx.#entry, wait.outcome, waitResultJson(wait), null, 0);
+  }
+}
+
 async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   const { row } = entry;
   const definition = deps.definitions.get(row.definition);
-  const attempt = row.attempts + 1;
-  // Built on first use only: most handlers never log, and a pino child per job is not free.
-  let childLogger: Logger | undefined;
-  const jobLogger = () => (childLogger ??= deps.logger.child({ jobId: row.id, definition: row.definition, attempt }));
+  const ctx = new AttemptContext(entry, deps);
   if (definition && (entry.abortCause === 'deadline' || (!entry.aborted && deps.scheduler.now() >= entry.deadlineAt))) {
     // The attempt deadline passed before the handler could start (the claim reached this worker
     // late, or waited for an executor past it): the handler never runs. Back to Ready uncharged
@@ -102,7 +212,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // instead of looping forever.
     if (row.unchargedReturns < PIPELINE.unchargedReturnsMax) return complete(entry, 'expired', null, null, 0);
     const stored = storedError(new ClaimExpiredError(row.unchargedReturns));
-    return failure(entry, definition, attempt, stored, () => stored, jobLogger);
+    return failure(entry, definition, ctx, stored, () => stored);
   }
   if (!definition || entry.aborted) {
     // Cancelled by a client before it started: the job ends Cancelled.
@@ -112,108 +222,29 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // definitions).
     return complete(entry, 'handed_back', null, null, 0);
   }
-  /** Ends the job Failed without retry, logging its error as stored (its cause may be the user's own error). */
-  const failFinal = (stored: Record<string, unknown>, what: string): Completion => {
-    safeLog(() => jobLogger().error({ error: stored }, `${what}: job fails without retry`));
-    return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
-  };
   // A schedule's fire missed by its catch-up policy ends skipped, its handler not run (docs/schedules.md).
   if (row.schedule && nextFire(entry).skip) {
-    safeLog(() => jobLogger().info({ schedule: row.schedule?.name, scheduledAt: row.schedule?.at }, 'schedule fire missed: skipped by its catch-up policy'));
+    safeLog(() => ctx.logger.info({ schedule: row.schedule?.name, scheduledAt: row.schedule?.at }, 'schedule fire missed: skipped by its catch-up policy'));
     return complete(entry, 'skipped', null, null, 0);
   }
   entry.state = 'executing';
   deps.onStart?.(entry);
-  let step: Step | undefined;
-  /** Set by the handler's first ctx.rateLimited call: the attempt's outcome, whatever follows. */
-  let rateLimitedMs: number | undefined;
-  let rateLimited: JobContext['rateLimited'] | undefined;
-  let progress: JobContext['progress'] | undefined;
-  /** The handler returned, threw or was aborted: ctx.progress stores nothing more. */
-  let ended = false;
-  let toldEnded = false;
-  let workflow: Workflow | undefined;
-  const flow = (): Workflow => {
-    if (!deps.workflowFor) throw new ConfigError('workflows (waitForSignal, spawn, waitForChildren) need a worker with a ledger');
-    return (workflow ??= deps.workflowFor(entry));
-  };
-  /** The wait the handler asked for: the attempt parks (docs/workflows.md), whatever it did next. */
-  const parked = () => {
-    const wait = workflow?.parked();
-    return wait && complete(entry, wait.outcome, waitResultJson(wait), null, 0);
-  };
-  /** The rate-limited completion (docs/DESIGN.md, "Policies": uncharged, due after the delay, the meter held shut). */
-  const rateLimitedCompletion = (ms: number) => {
-    safeLog(() => jobLogger().info({ retryAfterMs: ms }, 'attempt rate limited: due again after retryAfterMs, uncharged'));
-    return complete(entry, 'rate_limited', null, null, ms);
-  };
   const timeoutMs = definition.timeoutMs ?? PIPELINE.executionTimeoutMs;
   const timeout = deps.timeouts.start(timeoutMs, () => deps.registry.abort(entry, 'timeout'));
   try {
     const value = await untilAborted(
-      Promise.resolve().then(() =>
-        definition.handler(row.payload, {
-          get signal() {
-            return entry.controller.signal;
-          },
-          jobId: row.id,
-          attempt,
-          execution: row.execution,
-          scheduledAt: row.schedule?.at,
-          definition: row.definition,
-          get logger() {
-            return jobLogger();
-          },
-          get step() {
-            return (step ??= deps.stepFor(entry));
-          },
-          get progress() {
-            return (progress ??= (value: unknown) => {
-              // After the attempt ended nothing of it is stored: said once per attempt, not dropped
-              // silently (test/testing/virtualWorker.spec.ts, "ctx.progress after the attempt ended").
-              if (ended) {
-                if (!toldEnded) safeLog(() => jobLogger().warn('ctx.progress after the attempt ended: the value is not stored (report progress before the handler returns)'));
-                toldEnded = true;
-                return;
-              }
-              if (deps.progress) deps.progress(entry, value);
-              else progressJson(value);
-            });
-          },
-          get waitForSignal() {
-            return flow().waitForSignal;
-          },
-          get spawn() {
-            return flow().spawn;
-          },
-          get spawnMany() {
-            return flow().spawnMany;
-          },
-          get waitForChildren() {
-            return flow().waitForChildren;
-          },
-          get rateLimited() {
-            return (rateLimited ??= (options?: { retryAfterMs?: number }): never => {
-              const ms = options?.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS;
-              if (!Number.isInteger(ms) || ms < 0 || ms > INT4_MAX) throw new ConfigError(`ctx.rateLimited: retryAfterMs must be an integer between 0 and ${INT4_MAX} (ms), got ${ms}`);
-              rateLimitedMs ??= ms;
-              throw new RateLimitedError(ms);
-            });
-          },
-        }),
-      ),
+      Promise.resolve().then(() => definition.handler(row.payload, ctx)),
       entry,
     );
-    if (rateLimitedMs !== undefined) return rateLimitedCompletion(rateLimitedMs);
-    const wait = parked();
-    if (wait) return wait;
+    const after = AttemptContext.rateLimitedCompletion(ctx) ?? AttemptContext.parked(ctx);
+    if (after) return after;
     let text: string;
     try {
       text = value === undefined || value === null ? 'null' : toJsonText(value);
     } catch (err) {
       // A result that cannot be stored fails its job without retry: another attempt would return
       // it again (test/faults/completion.test.ts, "poisoned outcomes next to clean ones").
-      return failFinal(storedError(err, 'UnstorableResult'), 'result cannot be stored');
+      return failFinal(entry, ctx, storedError(err, 'UnstorableResult'), 'result cannot be stored');
     }
     return complete(entry, 'succeeded', text, null, 0);
   } catch (err) {
@@ -221,30 +252,37 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // "SIGTERM: running jobs get the shutdown timeout, then go back uncharged").
     if (entry.abortCause === 'shutdown' || entry.abortCause === 'fatal') return complete(entry, 'handed_back', null, null, 0);
     if (entry.abortCause === 'cancelled') return cancelled(entry);
-    if (rateLimitedMs !== undefined) return rateLimitedCompletion(rateLimitedMs);
-    const wait = parked();
+    const limited = AttemptContext.rateLimitedCompletion(ctx);
+    if (limited) return limited;
+    const wait = AttemptContext.parked(ctx);
     if (wait && !entry.aborted) return wait;
     const aborted = entry.abortCause === undefined ? undefined : abortedError(entry, timeoutMs);
     if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
       // retry, with a readable error describing the value (test/faults/completion.test.ts,
       // "poisoned outcomes next to clean ones").
-      return failFinal(storedError(err), 'handler threw a non-Error value');
+      return failFinal(entry, ctx, storedError(err), 'handler threw a non-Error value');
     }
-    if (!aborted && isInstance(err, ChildFailedError)) return failFinal(storedError(err), 'a fail-parent child did not succeed');
-    if (!aborted && isInstance(err, ChildInParentLaneError)) return failFinal(storedError(err), "a wait for a child in the parent's own lane");
+    if (!aborted && isInstance(err, ChildFailedError)) return failFinal(entry, ctx, storedError(err), 'a fail-parent child did not succeed');
+    if (!aborted && isInstance(err, ChildInParentLaneError)) return failFinal(entry, ctx, storedError(err), "a wait for a child in the parent's own lane");
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
-      return failFinal(storedError(err), 'step result cannot be stored');
+      return failFinal(entry, ctx, storedError(err), 'step result cannot be stored');
     }
     // Logged as stored plus the error's own simple fields, under `error`: bounded, where pino's
     // `err` serialiser would write all of it, every element of an AggregateError included
     // (test/faults/completion.test.ts, "an error's cause chain and an AggregateError's errors").
     const stored = storedError(aborted ?? err);
-    return failure(entry, definition, attempt, stored, () => loggedError(aborted ?? err, stored), jobLogger);
+    return failure(entry, definition, ctx, stored, () => loggedError(aborted ?? err, stored));
   } finally {
-    ended = true;
+    AttemptContext.end(ctx);
     timeout.cancel();
   }
+}
+
+/** Ends the job Failed without retry, logging its error as stored (its cause may be the user's own error). */
+function failFinal(entry: Entry, ctx: JobContext, stored: Record<string, unknown>, what: string): Completion {
+  safeLog(() => ctx.logger.error({ error: stored }, `${what}: job fails without retry`));
+  return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
 }
 
 /**
@@ -255,12 +293,13 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
  * a retried attempt at warn, "attempt failed"; the last one at error, "job failed: no attempts
  * left" (test/faults/completion.test.ts holds both).
  */
-function failure(entry: Entry, definition: Definition, attempt: number, stored: Record<string, unknown>, logged: () => Record<string, unknown>, jobLogger: () => Logger): Completion {
+function failure(entry: Entry, definition: Definition, ctx: JobContext, stored: Record<string, unknown>, logged: () => Record<string, unknown>): Completion {
+  const { attempt } = ctx;
   const maxAttempts = entry.row.maxAttempts ?? definition.maxAttempts ?? PIPELINE.maxAttempts;
   const lastAttempt = attempt >= maxAttempts;
   // `attempt` is a binding of the job's logger already.
-  if (lastAttempt) safeLog(() => jobLogger().error({ error: logged(), maxAttempts }, 'job failed: no attempts left'));
-  else safeLog(() => jobLogger().warn({ error: logged(), maxAttempts }, 'attempt failed'));
+  if (lastAttempt) safeLog(() => ctx.logger.error({ error: logged(), maxAttempts }, 'job failed: no attempts left'));
+  else safeLog(() => ctx.logger.warn({ error: logged(), maxAttempts }, 'attempt failed'));
   let delayMs = 0;
   if (!lastAttempt) {
     try {
@@ -269,7 +308,7 @@ function failure(entry: Entry, definition: Definition, attempt: number, stored: 
       // A definition's backoff function that throws: its default backoff instead (the job is
       // still retried; the worker goes on).
       delayMs = backoffMs(undefined, attempt);
-      safeLog(() => jobLogger().error({ error: storedError(backoffErr), delayMs }, 'backoff function threw: retrying after the default backoff'));
+      safeLog(() => ctx.logger.error({ error: storedError(backoffErr), delayMs }, 'backoff function threw: retrying after the default backoff'));
     }
   }
   return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, storedErrorText(stored), delayMs);
