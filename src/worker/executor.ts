@@ -87,11 +87,32 @@ function handOn(subscriber: Subscriber<Completion>, entry: Entry, deps: Executor
   subscriber.complete();
 }
 
+/** An attempt's state: what its ctx hands out, built on first use, and what its calls leave for the completion. */
+interface AttemptState {
+  readonly entry: Entry;
+  readonly deps: ExecutorDeps;
+  /** This attempt's number: the executor's copy, whatever a handler writes to ctx.attempt. */
+  readonly attempt: number;
+  logger: Logger | undefined;
+  step: Step | undefined;
+  progress: JobContext['progress'] | undefined;
+  rateLimited: JobContext['rateLimited'] | undefined;
+  workflow: Workflow | undefined;
+  /** Set by the handler's first ctx.rateLimited call: the attempt's outcome, whatever follows. */
+  rateLimitedMs: number | undefined;
+  /** The handler returned, threw or was aborted: ctx.progress stores nothing more. */
+  ended: boolean;
+  toldEnded: boolean;
+}
+
+const ATTEMPT = Symbol('acta.attempt');
+
 /**
- * One attempt's ctx (JobContext) and the state its calls leave for the completion: one object per
- * attempt, its getters on the prototype, and the functions it hands out (bound, so a handler may
- * destructure them) built on first use: most handlers use none, and per-attempt closures are
- * allocation on the hot path. Its state is private; the executor reads it through the statics.
+ * The handler's ctx (JobContext): its getters on the prototype, over one state object, and the
+ * functions they hand out (bound, so a handler may destructure them) built on first use. Two
+ * objects per attempt where an object literal of getters made ten closures more: allocation on the
+ * path every job takes. The state sits under a symbol, not in #private fields, so a Proxy or an
+ * Object.create of ctx still reads it.
  */
 class AttemptContext implements JobContext {
   readonly jobId: JobId;
@@ -99,111 +120,101 @@ class AttemptContext implements JobContext {
   readonly execution: number;
   readonly definition: string;
   readonly scheduledAt: Date | undefined;
-  readonly #entry: Entry;
-  readonly #deps: ExecutorDeps;
-  #logger: Logger | undefined;
-  #step: Step | undefined;
-  #progress: JobContext['progress'] | undefined;
-  #rateLimited: JobContext['rateLimited'] | undefined;
-  #workflow: Workflow | undefined;
-  /** Set by the handler's first ctx.rateLimited call: the attempt's outcome, whatever follows. */
-  #rateLimitedMs: number | undefined;
-  /** The handler returned, threw or was aborted: ctx.progress stores nothing more. */
-  #ended = false;
-  #toldEnded = false;
+  readonly [ATTEMPT]: AttemptState;
 
-  constructor(entry: Entry, deps: ExecutorDeps) {
-    const { row } = entry;
+  constructor(state: AttemptState) {
+    const { row } = state.entry;
     this.jobId = row.id;
-    this.attempt = row.attempts + 1;
+    this.attempt = state.attempt;
     this.execution = row.execution;
     this.definition = row.definition;
     this.scheduledAt = row.schedule?.at;
-    this.#entry = entry;
-    this.#deps = deps;
+    this[ATTEMPT] = state;
   }
 
   get signal(): AbortSignal {
-    return this.#entry.controller.signal;
+    return this[ATTEMPT].entry.controller.signal;
   }
 
-  /** Built on first use only: most handlers never log, and a pino child per job is not free. */
   get logger(): Logger {
-    return (this.#logger ??= this.#deps.logger.child({ jobId: this.jobId, definition: this.definition, attempt: this.attempt }));
+    return jobLogger(this[ATTEMPT]);
   }
 
   get step(): Step {
-    return (this.#step ??= this.#deps.stepFor(this.#entry));
+    const a = this[ATTEMPT];
+    return (a.step ??= a.deps.stepFor(a.entry));
   }
 
   get progress(): JobContext['progress'] {
-    return (this.#progress ??= (value: unknown) => {
+    const a = this[ATTEMPT];
+    return (a.progress ??= (value: unknown) => {
       // After the attempt ended nothing of it is stored: said once per attempt, not dropped
       // silently (test/testing/virtualWorker.spec.ts, "ctx.progress after the attempt ended").
-      if (this.#ended) {
-        if (!this.#toldEnded) safeLog(() => this.logger.warn('ctx.progress after the attempt ended: the value is not stored (report progress before the handler returns)'));
-        this.#toldEnded = true;
+      if (a.ended) {
+        if (!a.toldEnded) safeLog(() => jobLogger(a).warn('ctx.progress after the attempt ended: the value is not stored (report progress before the handler returns)'));
+        a.toldEnded = true;
         return;
       }
-      if (this.#deps.progress) this.#deps.progress(this.#entry, value);
+      if (a.deps.progress) a.deps.progress(a.entry, value);
       else progressJson(value);
     });
   }
 
   get rateLimited(): JobContext['rateLimited'] {
-    return (this.#rateLimited ??= (options?: { retryAfterMs?: number }): never => {
+    const a = this[ATTEMPT];
+    return (a.rateLimited ??= (options?: { retryAfterMs?: number }): never => {
       const ms = options?.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS;
       if (!Number.isInteger(ms) || ms < 0 || ms > INT4_MAX) throw new ConfigError(`ctx.rateLimited: retryAfterMs must be an integer between 0 and ${INT4_MAX} (ms), got ${ms}`);
-      this.#rateLimitedMs ??= ms;
+      a.rateLimitedMs ??= ms;
       throw new RateLimitedError(ms);
     });
   }
 
   get waitForSignal(): JobContext['waitForSignal'] {
-    return this.#flow().waitForSignal;
+    return flow(this[ATTEMPT]).waitForSignal;
   }
 
   get spawn(): JobContext['spawn'] {
-    return this.#flow().spawn;
+    return flow(this[ATTEMPT]).spawn;
   }
 
   get spawnMany(): JobContext['spawnMany'] {
-    return this.#flow().spawnMany;
+    return flow(this[ATTEMPT]).spawnMany;
   }
 
   get waitForChildren(): JobContext['waitForChildren'] {
-    return this.#flow().waitForChildren;
+    return flow(this[ATTEMPT]).waitForChildren;
   }
+}
 
-  #flow(): Workflow {
-    if (!this.#deps.workflowFor) throw new ConfigError('workflows (waitForSignal, spawn, waitForChildren) need a worker with a ledger');
-    return (this.#workflow ??= this.#deps.workflowFor(this.#entry));
-  }
+/** The attempt's pino child `{ jobId, definition, attempt }`, from its row: built on first use only (most handlers never log, and a child per job is not free). */
+function jobLogger(a: AttemptState): Logger {
+  return (a.logger ??= a.deps.logger.child({ jobId: a.entry.row.id, definition: a.entry.row.definition, attempt: a.attempt }));
+}
 
-  /** The handler returned, threw or was aborted. */
-  static end(ctx: AttemptContext): void {
-    ctx.#ended = true;
-  }
+function flow(a: AttemptState): Workflow {
+  if (!a.deps.workflowFor) throw new ConfigError('workflows (waitForSignal, spawn, waitForChildren) need a worker with a ledger');
+  return (a.workflow ??= a.deps.workflowFor(a.entry));
+}
 
-  /** The rate-limited completion (docs/DESIGN.md, "Policies": uncharged, due after the delay, the meter held shut), if the handler asked for one. */
-  static rateLimitedCompletion(ctx: AttemptContext): Completion | undefined {
-    const ms = ctx.#rateLimitedMs;
-    if (ms === undefined) return undefined;
-    safeLog(() => ctx.logger.info({ retryAfterMs: ms }, 'attempt rate limited: due again after retryAfterMs, uncharged'));
-    return complete(ctx.#entry, 'rate_limited', null, null, ms);
-  }
+/** The rate-limited completion (docs/DESIGN.md, "Policies": uncharged, due after the delay, the meter held shut), if the handler asked for one. */
+function rateLimitedCompletion(a: AttemptState): Completion | undefined {
+  const ms = a.rateLimitedMs;
+  if (ms === undefined) return undefined;
+  safeLog(() => jobLogger(a).info({ retryAfterMs: ms }, 'attempt rate limited: due again after retryAfterMs, uncharged'));
+  return complete(a.entry, 'rate_limited', null, null, ms);
+}
 
-  /** The wait the handler asked for: the attempt parks (docs/workflows.md), whatever it did next. */
-  static parked(ctx: AttemptContext): Completion | undefined {
-    const wait = ctx.#workflow?.parked();
-    return wait && complete(ctx.#entry, wait.outcome, waitResultJson(wait), null, 0);
-  }
+/** The wait the handler asked for: the attempt parks (docs/workflows.md), whatever it did next. */
+function parked(a: AttemptState): Completion | undefined {
+  const wait = a.workflow?.parked();
+  return wait && complete(a.entry, wait.outcome, waitResultJson(wait), null, 0);
 }
 
 async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   const { row } = entry;
   const definition = deps.definitions.get(row.definition);
-  const ctx = new AttemptContext(entry, deps);
+  const a: AttemptState = { entry, deps, attempt: row.attempts + 1, logger: undefined, step: undefined, progress: undefined, rateLimited: undefined, workflow: undefined, rateLimitedMs: undefined, ended: false, toldEnded: false };
   if (definition && (entry.abortCause === 'deadline' || (!entry.aborted && deps.scheduler.now() >= entry.deadlineAt))) {
     // The attempt deadline passed before the handler could start (the claim reached this worker
     // late, or waited for an executor past it): the handler never runs. Back to Ready uncharged
@@ -212,7 +223,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // instead of looping forever.
     if (row.unchargedReturns < PIPELINE.unchargedReturnsMax) return complete(entry, 'expired', null, null, 0);
     const stored = storedError(new ClaimExpiredError(row.unchargedReturns));
-    return failure(entry, definition, ctx, stored, () => stored);
+    return failure(a, definition, stored, () => stored);
   }
   if (!definition || entry.aborted) {
     // Cancelled by a client before it started: the job ends Cancelled.
@@ -224,7 +235,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   }
   // A schedule's fire missed by its catch-up policy ends skipped, its handler not run (docs/schedules.md).
   if (row.schedule && nextFire(entry).skip) {
-    safeLog(() => ctx.logger.info({ schedule: row.schedule?.name, scheduledAt: row.schedule?.at }, 'schedule fire missed: skipped by its catch-up policy'));
+    safeLog(() => jobLogger(a).info({ schedule: row.schedule?.name, scheduledAt: row.schedule?.at }, 'schedule fire missed: skipped by its catch-up policy'));
     return complete(entry, 'skipped', null, null, 0);
   }
   entry.state = 'executing';
@@ -233,10 +244,10 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
   const timeout = deps.timeouts.start(timeoutMs, () => deps.registry.abort(entry, 'timeout'));
   try {
     const value = await untilAborted(
-      Promise.resolve().then(() => definition.handler(row.payload, ctx)),
+      Promise.resolve().then(() => definition.handler(row.payload, new AttemptContext(a))),
       entry,
     );
-    const after = AttemptContext.rateLimitedCompletion(ctx) ?? AttemptContext.parked(ctx);
+    const after = rateLimitedCompletion(a) ?? parked(a);
     if (after) return after;
     let text: string;
     try {
@@ -244,7 +255,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     } catch (err) {
       // A result that cannot be stored fails its job without retry: another attempt would return
       // it again (test/faults/completion.test.ts, "poisoned outcomes next to clean ones").
-      return failFinal(entry, ctx, storedError(err, 'UnstorableResult'), 'result cannot be stored');
+      return failFinal(a, storedError(err, 'UnstorableResult'), 'result cannot be stored');
     }
     return complete(entry, 'succeeded', text, null, 0);
   } catch (err) {
@@ -252,37 +263,37 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     // "SIGTERM: running jobs get the shutdown timeout, then go back uncharged").
     if (entry.abortCause === 'shutdown' || entry.abortCause === 'fatal') return complete(entry, 'handed_back', null, null, 0);
     if (entry.abortCause === 'cancelled') return cancelled(entry);
-    const limited = AttemptContext.rateLimitedCompletion(ctx);
+    const limited = rateLimitedCompletion(a);
     if (limited) return limited;
-    const wait = AttemptContext.parked(ctx);
+    const wait = parked(a);
     if (wait && !entry.aborted) return wait;
     const aborted = entry.abortCause === undefined ? undefined : abortedError(entry, timeoutMs);
     if (!aborted && !isError(err)) {
       // A thrown non-Error carries no name, message or stack to store: the job fails without
       // retry, with a readable error describing the value (test/faults/completion.test.ts,
       // "poisoned outcomes next to clean ones").
-      return failFinal(entry, ctx, storedError(err), 'handler threw a non-Error value');
+      return failFinal(a, storedError(err), 'handler threw a non-Error value');
     }
-    if (!aborted && isInstance(err, ChildFailedError)) return failFinal(entry, ctx, storedError(err), 'a fail-parent child did not succeed');
-    if (!aborted && isInstance(err, ChildInParentLaneError)) return failFinal(entry, ctx, storedError(err), "a wait for a child in the parent's own lane");
+    if (!aborted && isInstance(err, ChildFailedError)) return failFinal(a, storedError(err), 'a fail-parent child did not succeed');
+    if (!aborted && isInstance(err, ChildInParentLaneError)) return failFinal(a, storedError(err), "a wait for a child in the parent's own lane");
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
-      return failFinal(entry, ctx, storedError(err), 'step result cannot be stored');
+      return failFinal(a, storedError(err), 'step result cannot be stored');
     }
     // Logged as stored plus the error's own simple fields, under `error`: bounded, where pino's
     // `err` serialiser would write all of it, every element of an AggregateError included
     // (test/faults/completion.test.ts, "an error's cause chain and an AggregateError's errors").
     const stored = storedError(aborted ?? err);
-    return failure(entry, definition, ctx, stored, () => loggedError(aborted ?? err, stored));
+    return failure(a, definition, stored, () => loggedError(aborted ?? err, stored));
   } finally {
-    AttemptContext.end(ctx);
+    a.ended = true;
     timeout.cancel();
   }
 }
 
 /** Ends the job Failed without retry, logging its error as stored (its cause may be the user's own error). */
-function failFinal(entry: Entry, ctx: JobContext, stored: Record<string, unknown>, what: string): Completion {
-  safeLog(() => ctx.logger.error({ error: stored }, `${what}: job fails without retry`));
-  return complete(entry, 'failed_final', null, storedErrorText(stored), 0);
+function failFinal(a: AttemptState, stored: Record<string, unknown>, what: string): Completion {
+  safeLog(() => jobLogger(a).error({ error: stored }, `${what}: job fails without retry`));
+  return complete(a.entry, 'failed_final', null, storedErrorText(stored), 0);
 }
 
 /**
@@ -293,13 +304,13 @@ function failFinal(entry: Entry, ctx: JobContext, stored: Record<string, unknown
  * a retried attempt at warn, "attempt failed"; the last one at error, "job failed: no attempts
  * left" (test/faults/completion.test.ts holds both).
  */
-function failure(entry: Entry, definition: Definition, ctx: JobContext, stored: Record<string, unknown>, logged: () => Record<string, unknown>): Completion {
-  const { attempt } = ctx;
+function failure(a: AttemptState, definition: Definition, stored: Record<string, unknown>, logged: () => Record<string, unknown>): Completion {
+  const { entry, attempt } = a;
   const maxAttempts = entry.row.maxAttempts ?? definition.maxAttempts ?? PIPELINE.maxAttempts;
   const lastAttempt = attempt >= maxAttempts;
   // `attempt` is a binding of the job's logger already.
-  if (lastAttempt) safeLog(() => ctx.logger.error({ error: logged(), maxAttempts }, 'job failed: no attempts left'));
-  else safeLog(() => ctx.logger.warn({ error: logged(), maxAttempts }, 'attempt failed'));
+  if (lastAttempt) safeLog(() => jobLogger(a).error({ error: logged(), maxAttempts }, 'job failed: no attempts left'));
+  else safeLog(() => jobLogger(a).warn({ error: logged(), maxAttempts }, 'attempt failed'));
   let delayMs = 0;
   if (!lastAttempt) {
     try {
@@ -308,7 +319,7 @@ function failure(entry: Entry, definition: Definition, ctx: JobContext, stored: 
       // A definition's backoff function that throws: its default backoff instead (the job is
       // still retried; the worker goes on).
       delayMs = backoffMs(undefined, attempt);
-      safeLog(() => ctx.logger.error({ error: storedError(backoffErr), delayMs }, 'backoff function threw: retrying after the default backoff'));
+      safeLog(() => jobLogger(a).error({ error: storedError(backoffErr), delayMs }, 'backoff function threw: retrying after the default backoff'));
     }
   }
   return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, storedErrorText(stored), delayMs);

@@ -392,6 +392,31 @@ test('ctx.progress: every value reported, in order, as stored (through JSON); a 
   expect(run.result).toEqual(['InvalidJsonError: true', 'InvalidJsonError: true']);
 });
 
+test("ctx works destructured, through a Proxy or Object.create, and a handler's writes to its fields change no decision", async () => {
+  const def = defineJob({
+    name: 'wrapped',
+    maxAttempts: 2,
+    handler: async (_: null, ctx: JobContext) => {
+      const { progress, signal, step } = ctx;
+      progress(1);
+      new Proxy(ctx, {}).progress(2);
+      const derived = Object.create(ctx) as JobContext;
+      derived.progress(3);
+      const stepped = await new Proxy(ctx, {}).step('s', () => 'ran');
+      const seen = derived.attempt;
+      (ctx as { attempt: number }).attempt = 2;
+      (ctx as { jobId: string }).jobId = 'other';
+      throw new Error(`${signal.aborted} ${typeof step} ${stepped} ${seen}`);
+    },
+  });
+  const run = await runAttempt(def, null, { jobId: '7' });
+  expect(run.progress).toEqual([1, 2, 3]);
+  expect(run.steps.recorded).toEqual({ s: 'ran' });
+  // Attempt 1 of 2 whatever the handler wrote: retried, and logged with the job's own bindings.
+  expect(run).toMatchObject({ outcome: 'failed', retryDelayMs: 1_000, error: { message: 'false function ran 1' } });
+  expect(run.logs.find((l) => l.msg === 'attempt failed')).toMatchObject({ jobId: '7', attempt: 1 });
+});
+
 test("logs: ctx.logger's lines and the worker's own about the attempt, with the job's bindings", async () => {
   const def = defineJob({
     name: 'logs',
