@@ -2,28 +2,23 @@
 -- each through its lane, concurrency key and rate meter (docs/DESIGN.md, "Policies").
 --
 -- Contract: each claimed row goes straight to Executing, its execution number (the fence) + 1, its
--- holder p_worker, claimed_at (also its meter's start time) the instant it was admitted, once the
--- claim holds its gates' locks, and its lease p_lease_ms from then; returned in claim order:
--- priority, then due time (a fair definition: its turn, fair_tag), then id. A candidate is admitted
--- when its lane has nothing running or waiting and it is the lane's first Ready row by lane_seq,
--- its key has a free slot and no parked row ahead of it, and its meter a token (acta.gate_room);
--- else it is PARKED (blocked_by: out of the claim's indexes, its place kept) until its gate's
--- hand-on or recheck (acta.release_gate): a batch never starts more attempts of a key than its free
--- slots. Nothing claimable: one row with a null job_id and next_due_in_ms (the next due row or gate
--- recheck; null: none). A paused namespace or definition (acta.pauses) has nothing claimable; its
--- rows stay Ready, untouched. own_max_attempts: the job's own limit; max_attempts: coalesce(own, 25).
--- schedule: a schedule's fire only (migration 0013): its instant, the claim time, the schedule.
--- Fair order: a fair definition's due row takes its key's next turn after the key's earlier rows,
--- not before the turn being served (start-time fair queuing).
--- Resumed scan: after a slow pick from jobs_due_idx's start (a held snapshot's dead entries), the
--- session's next picks of an ungated plain definition start past its last claimed row for a bounded
--- hold (docs/decisions/2026-12-05-held-snapshot.md; test/db/resumedClaim.test.ts).
--- Fence: the execution number and the holder. Durability: asynchronous commit, this transaction
--- only: a claim lost in a crash is a crash right after it
--- (docs/decisions/2026-11-30-claim-commits-asynchronously.md).
--- Locks: FOR UPDATE SKIP LOCKED on the rows picked; gate locks (acta.gate_lock) in increasing
--- order, waiting only for one above all it holds, else trying: a busy gate's candidates are left
--- for the next claim (and the namespace woken), so claimers never deadlock.
+-- holder p_worker, claimed_at (also its meter's start) the instant it was admitted, once the claim
+-- holds its gates' locks, and its lease p_lease_ms from then; returned in claim order: priority,
+-- then due time (a fair definition: its turn, fair_tag), then id. A candidate is admitted when its
+-- lane has nothing running or waiting and it is the lane's first Ready row by lane_seq, its key has
+-- a free slot and no parked row ahead of it, and its meter a token (acta.gate_room); else it is
+-- PARKED (blocked_by: out of the claim's indexes, its place kept) until its gate's hand-on or
+-- recheck (acta.release_gate). Nothing claimable: one row, job_id null, next_due_in_ms the next due
+-- row or gate recheck (null: none). A paused namespace or definition (acta.pauses) has nothing
+-- claimable. own_max_attempts: the job's own limit, max_attempts coalesce(own, 25); schedule: a
+-- fire's instant, claim time and schedule (migration 0013). Fair order: start-time fair queuing.
+-- Resumed scan: after a slow pick (a held snapshot's dead entries) the session's next picks of an
+-- ungated plain definition start past its last claimed row for a bounded hold
+-- (docs/decisions/2026-12-05-held-snapshot.md; test/db/resumedClaim.test.ts).
+-- Fence: the execution number and the holder. Durability: asynchronous commit, this transaction only:
+-- a lost claim is a crash right after it (docs/decisions/2026-11-30-claim-commits-asynchronously.md).
+-- Locks: FOR UPDATE SKIP LOCKED on the rows picked; gate locks (acta.gate_lock) in increasing order,
+-- waiting only for one above all it holds, else trying: a busy gate waits for the next claim.
 -- Plan: per definition along jobs_due_idx (jobs_claim_idx if priorities mix; jobs_fair_idx when
 -- fair), one plan per session (test/db/plans.test.ts; docs/decisions/2026-12-04-admission-in-the-claim.md).
 drop function if exists acta.claim_jobs(text, uuid, text[], integer, integer);

@@ -18,10 +18,9 @@
 -- is earlier (test/db/ledgerTimes.test.ts); the row's finished_at and run_at count from now(), the
 -- call's start, no later (docs/decisions/2026-12-05-ledger-times.md).
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
--- Locks: the applied rows, then the parents of the children among them in id order, then the
--- gates of the keyed ones in increasing order (acta.gate_lock), then the schedules of the ending
--- fires in name order, until commit.
--- Durability: the caller's commit, synchronous by default. Retention zero: see the body's end.
+-- Locks: the applied rows, then the parents of the children among them in id order, then the gates
+-- of the keyed ones in increasing order (acta.gate_lock), then the ending fires' schedules in name
+-- order, until commit. Durability: the caller's commit, synchronous by default. Retention zero: at the body's end.
 -- Plan: one generic plan per session reaching acta.jobs only through `j.id = any (p_ids)` (jobs_pkey
 -- hash-joined to the input) whatever the statistics (test/db/plans.test.ts); see the SET clauses.
 drop function if exists acta.complete_executions(uuid, jsonb);
