@@ -422,10 +422,13 @@ test("no statement of the claim, the completion (a schedule's fire, a workflow's
   }
 }, 60_000);
 
-test("a claim of 128 rows, their heartbeat and their completion touch each row a bounded number of times: no plan node handles more than 4 rows per row claimed", async () => {
+test("a claim of 128 rows, their heartbeat and their completion touch each row a bounded number of times: no plan node handles more than 8 rows per row claimed", async () => {
   // rows x loops of a node, read from auto_explain's analyzed plans. A join planned for the generic
   // plan's 10 rows as a nested loop rescans one side per row of the other: 128 x 128 (the claim's
-  // result put back in claim order did so, and cost a third of the claim).
+  // result put back in claim order did so, and cost a third of the claim). A bitmap index scan on
+  // jobs_pkey, which the planner may pick once statistics are gathered, counts the index entries of
+  // each row's dead versions too (the enqueue, the run_at update below, the claim, the heartbeat:
+  // 640 for 128 rows once, on PostgreSQL 18), so the bound is 8 per row, far under a quadratic 128.
   const LIMIT = 128;
   const session = new Client({ connectionString: tdb.url });
   await session.connect();
@@ -459,7 +462,7 @@ test("a claim of 128 rows, their heartbeat and their completion touch each row a
     // PostgreSQL 18 prints rows with two decimals (an average over the loops).
     const nodes = plans.flatMap((p) => [...p.matchAll(/^.*actual rows=([\d.]+) loops=(\d+).*$/gm)].map((m) => ({ handled: Number(m[1]) * Number(m[2]), node: m[0].trim() })));
     expect(nodes.length).toBeGreaterThan(20);
-    expect(nodes.filter((n) => n.handled > 4 * LIMIT)).toEqual([]);
+    expect(nodes.filter((n) => n.handled > 8 * LIMIT)).toEqual([]);
   } finally {
     await session.end();
   }
