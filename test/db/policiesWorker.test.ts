@@ -3,6 +3,7 @@
 // createWorker and createClient on a real server. test/ledger/contract.ts holds the rules of the
 // ledger's calls, test/faults/policies.test.ts the fleet with crashes.
 import { randomUUID } from 'node:crypto';
+import pino from 'pino';
 import { createClient, createWorker, defineJob, type JobContext, type Worker } from '../../src';
 import { registerWorker } from '../../src/db/workers';
 import { declaredPolicy } from '../../src/definition';
@@ -48,8 +49,7 @@ test('ctx.rateLimited: the attempt ends uncharged, the job runs again after retr
   const client = createClient({ force: true, db, namespace, definitions: [api] });
   const [first] = await client.enqueueMany([{ definition: api, payload: { account: 'a', i: 0 } }]);
   await waitFor(async () => (await ledgerOf(first.id)).length === 1, 'the rate-limited attempt');
-  const limitedAt = Date.now();
-  await client.enqueue(api, { account: 'a', i: 1 }); // the same meter, while it is shut
+  const held = await client.enqueue(api, { account: 'a', i: 1 }); // the same meter, while it is shut
   await client.enqueue(api, { account: 'b', i: 2 }); // another meter: not held back
   await waitFor(async () => (await client.getJob(first.id))?.status === 'succeeded', 'the job to succeed after its delay', 10_000);
   const ledger = await ledgerOf(first.id);
@@ -62,7 +62,15 @@ test('ctx.rateLimited: the attempt ends uncharged, the job runs again after retr
   await waitFor(async () => seen.some((s) => s.i === 1), 'the held job of the same key');
   const heldJob = seen.find((s) => s.i === 1)!;
   const otherKey = seen.find((s) => s.i === 2)!;
-  expect(heldJob.at - limitedAt).toBeGreaterThanOrEqual(400); // not before the meter opened
+  // Not before the meter opened: the held job's claim came 600 ms after the rate-limited attempt
+  // ended, both on the database's clock (less rounding).
+  const { rows } = await db.query<{ ms: number }>(
+    `select extract(epoch from h.claimed_at - l.finished_at) * 1000 as ms
+       from acta.executions h, acta.executions l
+      where h.job_id = $1 and h.execution = 1 and l.job_id = $2 and l.execution = 1`,
+    [held.id, first.id],
+  );
+  expect(Number(rows[0].ms)).toBeGreaterThanOrEqual(590);
   expect(otherKey.at).toBeLessThan(heldJob.at);
 });
 
@@ -81,11 +89,13 @@ test("a worker reloads its definitions' policy when the namespace's version move
         });
       }),
     });
-  await run(createWorker({ db, namespace, definitions: [slow(60_000)], build: 'b1', executors: 1, heartbeatIntervalMs: 200, logger: silentLogger }));
+  const lines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+  await run(createWorker({ db, namespace, definitions: [slow(60_000)], build: 'b1', executors: 1, heartbeatIntervalMs: 200, logger }));
   // A newer build declares a timeout of 100 ms (its registration, as a starting worker makes it).
   await registerWorker(db, { workerId: randomUUID(), namespace, hostname: 'test', pid: 1, definitions: ['slow'], maxAttempts: [1], leaseMs: 800, build: 'b2', policies: { slow: declaredPolicy(slow(100)) } });
   // The running b1 worker's next beats report the moved version, and it reloads.
-  await new Promise((r) => setTimeout(r, 600));
+  await waitFor(() => lines.some((l) => l.includes('definition policies reloaded')), 'the policies to be reloaded', 10_000);
   const [job] = await createClient({ force: true, db, namespace }).enqueueMany([{ definition: 'slow', payload: null }]);
   const failed = await waitFor(async () => {
     const j = await createClient({ force: true, db, namespace }).getJob(job.id);

@@ -104,7 +104,7 @@ test('a gated definition (a concurrency limit) never resumes: its parked rows co
 
 test('at the default trigger a pick over a short backlog sets no position', async () => {
   const ids = await backlog('plain', 20);
-  const s = await session();
+  const s = await session({ 'acta.claim_resume_after_ms': '' }); // the default (test databases set Infinity: test/helpers/db.ts)
   expect((await claim(s, 'plain', 8)).ids).toEqual(ids.slice(0, 8));
   expect((await claim(s, 'plain', 8)).ids).toEqual(ids.slice(8, 16));
   expect(await positions(s)).toEqual({});

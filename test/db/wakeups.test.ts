@@ -193,20 +193,21 @@ test('the worker serves Prometheus metrics on /metrics', async () => {
 test('a process whose event loop is blocked past the probe timeout keeps its healthy LISTEN connection (the answer waiting on the socket counts)', async () => {
   let downs = 0;
   let connects = 0;
-  const stop = await listenOnOwnConnection({ connectionString: tdb.url }, 'acta_busy_probe', { onNotify: () => undefined, onConnect: () => connects++, onDown: () => downs++ }, { probeIntervalMs: 200, probeTimeoutMs: 100 });
+  const stop = await listenOnOwnConnection({ connectionString: tdb.url }, 'acta_busy_probe', { onNotify: () => undefined, onConnect: () => connects++, onDown: () => downs++ }, { probeIntervalMs: 600, probeTimeoutMs: 300 });
   let blocks = 0;
-  // Just after each probe goes out, 150 ms of synchronous work (a handler's CPU-bound step).
+  // Just after each probe goes out, 450 ms of synchronous work (a handler's CPU-bound step). The
+  // probe's timeout leaves a loaded server's answer time to come: at 100 ms, some did not in time.
   const blocker = setInterval(() => {
-    if (++blocks > 10) return;
+    if (++blocks > 6) return;
     setImmediate(() => {
-      const until = Date.now() + 150;
+      const until = Date.now() + 450;
       while (Date.now() < until) {
         /* busy */
       }
     });
-  }, 200);
+  }, 600);
   try {
-    await new Promise((r) => setTimeout(r, 2_500));
+    await new Promise((r) => setTimeout(r, 4_000));
   } finally {
     clearInterval(blocker);
     await stop();

@@ -14,8 +14,9 @@ const server = useFaultServer();
 
 test('a 3 s restart while result() and observe() (pollMs 500) follow a running job: both end with its result', async () => {
   const events = eventsFile();
-  // H = 2 s: a lease of 8 s outlasts the outage and a slow restart, so the attempt is not lost.
-  const worker = spawnWorker({ dbUrl: server.dbUrl, events, args: ['--heartbeat', '2000', '--executors', '2', '--shutdown-timeout', '1000'] });
+  // H = 4 s: the attempt deadline (2.5 H after the last renewal: 10 s) outlasts the outage and a
+  // slow restart, so the handler is not aborted and the attempt not lost.
+  const worker = spawnWorker({ dbUrl: server.dbUrl, events, args: ['--heartbeat', '4000', '--executors', '2', '--shutdown-timeout', '1000'] });
   await worker.workerId();
   const db = createPgDb({ connectionString: server.dbUrl });
   const client = createClient({ force: true, db });

@@ -23,8 +23,8 @@ const { definitions } = require('../fixtures/policy-jobs.js') as { definitions: 
 const server = useFaultServer();
 
 /** `acta worker` processes of the fixture in namespace `ns`, running only `run` (POLICY_DEFINITIONS). */
-function startWorkers(n: number, ns: string, events: string, run: string, options: { executors?: number; env?: Record<string, string>; build?: string } = {}): WorkerProcess[] {
-  const args = ['--namespace', ns, '--heartbeat', String(H), '--executors', String(options.executors ?? 4), '--shutdown-timeout', '1000'];
+function startWorkers(n: number, ns: string, events: string, run: string, options: { executors?: number; env?: Record<string, string>; build?: string; heartbeatMs?: number } = {}): WorkerProcess[] {
+  const args = ['--namespace', ns, '--heartbeat', String(options.heartbeatMs ?? H), '--executors', String(options.executors ?? 4), '--shutdown-timeout', '1000'];
   if (options.build !== undefined) args.push('--build', options.build);
   return Array.from({ length: n }, () => spawnWorker({ dbUrl: server.dbUrl, events, module: MODULE, args, env: { POLICY_DEFINITIONS: run, ...options.env } }));
 }
@@ -63,8 +63,9 @@ test('a concurrency key shared by three worker processes: never more attempts of
   const events = eventsFile();
   const workers = startWorkers(3, ns, events, 'keyed'); // limit 2, 12 executors in all
   await Promise.all(workers.map((w) => w.workerId()));
-  const a = await enqueue(ns, 'keyed', range(30).map((i) => ({ key: 'a', i, ms: 100 })));
-  const b = await enqueue(ns, 'keyed', range(6).map((i) => ({ key: 'b', i, ms: 100 })));
+  // One call, b's rows behind a's: two calls let a's rows run while a loaded run opened the second.
+  const ab = await enqueue(ns, 'keyed', [...range(30).map((i) => ({ key: 'a', i, ms: 100 })), ...range(6).map((i) => ({ key: 'b', i, ms: 100 }))]);
+  const [a, b] = [ab.slice(0, 30), ab.slice(30)];
   await waitForStatus(server, [...a, ...b], 'succeeded', 'the jobs of both keys to succeed');
   await stopAll(workers);
 
@@ -170,18 +171,20 @@ test('SIGSTOP of a key\'s holder past its lease, then SIGCONT: the woken worker 
 test('a worker restarted at once after kill -9 honours the key\'s limit from its first claim: the dead attempts hold their slots until recovery returns them', async () => {
   const ns = 'key-restart';
   const events = eventsFile();
-  const [a] = startWorkers(1, ns, events, 'keyed'); // limit 2
+  // H = 3 s (lease 12 s): the restarted process starts and claims well before recovery returns
+  // the dead attempts, however slowly a loaded run starts it.
+  const [a] = startWorkers(1, ns, events, 'keyed', { heartbeatMs: 3 * H }); // limit 2
   const aId = await a.workerId();
   const jobIds = await enqueue(ns, 'keyed', [...range(2).map(() => ({ key: 'k', slowOnExecution: 1, ms: 100 })), ...range(4).map(() => ({ key: 'k', ms: 100 }))]);
   await waitFor(() => readEvents(events).filter((e) => e.event === 'start' && e.pid === a.pid).length === 2, 'two attempts of the key to start in A');
   await waitFor(async () => (await server.query<{ n: number }>('select count(*)::int as n from acta.jobs where id = any($1) and started', [jobIds]))[0].n === 2, 'their starts to be reported', 10 * H);
   a.kill('SIGKILL');
   await a.exited;
-  const [a2] = startWorkers(1, ns, events, 'keyed');
+  const [a2] = startWorkers(1, ns, events, 'keyed', { heartbeatMs: 3 * H });
   const a2Id = await a2.workerId();
   // Another key's job: A2 claims at once, while the key's slots are still the dead attempts'.
   const [other] = await enqueue(ns, 'keyed', [{ key: 'other', ms: 100 }]);
-  await waitForStatus(server, [...jobIds, other], 'succeeded', 'every job to succeed in the restarted worker', 30 * H);
+  await waitForStatus(server, [...jobIds, other], 'succeeded', 'every job to succeed in the restarted worker', 60 * H);
   await stopAll([a2]);
 
   const attempts = await ledger(server, ns);
@@ -301,7 +304,9 @@ test('fair order: a tenant\'s job enqueued behind another tenant\'s 2,000 is cla
   const N = 8;
   const workers = startWorkers(W, ns, events, 'fair', { executors: N });
   await Promise.all(workers.map((w) => w.workerId()));
-  const burst = await enqueue(ns, 'fair', range(2_000).map((i) => ({ tenant: 'A', i, ms: 200 })));
+  // The first W x N take 2 s: every worker's first claim comes before any of them ends, however
+  // late a loaded run wakes the second worker.
+  const burst = await enqueue(ns, 'fair', range(2_000).map((i) => ({ tenant: 'A', i, ms: i < W * N ? 2_000 : 200 })));
   await waitFor(async () => (await server.query<{ n: number }>(`select count(*)::int as n from acta.jobs where namespace = $1 and status = 'succeeded'`, [ns]))[0].n >= 100, 'A to run 100 jobs', 30_000, 50);
   const [lone] = await enqueue(ns, 'fair', [{ tenant: 'B', ms: 200 }]);
   const visibleAt = await dbNow(server); // B's enqueue has committed: every claim from now on sees it

@@ -182,8 +182,22 @@ test('the heartbeat waits briefly for a row another transaction holds (a step re
     setTimeout(() => void other.query('commit'), ms);
   };
   try {
-    await holdFor(30); // a step record committing 30 ms later
+    // A step record committing as soon as the heartbeat waits for it (at most 2 s on: a heartbeat
+    // that does not wait has answered by then). A fixed delay could outlast the 100 ms wait under load.
+    await other.query('begin');
+    await other.query('select 1 from acta.jobs where id = $1 for share', [id]);
+    const committed = (async () => {
+      let waited = false;
+      for (let i = 0; i < 400 && !waited; i++) {
+        const { rows } = await other.query<{ waiting: boolean }>(`select exists (select 1 from pg_stat_activity a where pg_backend_pid() = any (pg_blocking_pids(a.pid))) as waiting`);
+        waited = rows[0].waiting;
+        if (!waited) await new Promise((r) => setTimeout(r, 5));
+      }
+      await other.query('commit');
+      return waited;
+    })();
     const brief = await heartbeat(db, { workerId: worker, namespace: 'default', held, leaseMs: LEASE_MS });
+    expect(await committed).toBe(true); // the heartbeat waited for the record
     expect(brief.renewed.map((r) => r.id)).toEqual([id]); // skipped as "locked" before the fix
     await holdFor(600); // longer than the 100 ms the heartbeat waits
     const long = await heartbeat(db, { workerId: worker, namespace: 'default', held, leaseMs: LEASE_MS });
