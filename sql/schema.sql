@@ -2524,12 +2524,14 @@ declare
   v_result    jsonb;
   v_cancel    boolean;
   v_lane      text;
+  v_up        bigint;
+  v_lanes     text[];
   v_in_lane   integer[];
 begin
   -- Under the parent's lock, as acta.cancel_job takes it: a cancel is seen here, or sees the children.
   update acta.jobs j set started = true
   where j.id = p_parent and j.execution = p_execution and j.status = 'executing' and j.lease_holder = p_worker
-  returning j.namespace, j.cancel_requested_at is not null, j.lane into v_namespace, v_cancel, v_lane;
+  returning j.namespace, j.cancel_requested_at is not null, j.lane, j.parent_id into v_namespace, v_cancel, v_lane, v_up;
   if not found then
     return query select 'stale'::text, null::jsonb;
     return;
@@ -2554,9 +2556,20 @@ begin
   set children_open = coalesce(j.children_open, 0) + (length(v_created) - length(replace(v_created, 't', '')))
   where j.id = p_parent;
   v_result := jsonb_build_object('ids', to_jsonb(array(select x::text from unnest(v_ids) as x)));
-  if v_lane is not null then
+  -- The lanes held by the parent and by its ancestors that have not ended (see Contract).
+  v_lanes := array(
+    with recursive up (id, parent_id, lane, depth) as (
+      select a.id, a.parent_id, a.lane, 1 from acta.jobs a
+      where a.id = v_up and a.status in ('executing', 'waiting')
+      union all
+      select a.id, a.parent_id, a.lane, u.depth + 1 from up u join acta.jobs a on a.id = u.parent_id
+      where a.status in ('executing', 'waiting') and u.depth < 1000
+    )
+    select u.lane from up u where u.lane is not null);
+  if v_lane is not null then v_lanes := v_lanes || v_lane; end if;
+  if cardinality(v_lanes) > 0 then
     v_in_lane := array(select u.ord - 1 from unnest(string_to_array(v_created, null), p_lanes) with ordinality as u(created, lane, ord)
-                       where u.created = 't' and u.lane = v_lane order by u.ord);
+                       where u.created = 't' and u.lane = any (v_lanes) order by u.ord);
     if cardinality(v_in_lane) > 0 then v_result := v_result || jsonb_build_object('inLane', to_jsonb(v_in_lane)); end if;
   end if;
   insert into acta.steps (job_id, name, execution, result) values (p_parent, p_step, p_execution, v_result);

@@ -328,13 +328,15 @@ export class ChildFailedError extends ActaError {
 }
 
 /**
- * `ctx.waitForChildren()` with a child in the parent's own lane that has not ended: the parked parent holds
- * the lane, so the child cannot start before the parent ends and the wait would never end. The
- * parent fails without retry; the child runs after it (docs/workflows.md, "Child jobs").
+ * `ctx.waitForChildren()` with a child that has not ended in the lane of the parent, or of an
+ * ancestor that had not ended when the child was spawned: the parked parent (or that ancestor,
+ * which waits for the parent or may) holds the lane, so the child cannot start before it ends and
+ * the wait would never end. The parent fails without retry; the child runs after the lane's holder
+ * (docs/workflows.md, "Child jobs").
  */
 export class ChildInParentLaneError extends ActaError {
   constructor(readonly childId: string, readonly lane: string) {
-    super('ACTA_CHILD_IN_PARENT_LANE', `waitForChildren: child job ${childId} is in the parent's own lane "${lane}" and cannot start before the parent ends, so the wait would never end; give children you wait for another lane, or none`);
+    super('ACTA_CHILD_IN_PARENT_LANE', `waitForChildren: child job ${childId} is in lane "${lane}", which the parent or an ancestor that has not ended holds, so it cannot start before that job ends and the wait would never end; give children you wait for a lane no ancestor holds, or none`);
   }
 }
 

@@ -275,7 +275,7 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
       return failFinal(a, storedError(err), 'handler threw a non-Error value');
     }
     if (!aborted && isInstance(err, ChildFailedError)) return failFinal(a, storedError(err), 'a fail-parent child did not succeed');
-    if (!aborted && isInstance(err, ChildInParentLaneError)) return failFinal(a, storedError(err), "a wait for a child in the parent's own lane");
+    if (!aborted && isInstance(err, ChildInParentLaneError)) return failFinal(a, storedError(err), "a wait for a child in a lane the parent or an ancestor holds");
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
       return failFinal(a, storedError(err), 'step result cannot be stored');
     }

@@ -28,7 +28,7 @@ export interface WorkflowStore {
 /** A child's statuses that end it for its parent's wait. */
 const ENDED = new Set<string>(['succeeded', 'failed', 'cancelled', 'deleted']);
 
-/** A spawn step's result (acta.spawn_children): the ids, and the indexes of the children in the parent's own lane. */
+/** A spawn step's result (acta.spawn_children): the ids, and the indexes of the children in a lane the parent or an unfinished ancestor holds. */
 interface SpawnResult {
   ids: JobId[];
   inLane?: number[];
@@ -58,9 +58,8 @@ export interface WorkflowContext {
    * Parks the job until every child spawned so far has ended (succeeded, failed for good,
    * cancelled or deleted), then returns each child's outcome in spawn order. Throws
    * ChildFailedError when a child spawned 'fail-parent' did not succeed, ChildInParentLaneError
-   * when a child that has not ended is in the parent's own lane (it could not start before the
-   * parent ends); either
-   * way the parent fails without retry.
+   * when a child that has not ended is in a lane the parent or an ancestor holds (it could not
+   * start before that job ends); either way the parent fails without retry.
    */
   waitForChildren(): Promise<ChildOutcome[]>;
 }
@@ -137,12 +136,12 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       const ids = spawned.map((c) => c.id);
       if (ids.length === 0) return [];
       if (!(await steps()).has(step)) {
-        // A child in the parent's lane that has not ended (cancelled or deleted ones have) could
-        // never start while the parent holds the lane.
+        // A child in a lane the parent or an unfinished ancestor held at the spawn, that has not
+        // ended (cancelled or deleted ones have), could never start while that job holds the lane.
         const inLane = spawned.filter((c) => c.inParentLane);
         if (inLane.length > 0) {
           const open = (await store.children(inLane.map((c) => c.id))).findIndex((o) => !ENDED.has(o.status));
-          if (open >= 0) throw new ChildInParentLaneError(String(inLane[open].id), inLane[open].lane ?? "the parent's");
+          if (open >= 0) throw new ChildInParentLaneError(String(inLane[open].id), inLane[open].lane ?? '');
         }
         return park({ outcome: 'children_wait', step, timeoutMs: null });
       }

@@ -114,6 +114,43 @@ test("a parent waiting for a child in its own lane fails without retry, saying w
   }
 });
 
+test("a parent waiting for a child in its waiting grandparent's lane fails without retry; the child runs, and the grandparent resumes with the parent's failure", async () => {
+  const child = defineJob({ name: 'wf-gl-child', handler: () => 'ran' });
+  const parent = defineJob({
+    name: 'wf-gl-parent',
+    handler: async (p: { lane: string }, ctx) => {
+      await ctx.spawn(child, {}, { lane: p.lane });
+      return ctx.waitForChildren();
+    },
+  });
+  const grand = defineJob({
+    name: 'wf-gl-grand',
+    handler: async (p: { lane: string }, ctx) => {
+      await ctx.spawn(parent, p); // the parent in no lane; its child in the grandparent's
+      return (await ctx.waitForChildren()).map((o) => o.status);
+    },
+  });
+  const client = createClient({ force: true, db });
+  const worker = createWorker({ db, definitions: [grand, parent, child], logger: silentLogger, executors: 3 });
+  await worker.start();
+  try {
+    // Before the rule covered ancestors, the parent parked for a child that could not start while
+    // the grandparent, parked for the parent, held lane G: all three waited for ever.
+    const g = await client.enqueue(grand, { lane: 'G' }, { lane: 'G' });
+    expect(await client.result(g.id, { timeoutMs: 15_000 })).toEqual(['failed']);
+    const [{ id: parentId }] = (await db.query<{ id: string }>('select id::text from acta.jobs where parent_id = $1', [g.id])).rows;
+    const failed = await client.getJob(parentId);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'ChildInParentLaneError', message: expect.stringContaining('lane "G"') } });
+    const [{ id: childId }] = (await db.query<{ id: string }>('select id::text from acta.jobs where parent_id = $1', [parentId])).rows;
+    expect(await client.result(childId, { timeoutMs: 10_000 })).toBe('ran');
+    // The grandparent's lane left free (another lane for the child): the family completes.
+    const fine = await client.enqueue(grand, { lane: 'M' }, { lane: 'G' });
+    expect(await client.result(fine.id, { timeoutMs: 15_000 })).toEqual(['succeeded']);
+  } finally {
+    await worker.stop();
+  }
+});
+
 test('acta signal delivers by id and by key, and exits 1 saying why when the job has ended', async () => {
   const client = createClient({ force: true, db });
   const { id } = await client.enqueue('wf-cli', {}, { idempotencyKey: 'cli-job' });

@@ -235,6 +235,29 @@ export function workflowCases(get: () => LedgerUnderTest): void {
     expect((await spawnIn(free, rows(['c'], { lanes: ['L'] }))).result).not.toHaveProperty('inLane');
   });
 
+  test("a spawn also records the children in the lane of an ancestor that has not ended (a grandparent waiting for the parent); not of one that ended", async () => {
+    const t = await setup(['g', 'p', 'c']);
+    const [waiting] = await t.enqueue('g', 1, { lanes: ['G'] });
+    const [g] = await t.claim('g');
+    expect(g.id).toBe(waiting);
+    const [parentId] = ((await t.spawn(g, ['p'])).result as { ids: string[] }).ids;
+    await t.complete([childrenWait(g)]);
+    const [parent] = await t.claim('p');
+    expect(parent.id).toBe(parentId);
+    const spawnIn = (row: ClaimedRow, r: EnqueueRows) =>
+      t.ledger.spawnChildren({ workerId: t.workerId, parentId: row.id, execution: row.execution, step: 'acta:spawn:0', rows: r, failParent: r.definitions.map(() => false) });
+    expect((await spawnIn(parent, rows(['c', 'c', 'c'], { lanes: ['M', 'G', null] }))).result).toMatchObject({ inLane: [1] });
+
+    // An ancestor that ended holds no lane: nothing recorded.
+    await t.enqueue('g', 1, { lanes: ['H'] });
+    const [g2] = await t.claim('g');
+    const [p2Id] = ((await t.spawn(g2, ['p'])).result as { ids: string[] }).ids;
+    await t.complete([ended(g2, 'succeeded')]);
+    const [p2] = await t.claim('p');
+    expect(p2.id).toBe(p2Id);
+    expect((await spawnIn(p2, rows(['c'], { lanes: ['H'] }))).result).not.toHaveProperty('inLane');
+  });
+
   test("a waiting lane head keeps its lane held: the rows behind it wait until it ends, not when it parks or wakes", async () => {
     const t = await setup(['l']);
     const [head, behind] = await t.enqueue('l', 2, { lanes: ['L', 'L'] });

@@ -115,7 +115,15 @@ export function spawnChildren(store: Store, tx: Tx, a: { workerId: string; paren
     child.failParent = a.failParent[i] ?? false;
   });
   parent.childrenOpen = (parent.childrenOpen ?? 0) + made.filter((m) => m.created).length;
-  const inLane = parent.lane === null ? [] : made.flatMap((m, i) => (m.created && a.rows.lanes?.[i] === parent.lane ? [i] : []));
+  // The lanes held by the parent and its ancestors that have not ended (spawn_children.sql, Contract).
+  const held = new Set<string>();
+  for (let j: MemoryJob | undefined = parent; j && (j.status === 'executing' || j.status === 'waiting'); j = j.parentId === null ? undefined : store.jobs.get(j.parentId)) {
+    if (j.lane !== null) held.add(j.lane);
+  }
+  const inLane = made.flatMap((m, i) => {
+    const lane = a.rows.lanes?.[i];
+    return m.created && lane != null && held.has(lane) ? [i] : [];
+  });
   const result = inLane.length > 0 ? { ids: made.map((m) => m.id as string), inLane } : { ids: made.map((m) => m.id as string) };
   steps.set(a.step, { jobId: parent.id, name: a.step, execution: a.execution, result, recordedAt: tx.now });
   return { status: 'recorded', result: copyJson(result) };
