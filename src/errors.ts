@@ -92,16 +92,20 @@ export class ConfigError extends ActaError {
 /**
  * An embedded (PGlite) data directory already open in another live process (`pid`), or, with
  * `pid` -1, whose lock file could not be taken in 50 tries though no live process holds it.
+ * `unshared`: that process does not serve it to others (connect.ts).
  */
 export class DataDirLockedError extends ActaError {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
+    readonly unshared = false,
   ) {
     super(
       'ACTA_DATA_DIR_LOCKED',
       pid === process.pid
         ? `the data directory ${dataDir} is locked with this process's pid (${pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process that had the same pid (a container's PID 1 after a crash: then remove ${dataDir}/acta.lock)`
+        : pid > 0 && unshared
+        ? `the data directory ${dataDir} is in use by process ${pid}, which does not serve it to other processes (opened with share: false, or its socket could not be bound); one process per data directory`
         : pid > 0
         ? `the data directory ${dataDir} is in use by process ${pid}; one process per data directory`
         : `the data directory ${dataDir}: its lock file (acta.lock) could not be taken, and no live process holds it; remove acta.lock* there if no process uses the folder`,

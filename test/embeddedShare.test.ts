@@ -181,7 +181,7 @@ describe('the share on its own (one process serving, another Db reading through 
   });
 });
 
-test('a folder held by a process that does not serve it still refuses with DataDirLockedError', async () => {
+test('a folder held by a process that does not serve it refuses with DataDirLockedError saying so, without waiting for a socket; once it is gone the folder opens', async () => {
   const data = path.join(dir, 'data');
   const child = spawn(process.execPath, ['-e', `require('./dist/src').createPgliteDb({ dataDir: ${JSON.stringify(data)}, share: false }).then(() => { console.log('open'); setInterval(() => {}, 1000); })`], {
     cwd: ROOT,
@@ -189,7 +189,18 @@ test('a folder held by a process that does not serve it still refuses with DataD
   });
   children.push(child);
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
-  await expect(connect({ dataDir: data })).rejects.toBeInstanceOf(DataDirLockedError);
+  // unshared: read from the holder's acta.unshared, not concluded after the socket wait.
+  const refused = await connect({ dataDir: data }).then(() => undefined, (err: unknown) => err);
+  expect(refused).toBeInstanceOf(DataDirLockedError);
+  expect(refused).toMatchObject({ pid: child.pid, unshared: true, message: expect.stringContaining('does not serve it') });
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  const db = await connect({ dataDir: data });
+  try {
+    expect((await db.query<{ one: number }>('select 1 as one')).rows).toEqual([{ one: 1 }]);
+  } finally {
+    await db.close();
+  }
 }, 120_000);
 
 test('a holder that dies before it serves the folder (killed while PGlite started) leaves it to the process waiting for its socket', async () => {

@@ -3,7 +3,7 @@ import { DataDirLockedError, DbClosedError, EmbeddedShareClosedError } from '../
 import type { Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, socketPathFor } from './embeddedShare';
 import { createPgDb } from './pgDb';
-import { createPgliteDb, isAlive } from './pgliteDb';
+import { createPgliteDb, isAlive, readLock, unsharedPath } from './pgliteDb';
 
 /** Where the embedded default keeps its data when nothing else is said: `./.acta/data`. */
 export const DEFAULT_DATA_DIR = path.join('.acta', 'data');
@@ -68,6 +68,8 @@ async function openEmbedded(dataDir: string, onLost: () => void): Promise<{ db: 
       if (shared) return { db: shared, shared: true };
       // The holder died before serving (killed while PGlite started): its lock is stale, the folder free.
       if (!isAlive(err.pid)) return openEmbedded(dataDir, onLost);
+      // The holder does not serve it: no socket will come.
+      if (readLock(unsharedPath(dataDir)) === String(err.pid)) throw new DataDirLockedError(dataDir, err.pid, true);
       if (Date.now() >= deadline) throw err;
       await pause();
     }

@@ -72,8 +72,22 @@ export function lockDataDir(dataDir: string): () => void {
   }
 }
 
-/** The lock's content, or undefined if it does not exist. */
-function readLock(lockPath: string): string | undefined {
+/**
+ * `<dataDir>/acta.unshared` holds the pid of the folder's holder while it does not serve the folder
+ * to other processes (share: false, or its socket could not be bound), so that connect() in another
+ * process refuses at once instead of waiting for a socket that will not come (connect.ts). Only
+ * ever removed by the process whose pid it holds; a stale one names a pid that no longer holds the lock.
+ */
+export const unsharedPath = (dataDir: string): string => path.join(dataDir, 'acta.unshared');
+
+function markUnshared(dataDir: string, unshared: boolean): void {
+  const file = unsharedPath(dataDir);
+  if (unshared) fs.writeFileSync(file, String(process.pid));
+  else if (readLock(file) === String(process.pid)) fs.rmSync(file, { force: true });
+}
+
+/** The lock's content (or another small file's), or undefined if it does not exist. */
+export function readLock(lockPath: string): string | undefined {
   try {
     return fs.readFileSync(lockPath, 'utf8');
   } catch (err) {
@@ -158,8 +172,13 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
   const inMemory = options.dataDir.startsWith('memory://');
   // Resolved once: the lock, its release and the socket name the folder as it was at the open.
   const dataDir = inMemory ? options.dataDir : path.resolve(options.dataDir);
-  const release = inMemory ? () => undefined : lockDataDir(dataDir);
+  const unlock = inMemory ? () => undefined : lockDataDir(dataDir);
+  const release = () => {
+    if (!inMemory) markUnshared(dataDir, false);
+    unlock();
+  };
   try {
+    if (!inMemory) markUnshared(dataDir, options.share === false);
     const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(dataDir);
     // One session, whose transactions run one at a time: no other snapshot can be held while a
@@ -241,7 +260,10 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
       },
     };
     // Not served (a socket path that cannot be bound): this process still has the folder; others get DataDirLockedError.
-    if (!inMemory && options.share !== false) share = await shareDb(db, socketPathFor(dataDir)).catch(() => undefined);
+    if (!inMemory && options.share !== false) {
+      share = await shareDb(db, socketPathFor(dataDir)).catch(() => undefined);
+      if (!share) markUnshared(dataDir, true);
+    }
     return db;
   } catch (err) {
     release();
