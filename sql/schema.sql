@@ -198,6 +198,9 @@ create table acta.schedules (
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
   priority integer not null default 0,
+  concurrency_key text,
+  rate_key text,
+  lane text,
   constraint schedules_catch_up_check CHECK ((catch_up = ANY (ARRAY['latest'::text, 'all'::text, 'none'::text]))),
   constraint schedules_catch_up_window_ms_check CHECK ((catch_up_window_ms >= 0)),
   constraint schedules_pkey PRIMARY KEY (namespace, name),
@@ -259,7 +262,8 @@ begin
   order by s.name
   for update;
   with wanted as (
-    select s.namespace, s.name, s.definition, s.payload, s.priority, w.at, o.id as ended_id, o.scheduled_at as ended_at, o.status as ended_status
+    select s.namespace, s.name, s.definition, s.payload, s.priority, s.concurrency_key, s.rate_key, s.lane,
+           w.at, o.id as ended_id, o.scheduled_at as ended_at, o.status as ended_status
     from unnest(p_names, p_versions, p_instants) as w(name, version, at)
     join acta.schedules s on s.namespace = p_namespace and s.name = w.name and s.version = w.version
     left join acta.jobs o on o.id = s.job_id
@@ -267,8 +271,8 @@ begin
       and (o.id is null or o.status in ('succeeded', 'failed', 'cancelled'))
   ),
   armed as (
-    insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at)
-    select w.namespace, w.definition, w.payload, w.priority, w.at, w.name, w.at from wanted w
+    insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at, concurrency_key, rate_key, lane)
+    select w.namespace, w.definition, w.payload, w.priority, w.at, w.name, w.at, w.concurrency_key, w.rate_key, w.lane from wanted w
     on conflict (namespace, schedule, scheduled_at) where schedule is not null do nothing
     returning id, schedule, scheduled_at
   )
@@ -1276,8 +1280,8 @@ begin
       where j.id = any (v_fires)
     ),
     armed as (
-      insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at)
-      select s.namespace, s.definition, s.payload, s.priority, e.next_at, s.name, e.next_at
+      insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at, concurrency_key, rate_key, lane)
+      select s.namespace, s.definition, s.payload, s.priority, e.next_at, s.name, e.next_at, s.concurrency_key, s.rate_key, s.lane
       from ended e
       join acta.schedules s on s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id
       where not s.paused and e.next_at > e.scheduled_at
@@ -1986,25 +1990,30 @@ begin
              x ->> 'name' as name, d.name as definition, x ->> 'cron' as cron,
              coalesce(x ->> 'timeZone', 'UTC') as time_zone, coalesce(x -> 'payload', 'null'::jsonb) as payload,
              coalesce(x ->> 'catchUp', 'latest') as catch_up, (x ->> 'catchUpWindowMs')::bigint as window_ms,
-             coalesce((x ->> 'priority')::integer, 0) as priority
+             coalesce((x ->> 'priority')::integer, 0) as priority,
+             x ->> 'concurrencyKey' as concurrency_key, x ->> 'rateKey' as rate_key, x ->> 'lane' as lane
       from acta.definitions d
       cross join lateral jsonb_array_elements(case when jsonb_typeof(d.policy -> 'schedules') = 'array' then d.policy -> 'schedules' else '[]'::jsonb end) as x
       where d.namespace = p_namespace and d.name = any (v_defs)
       order by x ->> 'name', d.name
     )
     select coalesce(ds.name, s.name) as name, s.job_id, s.name is null as added, ds.name is null as dropped,
-           ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority
+           ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority,
+           ds.concurrency_key, ds.rate_key, ds.lane
     from desired ds
     full join (select * from acta.schedules where namespace = p_namespace) s on s.name = ds.name
     where (ds.name is null and s.source = 'declared' and s.definition = any (v_defs))
        or (ds.name is not null and (s.name is null
-           or (s.source, s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority)
-              is distinct from ('declared', ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority)))
+           or (s.source, s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane)
+              is distinct from ('declared', ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority,
+                                ds.concurrency_key, ds.rate_key, ds.lane)))
     order by 1
   loop
     if v.added then
-      insert into acta.schedules (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority, source)
-      values (p_namespace, v.name, v.definition, v.cron, v.time_zone, v.payload, v.catch_up, v.window_ms, v.priority, 'declared');
+      insert into acta.schedules (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority,
+                                  concurrency_key, rate_key, lane, source)
+      values (p_namespace, v.name, v.definition, v.cron, v.time_zone, v.payload, v.catch_up, v.window_ms, v.priority,
+              v.concurrency_key, v.rate_key, v.lane, 'declared');
       continue;
     end if;
     delete from acta.jobs j
@@ -2016,7 +2025,8 @@ begin
     else
       update acta.schedules
       set definition = v.definition, cron = v.cron, time_zone = v.time_zone, payload = v.payload,
-          catch_up = v.catch_up, catch_up_window_ms = v.window_ms, priority = v.priority, source = 'declared',
+          catch_up = v.catch_up, catch_up_window_ms = v.window_ms, priority = v.priority,
+          concurrency_key = v.concurrency_key, rate_key = v.rate_key, lane = v.lane, source = 'declared',
           version = version + 1, job_id = null, next_fire_at = null, updated_at = now()
       where namespace = p_namespace and name = v.name;
     end if;

@@ -144,6 +144,9 @@ export function nameOption(what: string, value: unknown, maxBytes?: number): str
  */
 export const MAX_NAME_BYTES = 255;
 
+/** The longest policy key (a concurrency key, a rate key, a lane), in UTF-8 bytes: it is part of B-tree entries (jobs_parked_idx) that hold at most 2,704 bytes. */
+export const MAX_KEY_BYTES = 1_000;
+
 /**
  * Throws ConfigError for a key of `options` outside `known`: a misspelt option (`executor: 4`,
  * `maxAttempt`, `delayMs`) would otherwise be ignored silently. `what` names the object in the

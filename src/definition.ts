@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
-import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
-import { type DeclaredPolicy, INT4_MAX, type JobId } from './db/types';
+import { intOption, knownKeys, MAX_KEY_BYTES, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from './config';
+
+export { MAX_KEY_BYTES };
+import { type DeclaredPolicy, type DeclaredSchedule, INT4_MAX, type JobId } from './db/types';
 import { ConfigError } from './errors';
 import type { Step } from './worker/steps';
 import { checkSchedules, type ScheduleSpec } from './recurring/schedules';
@@ -145,8 +147,6 @@ export interface Definition<P = any, R = unknown> {
 
 const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff', 'concurrency', 'rate', 'lane', 'fair', 'schedule', 'subscribe'];
 
-/** The longest policy key (a concurrency key, a rate key, a lane), in UTF-8 bytes: it is part of B-tree entries (jobs_parked_idx) that hold at most 2,704 bytes. */
-export const MAX_KEY_BYTES = 1_000;
 
 /**
  * Checks a definition before anything touches the database; throws ConfigError. createWorker
@@ -187,7 +187,7 @@ export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): 
   if (d.lane !== undefined && typeof d.lane !== 'function') throw new ConfigError(`lane of definition "${name}" must be a function (payload) => string`);
   if (d.fair !== undefined && typeof d.fair !== 'boolean') throw new ConfigError(`fair of definition "${name}" must be a boolean`);
   if (d.fair === true && d.concurrency === undefined) throw new ConfigError(`fair of definition "${name}" needs concurrency: { key }: turns are taken by concurrency key`);
-  if (d.schedule !== undefined) checkSchedules(name, d.schedule);
+  if (d.schedule !== undefined) schedulesOf(d as Definition);
   if (d.subscribe !== undefined) checkSubscribe(d as Partial<Definition> & { name: string });
 }
 
@@ -216,9 +216,18 @@ export function declaredPolicy(d: Definition): DeclaredPolicy {
     rate: d.rate ? { limit: d.rate.limit, perMs: d.rate.perMs } : null,
     lane: d.lane !== undefined,
     fair: d.fair === true,
-    ...(d.schedule === undefined ? {} : { schedules: checkSchedules(d.name, d.schedule) }),
+    ...(d.schedule === undefined ? {} : { schedules: schedulesOf(d) }),
     ...(d.subscribe === undefined ? {} : { subscribe: checkSubscribe(d) }),
   };
+}
+
+/**
+ * A definition's schedules, checked, each with its fires' policy keys (migration 0021): the spec's
+ * own, else the definition's key functions on the schedule's payload, as an enqueue computes them
+ * (policyKeys), so its fires are admitted like enqueued jobs. Throws ConfigError.
+ */
+export function schedulesOf(d: Pick<Definition, 'name' | 'concurrency' | 'rate' | 'lane' | 'schedule'>): DeclaredSchedule[] {
+  return checkSchedules(d.name, d.schedule).map((s) => ({ ...s, ...policyKeys(d, s.payload, s) }));
 }
 
 /**

@@ -4,7 +4,8 @@
 -- Contract: p_names, p_versions and p_instants run in parallel. A schedule is armed only while it
 -- needs a fire: not paused, still at the version the instant was computed for, and no fire armed or
 -- running (job_id null, or its job ended or gone: that fire's instant and outcome become the
--- schedule's last). The fire is a Ready job of the schedule's definition, payload and priority,
+-- schedule's last). The fire is a Ready job of the schedule's definition, payload, priority and
+-- policy keys (migration 0021),
 -- due at its instant. Returns how many were armed. A fire's completion arms the next one itself
 -- (acta.complete_executions, "Recurring fire"); this covers a schedule added, changed or resumed,
 -- and a fire that ended elsewhere (recovery, a cancel).
@@ -26,7 +27,8 @@ begin
   order by s.name
   for update;
   with wanted as (
-    select s.namespace, s.name, s.definition, s.payload, s.priority, w.at, o.id as ended_id, o.scheduled_at as ended_at, o.status as ended_status
+    select s.namespace, s.name, s.definition, s.payload, s.priority, s.concurrency_key, s.rate_key, s.lane,
+           w.at, o.id as ended_id, o.scheduled_at as ended_at, o.status as ended_status
     from unnest(p_names, p_versions, p_instants) as w(name, version, at)
     join acta.schedules s on s.namespace = p_namespace and s.name = w.name and s.version = w.version
     left join acta.jobs o on o.id = s.job_id
@@ -34,8 +36,8 @@ begin
       and (o.id is null or o.status in ('succeeded', 'failed', 'cancelled'))
   ),
   armed as (
-    insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at)
-    select w.namespace, w.definition, w.payload, w.priority, w.at, w.name, w.at from wanted w
+    insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at, concurrency_key, rate_key, lane)
+    select w.namespace, w.definition, w.payload, w.priority, w.at, w.name, w.at, w.concurrency_key, w.rate_key, w.lane from wanted w
     on conflict (namespace, schedule, scheduled_at) where schedule is not null do nothing
     returning id, schedule, scheduled_at
   )

@@ -239,8 +239,8 @@ begin
       where j.id = any (v_fires)
     ),
     armed as (
-      insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at)
-      select s.namespace, s.definition, s.payload, s.priority, e.next_at, s.name, e.next_at
+      insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at, concurrency_key, rate_key, lane)
+      select s.namespace, s.definition, s.payload, s.priority, e.next_at, s.name, e.next_at, s.concurrency_key, s.rate_key, s.lane
       from ended e
       join acta.schedules s on s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id
       where not s.paused and e.next_at > e.scheduled_at

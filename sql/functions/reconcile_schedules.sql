@@ -3,7 +3,7 @@
 -- declaration: acta.refresh_definitions; docs/schedules.md, "Declared schedules").
 --
 -- Contract: a declared schedule missing from its definition's declaration is removed; one whose
--- definition, cron, zone, payload, catch-up or priority changed is updated (version + 1); a new one is added
+-- definition, cron, zone, payload, catch-up, priority or policy keys changed is updated (version + 1); a new one is added
 -- (a runtime schedule of the same name is taken over: code wins). A removed or changed schedule's
 -- armed fire that has not started is deleted; a running one finishes, detached (its completion arms
 -- nothing). Changed and added schedules are left unarmed for the schedules pass
@@ -32,25 +32,30 @@ begin
              x ->> 'name' as name, d.name as definition, x ->> 'cron' as cron,
              coalesce(x ->> 'timeZone', 'UTC') as time_zone, coalesce(x -> 'payload', 'null'::jsonb) as payload,
              coalesce(x ->> 'catchUp', 'latest') as catch_up, (x ->> 'catchUpWindowMs')::bigint as window_ms,
-             coalesce((x ->> 'priority')::integer, 0) as priority
+             coalesce((x ->> 'priority')::integer, 0) as priority,
+             x ->> 'concurrencyKey' as concurrency_key, x ->> 'rateKey' as rate_key, x ->> 'lane' as lane
       from acta.definitions d
       cross join lateral jsonb_array_elements(case when jsonb_typeof(d.policy -> 'schedules') = 'array' then d.policy -> 'schedules' else '[]'::jsonb end) as x
       where d.namespace = p_namespace and d.name = any (v_defs)
       order by x ->> 'name', d.name
     )
     select coalesce(ds.name, s.name) as name, s.job_id, s.name is null as added, ds.name is null as dropped,
-           ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority
+           ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority,
+           ds.concurrency_key, ds.rate_key, ds.lane
     from desired ds
     full join (select * from acta.schedules where namespace = p_namespace) s on s.name = ds.name
     where (ds.name is null and s.source = 'declared' and s.definition = any (v_defs))
        or (ds.name is not null and (s.name is null
-           or (s.source, s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority)
-              is distinct from ('declared', ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority)))
+           or (s.source, s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane)
+              is distinct from ('declared', ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority,
+                                ds.concurrency_key, ds.rate_key, ds.lane)))
     order by 1
   loop
     if v.added then
-      insert into acta.schedules (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority, source)
-      values (p_namespace, v.name, v.definition, v.cron, v.time_zone, v.payload, v.catch_up, v.window_ms, v.priority, 'declared');
+      insert into acta.schedules (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority,
+                                  concurrency_key, rate_key, lane, source)
+      values (p_namespace, v.name, v.definition, v.cron, v.time_zone, v.payload, v.catch_up, v.window_ms, v.priority,
+              v.concurrency_key, v.rate_key, v.lane, 'declared');
       continue;
     end if;
     delete from acta.jobs j
@@ -62,7 +67,8 @@ begin
     else
       update acta.schedules
       set definition = v.definition, cron = v.cron, time_zone = v.time_zone, payload = v.payload,
-          catch_up = v.catch_up, catch_up_window_ms = v.window_ms, priority = v.priority, source = 'declared',
+          catch_up = v.catch_up, catch_up_window_ms = v.window_ms, priority = v.priority,
+          concurrency_key = v.concurrency_key, rate_key = v.rate_key, lane = v.lane, source = 'declared',
           version = version + 1, job_id = null, next_fire_at = null, updated_at = now()
       where namespace = p_namespace and name = v.name;
     end if;

@@ -1,8 +1,9 @@
 import type { Db } from '../db/Db';
 import { armSchedules, listSchedules, putRuntimeSchedule, removeSchedule, type ScheduleRecord, setSchedulePaused, triggerSchedule, unarmedSchedules } from '../db/schedules';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { type Definition, policyKeys } from '../definition';
 import { ConfigError } from '../errors';
-import { armInstants, checkScheduleSpec, scheduleOf, type ScheduleSpec } from '../recurring/schedules';
+import { armInstants, checkScheduleSpec, type ScheduleSpec } from '../recurring/schedules';
 
 /**
  * Schedules at runtime (docs/schedules.md, "At runtime"), beside the ones declared in code. Names
@@ -11,13 +12,16 @@ import { armInstants, checkScheduleSpec, scheduleOf, type ScheduleSpec } from '.
  */
 export interface ClientSchedules {
   /**
-   * Adds a schedule of `definition` (a name), or changes the runtime one of that name (its unstarted
-   * fire re-armed): 'added', 'changed' or 'same'. Throws ConfigError for a bad spec, a cron that
-   * never fires, a declared schedule's name, or a definition that no worker of the namespace has
-   * declared and the client does not define (its fires would never run), unless `force`
-   * (default: the client's).
+   * Adds a schedule of `definition` (a name, or the definition itself), or changes the runtime one of
+   * that name (its unstarted fire re-armed): 'added', 'changed' or 'same'. Its fires' policy keys
+   * are the spec's, else the definition's functions on its payload when the client knows the
+   * definition; by name, a definition stored with a concurrency limit, a rate or a lane needs them in
+   * the spec, as an enqueue by name does. Throws ConfigError for a bad spec, a cron that never fires,
+   * a key missing, a declared schedule's name, or a definition that no worker of the namespace has
+   * declared and the client does not define (its fires would never run), unless `force` (default:
+   * the client's).
    */
-  add(definition: string, spec: ScheduleSpec, options?: { force?: boolean }): Promise<'added' | 'changed' | 'same'>;
+  add(definition: string | Definition<any, any>, spec: ScheduleSpec, options?: { force?: boolean }): Promise<'added' | 'changed' | 'same'>;
   /** Every schedule of the namespace (or the one named), with its next fire, last fire and last outcome. */
   list(name?: string): Promise<ScheduleRecord[]>;
   /** Stops its fires (the unstarted armed one is deleted; one running finishes); false: no such schedule. */
@@ -31,7 +35,7 @@ export interface ClientSchedules {
 }
 
 /** `defines`: the client's own definitions, by name (none: it has none); `force`: the client's default of add's `force`. */
-export function clientSchedules(db: Db | undefined, namespace: string, defines: ReadonlyMap<string, unknown> | undefined, force: boolean): ClientSchedules {
+export function clientSchedules(db: Db | undefined, namespace: string, defines: ReadonlyMap<string, Pick<Definition<any, any>, 'name' | 'concurrency' | 'rate' | 'lane'>> | undefined, force: boolean): ClientSchedules {
   const need = (): Db => {
     if (!db) throw new ConfigError('client.schedules needs a client with a db');
     return db;
@@ -44,28 +48,43 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
     async add(definition, spec, options = {}) {
       const d = need();
       knownKeys('schedules.add option', options ?? {}, ['force']);
-      if (typeof definition !== 'string') throw new ConfigError(`schedules.add: the definition is a name, got ${JSON.stringify(definition)}`);
-      nameOption('the definition of schedules.add', definition, MAX_NAME_BYTES);
-      const s = checkScheduleSpec('schedules.add', spec, definition);
-      if (scheduleOf(s.cron, s.timeZone).next(new Date()) === null) {
-        throw new ConfigError(`schedules.add: cron ${JSON.stringify(s.cron)} in ${s.timeZone} has no instant from now on: it would never fire`);
-      }
-      if (!(options?.force ?? force) && !defines?.has(definition)) {
-        const { rows } = await d.query<{ found: boolean; here: string[] }>(
+      const given = definition as { name?: unknown; handler?: unknown } | null;
+      const isDefinition = given !== null && typeof given === 'object' && typeof given.handler === 'function';
+      if (typeof definition !== 'string' && !isDefinition) throw new ConfigError(`schedules.add: the definition is a name or the definition itself (defineJob), got ${JSON.stringify(definition) ?? typeof definition}`);
+      const name = nameOption('the definition of schedules.add', isDefinition ? given.name : definition, MAX_NAME_BYTES);
+      const def = isDefinition ? (definition as Pick<Definition<any, any>, 'name' | 'concurrency' | 'rate' | 'lane'>) : defines?.get(name);
+      const checked = checkScheduleSpec('schedules.add', spec, name);
+      const s = { ...checked, ...policyKeys(def, checked.payload, checked) };
+      if (!def) {
+        const { rows } = await d.query<{ found: boolean; here: string[]; policy: { concurrency?: unknown; rate?: unknown; lane?: unknown } | null }>(
           `select exists (select 1 from acta.definitions d where d.namespace = $1 and d.name = $2) as found,
-                  array(select d.name from acta.definitions d where d.namespace = $1 order by d.name limit 21) as here`,
-          [namespace, definition],
+                  array(select d.name from acta.definitions d where d.namespace = $1 order by d.name limit 21) as here,
+                  (select d.policy from acta.definitions d where d.namespace = $1 and d.name = $2) as policy`,
+          [namespace, name],
         );
-        const here = rows[0]?.here ?? [];
-        if (rows[0]?.found !== true) {
+        // The keys an enqueue by name must give (acta.enqueue_jobs, "Rule"): its fires need them too.
+        const p = rows[0]?.policy;
+        const missing = [
+          ...(p && typeof p.concurrency === 'object' && p.concurrency !== null && s.concurrencyKey === null ? ['concurrencyKey'] : []),
+          ...(p && typeof p.rate === 'object' && p.rate !== null && s.rateKey === null ? ['rateKey'] : []),
+          ...(p && p.lane === true && s.lane === null ? ['lane'] : []),
+        ];
+        if (missing.length > 0) {
           throw new ConfigError(
-            `schedules.add: no worker of namespace "${namespace}" has declared definition "${definition}", so its fires would never run ` +
+            `schedules.add: definition "${name}" admits its jobs by ${missing.join(', ')}, which a schedule added by name cannot compute: ` +
+              `give ${missing.join(', ')} in the spec, or add it with the definition itself (or a client given its definitions)`,
+          );
+        }
+        const here = rows[0]?.here ?? [];
+        if (!(options?.force ?? force) && rows[0]?.found !== true) {
+          throw new ConfigError(
+            `schedules.add: no worker of namespace "${namespace}" has declared definition "${name}", so its fires would never run ` +
               `(declared there: ${here.length === 0 ? 'none' : here.slice(0, 20).join(', ') + (here.length > 20 ? ', …' : '')}). ` +
               'Start a worker that declares it first, give the client its definitions, or pass { force: true } (acta schedule add --force)',
           );
         }
       }
-      const answer = await putRuntimeSchedule(d, namespace, definition, s);
+      const answer = await putRuntimeSchedule(d, namespace, name, s);
       if (answer === 'declared') throw new ConfigError(`schedule "${s.name}" is declared in code: change it there`);
       await arm(d);
       return answer;

@@ -18,17 +18,18 @@ export interface ScheduleRecord extends DeclaredSchedule {
   lastOutcome: string | null;
 }
 
-const COLUMNS = `s.name, s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.source, s.paused,
+const COLUMNS = `s.name, s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane, s.source, s.paused,
   s.next_fire_at, s.job_id::text, s.last_fire_at, s.last_job_id::text, s.last_outcome`;
 
 type Row = {
   name: string; definition: string; cron: string; time_zone: string; payload: unknown; catch_up: DeclaredSchedule['catchUp'];
-  catch_up_window_ms: string | null; priority: number; source: 'declared' | 'runtime'; paused: boolean; next_fire_at: Date | null; job_id: string | null;
+  catch_up_window_ms: string | null; priority: number; concurrency_key: string | null; rate_key: string | null; lane: string | null; source: 'declared' | 'runtime'; paused: boolean; next_fire_at: Date | null; job_id: string | null;
   last_fire_at: Date | null; last_job_id: string | null; last_outcome: string | null;
 };
 const record = (r: Row): ScheduleRecord => ({
   name: r.name, definition: r.definition, cron: r.cron, timeZone: r.time_zone, payload: r.payload, catchUp: r.catch_up,
-  catchUpWindowMs: r.catch_up_window_ms === null ? null : Number(r.catch_up_window_ms), priority: r.priority, source: r.source, paused: r.paused,
+  catchUpWindowMs: r.catch_up_window_ms === null ? null : Number(r.catch_up_window_ms), priority: r.priority,
+  concurrencyKey: r.concurrency_key, rateKey: r.rate_key, lane: r.lane, source: r.source, paused: r.paused,
   nextFireAt: r.next_fire_at, jobId: r.job_id, lastFireAt: r.last_fire_at, lastJobId: r.last_job_id, lastOutcome: r.last_outcome,
 });
 
@@ -70,14 +71,18 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
        select s.source, s.job_id from acta.schedules s where s.namespace = $1 and s.name = $2
      ),
      put as (
-       insert into acta.schedules as s (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority, source)
-       values ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::bigint, $9::integer, 'runtime')
+       insert into acta.schedules as s (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority,
+                                        concurrency_key, rate_key, lane, source)
+       values ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::bigint, $9::integer, $10, $11, $12, 'runtime')
        on conflict (namespace, name) do update
          set definition = excluded.definition, cron = excluded.cron, time_zone = excluded.time_zone, payload = excluded.payload,
-             catch_up = excluded.catch_up, catch_up_window_ms = excluded.catch_up_window_ms, priority = excluded.priority, version = s.version + 1,
+             catch_up = excluded.catch_up, catch_up_window_ms = excluded.catch_up_window_ms, priority = excluded.priority,
+             concurrency_key = excluded.concurrency_key, rate_key = excluded.rate_key, lane = excluded.lane, version = s.version + 1,
              job_id = null, next_fire_at = null, updated_at = now()
-         where s.source = 'runtime' and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority)
-               is distinct from (excluded.definition, excluded.cron, excluded.time_zone, excluded.payload, excluded.catch_up, excluded.catch_up_window_ms, excluded.priority)
+         where s.source = 'runtime'
+           and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane)
+               is distinct from (excluded.definition, excluded.cron, excluded.time_zone, excluded.payload, excluded.catch_up, excluded.catch_up_window_ms,
+                                 excluded.priority, excluded.concurrency_key, excluded.rate_key, excluded.lane)
        returning s.xmax = 0 as inserted
      ),
      unarmed as (
@@ -88,7 +93,7 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
                  when exists (select 1 from put) then 'changed'
                  when (select source from old) = 'declared' then 'declared'
                  else 'same' end as answer`,
-    [namespace, s.name, definition, s.cron, s.timeZone, JSON.stringify(s.payload), s.catchUp, s.catchUpWindowMs, s.priority],
+    [namespace, s.name, definition, s.cron, s.timeZone, JSON.stringify(s.payload), s.catchUp, s.catchUpWindowMs, s.priority, s.concurrencyKey ?? null, s.rateKey ?? null, s.lane ?? null],
   );
   return rows[0].answer;
 }
@@ -139,8 +144,9 @@ export async function removeSchedule(q: Queryable, namespace: string, name: stri
 export async function triggerSchedule(q: Queryable, namespace: string, name: string): Promise<string | null> {
   const { rows } = await q.query<{ id: string }>(
     `with fired as (
-       insert into acta.jobs (namespace, definition, payload, priority, schedule, scheduled_at)
-       select s.namespace, s.definition, s.payload, s.priority, s.name, clock_timestamp() from acta.schedules s where s.namespace = $1 and s.name = $2
+       insert into acta.jobs (namespace, definition, payload, priority, schedule, scheduled_at, concurrency_key, rate_key, lane)
+       select s.namespace, s.definition, s.payload, s.priority, s.name, clock_timestamp(), s.concurrency_key, s.rate_key, s.lane
+       from acta.schedules s where s.namespace = $1 and s.name = $2
        returning id
      ), wake as (select pg_notify('acta_jobs', $1) from fired)
      select id::text from fired, (select count(*) from wake) w`,

@@ -118,6 +118,10 @@ export interface DeclaredSchedule {
   catchUpWindowMs: number | null;
   /** Each fire's priority (claim order: higher first). */
   priority: number;
+  /** Each fire's policy keys (migration 0021): given, else computed by the definition's functions; null: none. */
+  concurrencyKey: string | null;
+  rateKey: string | null;
+  lane: string | null;
 }
 
 /** A periodic pass a worker runs, and its interval (sql/functions/take_passes.sql). */

@@ -1,4 +1,4 @@
-import { intOption, knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { intOption, knownKeys, MAX_KEY_BYTES, MAX_NAME_BYTES, nameOption } from '../config';
 import { type ClaimedFire, type DeclaredSchedule, INT4_MAX } from '../db/types';
 import { ConfigError } from '../errors';
 import { toJsonText } from '../json';
@@ -24,29 +24,39 @@ export interface ScheduleSpec {
   catchUpWindowMs?: number;
   /** Each fire's priority, as enqueue's (default 0): a higher one is claimed ahead of a backlog due before its instant. */
   priority?: number;
+  /**
+   * Each fire's policy keys, as enqueue's options (migration 0021): each given one wins, else the
+   * definition's `concurrency.key`, `rate.key` and `lane` functions compute it from `payload`, so
+   * fires are admitted by the definition's limits like enqueued jobs (docs/schedules.md, "Policies").
+   */
+  concurrencyKey?: string;
+  rateKey?: string;
+  lane?: string;
 }
 
 /** 'all' without a window: missed fires of the last day run. */
 export const DEFAULT_CATCH_UP_WINDOW_MS = 86_400_000;
 
-const SPEC_KEYS = ['name', 'cron', 'timeZone', 'payload', 'catchUp', 'catchUpWindowMs', 'priority'];
+const SPEC_KEYS = ['name', 'cron', 'timeZone', 'payload', 'catchUp', 'catchUpWindowMs', 'priority', 'concurrencyKey', 'rateKey', 'lane'];
 
 /** Checks and normalizes one spec (ConfigError naming `where`); the cron and zone are parsed once here. */
 export function checkScheduleSpec(where: string, spec: unknown, defaultName: string): DeclaredSchedule {
-  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw new ConfigError(`${where} must be an object { cron, name?, timeZone?, payload?, catchUp?, catchUpWindowMs?, priority? }, got ${JSON.stringify(spec) ?? typeof spec}`);
+  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw new ConfigError(`${where} must be an object { cron, name?, timeZone?, payload?, catchUp?, catchUpWindowMs?, priority?, concurrencyKey?, rateKey?, lane? }, got ${JSON.stringify(spec) ?? typeof spec}`);
   knownKeys(`field of ${where}`, spec, SPEC_KEYS);
   const s = spec as ScheduleSpec;
   const name = s.name === undefined ? defaultName : nameOption(`the name of ${where}`, s.name, MAX_NAME_BYTES);
   const timeZone = s.timeZone ?? 'UTC';
   if (typeof timeZone !== 'string') throw new ConfigError(`timeZone of ${where} must be an IANA zone name, got ${JSON.stringify(timeZone)}`);
-  cronSchedule(s.cron, timeZone);
+  // A cron with no instant from now on (a 30 February) is refused where it is written, not left unarmed.
+  if (cronSchedule(s.cron, timeZone).next(new Date()) === null) throw new ConfigError(`${where}: cron ${JSON.stringify(s.cron)} in ${timeZone} has no instant from now on: it would never fire`);
   const catchUp = s.catchUp ?? 'latest';
   if (!['latest', 'all', 'none'].includes(catchUp)) throw new ConfigError(`catchUp of ${where} must be 'latest', 'all' or 'none', got ${JSON.stringify(catchUp)}`);
   if (s.catchUpWindowMs !== undefined && catchUp !== 'all') throw new ConfigError(`catchUpWindowMs of ${where} goes with catchUp: 'all'`);
   const catchUpWindowMs = catchUp === 'all' ? intOption(`catchUpWindowMs of ${where}`, s.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS, 0) : null;
   const priority = intOption(`priority of ${where}`, s.priority ?? 0, -INT4_MAX, INT4_MAX);
   const payload = s.payload === undefined ? null : JSON.parse(toJsonText(s.payload));
-  return { name, cron: s.cron.trim().split(/\s+/).join(' '), timeZone, payload, catchUp, catchUpWindowMs, priority };
+  const key = (what: 'concurrencyKey' | 'rateKey' | 'lane') => (s[what] === undefined ? null : nameOption(`${what} of ${where}`, s[what], MAX_KEY_BYTES));
+  return { name, cron: s.cron.trim().split(/\s+/).join(' '), timeZone, payload, catchUp, catchUpWindowMs, priority, concurrencyKey: key('concurrencyKey'), rateKey: key('rateKey'), lane: key('lane') };
 }
 
 /** A definition's `schedule` field: one spec or several, names unique. */

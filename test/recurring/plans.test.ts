@@ -63,7 +63,7 @@ test('a fire\'s completion, the schedules pass, the reconciliation and the runti
     await q.query(`update acta.workers set started_at = started_at - interval '1 minute' where namespace = $1`, [NS]);
     await register('b2', defineJob({ name: 'report', handler: () => undefined, schedule: Array.from({ length: SCHEDULES }, (_, i) => ({ name: `s${i}`, cron: '0 0 * * * *' })) }));
     expect(await pass()).toBe(SCHEDULES);
-    const rt = { cron: '* * * * *', timeZone: 'UTC', payload: null, catchUp: 'latest' as const, catchUpWindowMs: null, priority: 0 };
+    const rt = { cron: '* * * * *', timeZone: 'UTC', payload: null, catchUp: 'latest' as const, catchUpWindowMs: null, priority: 0, concurrencyKey: null, rateKey: null, lane: null };
     for (let round = 0; round < 7; round++) {
       await counted('runtime writes', async () => {
         await putRuntimeSchedule(q, NS, 'report', { ...rt, name: `r${round}` });

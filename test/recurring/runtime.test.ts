@@ -188,3 +188,28 @@ describe('acta schedule', () => {
     expect((await createClient({ db, namespace: ns }).schedules.list()).map((s) => [s.name, s.cron])).toEqual([['nightly', '0 2 * * *']]);
   });
 });
+
+it("client.schedules.add takes the definition itself and computes its fires' keys; by name, a definition stored with a key policy needs the keys in the spec", async () => {
+  const ns = `rk-${randomUUID()}`;
+  const limited = defineJob({ name: 'limited', concurrency: { key: (p: { account: string }) => p.account, limit: 1 }, handler: () => undefined });
+  const ledger = sqlLedger(db);
+  await ledger.registerWorker({ workerId: randomUUID(), namespace: ns, hostname: 'h', pid: 1, definitions: ['limited'], maxAttempts: [null], leaseMs: 60_000, build: 'b1', policies: { limited: declaredPolicy(limited) } });
+  const client = createClient({ db, namespace: ns });
+  expect(await client.schedules.add(limited, { name: 'by-def', cron: '0 3 * * *', payload: { account: 'a1' } })).toBe('added');
+  await expect(client.schedules.add('limited', { name: 'by-name', cron: '0 3 * * *', payload: { account: 'a2' } })).rejects.toThrow(/concurrencyKey/);
+  expect(await client.schedules.add('limited', { name: 'by-name', cron: '0 3 * * *', payload: { account: 'a2' }, concurrencyKey: 'a2' })).toBe('added');
+  const listed = await client.schedules.list();
+  expect(listed.map((s) => [s.name, s.concurrencyKey])).toEqual([['by-def', 'a1'], ['by-name', 'a2']]);
+  // The armed fires carry them, and so does a trigger's.
+  const triggered = await client.schedules.trigger('by-def');
+  const { rows } = await db.query<{ schedule: string; concurrency_key: string }>('select schedule, concurrency_key from acta.jobs where namespace = $1 order by id', [ns]);
+  expect(rows).toEqual([
+    { schedule: 'by-def', concurrency_key: 'a1' },
+    { schedule: 'by-name', concurrency_key: 'a2' },
+    { schedule: 'by-def', concurrency_key: 'a1' },
+  ]);
+  expect(triggered).not.toBeNull();
+  // A cron with no instant from now on is refused where it is written, in code too.
+  expect(() => defineJob({ name: 'never', handler: () => undefined, schedule: { cron: '0 0 30 2 *' } })).toThrow(/would never fire/);
+  await expect(client.schedules.add(limited, { cron: '0 0 30 2 *' })).rejects.toBeInstanceOf(ConfigError);
+});

@@ -188,3 +188,34 @@ it("a pause committed while a fire's completion waits for the schedule arms no n
   const { rows } = await db.query<{ n: string }>(`select count(*) as n from acta.jobs where namespace = $1 and status = 'ready'`, [ns]);
   expect(rows[0].n).toBe('0');
 });
+
+it("a schedule's fires carry their definition's policy keys: a concurrency limit of 1 keeps two fires from running at once, and a lane orders them with its enqueued jobs", async () => {
+  const { createClient, createWorker, defineJob } = await import('../../src');
+  const { silentLogger } = await import('../helpers/silentLogger');
+  const ns = `s-${randomUUID()}`;
+  const runs: { kind: string; start: number; end: number }[] = [];
+  const run = (kind: string) => async () => {
+    const start = Date.now();
+    await new Promise((r) => setTimeout(r, 1_300)); // longer than the cron's second: fires would overlap unadmitted
+    runs.push({ kind, start, end: Date.now() });
+  };
+  const single = defineJob({ name: 'single', concurrency: { key: () => 'global', limit: 1 }, schedule: { cron: '* * * * * *', catchUp: 'all', catchUpWindowMs: 60_000 }, handler: run('fire') });
+  const laned = defineJob({ name: 'laned', lane: (p: { lane?: string } | null) => p?.lane ?? 'L', schedule: { cron: '0 0 1 1 *', payload: { lane: 'M' } }, handler: () => null });
+  const worker = createWorker({ db, namespace: ns, definitions: [single, laned], executors: 8, logger: silentLogger });
+  await worker.start();
+  try {
+    await createClient({ db, namespace: ns, definitions: [single] }).enqueue(single, null);
+    await new Promise((r) => setTimeout(r, 4_500));
+  } finally {
+    await worker.stop();
+  }
+  const { rows } = await db.query<{ definition: string; schedule: string | null; concurrency_key: string | null; lane: string | null }>(
+    'select definition, schedule, concurrency_key, lane from acta.jobs where namespace = $1 order by id', [ns]);
+  // Every fire armed (by registration's pass or by a completion) carries the keys the functions give.
+  expect(rows.filter((r) => r.definition === 'single').every((r) => r.concurrency_key === 'global')).toBe(true);
+  expect(rows.filter((r) => r.definition === 'laned')).toEqual([{ definition: 'laned', schedule: 'laned', concurrency_key: null, lane: 'M' }]);
+  // Limit 1: no two attempts of the key at once, fires and the enqueued job alike.
+  expect(runs.filter((r) => r.kind === 'fire').length).toBeGreaterThanOrEqual(2);
+  const sorted = [...runs].sort((a, b) => a.start - b.start);
+  for (let i = 1; i < sorted.length; i++) expect(sorted[i].start).toBeGreaterThanOrEqual(sorted[i - 1].end);
+});

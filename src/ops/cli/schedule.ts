@@ -34,13 +34,19 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
     .option('--catch-up <policy>', "missed fires: 'latest', 'all' or 'none'", 'latest')
     .option('--catch-up-window-ms <ms>', "with 'all': how far back", int(0))
     .option('--priority <n>', "each fire's priority, as enqueue's (default 0; higher is claimed first)", int(-INT4_MAX, INT4_MAX))
+    .option('--concurrency-key <key>', "each fire's concurrency key (needed when <definition> has a concurrency limit)")
+    .option('--rate-key <key>', "each fire's rate key (needed when <definition> has a rate limit)")
+    .option('--lane <lane>', "each fire's lane (needed when <definition> has lanes)")
     .option('--force', 'add it even though no worker of the namespace has declared <definition> yet')
-    .action(async (definition: string, cron: string, o: { namespace: string; name?: string; timeZone: string; payload?: string; catchUp: string; catchUpWindowMs?: number; priority?: number; force?: boolean }) => {
+    .action(async (definition: string, cron: string, o: { namespace: string; name?: string; timeZone: string; payload?: string; catchUp: string; catchUpWindowMs?: number; priority?: number; concurrencyKey?: string; rateKey?: string; lane?: string; force?: boolean }) => {
       const spec = {
         name: o.name, cron, timeZone: o.timeZone, catchUp: o.catchUp as 'latest' | 'all' | 'none',
         ...(o.payload === undefined ? {} : { payload: jsonOption(o.payload) }),
         ...(o.catchUpWindowMs === undefined ? {} : { catchUpWindowMs: o.catchUpWindowMs }),
         ...(o.priority === undefined ? {} : { priority: o.priority }),
+        ...(o.concurrencyKey === undefined ? {} : { concurrencyKey: o.concurrencyKey }),
+        ...(o.rateKey === undefined ? {} : { rateKey: o.rateKey }),
+        ...(o.lane === undefined ? {} : { lane: o.lane }),
       };
       console.log(await withClient(o.namespace, (c) => c.schedules.add(definition, spec, { force: o.force === true })));
     });

@@ -17,7 +17,7 @@ function insertFire(store: Store, tx: Tx, s: MemorySchedule, at: number): Memory
   const job: MemoryJob = {
     id: store.nextId(), namespace: s.namespace, definition: s.definition, payload: copyJson(s.payload), status: 'ready', priority: s.priority, runAt: at,
     execution: 0, attempts: 0, maxAttempts: null, unchargedReturns: 0, leaseHolder: null, leaseExpiresAt: null, claimedAt: null, started: false,
-    idempotencyKey: null, concurrencyKey: null, rateKey: null, lane: null, blockedBy: null, fairTag: null, progress: null, cancelRequestedAt: null,
+    idempotencyKey: null, concurrencyKey: s.concurrencyKey, rateKey: s.rateKey, lane: s.lane, blockedBy: null, fairTag: null, progress: null, cancelRequestedAt: null,
     watched: false, result: null, error: null, createdAt: tx.now, finishedAt: null, waitNames: null, waitStep: null, waitUntil: null, parentId: null,
     childrenOpen: null, failParent: null, childrenFailed: null, schedule: s.name, scheduledAt: at,
   };
@@ -41,7 +41,8 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
   }
   const same = (s: MemorySchedule, d: DeclaredSchedule & { definition: string }) =>
     s.source === 'declared' && s.definition === d.definition && s.cron === d.cron && s.timeZone === d.timeZone &&
-    JSON.stringify(s.payload) === JSON.stringify(d.payload) && s.catchUp === d.catchUp && s.catchUpWindowMs === d.catchUpWindowMs && s.priority === d.priority;
+    JSON.stringify(s.payload) === JSON.stringify(d.payload) && s.catchUp === d.catchUp && s.catchUpWindowMs === d.catchUpWindowMs && s.priority === d.priority &&
+    s.concurrencyKey === (d.concurrencyKey ?? null) && s.rateKey === (d.rateKey ?? null) && s.lane === (d.lane ?? null);
   for (const s of store.schedulesIn(namespace)) {
     if (desired.has(s.name) || s.source !== 'declared' || !defs.includes(s.definition)) continue;
     unarm(store, s.jobId);
@@ -53,7 +54,8 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
     if (!s) {
       store.putSchedule({
         namespace, name, definition: d.definition, cron: d.cron, timeZone: d.timeZone, payload: copyJson(d.payload), catchUp: d.catchUp,
-        catchUpWindowMs: d.catchUpWindowMs, priority: d.priority, source: 'declared', paused: false, version: 1, jobId: null, nextFireAt: null,
+        catchUpWindowMs: d.catchUpWindowMs, priority: d.priority, concurrencyKey: d.concurrencyKey ?? null, rateKey: d.rateKey ?? null, lane: d.lane ?? null,
+        source: 'declared', paused: false, version: 1, jobId: null, nextFireAt: null,
         lastFireAt: null, lastJobId: null, lastOutcome: null, createdAt: tx.now, updatedAt: tx.now,
       });
       continue;
@@ -61,7 +63,8 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
     unarm(store, s.jobId);
     Object.assign(s, {
       definition: d.definition, cron: d.cron, timeZone: d.timeZone, payload: copyJson(d.payload), catchUp: d.catchUp, catchUpWindowMs: d.catchUpWindowMs,
-      priority: d.priority, source: 'declared', version: s.version + 1, jobId: null, nextFireAt: null, updatedAt: tx.now,
+      priority: d.priority, concurrencyKey: d.concurrencyKey ?? null, rateKey: d.rateKey ?? null, lane: d.lane ?? null,
+      source: 'declared', version: s.version + 1, jobId: null, nextFireAt: null, updatedAt: tx.now,
     });
   }
 }
@@ -133,7 +136,8 @@ export function listSchedules(store: Store, namespace: string, name?: string): S
   const date = (ms: number | null) => (ms === null ? null : new Date(ms));
   return store.schedulesIn(namespace).filter((s) => name === undefined || s.name === name).map((s) => ({
     name: s.name, definition: s.definition, cron: s.cron, timeZone: s.timeZone, payload: copyJson(s.payload), catchUp: s.catchUp,
-    catchUpWindowMs: s.catchUpWindowMs, priority: s.priority, source: s.source, paused: s.paused, nextFireAt: date(s.nextFireAt), jobId: s.jobId === null ? null : String(s.jobId),
+    catchUpWindowMs: s.catchUpWindowMs, priority: s.priority, concurrencyKey: s.concurrencyKey, rateKey: s.rateKey, lane: s.lane,
+    source: s.source, paused: s.paused, nextFireAt: date(s.nextFireAt), jobId: s.jobId === null ? null : String(s.jobId),
     lastFireAt: date(s.lastFireAt), lastJobId: s.lastJobId === null ? null : String(s.lastJobId), lastOutcome: s.lastOutcome,
   }));
 }

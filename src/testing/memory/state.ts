@@ -62,6 +62,10 @@ export interface MemorySchedule {
   catchUp: 'latest' | 'all' | 'none';
   catchUpWindowMs: number | null;
   priority: number;
+  /** Each fire's policy keys (migration 0021). */
+  concurrencyKey: string | null;
+  rateKey: string | null;
+  lane: string | null;
   source: 'declared' | 'runtime';
   paused: boolean;
   version: number;
