@@ -52,7 +52,7 @@ export interface WorkflowContext {
   waitForSignal<T = unknown>(names: readonly string[], options?: { timeoutMs?: number }): Promise<SignalReceived<T>>;
   /** Enqueues a child job as a recorded step (a retried parent never spawns it twice); its id. */
   spawn(definition: string | { name: string }, payload: unknown, options?: ChildOptions): Promise<JobId>;
-  /** Many children in one step; their ids in order. */
+  /** Many children in one step; their ids in order. An empty array spawns nothing and records no step: []. */
   spawnMany(items: readonly SpawnItem[]): Promise<JobId[]>;
   /**
    * Parks the job until every child spawned so far has ended (succeeded, failed for good,
@@ -128,7 +128,10 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       return (await spawnAll([{ definition, payload, ...options }]))[0];
     },
     spawnMany: (items) => {
-      if (!Array.isArray(items) || items.length === 0) return Promise.reject(new ConfigError('spawnMany needs a non-empty array of { definition, payload, ...options }'));
+      if (!Array.isArray(items)) return Promise.reject(new ConfigError('spawnMany needs an array of { definition, payload, ...options }'));
+      // No children: no step, and no ordinal taken, so the spawns after it keep their step names
+      // whether the array was empty or not on another attempt; [] as enqueueMany([]) answers.
+      if (items.length === 0) return Promise.resolve([]);
       return spawnAll(items);
     },
     async waitForChildren() {

@@ -90,3 +90,30 @@ test('a parent spawns children once and resumes when the last one ends, with eac
   expect(typesOf(events, ['waiting']).length).toBe(1);
   await stop();
 });
+
+test('spawnMany([]) spawns nothing and records no step: it returns [], the spawns after it keep their step names, and a retried attempt sees the same', async () => {
+  const clock = new VirtualClock();
+  const child = defineJob({ name: 'child', handler: (p: { n: number }) => p.n });
+  let runs = 0;
+  const parent = defineJob({
+    name: 'parent',
+    backoff: () => 10,
+    handler: async (_p: unknown, ctx) => {
+      const none = await ctx.spawnMany([]);
+      const ids = await ctx.spawnMany([{ definition: child, payload: { n: 1 } }]);
+      const more = await ctx.spawnMany([]);
+      // The first attempt fails after its spawn: the retry replays the spawn step, spawning nothing more.
+      if (++runs === 1) throw new Error('once');
+      return { none, more, ids, outcomes: (await ctx.waitForChildren()).map((o) => o.result) };
+    },
+  });
+  const { client, ledger, stop } = await virtualWorker(clock, [parent, child]);
+  const { id } = await clock.await(client.enqueue(parent, {}));
+  await clock.advance(1_000);
+  const job = (await clock.await(client.getJob(id)))!;
+  expect(job).toMatchObject({ status: 'succeeded', attempts: 2, result: { none: [], more: [], outcomes: [1] } });
+  const steps = ledger.state().steps.filter((s) => s.jobId === Number(id)).map((s) => s.name);
+  expect(steps.sort()).toEqual(['acta:children:0', 'acta:spawn:0']);
+  expect(ledger.state().jobs.filter((j) => j.definition === 'child')).toHaveLength(1);
+  await stop();
+});
