@@ -50,7 +50,7 @@ export interface LogLine {
 export interface AttemptRun<R = unknown> {
   /**
    * `succeeded`; `failed` (retried after `retryDelayMs`); `failed_final` (no attempts left, or a
-   * thrown non-Error, or a result that cannot be stored); `handed_back` (aborted for 'shutdown' or
+   * thrown non-Error, a result that cannot be stored, or a ctx call's refusal: src/worker/refusals.ts); `handed_back` (aborted for 'shutdown' or
    * 'fatal', or aborted before the handler started: not charged); `expired` (aborted for
    * 'deadline' before it started); `cancelled` (aborted for 'cancelled': its job ends Cancelled).
    */

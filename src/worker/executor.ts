@@ -12,6 +12,7 @@ import type { Step } from './steps';
 import type { Workflow } from '../workflows/workflow';
 import { waitResultJson } from '../workflows/wait';
 import { isError, isInstance, loggedError, storedError, storedErrorText } from './storedError';
+import { isRefusedCall, refusedCall } from './refusals';
 import type { Timeouts } from './timeouts';
 
 /** ctx.rateLimited's delay when none is given, ms. */
@@ -155,8 +156,12 @@ class AttemptContext implements JobContext {
         a.toldEnded = true;
         return;
       }
-      if (a.deps.progress) a.deps.progress(a.entry, value);
-      else progressJson(value);
+      try {
+        if (a.deps.progress) a.deps.progress(a.entry, value);
+        else progressJson(value);
+      } catch (err) {
+        throw refusedCall(err);
+      }
     });
   }
 
@@ -164,7 +169,7 @@ class AttemptContext implements JobContext {
     const a = this[ATTEMPT];
     return (a.rateLimited ??= (options?: { retryAfterMs?: number }): never => {
       const ms = options?.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS;
-      if (!Number.isInteger(ms) || ms < 0 || ms > INT4_MAX) throw new ConfigError(`ctx.rateLimited: retryAfterMs must be an integer between 0 and ${INT4_MAX} (ms), got ${ms}`);
+      if (!Number.isInteger(ms) || ms < 0 || ms > INT4_MAX) throw refusedCall(new ConfigError(`ctx.rateLimited: retryAfterMs must be an integer between 0 and ${INT4_MAX} (ms), got ${ms}`));
       a.rateLimitedMs ??= ms;
       throw new RateLimitedError(ms);
     });
@@ -193,7 +198,7 @@ function jobLogger(a: AttemptState): Logger {
 }
 
 function flow(a: AttemptState): Workflow {
-  if (!a.deps.workflowFor) throw new ConfigError('workflows (waitForSignal, spawn, waitForChildren) need a worker with a ledger');
+  if (!a.deps.workflowFor) throw refusedCall(new ConfigError('workflows (waitForSignal, spawn, waitForChildren) need a worker with a ledger'));
   return (a.workflow ??= a.deps.workflowFor(a.entry));
 }
 
@@ -279,6 +284,9 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
       return failFinal(a, storedError(err), 'step result cannot be stored');
     }
+    // A call ctx refused (src/worker/refusals.ts) is refused again on every attempt: retrying it
+    // would only delay the failure, by up to hours of backoff.
+    if (!aborted && isRefusedCall(err)) return failFinal(a, storedError(err), `ctx refused the handler's call (${(err as Error).name})`);
     // Logged as stored plus the error's own simple fields, under `error`: bounded, where pino's
     // `err` serialiser would write all of it, every element of an AggregateError included
     // (test/faults/completion.test.ts, "an error's cause chain and an AggregateError's errors").

@@ -7,6 +7,7 @@ import { AttemptCancelledError, ConfigError, InvalidJsonError, UnstorableStepRes
 import { toJsonText } from '../json';
 import type { StepRecord } from '../db/types';
 import { type Entry, type Registry, throwIfAborted } from './registry';
+import { refusedCall } from './refusals';
 
 /**
  * `ctx.step(name, fn)`: a durable step inside a handler (docs/DESIGN.md, "Delivery";
@@ -31,7 +32,8 @@ import { type Entry, type Registry, throwIfAborted } from './registry';
  * Throws AttemptCancelledError (and aborts the attempt) when the record is refused because the
  * attempt lost its lease; UnstorableStepResultError when `fn` ran and its result cannot be stored
  * (the job then fails without retry: running `fn` again would repeat its effects); ConfigError on
- * a bad name (empty, or starting with `acta:`, reserved for acta's own waits and spawns). Recorded steps are read once per attempt, at the first `step` call.
+ * a bad name (empty, or starting with `acta:`, reserved for acta's own waits and spawns), which
+ * fails the job without retry (src/worker/refusals.ts). Recorded steps are read once per attempt, at the first `step` call.
  */
 export type Step = <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
 
@@ -91,8 +93,9 @@ export const RESERVED_STEP_PREFIX = 'acta:';
 export function createStepWith(store: StepStore, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
   let recorded: Promise<Map<string, unknown>> | undefined;
   return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
-    if (typeof name !== 'string' || name.length === 0) throw new ConfigError('a step needs a non-empty name');
-    if (name.startsWith(RESERVED_STEP_PREFIX)) throw new ConfigError(`step names starting with "${RESERVED_STEP_PREFIX}" are acta's own (its waits and spawns: docs/workflows.md), got "${name}"`);
+    // ctx's refusals (src/worker/refusals.ts): the job fails without retry.
+    if (typeof name !== 'string' || name.length === 0) throw refusedCall(new ConfigError('a step needs a non-empty name'));
+    if (name.startsWith(RESERVED_STEP_PREFIX)) throw refusedCall(new ConfigError(`step names starting with "${RESERVED_STEP_PREFIX}" are acta's own (its waits and spawns: docs/workflows.md), got "${name}"`));
     recorded ??= store.load();
     const steps = await recorded;
     if (steps.has(name)) return steps.get(name) as T;

@@ -10,6 +10,7 @@ import type { JobId, StepRecord } from '../db/types';
 import { AttemptCancelledError, ChildFailedError, ChildInParentLaneError, ConfigError, JobCancelledError, SignalTimeoutError } from '../errors';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
+import { refusedCall } from '../worker/refusals';
 import { type Entry, type Registry, throwIfAborted } from '../worker/registry';
 import { type WaitRequest, WaitRequestedError, waitStep } from './wait';
 import { checkSignalName, checkTimeoutMs } from './signals';
@@ -87,10 +88,16 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
 
   async function waitForSignal(nameOrNames: string | readonly string[], options?: { timeoutMs?: number }): Promise<unknown> {
     const many = typeof nameOrNames !== 'string';
-    const names = many ? [...(nameOrNames as readonly string[])] : [nameOrNames as string];
-    if (!Array.isArray(names) || names.length === 0) throw new ConfigError('waitForSignal needs a signal name or a non-empty array of names');
-    names.forEach(checkSignalName);
-    const timeoutMs = options?.timeoutMs === undefined ? null : checkTimeoutMs(options.timeoutMs);
+    let names: string[];
+    let timeoutMs: number | null;
+    try {
+      names = many ? (Array.isArray(nameOrNames) ? [...(nameOrNames as readonly string[])] : []) : [nameOrNames as string];
+      if (names.length === 0) throw new ConfigError('waitForSignal needs a signal name or a non-empty array of names');
+      names.forEach(checkSignalName);
+      timeoutMs = options?.timeoutMs === undefined ? null : checkTimeoutMs(options.timeoutMs);
+    } catch (err) {
+      throw refusedCall(err); // the job fails without retry (src/worker/refusals.ts)
+    }
     const step = waitStep('signal', calls.signal++);
     const answer = (await steps()).get(step) as { timedOut?: boolean; name?: string; payload?: unknown } | undefined;
     if (answer === undefined) return park({ outcome: 'signal_wait', step, names, timeoutMs });
@@ -100,7 +107,13 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
 
   async function spawnAll(items: readonly SpawnItem[]): Promise<JobId[]> {
     const step = waitStep('spawn', calls.spawn++);
-    const { rows, failParent } = spawnRows(items);
+    let spawning: ReturnType<typeof spawnRows>;
+    try {
+      spawning = spawnRows(items);
+    } catch (err) {
+      throw refusedCall(err); // a bad child or option: the job fails without retry (src/worker/refusals.ts)
+    }
+    const { rows, failParent } = spawning;
     let recordedSpawn = (await steps()).get(step) as SpawnResult | undefined;
     if (!recordedSpawn) {
       live();
@@ -128,7 +141,7 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       return (await spawnAll([{ definition, payload, ...options }]))[0];
     },
     spawnMany: (items) => {
-      if (!Array.isArray(items)) return Promise.reject(new ConfigError('spawnMany needs an array of { definition, payload, ...options }'));
+      if (!Array.isArray(items)) return Promise.reject(refusedCall(new ConfigError('spawnMany needs an array of { definition, payload, ...options }')));
       // No children: no step, and no ordinal taken, so the spawns after it keep their step names
       // whether the array was empty or not on another attempt; [] as enqueueMany([]) answers.
       if (items.length === 0) return Promise.resolve([]);

@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { ChildFailedError, ChildInParentLaneError, createClient, createWorker, defineJob } from '../../src';
+import { ChildFailedError, ChildInParentLaneError, createClient, createWorker, defineJob, type JobContext } from '../../src';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -218,6 +218,40 @@ test("a user step named acta:… is refused with a ConfigError: the prefix is ac
     await waitFor(async () => (await status(id)) === 'failed', 'the job fails');
     expect((await client.getJob(id))!.error).toMatchObject({ name: 'ConfigError', code: 'ACTA_CONFIG', message: expect.stringContaining('acta:') });
     expect((await db.query('select 1 from acta.steps where job_id = $1', [id])).rows).toEqual([]);
+  } finally {
+    await worker.stop();
+  }
+});
+
+test("a workflow call ctx refuses (a bad option, signal name, timeout or payload) fails the job at its first attempt, without retry, the error stored", async () => {
+  const kid = defineJob({ name: 'wf-refused-kid', handler: () => 1 });
+  const calls: Record<string, (ctx: JobContext) => Promise<unknown>> = {
+    badPolicy: (ctx) => ctx.spawn(kid, {}, { onChildFailure: 'explode' as never }),
+    badTimeout: (ctx) => ctx.waitForSignal('x', { timeoutMs: -5 }),
+    emptyName: (ctx) => ctx.waitForSignal(''),
+    bigintPayload: (ctx) => ctx.spawn(kid, { n: 1n }),
+    notAnArray: (ctx) => ctx.spawnMany('kid' as never),
+  };
+  const refused = defineJob({ name: 'wf-refused', backoff: () => 10, handler: (p: { call: string }, ctx) => calls[p.call](ctx) });
+  const client = createClient({ db });
+  const worker = createWorker({ db, definitions: [refused, kid], logger: silentLogger });
+  await worker.start();
+  try {
+    const ids = await Promise.all(Object.keys(calls).map(async (call) => [call, (await client.enqueue(refused, { call })).id] as const));
+    const seen: Record<string, unknown> = {};
+    for (const [call, id] of ids) {
+      await waitFor(async () => (await status(id)) === 'failed', `${call} fails`);
+      const job = (await client.getJob(id))!;
+      seen[call] = [job.attempts, job.executions.length, job.error?.name];
+    }
+    expect(seen).toEqual({
+      badPolicy: [1, 1, 'ConfigError'],
+      badTimeout: [1, 1, 'ConfigError'],
+      emptyName: [1, 1, 'ConfigError'],
+      bigintPayload: [1, 1, 'InvalidJsonError'],
+      notAnArray: [1, 1, 'ConfigError'],
+    });
+    expect((await db.query("select 1 from acta.jobs where definition = 'wf-refused-kid'")).rows).toEqual([]);
   } finally {
     await worker.stop();
   }

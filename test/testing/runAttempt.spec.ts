@@ -71,7 +71,7 @@ describe('steps', () => {
     expect(run.steps).toEqual({ ran: ['a'], replayed: ['a'], recorded: { a: null } });
   });
 
-  test("an unstorable step result fails the job without retry (UnstorableStepResultError); a bad name is the handler's ConfigError", async () => {
+  test("an unstorable step result fails the job without retry (UnstorableStepResultError); a bad name is ctx's ConfigError, without retry too", async () => {
     const unstorable = defineJob({ name: 'bigint-step', handler: async (_: null, { step }: JobContext) => step('n', () => 10n) });
     const run = await runAttempt(unstorable, null);
     expect(run).toMatchObject({ outcome: 'failed_final', retryDelayMs: null, steps: { ran: ['n'], recorded: {} } });
@@ -79,7 +79,7 @@ describe('steps', () => {
 
     const unnamed = defineJob({ name: 'unnamed-step', handler: async (_: null, { step }: JobContext) => step('', () => 1) });
     const bad = await runAttempt(unnamed, null);
-    expect(bad).toMatchObject({ outcome: 'failed', error: { name: 'ConfigError', message: 'a step needs a non-empty name' } });
+    expect(bad).toMatchObject({ outcome: 'failed_final', retryDelayMs: null, error: { name: 'ConfigError', message: 'a step needs a non-empty name' } });
   });
 
   test('seeded steps are stored as acta stores them, or refused', async () => {
@@ -340,7 +340,7 @@ describe('outcomes', () => {
     await expect(runAttempt(def, { at: new Date(0), n: 1n as unknown as number })).rejects.toMatchObject({ name: 'InvalidJsonError', path: '$.n' });
   });
 
-  test('ctx.rateLimited ends the attempt rate limited, uncharged, due after its delay, whatever the handler does next; a bad delay fails the attempt with ConfigError', async () => {
+  test('ctx.rateLimited ends the attempt rate limited, uncharged, due after its delay, whatever the handler does next; a bad delay fails the job with ConfigError, without retry', async () => {
     const def = defineJob({
       name: 'api',
       handler: async (_: null, ctx: JobContext) => {
@@ -353,7 +353,7 @@ describe('outcomes', () => {
     });
     expect(await runAttempt(def, null)).toMatchObject({ outcome: 'rate_limited', retryDelayMs: 30_000, result: null });
     const bad = defineJob({ name: 'bad', handler: (_: null, ctx: JobContext) => ctx.rateLimited({ retryAfterMs: -1 }) });
-    expect(await runAttempt(bad, null)).toMatchObject({ outcome: 'failed', error: { name: 'ConfigError' } });
+    expect(await runAttempt(bad, null)).toMatchObject({ outcome: 'failed_final', retryDelayMs: null, error: { name: 'ConfigError' } });
   });
 
   test('bad input is refused with ConfigError before the handler runs', async () => {
@@ -390,6 +390,44 @@ test('ctx.progress: every value reported, in order, as stored (through JSON); a 
   const run = await runAttempt(def, null);
   expect(run.progress).toEqual([0, { done: 1, at: '1970-01-01T00:00:00.000Z' }, null]);
   expect(run.result).toEqual(['InvalidJsonError: true', 'InvalidJsonError: true']);
+});
+
+test("a call ctx refuses (its ConfigError or InvalidJsonError) fails the job without retry, saying why; the same errors from the handler's own code, a step's fn among it, are retried", async () => {
+  const cases: Record<string, (ctx: JobContext) => unknown> = {
+    reservedStep: (ctx) => ctx.step('acta:x', () => 1),
+    badDelay: (ctx) => ctx.rateLimited({ retryAfterMs: -1 }),
+    badProgress: (ctx) => ctx.progress({ n: 1n }),
+    noLedger: (ctx) => ctx.spawn('kid', {}),
+    caughtThenRethrown: async (ctx) => {
+      const err = await ctx.step('', () => 1).catch((e: unknown) => e);
+      throw err;
+    },
+    // Not ctx's refusals: the handler's own.
+    fromStepFn: (ctx) => ctx.step('s', () => Promise.reject(new ConfigError('the handler\'s own'))),
+    ownConfigError: () => {
+      throw new ConfigError('the handler\'s own');
+    },
+    caughtThenOther: async (ctx) => {
+      await ctx.step('', () => 1).catch(() => undefined);
+      throw new InvalidJsonError('$', 'the handler\'s own');
+    },
+  };
+  const outcomes: Record<string, unknown> = {};
+  for (const [name, call] of Object.entries(cases)) {
+    const run = await runAttempt(defineJob({ name, handler: async (_: null, ctx: JobContext) => call(ctx) }), null);
+    outcomes[name] = [run.outcome, run.error?.name];
+    if (run.outcome === 'failed_final') expect(run.logs).toContainEqual(expect.objectContaining({ level: 'error', msg: `ctx refused the handler's call (${run.error?.name}): job fails without retry` }));
+  }
+  expect(outcomes).toEqual({
+    reservedStep: ['failed_final', 'ConfigError'],
+    badDelay: ['failed_final', 'ConfigError'],
+    badProgress: ['failed_final', 'InvalidJsonError'],
+    noLedger: ['failed_final', 'ConfigError'],
+    caughtThenRethrown: ['failed_final', 'ConfigError'],
+    fromStepFn: ['failed', 'ConfigError'],
+    ownConfigError: ['failed', 'ConfigError'],
+    caughtThenOther: ['failed', 'InvalidJsonError'],
+  });
 });
 
 test("ctx works destructured, through a Proxy or Object.create, and a handler's writes to its fields change no decision", async () => {
