@@ -9,6 +9,7 @@ test.each([
   [{ priority: '5' }, /^priority must be an integer between -2147483647 and 2147483647, got "5"$/],
   [{ maxAttempts: 0 }, /^maxAttempts must be an integer between 1 and 2147483647, got 0$/],
   [{ maxAtempts: 3 }, /^unknown spawn option "maxAtempts"/],
+  [{ force: 'yes' }, /^force must be a boolean, got string$/],
 ])('a child with %j is refused with a ConfigError', (options, message) => {
   const spawn = () => spawnRows([{ definition: 'child', payload: {}, ...options } as never]);
   expect(spawn).toThrow(ConfigError);
@@ -20,4 +21,13 @@ test('valid options become the rows enqueue writes', () => {
   expect(rows.definitions).toEqual(['child']);
   expect(rows.priorities).toEqual([-3]);
   expect(failParent).toEqual([false]);
+});
+
+test('a child named by a string is checked against the declared definitions unless forced; one given as an object is not (as client.enqueue)', () => {
+  const { checked } = spawnRows([
+    { definition: 'child', payload: 1 },
+    { definition: 'child', payload: 2, force: true },
+    { definition: { name: 'child' }, payload: 3 },
+  ]);
+  expect(checked).toEqual([true, false, false]);
 });

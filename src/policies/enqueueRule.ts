@@ -48,8 +48,8 @@ export async function refusal(q: Queryable | undefined, namespace: string, eleme
   return { ...facts, declaredHere: rows[0]?.here ?? [], elsewhere: rows[0]?.elsewhere ?? [] };
 }
 
-/** The words of a fix: the library's options, or `acta enqueue`'s flags. */
-export type FixWords = 'library' | 'cli';
+/** The words of a fix: the library's options (enqueue's, or a child's of ctx.spawn), or `acta enqueue`'s flags. */
+export type FixWords = 'library' | 'spawn' | 'cli';
 
 const quote = (s: string) => JSON.stringify(s);
 
@@ -65,7 +65,9 @@ export function refusedError(r: EnqueueRefusal, words: FixWords): EnqueueRefused
     );
   }
   const hint = r.elsewhere.length === 0 ? '' : `; ${quote(r.name)} is declared in namespace ${r.elsewhere.slice(0, 5).map(quote).join(', ')}${r.elsewhere.length > 5 ? ', …' : ''} (${cli ? '--namespace' : 'the client\'s namespace'} ${quote(r.elsewhere[0])})`;
-  const force = cli ? 'to enqueue it anyway (a definition whose worker has not started yet): --force' : 'to enqueue it anyway (a definition whose worker has not started yet): the enqueue option { force: true }';
+  const force = cli
+    ? 'to enqueue it anyway (a definition whose worker has not started yet): --force'
+    : `to enqueue it anyway (a definition whose worker has not started yet): the ${words === 'spawn' ? 'spawn' : 'enqueue'} option { force: true }`;
   if (r.declaredHere === null) {
     return new EnqueueRefusedError(r, `no worker has declared a job definition named ${quote(r.name)} in namespace ${quote(r.namespace)}; start its worker first, or ${force}`);
   }

@@ -412,7 +412,7 @@ export function createWorker(options: WorkerOptions): Worker {
       scheduler,
       timeouts: new Timeouts(scheduler),
       stepFor: (entry) => createStep(ledger, id, entry, registry, scheduler),
-      workflowFor: (entry) => createWorkflow(ledgerWorkflowStore(ledger, id, entry, persistentCall(entry, scheduler)), entry, registry, scheduler),
+      workflowFor: (entry) => createWorkflow(ledgerWorkflowStore(ledger, id, entry, persistentCall(entry, scheduler), { name: namespace, runs: definitions, db: settings.db }), entry, registry, scheduler),
       // Times are recorded only for what reads them: the hooks' views, an events$ subscriber.
       onStart: (entry) => {
         if (!settings.hooks && !events.observed) return;

@@ -80,6 +80,8 @@ export interface WorkerOptions extends SystemOptions {
 export interface WorkerSettings {
   random: () => number;
   ledger: Ledger;
+  /** The database given, if any: the hints of a refused spawn's message read it (src/policies/enqueueRule.ts). */
+  db?: Db;
   definitions: ReadonlyMap<string, Definition>;
   /** The definitions' names, in the order given. */
   names: string[];
@@ -129,6 +131,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
   return {
     ledger,
+    db: options.db,
     definitions: new Map(all.map((d) => [d.name, d as Definition])),
     names,
     executors: intOption('executors', options.executors ?? defaultExecutors(), 1, MAX_EXECUTORS),

@@ -24,6 +24,12 @@ export interface ChildOptions {
   concurrencyKey?: string;
   rateKey?: string;
   lane?: string;
+  /**
+   * A child named by a string that no worker has declared in the namespace is refused
+   * (EnqueueRefusedError), as client.enqueue refuses it by name; true: spawned anyway (a
+   * definition whose worker has not started yet).
+   */
+  force?: boolean;
 }
 
 export interface SpawnItem extends ChildOptions {
@@ -31,12 +37,18 @@ export interface SpawnItem extends ChildOptions {
   payload: unknown;
 }
 
-const ITEM_KEYS = ['definition', 'payload', 'onChildFailure', 'priority', 'runAt', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane'];
+const ITEM_KEYS = ['definition', 'payload', 'onChildFailure', 'priority', 'runAt', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane', 'force'];
 
-/** The enqueue rows of `items` and whether each fails its parent; ConfigError on a bad item. */
-export function spawnRows(items: readonly SpawnItem[]): { rows: EnqueueRows; failParent: boolean[] } {
+/**
+ * The enqueue rows of `items`, whether each fails its parent, and whether its name is checked
+ * against the namespace's declared definitions (named by a string, not forced: as client.enqueue
+ * checks a name it has no definition of; src/workflows/workflow.ts applies it). ConfigError on a
+ * bad item.
+ */
+export function spawnRows(items: readonly SpawnItem[]): { rows: EnqueueRows; failParent: boolean[]; checked: boolean[] } {
   const rows: Required<EnqueueRows> = { definitions: [], payloads: [], priorities: [], runAts: [], maxAttempts: [], idempotencyKeys: [], concurrencyKeys: [], rateKeys: [], lanes: [], checks: [] };
   const failParent: boolean[] = [];
+  const checked: boolean[] = [];
   for (const item of items) {
     if (item === null || typeof item !== 'object') throw new ConfigError('a child is { definition, payload, ...options }');
     knownKeys('spawn option', item, ITEM_KEYS);
@@ -48,6 +60,7 @@ export function spawnRows(items: readonly SpawnItem[]): { rows: EnqueueRows; fai
     if (item.runAt !== undefined && !(item.runAt instanceof Date && Number.isFinite(item.runAt.getTime()))) throw new ConfigError('runAt must be a valid Date');
     const policy = item.onChildFailure ?? 'report';
     if (policy !== 'report' && policy !== 'fail-parent') throw new ConfigError(`onChildFailure is 'report' or 'fail-parent', got ${String(policy)}`);
+    if (item.force !== undefined && typeof item.force !== 'boolean') throw new ConfigError(`force must be a boolean, got ${typeof item.force}`);
     rows.priorities.push(item.priority ?? null);
     rows.runAts.push(item.runAt ?? null);
     rows.maxAttempts.push(item.maxAttempts ?? null);
@@ -56,6 +69,7 @@ export function spawnRows(items: readonly SpawnItem[]): { rows: EnqueueRows; fai
     rows.rateKeys.push(item.rateKey === undefined ? null : nameOption('rateKey', item.rateKey, 1_000));
     rows.lanes.push(item.lane === undefined ? null : nameOption('lane', item.lane, 1_000));
     failParent.push(policy === 'fail-parent');
+    checked.push(typeof item.definition === 'string' && item.force !== true);
   }
-  return { rows, failParent };
+  return { rows, failParent, checked };
 }

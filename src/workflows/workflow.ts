@@ -7,7 +7,9 @@ import type { SchedulerLike } from 'rxjs';
 import type { ChildOutcome } from '../db/workflows';
 import type { EnqueueRows } from '../db/jobs';
 import type { JobId, StepRecord } from '../db/types';
-import { AttemptCancelledError, ChildFailedError, ChildInParentLaneError, ConfigError, JobCancelledError, SignalTimeoutError } from '../errors';
+import { AttemptCancelledError, ChildFailedError, ChildInParentLaneError, ConfigError, type EnqueueRefusedError, JobCancelledError, SignalTimeoutError } from '../errors';
+import { refusal, refusedError } from '../policies/enqueueRule';
+import type { Queryable } from '../db/Db';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
 import { refusedCall } from '../worker/refusals';
@@ -24,6 +26,10 @@ export interface WorkflowStore {
   spawn(step: string, rows: EnqueueRows, failParent: boolean[]): Promise<StepRecord>;
   /** The outcomes of children `ids`, in order. */
   children(ids: JobId[]): Promise<ChildOutcome[]>;
+  /** Which of `names` some worker has declared in the job's namespace (acta.definitions). */
+  declared(names: string[]): Promise<ReadonlySet<string>>;
+  /** The error refusing a child named `name` that no worker declared (src/policies/enqueueRule.ts). */
+  refused(name: string): Promise<EnqueueRefusedError>;
 }
 
 /** A child's statuses that end it for its parent's wait. */
@@ -113,9 +119,19 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
     } catch (err) {
       throw refusedCall(err); // a bad child or option: the job fails without retry (src/worker/refusals.ts)
     }
-    const { rows, failParent } = spawning;
+    const { rows, failParent, checked } = spawning;
     let recordedSpawn = (await steps()).get(step) as SpawnResult | undefined;
     if (!recordedSpawn) {
+      // client.enqueue's Rule for a job by name (src/policies/enqueueRule.ts), before the spawn: a
+      // child of a definition no worker declared in the namespace would wait for ever, and its
+      // parent with it (test/db/workflows.test.ts, "a child named by a definition no worker
+      // declared"). Read only for a spawn not recorded yet: a replay spawns nothing.
+      const names = [...new Set(rows.definitions.filter((_, i) => checked[i]))];
+      if (names.length > 0) {
+        const declared = await store.declared(names);
+        const unknown = names.find((n) => !declared.has(n));
+        if (unknown !== undefined) throw await store.refused(unknown);
+      }
       live();
       const outcome = await store.spawn(step, rows, failParent);
       if (outcome.status === 'stale') {
@@ -180,10 +196,24 @@ export const payloadJson = (value: unknown): string => toJsonText(value === unde
  * Repeating a spawn is safe: one that committed before its answer was lost comes back 'exists'
  * with its children's ids (acta.spawn_children).
  */
-export function ledgerWorkflowStore(ledger: Pick<Ledger, 'loadSteps' | 'spawnChildren' | 'readChildren'>, workerId: string, entry: Entry, persist: <R>(call: () => Promise<R>) => Promise<R>): WorkflowStore {
+export function ledgerWorkflowStore(
+  ledger: Pick<Ledger, 'loadSteps' | 'spawnChildren' | 'readChildren' | 'loadPolicies'>,
+  workerId: string,
+  entry: Entry,
+  persist: <R>(call: () => Promise<R>) => Promise<R>,
+  namespace: { name: string; runs: ReadonlyMap<string, unknown>; db?: Queryable },
+): WorkflowStore {
   return {
     load: () => persist(() => ledger.loadSteps(entry.row.id)),
     spawn: (step, rows, failParent) => persist(() => ledger.spawnChildren({ workerId, parentId: entry.row.id, execution: entry.row.execution, step, rows, failParent })),
     children: (ids) => persist(() => ledger.readChildren(entry.row.id, ids)),
+    // This worker declared its own definitions in the namespace when it started: no read for them.
+    declared: async (names) => {
+      const others = names.filter((n) => !namespace.runs.has(n));
+      if (others.length === 0) return new Set(names);
+      const { policies } = await persist(() => ledger.loadPolicies(namespace.name, others));
+      return new Set([...names.filter((n) => namespace.runs.has(n)), ...policies.map((p) => p.name)]);
+    },
+    refused: async (name) => refusedError(await refusal(namespace.db, namespace.name, { item: 0, name, missing: [] }), 'spawn'),
   };
 }

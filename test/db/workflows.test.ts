@@ -256,3 +256,40 @@ test("a workflow call ctx refuses (a bad option, signal name, timeout or payload
     await worker.stop();
   }
 });
+
+test('a child named by a definition no worker declared in the namespace is refused as client.enqueue refuses it (EnqueueRefusedError), nothing spawned; one another worker declared, or forced, is spawned', async () => {
+  const elsewhere = defineJob({ name: 'wf-declared-elsewhere', handler: () => 'ran' });
+  const parent = defineJob({
+    name: 'wf-typo-parent',
+    maxAttempts: 1,
+    handler: async (p: { child: string; force?: boolean }, ctx) => {
+      await ctx.spawn(p.child, {}, p.force ? { force: true } : {});
+      return (await ctx.waitForChildren()).map((o) => o.status);
+    },
+  });
+  const client = createClient({ db });
+  const worker = createWorker({ db, definitions: [parent], logger: silentLogger });
+  const other = createWorker({ db, definitions: [elsewhere], logger: silentLogger });
+  await worker.start();
+  await other.start();
+  try {
+    const typo = await client.enqueue(parent, { child: 'wf-declared-elswhere' });
+    await waitFor(async () => (await status(typo.id)) === 'failed', 'the parent fails');
+    const job = (await client.getJob(typo.id))!;
+    expect(job.error).toMatchObject({ name: 'EnqueueRefusedError', code: 'ACTA_UNKNOWN_DEFINITION' });
+    // The message names the fix, in the words of a spawn, and what the namespace declares.
+    expect(job.error!.message).toMatch(/^no worker has declared a job definition named "wf-declared-elswhere" in namespace "default"; declared there: .*"wf-declared-elsewhere".*the spawn option \{ force: true \}$/);
+    expect((await db.query("select 1 from acta.jobs where definition = 'wf-declared-elswhere'")).rows).toEqual([]);
+    expect((await db.query('select name from acta.steps where job_id = $1', [typo.id])).rows).toEqual([]);
+
+    // Declared by the other worker, which runs it.
+    expect(await client.result((await client.enqueue(parent, { child: 'wf-declared-elsewhere' })).id, { timeoutMs: 10_000 })).toEqual(['succeeded']);
+    // Forced: spawned though no worker declared it (it waits for one).
+    const forced = await client.enqueue(parent, { child: 'wf-not-started-yet', force: true });
+    await waitFor(async () => (await status(forced.id)) === 'waiting', 'the parent waits for its forced child');
+    expect((await db.query("select status from acta.jobs where definition = 'wf-not-started-yet'")).rows).toEqual([{ status: 'ready' }]);
+  } finally {
+    await worker.stop();
+    await other.stop();
+  }
+});

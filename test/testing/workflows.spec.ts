@@ -117,3 +117,16 @@ test('spawnMany([]) spawns nothing and records no step: it returns [], the spawn
   expect(ledger.state().jobs.filter((j) => j.definition === 'child')).toHaveLength(1);
   await stop();
 });
+
+test('a child named by a definition no worker declared is refused (EnqueueRefusedError) on the memory ledger as on PostgreSQL: nothing spawned, the parent fails', async () => {
+  const clock = new VirtualClock();
+  const parent = defineJob({ name: 'parent', maxAttempts: 1, handler: async (_p: unknown, ctx) => ctx.spawn('kdi', {}) });
+  const { client, ledger, stop } = await virtualWorker(clock, [parent]);
+  const { id } = await clock.await(client.enqueue(parent, {}));
+  await clock.advance(1_000);
+  const job = (await clock.await(client.getJob(id)))!;
+  expect(job).toMatchObject({ status: 'failed', error: { name: 'EnqueueRefusedError', code: 'ACTA_UNKNOWN_DEFINITION' } });
+  expect(job.error!.message).toBe('no worker has declared a job definition named "kdi" in namespace "default"; start its worker first, or to enqueue it anyway (a definition whose worker has not started yet): the spawn option { force: true }');
+  expect(ledger.state().jobs.map((j) => j.definition)).toEqual(['parent']);
+  await stop();
+});
