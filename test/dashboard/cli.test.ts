@@ -1,6 +1,8 @@
 // `acta dashboard` as a user runs it (the built bin/acta.js: npm run build first): refused beyond
-// the loopback without auth before anything connects; on the loopback it serves until SIGTERM.
+// the loopback without auth before anything connects; a port in use exits 1 leaving nothing open;
+// on the loopback it serves until SIGTERM.
 import { execFile, spawn } from 'node:child_process';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import { useTestDatabase } from '../helpers/db';
 import { waitFor } from '../helpers/wait';
@@ -18,6 +20,29 @@ test('--host 0.0.0.0 without --token or --basic: exit 1 with the typed message, 
   expect(out.code).toBe(1);
   expect(out.stderr).toContain('acta: the dashboard listens on 0.0.0.0, beyond this machine: give --token or --basic');
   expect(out.stderr).not.toContain('ECONNREFUSED');
+});
+
+test('a port in use: exit 1 with the message, and nothing left open (no pool timer) after it', async () => {
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const { port } = taken.address() as net.AddressInfo;
+  try {
+    // The preload prints what still keeps the process alive once the message is out: before the
+    // fix the Db stayed open, and its pool's idle timer held the exit back for ~10 s.
+    const preload = path.join(ROOT, 'test', 'fixtures', 'lingering.cjs');
+    const out = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['-r', preload, BIN, 'dashboard', '--port', String(port)], { env: { ...process.env, DATABASE_URL: tdb.url }, timeout: 60_000 }, (err, _stdout, stderr) =>
+        resolve({ code: err ? Number(err.code) : 0, stderr }),
+      ),
+    );
+    expect(out.code).toBe(1);
+    expect(out.stderr).toContain(`acta: listen EADDRINUSE: address already in use 127.0.0.1:${port}`);
+    const alive = /still alive: (\[.*\])/.exec(out.stderr)?.[1];
+    expect(alive).toBeDefined();
+    expect(JSON.parse(alive as string)).not.toContain('Timeout');
+  } finally {
+    await new Promise((resolve) => taken.close(resolve));
+  }
 });
 
 test('on the loopback with a token: the page needs the token, and SIGTERM stops it with exit 0', async () => {

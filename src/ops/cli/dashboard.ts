@@ -28,13 +28,17 @@ export function registerDashboardCommand(cli: Command): void {
       assertSafeBinding(o.host, { token, basic: o.basic }); // before anything connects
       const logger = createLogger();
       const db = await connect();
+      let server: Awaited<ReturnType<typeof startDashboard>>;
       try {
         await assertMigrated(db);
+        server = await startDashboard({ db, host: o.host, port: o.port, token, basic: o.basic, namespace: o.namespace, readOnly: o.readOnly === true, logger });
       } catch (err) {
+        // e.g. EADDRINUSE: close the database before main() reports it, or its pool's idle clients
+        // (the embedded database's socket) keep the process alive after the message
+        // (test/dashboard/cli.test.ts).
         await db.close().catch(() => undefined);
         throw err;
       }
-      const server = await startDashboard({ db, host: o.host, port: o.port, token, basic: o.basic, namespace: o.namespace, readOnly: o.readOnly === true, logger });
       logger.info({ url: server.url, target: describeTarget(), readOnly: o.readOnly === true, auth: o.basic ? 'basic' : token ? 'token' : 'none' }, 'acta dashboard listening');
       console.error(`acta dashboard: ${server.url}/${token ? '?token=…' : ''}`);
       const stop = () => {
