@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { DataDirLockedError, DbClosedError, EmbeddedShareClosedError } from '../errors';
+import { knownKeys } from '../config';
+import { ConfigError, DataDirLockedError, DbClosedError, EmbeddedShareClosedError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, socketPathFor } from './embeddedShare';
 import { createPgDb } from './pgDb';
@@ -24,14 +25,24 @@ function resolveTarget(options: { url?: string; dataDir?: string }): { url: stri
   return { dataDir: absolute(process.env.ACTA_DATA_DIR || DEFAULT_DATA_DIR) };
 }
 
+/** The keys of connect's options: any other is refused. */
+const CONNECT_OPTION_KEYS = ['url', 'dataDir', 'max'];
+
 /**
  * Opens the database a process was pointed at (see resolveTarget: `url`, else `dataDir`, else
  * `DATABASE_URL` selects a PostgreSQL server, else the embedded PGlite default in
  * `ACTA_DATA_DIR` or `./.acta/data`). A data folder another live process holds is used through
  * the socket that process serves it on (embeddedShare.ts); DataDirLockedError only when it does not
- * serve it.
+ * serve it. Throws ConfigError for an unknown option.
  */
 export async function connect(options: { url?: string; dataDir?: string; max?: number } = {}): Promise<Db> {
+  // A misspelt option (`uri`), or the URL given bare, would otherwise be ignored: the process would
+  // connect to DATABASE_URL or the embedded default instead (test/connectOptions.spec.ts).
+  if (options === null) options = {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new ConfigError(`connect takes options { url?, dataDir?, max? }${typeof options === 'string' ? ': give a connection string as connect({ url })' : ''}, got ${typeof options === 'string' ? 'a string' : String(options).slice(0, 80)}`);
+  }
+  knownKeys('connect option', options, CONNECT_OPTION_KEYS);
   const target = resolveTarget(options);
   if ('url' in target) return createPgDb({ connectionString: target.url, max: options.max });
   let lost = () => undefined as void;
