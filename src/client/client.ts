@@ -244,13 +244,25 @@ function definitionName(definition: unknown): unknown {
 
 /** Creates a client that enqueues jobs (docs/DESIGN.md, "The ledger"). */
 export function createClient(options: ClientOptions): Client {
+  // Called bare (or with a connection string) it would fail as a TypeError on `options.ledger`.
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new ConfigError(`createClient takes options: { db } with a Db (createClient({ db: await connect() })), or { ledger } (acta/testing); got ${options === undefined ? 'nothing' : shown(options)}`);
+  }
   knownKeys('client option', options, CLIENT_OPTION_KEYS);
   if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a client needs a db (or a ledger)');
   const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
   const ledger = options.ledger ?? sqlLedger(options.db as Db);
-  /** A caller's transaction is a Queryable of the database; a ledger without a db has none. */
-  const inTx = (tx: Queryable | undefined): Queryable | undefined => {
-    if (tx !== undefined && options.db === undefined) throw new ConfigError('tx: this client has a ledger and no database, so no transactions');
+  /**
+   * A caller's transaction is a Queryable of the database (null: none, like undefined); a ledger
+   * without a db has none. Checked before anything is written: anything without a `query` function
+   * would otherwise fail mid-call as a TypeError (test/db/enqueue.test.ts, "tx must be a transaction").
+   */
+  const inTx = (tx: Queryable | null | undefined): Queryable | undefined => {
+    if (tx === undefined || tx === null) return undefined;
+    if (typeof tx !== 'object' || typeof (tx as { query?: unknown }).query !== 'function') {
+      throw new ConfigError(`tx must be the caller's transaction: an object with a query function (a pg client on which BEGIN ran, or db.transaction's tx), got ${typeof tx === 'object' ? 'an object without one' : shown(tx)}`);
+    }
+    if (options.db === undefined) throw new ConfigError('tx: this client has a ledger and no database, so no transactions');
     return tx;
   };
   /** The migrator's verdict on a database error (schemaError); a ledger's errors are its own. */
@@ -259,7 +271,8 @@ export function createClient(options: ClientOptions): Client {
   for (const d of options.definitions ?? []) checkDefinition(d, false);
   const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
   /** `many`: called as enqueueMany, whose errors about an item name it (enqueue's one item is not named). */
-  const enqueueItems = async (items: readonly EnqueueItem[], opts: { tx?: Queryable }, many: boolean): Promise<EnqueueResult[]> => {
+  const enqueueItems = async (items: readonly EnqueueItem[], opts: { tx?: Queryable | null }, many: boolean): Promise<EnqueueResult[]> => {
+    const tx = inTx(opts.tx);
     if (items.length === 0) return [];
     const rows = {
       definitions: [] as string[],
@@ -326,7 +339,6 @@ export function createClient(options: ClientOptions): Client {
     }
     let result: Awaited<ReturnType<typeof enqueueJobs>>;
     try {
-      const tx = inTx(opts.tx);
       result = tx ? await enqueueJobs(tx, namespace, rows) : await ledger.enqueueJobs(namespace, rows);
     } catch (err) {
       // 54000 (program_limit_exceeded): a payload beyond what one jsonb value holds (256 MB; a
@@ -343,9 +355,9 @@ export function createClient(options: ClientOptions): Client {
       // No acta schema (3F000), or one older or newer than this client (42883: a function or
       // procedure it calls is missing, e.g. acta.enqueue_jobs_wake_early before it was migrated,
       // or has other arguments): say what to run.
-      throw await verdict(err, opts.tx !== undefined);
+      throw await verdict(err, tx !== undefined);
     }
-    if (!opts.tx) options.publishWakeup?.(namespace);
+    if (!tx) options.publishWakeup?.(namespace);
     return result.map((r, i) => {
       // Only possible if the job an idempotency key named was deleted during this very call.
       if (r.id === null) throw new ActaError('ACTA_ENQUEUE_RACE', `the job of idempotency key "${items[i].idempotencyKey}" vanished during enqueue; enqueue again`);

@@ -8,6 +8,7 @@ import type { Db } from '../db/Db';
 import { type Ledger, sqlLedger } from '../ledger';
 import { checkDefinition, type Definition } from '../definition';
 import { ConfigError } from '../errors';
+import { shown } from '../client/jobId';
 import type { WorkerEventsOptions } from './events';
 import { HOOK_KEYS, type WorkerHooks } from './hooks';
 import { createLogger, type Logger } from '../logger';
@@ -116,8 +117,17 @@ export interface WorkerSettings {
  * one would fire after 1 ms), hooks that are not functions, or events options other than `payloads`.
  */
 export function workerSettings(options: WorkerOptions): WorkerSettings {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new ConfigError(`createWorker takes options: { db, definitions: [...] }, got ${options === undefined ? 'nothing' : shown(options)}`);
+  }
   knownKeys('worker option', options, WORKER_OPTION_KEYS);
-  if (!Array.isArray(options.definitions) || options.definitions.length === 0) throw new ConfigError('a worker needs at least one definition');
+  if (!Array.isArray(options.definitions)) {
+    // One definition given bare (definitions: sendEmail) is the likely slip: name it.
+    const d = options.definitions as { name?: unknown } | undefined;
+    const got = d === undefined ? 'nothing' : d !== null && typeof d === 'object' && typeof d.name === 'string' ? `one definition ("${d.name}") not in an array` : shown(d);
+    throw new ConfigError(`definitions must be an array of definitions (definitions: [sendEmail, resize]), got ${got}`);
+  }
+  if (options.definitions.length === 0) throw new ConfigError('a worker needs at least one definition');
   for (const d of options.definitions) checkDefinition(d, true);
   if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a worker needs a db (or a ledger)');
   const ledger = options.ledger ?? sqlLedger(options.db as Db);

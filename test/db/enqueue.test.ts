@@ -254,6 +254,18 @@ test('bad options are refused with ConfigError before anything is written, for t
     await expect(countedClient.enqueue('job', {}, options)).rejects.toThrow(name);
     await expect(countedClient.enqueueMany([{ definition: 'job', payload: { ok: true } }, { definition: 'job', payload: {}, ...options }])).rejects.toThrow(ConfigError);
   }
+  // tx must be a transaction: anything without a query function failed mid-call as a TypeError
+  // ("q.query is not a function"). Refused before any statement, by every call that takes one.
+  for (const tx of [{}, 'x', 42, { query: 'select 1' }]) {
+    const message = /^tx must be the caller's transaction: an object with a query function/;
+    await expect(countedClient.enqueue('job', {}, { tx: tx as never })).rejects.toThrow(ConfigError);
+    await expect(countedClient.enqueue('job', {}, { tx: tx as never })).rejects.toThrow(message);
+    await expect(countedClient.enqueueMany([{ definition: 'job', payload: {} }], { tx: tx as never })).rejects.toThrow(message);
+    await expect(countedClient.getJob('1', { tx: tx as never })).rejects.toThrow(message);
+    await expect(countedClient.cancel('1', { tx: tx as never })).rejects.toThrow(message);
+    await expect(countedClient.publish('topic', {}, { tx: tx as never })).rejects.toThrow(message);
+    await expect(countedClient.signal('1', 'go', {}, { tx: tx as never })).rejects.toThrow(message);
+  }
   // A transaction per item would be ignored: it is given once for the batch.
   await expect(countedClient.enqueueMany([{ definition: 'job', payload: {}, tx: db } as never])).rejects.toThrow(/"tx".*enqueueMany\(items, \{ tx \}\)/);
   await expect(countedClient.enqueue('', {})).rejects.toThrow(ConfigError);
@@ -368,7 +380,18 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   expect(() => defineJob({ name: 'j', handler: () => undefined, timeoutMs: -5 })).toThrow(/^timeoutMs of definition "j" must be an integer between 1/);
   expect(() => defineJob({ name: '', handler: () => undefined })).toThrow(/^a definition name must be a non-empty string/);
   expect(() => defineJob({ name: 'j' } as never)).toThrow(/^definition "j" needs a handler function$/);
-  expect(() => createWorker({ db, definitions: 'job' as never, logger: silentLogger })).toThrow(/^a worker needs at least one definition$/);
+  // One definition not in an array was told "at least one definition", which it had.
+  expect(() => createWorker({ db, definitions: job as never, logger: silentLogger })).toThrow(/^definitions must be an array of definitions \(definitions: \[sendEmail, resize\]\), got one definition \("job"\) not in an array$/);
+  expect(() => createWorker({ db, definitions: 'job' as never, logger: silentLogger })).toThrow(/^definitions must be an array of definitions .*, got "job"$/);
+  expect(() => createWorker({ db, logger: silentLogger } as never)).toThrow(/^definitions must be an array of definitions .*, got nothing$/);
+  expect(() => createWorker({ db, definitions: [], logger: silentLogger })).toThrow(/^a worker needs at least one definition$/);
+  expect(() => (createWorker as (o?: unknown) => unknown)()).toThrow(/^createWorker takes options: \{ db, definitions: \[\.\.\.\] \}, got nothing$/);
+
+  // Called bare it failed as a TypeError on `options.ledger`; a URL given bare too.
+  expect(() => (createClient as (o?: unknown) => unknown)()).toThrow(ConfigError);
+  expect(() => (createClient as (o?: unknown) => unknown)()).toThrow(/^createClient takes options: \{ db \} with a Db \(createClient\(\{ db: await connect\(\) \}\)\), or \{ ledger \} \(acta\/testing\); got nothing$/);
+  expect(() => createClient('postgres://x' as never)).toThrow(/^createClient takes options: .*; got "postgres:\/\/x"$/);
+  expect(() => createClient(null as never)).toThrow(/^createClient takes options/);
 
   expect(() => createClient({ force: true, db, namspace: 'x' } as never)).toThrow(/^unknown client option "namspace"; known: db, namespace, publishWakeup, definitions, ledger, scheduler, force$/);
   expect(() => createClient({ force: true, db, namespace: '' })).toThrow(ConfigError);
