@@ -71,8 +71,12 @@ export interface JobPage {
   nextCursor: string | null;
 }
 
-/** The jobs a retry, cancel or delete acts on: these ids, or every job matching a filter. */
-export type JobSelection = { ids: (JobId | number | bigint)[]; namespace?: string } | JobFilter;
+/**
+ * The jobs a retry, cancel or delete acts on: these ids, or every job matching a filter. A filter
+ * that names nothing but the namespace selects every job of it: refused (ConfigError) unless it
+ * says `all: true`, as `acta jobs` refuses it without a filter option.
+ */
+export type JobSelection = { ids: (JobId | number | bigint)[]; namespace?: string } | (JobFilter & { all?: boolean });
 
 /** A worker incarnation of acta.workers, with what it holds. */
 export interface WorkerInfo {
@@ -123,7 +127,11 @@ export interface Admin {
    * ones when its status says so), in batches of 500. Wakes the namespace. Resolves the ids retried.
    */
   retryJobs(selection: JobSelection): Promise<JobId[]>;
-  /** Cancels jobs as client.cancel does, each (a filter: its Ready, Waiting and Executing jobs, in batches). */
+  /**
+   * Cancels jobs as client.cancel does, each (a filter: its Ready, Waiting and Executing jobs, in
+   * batches). `{}` (every job of the namespace) is refused unless given as `{ all: true }`; so for
+   * retryJobs and deleteJobs.
+   */
   cancelJobs(selection: JobSelection): Promise<{ cancelled: JobId[]; requested: JobId[] }>;
   /** Deletes finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts (acta.delete_jobs). Others are left: cancel them first. */
   deleteJobs(selection: JobSelection): Promise<JobId[]>;
@@ -182,7 +190,7 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
       return { jobs, nextCursor: jobs.length === limit ? jobs[jobs.length - 1].id : null };
     },
     retryJobs: (selection) =>
-      inBatches(dbOf('retryJobs'), selection, context.namespace, ['failed'], ['failed', 'cancelled'], run, (picked) => ({
+      inBatches('retryJobs', dbOf('retryJobs'), selection, context.namespace, ['failed'], ['failed', 'cancelled'], run, (picked) => ({
         ctes: `, done as (
            update acta.jobs j
            set status = 'ready', run_at = now(), attempts = 0, uncharged_returns = 0, result = null, finished_at = null,
@@ -195,7 +203,7 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
         select: `array(select d.id::text from done d order by d.id desc) as ids, null::text[] as requested, (select count(*) from woken) as woken`,
       })).then((r) => r.ids),
     cancelJobs: async (selection) => {
-      const r = await inBatches(dbOf('cancelJobs'), selection, context.namespace, ['ready', 'waiting', 'executing'], ['ready', 'waiting', 'executing'], run, (picked) => ({
+      const r = await inBatches('cancelJobs', dbOf('cancelJobs'), selection, context.namespace, ['ready', 'waiting', 'executing'], ['ready', 'waiting', 'executing'], run, (picked) => ({
         ctes: `, done as materialized (select p.id, acta.cancel_job($1, p.id) as answer from ${picked} p)`,
         select: `array(select d.id::text from done d where d.answer = 'cancelled' order by d.id desc) as ids,
                  array(select d.id::text from done d where d.answer = 'requested' order by d.id desc) as requested`,
@@ -203,7 +211,7 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
       return { cancelled: r.ids, requested: r.requested };
     },
     deleteJobs: (selection) =>
-      inBatches(dbOf('deleteJobs'), selection, context.namespace, ['succeeded', 'failed', 'cancelled'], ['succeeded', 'failed', 'cancelled'], run, (picked) => ({
+      inBatches('deleteJobs', dbOf('deleteJobs'), selection, context.namespace, ['succeeded', 'failed', 'cancelled'], ['succeeded', 'failed', 'cancelled'], run, (picked) => ({
         // Finished rows, locked, then deleted with all that refers to them by the one deleter (acta.delete_jobs).
         ctes: `, done as materialized (
            select j.id from acta.jobs j where j.id = any (array(select p.id from ${picked} p)) and j.status in ('succeeded', 'failed', 'cancelled')
@@ -297,6 +305,8 @@ const countSql = (status: JobStatus) =>
       : `(select count(*) from (select 1 from acta.jobs j where j.namespace = n.name and j.status = '${status}' limit $1) c)`;
 
 const FILTER_KEYS = ['namespace', 'status', 'definition', 'concurrencyKey', 'lane', 'createdAfter', 'createdBefore', 'finishedAfter', 'finishedBefore'];
+/** The filter fields that narrow a bulk selection below the whole namespace (all but `namespace`). */
+const NARROWING_KEYS = FILTER_KEYS.filter((k) => k !== 'namespace');
 
 /**
  * The filter's parameters $1..$9: namespace, statuses, definition, concurrency key, lane, created
@@ -398,11 +408,13 @@ const summary = (r: SummaryRow): JobSummary => ({
 });
 
 /**
- * A bulk operation: the selection's jobs in batches of ADMIN_BATCH, each one statement (`body`
- * follows a `picked` CTE of the batch's ids and answers `ids`, `requested`), until a batch picks
- * fewer than a batch. Ids given: those of the namespace, in batches likewise.
+ * A bulk operation (`what`: its name, for errors): the selection's jobs in batches of ADMIN_BATCH,
+ * each one statement (`body` follows a `picked` CTE of the batch's ids and answers `ids`,
+ * `requested`), until a batch picks fewer than a batch. Ids given: those of the namespace, in
+ * batches likewise. A filter that narrows nothing needs `all: true` (test/db/admin.test.ts).
  */
 async function inBatches(
+  what: string,
   db: Db,
   selection: JobSelection,
   namespace: string,
@@ -432,8 +444,15 @@ async function inBatches(
     }
     return out;
   }
-  knownKeys('filter', selection, FILTER_KEYS);
-  const params = filterParams(selection, namespace, allowed, byDefault);
+  knownKeys('filter', selection, [...FILTER_KEYS, 'all']);
+  const { all, ...filter } = selection as JobFilter & { all?: unknown };
+  if (all !== undefined && typeof all !== 'boolean') throw new ConfigError(`${what}: all must be a boolean, got ${JSON.stringify(String(all)).slice(0, 80)}`);
+  // Every job of the namespace is a selection to state, not one to fall into with `{}` (or a
+  // filter whose fields are all undefined): the CLI refuses it likewise (src/ops/cli/admin.ts).
+  const params = filterParams(filter, namespace, allowed, byDefault);
+  if (all !== true && !NARROWING_KEYS.some((k) => (filter as Record<string, unknown>)[k] !== undefined)) {
+    throw new ConfigError(`${what}: this selection names no ids and no filter, so it is every job of namespace "${params[0] as string}": give { ids }, a filter (status, definition, concurrencyKey, lane, createdAfter, ...), or { all: true } to mean every job`);
+  }
   let below = INT8_MAX.toString();
   for (;;) {
     const { rows } = await run(() =>

@@ -98,11 +98,22 @@ test('cancelJobs cancels Ready and Waiting jobs at once and asks the worker of a
   const wait = JSON.stringify({ names: ['go'], step: 'acta:signal:0' });
   await completeExecutions(db, w, claimed.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'signal_wait' as const, result: wait, error: null, retryDelayMs: 0 })));
   expect((await client.getJob(parked[0]))?.status).toBe('waiting');
+  // A selection that narrows nothing is every job of the namespace: refused unless it says all
+  // (cancelJobs({}) cancelled every Ready job), before any statement; the CLI refuses it likewise.
+  const statuses = async () => (await client.listJobs()).jobs.map((j) => j.status).join();
+  const before = await statuses();
+  for (const empty of [{}, { namespace: 'default' }, { definition: undefined }, { all: false }]) {
+    await expect(client.cancelJobs(empty)).rejects.toThrow(/^cancelJobs: this selection names no ids and no filter, so it is every job of namespace "default": give \{ ids \}, a filter .*, or \{ all: true \} to mean every job$/);
+    await expect(client.deleteJobs(empty)).rejects.toMatchObject({ code: 'ACTA_CONFIG', message: expect.stringMatching(/^deleteJobs: /) });
+    await expect(client.retryJobs(empty)).rejects.toMatchObject({ code: 'ACTA_CONFIG', message: expect.stringMatching(/^retryJobs: /) });
+  }
+  await expect(client.cancelJobs({ all: 'yes' } as never)).rejects.toThrow(/^cancelJobs: all must be a boolean/);
+  expect(await statuses()).toBe(before);
   expect(await client.cancelJobs({ ids: [a, parked[0]] })).toEqual({ cancelled: [parked[0], a], requested: [] });
   expect(await client.cancelJobs({ status: ['ready', 'waiting', 'executing'] })).toEqual({ cancelled: [parked[1], b], requested: [running] });
   expect((await client.getJob(running))?.cancelRequestedAt).not.toBeNull();
   // Delete: the Cancelled ones go; the Executing one stays.
-  const deleted = await client.deleteJobs({});
+  const deleted = await client.deleteJobs({ all: true });
   expect(deleted.sort()).toEqual([a, b, ...parked].sort());
   expect(await client.getJob(a)).toBeNull();
   expect((await client.getJob(running))?.status).toBe('executing');
