@@ -401,7 +401,8 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   const ns = ['--namespace', 'cli-ops'];
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push(JSON.parse((await acta(['enqueue', 'cli-op', `{"i":${i}}`, '--force', ...ns])).stdout).id as string);
-  const paused = await acta(['pause', '--reason', 'maintenance', '--by', 'ops-team', ...ns]);
+  // No worker has declared a definition in cli-ops: its pause needs --force.
+  const paused = await acta(['pause', '--reason', 'maintenance', '--by', 'ops-team', '--force', ...ns]);
   expect(paused).toMatchObject({ code: 0, stderr: '' });
   expect(paused.stdout).toMatch(/^paused: namespace "cli-ops" by ops-team since \S+ \(maintenance\)\n$/);
   const why = await acta(['why', ids[0], ...ns]);
@@ -439,3 +440,38 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   expect(await acta(['resume', ...ns])).toMatchObject({ code: 0, stdout: 'resumed\n' });
   expect(await acta(['resume', '--json', ...ns])).toMatchObject({ code: 0, stdout: '{"resumed":false}\n' });
 }, 240_000);
+
+test('acta pause refuses a scope no worker has declared (a typo pauses nothing), naming what is declared; --force pauses it', async () => {
+  // A worker declares its definitions as it starts; they stay declared after it stops.
+  const declaring = createWorker({ db, definitions: [defineJob({ name: 'cli-pause-job', handler: () => undefined })], namespace: 'cli-pause', logger: pino({ level: 'silent' }) });
+  await declaring.start();
+  await declaring.stop();
+  const pauses = async () => (await db.query(`select namespace, definition from acta.pauses where namespace like 'cli-pause%' order by 1, 2`)).rows;
+  const why = 'nothing paused; check the name, or give --force to pause it anyway (e.g. before its worker is first deployed)';
+  // Each printed "paused: ..." and exited 0 before.
+  expect(await acta(['pause', '--definition', 'cli-pause-jbo', '--namespace', 'cli-pause'])).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `acta: no worker has declared a job definition named "cli-pause-jbo" in namespace "cli-pause" (declared there: "cli-pause-job"): ${why}\n`,
+  });
+  expect(await acta(['pause', '--namespace', 'cli-pause-typo'])).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `acta: no worker has declared any job definition in namespace "cli-pause-typo" (acta namespaces lists the namespaces): ${why}\n`,
+  });
+  // The definition's namespace forgotten: the message names it.
+  const elsewhere = await acta(['pause', '--definition', 'cli-pause-job']);
+  expect(elsewhere).toMatchObject({ code: 1, stdout: '' });
+  expect(elsewhere.stderr).toContain('"cli-pause-job" is declared in namespace "cli-pause" (--namespace "cli-pause")');
+  expect(await pauses()).toEqual([]);
+
+  expect(await acta(['pause', '--definition', 'cli-pause-job', '--namespace', 'cli-pause'])).toMatchObject({ code: 0, stderr: '', stdout: expect.stringMatching(/^paused: definition "cli-pause-job" of "cli-pause" by /) });
+  expect(await acta(['pause', '--namespace', 'cli-pause'])).toMatchObject({ code: 0, stderr: '', stdout: expect.stringMatching(/^paused: namespace "cli-pause" by /) });
+  expect(await acta(['pause', '--definition', 'not-deployed-yet', '--namespace', 'cli-pause-typo', '--force'])).toMatchObject({ code: 0, stderr: '' });
+  expect(await pauses()).toEqual([
+    { namespace: 'cli-pause', definition: '' },
+    { namespace: 'cli-pause', definition: 'cli-pause-job' },
+    { namespace: 'cli-pause-typo', definition: 'not-deployed-yet' },
+  ]);
+  await db.query(`delete from acta.pauses where namespace like 'cli-pause%'`);
+});

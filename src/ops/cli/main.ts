@@ -195,7 +195,7 @@ export function program(): Command {
       console.log(JSON.stringify(answer));
     });
 
-  registerAdminCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
+  registerAdminCommands(cli, (namespace, fn) => withClient(namespace, (client, db) => fn(client, db)));
   registerSignalCommand(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
   registerPublishCommand(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
   registerDashboardCommand(cli);
