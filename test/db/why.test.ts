@@ -146,7 +146,8 @@ test('waiting for a signal names the signal and its timeout; waiting for child j
   const parent = defineJob({
     name: 'parent',
     handler: async (_p: unknown, ctx) => {
-      await ctx.spawnMany([{ definition: 'plain', payload: 1 }, { definition: 'plain', payload: 2 }]);
+      // force: no worker declares 'plain' here, and children that never run are what this test waits on.
+      await ctx.spawnMany([{ definition: 'plain', payload: 1, force: true }, { definition: 'plain', payload: 2, force: true }]);
       return ctx.waitForChildren();
     },
   });
