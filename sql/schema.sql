@@ -2521,7 +2521,7 @@ end
 $function$;
 
 -- acta.spawn_children: sql/functions/spawn_children.sql
-CREATE OR REPLACE FUNCTION acta.spawn_children(p_worker uuid, p_parent bigint, p_execution integer, p_step text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_fail_parent boolean[])
+CREATE OR REPLACE FUNCTION acta.spawn_children(p_worker uuid, p_parent bigint, p_execution integer, p_step text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_fail_parent boolean[], p_checks boolean[] DEFAULT NULL::boolean[])
  RETURNS TABLE(status text, result jsonb)
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
@@ -2557,7 +2557,7 @@ begin
   end if;
   select string_to_array(e.ids, ',')::bigint[], e.created into v_ids, v_created
   from acta.enqueue_jobs(v_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts,
-                         p_idempotency_keys, p_concurrency_keys, p_rate_keys, p_lanes) as e;
+                         p_idempotency_keys, p_concurrency_keys, p_rate_keys, p_lanes, p_checks) as e;
   update acta.jobs c
   set parent_id = p_parent, fail_parent = coalesce(u.fail, false)
   from unnest(v_ids, string_to_array(v_created, null), p_fail_parent) with ordinality as u(id, created, fail, ord)

@@ -23,11 +23,20 @@ test('valid options become the rows enqueue writes', () => {
   expect(failParent).toEqual([false]);
 });
 
-test('a child named by a string is checked against the declared definitions unless forced; one given as an object is not (as client.enqueue)', () => {
-  const { checked } = spawnRows([
-    { definition: 'child', payload: 1 },
-    { definition: 'child', payload: 2, force: true },
-    { definition: { name: 'child' }, payload: 3 },
-  ]);
-  expect(checked).toEqual([true, false, false]);
+test("a child the worker has no definition of is checked by the enqueue's Rule unless forced; one given as an object, or one the worker runs, is not, and its keys are computed as an enqueue's", () => {
+  const limited = { name: 'limited', concurrency: { key: (p: { account: string }) => p.account, limit: 1 }, lane: () => 'L' };
+  const known = (name: string) => (name === 'limited' ? limited : undefined);
+  const { rows } = spawnRows(
+    [
+      { definition: 'child', payload: 1 },
+      { definition: 'child', payload: 2, force: true },
+      { definition: { name: 'child' }, payload: 3 },
+      { definition: 'limited', payload: { account: 'a' } },
+      { definition: limited, payload: { account: 'b' }, lane: 'M' },
+    ],
+    known,
+  );
+  expect(rows.checks).toEqual([true, false, false, false, false]);
+  expect(rows.concurrencyKeys).toEqual([null, null, null, 'a', 'b']);
+  expect(rows.lanes).toEqual([null, null, null, 'L', 'M']);
 });

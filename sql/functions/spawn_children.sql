@@ -1,7 +1,9 @@
 -- acta.spawn_children: a running parent enqueues child jobs, as one recorded step.
 --
 -- Contract: the step (p_parent, p_step) is recorded with {"ids": [...]} (the children's ids in
--- input order) in the same transaction that enqueues them (acta.enqueue_jobs' arrays and rules)
+-- input order) in the same transaction that enqueues them (acta.enqueue_jobs' arrays and rules:
+-- p_checks is its Rule, for the children the worker has no definition of: an undeclared name or a
+-- missing key refuses the call with SQLSTATE AC001, nothing written)
 -- with parent_id = p_parent and fail_parent = p_fail_parent[i], and raises the parent's
 -- children_open by the children created. Returns one row: 'recorded' (this call spawned them),
 -- 'exists' (an earlier attempt recorded the step: nothing enqueued; its result), 'stale' (the
@@ -16,6 +18,7 @@
 -- Fence: as acta.record_step, the parent Executing with execution = p_execution, held by p_worker.
 -- Locks: the parent row until commit, then the children inserted. Durability: synchronous commit.
 -- Plan: by primary key (the ancestors too, one probe each); the insert as acta.enqueue_jobs'.
+drop function if exists acta.spawn_children(uuid, bigint, integer, text, text[], jsonb, integer[], timestamptz[], integer[], text[], text[], text[], text[], boolean[]);
 create or replace function acta.spawn_children(
   p_worker           uuid,
   p_parent           bigint,
@@ -30,7 +33,8 @@ create or replace function acta.spawn_children(
   p_concurrency_keys text[],
   p_rate_keys        text[],
   p_lanes            text[],
-  p_fail_parent      boolean[]
+  p_fail_parent      boolean[],
+  p_checks           boolean[] default null
 ) returns table (status text, result jsonb)
 language plpgsql
 set enable_seqscan = off
@@ -66,7 +70,7 @@ begin
   end if;
   select string_to_array(e.ids, ',')::bigint[], e.created into v_ids, v_created
   from acta.enqueue_jobs(v_namespace, p_definitions, p_payloads, p_priorities, p_run_ats, p_max_attempts,
-                         p_idempotency_keys, p_concurrency_keys, p_rate_keys, p_lanes) as e;
+                         p_idempotency_keys, p_concurrency_keys, p_rate_keys, p_lanes, p_checks) as e;
   update acta.jobs c
   set parent_id = p_parent, fail_parent = coalesce(u.fail, false)
   from unnest(v_ids, string_to_array(v_created, null), p_fail_parent) with ordinality as u(id, created, fail, ord)

@@ -44,7 +44,7 @@ export const SIGNATURES = {
   // Workflows (migration 0016; docs/workflows.md).
   send_signal: 'p_namespace text, p_id bigint, p_job_key text, p_name text, p_payload jsonb, p_idempotency_key text',
   spawn_children:
-    'p_worker uuid, p_parent bigint, p_execution integer, p_step text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_fail_parent boolean[]',
+    'p_worker uuid, p_parent bigint, p_execution integer, p_step text, p_definitions text[], p_payloads jsonb, p_priorities integer[], p_run_ats timestamp with time zone[], p_max_attempts integer[], p_idempotency_keys text[], p_concurrency_keys text[], p_rate_keys text[], p_lanes text[], p_fail_parent boolean[], p_checks boolean[]',
   wake_job: 'p_id bigint, p_answer jsonb',
   settle_waits: 'p_ids bigint[]',
   tell_parents: 'p_parents bigint[], p_failed boolean[]',

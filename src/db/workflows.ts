@@ -44,7 +44,7 @@ export interface SpawnArgs {
 /** acta.spawn_children: the children enqueued and their step recorded, fenced by the parent's attempt. Result {ids}. */
 export async function spawnChildren(q: Queryable, a: SpawnArgs): Promise<StepRecord> {
   const r = a.rows;
-  const { rows } = await q.query<StepRecord>('select * from acta.spawn_children($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14)', [
+  const { rows } = await q.query<StepRecord>('select * from acta.spawn_children($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15)', [
     a.workerId,
     a.parentId,
     a.execution,
@@ -59,6 +59,7 @@ export async function spawnChildren(q: Queryable, a: SpawnArgs): Promise<StepRec
     r.rateKeys ? unlessAllNull(r.rateKeys) : null,
     r.lanes ? unlessAllNull(r.lanes) : null,
     a.failParent,
+    r.checks?.some((c) => c) ? r.checks : null,
   ]);
   return rows[0];
 }

@@ -6,13 +6,18 @@
 import { intOption, knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { EnqueueRows } from '../db/jobs';
 import { INT4_MAX } from '../db/types';
+import { type Definition, policyKeys } from '../definition';
 import { ConfigError } from '../errors';
 import { toJsonText } from '../json';
 
 /** What a parent does when this child fails for good, is cancelled or is deleted. */
 export type OnChildFailure = 'report' | 'fail-parent';
 
-/** Options of one child: as enqueue's (its keys as given: a child's definition is not consulted). */
+/**
+ * Options of one child: as enqueue's. Its keys: each given one wins, else the definition's functions
+ * compute it from the payload when the worker has the definition (given as the object, or one it
+ * runs); a child named by a definition the worker does not have is checked by the enqueue's Rule.
+ */
 export interface ChildOptions {
   /** 'report' (default): waitForChildren returns the child's outcome; 'fail-parent': it throws ChildFailedError (the parent fails without retry). */
   onChildFailure?: OnChildFailure;
@@ -25,9 +30,10 @@ export interface ChildOptions {
   rateKey?: string;
   lane?: string;
   /**
-   * A child named by a string that no worker has declared in the namespace is refused
-   * (EnqueueRefusedError), as client.enqueue refuses it by name; true: spawned anyway (a
-   * definition whose worker has not started yet).
+   * A child of a definition the worker does not have, that no worker has declared in the
+   * namespace or that lacks a key its declared policy needs, is refused (EnqueueRefusedError), as
+   * client.enqueue refuses it by name; true: spawned anyway (a definition whose worker has not
+   * started yet).
    */
   force?: boolean;
 }
@@ -39,21 +45,25 @@ export interface SpawnItem extends ChildOptions {
 
 const ITEM_KEYS = ['definition', 'payload', 'onChildFailure', 'priority', 'runAt', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane', 'force'];
 
+/** The definition a child names, when the spawning worker has it. */
+export type KnownDefinition = (name: string) => Pick<Definition, 'name' | 'concurrency' | 'rate' | 'lane'> | undefined;
+
 /**
- * The enqueue rows of `items`, whether each fails its parent, and whether its name is checked
- * against the namespace's declared definitions (named by a string, not forced: as client.enqueue
- * checks a name it has no definition of; src/workflows/workflow.ts applies it). ConfigError on a
- * bad item.
+ * The enqueue rows of `items` and whether each fails its parent. Keys are computed as an enqueue
+ * computes them (policyKeys) with the child's definition: the object given, else `known(name)`; a
+ * child without one is checked by acta.enqueue_jobs' Rule (rows.checks) unless forced.
+ * ConfigError on a bad item.
  */
-export function spawnRows(items: readonly SpawnItem[]): { rows: EnqueueRows; failParent: boolean[]; checked: boolean[] } {
+export function spawnRows(items: readonly SpawnItem[], known: KnownDefinition = () => undefined): { rows: EnqueueRows; failParent: boolean[] } {
   const rows: Required<EnqueueRows> = { definitions: [], payloads: [], priorities: [], runAts: [], maxAttempts: [], idempotencyKeys: [], concurrencyKeys: [], rateKeys: [], lanes: [], checks: [] };
   const failParent: boolean[] = [];
-  const checked: boolean[] = [];
   for (const item of items) {
     if (item === null || typeof item !== 'object') throw new ConfigError('a child is { definition, payload, ...options }');
     knownKeys('spawn option', item, ITEM_KEYS);
-    const raw = typeof item.definition === 'object' && item.definition !== null ? item.definition.name : item.definition;
-    rows.definitions.push(nameOption('definition', raw, MAX_NAME_BYTES));
+    const given = typeof item.definition === 'object' && item.definition !== null ? (item.definition as Pick<Definition, 'name' | 'concurrency' | 'rate' | 'lane'>) : undefined;
+    const name = nameOption('definition', given ? given.name : item.definition, MAX_NAME_BYTES);
+    rows.definitions.push(name);
+    const definition = given ?? known(name);
     rows.payloads.push(toJsonText(item.payload === undefined ? null : item.payload));
     if (item.priority !== undefined) intOption('priority', item.priority, -INT4_MAX, INT4_MAX);
     if (item.maxAttempts !== undefined) intOption('maxAttempts', item.maxAttempts, 1, INT4_MAX);
@@ -65,11 +75,12 @@ export function spawnRows(items: readonly SpawnItem[]): { rows: EnqueueRows; fai
     rows.runAts.push(item.runAt ?? null);
     rows.maxAttempts.push(item.maxAttempts ?? null);
     rows.idempotencyKeys.push(item.idempotencyKey === undefined ? null : nameOption('idempotencyKey', item.idempotencyKey, 2_000));
-    rows.concurrencyKeys.push(item.concurrencyKey === undefined ? null : nameOption('concurrencyKey', item.concurrencyKey, 1_000));
-    rows.rateKeys.push(item.rateKey === undefined ? null : nameOption('rateKey', item.rateKey, 1_000));
-    rows.lanes.push(item.lane === undefined ? null : nameOption('lane', item.lane, 1_000));
+    const keys = policyKeys(definition, item.payload, item);
+    rows.concurrencyKeys.push(keys.concurrencyKey);
+    rows.rateKeys.push(keys.rateKey);
+    rows.lanes.push(keys.lane);
     failParent.push(policy === 'fail-parent');
-    checked.push(typeof item.definition === 'string' && item.force !== true);
+    rows.checks.push(definition === undefined && item.force !== true);
   }
-  return { rows, failParent, checked };
+  return { rows, failParent };
 }

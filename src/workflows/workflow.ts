@@ -8,7 +8,8 @@ import type { ChildOutcome } from '../db/workflows';
 import type { EnqueueRows } from '../db/jobs';
 import type { JobId, StepRecord } from '../db/types';
 import { AttemptCancelledError, ChildFailedError, ChildInParentLaneError, ConfigError, type EnqueueRefusedError, JobCancelledError, SignalTimeoutError } from '../errors';
-import { refusal, refusedError } from '../policies/enqueueRule';
+import { refusal, type RefusedElement, refusedElement, refusedError } from '../policies/enqueueRule';
+import type { Definition } from '../definition';
 import type { Queryable } from '../db/Db';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
@@ -16,7 +17,7 @@ import { refusedCall } from '../worker/refusals';
 import { type Entry, type Registry, throwIfAborted } from '../worker/registry';
 import { type WaitRequest, WaitRequestedError, waitStep } from './wait';
 import { checkSignalName, checkTimeoutMs } from './signals';
-import { type ChildOptions, spawnRows, type SpawnItem } from './children';
+import { type ChildOptions, type KnownDefinition, spawnRows, type SpawnItem } from './children';
 
 /** Where an attempt's waits and children are kept. */
 export interface WorkflowStore {
@@ -26,10 +27,10 @@ export interface WorkflowStore {
   spawn(step: string, rows: EnqueueRows, failParent: boolean[]): Promise<StepRecord>;
   /** The outcomes of children `ids`, in order. */
   children(ids: JobId[]): Promise<ChildOutcome[]>;
-  /** Which of `names` some worker has declared in the job's namespace (acta.definitions). */
-  declared(names: string[]): Promise<ReadonlySet<string>>;
-  /** The error refusing a child named `name` that no worker declared (src/policies/enqueueRule.ts). */
-  refused(name: string): Promise<EnqueueRefusedError>;
+  /** The spawning worker's own definition of `name`, if it runs one: its children's keys are computed with it. */
+  definition: KnownDefinition;
+  /** The error for a child the enqueue's Rule refused (src/policies/enqueueRule.ts), in a spawn's words. */
+  refused(element: RefusedElement): Promise<EnqueueRefusedError>;
 }
 
 /** A child's statuses that end it for its parent's wait. */
@@ -115,25 +116,24 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
     const step = waitStep('spawn', calls.spawn++);
     let spawning: ReturnType<typeof spawnRows>;
     try {
-      spawning = spawnRows(items);
+      spawning = spawnRows(items, store.definition);
     } catch (err) {
       throw refusedCall(err); // a bad child or option: the job fails without retry (src/worker/refusals.ts)
     }
-    const { rows, failParent, checked } = spawning;
+    const { rows, failParent } = spawning;
     let recordedSpawn = (await steps()).get(step) as SpawnResult | undefined;
     if (!recordedSpawn) {
-      // client.enqueue's Rule for a job by name (src/policies/enqueueRule.ts), before the spawn: a
-      // child of a definition no worker declared in the namespace would wait for ever, and its
-      // parent with it (test/db/workflows.test.ts, "a child named by a definition no worker
-      // declared"). Read only for a spawn not recorded yet: a replay spawns nothing.
-      const names = [...new Set(rows.definitions.filter((_, i) => checked[i]))];
-      if (names.length > 0) {
-        const declared = await store.declared(names);
-        const unknown = names.find((n) => !declared.has(n));
-        if (unknown !== undefined) throw await store.refused(unknown);
-      }
       live();
-      const outcome = await store.spawn(step, rows, failParent);
+      let outcome: StepRecord;
+      try {
+        outcome = await store.spawn(step, rows, failParent);
+      } catch (err) {
+        // client.enqueue's Rule (rows.checks): a child of a definition no worker declared, or
+        // lacking a key its policy needs, would wait for ever or run outside its limits; nothing
+        // was spawned (test/db/workflows.test.ts, "a child named by a definition no worker declared").
+        const refused = refusedElement(err);
+        throw refused ? await store.refused(refused) : err;
+      }
       if (outcome.status === 'stale') {
         registry.abort(entry, 'lost');
         throw new AttemptCancelledError(`spawn could not be recorded: the attempt no longer owns job ${entry.row.id}`);
@@ -197,23 +197,17 @@ export const payloadJson = (value: unknown): string => toJsonText(value === unde
  * with its children's ids (acta.spawn_children).
  */
 export function ledgerWorkflowStore(
-  ledger: Pick<Ledger, 'loadSteps' | 'spawnChildren' | 'readChildren' | 'loadPolicies'>,
+  ledger: Pick<Ledger, 'loadSteps' | 'spawnChildren' | 'readChildren'>,
   workerId: string,
   entry: Entry,
   persist: <R>(call: () => Promise<R>) => Promise<R>,
-  namespace: { name: string; runs: ReadonlyMap<string, unknown>; db?: Queryable },
+  namespace: { name: string; runs: ReadonlyMap<string, Definition>; db?: Queryable },
 ): WorkflowStore {
   return {
     load: () => persist(() => ledger.loadSteps(entry.row.id)),
     spawn: (step, rows, failParent) => persist(() => ledger.spawnChildren({ workerId, parentId: entry.row.id, execution: entry.row.execution, step, rows, failParent })),
     children: (ids) => persist(() => ledger.readChildren(entry.row.id, ids)),
-    // This worker declared its own definitions in the namespace when it started: no read for them.
-    declared: async (names) => {
-      const others = names.filter((n) => !namespace.runs.has(n));
-      if (others.length === 0) return new Set(names);
-      const { policies } = await persist(() => ledger.loadPolicies(namespace.name, others));
-      return new Set([...names.filter((n) => namespace.runs.has(n)), ...policies.map((p) => p.name)]);
-    },
-    refused: async (name) => refusedError(await refusal(namespace.db, namespace.name, { item: 0, name, missing: [] }), 'spawn'),
+    definition: (name) => namespace.runs.get(name),
+    refused: async (element) => refusedError(await refusal(namespace.db, namespace.name, element), 'spawn'),
   };
 }

@@ -257,6 +257,39 @@ test("a workflow call ctx refuses (a bad option, signal name, timeout or payload
   }
 });
 
+test("a child's policy keys: computed by the definition the spawning worker runs; a keyed definition it does not run, given by name without them, is refused (ACTA_POLICY_KEY_MISSING), nothing spawned", async () => {
+  const keyedHere = defineJob({ name: 'wf-keyed-here', concurrency: { key: (p: { account: string }) => p.account, limit: 1 }, handler: () => 'ran' });
+  const keyedThere = defineJob({ name: 'wf-keyed-there', concurrency: { key: (p: { account: string }) => p.account, limit: 1 }, handler: () => 'ran' });
+  const parent = defineJob({
+    name: 'wf-keys-parent',
+    maxAttempts: 1,
+    handler: async (p: { child: string; key?: string }, ctx) => {
+      await ctx.spawn(p.child, { account: 'acc-1' }, p.key ? { concurrencyKey: p.key } : {});
+      return (await ctx.waitForChildren()).map((o) => o.status);
+    },
+  });
+  const client = createClient({ db });
+  const worker = createWorker({ db, definitions: [parent, keyedHere], logger: silentLogger });
+  const other = createWorker({ db, definitions: [keyedThere], logger: silentLogger });
+  await worker.start();
+  await other.start();
+  try {
+    // Before, a child's keys were taken as given: this one ran with no key, outside its limit.
+    const here = await client.enqueue(parent, { child: 'wf-keyed-here' });
+    expect(await client.result(here.id, { timeoutMs: 10_000 })).toEqual(['succeeded']);
+    expect((await db.query("select concurrency_key from acta.jobs where definition = 'wf-keyed-here'")).rows).toEqual([{ concurrency_key: 'acc-1' }]);
+    const missing = await client.enqueue(parent, { child: 'wf-keyed-there' });
+    await waitFor(async () => (await status(missing.id)) === 'failed', 'the parent fails');
+    expect((await client.getJob(missing.id))!.error).toMatchObject({ name: 'EnqueueRefusedError', code: 'ACTA_POLICY_KEY_MISSING' });
+    expect((await db.query("select 1 from acta.jobs where definition = 'wf-keyed-there'")).rows).toEqual([]);
+    const given = await client.enqueue(parent, { child: 'wf-keyed-there', key: 'acc-2' });
+    expect(await client.result(given.id, { timeoutMs: 10_000 })).toEqual(['succeeded']);
+  } finally {
+    await worker.stop();
+    await other.stop();
+  }
+});
+
 test('a child named by a definition no worker declared in the namespace is refused as client.enqueue refuses it (EnqueueRefusedError), nothing spawned; one another worker declared, or forced, is spawned', async () => {
   const elsewhere = defineJob({ name: 'wf-declared-elsewhere', handler: () => 'ran' });
   const parent = defineJob({
