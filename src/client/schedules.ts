@@ -100,7 +100,10 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
     trigger: (name) => triggerSchedule(need(), namespace, name),
     async remove(name) {
       const answer = await removeSchedule(need(), namespace, name);
-      if (answer === 'declared') throw new ConfigError(`schedule "${name}" is declared in code: remove it there (or pause it)`);
+      if (answer === 'declared') {
+        const how = name.startsWith('sys.') ? 'by a worker option (retention, alerts, outbox; acta worker --retention, --alerts, --outbox): pause it to stop it' : 'in code: remove it there (or pause it)';
+        throw new ConfigError(`schedule "${name}" is declared ${how}`);
+      }
       return answer === 'removed';
     },
   };

@@ -111,7 +111,7 @@ export function alertsDefinition(options: { ledger: Ledger; namespace: string; o
     // An evaluation is a sweep: a failed one is simply the next fire's work.
     maxAttempts: 1,
     handler: async (payload, ctx) => {
-      const rows = await runAlertsPass(options.ledger, options.namespace, alertThresholds(payload), { onAlert, logger: ctx.logger.child({ component: 'alerts' }) });
+      const rows = await runAlertsPass(options.ledger, options.namespace, alertThresholds(payload), { onAlert, logger: ctx.logger.child({ pass: 'alerts' }) });
       return {
         open: rows.filter((a) => a.resolvedAt === null).length,
         raised: rows.filter((a) => a.change === 'raised').length,

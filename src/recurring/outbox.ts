@@ -90,7 +90,7 @@ export function outboxDefinition(options: { ledger: Ledger; namespace: string; s
     maxAttempts: 1,
     handler: async (payload, ctx) => {
       const result = await runOutboxPass(options.ledger, options.namespace, outboxSettings(payload), { scheduler: options.scheduler, signal: ctx.signal, logger: ctx.logger });
-      ctx.logger[result.events === 0 && result.timeouts === 0 ? 'debug' : 'info']({ ...result, component: 'outbox' }, 'outbox pass');
+      ctx.logger[result.events === 0 && result.timeouts === 0 ? 'debug' : 'info']({ ...result, pass: 'outbox' }, 'outbox pass');
       return result;
     },
   });

@@ -100,7 +100,7 @@ export function retentionDefinition(options: { ledger: Ledger; namespace: string
       const settings = retentionSettings(payload);
       const result = await runRetentionPass(options.ledger, options.namespace, settings, { scheduler: options.scheduler, signal: ctx.signal, logger: ctx.logger });
       const quiet = result.deleted === 0 && result.timeouts === 0;
-      ctx.logger[quiet ? 'debug' : 'info']({ ...result, component: 'retention' }, 'retention pass');
+      ctx.logger[quiet ? 'debug' : 'info']({ ...result, pass: 'retention' }, 'retention pass');
       return result;
     },
   });

@@ -159,7 +159,9 @@ test('the onAlert job is enqueued exactly once per raise and once per resolve, i
 test('the definition: thresholds from the payload (a bad one is a ConfigError), warn on raise and info on resolve, acta_alert 1 then 0 in every registry that reads the table', async () => {
   const dead = await worker('dead', ['d'], 120_000);
   const lines: { level: number; msg: string; rule?: string; subject?: string }[] = [];
-  const logger = pino({ level: 'debug' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+  const raw: string[] = [];
+  // As the worker's executor gives a system job: its logger already carries `component`.
+  const logger = pino({ level: 'debug' }, new Writable({ write: (chunk, _enc, done) => (raw.push(String(chunk)), lines.push(JSON.parse(String(chunk))), done()) })).child({ component: 'executor' });
   const definition = alertsDefinition({ ledger: sqlLedger(db), namespace: ns });
   const ctx = { signal: new AbortController().signal, logger } as never;
   await expect(Promise.resolve().then(() => definition.handler({ failureRate: 2 }, ctx))).rejects.toThrow(ConfigError);
@@ -180,6 +182,9 @@ test('the definition: thresholds from the payload (a bad one is a ConfigError), 
     [40, 'alert raised', 'worker_dead', dead],
     [30, 'alert resolved', 'worker_dead', dead],
   ]);
+  // One `component` per line: the pass is named in `pass` (docs/operating.md, "Logs").
+  expect(raw.filter((l) => l.split('"component":').length > 2)).toEqual([]);
+  expect(lines.filter((l) => l.msg.startsWith('alert ')).every((l) => (l as { pass?: string }).pass === 'alerts')).toBe(true);
   // Forgotten after keepResolvedMs: the series goes.
   expect(await definition.handler({ deadWindowMs: 60_000, keepResolvedMs: 0 }, ctx)).toEqual({ open: 0, raised: 0, resolved: 0 });
   expect(await metric(registries[0])).toEqual([]);
