@@ -2,6 +2,7 @@ import type { Db } from '../db/Db';
 import { armSchedules, listSchedules, putRuntimeSchedule, removeSchedule, type ScheduleRecord, setSchedulePaused, triggerSchedule, unarmedSchedules } from '../db/schedules';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import { type Definition, policyKeys } from '../definition';
+import { missingPolicyKeys } from '../policies/enqueueRule';
 import { ConfigError } from '../errors';
 import { armInstants, checkScheduleSpec, type ScheduleSpec } from '../recurring/schedules';
 
@@ -63,12 +64,7 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
           [namespace, name],
         );
         // The keys an enqueue by name must give (acta.enqueue_jobs, "Rule"): its fires need them too.
-        const p = rows[0]?.policy;
-        const missing = [
-          ...(p && typeof p.concurrency === 'object' && p.concurrency !== null && s.concurrencyKey === null ? ['concurrencyKey'] : []),
-          ...(p && typeof p.rate === 'object' && p.rate !== null && s.rateKey === null ? ['rateKey'] : []),
-          ...(p && p.lane === true && s.lane === null ? ['lane'] : []),
-        ];
+        const missing = missingPolicyKeys(rows[0]?.policy, s).map((m) => (m === 'lane' ? 'lane' : `${m}Key`));
         if (missing.length > 0) {
           throw new ConfigError(
             `schedules.add: definition "${name}" admits its jobs by ${missing.join(', ')}, which a schedule added by name cannot compute: ` +

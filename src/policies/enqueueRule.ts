@@ -9,6 +9,22 @@
 import type { Queryable } from '../db/Db';
 import { type EnqueueRefusal, EnqueueRefusedError } from '../errors';
 
+/**
+ * The keys a job of a definition stored with `policy` lacks: the Rule's second half, as
+ * acta.enqueue_jobs applies it (a concurrency or rate policy, or lanes, each needs its key). The
+ * memory ledger and client.schedules.add (a schedule by name) apply it here.
+ */
+export function missingPolicyKeys(
+  policy: { concurrency?: unknown; rate?: unknown; lane?: unknown } | null | undefined,
+  keys: { concurrencyKey?: string | null; rateKey?: string | null; lane?: string | null },
+): EnqueueRefusal['missing'] {
+  const missing: EnqueueRefusal['missing'] = [];
+  if (policy?.concurrency && (keys.concurrencyKey ?? null) === null) missing.push('concurrency');
+  if (policy?.rate && (keys.rateKey ?? null) === null) missing.push('rate');
+  if (policy?.lane === true && (keys.lane ?? null) === null) missing.push('lane');
+  return missing;
+}
+
 /** The SQLSTATE acta.enqueue_jobs raises for a refused element. */
 export const ENQUEUE_REFUSED_SQLSTATE = 'AC001';
 

@@ -3,6 +3,7 @@
  * and the read of a job (docs/DESIGN.md, "The ledger" and "Delivery").
  */
 import { PIPELINE } from '../../config';
+import { missingPolicyKeys } from '../../policies/enqueueRule';
 import { retryDelayParam } from '../../db/executions';
 import type { EnqueueRows, ProgressRow } from '../../db/jobs';
 import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
@@ -88,13 +89,7 @@ function refuseUndeclared(store: Store, namespace: string, rows: EnqueueRows): v
     if (!checked) return;
     const name = rows.definitions[i];
     const d = store.definition(namespace, name);
-    const missing = !d
-      ? []
-      : [
-          d.policy?.concurrency && (rows.concurrencyKeys?.[i] ?? null) === null ? 'concurrency' : undefined,
-          d.policy?.rate && (rows.rateKeys?.[i] ?? null) === null ? 'rate' : undefined,
-          d.policy?.lane && (rows.lanes?.[i] ?? null) === null ? 'lane' : undefined,
-        ].filter((m) => m !== undefined);
+    const missing = !d ? [] : missingPolicyKeys(d.policy, { concurrencyKey: rows.concurrencyKeys?.[i], rateKey: rows.rateKeys?.[i], lane: rows.lanes?.[i] });
     if (!d || missing.length > 0) {
       throw new SqlStateError('AC001', `acta.enqueue_jobs: definition ${name} refused in namespace ${namespace} (see detail)`, JSON.stringify({ item: i, name, missing }));
     }
