@@ -48,7 +48,7 @@ const handler: JobHandler =
 async function prepareActa(): Promise<Running> {
   const { createPgDb, createWorker, createLogger, defineJob } = await import('../src');
   const db = createPgDb({ connectionString: config.url, max: config.pool });
-  const settings = SETTINGS[config.system as 'acta-default' | 'acta-best'];
+  const settings = SETTINGS[config.system as 'acta-default' | 'acta-best' | 'acta-zero'];
   const noop = defineJob({
     name: JOB_NAME,
     // Keyed drains: the limit is the namespace's policy from this worker's start; the keys come
@@ -63,6 +63,7 @@ async function prepareActa(): Promise<Running> {
     db,
     definitions: [noop],
     executors: config.executors ?? settings.executors,
+    ...(config.system === 'acta-zero' ? { retention: { succeededMs: 0 } } : {}),
     logger: createLogger({ level: process.env.ACTA_LOG_LEVEL ?? 'warn' }),
   });
   return {

@@ -3,8 +3,10 @@
  * systems under test, their settings, and the IPC messages.
  */
 
-export const SYSTEMS = ['acta-default', 'acta-best', 'graphile-default', 'graphile-perf', 'pgboss-best', 'bullmq'] as const;
+export const SYSTEMS = ['acta-default', 'acta-best', 'acta-zero', 'graphile-default', 'graphile-perf', 'pgboss-best', 'bullmq'] as const;
 export type SystemName = (typeof SYSTEMS)[number];
+/** The acta systems the policy scenarios (keys, rate), memory and backpressure run: acta-zero differs from acta-best only in what a success leaves behind. */
+export const isActaPolicySystem = (system: string): system is 'acta-default' | 'acta-best' => system === 'acta-default' || system === 'acta-best';
 export type SystemKind = 'acta' | 'graphile' | 'pgboss' | 'bullmq';
 
 export function kindOf(system: SystemName): SystemKind {
@@ -27,6 +29,11 @@ export const PGBOSS_QUEUE = 'bench';
 export const SETTINGS = {
   'acta-default': { label: 'acta, createWorker defaults', executors: undefined as number | undefined, pool: 10 },
   'acta-best': { label: 'acta, executors 128', executors: 128, pool: 10 },
+  'acta-zero': {
+    label: "acta, executors 128, retention zero (succeededMs 0: a succeeded job is deleted in its completion's call with its attempt, graphile-worker's shape; docs/retention.md)",
+    executors: 128,
+    pool: 10,
+  },
   'graphile-default': { label: 'graphile-worker 0.18 defaults (concurrency 1, pool 10)', pool: 10 },
   'graphile-perf': {
     label: 'graphile-worker 0.18 perf preset (concurrentJobs 24, pool 25, localQueue 500, complete/failJobBatchDelay 0)',

@@ -139,6 +139,11 @@ export function checkTargets(
     add(`drain (${variant}) ≥ 1.25 × graphile-worker's best`, '≥ 1.25×', ratioText(r, 2, 'jobs/s'), Number.isFinite(r.ratio) ? r.ratio >= 1.25 : null);
     const d = paired((v) => v(sc, 'acta-default'), (v) => v(sc, 'graphile-default'));
     add(`acta DEFAULT drain (${variant}) ≥ 5 × graphile-worker defaults`, '≥ 5×', ratioText(d, 1), Number.isFinite(d.ratio) ? d.ratio >= 5 : null);
+    // Beside it, not instead: retention zero keeps no row of a success, as graphile-worker keeps none.
+    if (rows.some((row) => row.scenario === sc && row.system === 'acta-zero')) {
+      const z = paired((v) => v(sc, 'acta-zero'), (v) => Math.max(v(sc, 'graphile-perf'), v(sc, 'graphile-default')));
+      add(`drain (${variant}) with retention zero ≥ 1.25 × graphile-worker's best`, '≥ 1.25×', ratioText(z, 2, 'jobs/s'), Number.isFinite(z.ratio) ? z.ratio >= 1.25 : null);
+    }
   }
   // A held snapshot: acta's drain under it ≥ the best peer's under the same hold.
   if (rows.some((r) => r.scenario === 'drain-held')) {
@@ -201,6 +206,7 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 const COLORS: Record<string, string> = {
   'acta-default': '#1f77b4',
   'acta-best': '#0b3d91',
+  'acta-zero': '#17becf',
   'graphile-default': '#ff9896',
   'graphile-perf': '#d62728',
   'pgboss-best': '#2ca02c',

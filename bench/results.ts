@@ -1,5 +1,5 @@
 /** The result model shared by the orchestrator, the report and the smoke test. */
-import type { SystemName } from './common';
+import { isActaPolicySystem, type SystemName } from './common';
 
 export type RowSystem = SystemName | 'floor';
 
@@ -86,7 +86,7 @@ export function warmDrained(system: SystemName): boolean {
  */
 export function expectedRows(systems: readonly SystemName[]): { scenario: string; system: RowSystem }[] {
   const pg = systems.filter((s) => s !== 'bullmq');
-  const acta = systems.filter((s) => s.startsWith('acta'));
+  const acta = systems.filter(isActaPolicySystem);
   const out: { scenario: string; system: RowSystem }[] = [];
   const add = (scenario: string, list: readonly RowSystem[]) => list.forEach((system) => out.push({ scenario, system }));
   add('enqueue', systems);

@@ -21,7 +21,7 @@ import { execSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { SETTINGS, SYSTEMS, type SystemName, usesPostgres } from './common';
+import { isActaPolicySystem, SETTINGS, SYSTEMS, type SystemName, usesPostgres } from './common';
 import { peerVersion } from './peers';
 import { Admin } from './pg';
 import { checkTargets, markdownTable, settingsTable, svgChart, targetsTable } from './report';
@@ -207,7 +207,7 @@ export async function main(argv = process.argv.slice(2)): Promise<BenchResult> {
     }
   };
   const pgSystems = systems.filter(usesPostgres);
-  const actaSystems = systems.filter((s) => s.startsWith('acta'));
+  const actaSystems = systems.filter(isActaPolicySystem);
   const has = (g: Group) => args.scenarios.includes(g);
   const memoryFlat: Record<string, boolean> = {};
   /** The plain acta drain (1 process, fresh) of each run, `${run}/${system}`: what the keyed drains are divided by. */

@@ -210,12 +210,17 @@ export class Stores {
         await db?.close();
         db = undefined;
       },
+      // The bench's own jobs: under retention zero (acta-zero) the worker's sys.retention keeps an
+      // armed fire Ready, and a succeeded job is gone, so it counts as done by its absence.
       openPoller: () =>
         sqlPoller(
           url,
-          `select exists (select 1 from acta.jobs where status = 'ready') or exists (select 1 from acta.jobs where status = 'executing') as busy`,
+          `select exists (select 1 from acta.jobs where status = 'ready' and definition = '${JOB_NAME}') or exists (select 1 from acta.jobs where status = 'executing' and definition = '${JOB_NAME}') as busy`,
         ),
-      completed: () => scalar(url, `select count(*) as n from acta.jobs where status = 'succeeded'`),
+      completed: (n) =>
+        system === 'acta-zero'
+          ? scalar(url, `select ${Number(n)} - count(*) filter (where status <> 'succeeded') as n from acta.jobs where definition = '${JOB_NAME}'`)
+          : scalar(url, `select count(*) as n from acta.jobs where status = 'succeeded'`),
       analyze: () => exec(url, 'analyze'),
       vacuum: () => exec(url, 'vacuum'),
       destroy: () => this.options.admin.dropDatabase(database),

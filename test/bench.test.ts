@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { SYSTEMS } from '../bench/common';
+import { isActaPolicySystem, SYSTEMS } from '../bench/common';
 import { type BenchResult, expectedRows, MAY_BE_ZERO } from '../bench/results';
 import type { StageSample } from '../bench/stages';
 
@@ -79,7 +79,7 @@ test('npm run bench --quick: a row per system × scenario, with positive numbers
     // Keyed drains (acta only): the attempt ledger's most attempts of one key in flight at once is
     // within the key's limit (1 for the 1,000 keys, 10 for the hot key), and the hot key's bound was
     // computed from it.
-    for (const system of systems.filter((s) => s.startsWith('acta'))) {
+    for (const system of systems.filter(isActaPolicySystem)) {
       for (const [scenario, limit] of [['keys-1000-inflight-max', 1], ['hot-key-inflight-max', 10]] as const) {
         const row = result.rows.find((r) => r.scenario === scenario && r.system === system)!;
         for (const value of row.samples) expect({ scenario, system, withinLimit: Number.isInteger(value) && value >= 1 && value <= limit }).toEqual({ scenario, system, withinLimit: true });

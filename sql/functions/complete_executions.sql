@@ -20,7 +20,9 @@
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the parents of the children among them in id order, then the gates
 -- of the keyed ones in increasing order (acta.gate_lock), then the ending fires' schedules in name
--- order, until commit. Durability: the caller's commit, synchronous by default. Retention zero: at the body's end.
+-- order, until commit. Durability: the caller's commit, synchronous by default.
+-- Retention zero (docs/retention.md): a succeeded row that may go at once is deleted first, fenced
+-- as the update is, instead of being updated, given a ledger row and deleted after (see `gone`).
 -- Plan: one generic plan per session reaching acta.jobs only through `j.id = any (p_ids)` (jobs_pkey
 -- hash-joined to the input) whatever the statistics (test/db/plans.test.ts); see the SET clauses.
 drop function if exists acta.complete_executions(uuid, jsonb);
@@ -66,7 +68,38 @@ declare
   v_ords       bigint[];
   v_keys       text[];
   v_lanes      text[];
+  v_zero       boolean;
+  v_gone       bigint[];
+  v_gone_ords  bigint[];
+  v_gone_keys  text[];
+  v_gone_lanes text[];
+  v_gone_namespace text;
 begin
+  -- Retention zero: the namespace's sys.retention keeps Succeeded rows 0 ms (payload succeededMs 0,
+  -- not paused). One batch is one worker's, so one namespace: its first row's.
+  v_zero := exists (select 1 from acta.schedules s
+                    where s.namespace = (select j.namespace from acta.jobs j where j.id = p_ids[1])
+                      and s.name = 'sys.retention' and not s.paused and s.payload -> 'succeededMs' = '0'::jsonb);
+  -- Under it, a succeeded row that may go now is deleted here, fenced as the update below fences, and
+  -- leaves no ledger row (it would go with the job: docs/retention.md); the update then no longer
+  -- sees it. Not these: a child (its parent may still need it: prune_jobs' `keep`), a watched row
+  -- (its observer reads the result after this commit), a schedule's fire (it arms the next instant
+  -- below): they are updated and go at the body's end, or at the next pass.
+  if v_zero then
+    with gone as (
+      delete from acta.jobs j
+      using unnest(p_ids, p_executions, p_outcomes) with ordinality as i(id, execution, outcome, ord)
+      where i.outcome = 'succeeded'
+        and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
+        and j.parent_id is null and not j.watched and j.schedule is null
+      returning j.id, i.ord, j.namespace, j.concurrency_key, j.lane
+    )
+    select array_agg(g.id), array_agg(g.ord), min(g.namespace),
+           array_agg(g.concurrency_key) filter (where g.concurrency_key is not null),
+           array_agg(g.lane) filter (where g.lane is not null)
+      into v_gone, v_gone_ords, v_gone_namespace, v_gone_keys, v_gone_lanes
+    from gone g;
+  end if;
   with input as (
     select u.*
     from unnest(p_ids, p_executions, p_outcomes, p_results, p_errors, p_retry_delays_ms)
@@ -163,6 +196,14 @@ begin
            filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled'))
     into v_answer, v_applied, v_ords, v_namespace, v_keys, v_lanes, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
   from done d;
+  -- The rows `gone` took join the answers ('s') and the hand-on (their keys; their lanes, finished).
+  if v_gone is not null then
+    v_answer := coalesce(v_answer, '') || repeat('s', cardinality(v_gone));
+    v_ords := coalesce(v_ords, '{}') || v_gone_ords;
+    v_namespace := coalesce(v_namespace, v_gone_namespace);
+    v_keys := case when v_keys is null and v_gone_keys is null then null else coalesce(v_keys, '{}') || coalesce(v_gone_keys, '{}') end;
+    v_lanes := case when v_lanes is null and v_gone_lanes is null then null else coalesce(v_lanes, '{}') || coalesce(v_gone_lanes, '{}') end;
+  end if;
 
   -- An element not applied answers 'x'; an element repeating an applied one's (id, execution)
   -- answers as that one did (the row is updated once).
@@ -260,16 +301,15 @@ begin
   if strpos(v_answer, 'w') > 0 then
     perform acta.settle_waits(p_ids);
   end if;
-  -- Retention zero (docs/retention.md): where the namespace's sys.retention keeps Succeeded rows
-  -- 0 ms (payload succeededMs 0, not paused), the rows this call ended Succeeded go now, last, once
-  -- every step above has read them, through the one deleter. Left to the pass: a child (prune_jobs'
-  -- `keep`) and a watched row (its observer reads the result after this commit).
-  if strpos(v_answer, 's') > 0
-     and exists (select 1 from acta.schedules s
-                 where s.namespace = v_namespace and s.name = 'sys.retention' and not s.paused
-                   and s.payload -> 'succeededMs' = '0'::jsonb) then
+  -- Retention zero: what refers to the rows `gone` deleted goes with them (acta.delete_job_references),
+  -- and a fire this call ended Succeeded goes now, last, once every step above has read it, through
+  -- the one deleter. Left to the pass: a child and a watched row (see `gone`).
+  if v_gone is not null then
+    perform acta.delete_job_references(v_gone);
+  end if;
+  if v_zero and v_fires is not null and strpos(v_answer, 's') > 0 then
     perform acta.delete_jobs(array(select j.id from acta.jobs j
-                                   where j.id = any (p_ids) and j.namespace = v_namespace and j.status = 'succeeded'
+                                   where j.id = any (v_fires) and j.status = 'succeeded'
                                      and j.finished_at = now() and j.parent_id is null and not j.watched));
   end if;
   -- Rows back to Ready (a hand-back, a retry) or released from a gate wake the namespace's idle

@@ -1,9 +1,9 @@
 -- acta.delete_jobs(ids) -> how many job rows it deleted
--- Contract: deletes the job rows of p_ids with every row that refers to them: their attempts
--- (acta.executions), recorded steps (acta.steps) and signals (acta.signals). The one place that knows where a finished
--- row lives and what refers to it (docs/retention.md): acta.prune_jobs (sys.retention's batches)
--- and acta.complete_executions (retention zero) delete through it and nothing else, so moving
--- finished rows elsewhere changes this function and the callers' picks only.
+-- Contract: deletes the job rows of p_ids with every row that refers to them (acta.delete_job_references).
+-- The one place that knows where a finished row lives (docs/retention.md): acta.prune_jobs
+-- (sys.retention's batches) and acta.complete_executions (a fire under retention zero) delete
+-- through it; the completion's own retention-zero delete (`gone`) is the one other, in the
+-- statement that ends the attempt, and it too leaves the references to acta.delete_job_references.
 -- The caller passes finished rows it holds locked and has judged free to go (prune_jobs' `keep`
 -- clause; the completion's own rows): this function judges nothing.
 -- Fence: none (finished rows have no attempt left). Locks: the rows it deletes; executions and
@@ -23,9 +23,7 @@ begin
   )
   select coalesce(array_agg(g.id), '{}') into v_ids from gone g;
   if cardinality(v_ids) > 0 then
-    delete from acta.executions e where e.job_id = any (v_ids);
-    delete from acta.steps s where s.job_id = any (v_ids);
-    delete from acta.signals g where g.job_id = any (v_ids);
+    perform acta.delete_job_references(v_ids);
   end if;
   return cardinality(v_ids);
 end

@@ -53,8 +53,10 @@ export const SIGNATURES = {
   // The trigger function of migration 0016 (jobs_child_deleted): no wrapper calls it.
   jobs_child_deleted: '',
   prune_jobs: 'p_namespace text, p_succeeded_ms bigint, p_cancelled_ms bigint, p_failed_ms bigint, p_limit integer',
-  // Called by prune_jobs and complete_executions only.
+  // Called by prune_jobs, complete_executions and the admin's deleteJobs only.
   delete_jobs: 'p_ids bigint[]',
+  // Called by delete_jobs and complete_executions (retention zero) only.
+  delete_job_references: 'p_ids bigint[]',
   evaluate_alerts:
     'p_namespace text, p_dead_window_ms bigint, p_ready_age_ms bigint, p_failure_window_ms bigint, p_failure_rate double precision, p_failure_min_jobs integer, p_keep_resolved_ms bigint, p_schedule_late_ms bigint, p_on_alert text',
   // The outbox (migration 0018; docs/outbox.md).

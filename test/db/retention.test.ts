@@ -238,3 +238,28 @@ test('retention zero in a worker: with succeededMs 0 each job that succeeds goes
     await worker.stop();
   }
 });
+
+test('retention zero deletes with a succeeded row what refers to it: its earlier attempts, its steps and its signals (acta.delete_job_references)', async () => {
+  await db.query(
+    `insert into acta.schedules (namespace, name, definition, cron, payload, source)
+     values ($1, 'sys.retention', 'sys.retention', '* * * * *', '{"succeededMs": 0}', 'declared')`,
+    [ns],
+  );
+  const ledger = sqlLedger(db);
+  const workerId = randomUUID();
+  const claim = async () => (await ledger.claimJobs({ namespace: ns, workerId, definitions: ['d'], limit: 10, leaseMs: 60_000 })).rows;
+  const [{ id }, { id: other }] = await ledger.enqueueJobs(ns, {
+    definitions: ['d', 'd'], payloads: ['{}', '{}'], priorities: [null, null], runAts: [null, null], maxAttempts: [null, null],
+    idempotencyKeys: [null, null], concurrencyKeys: [null, null], rateKeys: [null, null], lanes: [null, null],
+  });
+  const first = (await claim()).find((r) => r.id === id)!;
+  await ledger.completeExecutions(workerId, [{ id: id!, execution: first.execution, outcome: 'handed_back', result: null, error: null, retryDelayMs: 0 }]);
+  expect((await ledger.sendSignal({ namespace: ns, jobId: id!, jobKey: null, name: 'go', payloadJson: '1', idempotencyKey: null })).outcome).not.toBe('ended');
+  const second = (await claim()).find((r) => r.id === id)!;
+  expect(second.execution).toBe(2);
+  expect((await ledger.recordStep({ workerId, jobId: id!, execution: 2, name: 's', resultJson: '1' })).status).toBe('recorded');
+  const acks = await ledger.completeExecutions(workerId, [{ id: id!, execution: 2, outcome: 'succeeded', result: '1', error: null, retryDelayMs: 0 }]);
+  expect(acks.map((a) => a.status)).toEqual(['succeeded']);
+  expect(await remaining([id!, other!])).toEqual({ jobs: [other], executions: [], steps: [] });
+  expect((await db.query('select count(*)::int as n from acta.signals where job_id = $1', [id])).rows[0].n).toBe(0);
+});

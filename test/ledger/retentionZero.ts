@@ -26,11 +26,11 @@ const ended = (r: ClaimedRow, outcome: CompletionRow['outcome'], more: Partial<C
 
 export function retentionZeroCases(get: () => LedgerUnderTest): void {
   /** A worker of a new namespace running 'r' (and 'sys.retention' declared with `retention`, if given). */
-  const setup = async (retention?: { succeededMs?: number }) => {
+  const setup = async (retention?: { succeededMs?: number }, r: Definition = defineJob({ name: 'r', handler: () => undefined })) => {
     const { ledger } = get();
     const namespace = `rz-${randomUUID().slice(0, 8)}`;
     const workerId = randomUUID();
-    const defs: Definition[] = [defineJob({ name: 'r', handler: () => undefined }), ...(retention ? systemDefinitions({ ledger, namespace, retention }) : [])];
+    const defs: Definition[] = [r, ...(retention ? systemDefinitions({ ledger, namespace, retention }) : [])];
     await ledger.registerWorker({
       workerId, namespace, hostname: 'contract', pid: 1, definitions: defs.map((d) => d.name), maxAttempts: defs.map(() => null), leaseMs: LEASE_MS, build: null,
       policies: Object.fromEntries(defs.map((d) => [d.name, declaredPolicy(d)])),
@@ -104,5 +104,27 @@ export function retentionZeroCases(get: () => LedgerUnderTest): void {
     const [child] = await t.claim();
     await t.complete([ended(child, 'succeeded')]);
     expect(await t.kept([child.id, parentId])).toEqual(['succeeded', 'ready']);
+  });
+
+  test('a batch of rows that go and rows that stay answers in input order (a stale element x); a gone row\'s steps go with it, and its concurrency slot and lane pass on', async () => {
+    const t = await setup({ succeededMs: 0 }, defineJob({ name: 'r', handler: () => undefined, concurrency: { key: () => 'k', limit: 1 }, lane: () => 'l' }));
+    const [keyed, keyedNext] = await t.enqueue(2, { concurrencyKeys: ['k', 'k'] });
+    const [laned, lanedNext] = await t.enqueue(2, { lanes: ['l', 'l'] });
+    const [failed, plain] = await t.enqueue(2);
+    const first = await t.byId();
+    expect([...first.keys()].sort()).toEqual([keyed, laned, failed, plain].sort());
+    expect((await t.ledger.recordStep({ workerId: t.workerId, jobId: plain, execution: first.get(plain)!.execution, name: 's', resultJson: '1' })).status).toBe('recorded');
+    const acks = await t.complete([
+      ended(first.get(failed)!, 'failed_final'),
+      ended(first.get(keyed)!, 'succeeded'),
+      ended({ ...first.get(plain)!, execution: first.get(plain)!.execution + 1 }, 'succeeded'),
+      ended(first.get(laned)!, 'succeeded'),
+      ended(first.get(plain)!, 'succeeded'),
+    ]);
+    expect(acks.map((a) => a.status)).toEqual(['failed', 'succeeded', 'stale', 'succeeded', 'succeeded']);
+    expect(await t.kept([failed, keyed, laned, plain])).toEqual(['failed', 'gone', 'gone', 'gone']);
+    expect((await t.ledger.loadSteps(plain)).size).toBe(0);
+    // The key's slot and the lane are free: the rows behind them are claimed next.
+    expect([...(await t.byId()).keys()].sort()).toEqual([keyedNext, lanedNext].sort());
   });
 }
