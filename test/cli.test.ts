@@ -190,7 +190,7 @@ test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>`
   const { id } = JSON.parse(enqueued.stdout) as { id: string };
   const shown = await acta(['job', id, '--namespace', 'cli-job']);
   expect(shown).toMatchObject({ code: 0, stderr: '' });
-  expect(JSON.parse(shown.stdout)).toMatchObject({ id, definition: 'cli-echo', status: 'ready', payload: { look: 'here' }, maxAttempts: 2, attempts: 0, executions: [] });
+  expect(JSON.parse(shown.stdout)).toMatchObject({ id, definition: 'cli-echo', status: 'ready', payload: { look: 'here' }, maxAttempts: 2, effectiveMaxAttempts: 2, maxAttemptsFrom: 'job', attempts: 0, executions: [] });
   expect(new Date(JSON.parse(shown.stdout).createdAt).getTime()).toBeGreaterThan(0);
 
   const elsewhere = await acta(['job', id]); // the default namespace has no such job
@@ -418,9 +418,9 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   const table = await acta(['jobs', 'list', '--status', 'ready', ...ns]);
   expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+DEFINITION\s+STATUS\s+ATTEMPTS/);
   expect(table.stdout).toContain(`${ids[0]}`);
-  // ATTEMPTS: the count alone when the job has no limit of its own (its worker's definition decides).
+  // ATTEMPTS: the count of the limit that applies (no limit of its own, no definition declared: 25).
   expect(table.stdout).not.toContain('/-');
-  expect(table.stdout.split('\n').find((l) => l.startsWith(`${ids[1]} `))).toMatch(/ ready +0 /);
+  expect(table.stdout.split('\n').find((l) => l.startsWith(`${ids[1]} `))).toMatch(/ ready +0\/25 /);
 
   // An id as typed with leading zeros is the same job, not reported unchanged.
   expect(JSON.parse((await acta(['jobs', 'cancel', `00${ids[0]}`, '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [], unchanged: [] });

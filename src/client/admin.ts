@@ -8,7 +8,8 @@ import * as os from 'node:os';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db } from '../db/Db';
 import type { PauseAnswer, PauseRecord } from '../db/pauses';
-import { INT8_MAX, type JobId, type JobStatus } from '../db/types';
+import { attemptLimit, DEFINITION_MAX_ATTEMPTS_SQL } from '../db/jobs';
+import { INT8_MAX, type JobId, type JobStatus, type MaxAttemptsFrom } from '../db/types';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
 
@@ -51,7 +52,11 @@ export interface JobSummary {
   status: JobStatus;
   priority: number;
   attempts: number;
+  /** The job's own limit (null: none given at enqueue). */
   maxAttempts: number | null;
+  /** The limit that applies, and where it comes from: as getJob's (JobRecord). */
+  effectiveMaxAttempts: number;
+  maxAttemptsFrom: MaxAttemptsFrom;
   runAt: Date;
   createdAt: Date;
   finishedAt: Date | null;
@@ -366,7 +371,7 @@ const pickSql = (columns: string) => `
   order by j.id desc
   limit $11`;
 
-const SUMMARY_COLUMNS = `j.id::text as id, j.namespace, j.definition, j.status, j.priority, j.attempts, j.max_attempts, j.run_at, j.created_at,
+const SUMMARY_COLUMNS = `j.id::text as id, j.namespace, j.definition, j.status, j.priority, j.attempts, j.max_attempts, ${DEFINITION_MAX_ATTEMPTS_SQL}, j.run_at, j.created_at,
   j.finished_at, j.concurrency_key, j.rate_key, j.lane, j.blocked_by, j.lease_holder, j.error`;
 
 interface SummaryRow {
@@ -377,6 +382,7 @@ interface SummaryRow {
   priority: number;
   attempts: number;
   max_attempts: number | null;
+  definition_max_attempts: number | null;
   run_at: Date;
   created_at: Date;
   finished_at: Date | null;
@@ -396,6 +402,7 @@ const summary = (r: SummaryRow): JobSummary => ({
   priority: r.priority,
   attempts: r.attempts,
   maxAttempts: r.max_attempts,
+  ...attemptLimit(r.max_attempts, r.definition_max_attempts),
   runAt: r.run_at,
   createdAt: r.created_at,
   finishedAt: r.finished_at,

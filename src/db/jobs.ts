@@ -1,3 +1,4 @@
+import { PIPELINE } from '../config';
 import { runStatement } from './call';
 import type { Db, Queryable } from './Db';
 import type { CancelAnswer, ClaimArgs, ClaimResult, JobId, JobRecord, JobStatus, ExecutionOutcome, RecoveredRow, StoredError } from './types';
@@ -101,16 +102,30 @@ export async function recoverJobs(q: Queryable, args: { namespace: string; deadA
   return rows.map((r) => ({ id: r.job_id, execution: r.execution, status: r.status, charged: r.charged }));
 }
 
-/** The fields every view of a job shares (readJob, the dashboard's job page), from the row's column names. */
-export type JobHeader = Pick<JobRecord, 'id' | 'definition' | 'status' | 'attempts' | 'maxAttempts' | 'execution' | 'priority' | 'runAt' | 'createdAt' | 'finishedAt' | 'idempotencyKey' | 'concurrencyKey' | 'rateKey' | 'lane' | 'cancelRequestedAt'>;
+/**
+ * The attempt limit that applies to a job: its own, else its definition's (acta.definitions), else
+ * 25, as recovery applies it (sql/functions/recover_jobs.sql; docs/decisions/2026-11-30-max-attempts-own-else-definition.md).
+ */
+export function attemptLimit(own: number | null, definition: number | null | undefined): Pick<JobRecord, 'effectiveMaxAttempts' | 'maxAttemptsFrom'> {
+  if (own !== null) return { effectiveMaxAttempts: own, maxAttemptsFrom: 'job' };
+  if (definition !== null && definition !== undefined) return { effectiveMaxAttempts: definition, maxAttemptsFrom: 'definition' };
+  return { effectiveMaxAttempts: PIPELINE.maxAttempts, maxAttemptsFrom: 'default' };
+}
 
-export function jobHeader(r: { id: string; definition: string; status: JobStatus; attempts: number; max_attempts: number | null; execution: number; priority: number; run_at: Date; created_at: Date; finished_at: Date | null; idempotency_key: string | null; concurrency_key: string | null; rate_key: string | null; lane: string | null; cancel_requested_at: Date | null }): JobHeader {
+/** A job's definition's attempt limit as a column (definition_max_attempts) of a statement over `acta.jobs j`. */
+export const DEFINITION_MAX_ATTEMPTS_SQL = `(select d.max_attempts from acta.definitions d where d.namespace = j.namespace and d.name = j.definition) as definition_max_attempts`;
+
+/** The fields every view of a job shares (readJob, the dashboard's job page), from the row's column names. */
+export type JobHeader = Pick<JobRecord, 'id' | 'definition' | 'status' | 'attempts' | 'maxAttempts' | 'effectiveMaxAttempts' | 'maxAttemptsFrom' | 'execution' | 'priority' | 'runAt' | 'createdAt' | 'finishedAt' | 'idempotencyKey' | 'concurrencyKey' | 'rateKey' | 'lane' | 'cancelRequestedAt'>;
+
+export function jobHeader(r: { id: string; definition: string; status: JobStatus; attempts: number; max_attempts: number | null; definition_max_attempts: number | null; execution: number; priority: number; run_at: Date; created_at: Date; finished_at: Date | null; idempotency_key: string | null; concurrency_key: string | null; rate_key: string | null; lane: string | null; cancel_requested_at: Date | null }): JobHeader {
   return {
     id: r.id,
     definition: r.definition,
     status: r.status,
     attempts: r.attempts,
     maxAttempts: r.max_attempts,
+    ...attemptLimit(r.max_attempts, r.definition_max_attempts),
     execution: r.execution,
     priority: r.priority,
     runAt: r.run_at,
@@ -140,6 +155,7 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     error: StoredError | null;
     attempts: number;
     max_attempts: number | null;
+    definition_max_attempts: number | null;
     execution: number;
     priority: number;
     run_at: Date;
@@ -156,7 +172,7 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     scheduled_at: Date | null;
     executions: { execution: number; worker_id: string | null; claimed_at: string; finished_at: string; outcome: ExecutionOutcome; charged: boolean; error: StoredError | null }[];
   }>(
-    `select j.id::text as id, j.definition, j.status, j.payload, j.result, j.error, j.attempts, j.max_attempts,
+    `select j.id::text as id, j.definition, j.status, j.payload, j.result, j.error, j.attempts, j.max_attempts, ${DEFINITION_MAX_ATTEMPTS_SQL},
             j.execution, j.priority, j.run_at, j.created_at, j.finished_at, j.idempotency_key,
             j.concurrency_key, j.rate_key, j.lane, case when j.status = 'ready' then j.blocked_by end as blocked_by,
             j.progress, j.cancel_requested_at, j.schedule, j.scheduled_at,

@@ -203,6 +203,9 @@ export interface ExecutionRecord {
   error: StoredError | null;
 }
 
+/** Where a job's effective attempt limit comes from (JobRecord.maxAttemptsFrom). */
+export type MaxAttemptsFrom = 'job' | 'definition' | 'default';
+
 /** A job as `acta.jobs` holds it, with its finished attempts. Times are on the database clock. */
 export interface JobRecord<P = unknown, R = unknown> {
   id: JobId;
@@ -217,6 +220,13 @@ export interface JobRecord<P = unknown, R = unknown> {
   attempts: number;
   /** The job's own limit; null: its definition's applies, else 25 (migration 0004). */
   maxAttempts: number | null;
+  /**
+   * The limit that applies: the job's own, else its definition's as acta.definitions holds it when
+   * read (what recovery applies), else 25. docs/decisions/2026-11-30-max-attempts-own-else-definition.md
+   */
+  effectiveMaxAttempts: number;
+  /** Where effectiveMaxAttempts comes from: the job's own, its definition's, or the default 25 (no limit declared, or the definition not declared). */
+  maxAttemptsFrom: MaxAttemptsFrom;
   /** The fence: how many times the job has been claimed. */
   execution: number;
   priority: number;

@@ -180,3 +180,27 @@ test('the listings and counts read indexes, not the table, on a table of 200,000
     expect({ text: s.text.slice(0, 60), plan: p }).not.toEqual(expect.objectContaining({ plan: expect.stringMatching(/Seq Scan on jobs/) }));
   }
 }, 60_000);
+
+test("getJob and listJobs show a job's effective attempt limit and its source: its own, else its definition's (acta.definitions), else 25", async () => {
+  // docs/decisions/2026-11-30-max-attempts-own-else-definition.md. Before, a job without its own
+  // limit read maxAttempts null: "attempts 3, failed" with no limit an operator could see.
+  const workerId = randomUUID();
+  await registerWorker(db, { workerId, namespace: 'default', hostname: 'admin-test', pid: 7, definitions: ['limited', 'unlimited'], maxAttempts: [3, null], leaseMs: 60_000, build: null, policies: {} });
+  const [inherits, own] = (await client.enqueueMany([{ definition: 'limited', payload: 1 }, { definition: 'limited', payload: 2, maxAttempts: 5 }])).map((r) => r.id);
+  const [unlimited] = await enqueue('unlimited', 1);
+  const [undeclared] = await enqueue('nobody-declares-this', 1);
+  // The job without a limit of its own fails its last attempt: the operator's case.
+  const { rows } = await claimJobs(db, { namespace: 'default', workerId, definitions: ['limited'], limit: 1, leaseMs: 60_000 });
+  expect(rows.map((r) => r.id)).toEqual([inherits]);
+  await completeExecutions(db, workerId, [{ id: inherits, execution: rows[0].execution, outcome: 'failed_final', result: null, error: JSON.stringify({ name: 'Error', message: 'boom' }), retryDelayMs: 0 }]);
+
+  const expected = {
+    [inherits]: { status: 'failed', attempts: 1, maxAttempts: null, effectiveMaxAttempts: 3, maxAttemptsFrom: 'definition' },
+    [own]: { maxAttempts: 5, effectiveMaxAttempts: 5, maxAttemptsFrom: 'job' },
+    [unlimited]: { maxAttempts: null, effectiveMaxAttempts: 25, maxAttemptsFrom: 'default' },
+    [undeclared]: { maxAttempts: null, effectiveMaxAttempts: 25, maxAttemptsFrom: 'default' },
+  };
+  for (const [id, fields] of Object.entries(expected)) expect(await client.getJob(id)).toMatchObject(fields);
+  const listed = (await client.listJobs()).jobs;
+  for (const [id, fields] of Object.entries(expected)) expect(listed.find((j) => j.id === id)).toMatchObject(fields);
+});

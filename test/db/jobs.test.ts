@@ -26,6 +26,8 @@ test('a queued job reads as Ready with its payload, options and no attempts', as
     error: null,
     attempts: 0,
     maxAttempts: 4,
+    effectiveMaxAttempts: 4,
+    maxAttemptsFrom: 'job',
     execution: 0,
     priority: 7,
     runAt,

@@ -644,6 +644,8 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
         error: null,
         attempts: 0,
         maxAttempts: 4,
+        effectiveMaxAttempts: 4,
+        maxAttemptsFrom: 'job',
         execution: 0,
         priority: 7,
         runAt,
@@ -661,7 +663,11 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
         executions: [],
       });
       const p = await job(ns, plain);
-      expect(p).toMatchObject({ payload: [1, 'two', { three: 3 }], priority: 0, maxAttempts: null, idempotencyKey: null, concurrencyKey: null, lane: null });
+      expect(p).toMatchObject({ payload: [1, 'two', { three: 3 }], priority: 0, maxAttempts: null, effectiveMaxAttempts: 25, maxAttemptsFrom: 'default', idempotencyKey: null, concurrencyKey: null, lane: null });
+      // Without a limit of its own, the definition's as declared (acta.definitions) applies, and is read so.
+      await declare(ns, [defineJob({ name: 'mail', maxAttempts: 3, handler })]);
+      expect(await job(ns, plain)).toMatchObject({ maxAttempts: null, effectiveMaxAttempts: 3, maxAttemptsFrom: 'definition' });
+      expect(await job(ns, id)).toMatchObject({ maxAttempts: 4, effectiveMaxAttempts: 4, maxAttemptsFrom: 'job' });
       expect(p.runAt).toEqual(p.createdAt);
       expect(await ledger.readJob(fresh(), id)).toBeNull();
       expect(await ledger.readJob(ns, '999999999')).toBeNull();

@@ -121,7 +121,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
       const page = await withClient(o.namespace, (client) => client.listJobs({ ...filterOf(o), limit: o.limit, cursor: o.cursor }));
       printRows(o.json, page.jobs, () => [
         ['ID', 'DEFINITION', 'STATUS', 'ATTEMPTS', 'CREATED', 'FINISHED', 'KEY', 'LANE', 'ERROR'],
-        ...page.jobs.map((j) => [j.id, j.definition, j.blockedBy ? `${j.status} (${j.blockedBy})` : j.status, j.maxAttempts === null ? `${j.attempts}` : `${j.attempts}/${j.maxAttempts}`, iso(j.createdAt), iso(j.finishedAt), j.concurrencyKey ?? '', j.lane ?? '', j.errorMessage ?? '']),
+        ...page.jobs.map((j) => [j.id, j.definition, j.blockedBy ? `${j.status} (${j.blockedBy})` : j.status, `${j.attempts}/${j.effectiveMaxAttempts}`, iso(j.createdAt), iso(j.finishedAt), j.concurrencyKey ?? '', j.lane ?? '', j.errorMessage ?? '']),
       ]);
       if (o.json) {
         if (page.nextCursor) console.log(JSON.stringify({ nextCursor: page.nextCursor }));

@@ -4,7 +4,7 @@
  * statement, values as parameters; test/dashboard/plans.test.ts reads their plans on a large table.
  */
 import type { Queryable } from '../../db/Db';
-import { type JobHeader, jobHeader } from '../../db/jobs';
+import { DEFINITION_MAX_ATTEMPTS_SQL, type JobHeader, jobHeader } from '../../db/jobs';
 
 /** Characters of a payload, result, error or progress a job's page shows; the rest is cut by the database. */
 export const SHOWN_CHARS = 65_536;
@@ -98,7 +98,7 @@ const shown = (col: string) => `left(${col}::text, $3) as ${col.replace('j.', ''
 /** One job of the namespace for its page, or null; every JSON value cut to SHOWN_CHARS by the database. */
 export async function jobDetail(q: Queryable, namespace: string, id: string): Promise<JobDetail | null> {
   const { rows } = await q.query<Record<string, unknown>>(
-    `select j.id::text as id, j.namespace, j.definition, j.status, j.attempts, j.max_attempts, j.execution, j.priority, j.run_at,
+    `select j.id::text as id, j.namespace, j.definition, j.status, j.attempts, j.max_attempts, ${DEFINITION_MAX_ATTEMPTS_SQL}, j.execution, j.priority, j.run_at,
             j.created_at, j.finished_at, j.idempotency_key, j.concurrency_key, j.rate_key, j.lane,
             case when j.status = 'executing' then j.lease_holder end as lease_holder,
             case when j.status = 'executing' then j.lease_expires_at end as lease_expires_at, j.cancel_requested_at,

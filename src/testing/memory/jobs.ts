@@ -5,7 +5,7 @@
 import { PIPELINE } from '../../config';
 import { missingPolicyKeys } from '../../policies/enqueueRule';
 import { retryDelayParam } from '../../db/executions';
-import type { EnqueueRows, ProgressRow } from '../../db/jobs';
+import { attemptLimit, type EnqueueRows, type ProgressRow } from '../../db/jobs';
 import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
 import { releaseGate } from './gates';
 import { deleteAtCompletion } from './retention';
@@ -349,6 +349,7 @@ export function readJob(store: Store, namespace: string, id: string): JobRecord 
     error: copyJson(j.error) as StoredError | null,
     attempts: j.attempts,
     maxAttempts: j.maxAttempts,
+    ...attemptLimit(j.maxAttempts, store.definition(namespace, j.definition)?.maxAttempts),
     execution: j.execution,
     priority: j.priority,
     runAt: new Date(j.runAt),

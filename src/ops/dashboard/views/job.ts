@@ -10,10 +10,13 @@ function value(name: string, v: ShownValue | null): Html | '' {
   return html`<h2>${name}</h2><p class="note">${bytes(v.bytes)}${v.truncated ? html`, <b>cut</b>: the first ${v.text.length.toLocaleString('en')} characters shown` : ''}</p><pre id="${name.toLowerCase()}">${v.text}</pre>`;
 }
 
+/** Where a job's attempt limit comes from, in words (JobRecord.maxAttemptsFrom). */
+const LIMIT_FROM = { job: "the job's own", definition: "its definition's", default: 'the default' } as const;
+
 export function jobPage(ctx: ViewContext, job: JobDetail, why: WhyAnswer | null, flash?: string | null): Html {
   const body = html`<p>${status(job.status)} ${jobActions(ctx, job)}</p>
 <dl>
-<dt>definition</dt><dd>${job.definition}</dd><dt>attempts</dt><dd>${job.attempts} of ${job.maxAttempts ?? "the definition's"} (execution ${job.execution})</dd>
+<dt>definition</dt><dd>${job.definition}</dd><dt>attempts</dt><dd>${job.attempts} of ${job.effectiveMaxAttempts} (${LIMIT_FROM[job.maxAttemptsFrom]}; execution ${job.execution})</dd>
 <dt>priority</dt><dd>${job.priority}</dd><dt>due</dt><dd>${time(job.runAt)}</dd><dt>created</dt><dd>${time(job.createdAt)}</dd><dt>finished</dt><dd>${time(job.finishedAt)}</dd>
 ${job.idempotencyKey ? html`<dt>idempotency key</dt><dd>${job.idempotencyKey}</dd>` : ''}${job.concurrencyKey ? html`<dt>concurrency key</dt><dd>${job.concurrencyKey}</dd>` : ''}
 ${job.rateKey ? html`<dt>rate key</dt><dd>${job.rateKey}</dd>` : ''}${job.lane ? html`<dt>lane</dt><dd>${job.lane}</dd>` : ''}
