@@ -218,6 +218,29 @@ browserTest('pause and resume the namespace from the overview: stored with who a
   ]);
 });
 
+browserTest('the Pause form refuses a definition or namespace no worker has declared, as acta pause does: the page says so, nothing paused', async () => {
+  // Before, a typo was paused and reported "Paused", holding nothing that runs (src/ops/pauseCheck.ts).
+  await page.goto(`${dashboard.url}/`);
+  await page.fill('input[name="definition"]', 'okk');
+  const [typo] = await Promise.all([page.waitForNavigation(), page.click('button[data-action="pause"]')]);
+  expect(typo?.status()).toBe(409);
+  const said = await page.locator('#error').innerText();
+  expect(said).toContain('no worker has declared a job definition named "okk" in namespace "default" (declared there: ');
+  expect(said).toContain('"ok"');
+  expect(said).toContain('nothing paused; check the name');
+  await page.goto(`${dashboard.url}/?ns=nobody-here`);
+  const [ns] = await Promise.all([page.waitForNavigation(), page.click('button[data-action="pause"]')]);
+  expect(ns?.status()).toBe(409);
+  expect(await page.locator('#error').innerText()).toContain('no worker has declared any job definition in namespace "nobody-here"');
+  expect((await db.query('select namespace, definition from acta.pauses')).rows).toEqual([]);
+  // A declared definition pauses.
+  await page.goto(`${dashboard.url}/`);
+  await page.fill('input[name="definition"]', 'slow');
+  await page.click('button[data-action="pause"]');
+  expect((await db.query('select namespace, definition from acta.pauses')).rows).toEqual([{ namespace: 'default', definition: 'slow' }]);
+  await client.resume({ definition: 'slow' });
+});
+
 browserTest('refused: a POST without the CSRF token, any request without auth, GET on an action; read-only shows no action and refuses it', async () => {
   const [{ id }] = await client.enqueueMany([{ definition: 'ok', payload: { n: 9 }, runAt: new Date(Date.now() + 3_600_000) }]);
   const auth = { authorization: `Basic ${Buffer.from('ops:s3cret-pass').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' };

@@ -11,39 +11,12 @@ import type { Queryable } from '../../db/Db';
 import type { JobFilter, JobSelection } from '../../client/admin';
 import type { JobStatus } from '../../db/types';
 import { ActaError } from '../../errors';
+import { assertPauseDeclared } from '../pauseCheck';
 import { instantOption } from './instant';
 import { formatTable } from './table';
 
 /** Runs `fn` with a client of `namespace` and its database (`db`: for what the client API does not read). */
 type WithClient = <T>(namespace: string, fn: (client: Client, db: Queryable) => Promise<T>) => Promise<T>;
-
-const quote = (s: string) => JSON.stringify(s);
-
-/**
- * Refuses (exit 1, nothing paused) a pause whose scope no worker has declared (acta.definitions):
- * a namespace without any declared definition, or a definition not declared in it. A typo would
- * otherwise print "paused" and pause nothing that runs. The message lists what is declared there,
- * and the namespaces declaring that definition; `--force` pauses it anyway (e.g. before the first
- * deploy of its worker). test/cli.test.ts, "acta pause refuses a scope no worker has declared".
- */
-async function assertDeclared(db: Queryable, namespace: string, definition: string | undefined): Promise<void> {
-  const { rows } = await db.query<{ here: string[]; elsewhere: string[] }>(
-    `select array(select d.name from acta.definitions d where d.namespace = $1 order by d.name limit 21) as here,
-            array(select d.namespace from acta.definitions d where d.name = $2 and d.namespace <> $1 order by d.namespace limit 6) as elsewhere`,
-    [namespace, definition ?? null],
-  );
-  const here = rows[0]?.here ?? [];
-  const elsewhere = rows[0]?.elsewhere ?? [];
-  const force = 'nothing paused; check the name, or give --force to pause it anyway (e.g. before its worker is first deployed)';
-  if (definition === undefined) {
-    if (here.length > 0) return;
-    throw new ActaError('ACTA_PAUSE_UNDECLARED', `no worker has declared any job definition in namespace ${quote(namespace)} (acta namespaces lists the namespaces): ${force}`);
-  }
-  if (here.includes(definition)) return;
-  const declared = here.length === 0 ? 'none' : `${here.slice(0, 20).map(quote).join(', ')}${here.length > 20 ? ', and more' : ''}`;
-  const hint = elsewhere.length === 0 ? '' : `; ${quote(definition)} is declared in namespace ${elsewhere.slice(0, 5).map(quote).join(', ')}${elsewhere.length > 5 ? ', …' : ''} (--namespace ${quote(elsewhere[0])})`;
-  throw new ActaError('ACTA_PAUSE_UNDECLARED', `no worker has declared a job definition named ${quote(definition)} in namespace ${quote(namespace)} (declared there: ${declared})${hint}: ${force}`);
-}
 
 const STATUSES = ['ready', 'executing', 'waiting', 'succeeded', 'failed', 'cancelled'];
 
@@ -189,7 +162,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
     .option('--json', 'print the pause as JSON')
     .action(async (o: { namespace: string; definition?: string; reason?: string; by?: string; force?: boolean; json?: boolean }) => {
       const p = await withClient(o.namespace, async (client, db) => {
-        if (o.force !== true) await assertDeclared(db, o.namespace, o.definition);
+        if (o.force !== true) await assertPauseDeclared(db, o.namespace, o.definition, 'cli');
         return client.pause({ definition: o.definition, reason: o.reason, by: o.by });
       });
       if (o.json) console.log(JSON.stringify(p));

@@ -11,6 +11,7 @@ import { listAlerts } from '../../db/alerts';
 import type { Db } from '../../db/Db';
 import { ActaError, ConfigError } from '../../errors';
 import { createLogger, type Logger } from '../../logger';
+import { assertPauseDeclared } from '../pauseCheck';
 import { type Html, html } from './html';
 import { attemptsPerMinute, jobDetail } from './queries';
 import { checkAuth, createCsrf, type Csrf, identify, TOKEN_COOKIE } from './security';
@@ -168,6 +169,16 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       n = (await client.deleteJobs({ ids: [fields.id as string] })).length;
     } else if (action === 'pause') {
       fields = { definition: text('definition') ?? null, reason: text('reason') ?? null };
+      const definition = text('definition') === undefined ? undefined : nameOption('definition', text('definition'), MAX_NAME_BYTES);
+      // A scope no worker has declared is refused, as by `acta pause` (src/ops/pauseCheck.ts): 409
+      // with the message on the page, nothing paused.
+      await assertPauseDeclared(db, namespace, definition, 'dashboard').catch((err: unknown) => {
+        if (err instanceof ActaError && err.code === 'ACTA_PAUSE_UNDECLARED') {
+          log.info({ action, who, namespace, ...fields, changed: 0, refused: err.message }, `dashboard: ${action} by ${who} refused`);
+          throw new HttpError(409, err.message);
+        }
+        throw err;
+      });
       n = (await client.pause({ definition: text('definition'), reason: text('reason'), by: `${who} (dashboard)` })).created ? 1 : 0;
     } else {
       fields = { definition: text('definition') ?? null };
