@@ -437,6 +437,9 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   const spaces = (await acta(['namespaces', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l));
   expect(spaces.find((n) => n.name === 'cli-ops')).toMatchObject({ counts: { ready: 2, cancelled: 0 }, pauses: [{ definition: null, pausedBy: 'ops-team', reason: 'maintenance' }] });
   expect((await acta(['workers', ...ns])).stdout.split('\n')[0]).toMatch(/^ID\s+STATUS\s+HOST/);
+  // A parent's cancel cancels its unfinished children (docs/workflows.md): the help says so.
+  expect((await acta(['cancel', '--help'])).stdout.replace(/\s+/g, ' ')).toContain("a parent's unfinished child jobs are cancelled with it, recursively");
+  expect((await acta(['jobs', 'cancel', '--help'])).stdout.replace(/\s+/g, ' ')).toContain("a parent's unfinished child jobs are cancelled with it (not listed)");
   expect(await acta(['resume', ...ns])).toMatchObject({ code: 0, stdout: 'resumed\n' });
   expect(await acta(['resume', '--json', ...ns])).toMatchObject({ code: 0, stdout: '{"resumed":false}\n' });
 }, 240_000);

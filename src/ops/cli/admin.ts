@@ -121,7 +121,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
       }
     });
   bulk('retry', 'retry Failed jobs (Cancelled ones with --status cancelled): Ready and due now, attempts reset to 0, in batches of 500', 'not Failed or Cancelled, or no such job');
-  bulk('cancel', 'cancel Ready and Waiting jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500', 'finished, or no such job');
+  bulk('cancel', "cancel Ready and Waiting jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500; a parent's unfinished child jobs are cancelled with it (not listed)", 'finished, or no such job');
   bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts', 'not finished: cancel it first; or no such job');
 
   cli

@@ -178,7 +178,7 @@ export function program(): Command {
   cli
     .command('cancel <id>')
     .description(
-      'cancel a job (client.cancel): a Ready one at once, prints {"cancelled":true}; a running one through its worker, prints {"cancelRequested":true} (its handler is aborted and it ends Cancelled unless it succeeds first; `acta job <id>` shows it); exits 1 saying why when it has finished',
+      'cancel a job (client.cancel): a Ready one at once, prints {"cancelled":true}; a running one through its worker, prints {"cancelRequested":true} (its handler is aborted and it ends Cancelled unless it succeeds first; `acta job <id>` shows it); a parent\'s unfinished child jobs are cancelled with it, recursively (docs/workflows.md); exits 1 saying why when it has finished',
     )
     .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .action(async (id: string, opts: { namespace: string }) => {
