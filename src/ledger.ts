@@ -82,7 +82,7 @@ export interface Ledger {
   sendSignal(args: SendSignalArgs): Promise<{ jobId: JobId | null; outcome: SignalOutcome }>;
   /** A parent's children enqueued as its recorded step (acta.spawn_children). */
   spawnChildren(args: SpawnArgs): Promise<StepRecord>;
-  /** The outcomes of a parent's children `ids`, in order ('deleted' for a row gone). */
+  /** The outcomes of `ids`, the ids a parent's spawns recorded (a child, or a job an idempotency key named), in order ('deleted' for a row gone). */
   readChildren(parentId: JobId, ids: JobId[]): Promise<ChildOutcome[]>;
 }
 

@@ -64,7 +64,10 @@ export async function spawnChildren(q: Queryable, a: SpawnArgs): Promise<StepRec
   return rows[0];
 }
 
-/** A child's outcome as waitForChildren returns it; status 'deleted' when its row is gone. */
+/**
+ * A child's outcome as waitForChildren returns it; status 'deleted' when its row is gone. A job a
+ * spawn's idempotency key named (not a child, not waited for: docs/workflows.md) is read as it is.
+ */
 export interface ChildOutcome {
   id: JobId;
   status: JobStatus | 'deleted';
@@ -72,11 +75,15 @@ export interface ChildOutcome {
   error?: StoredError | null;
 }
 
-/** The rows of children `ids` of `parentId` (by jobs_parent_idx), in the order of `ids`. */
-export async function readChildren(q: Queryable, parentId: JobId, ids: JobId[]): Promise<ChildOutcome[]> {
+/**
+ * The rows of `ids`, the ids `parentId`'s spawns recorded (by primary key), in the order of `ids`.
+ * Read by id, not by parent: an id may be a job a spawn's idempotency key named, which has another
+ * parent or none (test/db/workflows.test.ts, "a spawn whose idempotency key names an existing job").
+ */
+export async function readChildren(q: Queryable, _parentId: JobId, ids: JobId[]): Promise<ChildOutcome[]> {
   const { rows } = await q.query<{ id: string; status: JobStatus; result: unknown; error: StoredError | null }>(
-    'select id::text as id, status, result, error from acta.jobs where parent_id = $1 and id = any ($2::bigint[])',
-    [parentId, ids],
+    'select id::text as id, status, result, error from acta.jobs where id = any ($1::bigint[])',
+    [ids],
   );
   return childOutcomes(ids, rows);
 }

@@ -178,7 +178,9 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
         return park({ outcome: 'children_wait', step, timeoutMs: null });
       }
       const outcomes = await store.children(ids);
-      const failed = outcomes.find((o, i) => spawned[i].failParent && o.status !== 'succeeded');
+      // Only an outcome that has ended fails the parent: a fail-parent failure wakes it while its
+      // siblings may still run, and a job an idempotency key named is read as it is, ended or not.
+      const failed = outcomes.find((o, i) => spawned[i].failParent && ENDED.has(o.status) && o.status !== 'succeeded');
       if (failed) throw new ChildFailedError(failed);
       return outcomes;
     },

@@ -80,6 +80,40 @@ test("a deleted child counts as ended for its parent; a 'fail-parent' child that
   }
 });
 
+test("a spawn whose idempotency key names an existing job reports that job as it is (not 'deleted', which failed a fail-parent wait); a fail-parent wait woken by a failure names that child, not a sibling still running", async () => {
+  const ok = defineJob({ name: 'wf-dedup-ok', handler: () => 'fine' });
+  const bad = defineJob({ name: 'wf-dedup-bad', handler: () => Promise.reject(new Error('bad child')), maxAttempts: 1 });
+  const parent = defineJob({
+    name: 'wf-dedup-parent',
+    maxAttempts: 1,
+    handler: async (p: { early: boolean }, ctx) => {
+      if (p.early) {
+        await ctx.spawn(ok, {}, { onChildFailure: 'fail-parent', runAt: new Date(Date.now() + 3_600_000) });
+        await ctx.spawn(bad, {}, { onChildFailure: 'fail-parent' });
+      } else {
+        await ctx.spawn(ok, {}, { onChildFailure: 'fail-parent', idempotencyKey: 'wf-dedup-shared' });
+      }
+      return ctx.waitForChildren();
+    },
+  });
+  const client = createClient({ force: true, db });
+  const worker = createWorker({ db, definitions: [parent, ok, bad], logger: silentLogger, executors: 2 });
+  await worker.start();
+  try {
+    const shared = await client.enqueue(ok, {}, { idempotencyKey: 'wf-dedup-shared' });
+    expect(await client.result(shared.id, { timeoutMs: 10_000 })).toBe('fine');
+    const { id } = await client.enqueue(parent, { early: false });
+    expect(await client.result(id, { timeoutMs: 10_000 })).toEqual([{ id: shared.id, status: 'succeeded', result: 'fine' }]);
+
+    const early = await client.enqueue(parent, { early: true });
+    await waitFor(async () => (await status(early.id)) === 'failed', 'the parent fails');
+    const [badId] = (await db.query<{ id: string }>("select id::text from acta.jobs where parent_id = $1 and definition = 'wf-dedup-bad'", [early.id])).rows.map((r) => r.id);
+    expect((await client.getJob(early.id))!.error).toMatchObject({ name: 'ChildFailedError', message: expect.stringContaining(`child job ${badId} ended failed`) });
+  } finally {
+    await worker.stop();
+  }
+});
+
 test("a parent waiting for a child in its own lane fails without retry, saying why, and the child then runs (the wait could never end)", async () => {
   const child = defineJob({ name: 'wf-lane-child', handler: () => 'ran' });
   const client = createClient({ force: true, db });
@@ -177,7 +211,7 @@ test('spawn and wait survive transient database errors: a spawn whose answer was
         await db.query(text, params); // committed; then the connection dies before the answer
         throw new Error('Connection terminated unexpectedly');
       }
-      if (text.includes('where parent_id = $1') && !failures.includes('children')) {
+      if (text.includes('result, error from acta.jobs where id = any') && !failures.includes('children')) { // readChildren's read
         failures.push('children');
         throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
       }

@@ -187,6 +187,21 @@ export function workflowCases(get: () => LedgerUnderTest): void {
     expect((await t.ledger.readChildren(parentId, ids)).map((o) => o.status)).toEqual(['cancelled', 'failed', 'executing']);
   });
 
+  test('a spawn whose idempotency key names an existing job gets its id, not as a child; the children read reports that job as it is', async () => {
+    const t = await setup(['p', 'c']);
+    const [existing] = await t.enqueue('c', 1, { idempotencyKeys: ['shared'] });
+    const [parentId] = await t.enqueue('p');
+    const [parent] = await t.claim('p');
+    const spawned = await t.ledger.spawnChildren({ workerId: t.workerId, parentId: parent.id, execution: parent.execution, step: 'acta:spawn:0', rows: rows(['c', 'c'], { idempotencyKeys: ['shared', null] }), failParent: [true, false] });
+    const ids = (spawned.result as { ids: string[] }).ids;
+    expect(ids[0]).toBe(existing);
+    expect((await t.job(parentId)).status).toBe('executing');
+    expect((await t.ledger.readChildren(parentId, ids)).map((o) => o.status)).toEqual(['ready', 'ready']);
+    const [c] = (await t.claim('c', 10)).filter((r) => r.id === existing);
+    await t.complete([ended(c, 'succeeded')]);
+    expect((await t.ledger.readChildren(parentId, ids))[0]).toEqual({ id: existing, status: 'succeeded', result: { ok: existing } });
+  });
+
   test('cancelling a parent cancels its unfinished children; a cancelled waiting job is Cancelled', async () => {
     const t = await setup(['p', 'c']);
     const [parentId] = await t.enqueue('p');

@@ -130,11 +130,10 @@ export function spawnChildren(store: Store, tx: Tx, a: { workerId: string; paren
 }
 
 /** src/db/workflows.ts readChildren. */
-export function readChildren(store: Store, parentId: JobId, ids: JobId[]): ChildOutcome[] {
-  const parent = jobIdOf(parentId);
+export function readChildren(store: Store, _parentId: JobId, ids: JobId[]): ChildOutcome[] {
   const rows = ids
     .map((id) => store.jobs.get(jobIdOf(id)))
-    .filter((j): j is MemoryJob => j !== undefined && j.parentId === parent)
+    .filter((j): j is MemoryJob => j !== undefined)
     .map((j) => ({ id: String(j.id), status: j.status, result: copyJson(j.result), error: copyJson(j.error) as StoredError | null }));
   return childOutcomes(ids, rows);
 }
