@@ -1,5 +1,6 @@
 import type { SchedulerLike } from 'rxjs';
 import { outboxSettings } from '../recurring/outbox';
+import { checkSchedules } from '../recurring/schedules';
 import type { BatchSettings } from '../recurring/batches';
 import { outboxOption, type SystemOptions, systemDefinitions } from '../recurring/system';
 import type { Registry as PromRegistry } from 'prom-client';
@@ -110,7 +111,7 @@ export interface WorkerSettings {
 
 /**
  * Checks a worker's options before anything touches the database. Throws ConfigError for an
- * unknown option, no or duplicate definitions, a definition checkDefinition refuses (name,
+ * unknown option, no or duplicate definitions, two schedules of one name, a definition checkDefinition refuses (name,
  * handler, maxAttempts, backoff), or a setting out of range: executors 1..10 000,
  * heartbeatIntervalMs 100..3 600 000, safetyPollMs 1..2^31−1, shutdownTimeoutMs 0..2^31−1, startTimeoutMs 1..2^31−1, a
  * definition's timeoutMs 1..2^31−1 (integers, ms; 2^31−1 is the longest Node.js timer: a longer
@@ -139,6 +140,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   const all = [...options.definitions, ...system.filter((d) => !options.definitions.some((o) => o.name === d.name))];
   const names = all.map((d) => d.name);
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
+  checkScheduleNames(all);
   return {
     ledger,
     db: options.db,
@@ -166,6 +168,22 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     events: eventsOption(options.events),
     ...(outbox ? { outbox: outboxSettings(outbox) } : {}),
   };
+}
+
+/**
+ * A schedule's name is one schedule in the namespace (docs/schedules.md): two definitions of one
+ * worker declaring the same name would leave one of them never firing. Throws ConfigError.
+ */
+function checkScheduleNames(definitions: readonly Definition[]): void {
+  const owner = new Map<string, string>();
+  for (const d of definitions) {
+    if (d.schedule === undefined) continue;
+    for (const { name } of checkSchedules(d.name, d.schedule)) {
+      const first = owner.get(name);
+      if (first !== undefined) throw new ConfigError(`schedule "${name}" is declared by definitions ${first} and ${d.name}: a schedule's name is unique in the namespace, give one of them another name`);
+      owner.set(name, d.name);
+    }
+  }
 }
 
 /** `hooks`: an object of the known hooks, each a function; undefined when it names none. Throws ConfigError. */
