@@ -18,7 +18,7 @@ export interface ClientSchedules {
    * are the spec's, else the definition's functions on its payload when the client knows the
    * definition; by name, a definition stored with a concurrency limit, a rate or a lane needs them in
    * the spec, as an enqueue by name does. Throws ConfigError for a bad spec, a cron that never fires,
-   * a key missing, a declared schedule's name, or a definition that no worker of the namespace has
+   * a key missing, a declared schedule's name, a name beginning `sys.` (acta's system schedules), or a definition that no worker of the namespace has
    * declared and the client does not define (its fires would never run), unless `force` (default:
    * the client's).
    */
@@ -55,6 +55,10 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
       const name = nameOption('the definition of schedules.add', isDefinition ? given.name : definition, MAX_NAME_BYTES);
       const def = isDefinition ? (definition as Pick<Definition<any, any>, 'name' | 'concurrency' | 'rate' | 'lane'>) : defines?.get(name);
       const checked = checkScheduleSpec('schedules.add', spec, name);
+      // A worker option declares these (src/recurring/system.ts); its declared schedule would replace a runtime one of the name.
+      if (checked.name.startsWith('sys.')) {
+        throw new ConfigError(`schedules.add: schedule names beginning "sys." are acta's system schedules (sys.retention, sys.alerts, sys.outbox), declared by worker options; "${checked.name}" cannot be added at runtime`);
+      }
       const s = { ...checked, ...policyKeys(def, checked.payload, checked) };
       if (!def) {
         const { rows } = await d.query<{ found: boolean; here: string[]; policy: { concurrency?: unknown; rate?: unknown; lane?: unknown } | null }>(

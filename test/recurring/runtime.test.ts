@@ -118,6 +118,8 @@ describe('client.schedules', () => {
     await expect(client.schedules.add('report', { name: 'x', cron: '0 0 30 2 *' })).rejects.toThrow(/cron "0 0 30 2 \*" in UTC has no instant from now on/);
     await expect(client.schedules.add('r'.repeat(256), { name: 'x', cron: '0 2 * * *' })).rejects.toThrow(/at most 255 bytes/);
     await expect(client.schedules.add('report', { name: 'x', cron: '0 2 * * *' }, { forse: true } as never)).rejects.toThrow(/unknown schedules.add option "forse"/);
+    // The names of acta's system schedules: a worker option declares them, and its schedule would replace this one.
+    await expect(client.schedules.add('report', { name: 'sys.retention', cron: '0 2 * * *' })).rejects.toThrow(/schedule names beginning "sys\." are acta's system schedules/);
     expect(await client.schedules.list()).toEqual(before);
     // A declared schedule can be paused, resumed and triggered.
     expect(await client.schedules.pause('nightly')).toBe(true);
