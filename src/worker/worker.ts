@@ -327,6 +327,11 @@ export function createWorker(options: WorkerOptions): Worker {
           });
           duePassesAtStart = registration.duePasses;
           await policies.load();
+          // An onAlert no worker of the namespace declares is likely a typo: its alert jobs would wait
+          // until one does (docs/alerts.md). Said, not refused: another service may declare it later.
+          if (settings.onAlertElsewhere !== undefined && (await ledger.loadPolicies(namespace, [settings.onAlertElsewhere])).policies.length === 0) {
+            logger.warn({ onAlert: settings.onAlertElsewhere, namespace }, 'alerts.onAlert names a definition no worker of the namespace has declared: its alert jobs wait until one does');
+          }
           // Declared schedules this registration added or changed are armed at once (a worker
           // that declares none changes nothing to arm: the pass finds the rest).
           if ([...definitions.values()].some((d) => d.schedule !== undefined)) await armSchedules();

@@ -107,6 +107,8 @@ export interface WorkerSettings {
   events: WorkerEventsOptions;
   /** sys.outbox's settings when asked (`outbox`): the worker also fans out at each publish's wakeup. */
   outbox?: BatchSettings;
+  /** sys.alerts' `onAlert` when it names a definition this worker does not run: checked against the namespace at the start. */
+  onAlertElsewhere?: string;
 }
 
 /**
@@ -137,6 +139,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   // acta's own recurring definitions run beside the user's (src/recurring/system.ts).
   const system = systemDefinitions({ ledger, namespace, scheduler, retention: options.retention, alerts: options.alerts, outbox: options.outbox });
   const outbox = outboxOption(options.outbox);
+  const onAlert = (options.alerts as { onAlert?: string } | undefined)?.onAlert; // checked by systemDefinitions
   const all = [...options.definitions, ...system.filter((d) => !options.definitions.some((o) => o.name === d.name))];
   const names = all.map((d) => d.name);
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
@@ -167,6 +170,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     hooks: hooksOption(options.hooks),
     events: eventsOption(options.events),
     ...(outbox ? { outbox: outboxSettings(outbox) } : {}),
+    ...(onAlert !== undefined && !names.includes(onAlert) ? { onAlertElsewhere: onAlert } : {}),
   };
 }
 

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { ConfigError } from '../../src';
+import { ConfigError, createWorker, defineJob } from '../../src';
 import { type AlertRow, evaluateAlerts } from '../../src/db/alerts';
 import { sqlLedger } from '../../src/ledger';
 import { alertMetric, alertsDefinition, alertThresholds, DEFAULT_FAILURE_WINDOW_MS, DEFAULT_READY_AGE_MS, DEFAULT_SCHEDULE_LATE_MS, runAlertsPass } from '../../src/recurring/alerts';
@@ -188,4 +188,19 @@ test('the definition: thresholds from the payload (a bad one is a ConfigError), 
   // Forgotten after keepResolvedMs: the series goes.
   expect(await definition.handler({ deadWindowMs: 60_000, keepResolvedMs: 0 }, ctx)).toEqual({ open: 0, raised: 0, resolved: 0 });
   expect(await metric(registries[0])).toEqual([]);
+});
+
+test('a worker whose onAlert names a definition no worker of the namespace declares says so at its start; one declared elsewhere, or its own, is quiet', async () => {
+  const started = async (onAlert: string, own: string[] = ['d']) => {
+    const lines: { msg: string; onAlert?: string }[] = [];
+    const logger = pino({ level: 'warn' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+    const w = createWorker({ db, namespace: ns, logger, listen: false, alerts: { onAlert }, definitions: own.map((name) => defineJob({ name, handler: () => undefined })) });
+    await w.start();
+    await w.stop();
+    return lines.filter((l) => l.msg.startsWith('alerts.onAlert')).map((l) => l.onAlert);
+  };
+  expect(await started('notfiy')).toEqual(['notfiy']);
+  expect(await started('notify', ['d', 'notify'])).toEqual([]);
+  // Declared by the worker just stopped: another service's definition.
+  expect(await started('notify')).toEqual([]);
 });
