@@ -70,9 +70,12 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
         // The keys an enqueue by name must give (acta.enqueue_jobs, "Rule"): its fires need them too.
         const missing = missingPolicyKeys(rows[0]?.policy, s).map((m) => (m === 'lane' ? 'lane' : `${m}Key`));
         if (missing.length > 0) {
-          throw new ConfigError(
-            `schedules.add: definition "${name}" admits its jobs by ${missing.join(', ')}, which a schedule added by name cannot compute: ` +
-              `give ${missing.join(', ')} in the spec, or add it with the definition itself (or a client given its definitions)`,
+          throw Object.assign(
+            new ConfigError(
+              `schedules.add: definition "${name}" admits its jobs by ${missing.join(', ')}, which a schedule added by name cannot compute: ` +
+                `give ${missing.join(', ')} in the spec, or add it with the definition itself (or a client given its definitions)`,
+            ),
+            { missingKeys: missing }, // the CLI names its flags (src/ops/cli/schedule.ts)
           );
         }
         const here = rows[0]?.here ?? [];

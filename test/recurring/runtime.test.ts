@@ -148,6 +148,9 @@ describe('acta schedule', () => {
     const list = await acta(['schedule', 'list', '--namespace', ns]);
     expect(list.code).toBe(0);
     expect(list.stdout.trim().split('\t')).toEqual(['weekday', 'report', '"0 9 * * 1-5"', 'America/New_York', 'runtime', 'active', `next=${s.nextFireAt!.toISOString()}`, 'last=-', 'outcome=-']);
+    const json = await acta(['schedule', 'list', '--json', '--namespace', ns]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(JSON.parse(JSON.stringify(s)));
 
     expect(await acta(['schedule', 'pause', 'weekday', '--namespace', ns])).toMatchObject({ code: 0, stdout: 'paused: weekday\n' });
     expect(await client.schedules.list('weekday')).toMatchObject([{ paused: true, nextFireAt: null }]);
@@ -177,6 +180,7 @@ describe('acta schedule', () => {
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--payload', '{nope'], /--payload/],
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'some'], /catchUp/],
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up', 'all', '--catch-up-window-ms', 'soon'], /--catch-up-window-ms <ms>' argument 'soon' is invalid/],
+      [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--catch-up-window-ms', '10'], /--catch-up-window-ms goes with --catch-up all/],
       [['schedule', 'add', 'report', '0 2 * * *', '--name', 'x', '--priority', 'high'], /priority .* must be an integer/],
       [['schedule', 'add', 'report', '0 3 * * *', '--name', 'nightly'], /declared in code/],
       [['schedule', 'remove', 'nightly'], /declared in code/],
@@ -199,6 +203,11 @@ it("client.schedules.add takes the definition itself and computes its fires' key
   const client = createClient({ db, namespace: ns });
   expect(await client.schedules.add(limited, { name: 'by-def', cron: '0 3 * * *', payload: { account: 'a1' } })).toBe('added');
   await expect(client.schedules.add('limited', { name: 'by-name', cron: '0 3 * * *', payload: { account: 'a2' } })).rejects.toThrow(/concurrencyKey/);
+  // The command says it with its flag.
+  expect(await acta(['schedule', 'add', 'limited', '0 3 * * *', '--name', 'by-cli', '--namespace', ns])).toMatchObject({
+    code: 1,
+    stderr: expect.stringContaining('definition "limited" admits its jobs by concurrencyKey: give --concurrency-key'),
+  });
   expect(await client.schedules.add('limited', { name: 'by-name', cron: '0 3 * * *', payload: { account: 'a2' }, concurrencyKey: 'a2' })).toBe('added');
   const listed = await client.schedules.list();
   expect(listed.map((s) => [s.name, s.concurrencyKey])).toEqual([['by-def', 'a1'], ['by-name', 'a2']]);

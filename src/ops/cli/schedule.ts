@@ -39,6 +39,8 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
     .option('--lane <lane>', "each fire's lane (needed when <definition> has lanes)")
     .option('--force', 'add it even though no worker of the namespace has declared <definition> yet')
     .action(async (definition: string, cron: string, o: { namespace: string; name?: string; timeZone: string; payload?: string; catchUp: string; catchUpWindowMs?: number; priority?: number; concurrencyKey?: string; rateKey?: string; lane?: string; force?: boolean }) => {
+      // In the command's own words what schedules.add would say in the API's.
+      if (o.catchUpWindowMs !== undefined && o.catchUp !== 'all') throw new ConfigError("--catch-up-window-ms goes with --catch-up all");
       const spec = {
         name: o.name, cron, timeZone: o.timeZone, catchUp: o.catchUp as 'latest' | 'all' | 'none',
         ...(o.payload === undefined ? {} : { payload: jsonOption(o.payload) }),
@@ -48,13 +50,20 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
         ...(o.rateKey === undefined ? {} : { rateKey: o.rateKey }),
         ...(o.lane === undefined ? {} : { lane: o.lane }),
       };
-      console.log(await withClient(o.namespace, (c) => c.schedules.add(definition, spec, { force: o.force === true })));
+      const added = await withClient(o.namespace, (c) => c.schedules.add(definition, spec, { force: o.force === true })).catch((err: unknown) => {
+        const missing = (err as { missingKeys?: string[] }).missingKeys;
+        if (!missing) throw err;
+        const flags = missing.map((k) => ({ concurrencyKey: '--concurrency-key', rateKey: '--rate-key', lane: '--lane' })[k] ?? k);
+        throw new ConfigError(`definition "${definition}" admits its jobs by ${missing.join(', ')}: give ${flags.join(', ')}`);
+      });
+      console.log(added);
     });
   ns(schedule.command('list [name]').description('schedules with their next fire, last fire and last outcome (tab-separated); exits 1 when the named one does not exist'))
-    .action(async (name: string | undefined, o: { namespace: string }) => {
+    .option('--json', 'one JSON object per line (client.schedules.list\'s records)')
+    .action(async (name: string | undefined, o: { namespace: string; json?: boolean }) => {
       const list = await withClient(o.namespace, (c) => c.schedules.list(name));
       if (name !== undefined && list.length === 0) notFound(name);
-      for (const s of list) console.log(line(s));
+      for (const s of list) console.log(o.json ? JSON.stringify(s) : line(s));
     });
   const verbs = [['pause', 'stop its fires', 'paused'], ['resume', 'fire again from the next instant', 'resumed'], ['remove', 'remove a runtime schedule', 'removed']] as const;
   for (const [verb, what, done] of verbs) {

@@ -29,7 +29,8 @@ export function registerSignalCommand(cli: Command, withClient: WithClient): voi
     .action(async (job: string, name: string, payload: string | undefined, o: { namespace: string; key?: boolean; idempotencyKey?: string }) => {
       const value = payload === undefined ? null : jsonArgument('payload', payload);
       const answer = await withClient(o.namespace, (client) => client.signal(o.key ? { idempotencyKey: job } : job, name, value, { idempotencyKey: o.idempotencyKey }));
-      if (!answer.delivered) throw new ActaError('ACTA_SIGNAL_NOT_DELIVERED', `signal "${name}" not delivered to job ${job}: ${answer.reason}`);
+      const to = o.key ? `the job of idempotency key ${JSON.stringify(job)}` : `job ${job}`;
+      if (!answer.delivered) throw new ActaError('ACTA_SIGNAL_NOT_DELIVERED', `signal "${name}" not delivered to ${to}: ${answer.reason}`);
       console.log(JSON.stringify(answer));
     });
 }
