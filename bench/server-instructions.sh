@@ -16,7 +16,7 @@
 # a changed sql/functions/claim_jobs.sql, or an ALTER), then runs `postgres --single` under
 # callgrind twice: setup only (enqueue iterations × rows jobs, VACUUM ANALYZE), and setup plus a
 # loop of claim_jobs(rows) + complete_executions (every job succeeded), one transaction per
-# iteration, as bench scenario 7 does. Prints the loop's instructions per job (the difference),
+# iteration, as bench scenario 7 does, by a worker registered as a worker is (its acta.workers row). Prints the loop's instructions per job (the difference),
 # and leaves the callgrind files in the work directory for `callgrind_annotate`.
 # Needs: valgrind, PostgreSQL's server binaries (pg_config --bindir, else /usr/lib/postgresql/*/bin).
 set -euo pipefail
@@ -68,7 +68,7 @@ script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succee
     # so whether a claim resumes would follow the machine's speed, not the SQL.
     printf "set acta.claim_resume_after_ms = 'Infinity';\n\n"
     if [ "$1" != 0 ]; then
-      printf "do \$loop\$ declare w uuid := gen_random_uuid(); ids bigint[]; execs integer[]; begin for i in 1..%d loop select array_agg(c.job_id), array_agg(c.execution) into ids, execs from acta.claim_jobs('default', w, array['d'], %d, 180000) c where c.job_id is not null; %s commit; end loop; end \$loop\$;\n\n" "$ITER" "$LIM" "$COMPLETE"
+      printf "do \$loop\$ declare w uuid := gen_random_uuid(); ids bigint[]; execs integer[]; begin insert into acta.workers (id, namespace, hostname, pid, definitions) values (w, 'default', 'instructions', 1, array['d']); for i in 1..%d loop select array_agg(c.job_id), array_agg(c.execution) into ids, execs from acta.claim_jobs('default', w, array['d'], %d, 180000) c where c.job_id is not null; %s commit; end loop; end \$loop\$;\n\n" "$ITER" "$LIM" "$COMPLETE"
     fi
     if [ "$1" = 2 ]; then printf "%s;\n\n" "${ACTA_DONE_QUERY:-select count(*) from acta.jobs where status = 'succeeded'}"; fi
   } > "$WORK/script$1.sql"

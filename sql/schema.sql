@@ -1123,12 +1123,13 @@ begin
   -- leaves no ledger row (it would go with the job: docs/retention.md); the update then no longer
   -- sees it. Not these: a child (its parent may still need it: prune_jobs' `keep`), a watched row
   -- (its observer reads the result after this commit), a schedule's fire (it arms the next instant
-  -- below): they are updated and go at the body's end, or at the next pass.
+  -- below): they are updated and go at the body's end, or at the next pass. Only rows of the
+  -- namespace judged: a stray element of a direct call cannot take another namespace's row.
   if v_zero then
     with gone as (
       delete from acta.jobs j
       using unnest(p_ids, p_executions, p_outcomes) with ordinality as i(id, execution, outcome, ord)
-      where i.outcome = 'succeeded'
+      where i.outcome = 'succeeded' and j.namespace = (select x.namespace from acta.jobs x where x.id = p_ids[1])
         and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
         and j.parent_id is null and not j.watched and j.schedule is null
       returning j.id, i.ord, j.namespace, j.concurrency_key, j.lane
