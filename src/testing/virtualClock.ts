@@ -39,19 +39,12 @@ export class VirtualClock {
   }
 
   /**
-   * Advances in steps of `stepMs` (default 1) until `done()` holds, at most `maxMs` (default 60,000)
-   * of virtual time; resolves with the virtual time it took, rejects when `maxMs` passed first.
+   * Advances in steps of `stepMs` (an integer ≥ 1, default 1) until `done()` holds, at most `maxMs`
+   * (an integer ≥ 0 or Infinity, default 60,000) of virtual time; resolves with the virtual time it took,
+   * rejects when `maxMs` passed first (a bad option: ConfigError).
    */
   async advanceUntil(done: () => boolean, options: { stepMs?: number; maxMs?: number } = {}): Promise<number> {
-    const step = options.stepMs ?? 1;
-    const max = options.maxMs ?? 60_000;
-    const start = this.now();
-    await settle();
-    while (!done()) {
-      if (this.now() - start >= max) throw new Error(`advanceUntil: not done after ${max} virtual ms`);
-      await this.advance(step);
-    }
-    return this.now() - start;
+    return this.until('advanceUntil', done, options);
   }
 
   /**
@@ -66,8 +59,28 @@ export class VirtualClock {
       settled = true;
     });
     watched.catch(() => undefined); // rejections are the caller's, from the await below
-    await this.advanceUntil(() => settled, options);
+    await this.until('await', () => settled, options);
     return watched;
+  }
+
+  /**
+   * advanceUntil's loop, its errors named after the method called. A step of 0 (or NaN) never
+   * moves time and a NaN bound is never reached: both would loop for ever, so they are refused
+   * (test/testing/virtualClock.spec.ts).
+   */
+  private async until(method: 'advanceUntil' | 'await', done: () => boolean, options: { stepMs?: number; maxMs?: number }): Promise<number> {
+    if (options === null || typeof options !== 'object') throw new ConfigError(`${method}: options must be an object of stepMs, maxMs, got ${String(options)}`);
+    const step = options.stepMs ?? 1;
+    const max = options.maxMs ?? 60_000;
+    if (!Number.isInteger(step) || step < 1) throw new ConfigError(`${method}: stepMs must be an integer ≥ 1, got ${step}`);
+    if (!(Number.isInteger(max) && max >= 0) && max !== Infinity) throw new ConfigError(`${method}: maxMs must be an integer ≥ 0 (or Infinity), got ${max}`);
+    const start = this.now();
+    await settle();
+    while (!done()) {
+      if (this.now() - start >= max) throw new Error(method === 'await' ? `await: the promise did not settle within ${max} virtual ms` : `advanceUntil: not done after ${max} virtual ms`);
+      await this.advance(step);
+    }
+    return this.now() - start;
   }
 
   /** Records each value `source$` emits with the virtual time it came at, and its end, until unsubscribed. */

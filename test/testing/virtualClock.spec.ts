@@ -43,3 +43,14 @@ test('advanceUntil stops once done, or rejects after maxMs; advance refuses a ba
   await expect(clock.advanceUntil(() => false, { maxMs: 100, stepMs: 50 })).rejects.toThrow('not done after 100 virtual ms');
   await expect(clock.advance(-1)).rejects.toThrow('ms must be an integer');
 });
+
+test('a step that never moves time, or a bound never reached, is refused instead of looping for ever', async () => {
+  const clock = new VirtualClock();
+  const never = new Promise<void>(() => undefined);
+  await expect(clock.advanceUntil(() => false, { stepMs: 0, maxMs: 10 })).rejects.toThrow('advanceUntil: stepMs must be an integer ≥ 1, got 0');
+  await expect(clock.advanceUntil(() => false, { stepMs: -5 })).rejects.toThrow('advanceUntil: stepMs must be an integer ≥ 1, got -5');
+  await expect(clock.await(never, { stepMs: 0.5 })).rejects.toThrow('await: stepMs must be an integer ≥ 1, got 0.5');
+  await expect(clock.await(never, { maxMs: NaN })).rejects.toThrow('await: maxMs must be an integer ≥ 0 (or Infinity), got NaN');
+  await expect(clock.await(never, { maxMs: 30 })).rejects.toThrow('await: the promise did not settle within 30 virtual ms');
+  expect(clock.now()).toBe(30);
+}, 5_000);
