@@ -1,12 +1,13 @@
 import { from, Observable, type ObservableInput, take } from 'rxjs';
 import { ConfigError } from '../errors';
 import type { WorkerEvent } from './events';
+import { describeValue } from './describeValue';
 import { createWorker, type Worker } from './worker';
 import type { WorkerOptions } from './workerOptions';
 
 /** Options of {@link runWorker$}: a worker's options, and what ends it. */
 export interface RunWorkerOptions extends WorkerOptions {
-  /** Its first emission stops the worker gracefully; the stream completes once the stop has finished (after the `stopped` event). */
+  /** Its first emission stops the worker gracefully; the stream completes once the stop has finished (after the `stopped` event). Its error stops the worker too, and the stream then errors with it. */
   stop$?: ObservableInput<unknown>;
 }
 
@@ -15,7 +16,9 @@ export interface RunWorkerOptions extends WorkerOptions {
  * Each subscription creates and starts a NEW worker (a new incarnation: a fresh id) and emits its
  * events (`worker.events$`: `running` once it has registered, `stopped` last).
  *
- * - Completes after a graceful stop has finished: when `stop$` emits.
+ * - Completes after a graceful stop has finished: when `stop$` emits. If `stop$` errors, the
+ *   worker stops gracefully too and the stream then errors with that error. A `stop$` that is
+ *   not an ObservableInput errors the stream with ConfigError before any worker is made.
  * - Errors when the worker cannot start (ConfigError at once; SchemaNotMigratedError,
  *   SchemaNewerError, or a database unreachable for a lease, from `start()`), or when it stops
  *   itself (no heartbeat for a lease, a non-transient error, HookFailedError): so `retry`
@@ -31,6 +34,15 @@ export interface RunWorkerOptions extends WorkerOptions {
 export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
   return new Observable<WorkerEvent>((subscriber) => {
     const { stop$, ...workerOptions } = options;
+    // Checked before the worker exists: a stop$ found bad after start() would leave a running
+    // worker that nothing can stop (test/runWorker.spec.ts).
+    let stopInput: Observable<unknown> | undefined;
+    try {
+      stopInput = stop$ === undefined ? undefined : from(stop$);
+    } catch {
+      subscriber.error(new ConfigError(`stop$ must be an Observable, a Promise or another ObservableInput, got ${describeValue(stop$)}`));
+      return undefined;
+    }
     let worker: Worker;
     try {
       worker = createWorker(workerOptions);
@@ -42,14 +54,23 @@ export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
     /** The worker has ended: its metrics leave a shared registry, then the stream ends. */
     const ended = (err?: unknown) => {
       if (workerOptions.metricsRegistry) worker.metrics.unregister();
-      if (err === undefined) subscriber.complete();
-      else subscriber.error(err);
+      const failure = err ?? stopFailure?.err;
+      if (failure === undefined) subscriber.complete();
+      else subscriber.error(failure);
     };
+    /** stop$'s error: the worker stops gracefully, as on an emission, and the stream then errors with it (as takeUntil's notifier's error does). */
+    let stopFailure: { err: unknown } | undefined;
     worker.start().then(
       () => worker.done.then(() => ended(), ended),
       ended,
     );
-    const stopping = stop$ === undefined ? undefined : from(stop$).pipe(take(1)).subscribe(() => void worker.stop());
+    const stopping = stopInput?.pipe(take(1)).subscribe({
+      next: () => void worker.stop(),
+      error: (err: unknown) => {
+        stopFailure = { err };
+        void worker.stop();
+      },
+    });
     return () => {
       stopping?.unsubscribe();
       events.unsubscribe();
