@@ -277,6 +277,8 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     failCalls(calls, opts) {
       knownKeys('failCalls option', opts, ['times', 'forMs']);
       const list = forEach(calls, 'failCalls');
+      // Exactly one of the two, as injectFaults' fail (docs/reference.md): given both, one would be dropped without a word.
+      if (('times' in opts) === ('forMs' in opts)) throw new ConfigError('failCalls: give either times or forMs, not both (nor neither)');
       if ('times' in opts) {
         const times = count('failCalls times', opts.times);
         for (const c of list) failing.set(c, { times });

@@ -214,6 +214,9 @@ describe('the memory ledger', () => {
     expect(() => ledger.failCalls('listen' as never, { times: 1 })).toThrow(/not a ledger call/);
     expect(() => ledger.failCalls('claimJobs', { times: 0 })).toThrow(/at least 1/);
     expect(() => ledger.failCalls('claimJobs', { forMs: Number.POSITIVE_INFINITY })).toThrow(ConfigError);
+    // Was: { times, forMs } failed the calls `times` times and dropped forMs; {} blamed a forMs it was not given.
+    expect(() => ledger.failCalls('claimJobs', { times: 1, forMs: 5_000 } as never)).toThrow('failCalls: give either times or forMs, not both (nor neither)');
+    expect(() => ledger.failCalls('claimJobs', {} as never)).toThrow('failCalls: give either times or forMs, not both (nor neither)');
     expect(() => ledger.loseAnswers('claimJobs', { times: 1.5 })).toThrow(ConfigError);
     expect(() => ledger.setLatency(Number.NaN)).toThrow(ConfigError);
   });
