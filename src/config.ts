@@ -1,5 +1,6 @@
 import * as os from 'node:os';
 import { ConfigError } from './errors';
+import type { SchedulerLike } from 'rxjs';
 import { badString, bytesOver } from './json';
 
 /**
@@ -164,4 +165,17 @@ export function intOption(name: string, value: number, min: number, max = Number
     throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got ${typeof value === 'number' ? value : JSON.stringify(value)}`);
   }
   return value;
+}
+
+/**
+ * A `scheduler` option: an RxJS SchedulerLike (`now()` and `schedule()`), else ConfigError. Checked
+ * where it is given: a VirtualClock passed for its `scheduler` (it has `now()` only) would fail
+ * later, in a timer, as a TypeError (test/testing/virtualWorker.spec.ts).
+ */
+export function schedulerOption(value: SchedulerLike | undefined, where: string): SchedulerLike | undefined {
+  if (value === undefined) return undefined;
+  const v = value as { now?: unknown; schedule?: unknown } | null;
+  if (v !== null && typeof v === 'object' && typeof v.now === 'function' && typeof v.schedule === 'function') return value;
+  const hint = v !== null && typeof v === 'object' && typeof v.now === 'function' && 'scheduler' in v ? ' (a VirtualClock: give its clock.scheduler)' : '';
+  throw new ConfigError(`${where}: scheduler must be an RxJS scheduler (now() and schedule())${hint}, got ${v === null ? 'null' : typeof v}`);
 }

@@ -3,7 +3,7 @@ import { type ClientSchedules, clientSchedules } from './schedules';
 import { createPublish, type PublishItem, type PublishOptions, type PublishResult } from './publish';
 import { createSignal, type SignalOptions, type SignalTarget } from './signals';
 import type { SignalResult } from '../workflows/signals';
-import { intOption, knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { intOption, knownKeys, MAX_NAME_BYTES, nameOption, schedulerOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
 import { INT4_MAX, type JobId, type JobRecord } from '../db/types';
@@ -379,7 +379,7 @@ export function createClient(options: ClientOptions): Client {
       throw await verdict(err, tx !== undefined);
     }
   };
-  const followers = createFollowers({ ledger, namespace, scheduler: options.scheduler ?? asyncScheduler, verdict: (err) => verdict(err, false) });
+  const followers = createFollowers({ ledger, namespace, scheduler: schedulerOption(options.scheduler, 'createClient') ?? asyncScheduler, verdict: (err) => verdict(err, false) });
   return {
     ...createAdmin({ db: options.db, ledger, namespace, verdict: (err) => verdict(err, false) }),
     why: (id: JobId | number | bigint) =>

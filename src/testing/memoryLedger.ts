@@ -1,5 +1,5 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
-import { knownKeys } from '../config';
+import { knownKeys, schedulerOption } from '../config';
 import type { ListenHandlers } from '../db/Db';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
@@ -142,7 +142,7 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
  */
 export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
   knownKeys('memoryLedger option', options, ['scheduler', 'latencyMs']);
-  const scheduler = options.scheduler ?? asyncScheduler;
+  const scheduler = schedulerOption(options.scheduler, 'memoryLedger') ?? asyncScheduler;
   let latency = checkLatency(options.latencyMs ?? 0);
   const store = new Store(scheduler.now());
   const listeners = new Set<{ channel: string; handlers: ListenHandlers }>();

@@ -4,7 +4,7 @@ import { checkSchedules } from '../recurring/schedules';
 import type { BatchSettings } from '../recurring/batches';
 import { outboxOption, type SystemOptions, systemDefinitions } from '../recurring/system';
 import type { Registry as PromRegistry } from 'prom-client';
-import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_START_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../config';
+import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_START_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption, schedulerOption } from '../config';
 import type { Db } from '../db/Db';
 import { type Ledger, sqlLedger } from '../ledger';
 import { checkDefinition, type Definition } from '../definition';
@@ -135,7 +135,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a worker needs a db (or a ledger)');
   const ledger = options.ledger ?? sqlLedger(options.db as Db);
   const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
-  const scheduler = options.scheduler ?? monotonicScheduler;
+  const scheduler = schedulerOption(options.scheduler, 'createWorker') ?? monotonicScheduler;
   // acta's own recurring definitions run beside the user's (src/recurring/system.ts).
   const system = systemDefinitions({ ledger, namespace, scheduler, retention: options.retention, alerts: options.alerts, outbox: options.outbox });
   const outbox = outboxOption(options.outbox);

@@ -257,3 +257,15 @@ test('ctx.progress after the attempt ended stores nothing and says so: one warni
   expect(ledger.state().jobs.find((j) => String(j.id) === id)?.progress).toBe(null);
   await clock.await(worker.stop());
 });
+
+test('a VirtualClock given where its scheduler belongs is a ConfigError naming clock.scheduler, at once', () => {
+  const clock = new VirtualClock();
+  const ledger = memoryLedger({ scheduler: clock.scheduler });
+  const noop = defineJob({ name: 'noop', handler: () => undefined });
+  const named = (where: string) => `${where}: scheduler must be an RxJS scheduler (now() and schedule()) (a VirtualClock: give its clock.scheduler), got object`;
+  // Was: createWorker took it and start() rejected with "TypeError: scheduler.schedule is not a function"; memoryLedger and createClient took it without a word.
+  expect(() => createWorker({ ledger, definitions: [noop], scheduler: clock as never, logger: silent })).toThrow(named('createWorker'));
+  expect(() => memoryLedger({ scheduler: clock as never })).toThrow(named('memoryLedger'));
+  expect(() => createClient({ ledger, scheduler: clock as never })).toThrow(named('createClient'));
+  expect(() => createWorker({ ledger, definitions: [noop], scheduler: 5 as never, logger: silent })).toThrow('createWorker: scheduler must be an RxJS scheduler (now() and schedule()), got number');
+});
