@@ -2255,11 +2255,10 @@ begin
   strictest as (
     select l.name,
            min((l.policy -> 'concurrency' ->> 'limit')::integer) as concurrency_limit,
-           (select array[(s.policy -> 'rate' ->> 'limit')::integer, (s.policy -> 'rate' ->> 'perMs')::integer]
+           (select array[min((s.policy -> 'rate' ->> 'limit')::integer), max((s.policy -> 'rate' ->> 'perMs')::integer)]
             from live s
             where s.name = l.name and jsonb_typeof(s.policy -> 'rate') = 'object'
-            order by (s.policy -> 'rate' ->> 'limit')::float8 / (s.policy -> 'rate' ->> 'perMs')::float8, s.started_at desc
-            limit 1) as rate
+            having count(*) > 0) as rate
     from live l
     group by l.name
   ),

@@ -2,9 +2,11 @@
 -- namespace's live workers declare (docs/DESIGN.md, "Policies"; migration 0008): the declaration
 -- of the most recently started live worker running it (timeout, attempts, backoff, fair order,
 -- the build it came from), except that while live workers disagree the smallest concurrency limit
--- and the slowest rate (fewest starts per ms) that any of them declared apply: no build ever sees
--- more attempts of a key, or more starts of a meter, than its own declaration allows
--- (test/faults/policies.test.ts). A definition no live worker runs keeps its last policy. Workers
+-- and the smallest rate limit over the longest rate window that any of them declared apply: no
+-- build ever sees more attempts of a key, or more starts of a meter in its own window, than its
+-- own declaration allows (test/faults/policies.test.ts). Not the slowest declared rate: 10 per
+-- 5 s is slower than 3 per 1 s, yet lets 10 start in one second (test/ledger/contract.ts,
+-- "builds whose rates differ in limit and window"). A definition no live worker runs keeps its last policy. Workers
 -- registered before migration 0004 declared nothing and are skipped; those before 0008, only
 -- maxAttempts. Bumps the namespace's policy_version when a policy changed (the heartbeat reports
 -- it and workers reload), and then reconciles the declared schedules (acta.reconcile_schedules). Called by acta.register_worker, acta.stop_worker and acta.recover_jobs
@@ -34,11 +36,10 @@ begin
   strictest as (
     select l.name,
            min((l.policy -> 'concurrency' ->> 'limit')::integer) as concurrency_limit,
-           (select array[(s.policy -> 'rate' ->> 'limit')::integer, (s.policy -> 'rate' ->> 'perMs')::integer]
+           (select array[min((s.policy -> 'rate' ->> 'limit')::integer), max((s.policy -> 'rate' ->> 'perMs')::integer)]
             from live s
             where s.name = l.name and jsonb_typeof(s.policy -> 'rate') = 'object'
-            order by (s.policy -> 'rate' ->> 'limit')::float8 / (s.policy -> 'rate' ->> 'perMs')::float8, s.started_at desc
-            limit 1) as rate
+            having count(*) > 0) as rate
     from live l
     group by l.name
   ),

@@ -1490,9 +1490,9 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       await h.advance(10);
       const newer = await declare(ns, [v2], { build: 'b2' });
       // b2 is the newest: its timeout, attempts, backoff, fair order; the limits are the strictest
-      // of the two (3; 100 per minute is slower than 10 per second).
+      // of the two (3; 10 starts, b1's, over a minute, b2's window).
       const during = await read();
-      expect(during).toEqual({ version: during.version, name: 'sync', maxAttempts: 5, timeoutMs: 2_000, backoff: { delayMs: 100, factor: 3 }, concurrencyLimit: 3, rateLimit: 100, ratePerMs: 60_000, fair: true, build: 'b2' });
+      expect(during).toEqual({ version: during.version, name: 'sync', maxAttempts: 5, timeoutMs: 2_000, backoff: { delayMs: 100, factor: 3 }, concurrencyLimit: 3, rateLimit: 10, ratePerMs: 60_000, fair: true, build: 'b2' });
       expect(during.version).toBeGreaterThan(first.version);
       // The same declaration again changes nothing: the version stays.
       const third = await declare(ns, [v2], { build: 'b2' });
@@ -1517,6 +1517,21 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       await ledger.stopWorker(worker);
       await h.advance(2_001);
       expect(iOf((await claim(ns, randomUUID(), ['k'], 10)).rows)).toEqual([2, 3]);
+    });
+
+    test('builds whose rates differ in limit and window: the smallest limit over the longest window, which neither build\'s window can exceed', async () => {
+      const ns = fresh();
+      // b1: 3 per second; b2: 10 per 5 s (slower on average, but 10 in one second would break b1's).
+      const worker = await declare(ns, [defineJob({ name: 'call', handler, rate: { limit: 3, perMs: 1_000 } })], { build: 'b1' });
+      await h.advance(10);
+      await declare(ns, [defineJob({ name: 'call', handler, rate: { limit: 10, perMs: 5_000 } })], { build: 'b2' });
+      expect((await ledger.loadPolicies(ns, ['call'])).policies[0]).toMatchObject({ rateLimit: 3, ratePerMs: 5_000 });
+      await enqueue(ns, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => ({ definition: 'call', payload: { i }, rateKey: 'call' })));
+      const { rows } = await claim(ns, worker, ['call'], 10);
+      expect(iOf(rows)).toEqual([0, 1, 2]);
+      await complete(worker, completion(rows));
+      await h.advance(1_001);
+      expect(iOf((await claim(ns, worker, ['call'], 10)).rows)).toEqual([]);
     });
 
     test('a worker silent for deadAfterMs is marked dead by the recovery pass, and its declaration gives way', async () => {

@@ -63,15 +63,14 @@ export function refreshDefinitions(store: Store, tx: Tx, namespace: string, name
     // The newest declaration (started last; one instant: registered last).
     const newest = declared.reduce((a, b) => (b.startedAt > a.startedAt || (b.startedAt === a.startedAt && b.seq > a.seq) ? b : a));
     const limits = declared.map((l) => l.policy?.concurrency?.limit).filter((x): x is number => typeof x === 'number');
-    const rates = declared
-      .filter((l) => l.policy?.rate !== null && typeof l.policy?.rate === 'object')
-      .sort((a, b) => a.policy!.rate!.limit / a.policy!.rate!.perMs - b.policy!.rate!.limit / b.policy!.rate!.perMs || b.startedAt - a.startedAt);
+    // The smallest limit over the longest window: within every declared window (acta.refresh_definitions).
+    const rates = declared.map((l) => l.policy?.rate).filter((r): r is { limit: number; perMs: number } => r !== null && typeof r === 'object');
     const next = {
       maxAttempts: newest.maxAttempts,
       timeoutMs: newest.policy?.timeoutMs ?? null,
       concurrencyLimit: limits.length > 0 ? Math.min(...limits) : null,
-      rateLimit: rates[0]?.policy?.rate?.limit ?? null,
-      ratePerMs: rates[0]?.policy?.rate?.perMs ?? null,
+      rateLimit: rates.length > 0 ? Math.min(...rates.map((r) => r.limit)) : null,
+      ratePerMs: rates.length > 0 ? Math.max(...rates.map((r) => r.perMs)) : null,
       fair: newest.policy?.fair === true,
       build: newest.build,
       policy: newest.policy,
