@@ -1419,6 +1419,13 @@ begin
                          case when jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null then 'concurrency' end,
                          case when jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null then 'rate' end,
                          case when coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null then 'lane' end], null)) end)
+           || case when d.name is not null
+                        and ((jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null)
+                             or (jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null))
+                   then jsonb_build_object('unused', to_jsonb(array_remove(array[
+                          case when jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null then 'concurrency' end,
+                          case when jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null then 'rate' end], null)))
+                   else '{}'::jsonb end
       into v_refused
     from rows from (unnest(p_definitions), unnest(p_checks), unnest(p_concurrency_keys), unnest(p_rate_keys), unnest(p_lanes))
       with ordinality as u(definition, checked, ckey, rkey, lane, ord)
@@ -1427,7 +1434,9 @@ begin
       and (d.name is null
            or (jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null)
            or (jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null)
-           or (coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null))
+           or (coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null)
+           or (jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null)
+           or (jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null))
     order by u.ord
     limit 1;
     if v_refused is not null then

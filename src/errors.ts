@@ -244,6 +244,8 @@ export interface EnqueueRefusal {
   name: string;
   /** The policies declared for it whose key the job lacks; empty: no worker declared the name in the namespace. */
   missing: ('concurrency' | 'rate' | 'lane')[];
+  /** The concurrency and rate keys the job gives for policies the definition does not declare (they would limit nothing of its own). */
+  unused: ('concurrency' | 'rate')[];
   /** The names declared in the namespace (up to 21; for the message); null: not read (a client on a ledger without a database). */
   declaredHere: string[] | null;
   /** Other namespaces where the name is declared (up to 6; for the message). */
@@ -262,7 +264,7 @@ export class EnqueueRefusedError extends ActaError {
     readonly refusal: EnqueueRefusal,
     message: string,
   ) {
-    super(refusal.missing.length === 0 ? 'ACTA_UNKNOWN_DEFINITION' : 'ACTA_POLICY_KEY_MISSING', message);
+    super(refusal.missing.length > 0 ? 'ACTA_POLICY_KEY_MISSING' : refusal.unused.length > 0 ? 'ACTA_POLICY_KEY_UNUSED' : 'ACTA_UNKNOWN_DEFINITION', message);
   }
 }
 

@@ -390,6 +390,12 @@ test('`acta enqueue` of a definition declared with policies needs its keys: --de
     'acta: definition "cli-keyed" declares concurrency, lane policy: its jobs need keys, which its key functions compute from the payload; pass --definitions <the worker\'s module> to compute them, or --concurrency-key, --lane\n',
   );
   expect(await count('select count(*) as n from acta.jobs')).toBe(before);
+  // A key for a policy it does not declare is refused as well: it would limit nothing of its own.
+  expect(await acta(['enqueue', 'cli-keyed', '{}', '--namespace', 'cli-keys', '--concurrency-key', 'a', '--lane', 'o1', '--rate-key', 'api'])).toMatchObject({
+    code: 1,
+    stderr: 'acta: definition "cli-keyed" declares no rate policy: --rate-key would limit nothing of its own (and join another definition\'s limit or meter of that key); leave it out\n',
+  });
+  expect(await count('select count(*) as n from acta.jobs')).toBe(before);
   const given = await acta(['enqueue', 'cli-keyed', '{}', '--namespace', 'cli-keys', '--concurrency-key', 'a', '--lane', 'o1']);
   expect(given).toMatchObject({ code: 0, stderr: '' });
   const { id } = JSON.parse(given.stdout) as { id: string };

@@ -13,9 +13,12 @@
 -- Rule (src/policies/enqueueRule.ts; docs/reference.md, "Which definitions a client may enqueue"):
 -- an element whose p_checks entry is true (its client has no definition of it) must name a
 -- definition some worker declared in the namespace (acta.definitions), and carry a key for each of
--- its declared concurrency, rate and lane policies (else it would run never, or unlimited). The
--- first element refused raises SQLSTATE AC001, detail {"item", "name", "missing"} (missing: []
--- when the name is not declared), and nothing is written. p_checks null: nothing checked.
+-- its declared concurrency, rate and lane policies (else it would run never, or unlimited), and no
+-- concurrency or rate key for a policy it does not declare (that key would limit nothing of its own,
+-- yet join another definition's limit or meter of the same key). The first element refused raises
+-- SQLSTATE AC001, detail {"item", "name", "missing"[, "unused"]} (missing: [] when the name is not
+-- declared; unused: the keys given without their policy), and nothing is written. p_checks null:
+-- nothing checked.
 -- Durability: the caller's commit; a key found taken adds a WAL record so that commit flushes
 -- through the job it names (docs/decisions/2026-12-01-a-taken-key-makes-the-enqueue-flush.md).
 -- Locks: the inserted rows; a conflicting key waits for its inserter; keyed rows in key order.
@@ -59,6 +62,13 @@ begin
                          case when jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null then 'concurrency' end,
                          case when jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null then 'rate' end,
                          case when coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null then 'lane' end], null)) end)
+           || case when d.name is not null
+                        and ((jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null)
+                             or (jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null))
+                   then jsonb_build_object('unused', to_jsonb(array_remove(array[
+                          case when jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null then 'concurrency' end,
+                          case when jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null then 'rate' end], null)))
+                   else '{}'::jsonb end
       into v_refused
     from rows from (unnest(p_definitions), unnest(p_checks), unnest(p_concurrency_keys), unnest(p_rate_keys), unnest(p_lanes))
       with ordinality as u(definition, checked, ckey, rkey, lane, ord)
@@ -67,7 +77,9 @@ begin
       and (d.name is null
            or (jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null)
            or (jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null)
-           or (coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null))
+           or (coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null)
+           or (jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null)
+           or (jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null))
     order by u.ord
     limit 1;
     if v_refused is not null then

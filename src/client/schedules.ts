@@ -2,7 +2,7 @@ import type { Db } from '../db/Db';
 import { armSchedules, listSchedules, putRuntimeSchedule, removeSchedule, type ScheduleRecord, setSchedulePaused, triggerSchedule, unarmedSchedules } from '../db/schedules';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import { type Definition, policyKeys } from '../definition';
-import { missingPolicyKeys } from '../policies/enqueueRule';
+import { missingPolicyKeys, unusedPolicyKeys } from '../policies/enqueueRule';
 import { ConfigError } from '../errors';
 import { armInstants, checkScheduleSpec, type ScheduleSpec } from '../recurring/schedules';
 
@@ -76,6 +76,13 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
                 `give ${missing.join(', ')} in the spec, or add it with the definition itself (or a client given its definitions)`,
             ),
             { missingKeys: missing }, // the CLI names its flags (src/ops/cli/schedule.ts)
+          );
+        }
+        const unused = rows[0]?.found === true ? unusedPolicyKeys(rows[0]?.policy, s).map((m) => `${m}Key`) : [];
+        if (unused.length > 0) {
+          throw Object.assign(
+            new ConfigError(`schedules.add: definition "${name}" declares no ${unused.map((k) => k.replace('Key', '')).join(' or ')} policy: ${unused.join(', ')} would limit nothing of its own; leave ${unused.length > 1 ? 'them' : 'it'} out`),
+            { unusedKeys: unused },
           );
         }
         const here = rows[0]?.here ?? [];

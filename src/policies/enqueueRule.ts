@@ -25,14 +25,30 @@ export function missingPolicyKeys(
   return missing;
 }
 
+/**
+ * The keys a job of a definition stored with `policy` carries for a policy the definition does not
+ * declare: the Rule's third half (a concurrency or rate key there limits nothing of its own, yet
+ * joins another definition's limit or meter of that key), as acta.enqueue_jobs applies it.
+ */
+export function unusedPolicyKeys(
+  policy: { concurrency?: unknown; rate?: unknown } | null | undefined,
+  keys: { concurrencyKey?: string | null; rateKey?: string | null },
+): ('concurrency' | 'rate')[] {
+  const unused: ('concurrency' | 'rate')[] = [];
+  if (!policy?.concurrency && (keys.concurrencyKey ?? null) !== null) unused.push('concurrency');
+  if (!policy?.rate && (keys.rateKey ?? null) !== null) unused.push('rate');
+  return unused;
+}
+
 /** The SQLSTATE acta.enqueue_jobs raises for a refused element. */
 export const ENQUEUE_REFUSED_SQLSTATE = 'AC001';
 
-/** What the refusal's DETAIL holds: the element (0-based), its name, the keys it lacks. */
+/** What the refusal's DETAIL holds: the element (0-based), its name, the keys it lacks, those given without their policy. */
 export interface RefusedElement {
   item: number;
   name: string;
   missing: EnqueueRefusal['missing'];
+  unused?: EnqueueRefusal['unused'];
 }
 
 /** The refused element of `err`, or undefined when `err` is not the rule's refusal. */
@@ -52,8 +68,8 @@ export function refusedElement(err: unknown): RefusedElement | undefined {
  * transaction, which the refusal aborted; none (a memory ledger): no hints.
  */
 export async function refusal(q: Queryable | undefined, namespace: string, element: RefusedElement): Promise<EnqueueRefusal> {
-  const facts: EnqueueRefusal = { namespace, name: element.name, missing: element.missing, declaredHere: q === undefined ? null : [], elsewhere: [] };
-  if (q === undefined || element.missing.length > 0) return facts;
+  const facts: EnqueueRefusal = { namespace, name: element.name, missing: element.missing, unused: element.unused ?? [], declaredHere: q === undefined ? null : [], elsewhere: [] };
+  if (q === undefined || element.missing.length > 0 || facts.unused.length > 0) return facts;
   const { rows } = await q
     .query<{ here: string[] | null; elsewhere: string[] | null }>(
       `select array(select d.name from acta.definitions d where d.namespace = $1 order by d.name limit 21) as here,
@@ -72,8 +88,14 @@ const quote = (s: string) => JSON.stringify(s);
 /** The error for `r`, its message naming the fix in `words`. */
 export function refusedError(r: EnqueueRefusal, words: FixWords): EnqueueRefusedError {
   const cli = words === 'cli';
+  const option = (m: string) => (cli ? `--${m === 'lane' ? 'lane' : `${m}-key`}` : m === 'lane' ? 'lane' : `${m}Key`);
+  if (r.missing.length === 0 && r.unused.length > 0) {
+    return new EnqueueRefusedError(
+      r,
+      `definition ${quote(r.name)} declares no ${r.unused.join(' or ')} policy: ${r.unused.map(option).join(', ')} would limit nothing of its own (and join another definition's limit or meter of that key); leave ${r.unused.length > 1 ? 'them' : 'it'} out`,
+    );
+  }
   if (r.missing.length > 0) {
-    const option = (m: string) => (cli ? `--${m === 'lane' ? 'lane' : `${m}-key`}` : m === 'lane' ? 'lane' : `${m}Key`);
     const compute = cli ? "pass --definitions <the worker's module> to compute them" : 'give enqueue the definition itself (or the client its `definitions`) to compute them';
     return new EnqueueRefusedError(
       r,

@@ -115,6 +115,23 @@ test('a declared rate or lane policy needs its key too: by name without it is re
   ]);
 });
 
+test('a concurrency or rate key for a policy the definition does not declare is refused (it would limit nothing of its own, yet join another definition\'s limit or meter of that key), in the words of the library and of acta enqueue', async () => {
+  const namespace = `rule-${randomUUID()}`;
+  await declare(namespace);
+  const client = createClient({ db, namespace });
+  await expect(client.enqueue('plain', {}, { rateKey: 'api' })).rejects.toMatchObject({
+    code: 'ACTA_POLICY_KEY_UNUSED',
+    refusal: { name: 'plain', missing: [], unused: ['rate'] },
+    message: 'definition "plain" declares no rate policy: rateKey would limit nothing of its own (and join another definition\'s limit or meter of that key); leave it out',
+  });
+  await expect(client.enqueue('limited', { tenant: 'a' }, { concurrencyKey: 'a', rateKey: 'api' })).rejects.toMatchObject({ code: 'ACTA_POLICY_KEY_UNUSED', refusal: { unused: ['rate'] } });
+  expect(await jobsIn(namespace)).toBe(0);
+  // A client given the definition refuses it itself, before the database (src/client/client.ts).
+  await expect(createClient({ db, namespace, definitions: [plain] }).enqueue(plain, {}, { concurrencyKey: 'x' })).rejects.toThrow(/has no concurrency policy/);
+  await client.enqueue('plain', {});
+  expect(await jobsIn(namespace)).toBe(1);
+});
+
 test("in the caller's transaction: an accepted enqueue commits with it; a refused one rejects (the transaction is aborted, as by any failed statement) and leaves nothing", async () => {
   const namespace = `rule-${randomUUID()}`;
   await declare(namespace);

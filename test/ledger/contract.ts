@@ -606,7 +606,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       }
     };
 
-    test('checked elements (enqueue_jobs, Rule): a name no worker declared in the namespace, or a declared policy without its key, refuses the call and writes nothing; unchecked elements are not looked at', async () => {
+    test('checked elements (enqueue_jobs, Rule): a name no worker declared in the namespace, a declared policy without its key, or a key without its policy, refuses the call and writes nothing; unchecked elements are not looked at', async () => {
       const ns = fresh();
       const before = await enqueue(ns, [{ definition: 'probe' }]);
       expect(await refusedBy(ns, [{ definition: 'never-declared' }])).toEqual({ item: 0, name: 'never-declared', missing: [] });
@@ -619,7 +619,10 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(await refusedBy(fresh(), [{ definition: 'plain' }])).toEqual({ item: 0, name: 'plain', missing: [] });
       expect(await refusedBy(ns, [{ definition: 'plain' }, { definition: 'keyed', rateKey: 'r' }])).toEqual({ item: 1, name: 'keyed', missing: ['concurrency'] });
       expect(await refusedBy(ns, [{ definition: 'keyed' }])).toEqual({ item: 0, name: 'keyed', missing: ['concurrency', 'rate'] });
-      expect(await refusedBy(ns, [{ definition: 'laned', concurrencyKey: 'x' }])).toEqual({ item: 0, name: 'laned', missing: ['lane'] });
+      expect(await refusedBy(ns, [{ definition: 'laned', lane: 'l', concurrencyKey: 'x' }])).toEqual({ item: 0, name: 'laned', missing: [], unused: ['concurrency'] });
+      expect(await refusedBy(ns, [{ definition: 'laned', concurrencyKey: 'x' }])).toEqual({ item: 0, name: 'laned', missing: ['lane'], unused: ['concurrency'] });
+      // A key for a policy the definition does not declare: it would limit nothing of its own.
+      expect(await refusedBy(ns, [{ definition: 'plain', concurrencyKey: 'x', rateKey: 'y' }])).toEqual({ item: 0, name: 'plain', missing: [], unused: ['concurrency', 'rate'] });
       expect(await refusedBy(ns, [{ definition: 'plain' }, { definition: 'typo', check: false }, { definition: 'nope' }])).toEqual({ item: 2, name: 'nope', missing: [] });
       // Nothing of a refused call was written: the next id follows the first job's.
       const [next] = await enqueue(ns, [{ definition: 'probe' }]);

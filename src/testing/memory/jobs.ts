@@ -3,7 +3,7 @@
  * and the read of a job (docs/DESIGN.md, "The ledger" and "Delivery").
  */
 import { PIPELINE } from '../../config';
-import { missingPolicyKeys } from '../../policies/enqueueRule';
+import { missingPolicyKeys, unusedPolicyKeys } from '../../policies/enqueueRule';
 import { retryDelayParam } from '../../db/executions';
 import { attemptLimit, type EnqueueRows, type ProgressRow } from '../../db/jobs';
 import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
@@ -81,7 +81,8 @@ export function enqueueJobs(store: Store, tx: Tx, namespace: string, rows: Enque
 
 /**
  * enqueue_jobs.sql's Rule: the first checked element whose definition no worker declared in the
- * namespace, or that lacks a key one of its declared policies needs, refuses the call (AC001).
+ * namespace, that lacks a key one of its declared policies needs, or that gives a concurrency or
+ * rate key for a policy it does not declare, refuses the call (AC001).
  */
 function refuseUndeclared(store: Store, namespace: string, rows: EnqueueRows): void {
   if (!rows.checks?.some((c) => c)) return;
@@ -89,9 +90,12 @@ function refuseUndeclared(store: Store, namespace: string, rows: EnqueueRows): v
     if (!checked) return;
     const name = rows.definitions[i];
     const d = store.definition(namespace, name);
-    const missing = !d ? [] : missingPolicyKeys(d.policy, { concurrencyKey: rows.concurrencyKeys?.[i], rateKey: rows.rateKeys?.[i], lane: rows.lanes?.[i] });
-    if (!d || missing.length > 0) {
-      throw new SqlStateError('AC001', `acta.enqueue_jobs: definition ${name} refused in namespace ${namespace} (see detail)`, JSON.stringify({ item: i, name, missing }));
+    const keys = { concurrencyKey: rows.concurrencyKeys?.[i], rateKey: rows.rateKeys?.[i], lane: rows.lanes?.[i] };
+    const missing = !d ? [] : missingPolicyKeys(d.policy, keys);
+    const unused = !d ? [] : unusedPolicyKeys(d.policy, keys);
+    if (!d || missing.length > 0 || unused.length > 0) {
+      const detail = { item: i, name, missing, ...(unused.length > 0 ? { unused } : {}) };
+      throw new SqlStateError('AC001', `acta.enqueue_jobs: definition ${name} refused in namespace ${namespace} (see detail)`, JSON.stringify(detail));
     }
   });
 }
