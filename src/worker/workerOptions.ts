@@ -68,8 +68,10 @@ export interface WorkerOptions extends SystemOptions {
    */
   scheduler?: SchedulerLike;
   /**
-   * Uniform [0, 1) source of the worker's jitter: the idle claimer's (up to 100 ms) and the
-   * retries' (±25 %). Default Math.random; a test in virtual time passes `() => 0` for exact times.
+   * Uniform [0, 1) source of the worker's jitter: the idle claimer's (+ random() · 100 ms) and the
+   * repeats of its own database calls (registration, heartbeat, completion write: the delay × (1 ±
+   * 25 %), so `() => 0` repeats at 0.75 × and `() => 0.5` at 1 ×). A job's back-off has none.
+   * Default Math.random; a test in virtual time passes a constant for repeatable times.
    */
   random?: () => number;
   /** Your operators at the pipeline's named points (hooks.ts; docs/rx.md). */
