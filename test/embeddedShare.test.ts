@@ -5,7 +5,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { connect, createClient, createPgliteDb, DataDirLockedError, type Db, EmbeddedShareClosedError } from '../src';
+import { assertMigrated, connect, createClient, createPgliteDb, DataDirLockedError, type Db, EmbeddedShareClosedError, migrate } from '../src';
 import { connectShared, shareDb, socketPathFor, tempSocketPath } from '../src/db/embeddedShare';
 import { waitFor } from './helpers/wait';
 
@@ -113,6 +113,34 @@ test('when the process holding the folder is killed, a worker and a client that 
   worker.child.kill('SIGTERM');
   expect(await worker.exited).toBe(0);
 }, 300_000);
+
+test('a migrate queued behind the holder when it exits migrates all the same: `acta migrate` is safe from many processes at once on the embedded folder too', async () => {
+  // Three `acta migrate` at once on a new folder: the one that took it migrated and exited, and
+  // the two others, waiting behind it on its socket, failed with EmbeddedShareClosedError (exit 1).
+  const data = path.join(dir, 'data');
+  const holder = spawn(
+    process.execPath,
+    ['-e', `require('./dist/src').createPgliteDb({ dataDir: ${JSON.stringify(data)} }).then((db) => { console.log('open'); process.stdin.once('data', () => db.transaction(async (tx) => { await tx.query('select 1'); console.log('busy'); await new Promise((r) => setTimeout(r, 1500)); process.exit(0); })); })`],
+    { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  children.push(holder);
+  const line = (text: string) => new Promise<void>((resolve) => holder.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes(text) && resolve()));
+  const open = line('open');
+  await open;
+  const db = await connect({ dataDir: data });
+  try {
+    const busy = line('busy');
+    holder.stdin!.write('go\n');
+    await busy;
+    // Queued behind the holder's transaction, which ends with the holder's exit.
+    const applied = await migrate(db);
+    expect(applied).toContain('migrations/0001_core.sql');
+    expect(holder.exitCode).toBe(0);
+    await assertMigrated(db);
+  } finally {
+    await db.close();
+  }
+}, 120_000);
 
 describe('the share on its own (one process serving, another Db reading through it)', () => {
   let holder: Db;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ActaError, SchemaNewerError, SchemaNotMigratedError } from '../errors';
+import { ActaError, EmbeddedShareClosedError, SchemaNewerError, SchemaNotMigratedError } from '../errors';
 import type { Db, Queryable } from './Db';
 
 /** pg_advisory_xact_lock key of the migrator: "acta" in ASCII, so it is recognisable in pg_locks. */
@@ -98,6 +98,23 @@ function refuseNewer(applied: Map<string, string>, files: SqlFile[], revision: n
  * acta migrated it: this build's function files are older).
  */
 export async function migrate(db: Db, files = loadSqlFiles(), revision = loadFunctionsLock().revision): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateOnce(db, files, revision);
+    } catch (err) {
+      // The embedded folder's holder exited while this transaction waited behind it or ran in its
+      // session: it ended with that session (or committed, and the next try finds it applied), and
+      // the Db opens the folder again at its next call. So `acta migrate` stays safe from many
+      // processes at once on PGlite too (docs/operating.md; test/embeddedShare.test.ts).
+      if (!(err instanceof EmbeddedShareClosedError) || attempt >= MIGRATE_TRIES) throw err;
+    }
+  }
+}
+
+/** Tries of a migrate whose embedded holder went away: each try outlives one holder. */
+const MIGRATE_TRIES = 10;
+
+async function migrateOnce(db: Db, files: SqlFile[], revision: number): Promise<string[]> {
   return db.transaction(async (tx) => {
     // Read committed whatever the server's default: a snapshot taken before the lock (repeatable
     // read) would miss what a concurrent migrate committed, and replay it.
