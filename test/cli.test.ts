@@ -336,10 +336,17 @@ test('`acta worker` with a missing module or a TypeScript file says so plainly a
   const needsPackage = path.join(dir, 'needs-package.js');
   fs.writeFileSync(needsPackage, "require('acta-no-such-package'); module.exports = [];\n");
   const dependency = await acta(['worker', needsPackage]);
-  fs.rmSync(dir, { recursive: true, force: true });
   expect(dependency.code).toBe(1);
   expect(dependency.stderr).toContain("Cannot find module 'acta-no-such-package'");
   expect(dependency.stderr).not.toContain('no module at');
+  // A module that throws as it loads (its own bug, a setting it lacks): said to be the module's,
+  // not printed as if acta had failed ("acta: The "id" argument must be of type string", once).
+  const throws = path.join(dir, 'throws.js');
+  fs.writeFileSync(throws, "throw new Error('PAYMENTS_KEY is not set');\n");
+  const thrown = await acta(['worker', throws]);
+  expect(thrown.code).toBe(1);
+  expect(thrown.stderr).toMatch(/^acta: loading .*throws\.js failed: PAYMENTS_KEY is not set \(set ACTA_DEBUG=1 for the stack\)\n$/);
+  fs.rmSync(dir, { recursive: true, force: true });
   const ts = await acta(['worker', 'examples/hashFile.ts']);
   expect(ts.code).toBe(1);
   expect(ts.stderr).toContain('is TypeScript: compile it and give the .js file');

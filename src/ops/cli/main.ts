@@ -53,7 +53,9 @@ export function loadDefinitions(modulePath: string): Definition[] {
     if (e.code === 'MODULE_NOT_FOUND' && e.message.split('\n')[0].includes(`'${resolved}'`)) {
       throw new ActaError('ACTA_MODULE_NOT_FOUND', `no module at ${resolved}`);
     }
-    throw err;
+    // The module's own failure (a setting it lacks, a bug of its own) reads as the module's, not
+    // acta's (test/cli.test.ts, "`acta worker` with a missing module ... says so plainly").
+    throw new Error(`loading ${resolved} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   const isDefinition = (v: unknown): v is Definition =>
     !!v && typeof v === 'object' && typeof (v as Definition).name === 'string' && typeof (v as Definition).handler === 'function';
