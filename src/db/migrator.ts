@@ -115,12 +115,27 @@ export async function migrate(db: Db, files = loadSqlFiles(), revision = loadFun
 const MIGRATE_TRIES = 10;
 
 async function migrateOnce(db: Db, files: SqlFile[], revision: number): Promise<string[]> {
+  try {
+    return await inTransaction(db, files, revision);
+  } catch (err) {
+    // 42501, insufficient_privilege: PostgreSQL's message names the object, not what to do. The
+    // role is asked once the transaction has ended (it may hold the pool's last connection).
+    if ((err as { code?: unknown }).code !== '42501') throw err;
+    throw new ActaError('ACTA_MIGRATE_PRIVILEGE', `role ${await currentRole(db)} may not change the acta schema (${(err as Error).message}): run acta migrate as the role that owns it (for a new schema, one that may create in the database)`, { cause: err });
+  }
+}
+
+function inTransaction(db: Db, files: SqlFile[], revision: number): Promise<string[]> {
   return db.transaction(async (tx) => {
     // Read committed whatever the server's default: a snapshot taken before the lock (repeatable
     // read) would miss what a concurrent migrate committed, and replay it.
     await tx.query('set transaction isolation level read committed');
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    await tx.query(BOOTSTRAP);
+    // Only when missing: `create schema if not exists` needs CREATE on the database even when
+    // the schema is there, and an application's role running migrate on a current schema would
+    // fail for nothing (test/db/migrator.test.ts, "a role that may use the acta schema").
+    const { rows } = await tx.query<{ present: boolean }>(`select to_regclass('acta.migrations') is not null as present`);
+    if (!rows[0]?.present) await tx.query(BOOTSTRAP);
     const applied = await recorded(tx);
     refuseNewer(applied, files, revision);
     const done: string[] = [];
@@ -137,6 +152,11 @@ async function migrateOnce(db: Db, files: SqlFile[], revision: number): Promise<
     if (applied.get(REVISION_ROW) !== String(revision)) await record(tx, REVISION_ROW, String(revision));
     return done;
   });
+}
+
+/** The session's role, for a message; '?' when even that cannot be read. */
+async function currentRole(db: Db): Promise<string> {
+  return db.query<{ role: string }>('select current_user as role').then(({ rows }) => rows[0]?.role ?? '?', () => '?');
 }
 
 /** Records (or re-records) one row of acta.migrations: a file applied, or the functions' revision. */

@@ -59,6 +59,36 @@ test('concurrent migrate() calls on a database whose default isolation is repeat
   expect(results.filter((r) => r.length === 0)).toHaveLength(3);
 });
 
+test('a role that may use the acta schema but not create in the database: its migrate answers up to date on a current schema, and says what it needs when there is something to apply', async () => {
+  // `acta migrate` with an application's role (no CREATE on the database, as PostgreSQL gives a
+  // new role) on a migrated database failed with "permission denied for database <name>", from
+  // the bootstrap's `create schema if not exists`, although there was nothing to do.
+  const tdb = await fresh();
+  const owner = tdb.open();
+  await migrate(owner);
+  const role = `acta_app_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  await owner.query(`create role ${role} login`);
+  const url = new URL(tdb.url);
+  url.username = role;
+  url.password = '';
+  const app = createPgDb({ connectionString: url.toString(), max: 1 });
+  try {
+    await owner.query(`grant usage on schema acta to ${role}; grant select on acta.migrations to ${role}`);
+    expect(await migrate(app)).toEqual([]);
+    // Something to apply: the role may not, and the error says so and what to do.
+    await owner.query(`delete from acta.migrations where name = 'functions/claim_jobs.sql'`);
+    const refused = await migrate(app).then(() => undefined, (e: unknown) => e);
+    expect(refused).toMatchObject({
+      code: 'ACTA_MIGRATE_PRIVILEGE',
+      message: expect.stringMatching(new RegExp(`^role ${role} may not change the acta schema \\(.+\\): run acta migrate as the role that owns it`)),
+    });
+    await expect(migrate(owner)).resolves.toEqual(['functions/claim_jobs.sql']);
+  } finally {
+    await app.close();
+    await owner.query(`drop owned by ${role}; drop role ${role}`);
+  }
+});
+
 test('a changed function file is re-applied; a changed migration is refused (forward-only)', async () => {
   const db = (await fresh()).open();
   await migrate(db);
