@@ -1,4 +1,4 @@
-import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import { ConfigError, DbClosedError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
 import { listenOnOwnConnection } from './pgListener';
@@ -52,6 +52,25 @@ function checkConnectionString(value: string | undefined): void {
 }
 
 /**
+ * A pool's client that ends its connection when its connect fails. pg leaves the socket of a login
+ * it failed itself (a SCRAM server asking for a password the connection string lacks) open, and
+ * pg-pool drops the client without ending it: the process then stayed alive until the server gave
+ * up on the login (authentication_timeout, 60 s), after the CLI had printed the error
+ * (test/faults/noPassword.test.ts).
+ */
+class EndedOnFailedConnect extends Client {
+  override connect(): Promise<Client>;
+  override connect(callback: (err: Error | null, client?: Client) => void): void;
+  override connect(callback?: (err: Error | null, client?: Client) => void): Promise<Client> | void {
+    if (!callback) return new Promise<Client>((resolve, reject) => this.connect((err) => (err ? reject(err) : resolve(this))));
+    super.connect((err: Error | null) => {
+      if (err) this.end().catch(() => undefined);
+      callback(err, this);
+    });
+  }
+}
+
+/**
  * A Db on a PostgreSQL server through `pg.Pool` (TCP keepalive on); LISTEN on a connection of
  * its own that is probed, never gives up reconnecting, and calls `onConnect` once LISTEN is in
  * effect after every (re)connect, for a catch-up claim (pgListener.ts). Throws ConfigError for a
@@ -59,7 +78,7 @@ function checkConnectionString(value: string | undefined): void {
  */
 export function createPgDb(options: PgDbOptions): Db {
   checkConnectionString(options.connectionString);
-  const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10, keepAlive: true };
+  const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10, keepAlive: true, Client: EndedOnFailedConnect };
   const pool = options.pool ?? new Pool(poolConfig);
   const ownsPool = options.pool ? options.ownsPool === true : true;
   // An idle client that loses its connection emits 'error' on the pool; without a listener that
