@@ -56,7 +56,7 @@ function checkConnectionString(value: string | undefined): void {
  * it failed itself (a SCRAM server asking for a password the connection string lacks) open, and
  * pg-pool drops the client without ending it: the process then stayed alive until the server gave
  * up on the login (authentication_timeout, 60 s), after the CLI had printed the error
- * (test/faults/noPassword.test.ts).
+ * (test/faults/noPassword.test.ts). That failure is said plainly, with pg's message after.
  */
 class EndedOnFailedConnect extends Client {
   override connect(): Promise<Client>;
@@ -65,10 +65,13 @@ class EndedOnFailedConnect extends Client {
     if (!callback) return new Promise<Client>((resolve, reject) => this.connect((err) => (err ? reject(err) : resolve(this))));
     super.connect((err: Error | null) => {
       if (err) this.end().catch(() => undefined);
-      callback(err, this);
+      callback(err && NO_PASSWORD.test(err.message) ? new Error(`the server asks user ${this.user} for a password, and none was given (in the connection string, PGPASSWORD or ~/.pgpass): ${err.message}`, { cause: err }) : err, this);
     });
   }
 }
+
+/** pg's own words when a server asks for a password and it has none (SCRAM: pg's lib/crypto/sasl.js). */
+const NO_PASSWORD = /client password must be a (non-empty )?string/;
 
 /**
  * A Db on a PostgreSQL server through `pg.Pool` (TCP keepalive on); LISTEN on a connection of
