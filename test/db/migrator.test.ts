@@ -67,10 +67,11 @@ test('a role that may use the acta schema but not create in the database: its mi
   const owner = tdb.open();
   await migrate(owner);
   const role = `acta_app_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  await owner.query(`create role ${role} login`);
+  // With a password: a server that asks for one (the fresh-machine test's embedded server) gets it.
+  await owner.query(`create role ${role} login password '${role}'`);
   const url = new URL(tdb.url);
   url.username = role;
-  url.password = '';
+  url.password = role;
   const app = createPgDb({ connectionString: url.toString(), max: 1 });
   try {
     await owner.query(`grant usage on schema acta to ${role}; grant select on acta.migrations to ${role}`);
