@@ -6,8 +6,7 @@
 -- (acta.cancel_job) ends Cancelled whatever it sent, unless it succeeded. Returns one letter per
 -- element, in input order: 's' Succeeded, 'f' Failed, 'r' Ready again (a retry, a hand-back, a
 -- rate-limited attempt), 'c' Cancelled, 'w' Waiting (parked), 'x' not applied: stale, or no such shape
--- (docs/decisions/2026-12-03-completion-decide-then-apply.md; wire format:
--- docs/decisions/2026-11-30-claim-completion-enqueue-wire-formats.md).
+-- (docs/decisions/2026-12-03-completion-decide-then-apply.md).
 -- Hand-on (docs/DESIGN.md, "Policies"): each applied attempt frees its key's slot for the key's
 -- parked rows (acta.release_gate); a lane's head that ended (Succeeded, Failed, Cancelled) hands the
 -- lane on; a rate-limited attempt shuts its meter for the fleet for its retry's delay. A row due
@@ -20,9 +19,8 @@
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the parents of the children among them in id order, then the gates
 -- of the keyed ones in increasing order (acta.gate_lock), then the ending fires' schedules in name
--- order, until commit. Durability: the caller's commit, synchronous by default.
--- Retention zero (docs/retention.md): a succeeded row that may go at once is deleted first, fenced
--- as the update is, instead of being updated, given a ledger row and deleted after (see `gone`).
+-- order, until commit. Durability: the caller's commit, synchronous by default. Retention zero
+-- (docs/retention.md): a succeeded row that may go at once is deleted, fenced alike (see `gone`).
 -- Plan: one generic plan per session reaching acta.jobs only through `j.id = any (p_ids)` (jobs_pkey
 -- hash-joined to the input) whatever the statistics (test/db/plans.test.ts); see the SET clauses.
 drop function if exists acta.complete_executions(uuid, jsonb);

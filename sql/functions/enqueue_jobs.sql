@@ -7,18 +7,15 @@
 -- (a new row is never parked). Returns one row: `ids`, the job ids in input order joined by commas,
 -- and `created`, a letter per element, 't' created by this call, 'f' not. An element whose
 -- idempotency key already names a job in the namespace (an earlier row, an earlier element, a row
--- a concurrent transaction committed while this insert waited for it: found by a second
--- statement's snapshot; under REPEATABLE READ a serialization failure) creates nothing and
--- returns that job's id (test/db/enqueue.test.ts).
+-- a concurrent transaction committed while this insert waited for it; under REPEATABLE READ a
+-- serialization failure) creates nothing and returns that job's id (test/db/enqueue.test.ts).
 -- Rule (src/policies/enqueueRule.ts; docs/reference.md, "Which definitions a client may enqueue"):
 -- an element whose p_checks entry is true (its client has no definition of it) must name a
 -- definition some worker declared in the namespace (acta.definitions), and carry a key for each of
--- its declared concurrency, rate and lane policies (else it would run never, or unlimited), and no
--- concurrency or rate key for a policy it does not declare (that key would limit nothing of its own,
--- yet join another definition's limit or meter of the same key). The first element refused raises
--- SQLSTATE AC001, detail {"item", "name", "missing"[, "unused"]} (missing: [] when the name is not
--- declared; unused: the keys given without their policy), and nothing is written. p_checks null:
--- nothing checked.
+-- its declared concurrency, rate and lane policies, and no concurrency or rate key for a policy it
+-- does not declare (it would run never, unlimited, or in another definition's limit). The first
+-- element refused raises SQLSTATE AC001, detail {"item", "name", "missing"[, "unused"]}, and
+-- nothing is written. p_checks null: nothing checked.
 -- Durability: the caller's commit; a key found taken adds a WAL record so that commit flushes
 -- through the job it names (docs/decisions/2026-12-01-a-taken-key-makes-the-enqueue-flush.md).
 -- Locks: the inserted rows; a conflicting key waits for its inserter; keyed rows in key order.
