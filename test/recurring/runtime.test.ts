@@ -208,6 +208,10 @@ it("client.schedules.add takes the definition itself and computes its fires' key
     code: 1,
     stderr: expect.stringContaining('definition "limited" admits its jobs by concurrencyKey: give --concurrency-key'),
   });
+  expect(await acta(['schedule', 'add', 'limited', '0 3 * * *', '--name', 'by-cli', '--concurrency-key', 'a', '--rate-key', 'r', '--namespace', ns])).toMatchObject({
+    code: 1,
+    stderr: expect.stringContaining('definition "limited" declares no policy for --rate-key: it would limit nothing of its own; leave it out'),
+  });
   expect(await client.schedules.add('limited', { name: 'by-name', cron: '0 3 * * *', payload: { account: 'a2' }, concurrencyKey: 'a2' })).toBe('added');
   const listed = await client.schedules.list();
   expect(listed.map((s) => [s.name, s.concurrencyKey])).toEqual([['by-def', 'a1'], ['by-name', 'a2']]);

@@ -51,10 +51,11 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
         ...(o.lane === undefined ? {} : { lane: o.lane }),
       };
       const added = await withClient(o.namespace, (c) => c.schedules.add(definition, spec, { force: o.force === true })).catch((err: unknown) => {
-        const missing = (err as { missingKeys?: string[] }).missingKeys;
-        if (!missing) throw err;
-        const flags = missing.map((k) => ({ concurrencyKey: '--concurrency-key', rateKey: '--rate-key', lane: '--lane' })[k] ?? k);
-        throw new ConfigError(`definition "${definition}" admits its jobs by ${missing.join(', ')}: give ${flags.join(', ')}`);
+        const { missingKeys, unusedKeys } = err as { missingKeys?: string[]; unusedKeys?: string[] };
+        const flags = (keys: string[]) => keys.map((k) => ({ concurrencyKey: '--concurrency-key', rateKey: '--rate-key', lane: '--lane' })[k] ?? k).join(', ');
+        if (missingKeys) throw new ConfigError(`definition "${definition}" admits its jobs by ${missingKeys.join(', ')}: give ${flags(missingKeys)}`);
+        if (unusedKeys) throw new ConfigError(`definition "${definition}" declares no policy for ${flags(unusedKeys)}: it would limit nothing of its own; leave it out`);
+        throw err;
       });
       console.log(added);
     });
