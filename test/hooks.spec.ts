@@ -3,7 +3,7 @@
 // executors, the real Finalizer), with scripted claims, executors that take `runMs` and a write
 // that takes 1 ms. Hooks are written against the public types only.
 import pino from 'pino';
-import { delay, EMPTY, filter, identity, map, merge, NEVER, Observable, of, Subject, switchMap, take, tap, timer } from 'rxjs';
+import { delay, EMPTY, filter, identity, map, merge, NEVER, Observable, of, Subject, switchMap, take, tap, timeout, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { perTenantThrottle } from '../examples/throttle';
 import type { Span } from '../examples/tracing';
@@ -47,7 +47,7 @@ function harness(scheduler: TestScheduler, options: Options) {
   const writes: [number, string[]][] = [];
   const released: number[] = [];
   permits.released$.subscribe(() => released.push(now()));
-  const logs: { level: number; msg: string; reason?: string }[] = [];
+  const logs: { level: number; msg: string; reason?: string; err?: { name?: string } }[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line)) });
   const failures: [number, unknown][] = [];
   const handBacks = new Subject<Completion>();
@@ -410,8 +410,18 @@ describe('hooks: aroundHandler', () => {
     );
     expect(h.starts).toEqual([[2, 'a0']]);
     expect(h.writes).toEqual([[5, ['a0:succeeded']]]);
-    expect(h.logged(50, 'aroundHandler threw when called: the attempt runs without it')).toHaveLength(1);
+    expect(h.logs.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual(['aroundHandler threw when called: the attempt runs without it']);
     expect(h.failures).toEqual([]);
+  });
+
+  it('a hook that errors after starting the run (a timeout): one error for the attempt, with its reason; the run is written as it ends', () => {
+    const h = scenario({ permits: 1, jobs: [{ id: 'a0', runMs: 20 }], hooks: { aroundHandler: (_, run, { scheduler }) => run.pipe(timeout({ each: 5, scheduler })) } }, 2_000);
+    expect(h.starts).toEqual([[2, 'a0']]);
+    expect(h.writes).toEqual([[22, ['a0:succeeded']]]);
+    expect(h.released).toEqual([22]);
+    const errors = h.logs.filter((l) => l.level >= 50);
+    expect(errors.map((l) => [l.msg, l.err?.name])).toEqual([['aroundHandler errored: the run goes on and is written as it ends', 'TimeoutError']]);
+    expect(h.permits.available).toBe(1);
   });
 
   it('an attempt aborted before the hook started its run (a stop) is run by the pipeline, which hands it back', () => {

@@ -312,8 +312,12 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
         let completion: Completion | undefined;
         let runEnded = false;
         let hookEnded = false;
-        /** The hook was cut off by us (an abort before the run started): its silence is not a swallow. */
-        let cutOff = false;
+        /**
+         * The hook's silence is not a swallow: we cut it off (an abort before the run started), or
+         * its error was logged already (one error per attempt: test/hooks.spec.ts, "a hook that
+         * errors after starting the run").
+         */
+        let excused = false;
         let handedBack = false;
         let passed = false;
         let finished = false;
@@ -342,7 +346,7 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
             }, holdLimitMs);
             return;
           }
-          if (!cutOff) logger.error({ jobId: entry.row.id, execution: entry.row.execution, outcome: completion.row.outcome }, 'aroundHandler swallowed the completion: written as it ended');
+          if (!excused) logger.error({ jobId: entry.row.id, execution: entry.row.execution, outcome: completion.row.outcome }, 'aroundHandler swallowed the completion: written as it ended');
           pass();
           finish();
         };
@@ -379,7 +383,7 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
         /** Aborted before its run started (a stop, a deadline, a lost lease): the run decides, without the hook (executor.ts: it runs no handler for an aborted entry). */
         const onAbort = () => {
           if (runSub !== undefined || handedBack || finished) return;
-          cutOff = true;
+          excused = true;
           hookEnded = true;
           hookSub?.unsubscribe();
           startRun();
@@ -398,7 +402,8 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
           return () => watchers.delete(watcher);
         });
         const hookFailed = (err: unknown, what: string) => {
-          logger.error({ err, jobId: entry.row.id, execution: entry.row.execution }, `aroundHandler ${what}${runSub ? '' : ': the attempt runs without it'}`);
+          logger.error({ err, jobId: entry.row.id, execution: entry.row.execution }, `aroundHandler ${what}${runSub ? ': the run goes on and is written as it ends' : ': the attempt runs without it'}`);
+          excused = true;
           hookEnded = true;
           if (runSub === undefined) startRun();
           else settle();
