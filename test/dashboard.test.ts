@@ -262,6 +262,21 @@ browserTest('refused: a POST without the CSRF token, any request without auth, G
   await ro.close();
 });
 
+browserTest('a job page reads its id as `acta job <id>` does: beyond bigint (20 digits) is no such job (404), as a missing one is; leading zeros are the job; 0 is a bad id (400)', async () => {
+  const headers = { authorization: `Basic ${Buffer.from('ops:s3cret-pass').toString('base64')}` };
+  const get = async (id: string) => {
+    const res = await fetch(`${dashboard.url}/jobs/${id}`, { headers });
+    return { status: res.status, text: await res.text() };
+  };
+  for (const id of ['9223372036854775807', '99999999999999999999', '1'.repeat(400)]) {
+    const res = await get(id);
+    expect({ id, status: res.status }).toEqual({ id, status: 404 });
+    expect(res.text).toContain(`no job ${id} in namespace &quot;default&quot;`);
+  }
+  expect(await get(`0000000000000000000${ids.later}`)).toMatchObject({ status: 200, text: expect.stringContaining('&lt;script&gt;window.__xss = 1&lt;/script&gt;') });
+  expect(await get('0')).toMatchObject({ status: 400, text: expect.stringContaining('a job id is a positive integer, got 0') });
+});
+
 browserTest('the schedules view shows each schedule with its cron and fires; the alerts view the open alerts first, then the resolved', async () => {
   await client.schedules.add('ok', { name: 'nightly-ok', cron: '0 3 * * *', timeZone: 'Europe/Berlin', payload: { n: 4 } }, { force: true });
   // Alerts as sys.alerts leaves them in acta.alerts (docs/alerts.md): one open, one resolved.

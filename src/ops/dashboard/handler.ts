@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createClient } from '../../client/client';
+import { jobIdText } from '../../client/jobId';
 import { MAX_NAME_BYTES, nameOption } from '../../config';
 import { listAlerts } from '../../db/alerts';
 import type { Db } from '../../db/Db';
@@ -133,12 +134,11 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       const page = await client.listJobs({ status: query.status as never, definition: query.definition, concurrencyKey: query.concurrencyKey, lane: query.lane, cursor: query.cursor, limit: 50 });
       return send(res, 200, jobsPage(ctx, query, page, flash));
     }
-    const job = /^\/jobs\/([0-9]{1,19})$/.exec(path);
+    const job = /^\/jobs\/([0-9]+)$/.exec(path);
     if (job) {
-      const detail = await jobDetail(db, namespace, job[1]).catch((err: { code?: string }) => {
-        if (err.code === '22003') return null; // beyond bigint: no job has it
-        throw err;
-      });
+      // As `acta job <id>` reads an id (jobIdText): leading zeros allowed; beyond bigint, no such job.
+      const id = jobIdText(job[1]);
+      const detail = id === null ? null : await jobDetail(db, namespace, id);
       if (detail === null) throw new HttpError(404, `no job ${job[1]} in namespace "${namespace}"`);
       return send(res, 200, jobPage(ctx, detail, await client.why(detail.id), flash));
     }
