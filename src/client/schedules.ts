@@ -1,5 +1,5 @@
 import type { Db } from '../db/Db';
-import { armSchedules, listSchedules, putRuntimeSchedule, removeSchedule, type ScheduleRecord, setSchedulePaused, triggerSchedule, unarmedSchedules } from '../db/schedules';
+import { armSchedules, changeSchedulePaused, listSchedules, putRuntimeSchedule, removeSchedule, type ScheduleRecord, triggerSchedule, unarmedSchedules } from '../db/schedules';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import { type Definition, policyKeys } from '../definition';
 import { missingPolicyKeys, unusedPolicyKeys } from '../policies/enqueueRule';
@@ -35,16 +35,29 @@ export interface ClientSchedules {
   remove(name: string): Promise<boolean>;
 }
 
+/** Arms the namespace's schedules that need a fire (each call of client.schedules leaves none unarmed). */
+async function armNamespace(d: Db, namespace: string): Promise<void> {
+  const { names, versions, instants } = armInstants(await unarmedSchedules(d, namespace));
+  await armSchedules(d, namespace, names, versions, instants);
+}
+
+/**
+ * schedules.pause and resume, saying whether it changed anything: 'changed', 'same' (paused, or
+ * running, already), null (no such schedule). For `acta schedule pause|resume`, which says which.
+ */
+export async function setPausedAnswer(d: Db, namespace: string, name: string, paused: boolean): Promise<'changed' | 'same' | null> {
+  const answer = await changeSchedulePaused(d, namespace, name, paused);
+  if (answer !== null && !paused) await armNamespace(d, namespace);
+  return answer;
+}
+
 /** `defines`: the client's own definitions, by name (none: it has none); `force`: the client's default of add's `force`. */
 export function clientSchedules(db: Db | undefined, namespace: string, defines: ReadonlyMap<string, Pick<Definition<any, any>, 'name' | 'concurrency' | 'rate' | 'lane'>> | undefined, force: boolean): ClientSchedules {
   const need = (): Db => {
     if (!db) throw new ConfigError('client.schedules needs a client with a db');
     return db;
   };
-  const arm = async (d: Db) => {
-    const { names, versions, instants } = armInstants(await unarmedSchedules(d, namespace));
-    await armSchedules(d, namespace, names, versions, instants);
-  };
+  const arm = (d: Db) => armNamespace(d, namespace);
   return {
     async add(definition, spec, options = {}) {
       const d = need();
@@ -100,13 +113,8 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
       return answer;
     },
     list: (name) => listSchedules(need(), namespace, name),
-    pause: (name) => setSchedulePaused(need(), namespace, name, true),
-    async resume(name) {
-      const d = need();
-      const found = await setSchedulePaused(d, namespace, name, false);
-      if (found) await arm(d);
-      return found;
-    },
+    pause: async (name) => (await setPausedAnswer(need(), namespace, name, true)) !== null,
+    resume: async (name) => (await setPausedAnswer(need(), namespace, name, false)) !== null,
     trigger: (name) => triggerSchedule(need(), namespace, name),
     async remove(name) {
       const answer = await removeSchedule(need(), namespace, name);

@@ -100,9 +100,18 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
 
 /** Pauses (its unstarted armed fire deleted, and with it the schedule's next fire) or resumes a schedule; false: no such schedule. */
 export async function setSchedulePaused(q: Queryable, namespace: string, name: string, paused: boolean): Promise<boolean> {
-  const { rows } = await q.query(
+  return (await changeSchedulePaused(q, namespace, name, paused)) !== null;
+}
+
+/**
+ * setSchedulePaused, saying whether it changed anything: 'changed', 'same' (it was paused, or
+ * running, already: nothing written), or null (no such schedule). `acta schedule pause|resume`
+ * says which, as `acta pause|resume` do.
+ */
+export async function changeSchedulePaused(q: Queryable, namespace: string, name: string, paused: boolean): Promise<'changed' | 'same' | null> {
+  const { rows } = await q.query<{ was: boolean }>(
     `with old as (
-       select s.job_id, $3 and exists (select 1 from acta.jobs j where j.id = s.job_id and j.status = 'ready' and j.execution = 0) as unarm
+       select s.paused as was, s.job_id, $3 and exists (select 1 from acta.jobs j where j.id = s.job_id and j.status = 'ready' and j.execution = 0) as unarm
        from acta.schedules s where s.namespace = $1 and s.name = $2 for update
      ),
      s as (
@@ -111,16 +120,17 @@ export async function setSchedulePaused(q: Queryable, namespace: string, name: s
            job_id = case when o.unarm then null else s.job_id end,
            next_fire_at = case when o.unarm then null else s.next_fire_at end
        from old o
-       where s.namespace = $1 and s.name = $2
+       where s.namespace = $1 and s.name = $2 and (o.was <> $3 or o.unarm)
        returning 1
      ),
      unarmed as (
        delete from acta.jobs j using old o where o.unarm and j.id = o.job_id and j.status = 'ready' and j.execution = 0
      )
-     select 1 from s`,
+     select o.was from old o`,
     [namespace, name, paused],
   );
-  return rows.length > 0;
+  if (rows.length === 0) return null;
+  return rows[0].was === paused ? 'same' : 'changed';
 }
 
 /** Removes a runtime schedule and its unstarted armed fire: 'removed', 'declared' (kept: remove it from the code), or null (no such schedule). */

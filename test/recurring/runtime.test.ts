@@ -152,8 +152,10 @@ describe('acta schedule', () => {
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual(JSON.parse(JSON.stringify(s)));
 
+    expect(await acta(['schedule', 'resume', 'weekday', '--namespace', ns])).toMatchObject({ code: 0, stdout: 'was not paused: weekday\n' }); // as `acta resume` says it
     expect(await acta(['schedule', 'pause', 'weekday', '--namespace', ns])).toMatchObject({ code: 0, stdout: 'paused: weekday\n' });
     expect(await client.schedules.list('weekday')).toMatchObject([{ paused: true, nextFireAt: null }]);
+    expect(await acta(['schedule', 'pause', 'weekday', '--namespace', ns])).toMatchObject({ code: 0, stdout: 'already paused: weekday\n' }); // as `acta pause` says it
     expect((await acta(['schedule', 'list', 'weekday', '--namespace', ns])).stdout).toContain('\tpaused\tnext=-\t');
     expect(await acta(['schedule', 'resume', 'weekday', '--namespace', ns])).toMatchObject({ code: 0, stdout: 'resumed: weekday\n' });
     expect((await client.schedules.list('weekday'))[0].nextFireAt).not.toBeNull();

@@ -301,7 +301,7 @@ export function program(): Command {
       }
     });
 
-  scheduleCommands(cli, (namespace, fn) => withClient(namespace, (client) => fn(client)));
+  scheduleCommands(cli, (namespace, fn) => withClient(namespace, fn));
   return cli;
 }
 

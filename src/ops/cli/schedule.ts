@@ -3,6 +3,8 @@ import { MAX_NAME_BYTES } from '../../config';
 import { INT4_MAX } from '../../db/types';
 import { int, name } from './args';
 import type { Client } from '../../client/client';
+import { setPausedAnswer } from '../../client/schedules';
+import type { Db } from '../../db/Db';
 import type { ScheduleRecord } from '../../db/schedules';
 import { ConfigError } from '../../errors';
 
@@ -16,7 +18,7 @@ function jsonOption(text: string): unknown {
 }
 
 /** `acta schedule add|list|pause|resume|trigger|remove` (client.schedules; docs/schedules.md). */
-export function scheduleCommands(cli: Command, withClient: <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>): void {
+export function scheduleCommands(cli: Command, withClient: <T>(namespace: string, fn: (client: Client, db: Db) => Promise<T>) => Promise<T>): void {
   const schedule = cli.command('schedule').description('cron schedules of a namespace: add, list, pause, resume, trigger, remove');
   const ns = (c: Command) => c.option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default');
   const line = (s: ScheduleRecord) =>
@@ -66,13 +68,22 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
       if (name !== undefined && list.length === 0) notFound(name);
       for (const s of list) console.log(o.json ? JSON.stringify(s) : line(s));
     });
-  const verbs = [['pause', 'stop its fires', 'paused'], ['resume', 'fire again from the next instant', 'resumed'], ['remove', 'remove a runtime schedule', 'removed']] as const;
-  for (const [verb, what, done] of verbs) {
+  // A no-op says so, exit 0, as `acta pause` ('already paused') and `acta resume` ('was not paused') do.
+  const toggles = [
+    ['pause', 'stop its fires (one paused already: says "already paused")', 'paused', 'already paused'],
+    ['resume', 'fire again from the next instant (one not paused: says "was not paused")', 'resumed', 'was not paused'],
+  ] as const;
+  for (const [verb, what, done, same] of toggles) {
     ns(schedule.command(`${verb} <name>`).description(what)).action(async (name: string, o: { namespace: string }) => {
-      if (!(await withClient(o.namespace, (c) => c.schedules[verb](name)))) notFound(name);
-      else console.log(`${done}: ${name}`);
+      const answer = await withClient(o.namespace, (_c, db) => setPausedAnswer(db, o.namespace, name, verb === 'pause'));
+      if (answer === null) notFound(name);
+      else console.log(`${answer === 'same' ? same : done}: ${name}`);
     });
   }
+  ns(schedule.command('remove <name>').description('remove a runtime schedule')).action(async (name: string, o: { namespace: string }) => {
+    if (!(await withClient(o.namespace, (c) => c.schedules.remove(name)))) notFound(name);
+    else console.log(`removed: ${name}`);
+  });
   ns(schedule.command('trigger <name>').description('a fire now, besides the schedule; prints its job id')).action(async (name: string, o: { namespace: string }) => {
     const id = await withClient(o.namespace, (c) => c.schedules.trigger(name));
     if (id === null) notFound(name);
