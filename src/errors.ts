@@ -114,6 +114,28 @@ export class DataDirLockedError extends ActaError {
 }
 
 /**
+ * An embedded (PGlite) data directory this process cannot use: not writable by its user (owned by
+ * another, or its mode), on a read-only file system, or a path that is not a folder (a file is
+ * there). `reason` is the file system's code (EACCES, EPERM, EROFS, EEXIST, ENOTDIR), `cause` its
+ * error. Nothing was written (src/db/pgliteDb.ts, createPgliteDb).
+ */
+export class DataDirUnusableError extends ActaError {
+  constructor(
+    readonly dataDir: string,
+    readonly reason: string,
+    problem: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      'ACTA_DATA_DIR_UNUSABLE',
+      `the data directory ${dataDir} cannot be used for the embedded database: ${problem}. ` +
+        'Give it a folder this user can write (the dataDir option of connect() or createPgliteDb, or ACTA_DATA_DIR), or use PostgreSQL (DATABASE_URL)',
+      options,
+    );
+  }
+}
+
+/**
  * The process serving the embedded database to this one (src/db/embeddedShare.ts) closed it or
  * exited. Transient (src/db/transient.ts): a Db from connect() opens the folder again at its next call.
  */

@@ -48,6 +48,7 @@ export {
   ConfigError,
   DashboardSecurityError,
   DataDirLockedError,
+  DataDirUnusableError,
   DbClosedError,
   EmbeddedShareClosedError,
   HookFailedError,

@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type Client, createClient, createPgliteDb, createWorker, DataDirLockedError, defineJob, migrate, type Db, type Queryable } from '../src';
+import { type Client, connect, createClient, createPgliteDb, createWorker, DataDirLockedError, DataDirUnusableError, defineJob, migrate, type Db, type Queryable } from '../src';
 import { lockDataDir, removeStaleLock, takeoverPath } from '../src/db/pgliteDb';
 import { silentLogger } from './helpers/silentLogger';
 import { waitFor } from './helpers/wait';
@@ -249,6 +249,46 @@ describe('the data folder lock', () => {
     expect(touched.filter((name) => name === 'acta.lock')).toEqual([]);
     expect(fs.readFileSync(lockPath, 'utf8')).toBe(String(process.ppid));
     expect(fs.readdirSync(dir)).toEqual(['acta.lock']); // no takeover file left behind
+  });
+
+  test('a data folder this process cannot use because a file is in the way is DataDirUnusableError naming it, the file and the fix; nothing is written', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'not-a-folder');
+    fs.writeFileSync(file, 'mine');
+    for (const [dataDir, problem] of [
+      [file, 'it is a file, not a folder'],
+      [path.join(file, 'data'), `${file} is a file, not a folder`],
+    ]) {
+      const opened = connect({ dataDir }); // the embedded default connect() opens, as the CLI does
+      await expect(opened).rejects.toThrow(DataDirUnusableError);
+      await expect(opened).rejects.toMatchObject({ code: 'ACTA_DATA_DIR_UNUSABLE', dataDir, reason: expect.stringMatching(/^(EEXIST|ENOTDIR)$/) });
+      await expect(opened).rejects.toThrow(
+        `the data directory ${dataDir} cannot be used for the embedded database: ${problem}. Give it a folder this user can write (the dataDir option of connect() or createPgliteDb, or ACTA_DATA_DIR), or use PostgreSQL (DATABASE_URL)`,
+      );
+    }
+    expect(fs.readdirSync(dir)).toEqual(['not-a-folder']);
+    expect(fs.readFileSync(file, 'utf8')).toBe('mine');
+  });
+
+  test("a data folder this process cannot use because another user owns it is DataDirUnusableError naming it, the permission problem and the fix", () => {
+    // As root, chmod does not stop access: the folder is root's and the opener runs as nobody
+    // (uid 65534); as any other user, the folder is its own with no write permission.
+    const root = process.getuid?.() === 0;
+    const parent = tempDir();
+    fs.chmodSync(parent, 0o755); // nobody may pass through it
+    const dataDir = path.join(parent, 'theirs');
+    fs.mkdirSync(dataDir, { mode: 0o755 });
+    if (!root) fs.chmodSync(dataDir, 0o555);
+    try {
+      const child = spawnSync(process.execPath, ['test/fixtures/open-data-dir.js', dataDir], { cwd: path.resolve(__dirname, '..'), encoding: 'utf8', ...(root ? { uid: 65534, gid: 65534 } : {}) });
+      expect(child.stderr).toBe('');
+      const err = JSON.parse(child.stdout) as { name: string; code: string; reason: string; dataDir: string; message: string };
+      expect(err).toMatchObject({ name: 'DataDirUnusableError', code: 'ACTA_DATA_DIR_UNUSABLE', reason: 'EACCES', dataDir });
+      expect(err.message).toMatch(new RegExp(`^the data directory ${dataDir} cannot be used for the embedded database: permission denied \\(EACCES, open ${dataDir}/acta\\.lock\\.\\d+\\): .* cannot create files in ${dataDir}, which is owned by uid ${root ? 0 : process.getuid?.()} with mode ${root ? '755' : '555'}\\. Give it a folder this user can write \\(the dataDir option of connect\\(\\) or createPgliteDb, or ACTA_DATA_DIR\\), or use PostgreSQL \\(DATABASE_URL\\)$`));
+      expect(fs.readdirSync(dataDir)).toEqual([]);
+    } finally {
+      fs.chmodSync(dataDir, 0o755);
+    }
   });
 
   test('a takeover file left by a process that died while taking over is removed, and the folder opens', async () => {

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { PGliteInterface } from '@electric-sql/pglite';
-import { DataDirLockedError, DbClosedError } from '../errors';
+import { DataDirLockedError, DataDirUnusableError, DbClosedError } from '../errors';
 import type { Db, ListenHandlers, Queryable } from './Db';
 import { type EmbeddedShare, shareDb, socketPathFor } from './embeddedShare';
 
@@ -172,7 +173,12 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
   const inMemory = options.dataDir.startsWith('memory://');
   // Resolved once: the lock, its release and the socket name the folder as it was at the open.
   const dataDir = inMemory ? options.dataDir : path.resolve(options.dataDir);
-  const unlock = inMemory ? () => undefined : lockDataDir(dataDir);
+  let unlock: () => void;
+  try {
+    unlock = inMemory ? () => undefined : lockDataDir(dataDir);
+  } catch (err) {
+    throw unusable(dataDir, err);
+  }
   const release = () => {
     if (!inMemory) markUnshared(dataDir, false);
     unlock();
@@ -267,7 +273,73 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     return db;
   } catch (err) {
     release();
-    throw err;
+    throw inMemory ? err : unusable(dataDir, err);
+  }
+}
+
+/** The file system's answers that say the folder cannot be used by this process, whatever it retries. */
+const UNUSABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'EEXIST', 'ENOTDIR']);
+
+/**
+ * A file system error of opening `dataDir` as a DataDirUnusableError that names the folder, what is
+ * wrong and the fix; any other error as it is (test/pglite.test.ts, "a data folder this process
+ * cannot use").
+ */
+function unusable(dataDir: string, err: unknown): unknown {
+  const e = err as NodeJS.ErrnoException;
+  // Not `instanceof Error`: node's fs errors may come from another realm (a vm context, jest's).
+  if (typeof err !== 'object' || err === null || typeof e.syscall !== 'string' || typeof e.code !== 'string' || !UNUSABLE_CODES.has(e.code)) return err;
+  let problem: string;
+  if (e.code === 'EEXIST' || e.code === 'ENOTDIR') {
+    const file = fileInTheWay(dataDir);
+    problem = file === dataDir ? 'it is a file, not a folder' : `${file} is a file, not a folder`;
+  } else if (e.code === 'EROFS') {
+    problem = 'it is on a read-only file system';
+  } else {
+    const folder = nearestExisting(path.dirname(String(e.path ?? path.join(dataDir, 'x'))));
+    let owner = '';
+    try {
+      const st = fs.statSync(folder);
+      owner = `, which is owned by uid ${st.uid} with mode ${(st.mode & 0o777).toString(8).padStart(3, '0')}`;
+    } catch {
+      /* unreadable too: the permission problem is said without it */
+    }
+    problem = `permission denied (${e.code}, ${e.syscall} ${e.path ?? dataDir}): ${whoAmI()} cannot create files in ${folder}${owner}`;
+  }
+  return new DataDirUnusableError(dataDir, e.code, problem, { cause: err });
+}
+
+/** The first file (not a folder) on the way to `dataDir`, the closest to the root first; `dataDir` itself if none is found. */
+function fileInTheWay(dataDir: string): string {
+  const chain: string[] = [];
+  for (let p = dataDir; ; p = path.dirname(p)) {
+    chain.unshift(p);
+    if (path.dirname(p) === p) break;
+  }
+  for (const p of chain) {
+    try {
+      if (!fs.statSync(p).isDirectory()) return p;
+    } catch {
+      break; // missing, or not readable: nothing further on the way can be a file we could tell
+    }
+  }
+  return dataDir;
+}
+
+/** `folder`, or its nearest ancestor that exists. */
+function nearestExisting(folder: string): string {
+  let p = folder;
+  while (!fs.existsSync(p) && path.dirname(p) !== p) p = path.dirname(p);
+  return p;
+}
+
+/** This process's user as a message names it: `user <name> (uid <n>)`, or `this process's user`. */
+function whoAmI(): string {
+  try {
+    const { username, uid } = os.userInfo();
+    return uid >= 0 ? `user ${username} (uid ${uid})` : `user ${username}`;
+  } catch {
+    return "this process's user";
   }
 }
 
