@@ -7,7 +7,7 @@
  * Running it again resumes: a file already hashed (same path and mtime: the idempotency key) is
  * not hashed again.
  */
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { SingleBar } from 'cli-progress';
 import { ConfigError, connect, createClient, createLogger, createWorker, describeTarget, migrate } from '../src';
@@ -66,6 +66,36 @@ export function sqlCommandPrefix(dataDir: string | undefined, env: NodeJS.Proces
   const dir = dataDir ?? env.ACTA_DATA_DIR;
   if (!dir) return '';
   return `${env.DATABASE_URL ? 'DATABASE_URL= ' : ''}ACTA_DATA_DIR=${shellQuote(dir)} `;
+}
+
+/** A path.relative answer that stays in its folder (no `..` up, not on another drive). */
+const within = (relative: string) => relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+
+/** The folder of the acta package this demo belongs to (bin/acta.js beside it): the clone, or node_modules/acta. */
+export function packageRoot(from: string = __dirname): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'bin', 'acta.js')) && existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(from, '..', '..'); // not found: dist/examples/ is two below it
+  }
+}
+
+/**
+ * The acta command as the user can type it in `cwd`, for the printed hint: `npx acta` where it
+ * finds this package (acta installed in a project holding `cwd`: npx elsewhere would fetch npm's
+ * unrelated `acta`, docs/operating.md), else the path of its bin/acta.js, relative to `cwd`
+ * (`./bin/acta.js` in the clone) or absolute when that is shorter (test/demo.test.ts, "the printed
+ * acta command").
+ */
+export function actaCommand(cwd: string = process.cwd(), root: string = packageRoot()): string {
+  const modules = path.dirname(root);
+  if (path.basename(modules) === 'node_modules' && existsSync(path.join(modules, '.bin', 'acta'))) {
+    if (within(path.relative(path.dirname(modules), cwd))) return 'npx acta';
+  }
+  const bin = path.join(root, 'bin', 'acta.js');
+  let relative = path.relative(cwd, bin);
+  if (within(relative)) relative = `./${relative}`;
+  const shown = relative.length <= bin.length ? relative : bin;
+  return /^[\w@%+=:,./-]+$/.test(shown) ? shown : shellQuote(shown);
 }
 
 /**
@@ -191,7 +221,7 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
       [
         `done: ${summary.succeeded} files hashed, ${summary.failed} failed; this run worked ${ran} jobs in ${seconds.toFixed(2)} s (${Math.round(summary.jobsPerSecond)} jobs/s)`,
         `results are stored in ${target}, table acta.jobs, column result ({ sha256, bytes }); e.g.`,
-        `  ${sqlCommandPrefix(options.dataDir)}./bin/acta.js sql "select payload->>'path' as path, result->>'sha256' as sha256 from acta.jobs where definition = 'hash-file' limit 5"`,
+        `  ${sqlCommandPrefix(options.dataDir)}${actaCommand()} sql "select payload->>'path' as path, result->>'sha256' as sha256 from acta.jobs where definition = 'hash-file' limit 5"`,
       ].join('\n'),
     );
     return summary;

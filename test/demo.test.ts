@@ -1,12 +1,12 @@
 // The demo (examples/demo.ts) on a small real directory, on the embedded default: every file
 // hashed correctly, a second run redoes nothing, and a touched file (new mtime) is redone alone;
 // run as `npm start` is, with stdout piped, it prints plain progress lines (the built demo in dist/).
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { listFiles, progressIntervalMs, progressLine, runDemo, sqlCommandPrefix } from '../examples/demo';
+import { actaCommand, listFiles, packageRoot, progressIntervalMs, progressLine, runDemo, sqlCommandPrefix } from '../examples/demo';
 import { createPgliteDb } from '../src';
 
 let root: string;
@@ -46,6 +46,7 @@ async function stored(): Promise<{ jobs: { path: string; status: string; sha256:
   }
 }
 
+const shellQuoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const sha256 = (buf: Buffer) => createHash('sha256').update(buf).digest('hex');
 
 test('the demo hashes every file; a second run redoes nothing; a touched file is redone alone', async () => {
@@ -98,13 +99,39 @@ test('the printed `acta sql` command opens the database the demo used', () => {
   expect(sqlCommandPrefix('/tmp/given', { DATABASE_URL: 'postgres://x/y' })).toBe(`DATABASE_URL= ACTA_DATA_DIR='/tmp/given' `);
 });
 
-test('with stdout piped (not a terminal) the demo prints plain progress lines (every ACTA_DEMO_PROGRESS_MS, and a last one at 100%), and no bar', async () => {
+test('the printed acta command works where the demo runs: npx acta inside a project that installed acta, else the path of its bin/acta.js from there', () => {
+  expect(packageRoot()).toBe(path.resolve(__dirname, '..'));
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-command-'));
+  try {
+    const clone = path.join(base, 'acta');
+    const app = path.join(base, 'app');
+    const installed = path.join(app, 'node_modules', 'acta');
+    for (const dir of [clone, installed]) fs.mkdirSync(path.join(dir, 'bin'), { recursive: true });
+    fs.mkdirSync(path.join(app, 'node_modules', '.bin'), { recursive: true });
+    fs.mkdirSync(path.join(app, 'src'));
+    fs.writeFileSync(path.join(app, 'node_modules', '.bin', 'acta'), '');
+    // In the clone, as the hint always said; elsewhere the way to it (the hint said ./bin/acta.js there too).
+    expect(actaCommand(clone, clone)).toBe('./bin/acta.js');
+    expect(actaCommand(base, clone)).toBe('./acta/bin/acta.js');
+    expect(actaCommand(app, clone)).toBe('../acta/bin/acta.js');
+    expect(actaCommand('/', clone)).toBe(path.join(clone, 'bin', 'acta.js'));
+    // Installed: npx finds it from the project and below; outside it npx would fetch npm's unrelated acta.
+    expect(actaCommand(app, installed)).toBe('npx acta');
+    expect(actaCommand(path.join(app, 'src'), installed)).toBe('npx acta');
+    expect(actaCommand(base, installed)).toBe('./app/node_modules/acta/bin/acta.js');
+    expect(actaCommand(base, path.join(base, 'my app'))).toBe("'./my app/bin/acta.js'"); // quoted for the shell
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test('with stdout piped (not a terminal) the demo prints plain progress lines (every ACTA_DEMO_PROGRESS_MS, and a last one at 100%), and no bar; run from another folder, its printed command works there', async () => {
   const built = path.resolve(__dirname, '..', 'dist', 'examples', 'demo.js');
   if (!fs.existsSync(built)) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
-  const run = (env: Record<string, string>) =>
+  const run = (env: Record<string, string>, cwd?: string) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const childEnv = { ...process.env, DATABASE_URL: '', ACTA_DATA_DIR: path.join(path.dirname(root), 'piped-data'), ...env };
-      execFile(process.execPath, [built, root], { env: childEnv, timeout: 60_000 }, (err, stdout, stderr) => {
+      execFile(process.execPath, [built, root], { env: childEnv, timeout: 60_000, cwd }, (err, stdout, stderr) => {
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
       });
     });
@@ -118,6 +145,15 @@ test('with stdout piped (not a terminal) the demo prints plain progress lines (e
   expect(lines.filter((l) => l.startsWith(`demo: ${total} / `))).toHaveLength(1); // the last not repeated
   expect(piped.stdout).not.toMatch(/\r|\x1b/); // no bar, no cursor codes
   expect(piped.stdout).toMatch(/^done: /m);
+  // Run from another folder, its printed `acta sql` command works there (it named ./bin/acta.js, which is not there).
+  const elsewhere = path.dirname(root);
+  const away = await run({ ACTA_DEMO_PROGRESS_MS: '1' }, elsewhere);
+  expect(away).toMatchObject({ code: 0, stderr: '' });
+  const hint = away.stdout.split('\n').find((l) => l.includes(' sql "select'))!.trim();
+  expect(actaCommand(elsewhere)).not.toBe('./bin/acta.js');
+  expect(hint).toBe(`ACTA_DATA_DIR=${shellQuoted(path.join(elsewhere, 'piped-data'))} ${actaCommand(elsewhere)} sql "select payload->>'path' as path, result->>'sha256' as sha256 from acta.jobs where definition = 'hash-file' limit 5"`);
+  const answer = execFileSync('sh', ['-c', hint], { cwd: elsewhere, env: { ...process.env, DATABASE_URL: '' }, encoding: 'utf8' });
+  expect(answer).toContain(path.join(root, 'hello.txt'));
 
   const bad = await run({ ACTA_DEMO_PROGRESS_MS: 'soon' });
   expect(bad).toMatchObject({ code: 1, stdout: '' });
