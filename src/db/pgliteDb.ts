@@ -285,13 +285,15 @@ const UNUSABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'EEXIST', 'ENOTDIR']
  * wrong and the fix; any other error as it is (test/pglite.test.ts, "a data folder this process
  * cannot use").
  */
-function unusable(dataDir: string, err: unknown): unknown {
+export function unusable(dataDir: string, err: unknown): unknown {
   const e = err as NodeJS.ErrnoException;
   // Not `instanceof Error`: node's fs errors may come from another realm (a vm context, jest's).
   if (typeof err !== 'object' || err === null || typeof e.syscall !== 'string' || typeof e.code !== 'string' || !UNUSABLE_CODES.has(e.code)) return err;
   let problem: string;
   if (e.code === 'EEXIST' || e.code === 'ENOTDIR') {
+    // Only a file on the folder's way is this problem; another EEXIST (a file of the folder's own) is not.
     const file = fileInTheWay(dataDir);
+    if (file === null) return err;
     problem = file === dataDir ? 'it is a file, not a folder' : `${file} is a file, not a folder`;
   } else if (e.code === 'EROFS') {
     problem = 'it is on a read-only file system';
@@ -309,8 +311,8 @@ function unusable(dataDir: string, err: unknown): unknown {
   return new DataDirUnusableError(dataDir, e.code, problem, { cause: err });
 }
 
-/** The first file (not a folder) on the way to `dataDir`, the closest to the root first; `dataDir` itself if none is found. */
-function fileInTheWay(dataDir: string): string {
+/** The first file (not a folder) on the way to `dataDir`, `dataDir` included, the closest to the root first; null if none. */
+function fileInTheWay(dataDir: string): string | null {
   const chain: string[] = [];
   for (let p = dataDir; ; p = path.dirname(p)) {
     chain.unshift(p);
@@ -323,7 +325,7 @@ function fileInTheWay(dataDir: string): string {
       break; // missing, or not readable: nothing further on the way can be a file we could tell
     }
   }
-  return dataDir;
+  return null;
 }
 
 /** `folder`, or its nearest ancestor that exists. */
