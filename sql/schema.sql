@@ -244,6 +244,7 @@ create table acta.workers (
   max_attempts integer[],
   build text,
   policies jsonb,
+  lease_ms integer,
   constraint workers_pkey PRIMARY KEY (id),
   constraint workers_status_check CHECK ((status = ANY (ARRAY['alive'::text, 'stopped'::text, 'dead'::text])))
 );
@@ -2294,7 +2295,7 @@ end
 $function$;
 
 -- acta.register_worker: sql/functions/register_worker.sql
-CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[], p_build text, p_policies jsonb)
+CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[], p_build text, p_policies jsonb, p_lease_ms integer)
  RETURNS text[]
  LANGUAGE plpgsql
 AS $function$
@@ -2302,8 +2303,8 @@ declare
   v_repeat boolean;
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
-  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts, build, policies)
-  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts, p_build, p_policies)
+  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts, build, policies, lease_ms)
+  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts, p_build, p_policies, p_lease_ms)
   on conflict (id) do nothing;
   v_repeat := not found;
   insert into acta.definitions (namespace, name)

@@ -14,7 +14,8 @@
 -- holds each definition's whole policy by name, p_build the worker's build (any text; null: not
 -- declared). The worker row keeps them, and each definition's policy in acta.definitions is
 -- what the live workers declare (acta.refresh_definitions: the newest, with the strictest limits
--- while builds disagree; migrations 0004 and 0008).
+-- while builds disagree; migrations 0004 and 0008). p_lease_ms, the worker's lease (4 H), is kept on
+-- its row: silent past 1.75 leases (7 H) it is gone (migration 0022; src/ops/why.ts).
 -- Locks: the acta.definitions rows, inserted and updated in name order (two workers starting at
 -- once take them in the same order); the namespace's row when a policy changed; the pass rows it
 -- takes.
@@ -22,6 +23,7 @@ drop function if exists acta.register_worker(uuid, text, text, integer, text[]);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[]);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[], integer);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[], text[], integer[]);
+drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[], text[], integer[], text, jsonb);
 create or replace function acta.register_worker(
   p_worker            uuid,
   p_namespace         text,
@@ -32,15 +34,16 @@ create or replace function acta.register_worker(
   p_passes            text[],
   p_pass_intervals_ms integer[],
   p_build             text,
-  p_policies          jsonb
+  p_policies          jsonb,
+  p_lease_ms          integer
 ) returns text[]
 language plpgsql as $$
 declare
   v_repeat boolean;
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
-  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts, build, policies)
-  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts, p_build, p_policies)
+  insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts, build, policies, lease_ms)
+  values (p_worker, p_namespace, p_hostname, p_pid, p_definitions, p_max_attempts, p_build, p_policies, p_lease_ms)
   on conflict (id) do nothing;
   v_repeat := not found;
   insert into acta.definitions (namespace, name)

@@ -18,7 +18,7 @@ export const SIGNATURES = {
   heartbeat: 'p_worker uuid, p_namespace text, p_ids bigint[], p_executions integer[], p_started boolean[], p_lease_ms integer, p_passes text[], p_pass_intervals_ms integer[]',
   recover_jobs: 'p_namespace text, p_dead_after_ms integer, p_limit integer',
   register_worker:
-    'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[], p_build text, p_policies jsonb',
+    'p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[], p_build text, p_policies jsonb, p_lease_ms integer',
   take_passes: 'p_namespace text, p_passes text[], p_intervals_ms integer[]',
   release_passes: 'p_namespace text, p_passes text[]',
   stop_worker: 'p_worker uuid',

@@ -43,7 +43,7 @@ export async function heartbeat(
  */
 export async function registerWorker(q: Queryable, args: RegisterArgs): Promise<{ duePasses: string[] }> {
   const passes = args.passes ?? recoveryOnly(args.leaseMs);
-  const { rows } = await q.query<{ due: string[] | null }>('select acta.register_worker($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) as due', [
+  const { rows } = await q.query<{ due: string[] | null }>('select acta.register_worker($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) as due', [
     args.workerId,
     args.namespace,
     args.hostname,
@@ -54,6 +54,7 @@ export async function registerWorker(q: Queryable, args: RegisterArgs): Promise<
     passes.map((p) => p.intervalMs),
     args.build ?? null,
     args.policies ? JSON.stringify(args.policies) : null,
+    args.leaseMs,
   ]);
   return { duePasses: rows[0]?.due ?? [] };
 }

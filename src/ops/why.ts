@@ -69,7 +69,7 @@ interface Facts {
   error_message: string | null;
   concurrency_limit: number | null;
   pauses: { definition: string; by: string | null; reason: string | null; at: string }[];
-  holder: { hostname: string; pid: number; status: string; last_heartbeat_at: string; build: string | null } | null;
+  holder: { hostname: string; pid: number; status: string; last_heartbeat_at: string; build: string | null; silent: boolean } | null;
   key_holders: string[] | null;
   key_held: string | null;
   meter: { room: number | null; next_at: string | null } | null;
@@ -77,9 +77,19 @@ interface Facts {
   lane_head: { id: string; status: JobStatus } | null;
   handling: string;
   alive: string;
+  silent_handling: string;
+  last_beat: Date | null;
   builds_lacking: string[] | null;
   ahead: string;
 }
+
+/**
+ * A worker the membership list has alive is live while its last beat is within 7 H (1.75 of its
+ * lease, migration 0022): past that it is gone, though only a live worker's recovery pass marks it
+ * dead, so when every worker crashed their rows stay alive (test/db/why.test.ts, "workers that
+ * stopped beating"). A row without its lease (registered before 0022) counts as live.
+ */
+const LIVE = `(w.lease_ms is null or w.last_heartbeat_at >= now() - w.lease_ms * interval '1.75 millisecond')`;
 
 /** The facts of one job, in one statement (index-backed: each probe is by primary key or a policy index of migration 0008). */
 const FACTS = `
@@ -93,7 +103,8 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
             where c.parent_id = j.id and c.status in ('ready', 'executing', 'waiting') order by c.id limit 20) c) end as children_left,
        coalesce((select jsonb_agg(jsonb_build_object('definition', p.definition, 'by', p.paused_by, 'reason', p.reason, 'at', p.paused_at) order by p.definition)
                  from acta.pauses p where p.namespace = j.namespace and p.definition in ('', j.definition)), '[]') as pauses,
-       (select jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'status', w.status, 'last_heartbeat_at', w.last_heartbeat_at, 'build', w.build)
+       (select jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'status', w.status, 'last_heartbeat_at', w.last_heartbeat_at, 'build', w.build,
+                                  'silent', w.status = 'alive' and not (${LIVE}))
           from acta.workers w where w.id = j.lease_holder) as holder,
        case when j.concurrency_key is not null then
          (select array_agg(k.id::text order by k.id) from (select k.id from acta.jobs k
@@ -110,10 +121,12 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
             where l.namespace = j.namespace and l.lane = j.lane and l.status in ('executing', 'waiting') order by l.lane_seq limit 1),
          (select jsonb_build_object('id', l.id::text, 'status', l.status) from acta.jobs l
             where l.namespace = j.namespace and l.lane = j.lane and l.status = 'ready' order by l.lane_seq limit 1)) end as lane_head,
-       (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and j.definition = any (w.definitions)) as handling,
-       (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive') as alive,
+       (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and ${LIVE} and j.definition = any (w.definitions)) as handling,
+       (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and ${LIVE}) as alive,
+       (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and not (${LIVE}) and j.definition = any (w.definitions)) as silent_handling,
+       (select max(w.last_heartbeat_at) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and not (${LIVE}) and j.definition = any (w.definitions)) as last_beat,
        (select array_agg(distinct coalesce(w.build, '(no build)') order by coalesce(w.build, '(no build)')) from acta.workers w
-          where w.namespace = j.namespace and w.status = 'alive' and not j.definition = any (w.definitions)) as builds_lacking,
+          where w.namespace = j.namespace and w.status = 'alive' and ${LIVE} and not j.definition = any (w.definitions)) as builds_lacking,
        (select count(*) from (select 1 from acta.jobs a
           where hashtextextended(a.namespace || '/' || a.definition, 0) = hashtextextended(j.namespace || '/' || j.definition, 0)
             and a.namespace = j.namespace and a.definition = j.definition and a.status = 'ready' and a.blocked_by is null and a.fair_tag is null
@@ -150,10 +163,13 @@ export function diagnose(f: Facts): WhyAnswer {
       const h = f.holder;
       const expired = f.lease_expires_at !== null && new Date(f.lease_expires_at).getTime() < now;
       const who = h ? `${f.lease_holder} (${h.hostname} pid ${h.pid}${h.build ? `, build ${h.build}` : ''})` : `${f.lease_holder} (not in the membership list)`;
-      if (!h || h.status !== 'alive' || expired) {
+      if (!h || h.status !== 'alive' || h.silent || expired) {
+        const state = h ? (h.silent ? 'silent past 7 heartbeats (gone, not yet marked dead)' : h.status) : 'unknown';
+        // A recovery pass runs in a live worker's heartbeat: with none left, nothing returns it.
+        const returns = Number(f.alive) === 0 ? `no live worker is left in namespace "${f.namespace}" to run the recovery pass: it returns once a worker starts there` : 'the next recovery pass after the lease returns it';
         add({
           cause: 'dead-worker',
-          message: `leased by worker ${who}, ${h ? `${h.status}, last heartbeat ${iso(h.last_heartbeat_at)}` : 'unknown'}, ${expired ? 'lease expired at' : 'until'} ${iso(f.lease_expires_at)}: the next recovery pass after the lease returns it`,
+          message: `leased by worker ${who}, ${h ? `${state}, last heartbeat ${iso(h.last_heartbeat_at)}` : state}, ${expired ? 'lease expired at' : 'until'} ${iso(f.lease_expires_at)}: ${returns}`,
           worker: f.lease_holder,
           until: f.lease_expires_at,
         });
@@ -213,12 +229,14 @@ function readyReasons(f: Facts, now: number, add: (r: WhyReason) => void): void 
   const handling = Number(f.handling);
   if (handling === 0) {
     const lacking = f.builds_lacking ?? [];
+    const silent = Number(f.silent_handling);
+    const gone = silent > 0 ? ` (${silent} worker${silent === 1 ? '' : 's'} declaring it listed alive but silent past 7 heartbeats, the last beat at ${iso(f.last_beat)}: gone)` : '';
     add({
       cause: 'no-worker',
       message:
         Number(f.alive) === 0
-          ? `no live worker in namespace "${f.namespace}"`
-          : `no live worker handles definition "${f.definition}": the live ones (build ${lacking.join(', ')}) lack it`,
+          ? `no live worker in namespace "${f.namespace}"${gone}`
+          : `no live worker handles definition "${f.definition}": the live ones (build ${lacking.join(', ')}) lack it${gone}`,
     });
   }
   if (f.blocked_by === 'lane' && !(f.lane !== null && f.lane_head !== null && f.lane_head.id !== f.id)) {

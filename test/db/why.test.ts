@@ -121,6 +121,24 @@ test('running on worker W; leased by a dead worker until T', async () => {
   expect(r.message).toContain('dead');
 });
 
+test('workers that stopped beating (every one crashed, none left to mark them dead) are not live: no-worker, not claimable; their leases wait for a worker to start', async () => {
+  const w = await worker([plain]); // lease 60 s: H = 15 s, gone after 7 H = 105 s of silence
+  const running = (await client.enqueue(plain, {})).id;
+  await claim(w, 'plain');
+  const waiting = (await client.enqueue(plain, {})).id;
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '100 seconds' where id = $1`, [w]);
+  expect(await reason(waiting)).toMatchObject({ cause: 'claimable' }); // within 7 H: live
+  expect(await reason(running)).toMatchObject({ cause: 'running', worker: w });
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '110 seconds', status = 'alive' where id = $1`, [w]);
+  const idle = await reason(waiting);
+  expect(idle).toMatchObject({ cause: 'no-worker' });
+  expect(idle.message).toContain('no live worker in namespace "default" (1 worker declaring it listed alive but silent past 7 heartbeats');
+  const held = await reason(running);
+  expect(held).toMatchObject({ cause: 'dead-worker', worker: w });
+  expect(held.message).toContain('silent past 7 heartbeats');
+  expect(held.message).toContain('no live worker is left in namespace "default" to run the recovery pass: it returns once a worker starts there');
+});
+
 test('attempts used up; ended', async () => {
   const w = await worker([plain]);
   const [a, b] = await client.enqueueMany([{ definition: plain, payload: {}, maxAttempts: 1 }, { definition: plain, payload: {} }]);
