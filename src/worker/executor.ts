@@ -309,16 +309,13 @@ function failFinal(a: AttemptState, stored: Record<string, unknown>, what: strin
  * job has attempts left, else final. A job's limit is its own maxAttempts, else its definition's,
  * else 25 (PIPELINE.maxAttempts; migration 0004): the rule acta.complete_executions applies to a
  * 'failed' outcome, from the same row. Logged with `logged()` (the error as logged) and the limit:
- * a retried attempt at warn, "attempt failed"; the last one at error, "job failed: no attempts
- * left" (test/faults/completion.test.ts holds both).
+ * a retried attempt at warn, "attempt failed", with `retryDelayMs` (its backoff); the last one at
+ * error, "job failed: no attempts left" (test/faults/completion.test.ts holds both).
  */
 function failure(a: AttemptState, definition: Definition, stored: Record<string, unknown>, logged: () => Record<string, unknown>): Completion {
   const { entry, attempt } = a;
   const maxAttempts = entry.row.maxAttempts ?? definition.maxAttempts ?? PIPELINE.maxAttempts;
   const lastAttempt = attempt >= maxAttempts;
-  // `attempt` is a binding of the job's logger already.
-  if (lastAttempt) safeLog(() => jobLogger(a).error({ error: logged(), maxAttempts }, 'job failed: no attempts left'));
-  else safeLog(() => jobLogger(a).warn({ error: logged(), maxAttempts }, 'attempt failed'));
   let delayMs = 0;
   if (!lastAttempt) {
     try {
@@ -330,6 +327,9 @@ function failure(a: AttemptState, definition: Definition, stored: Record<string,
       safeLog(() => jobLogger(a).error({ error: storedError(backoffErr), delayMs }, 'backoff function threw: retrying after the default backoff'));
     }
   }
+  // `attempt` is a binding of the job's logger already; a retried one says when it runs again.
+  if (lastAttempt) safeLog(() => jobLogger(a).error({ error: logged(), maxAttempts }, 'job failed: no attempts left'));
+  else safeLog(() => jobLogger(a).warn({ error: logged(), maxAttempts, retryDelayMs: delayMs }, 'attempt failed'));
   return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, storedErrorText(stored), delayMs);
 }
 

@@ -266,10 +266,11 @@ test('a failed attempt with attempts left is logged at warn, "attempt failed"; t
     await worker.stop();
   }
   expect((await rows()).map((r) => [r.id, r.attempts])).toEqual([[byDefinition, 3], [ownFewer, 1], [ownMore, 4]]);
-  const logged = logLines.map((l) => JSON.parse(l) as { level: number; msg: string; jobId?: string; attempt?: number; maxAttempts?: number; error?: { message?: string } });
-  const of = (id: string) => logged.filter((l) => l.jobId === id && l.error).map((l) => [l.level, l.msg, l.attempt, l.maxAttempts, l.error!.message]);
-  const retried = (attempt: number, max: number) => [40, 'attempt failed', attempt, max, 'still down'];
-  const final = (attempt: number) => [50, 'job failed: no attempts left', attempt, attempt, 'still down'];
+  const logged = logLines.map((l) => JSON.parse(l) as { level: number; msg: string; jobId?: string; attempt?: number; maxAttempts?: number; retryDelayMs?: number; error?: { message?: string } });
+  const of = (id: string) => logged.filter((l) => l.jobId === id && l.error).map((l) => [l.level, l.msg, l.attempt, l.maxAttempts, l.retryDelayMs, l.error!.message]);
+  // A retry says when it runs: the backoff, 5 ms · 2^(attempt − 1) (docs/operating.md, "Logs").
+  const retried = (attempt: number, max: number) => [40, 'attempt failed', attempt, max, 5 * 2 ** (attempt - 1), 'still down'];
+  const final = (attempt: number) => [50, 'job failed: no attempts left', attempt, attempt, undefined, 'still down'];
   expect(of(byDefinition)).toEqual([retried(1, 3), retried(2, 3), final(3)]);
   expect(of(ownFewer)).toEqual([final(1)]);
   expect(of(ownMore)).toEqual([retried(1, 4), retried(2, 4), retried(3, 4), final(4)]);
