@@ -64,7 +64,8 @@ export async function shutdown(deps: ShutdownDeps): Promise<void> {
 
   if ((await within(deps.executorsDone())) === 'timeout') {
     const still = registry.snapshot().filter((e) => e.state === 'executing' || e.state === 'claimed');
-    logger.warn({ running: still.length }, 'shutdown timeout: aborting running handlers; their rows go back uncharged');
+    // Named (the first 100), so an operator can follow each job to its next worker.
+    logger.warn({ running: still.length, jobIds: still.slice(0, 100).map((e) => e.row.id) }, 'shutdown timeout: aborting running handlers; their rows go back uncharged');
     for (const entry of still) {
       registry.abort(entry, 'shutdown');
       if (!entry.taken) deps.handBack(entry);

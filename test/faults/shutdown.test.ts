@@ -41,7 +41,9 @@ test('SIGTERM: running jobs get the shutdown timeout, then go back uncharged; un
   w.kill('SIGTERM');
   const exit = await w.exited;
   expect(exit).toEqual({ code: 0, signal: null });
-  await w.waitForLog('shutdown timeout: aborting running handlers', 1);
+  const aborting = await w.waitForLog('shutdown timeout: aborting running handlers', 1);
+  // The line names the jobs it hands back, to follow them to their next worker.
+  expect([...(aborting.jobIds as string[])].sort()).toEqual([ids[0], ids[1], ids[3]].sort());
 
   const rows = await jobs(server);
   const byId = new Map(rows.map((r) => [r.id, r]));
