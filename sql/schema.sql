@@ -2295,7 +2295,7 @@ end
 $function$;
 
 -- acta.register_worker: sql/functions/register_worker.sql
-CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[], p_build text, p_policies jsonb, p_lease_ms integer)
+CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text, p_hostname text, p_pid integer, p_definitions text[], p_max_attempts integer[], p_passes text[], p_pass_intervals_ms integer[], p_build text, p_policies jsonb, p_lease_ms integer DEFAULT NULL::integer)
  RETURNS text[]
  LANGUAGE plpgsql
 AS $function$

@@ -15,7 +15,8 @@
 -- declared). The worker row keeps them, and each definition's policy in acta.definitions is
 -- what the live workers declare (acta.refresh_definitions: the newest, with the strictest limits
 -- while builds disagree; migrations 0004 and 0008). p_lease_ms, the worker's lease (4 H), is kept on
--- its row: silent past 1.75 leases (7 H) it is gone (migration 0022; src/ops/why.ts).
+-- its row: silent past 1.75 leases (7 H) it is gone (migration 0022; src/ops/why.ts); null (a worker
+-- of a version before migration 0022, which does not pass it, during a rolling upgrade): counted live.
 -- Locks: the acta.definitions rows, inserted and updated in name order (two workers starting at
 -- once take them in the same order); the namespace's row when a policy changed; the pass rows it
 -- takes.
@@ -35,7 +36,7 @@ create or replace function acta.register_worker(
   p_pass_intervals_ms integer[],
   p_build             text,
   p_policies          jsonb,
-  p_lease_ms          integer
+  p_lease_ms          integer default null
 ) returns text[]
 language plpgsql as $$
 declare

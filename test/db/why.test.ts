@@ -139,6 +139,15 @@ test('workers that stopped beating (every one crashed, none left to mark them de
   expect(held.message).toContain('no live worker is left in namespace "default" to run the recovery pass: it returns once a worker starts there');
 });
 
+test('a worker of the previous revision registers without its lease (a rolling upgrade) and counts as live however long it is silent', async () => {
+  const old = '00000000-0000-4000-8000-0000000000aa';
+  await db.query(`select acta.register_worker($1, 'default', 'old-host', 1, array['plain'], array[null::integer], array['recovery'], array[60000], null, null)`, [old]);
+  expect((await db.query<{ lease_ms: number | null }>('select lease_ms from acta.workers where id = $1', [old])).rows).toEqual([{ lease_ms: null }]);
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '1 day' where id <> $1`, [old]);
+  const waiting = (await client.enqueue(plain, {})).id;
+  expect(await reason(waiting)).toMatchObject({ cause: 'claimable' });
+});
+
 test('attempts used up; ended', async () => {
   const w = await worker([plain]);
   const [a, b] = await client.enqueueMany([{ definition: plain, payload: {}, maxAttempts: 1 }, { definition: plain, payload: {} }]);
