@@ -1414,30 +1414,23 @@ declare
   v_refused jsonb;
 begin
   if p_checks is not null and true = any (p_checks) then
-    select jsonb_build_object('item', u.ord - 1, 'name', u.definition, 'missing',
-             case when d.name is null then '[]'::jsonb
-                  else to_jsonb(array_remove(array[
-                         case when jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null then 'concurrency' end,
-                         case when jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null then 'rate' end,
-                         case when coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null then 'lane' end], null)) end)
-           || case when d.name is not null
-                        and ((jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null)
-                             or (jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null))
-                   then jsonb_build_object('unused', to_jsonb(array_remove(array[
-                          case when jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null then 'concurrency' end,
-                          case when jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null then 'rate' end], null)))
-                   else '{}'::jsonb end
+    -- k: the rule's key tests, once per element, read by the filter and the detail (so by the
+    -- raise): the keys a declared policy lacks, and those given for a policy not declared (an
+    -- undeclared name, no d, has neither).
+    select jsonb_build_object('item', u.ord - 1, 'name', u.definition, 'missing', to_jsonb(k.missing))
+           || case when cardinality(k.unused) > 0 then jsonb_build_object('unused', to_jsonb(k.unused)) else '{}'::jsonb end
       into v_refused
     from rows from (unnest(p_definitions), unnest(p_checks), unnest(p_concurrency_keys), unnest(p_rate_keys), unnest(p_lanes))
       with ordinality as u(definition, checked, ckey, rkey, lane, ord)
     left join acta.definitions d on d.namespace = p_namespace and d.name = u.definition
-    where u.checked
-      and (d.name is null
-           or (jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null)
-           or (jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null)
-           or (coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null)
-           or (jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null)
-           or (jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null))
+    cross join lateral (
+      select case when jsonb_typeof(d.policy -> 'concurrency') = 'object' and u.ckey is null then '{concurrency}'::text[] else '{}' end
+             || case when jsonb_typeof(d.policy -> 'rate') = 'object' and u.rkey is null then '{rate}'::text[] else '{}' end
+             || case when coalesce((d.policy ->> 'lane')::boolean, false) and u.lane is null then '{lane}'::text[] else '{}' end as missing,
+             case when d.name is not null and jsonb_typeof(d.policy -> 'concurrency') is distinct from 'object' and u.ckey is not null then '{concurrency}'::text[] else '{}' end
+             || case when d.name is not null and jsonb_typeof(d.policy -> 'rate') is distinct from 'object' and u.rkey is not null then '{rate}'::text[] else '{}' end as unused
+    ) k
+    where u.checked and (d.name is null or cardinality(k.missing) > 0 or cardinality(k.unused) > 0)
     order by u.ord
     limit 1;
     if v_refused is not null then
