@@ -2779,15 +2779,22 @@ $function$;
 -- acta.watch_job: sql/functions/watch_job.sql
 CREATE OR REPLACE FUNCTION acta.watch_job(p_namespace text, p_id bigint)
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
 AS $function$
-  with marked as (
-    update acta.jobs j set watched = true
-    where j.id = p_id and j.namespace = p_namespace and not j.watched
-    returning j.id
-  )
-  select exists (select 1 from marked)
-      or exists (select 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace)
+declare
+  v_claimable boolean;
+begin
+  update acta.jobs j set watched = true
+  where j.id = p_id and j.namespace = p_namespace and not j.watched
+  returning j.status = 'ready' and j.blocked_by is null and j.run_at <= now() into v_claimable;
+  if found then
+    if v_claimable then
+      perform pg_notify('acta_jobs', p_namespace);
+    end if;
+    return true;
+  end if;
+  return exists (select 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace);
+end
 $function$;
 
 CREATE TRIGGER jobs_child_deleted AFTER DELETE ON acta.jobs FOR EACH ROW WHEN (((old.parent_id IS NOT NULL) AND (old.status <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION acta.jobs_child_deleted();

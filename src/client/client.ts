@@ -379,7 +379,7 @@ export function createClient(options: ClientOptions): Client {
       throw await verdict(err, tx !== undefined);
     }
   };
-  const followers = createFollowers({ ledger, namespace, scheduler: schedulerOption(options.scheduler, 'createClient') ?? asyncScheduler, verdict: (err) => verdict(err, false) });
+  const followers = createFollowers({ ledger, namespace, scheduler: schedulerOption(options.scheduler, 'createClient') ?? asyncScheduler, verdict: (err) => verdict(err, false), wake: options.publishWakeup && (() => options.publishWakeup?.(namespace)) });
   return {
     ...createAdmin({ db: options.db, ledger, namespace, verdict: (err) => verdict(err, false) }),
     why: (id: JobId | number | bigint) =>

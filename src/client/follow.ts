@@ -30,6 +30,8 @@ export interface FollowDeps {
   scheduler: SchedulerLike;
   /** The error to end a follower with for a failed read (the migrator's verdict: schemaError). */
   verdict(err: unknown): Promise<unknown>;
+  /** The client's publishWakeup for this namespace, if it has one (Redis). */
+  wake?: () => void;
 }
 
 /** The default backstop poll of observe, ms. */
@@ -116,6 +118,8 @@ export function createFollowers(deps: FollowDeps) {
       let lastKey: string | undefined;
       /** watchJob answered true: the job's changes send NOTIFY from now on. */
       let watched = false;
+      /** The read after the first watch: a Ready job there gets the client's own wakeup (see watch). */
+      let firstRead = true;
       let watching = false;
       let reading = false;
       let again = false;
@@ -148,6 +152,10 @@ export function createFollowers(deps: FollowDeps) {
             reading = false;
             if (ended) return;
             if (job === null) return fail(new JobNotFoundError(text));
+            if (firstRead && watched) {
+              firstRead = false;
+              if (job.status === 'ready' && job.blockedBy === null) deps.wake?.();
+            }
             const key = stateKey(job);
             if (key !== lastKey) {
               lastKey = key;
@@ -170,7 +178,13 @@ export function createFollowers(deps: FollowDeps) {
           },
         );
       };
-      /** Marks the job watched (until that answers, once at a time), then reads it. */
+      /**
+       * Marks the job watched (until that answers, once at a time), then reads it. The mark locks
+       * the row for a moment, and a claim meanwhile skips it and sleeps up to its safety poll:
+       * watch_job then NOTIFYs the namespace, and the client's publishWakeup (Redis: workers that
+       * do not LISTEN) is sent when the first read finds the job Ready (test/db/observe.test.ts,
+       * "a claim that skipped the row a watch held").
+       */
       const watch = () => {
         if (ended || watching) return;
         watching = true;

@@ -5,10 +5,11 @@
 // The ledger's side of each rule is in test/ledger/contract.ts ("cancelling a running job",
 // "progress and watched jobs").
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
 import { firstValueFrom, lastValueFrom, Subject, toArray } from 'rxjs';
 import { createClient, createPgDb, createWorker, type Db, DbClosedError, defineJob, JobCancelledError, JobFailedError, JobNotFoundError, type JobRecord, ResultTimeoutError } from '../../src';
-import { useTestDatabase } from '../helpers/db';
+import { useTestDatabase, withPgClient } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
@@ -352,4 +353,49 @@ test("db.close() under open followers on a server: observe and result end with D
   await expect(client.result(id)).rejects.toBeInstanceOf(DbClosedError);
   await expect(own.close()).resolves.toBeUndefined(); // again: the same close
   await waitFor(async () => (await listeners()) === 0, 'the LISTEN connection to end');
+});
+
+test("a claim that skipped the row a watch held: the watch's commit wakes the namespace (NOTIFY acta_jobs), and a client with publishWakeup sends its own wakeup for a Ready job it starts to follow", async () => {
+  // result() right after enqueue marks the row watched while a woken worker claims: the claim
+  // skips the locked row and answers "nothing due", and without another wakeup the job waited for
+  // the safety poll (seen: 1 s by default, 8 s of 8 s here and there, on LISTEN and on Redis).
+  const client = createClient({ force: true, db });
+  const { id } = await client.enqueue('nobody-runs-it', {});
+  await withPgClient(tdb.url, async (listener) => {
+    const heard: string[] = [];
+    listener.on('notification', (n) => heard.push(n.payload ?? ''));
+    await listener.query('listen acta_jobs'); // after the enqueue's commit: its own NOTIFY is not heard
+    await withPgClient(tdb.url, async (watcher) => {
+      await watcher.query('begin');
+      expect((await watcher.query(`select acta.watch_job('default', $1) as found`, [id])).rows[0].found).toBe(true);
+      const claim = await db.query<{ job_id: string | null; next_due_in_ms: number | null }>(
+        `select job_id::text, next_due_in_ms from acta.claim_jobs('default', $1, array['nobody-runs-it'], 8, 60000)`,
+        [randomUUID()],
+      );
+      expect(claim.rows).toEqual([{ job_id: null, next_due_in_ms: null }]); // skipped: locked by the watch
+      expect(heard).toEqual([]);
+      await watcher.query('commit');
+    });
+    await waitFor(() => heard.includes('default'), "the watch's wakeup");
+  });
+  expect((await client.getJob(id))?.status).toBe('ready');
+
+  // The client's own wakeup (Redis, for workers that do not LISTEN): once per follower of a Ready
+  // job, none for one that has ended.
+  const woken: string[] = [];
+  const publishing = createClient({ force: true, db, publishWakeup: (ns) => woken.push(ns) });
+  const second = await publishing.enqueue('nobody-runs-it', {});
+  expect(woken).toEqual(['default']); // the enqueue's
+  const states: JobRecord[] = [];
+  const following = publishing.observe(second.id, { pollMs: 20 }).subscribe((s) => states.push(s));
+  try {
+    await waitFor(() => woken.length === 2, "the follower's wakeup");
+    await new Promise((r) => setTimeout(r, 100)); // polls read it again: no more wakeups
+    expect(woken).toEqual(['default', 'default']);
+  } finally {
+    following.unsubscribe();
+  }
+  await publishing.cancel(second.id);
+  await expect(publishing.result(second.id)).rejects.toBeInstanceOf(JobCancelledError);
+  expect(woken).toEqual(['default', 'default']);
 });
