@@ -89,6 +89,13 @@ export function errorText(err: unknown): string {
  * enqueue throws InvalidJsonError with a path, not the user's own error (test/json.spec.ts,
  * "refuses a value that throws when read").
  */
+/**
+ * A member's step in a path: `.key` for an identifier, else `["key"]` in JSON's escapes, so a key
+ * with a dot, a space or an unprintable character names one place and can be read
+ * (test/json.spec.ts, "a key that is no identifier").
+ */
+const member = (path: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
+
 function findBadValue(value: unknown): { path: string; reason: string } | undefined {
   const ancestors = new Set<unknown>();
   const walk = (v: unknown, path: string): { path: string; reason: string } | undefined => {
@@ -143,9 +150,10 @@ function findBadValue(value: unknown): { path: string; reason: string } | undefi
       } else {
         for (const key of keys) {
           const keyReason = badString(key);
-          if (keyReason) return { path: `${path}.${key}`, reason: `key: ${keyReason}` };
-          const { member, thrown } = read(key, `${path}.${key}`);
-          const found = thrown ?? walk(member, `${path}.${key}`);
+          const at = member(path, key);
+          if (keyReason) return { path: at, reason: `key: ${keyReason}` };
+          const { member: child, thrown } = read(key, at);
+          const found = thrown ?? walk(child, at);
           if (found) return found;
         }
       }

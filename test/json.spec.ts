@@ -87,7 +87,7 @@ describe('toJsonText', () => {
 
   it('refuses \\u0000 in a key', () => {
     const err = refusal({ a: { 'k\u0000': 1 } });
-    expect(err.path).toBe('$.a.k\u0000');
+    expect(err.path).toBe('$.a["k\\u0000"]'); // printable, as JSON writes it
     expect(err.message).toMatch(/key/);
   });
 
@@ -97,8 +97,15 @@ describe('toJsonText', () => {
     expect(refusal({ s: ['\uDE00a'] }).path).toBe('$.s[0]'); // low, alone
     expect(refusal({ s: '\uDE00\uD83D' }).path).toBe('$.s'); // reversed pair: both lone
     const key = refusal({ ['\uDC00']: 1 });
-    expect(key.path).toBe('$.\uDC00');
+    expect(key.path).toBe('$["\\udc00"]');
     expect(key.message).toMatch(/surrogate/);
+  });
+
+  it('a key that is no identifier is named in brackets, as JSON writes it: the path names one place', () => {
+    expect(refusal({ 'user.email': { n: 1n } }).path).toBe('$["user.email"].n'); // not $.user.email
+    expect(refusal({ 'first name': [1n] }).path).toBe('$["first name"][0]');
+    expect(refusal({ ok_1$: { '': 1n } }).path).toBe('$.ok_1$[""]');
+    expect(refusal({ '1st': 1n }).path).toBe('$["1st"]');
   });
 
   it('accepts a valid surrogate pair', () => {
