@@ -167,6 +167,28 @@ export function intOption(name: string, value: number, min: number, max = Number
   return value;
 }
 
+/** The earliest timestamptz, 4713 BC, in ms since the epoch (PostgreSQL, "Date/Time Types"); JavaScript dates reach further. */
+const MIN_TIMESTAMPTZ_MS = -210_866_803_200_000;
+
+/**
+ * A `runAt` option (enqueue's and a child's alike): a Date that timestamptz holds, else
+ * ConfigError saying what was given; a number of ms or a string is named with its fix
+ * (test/spawnOptions.spec.ts, test/db/enqueue.test.ts "bad options").
+ */
+export function runAtOption(value: unknown): Date {
+  // NaN fails the comparison too. Dates before 4713 BC are valid in JavaScript, not in timestamptz (22008).
+  if (value instanceof Date && value.getTime() >= MIN_TIMESTAMPTZ_MS) return value;
+  const given =
+    value instanceof Date
+      ? Number.isNaN(value.getTime())
+        ? 'an Invalid Date'
+        : value.toISOString()
+      : typeof value === 'number' || typeof value === 'string'
+        ? `${typeof value} ${JSON.stringify(value)} (a Date is needed: new Date(${typeof value === 'number' ? 'ms' : 'text'}))`
+        : typeof value;
+  throw new ConfigError(`runAt must be a valid Date from 4713 BC on (timestamptz), got ${given}`);
+}
+
 /**
  * A `scheduler` option: an RxJS SchedulerLike (`now()` and `schedule()`), else ConfigError. Checked
  * where it is given: a VirtualClock passed for its `scheduler` (it has `now()` only) would fail

@@ -10,6 +10,11 @@ test.each([
   [{ maxAttempts: 0 }, /^maxAttempts must be an integer between 1 and 2147483647, got 0$/],
   [{ maxAtempts: 3 }, /^unknown spawn option "maxAtempts"/],
   [{ force: 'yes' }, /^force must be a boolean, got string$/],
+  // As enqueue's: a Date timestamptz holds (one before 4713 BC failed the spawn's statement, 22008,
+  // and was retried), and what was given named.
+  [{ runAt: new Date(-8.64e15) }, /^runAt must be a valid Date from 4713 BC on \(timestamptz\), got -271821-04-20T00:00:00.000Z$/],
+  [{ runAt: new Date('soon') }, /^runAt must be a valid Date from 4713 BC on \(timestamptz\), got an Invalid Date$/],
+  [{ runAt: 1_700_000_000_000 }, /^runAt must be a valid Date from 4713 BC on \(timestamptz\), got number 1700000000000 \(a Date is needed: new Date\(ms\)\)$/],
 ])('a child with %j is refused with a ConfigError', (options, message) => {
   const spawn = () => spawnRows([{ definition: 'child', payload: {}, ...options } as never]);
   expect(spawn).toThrow(ConfigError);

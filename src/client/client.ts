@@ -3,7 +3,7 @@ import { type ClientSchedules, clientSchedules } from './schedules';
 import { createPublish, type PublishItem, type PublishOptions, type PublishResult } from './publish';
 import { createSignal, type SignalOptions, type SignalTarget } from './signals';
 import type { SignalResult } from '../workflows/signals';
-import { intOption, knownKeys, MAX_NAME_BYTES, nameOption, schedulerOption } from '../config';
+import { intOption, knownKeys, MAX_NAME_BYTES, nameOption, runAtOption, schedulerOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
 import { INT4_MAX, type JobId, type JobRecord } from '../db/types';
@@ -218,8 +218,6 @@ export interface Client extends Admin {
 
 /** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace (MAX_NAME_BYTES). */
 const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
-/** The earliest timestamptz, 4713 BC, in ms since the epoch (PostgreSQL, "Date/Time Types"); JavaScript dates reach further. */
-const MIN_TIMESTAMPTZ_MS = -210_866_803_200_000;
 
 /** The keys of ClientOptions: createClient refuses any other. */
 const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', 'ledger', 'scheduler', 'force'];
@@ -314,10 +312,7 @@ export function createClient(options: ClientOptions): Client {
         // included: a longer key would fail the insert with 54000 (test/db/enqueue.test.ts, "bad
         // options are refused with ConfigError before anything is written").
         if (item.idempotencyKey !== undefined) nameOption('idempotencyKey', item.idempotencyKey, MAX_IDEMPOTENCY_KEY_BYTES);
-        if (item.runAt !== undefined && !(item.runAt instanceof Date && item.runAt.getTime() >= MIN_TIMESTAMPTZ_MS)) {
-          // NaN fails the comparison too. Dates before 4713 BC are valid in JavaScript, not in timestamptz (22008).
-          throw new ConfigError('runAt must be a valid Date from 4713 BC on (timestamptz)');
-        }
+        if (item.runAt !== undefined) runAtOption(item.runAt);
         rows.definitions.push(name);
         rows.payloads.push(toJsonText(item.payload));
         rows.priorities.push(item.priority ?? null);

@@ -3,7 +3,7 @@
  * (docs/workflows.md). The parent's counter and its wake are the database's (acta.spawn_children,
  * acta.tell_parents); the rules of the calls are src/workflows/workflow.ts'.
  */
-import { intOption, knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { intOption, knownKeys, MAX_NAME_BYTES, nameOption, runAtOption } from '../config';
 import type { EnqueueRows } from '../db/jobs';
 import { INT4_MAX } from '../db/types';
 import { type Definition, policyKeys } from '../definition';
@@ -67,7 +67,7 @@ export function spawnRows(items: readonly SpawnItem[], known: KnownDefinition = 
     rows.payloads.push(toJsonText(item.payload === undefined ? null : item.payload));
     if (item.priority !== undefined) intOption('priority', item.priority, -INT4_MAX, INT4_MAX);
     if (item.maxAttempts !== undefined) intOption('maxAttempts', item.maxAttempts, 1, INT4_MAX);
-    if (item.runAt !== undefined && !(item.runAt instanceof Date && Number.isFinite(item.runAt.getTime()))) throw new ConfigError('runAt must be a valid Date');
+    if (item.runAt !== undefined) runAtOption(item.runAt);
     const policy = item.onChildFailure ?? 'report';
     if (policy !== 'report' && policy !== 'fail-parent') throw new ConfigError(`onChildFailure is 'report' or 'fail-parent', got ${String(policy)}`);
     if (item.force !== undefined && typeof item.force !== 'boolean') throw new ConfigError(`force must be a boolean, got ${typeof item.force}`);

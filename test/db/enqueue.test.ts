@@ -254,6 +254,9 @@ test('bad options are refused with ConfigError before anything is written, for t
     await expect(countedClient.enqueue('job', {}, options)).rejects.toThrow(name);
     await expect(countedClient.enqueueMany([{ definition: 'job', payload: { ok: true } }, { definition: 'job', payload: {}, ...options }])).rejects.toThrow(ConfigError);
   }
+  // runAt names what it was given, and how to make the Date a number of ms or a text needs.
+  await expect(countedClient.enqueue('job', {}, { runAt: (Date.now() + 60_000) as never })).rejects.toThrow(/^runAt must be a valid Date from 4713 BC on \(timestamptz\), got number \d+ \(a Date is needed: new Date\(ms\)\)$/);
+  await expect(countedClient.enqueue('job', {}, { runAt: '2030-01-01' as never })).rejects.toThrow(/, got string "2030-01-01" \(a Date is needed: new Date\(text\)\)$/);
   // tx must be a transaction: anything without a query function failed mid-call as a TypeError
   // ("q.query is not a function"). Refused before any statement, by every call that takes one.
   for (const tx of [{}, 'x', 42, { query: 'select 1' }]) {
