@@ -95,6 +95,11 @@ beforeAll(async () => {
   await registerWorker(db, { workerId: dead, namespace: 'default', hostname: 'gone-host', pid: 4242, definitions: ['ok'], maxAttempts: [null], leaseMs: 60_000, build: 'v0', policies: {} });
   await db.query(`update acta.workers set status = 'dead', last_heartbeat_at = now() - interval '10 minutes' where id = $1`, [dead]);
   ids.dead = dead;
+  // A worker that crashed with no live worker's recovery pass since: listed alive, silent past 7 heartbeats.
+  const silent = randomUUID();
+  await registerWorker(db, { workerId: silent, namespace: 'default', hostname: 'silent-host', pid: 4343, definitions: ['ok'], maxAttempts: [null], leaseMs: 60_000, build: 'v0', policies: {} });
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '10 minutes' where id = $1`, [silent]);
+  ids.silent = silent;
   // An hour of history in the attempt ledger (the dead worker's attempts), for the chart.
   await db.query(
     `insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged)
@@ -119,7 +124,7 @@ afterAll(async () => {
   await t?.drop();
 });
 
-browserTest('the overview: namespaces with counts by status, attempts per minute, pauses, in flight by worker', async () => {
+browserTest('the overview: namespaces with counts by status, attempts per minute, pauses, in flight by worker (a silent one shown silent)', async () => {
   await page.goto(`${dashboard.url}/`);
   const row = page.locator('#namespaces tr[data-namespace="default"]');
   // ready: later + big; executing: slow; succeeded: ok; failed: flaky.
@@ -127,15 +132,18 @@ browserTest('the overview: namespaces with counts by status, attempts per minute
   // A bar part per minute and outcome: the history's, and this minute's success and failure.
   expect(await page.locator('svg[role="img"] rect').count()).toBe(45 + HISTORY.filter((h) => h.failed > 0).length + 2);
   expect(await page.locator('#totals').innerText()).toContain(`${historySum('succeeded') + 1} succeeded, ${historySum('failed') + 1} failed`);
-  expect(await page.locator('#inflight tbody tr').innerText()).toContain('1'); // the worker holds slow
+  expect(await page.locator(`#inflight tr[data-worker="${worker.id}"]`).innerText()).toMatch(/alive\s+1\s/); // the worker holds slow
+  expect(await page.locator(`#inflight tr[data-worker="${ids.silent}"]`).innerText()).toMatch(/silent\s+0\s/);
+  expect(await page.locator('#worker-counts').innerText()).toMatch(/^1 alive worker, 1 silent past 7 heartbeats \(gone, not yet marked dead\), 1 stopped or dead/);
   await shot('overview');
 });
 
-browserTest('the workers view lists the live worker with what it holds and the dead one', async () => {
+browserTest('the workers view lists the live worker with what it holds, the silent one (listed alive, gone) and the dead one', async () => {
   await page.goto(`${dashboard.url}/`);
   await page.click('header >> text=Workers');
   await expect(page.locator('#workers tr[data-status="alive"]').innerText()).resolves.toContain(ids.slow);
   await expect(page.locator(`#workers tr[data-worker="${ids.dead}"]`).innerText()).resolves.toMatch(/dead[\s\S]*gone-host:4242[\s\S]*v0/);
+  await expect(page.locator(`#workers tr[data-worker="${ids.silent}"]`).innerText()).resolves.toMatch(/silent[\s\S]*silent-host:4343/);
   await shot('workers');
 });
 

@@ -9,6 +9,7 @@ import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db } from '../db/Db';
 import type { PauseAnswer, PauseRecord } from '../db/pauses';
 import { attemptLimit, DEFINITION_MAX_ATTEMPTS_SQL } from '../db/jobs';
+import { WORKER_LIVE_SQL } from '../db/workers';
 import { INT8_MAX, type JobId, type JobStatus, type MaxAttemptsFrom } from '../db/types';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
@@ -93,6 +94,12 @@ export interface WorkerInfo {
   definitions: string[];
   /** As the membership list has it: a worker silent past 7 heartbeats is marked dead by the next recovery pass. */
   status: 'alive' | 'stopped' | 'dead';
+  /**
+   * Listed alive but silent past 7 heartbeats (1.75 × its lease): gone (crashed, or cut off), not
+   * yet marked dead, which only a live worker's recovery pass does; acta why counts it not live
+   * (WORKER_LIVE_SQL). False for every other worker, and for one registered without its lease.
+   */
+  silent: boolean;
   startedAt: Date;
   lastHeartbeatAt: Date;
   stoppedAt: Date | null;
@@ -230,12 +237,13 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
       const ns = nsOf(options.namespace);
       const db = dbOf('listWorkers');
       const { rows } = await run(() =>
-        db.query<{ id: string; namespace: string; hostname: string; pid: number; build: string | null; definitions: string[]; status: WorkerInfo['status']; started_at: Date; last_heartbeat_at: Date; stopped_at: Date | null; silent_ms: number; holds: string[] }>(
+        db.query<{ id: string; namespace: string; hostname: string; pid: number; build: string | null; definitions: string[]; status: WorkerInfo['status']; silent: boolean; started_at: Date; last_heartbeat_at: Date; stopped_at: Date | null; silent_ms: number; holds: string[] }>(
           `with held as (
              select j.lease_holder, array_agg(j.id::text order by j.id) as ids
              from acta.jobs j where j.namespace = $1 and j.status = 'executing' and j.lease_expires_at is not null group by j.lease_holder
            )
-           select w.id, w.namespace, w.hostname, w.pid, w.build, w.definitions, w.status, w.started_at, w.last_heartbeat_at, w.stopped_at,
+           select w.id, w.namespace, w.hostname, w.pid, w.build, w.definitions, w.status, w.status = 'alive' and not ${WORKER_LIVE_SQL} as silent,
+                  w.started_at, w.last_heartbeat_at, w.stopped_at,
                   extract(epoch from now() - w.last_heartbeat_at) * 1000 as silent_ms, coalesce(h.ids, '{}') as holds
            from acta.workers w left join held h on h.lease_holder = w.id
            where w.namespace = $1 and (w.status = 'alive' or coalesce(w.stopped_at, w.last_heartbeat_at) > now() - interval '1 day')
@@ -251,6 +259,7 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
         build: r.build,
         definitions: r.definitions,
         status: r.status,
+        silent: r.silent,
         startedAt: r.started_at,
         lastHeartbeatAt: r.last_heartbeat_at,
         stoppedAt: r.stopped_at,

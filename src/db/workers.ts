@@ -1,6 +1,15 @@
 import type { Queryable } from './Db';
 import type { DeclaredPolicy, HeartbeatArgs, HeartbeatResult, PassSchedule, RegisterArgs } from './types';
 
+/**
+ * A worker the membership list has alive is live while its last beat is within 7 H (1.75 of its
+ * lease, migration 0022): past that it is gone, though only a live worker's recovery pass marks it
+ * dead, so when every worker crashed their rows stay alive (test/db/why.test.ts, "workers that
+ * stopped beating"). A row without its lease (registered before 0022) counts as live. A condition
+ * on `acta.workers w`: acta why and listWorkers judge by it alike (docs/operating.md, "acta workers").
+ */
+export const WORKER_LIVE_SQL = `(w.lease_ms is null or w.last_heartbeat_at >= now() - w.lease_ms * interval '1.75 millisecond')`;
+
 /** The passes every worker runs when none are named: the recovery pass, every lease (docs/DESIGN.md, "The lease clock"). */
 const recoveryOnly = (leaseMs: number): PassSchedule[] => [{ name: 'recovery', intervalMs: leaseMs }];
 

@@ -6,6 +6,7 @@
  */
 import type { Queryable } from '../db/Db';
 import type { JobId, JobStatus } from '../db/types';
+import { WORKER_LIVE_SQL as LIVE } from '../db/workers';
 
 export type WhyCause =
   | 'ended' // Succeeded or Cancelled
@@ -82,14 +83,6 @@ interface Facts {
   builds_lacking: string[] | null;
   ahead: string;
 }
-
-/**
- * A worker the membership list has alive is live while its last beat is within 7 H (1.75 of its
- * lease, migration 0022): past that it is gone, though only a live worker's recovery pass marks it
- * dead, so when every worker crashed their rows stay alive (test/db/why.test.ts, "workers that
- * stopped beating"). A row without its lease (registered before 0022) counts as live.
- */
-const LIVE = `(w.lease_ms is null or w.last_heartbeat_at >= now() - w.lease_ms * interval '1.75 millisecond')`;
 
 /** The facts of one job, in one statement (index-backed: each probe is by primary key or a policy index of migration 0008). */
 const FACTS = `

@@ -156,6 +156,40 @@ test('listWorkers shows each worker with its build, status and the jobs it holds
   expect(ns.pauses).toMatchObject([{ definition: 'x', pausedBy: 'me' }]);
 });
 
+test('listWorkers shows a worker listed alive but silent past 7 heartbeats as silent (as acta why judges it), and the CLI table says so', async () => {
+  // Lease 60 s: H = 15 s, gone after 7 H = 105 s of silence (WORKER_LIVE_SQL).
+  const [quiet, gone, stopped] = [await worker(['x']), await worker(['x']), await worker(['x'])];
+  await stopWorker(db, stopped);
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '100 seconds' where id = $1`, [quiet]);
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '110 seconds' where id = any ($1)`, [[gone, stopped]]);
+  // A worker of the previous revision registers without its lease: never silent.
+  const old = '00000000-0000-4000-8000-0000000000aa';
+  await db.query(`select acta.register_worker($1, 'default', 'old-host', 1, array['x'], array[null::integer], array['recovery'], array[60000], null, null)`, [old]);
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '1 day' where id = $1`, [old]);
+  const byId = new Map((await client.listWorkers()).map((w) => [w.id, w]));
+  expect([quiet, gone, stopped, old].map((id) => [byId.get(id)?.status, byId.get(id)?.silent])).toEqual([
+    ['alive', false],
+    ['alive', true],
+    ['stopped', false],
+    ['alive', false],
+  ]);
+  expect(byId.get(gone)?.silentMs).toBeGreaterThanOrEqual(110_000);
+  // acta workers' table: the STATUS column.
+  const { registerAdminCommands } = await import('../../src/ops/cli/admin');
+  const { Command } = await import('commander');
+  const out: string[] = [];
+  const log = jest.spyOn(console, 'log').mockImplementation((line: string) => void out.push(line));
+  try {
+    const cli = new Command().exitOverride();
+    registerAdminCommands(cli, ((_ns: string, fn: (c: Client) => Promise<unknown>) => fn(client)) as never);
+    await cli.parseAsync(['node', 'acta', 'workers']);
+  } finally {
+    log.mockRestore();
+  }
+  const status = (id: string) => out.join('\n').split('\n').find((l) => l.startsWith(id))?.split(/\s+/)[1];
+  expect([quiet, gone, stopped, old].map(status)).toEqual(['alive', 'silent', 'stopped', 'alive']);
+});
+
 test('the listings and counts read indexes, not the table, on a table of 200,000 jobs with statistics', async () => {
   await db.query(`insert into acta.jobs (namespace, definition, payload, status, finished_at, lease_holder, lease_expires_at)
                   select 'default', 'd' || (g % 10), '{}', case when g % 1000 = 0 then 'failed' when g % 997 = 0 then 'executing' when g % 10 = 0 then 'ready' else 'succeeded' end,

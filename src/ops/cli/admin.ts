@@ -126,14 +126,15 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
 
   cli
     .command('workers')
-    .description('the workers of a namespace: alive, stopped or dead, build, definitions, and the jobs each holds')
+    .description('the workers of a namespace: alive, silent (listed alive, no beat for 7 heartbeats: gone), stopped or dead, build, definitions, and the jobs each holds')
     .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .option('--json', 'one JSON object per line')
     .action(async (o: { namespace: string; json?: boolean }) => {
       const workers = await withClient(o.namespace, (client) => client.listWorkers());
       printRows(o.json, workers, () => [
         ['ID', 'STATUS', 'HOST', 'PID', 'BUILD', 'LAST BEAT', 'HOLDS', 'DEFINITIONS'],
-        ...workers.map((w) => [w.id, w.status, w.hostname, String(w.pid), w.build ?? '', `${ago(w.silentMs)} ago`, w.holds.length > 0 ? `${w.holds.length}: ${w.holds.slice(0, 5).join(', ')}` : '0', w.definitions.join(', ')]),
+        // A worker listed alive but silent past 7 heartbeats is gone (WorkerInfo.silent; docs/operating.md, "Admin commands").
+        ...workers.map((w) => [w.id, w.silent ? 'silent' : w.status, w.hostname, String(w.pid), w.build ?? '', `${ago(w.silentMs)} ago`, w.holds.length > 0 ? `${w.holds.length}: ${w.holds.slice(0, 5).join(', ')}` : '0', w.definitions.join(', ')]),
       ]);
     });
 

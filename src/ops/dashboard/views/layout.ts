@@ -30,7 +30,7 @@ th{background:#eef0f4;font-weight:600;font-size:12px;text-transform:uppercase;co
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .s{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;background:#e3e6eb}
 .s-succeeded{background:#d4f3dc}.s-failed{background:#fbd5d5}.s-executing{background:#d7e6ff}
-.s-cancelled{background:#eee}.s-waiting{background:#fff1c7}.s-alive{background:#d4f3dc}.s-dead{background:#fbd5d5}
+.s-cancelled{background:#eee}.s-waiting{background:#fff1c7}.s-alive{background:#d4f3dc}.s-dead{background:#fbd5d5}.s-silent{background:#fde2c4}
 .s-open{background:#fbd5d5}.s-resolved{background:#d4f3dc}.s-paused{background:#fff1c7}
 form.inline{display:inline}button{cursor:pointer;padding:2px 10px;margin:0 2px}
 pre{background:#fff;border:1px solid #e3e6eb;padding:8px;overflow:auto;max-height:360px;white-space:pre-wrap;word-break:break-all}

@@ -8,6 +8,7 @@ import { type Html, html } from '../html';
 import type { MinuteCounts } from '../queries';
 import { attemptsChart } from './chart';
 import { actionButton, ago, href, layout, status, time, type ViewContext } from './layout';
+import { shownStatus } from './workers';
 
 const STATUSES: JobStatus[] = ['ready', 'executing', 'waiting', 'succeeded', 'failed', 'cancelled'];
 
@@ -15,7 +16,9 @@ const count = (n: number) => (n >= COUNT_CAP ? `≥ ${n.toLocaleString('en')}` :
 
 export function overviewPage(ctx: ViewContext, data: { namespaces: NamespaceInfo[]; minutes: MinuteCounts[]; workers: WorkerInfo[] }, flash?: string | null): Html {
   const ns = data.namespaces.find((n) => n.name === ctx.namespace);
+  // Listed alive: the live ones and the silent (gone, not yet marked dead), whose leases still hold their jobs.
   const alive = data.workers.filter((w) => w.status === 'alive');
+  const silent = alive.filter((w) => w.silent).length;
   const sum = (k: 'succeeded' | 'failed' | 'other') => data.minutes.reduce((a, m) => a + m[k], 0);
   const pauseForm = ctx.readOnly
     ? ''
@@ -46,9 +49,9 @@ ${ns.pauses.map((p) => html`<tr data-pause="${p.definition ?? ''}"><td>${p.defin
 ${pauseForm}
 
 <h2>In flight by worker</h2>
-<p>${alive.length} alive worker${alive.length === 1 ? '' : 's'}, ${data.workers.length - alive.length} stopped or dead in the last day (<a href="${href(ctx, '/workers')}">all workers</a>).</p>
+<p id="worker-counts">${alive.length - silent} alive worker${alive.length - silent === 1 ? '' : 's'}, ${silent > 0 ? `${silent} silent past 7 heartbeats (gone, not yet marked dead), ` : ''}${data.workers.length - alive.length} stopped or dead in the last day (<a href="${href(ctx, '/workers')}">all workers</a>).</p>
 <table id="inflight"><thead><tr><th>worker</th><th>host</th><th>status</th><th>in flight</th><th>last heartbeat</th></tr></thead><tbody>
-${alive.map((w) => html`<tr><td><code>${w.id}</code></td><td>${w.hostname}:${w.pid}</td><td>${status(w.status)}</td><td class="n">${w.holds.length}</td><td>${ago(w.silentMs)} ago</td></tr>`)}
+${alive.map((w) => html`<tr data-worker="${w.id}"><td><code>${w.id}</code></td><td>${w.hostname}:${w.pid}</td><td>${status(shownStatus(w))}</td><td class="n">${w.holds.length}</td><td>${ago(w.silentMs)} ago</td></tr>`)}
 </tbody></table>`;
   return layout(ctx, `Overview`, body, flash);
 }
