@@ -1,7 +1,27 @@
 import * as http from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { CompletionOutcome } from '../db/types';
 import type { Permits } from './permits';
 import type { Registry as InFlight } from './registry';
+
+/**
+ * Every label value a labelled counter counts, each given its series at 0 when the registry is made:
+ * a series that appears only at its first event is invisible to rate() and to alerts on it until
+ * then (test/metrics.spec.ts). A Record, so a new CompletionOutcome must be listed here to compile.
+ */
+const OUTCOMES: Record<CompletionOutcome, true> = {
+  succeeded: true,
+  failed: true,
+  failed_final: true,
+  handed_back: true,
+  expired: true,
+  rate_limited: true,
+  cancelled: true,
+  skipped: true,
+  signal_wait: true,
+  children_wait: true,
+};
+const CHARGED = ['true', 'false'] as const;
 
 /**
  * A worker's Prometheus metrics (docs/DESIGN.md, "Names": `acta_` prefix, base units, `_total`
@@ -67,6 +87,8 @@ export class WorkerMetrics {
     this.writeRetries = new Counter({ name: 'acta_completion_write_retries_total', help: 'Repeats of failed completion writes', registers });
     this.heartbeatFailures = new Counter({ name: 'acta_heartbeat_failures_total', help: 'Failed heartbeat calls', registers });
     this.recovered = new Counter({ name: 'acta_recovered_jobs_total', help: 'Rows returned by recovery passes this worker ran', labelNames: ['charged'], registers });
+    for (const outcome of Object.keys(OUTCOMES)) this.completions.inc({ outcome }, 0);
+    for (const charged of CHARGED) this.recovered.inc({ charged }, 0);
     this.listenerReconnects = new Counter({ name: 'acta_listener_reconnects_total', help: 'Times the LISTEN connection was lost and LISTEN was in effect again', registers });
     this.degraded = new Gauge({
       name: 'acta_worker_degraded',

@@ -1,0 +1,19 @@
+// A worker's Prometheus metrics as a scrape of a fresh worker reads them (src/worker/metrics.ts;
+// docs/operating.md, "Metrics"): every labelled counter has a series per known label value at 0
+// before its first event, so rate() and alerts on it see a series from the start.
+import pino from 'pino';
+import { createWorker, defineJob } from '../src';
+import { memoryLedger } from '../src/testing';
+
+test("a fresh worker's metrics list acta_completions_total for every outcome and acta_recovered_jobs_total for charged true and false, at 0", async () => {
+  const job = defineJob({ name: 'job', handler: () => undefined });
+  const worker = createWorker({ ledger: memoryLedger(), definitions: [job], logger: pino({ level: 'silent' }), listen: false });
+  const text = await worker.metrics.registry.metrics();
+  const series = (name: string) => text.split('\n').filter((l) => l.startsWith(`${name}{`));
+  const outcomes = ['succeeded', 'failed', 'failed_final', 'handed_back', 'expired', 'rate_limited', 'cancelled', 'skipped', 'signal_wait', 'children_wait'];
+  expect(series('acta_completions_total').sort()).toEqual(outcomes.map((o) => `acta_completions_total{outcome="${o}"} 0`).sort());
+  expect(series('acta_recovered_jobs_total').sort()).toEqual(['acta_recovered_jobs_total{charged="false"} 0', 'acta_recovered_jobs_total{charged="true"} 0']);
+  // A counted event adds to its series, not a second one.
+  worker.metrics.completions.inc({ outcome: 'succeeded' }, 2);
+  expect((await worker.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('acta_completions_total{outcome="succeeded"}'))).toEqual(['acta_completions_total{outcome="succeeded"} 2']);
+});
