@@ -1,11 +1,12 @@
 // acta jobs retry|cancel|delete with ids (src/ops/cli/admin.ts; docs/operating.md, "Admin commands"):
 // ids the action did not change are named on stderr with the rule, and the exit code is 1, as
-// `acta cancel` does for one job; a filter that matches nothing is not an error. The client is a
-// stub answering as the database would: these are the CLI's rules, not the database's.
+// `acta cancel` does for one job, each with why: its status and the rule, or no such job; a filter
+// that matches nothing is not an error. The client and the database are stubs answering as the
+// database would (`statuses`: the jobs the namespace has): these are the CLI's rules, not the database's.
 import { Command } from 'commander';
 import { registerAdminCommands } from '../src/ops/cli/admin';
 
-async function run(args: string[], answers: { retryJobs?: string[]; cancelJobs?: { cancelled: string[]; requested: string[] }; deleteJobs?: string[] }) {
+async function run(args: string[], answers: { retryJobs?: string[]; cancelJobs?: { cancelled: string[]; requested: string[] }; deleteJobs?: string[]; statuses?: Record<string, string> }) {
   const out: string[] = [];
   const err: string[] = [];
   const log = jest.spyOn(console, 'log').mockImplementation((line: string) => void out.push(line));
@@ -14,7 +15,10 @@ async function run(args: string[], answers: { retryJobs?: string[]; cancelJobs?:
   try {
     const cli = new Command().exitOverride();
     const client = { retryJobs: async () => answers.retryJobs, cancelJobs: async () => answers.cancelJobs, deleteJobs: async () => answers.deleteJobs };
-    registerAdminCommands(cli, ((_ns: string, fn: (c: unknown) => Promise<unknown>) => fn(client)) as never);
+    const db = {
+      query: async (_text: string, [, ids]: [string, string[]]) => ({ rows: ids.filter((id) => answers.statuses?.[id] !== undefined).map((id) => ({ id, status: answers.statuses?.[id] })) }),
+    };
+    registerAdminCommands(cli, ((_ns: string, fn: (c: unknown, d: unknown) => Promise<unknown>) => fn(client, db)) as never);
     await cli.parseAsync(['node', 'acta', ...args]);
     return { out, err, exitCode: process.exitCode };
   } finally {
@@ -24,18 +28,30 @@ async function run(args: string[], answers: { retryJobs?: string[]; cancelJobs?:
   }
 }
 
-test('ids not changed are named with the rule, exit 1; the ones changed are printed', async () => {
-  expect(await run(['jobs', 'cancel', '7', '99999'], { cancelJobs: { cancelled: ['7'], requested: [] } })).toEqual({
+test('ids not changed are named with why: the job\'s status and the rule, or no such job; exit 1; the ones changed are printed', async () => {
+  expect(await run(['jobs', 'cancel', '7', '99999', '8'], { cancelJobs: { cancelled: ['7'], requested: [] }, statuses: { 7: 'cancelled', 8: 'succeeded' } })).toEqual({
     out: ['cancelled: 1 (7)', 'requested: 0'],
-    err: ['acta: jobs cancel: job 99999 not cancelled (finished, or no such job in namespace "default")'],
+    err: ['acta: jobs cancel: no job 99999 in namespace "default"', 'acta: jobs cancel: job 8 is succeeded: only Ready, Waiting or Executing jobs are cancelled'],
     exitCode: 1,
   });
-  expect(await run(['jobs', 'retry', '2', '3', '--json'], { retryJobs: [] })).toEqual({
-    out: ['{"retried":[],"unchanged":["2","3"]}'],
-    err: ['acta: jobs retry: jobs 2, 3 not retried (not Failed or Cancelled, or no such job in namespace "default")'],
+  // The trial's case: a Succeeded job is not retried, and the line says it is Succeeded.
+  expect(await run(['jobs', 'retry', '12', '3', '--json'], { retryJobs: [], statuses: { 12: 'succeeded' } })).toEqual({
+    out: ['{"retried":[],"unchanged":["12","3"]}'],
+    err: ['acta: jobs retry: job 12 is succeeded: only Failed or Cancelled jobs are retried', 'acta: jobs retry: no job 3 in namespace "default"'],
     exitCode: 1,
   });
-  expect((await run(['jobs', 'delete', '9', '--namespace', 'ops'], { deleteJobs: [] })).err).toEqual(['acta: jobs delete: job 9 not deleted (not finished: cancel it first; or no such job in namespace "ops")']);
+  // As typed (leading zeros), read as the database's id; beyond bigint is no job's.
+  expect((await run(['jobs', 'delete', '009', '99999999999999999999', '--namespace', 'ops'], { deleteJobs: [], statuses: { 9: 'ready' } })).err).toEqual([
+    'acta: jobs delete: job 009 is ready: only finished jobs (Succeeded, Failed, Cancelled) are deleted: cancel it first',
+    'acta: jobs delete: no job 99999999999999999999 in namespace "ops"',
+  ]);
+  // A job that reached a status the action takes after it ran: not blamed on the rule.
+  expect((await run(['jobs', 'retry', '5'], { retryJobs: [], statuses: { 5: 'failed' } })).err).toEqual(['acta: jobs retry: job 5 is failed now, and was not when the retry ran: run it again']);
+  // The first 20 are named, the rest counted.
+  const many = Array.from({ length: 23 }, (_, i) => String(100 + i));
+  const { err } = await run(['jobs', 'retry', ...many], { retryJobs: [] });
+  expect(err).toHaveLength(21);
+  expect(err[20]).toBe('acta: jobs retry: and 3 more not retried');
 });
 
 test('every id changed, or a filter: exit 0, nothing on stderr, even when the filter matched nothing', async () => {

@@ -437,6 +437,13 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
 
   // An id as typed with leading zeros is the same job, not reported unchanged.
   expect(JSON.parse((await acta(['jobs', 'cancel', `00${ids[0]}`, '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [], unchanged: [] });
+  // An id not changed: its status and the rule, or no such job (in this namespace), each on its line.
+  expect(await acta(['jobs', 'retry', ids[1], ids[0], '999999', ...ns])).toMatchObject({
+    code: 1,
+    stdout: `retried: 1 (${ids[0]})\n`,
+    stderr: `acta: jobs retry: job ${ids[1]} is ready: only Failed or Cancelled jobs are retried\nacta: jobs retry: no job 999999 in namespace "cli-ops"\n`,
+  });
+  expect((await acta(['jobs', 'cancel', ids[0], ...ns])).stderr).toBe('');
   // A job id past bigint is no such job: not a raw database error.
   expect(await acta(['signal', '9999999999999999999', 'go', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('not delivered to job 9999999999999999999: not_found') });
   // By idempotency key: the key is named as a key, not as a job id.
