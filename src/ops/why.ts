@@ -210,7 +210,10 @@ function readyReasons(f: Facts, now: number, add: (r: WhyReason) => void): void 
   if (f.concurrency_key !== null && f.concurrency_limit !== null) {
     const held = Number(f.key_held ?? 0);
     if (held >= f.concurrency_limit) {
-      add({ cause: 'concurrency', message: `concurrency key "${f.concurrency_key}" full: ${held} of ${f.concurrency_limit} slots held by jobs ${(f.key_holders ?? []).join(', ')}`, blockers: f.key_holders ?? [] });
+      // key_holders: the first 20 (FACTS), so more held than named ends with '…'.
+      const holders = f.key_holders ?? [];
+      const by = `${holders.length === 1 ? 'job' : 'jobs'} ${holders.join(', ')}${held > holders.length ? ', …' : ''}`;
+      add({ cause: 'concurrency', message: `concurrency key "${f.concurrency_key}" full: ${held} of ${f.concurrency_limit} slots held by ${by}`, blockers: holders });
     } else if (f.blocked_by === 'concurrency') {
       add({ cause: 'concurrency', message: `parked on concurrency key "${f.concurrency_key}" (${held} of ${f.concurrency_limit} slots held), reconsidered at ${iso(f.gate_recheck_at)} or when a slot is handed on`, blockers: f.key_holders ?? [], until: f.gate_recheck_at });
     }

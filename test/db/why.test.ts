@@ -82,7 +82,19 @@ test('concurrency key full: held by the jobs that run under it', async () => {
   expect((await claim(w, 'keyed')).rows.map((r) => r.id)).toEqual([a.id]);
   const r = await reason(b.id);
   expect(r).toMatchObject({ cause: 'concurrency', blockers: [a.id] });
-  expect(r.message).toContain('1 of 1 slots held by jobs');
+  expect(r.message).toMatch(new RegExp(`1 of 1 slots held by job ${a.id}$`));
+});
+
+test('concurrency key full with many holders: named in the plural, the first 20 and an ellipsis for the rest', async () => {
+  const wide = defineJob({ name: 'wide', handler, concurrency: { key: () => 'k', limit: 21 } });
+  const w = await worker([wide]);
+  const jobs = await client.enqueueMany(Array.from({ length: 22 }, () => ({ definition: wide, payload: {} })));
+  const holders = (await claim(w, 'wide', 22)).rows.map((r) => r.id).sort((x, y) => Number(x) - Number(y));
+  expect(holders).toHaveLength(21);
+  const waiting = jobs.find((j) => !holders.includes(j.id))!.id;
+  const r = await reason(waiting);
+  expect(r).toMatchObject({ cause: 'concurrency', blockers: holders.slice(0, 20) });
+  expect(r.message).toMatch(new RegExp(`21 of 21 slots held by jobs ${holders.slice(0, 20).join(', ')}, …$`));
 });
 
 test('rate meter shut until T', async () => {
