@@ -1660,7 +1660,9 @@ begin
     returning a.rule, a.subject, a.raised_at, a.resolved_at, a.detail
   )
   select jsonb_agg(jsonb_build_object('rule', c.rule, 'subject', c.subject, 'change', c.change,
-                                      'raisedAt', c.raised_at, 'resolvedAt', c.resolved_at, 'detail', c.detail)
+                                      'raisedAt', to_char(c.raised_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                      'resolvedAt', to_char(c.resolved_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                      'detail', c.detail)
                    order by c.rule, c.subject)
     into v_changes
   from (select r.*, 'raised' as change from raised r

@@ -7,7 +7,9 @@
 -- call changed, else null. Resolved rows older than p_keep_resolved_ms are deleted first.
 -- With p_on_alert, one job of that definition per change is enqueued (acta.enqueue_jobs) in this
 -- transaction, in (rule, subject) order, payload { rule, subject, change, raisedAt, resolvedAt,
--- detail }: delivered durably.
+-- detail }: delivered durably. raisedAt and resolvedAt are ISO 8601 text in UTC to the millisecond,
+-- as JavaScript's toISOString() writes the Date the log line has (test/db/alerts.test.ts).
+-- Truncated, not rounded, as pg reads a timestamptz into a Date.
 -- Rules: worker_dead (a worker recovery marked dead whose last heartbeat is within
 -- p_dead_window_ms), no_live_worker (a declared definition with a Ready row due and no live worker
 -- declaring it), oldest_ready (its oldest due Ready row waited past p_ready_age_ms), failure_rate
@@ -126,7 +128,9 @@ begin
     returning a.rule, a.subject, a.raised_at, a.resolved_at, a.detail
   )
   select jsonb_agg(jsonb_build_object('rule', c.rule, 'subject', c.subject, 'change', c.change,
-                                      'raisedAt', c.raised_at, 'resolvedAt', c.resolved_at, 'detail', c.detail)
+                                      'raisedAt', to_char(c.raised_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                      'resolvedAt', to_char(c.resolved_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                      'detail', c.detail)
                    order by c.rule, c.subject)
     into v_changes
   from (select r.*, 'raised' as change from raised r
