@@ -42,8 +42,9 @@ export function recoveryPass(config: RecoveryPassConfig): Observable<number> {
       total += rows.length;
       if (rows.length > 0) {
         config.onRecovered?.(rows);
+        // Named (the first 20, `recovered` counts them all), so an operator can follow each job (docs/operating.md, "Logs").
         logger.warn(
-          { recovered: rows.length, charged: rows.filter((r) => r.charged).length, failed: rows.filter((r) => r.status === 'failed').length },
+          { recovered: rows.length, charged: rows.filter((r) => r.charged).length, failed: rows.filter((r) => r.status === 'failed').length, jobIds: rows.slice(0, 20).map((r) => r.id) },
           'recovered jobs whose lease expired',
         );
       }
