@@ -2,7 +2,7 @@ import type { Db, ListenHandlers, ListenOptions } from './db/Db';
 import { armSchedules, listSchedules, type ScheduleRecord, setSchedulePaused, unarmedSchedules } from './db/schedules';
 import { armInstants } from './recurring/schedules';
 import { completeExecutions } from './db/executions';
-import { cancelJob, claimJobs, enqueueJobs, type EnqueueRows, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
+import { cancelJob, claimJobs, countJobs, enqueueJobs, type EnqueueRows, type JobCount, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
 import { type AlertRow, type AlertThresholds, evaluateAlerts, readAlerts } from './db/alerts';
 import { releasePasses } from './db/namespaces';
@@ -67,6 +67,8 @@ export interface Ledger {
   fanOutEvents(args: { namespace: string; limit: number; timeoutMs: number }): Promise<FanOutBatch>;
   /** The namespace's alerts as stored, for the acta_alert metric. */
   readAlerts(namespace: string): Promise<{ rule: string; subject: string; open: boolean }[]>;
+  /** The namespace's Ready, Waiting and Executing jobs by definition, each status counted up to `cap`, for the acta_jobs metric. Absent: the worker reports no acta_jobs. */
+  countJobs?(namespace: string, cap: number): Promise<JobCount[]>;
   /** A client's calls. */
   enqueueJobs(namespace: string, rows: EnqueueRows): Promise<{ id: JobId | null; created: boolean }[]>;
   readJob(namespace: string, id: string): Promise<JobRecord | null>;
@@ -110,6 +112,7 @@ export function sqlLedger(db: Db): Ledger {
     pruneJobs: (args) => pruneJobs(db, args),
     evaluateAlerts: (args) => evaluateAlerts(db, args),
     readAlerts: (namespace) => readAlerts(db, namespace),
+    countJobs: (namespace, cap) => countJobs(db, namespace, cap),
     publishEvents: (namespace, rows) => publishEvents(db, namespace, rows),
     fanOutEvents: (args) => fanOutEvents(db, args),
     listSchedules: (namespace, name) => listSchedules(db, namespace, name),

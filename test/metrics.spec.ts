@@ -3,7 +3,8 @@
 // before its first event, so rate() and alerts on it see a series from the start.
 import pino from 'pino';
 import { createWorker, defineJob } from '../src';
-import { memoryLedger } from '../src/testing';
+import { injectFaults, memoryLedger, VirtualClock } from '../src/testing';
+import { JOBS_TTL_MS } from '../src/worker/metrics';
 
 test("a fresh worker's metrics list acta_completions_total for every outcome and acta_recovered_jobs_total for charged true and false, at 0", async () => {
   const job = defineJob({ name: 'job', handler: () => undefined });
@@ -16,4 +17,25 @@ test("a fresh worker's metrics list acta_completions_total for every outcome and
   // A counted event adds to its series, not a second one.
   worker.metrics.completions.inc({ outcome: 'succeeded' }, 2);
   expect((await worker.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('acta_completions_total{outcome="succeeded"}'))).toEqual(['acta_completions_total{outcome="succeeded"} 2']);
+});
+
+test('acta_jobs while the jobs cannot be counted: no series (absent, not 0), and the rest of the scrape is served', async () => {
+  const clock = new VirtualClock();
+  const ledger = memoryLedger({ scheduler: clock.scheduler });
+  const faults = injectFaults(ledger, { scheduler: clock.scheduler });
+  const job = defineJob({ name: 'job', handler: () => undefined });
+  const worker = createWorker({ ledger: faults.ledger, definitions: [job], logger: pino({ level: 'silent' }), listen: false, scheduler: clock.scheduler });
+  faults.fail('countJobs', { times: 1 });
+  const scrape = worker.metrics.registry.metrics();
+  await clock.advance(0);
+  const text = await scrape;
+  expect(text.split('\n').filter((l) => l.startsWith('acta_jobs{'))).toEqual([]);
+  expect(text).toContain('acta_completions_total{outcome="succeeded"} 0');
+  // The next read, a TTL later, counts again.
+  await clock.advance(JOBS_TTL_MS);
+  const next = worker.metrics.registry.metrics();
+  await clock.advance(0);
+  expect((await next).split('\n').filter((l) => l.startsWith('acta_jobs{')).sort()).toEqual(
+    ['executing', 'ready', 'waiting'].map((status) => `acta_jobs{namespace="default",definition="job",status="${status}"} 0`),
+  );
 });

@@ -102,6 +102,32 @@ export async function recoverJobs(q: Queryable, args: { namespace: string; deadA
   return rows.map((r) => ({ id: r.job_id, execution: r.execution, status: r.status, charged: r.charged }));
 }
 
+/** The statuses acta_jobs counts (src/worker/metrics.ts): those a job waits or runs in. */
+export type DepthStatus = 'ready' | 'waiting' | 'executing';
+/** Jobs of one definition in one status, as countJobs reads them. */
+export interface JobCount {
+  definition: string;
+  status: DepthStatus;
+  count: number;
+}
+
+/**
+ * The namespace's Ready, Waiting and Executing jobs by definition, each status counted up to `cap`
+ * (its jobs in id order: past the cap, the split by definition is the oldest ones'), in one
+ * statement along indexes: jobs_list_idx (namespace, status, id) for Ready and Waiting, jobs_lease_idx
+ * for Executing (test/db/jobsMetric.test.ts reads the plan). Cost: the rows counted, heap included.
+ */
+export async function countJobs(q: Queryable, namespace: string, cap: number): Promise<JobCount[]> {
+  const by = (status: DepthStatus, where: string) =>
+    `select '${status}' as status, c.definition, count(*)::integer as count
+       from (select j.definition from acta.jobs j where j.namespace = $1 and ${where} order by j.id limit $2) c group by c.definition`;
+  const { rows } = await q.query<JobCount>(
+    [by('ready', `j.status = 'ready'`), by('waiting', `j.status = 'waiting'`), by('executing', `j.status = 'executing' and j.lease_expires_at is not null`)].join('\nunion all\n'),
+    [namespace, cap],
+  );
+  return rows.map((r) => ({ definition: r.definition, status: r.status, count: Number(r.count) }));
+}
+
 /**
  * The attempt limit that applies to a job: its own, else its definition's (acta.definitions), else
  * 25, as recovery applies it (sql/functions/recover_jobs.sql; docs/decisions/2026-11-30-max-attempts-own-else-definition.md).

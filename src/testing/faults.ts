@@ -13,7 +13,7 @@ const CALLS = [
   'assertReady', 'registerWorker', 'loadPolicies', 'claimJobs', 'completeExecutions', 'heartbeat', 'recoverJobs', 'releasePasses', 'stopWorker',
   'loadSteps', 'recordStep', 'reportProgress', 'armSchedules', 'listSchedules', 'pauseSchedule', 'pruneJobs', 'evaluateAlerts', 'publishEvents',
   'fanOutEvents', 'readAlerts', 'enqueueJobs', 'readJob', 'cancelJob', 'watchJob', 'pause', 'resume', 'listPauses', 'sendSignal', 'spawnChildren',
-  'readChildren',
+  'readChildren', 'countJobs',
 ] as const satisfies readonly FaultyCall[];
 const everyCall: Exclude<FaultyCall, (typeof CALLS)[number]> extends never ? true : false = true;
 void everyCall;

@@ -8,7 +8,7 @@ import { claimJobs } from './memory/claim';
 import { evaluateAlerts, readAlerts } from './memory/alerts';
 import { fanOutEvents, publishEvents } from './memory/outbox';
 import { pruneJobs } from './memory/retention';
-import { cancelJob, completeExecutions, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
+import { cancelJob, completeExecutions, countJobs, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
 import { copyJson, type MemoryDefinition, type MemoryEvent, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySchedule, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
 import { readChildren, sendSignal, spawnChildren } from './memory/workflows';
@@ -103,6 +103,7 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'pruneJobs',
   'evaluateAlerts',
   'readAlerts',
+  'countJobs',
   'publishEvents',
   'fanOutEvents',
   'armSchedules',
@@ -243,6 +244,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     pruneJobs: (args) => call('pruneJobs', (tx) => pruneJobs(store, tx, args)),
     evaluateAlerts: (args) => call('evaluateAlerts', (tx) => evaluateAlerts(store, tx, args)),
     readAlerts: (namespace) => call('readAlerts', () => readAlerts(store, namespace)),
+    countJobs: (namespace, cap) => call('countJobs', () => countJobs(store, namespace, cap)),
     publishEvents: (namespace, rows) => call('publishEvents', (tx) => publishEvents(store, tx, namespace, rows)),
     fanOutEvents: (args) => call('fanOutEvents', (tx) => fanOutEvents(store, tx, args)),
     armSchedules: (namespace) => call('armSchedules', (tx) => armSchedules(store, tx, namespace)),

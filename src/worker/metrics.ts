@@ -1,5 +1,6 @@
 import * as http from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DepthStatus, JobCount } from '../db/jobs';
 import type { CompletionOutcome } from '../db/types';
 import type { Permits } from './permits';
 import type { Registry as InFlight } from './registry';
@@ -23,6 +24,43 @@ const OUTCOMES: Record<CompletionOutcome, true> = {
 };
 const CHARGED = ['true', 'false'] as const;
 
+/** acta_jobs: the statuses counted, each up to this many jobs (as acta namespaces counts), read at most once per JOBS_TTL_MS (docs/operating.md, "Metrics"). */
+const DEPTH_STATUSES: readonly DepthStatus[] = ['ready', 'waiting', 'executing'];
+export const JOBS_COUNT_CAP = 100_000;
+export const JOBS_TTL_MS = 5_000;
+
+/** What acta_jobs reads: the namespace's counts (ledger.countJobs), the worker's definitions (a series each at 0), and a clock for the cache. */
+export interface JobsSource {
+  namespace: string;
+  definitions: readonly string[];
+  count: (cap: number) => Promise<JobCount[]>;
+  now: () => number;
+}
+
+/**
+ * The counts of one read, shared by the scrapes of the next JOBS_TTL_MS (and by scrapes at once):
+ * the database is read at most once per TTL whatever the scrape rate. null when the read failed.
+ */
+function cachedCounts(source: JobsSource): () => Promise<JobCount[] | null> {
+  let last: { at: number; counts: JobCount[] | null } | undefined;
+  let reading: Promise<JobCount[] | null> | undefined;
+  return () => {
+    if (last && source.now() - last.at < JOBS_TTL_MS) return Promise.resolve(last.counts);
+    reading ??= source
+      .count(JOBS_COUNT_CAP)
+      .then(
+        (counts) => counts,
+        () => null,
+      )
+      .then((counts) => {
+        last = { at: source.now(), counts };
+        reading = undefined;
+        return counts;
+      });
+    return reading;
+  };
+}
+
 /**
  * A worker's Prometheus metrics (docs/DESIGN.md, "Names": `acta_` prefix, base units, `_total`
  * for counters, no job id as a label). Each worker has its own prom-client Registry unless one is
@@ -43,11 +81,14 @@ export class WorkerMetrics {
   readonly recovered: Counter<'charged'>;
   readonly listenerReconnects: Counter;
   readonly degraded: Gauge;
+  /** Absent when the ledger cannot count jobs (Ledger.countJobs). */
+  readonly jobs?: Gauge<'namespace' | 'definition' | 'status'>;
   /** Registered by the worker beside these (acta_alert: src/recurring/alerts.ts); unregistered with them. */
   readonly extra: { name: string }[] = [];
 
   /** `degraded`: true while the heartbeat fails or the LISTEN connection is down. */
-  constructor(source: { inflight: InFlight; permits: Permits; degraded?: () => boolean }, registry = new Registry()) {
+  /** `jobs`: what acta_jobs reads (none: no acta_jobs). */
+  constructor(source: { inflight: InFlight; permits: Permits; degraded?: () => boolean; jobs?: JobsSource }, registry = new Registry()) {
     this.registry = registry;
     const registers = [registry];
     this.inflight = new Gauge({
@@ -90,6 +131,7 @@ export class WorkerMetrics {
     for (const outcome of Object.keys(OUTCOMES)) this.completions.inc({ outcome }, 0);
     for (const charged of CHARGED) this.recovered.inc({ charged }, 0);
     this.listenerReconnects = new Counter({ name: 'acta_listener_reconnects_total', help: 'Times the LISTEN connection was lost and LISTEN was in effect again', registers });
+    if (source.jobs) this.jobs = this.jobsGauge(registry, source.jobs);
     this.degraded = new Gauge({
       name: 'acta_worker_degraded',
       help: '1 while the heartbeat fails (nothing is claimed) or the LISTEN connection is down (the safety poll claims), else 0',
@@ -100,10 +142,34 @@ export class WorkerMetrics {
     });
   }
 
+  /**
+   * acta_jobs{namespace,definition,status}: the namespace's jobs waiting or running, by definition
+   * (every worker of the namespace reports the same counts), a series at 0 for each definition this
+   * worker runs. No series while the database cannot be read: absent, not 0.
+   */
+  private jobsGauge(registry: Registry, source: JobsSource): Gauge<'namespace' | 'definition' | 'status'> {
+    const counts = cachedCounts(source);
+    const { namespace } = source;
+    return new Gauge({
+      name: 'acta_jobs',
+      help: `Jobs of the namespace by definition and status (ready, waiting, executing), each status counted up to ${JOBS_COUNT_CAP}, read at most every ${JOBS_TTL_MS / 1_000} s`,
+      labelNames: ['namespace', 'definition', 'status'],
+      registers: [registry],
+      async collect() {
+        const read = await counts();
+        this.reset();
+        if (read === null) return;
+        for (const definition of source.definitions) for (const status of DEPTH_STATUSES) this.set({ namespace, definition, status }, 0);
+        for (const c of read) this.set({ namespace, definition: c.definition, status: c.status }, c.count);
+      },
+    });
+  }
+
   /** Removes this worker's metrics from its registry, so another worker can register into it (runWorker$: the next incarnation). */
   unregister(): void {
     const own = [this.inflight, this.permitsFree, this.batchSize, this.claimDuration, this.claimRowsAsked, this.claimRowsClaimed, this.completions, this.completionsStale, this.writeRetries, this.heartbeatFailures, this.recovered, this.listenerReconnects, this.degraded];
     // prom-client keeps a metric's configuration on it, `name` included (its types leave it out).
+    if (this.jobs) own.push(this.jobs);
     for (const metric of [...own, ...this.extra]) this.registry.removeSingleMetric((metric as unknown as { name: string }).name);
   }
 }

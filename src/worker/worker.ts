@@ -79,7 +79,16 @@ export function createWorker(options: WorkerOptions): Worker {
   const healthy = new BehaviorSubject<boolean>(true);
   /** The LISTEN connection is up (or not used). */
   let listening = true;
-  const metrics = new WorkerMetrics({ inflight: registry, permits, degraded: () => !healthy.value || !listening }, settings.metricsRegistry);
+  const countJobs = ledger.countJobs?.bind(ledger);
+  const metrics = new WorkerMetrics(
+    {
+      inflight: registry,
+      permits,
+      degraded: () => !healthy.value || !listening,
+      jobs: countJobs && { namespace, definitions: names, count: (cap) => countJobs(namespace, cap), now: () => scheduler.now() },
+    },
+    settings.metricsRegistry,
+  );
   // The fleet's alerts as sys.alerts left them, on every worker that declares it (docs/alerts.md).
   if (definitions.has(ALERTS_NAME)) metrics.extra.push(alertMetric(ledger, namespace, metrics.registry) as unknown as { name: string });
   const events = new WorkerEvents(settings.events);

@@ -755,6 +755,27 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
     });
   });
 
+  describe('job counts (acta_jobs: countJobs)', () => {
+    test("the namespace's Ready and Executing jobs by definition, each status up to its cap (the oldest by id); finished ones and another namespace's not counted", async () => {
+      const ns = fresh();
+      const worker = await declare(ns, ['p', 'q']);
+      await ids(ns, [0, 1, 2].map((i) => ({ definition: 'p', payload: { i } })));
+      await ids(ns, [0, 1].map((i) => ({ definition: 'q', payload: { i } })));
+      const rows = (await claim(ns, worker, ['q'], 2)).rows;
+      await complete(worker, completion(rows.slice(0, 1)));
+      await ids(fresh(), [{ definition: 'p' }]);
+      const read = async (cap: number) => (await ledger.countJobs!(ns, cap)).sort((a, b) => (a.status + a.definition < b.status + b.definition ? -1 : 1));
+      expect(await read(100)).toEqual([
+        { definition: 'q', status: 'executing', count: 1 },
+        { definition: 'p', status: 'ready', count: 3 },
+      ]);
+      expect(await read(2)).toEqual([
+        { definition: 'q', status: 'executing', count: 1 },
+        { definition: 'p', status: 'ready', count: 2 },
+      ]);
+    });
+  });
+
   describe('retention (acta.prune_jobs)', () => {
     test('finished rows past their state\'s age go with their attempts, oldest first, at most `limit` a call; rows inside it, live rows, other namespaces stay', async () => {
       const ns = fresh();

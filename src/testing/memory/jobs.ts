@@ -5,7 +5,7 @@
 import { PIPELINE } from '../../config';
 import { missingPolicyKeys, unusedPolicyKeys } from '../../policies/enqueueRule';
 import { retryDelayParam } from '../../db/executions';
-import { attemptLimit, type EnqueueRows, type ProgressRow } from '../../db/jobs';
+import { attemptLimit, type DepthStatus, type EnqueueRows, type JobCount, type ProgressRow } from '../../db/jobs';
 import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
 import { releaseGate } from './gates';
 import { deleteAtCompletion } from './retention';
@@ -337,6 +337,23 @@ export function reportProgress(store: Store, workerId: string, rows: ProgressRow
     n++;
   }
   return n;
+}
+
+/** src/db/jobs.ts countJobs: each status's jobs in id order, up to `cap`, counted by definition (Executing ones with a lease). */
+export function countJobs(store: Store, namespace: string, cap: number): JobCount[] {
+  const out: JobCount[] = [];
+  for (const status of ['ready', 'waiting', 'executing'] as DepthStatus[]) {
+    const by = new Map<string, number>();
+    let seen = 0;
+    for (const j of store.jobsIn(namespace)) {
+      if (seen >= cap) break;
+      if (j.status !== status || (status === 'executing' && j.leaseExpiresAt === null)) continue;
+      seen++;
+      by.set(j.definition, (by.get(j.definition) ?? 0) + 1);
+    }
+    for (const [definition, count] of by) out.push({ definition, status, count });
+  }
+  return out;
 }
 
 /** src/db/jobs.ts readJob: the job of the namespace and its finished attempts (getJob's record), or null. */
