@@ -39,3 +39,18 @@ test('acta_jobs while the jobs cannot be counted: no series (absent, not 0), and
     ['executing', 'ready', 'waiting'].map((status) => `acta_jobs{namespace="default",definition="job",status="${status}"} 0`),
   );
 });
+
+test('acta_alert while the alerts cannot be read: no series, and the rest of the scrape is served (acta_worker_degraded among it)', async () => {
+  const clock = new VirtualClock();
+  const ledger = memoryLedger({ scheduler: clock.scheduler });
+  const faults = injectFaults(ledger, { scheduler: clock.scheduler });
+  const job = defineJob({ name: 'job', handler: () => undefined });
+  const worker = createWorker({ ledger: faults.ledger, definitions: [job], logger: pino({ level: 'silent' }), listen: false, scheduler: clock.scheduler, alerts: true });
+  faults.fail('readAlerts', { times: 1 });
+  const scrape = worker.metrics.registry.metrics();
+  await clock.advance(0);
+  const text = await scrape;
+  expect(text.split('\n').filter((l) => l.startsWith('acta_alert{'))).toEqual([]);
+  expect(text).toContain('# TYPE acta_alert gauge');
+  expect(text).toMatch(/^acta_worker_degraded/m);
+});

@@ -90,9 +90,13 @@ export function alertMetric(ledger: Ledger, namespace: string, registry: Registr
     help: 'Alerts of sys.alerts: 1 while raised, 0 once resolved (docs/alerts.md)',
     labelNames: ['rule', 'subject'],
     registers: [registry],
+    // A failed read leaves the gauge without series for that scrape: the rest of /metrics (among
+    // them acta_worker_degraded, wanted most while the database is down) is still served.
     async collect() {
+      const alerts = await ledger.readAlerts(namespace).catch(() => null);
       this.reset();
-      for (const a of await ledger.readAlerts(namespace)) this.set({ rule: a.rule, subject: a.subject }, a.open ? 1 : 0);
+      if (alerts === null) return;
+      for (const a of alerts) this.set({ rule: a.rule, subject: a.subject }, a.open ? 1 : 0);
     },
   });
 }
