@@ -85,3 +85,96 @@ test('the heading slugs follow GitHub: punctuation dropped, spaces to -, repeats
   const md = "# API reference\n## acta/testing\n## A job's keys\n## `createWorker` options\n```\n# not a heading\n```\n## Errors\n## Errors\n";
   expect([...anchors(md)]).toEqual(['api-reference', 'actatesting', 'a-jobs-keys', 'createworker-options', 'errors', 'errors-1']);
 });
+
+/** The names an entry point exports (`export { a, type B, c as d } from …`), as its users import them. */
+function exportsOf(file: string): string[] {
+  const names: string[] = [];
+  for (const m of read(file).matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)) {
+    for (const part of m[1].split(',')) {
+      const name = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop();
+      if (name) names.push(name);
+    }
+  }
+  return names;
+}
+
+/** The text of a Markdown file from heading `from` (a line) up to the next heading of that level or higher. */
+function section(md: string, from: string): string {
+  const start = md.indexOf(`\n${from}\n`);
+  if (start < 0) throw new Error(`no heading "${from}"`);
+  const level = /^#+/.exec(from)![0].length;
+  const rest = md.slice(start + from.length + 2);
+  const end = rest.search(new RegExp(`^#{1,${level}} `, 'm'));
+  return end < 0 ? rest : rest.slice(0, end);
+}
+
+/** Every `acta_…` / `ACTA_…` literal of src/ outside acta/testing, with its file. */
+function sourceFiles(dir = 'src'): string[] {
+  return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+    const rel = path.join(dir, e.name);
+    if (e.isDirectory()) return rel === path.join('src', 'testing') ? [] : sourceFiles(rel);
+    return rel.endsWith('.ts') ? [rel] : [];
+  });
+}
+
+describe("docs/reference.md names every export, and only what is exported", () => {
+  const reference = read('docs/reference.md');
+  const exportsSection = section(reference, '## Exports');
+  const errorsTable = section(reference, '## Errors');
+  const entries = ['src/index.ts', 'operators/index.ts', 'src/testing/index.ts'];
+  const exported = new Set(entries.flatMap(exportsOf));
+  const errorRows = [...errorsTable.matchAll(/^\| `(\w+)` \| /gm)].map((m) => m[1]);
+
+  test('the three entry points export something (the parse works)', () => {
+    expect(exported.has('createWorker') && exported.has('bufferBounded') && exported.has('runAttempt') && exported.has('runWorker$')).toBe(true);
+  });
+
+  test.each(entries)('every export of %s is in "Exports" (an error class: a row of "Errors")', (entry) => {
+    const missing = exportsOf(entry).filter((name) => !exportsSection.includes(`\`${name}\``) && !errorRows.includes(name));
+    expect(missing).toEqual([]);
+  });
+
+  test('every name "Exports" lists in code style is exported (field names aside)', () => {
+    const listed = [...exportsSection.matchAll(/`([A-Za-z_$][\w$]*)`/g)].map((m) => m[1]);
+    expect([...new Set(listed)].filter((name) => !exported.has(name) && name !== 'refusal')).toEqual([]);
+  });
+
+  test("every error class of src/errors.ts has a row of \"Errors\", and every row's class is exported", () => {
+    const classes = [...read('src/errors.ts').matchAll(/^export class (\w+) extends/gm)].map((m) => m[1]);
+    expect(classes.filter((c) => !errorRows.includes(c))).toEqual([]);
+    expect(errorRows.filter((c) => !exported.has(c))).toEqual([]);
+  });
+
+  test('every error code src/ throws (ACTA_…) is in docs/reference.md', () => {
+    const codes = new Set(sourceFiles().flatMap((f) => [...read(f).matchAll(/'(ACTA_[A-Z_]+)'/g)].map((m) => m[1])));
+    expect(codes.size).toBeGreaterThan(30);
+    expect([...codes].filter((code) => !reference.includes(`\`${code}\``))).toEqual([]);
+  });
+});
+
+test('every command of the command line, and each of its flags, is in README.md or docs/', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { program } = require('../src/ops/cli/main') as typeof import('../src/ops/cli/main');
+  const docs = markdownFiles()
+    .map(read)
+    .join('\n');
+  type Cmd = { name(): string; commands: readonly Cmd[]; options: readonly { long?: string }[] };
+  const missing: string[] = [];
+  const walk = (cmd: Cmd, words: string[]) => {
+    for (const sub of cmd.commands) {
+      if (sub.name() === 'help') continue;
+      const path = [...words, sub.name()];
+      // `acta schedule pause|resume|remove <name>` names each of the three.
+      const parent = path.slice(0, -1).map((w) => `${w} `).join('');
+      if (!new RegExp(`acta ${parent}(?:[\\w-]+\\|)*${sub.name()}\\b`).test(docs)) missing.push(`acta ${path.join(' ')}`);
+      for (const option of sub.options) {
+        if (option.long && option.long !== '--help' && !docs.includes(option.long)) missing.push(`acta ${path.join(' ')} ${option.long}`);
+      }
+      walk(sub, path);
+    }
+  };
+  const cli = program() as unknown as Cmd;
+  expect(cli.commands.length).toBeGreaterThan(10);
+  walk(cli, []);
+  expect(missing).toEqual([]);
+});
