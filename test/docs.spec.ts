@@ -178,3 +178,90 @@ test('every command of the command line, and each of its flags, is in README.md 
   walk(cli, []);
   expect(missing).toEqual([]);
 });
+
+/** A logger call of src/: its level(s) and its message as written (a template's `${…}` kept). */
+interface LogCall {
+  levels: string[];
+  message: string;
+  file: string;
+}
+
+/**
+ * Every `x.info(…)`, `.warn(…)`, `.error(…)`, `.debug(…)` and `x[level](…)` call of src/ (outside
+ * acta/testing) with a literal message, bindings object or not. A computed level's candidates are
+ * the level words quoted in its brackets, else in the 300 characters before the call.
+ */
+function logCalls(): LogCall[] {
+  const out: LogCall[] = [];
+  const call = /(?:\.(info|warn|error|debug)|\[([^\]\n]+)\])\(\s*(?:\{(?:[^{}]|\{[^{}]*\})*\}\s*,\s*)?(['`])((?:\\.|(?!\3)[^\\])*)\3\s*,?\s*\)/g;
+  for (const file of sourceFiles()) {
+    const src = read(file);
+    for (const m of src.matchAll(call)) {
+      if (src.slice(0, m.index).endsWith('console')) continue; // the CLI's own stderr, not a log line
+      let levels = m[1] ? [m[1]] : [...m[2].matchAll(/'(info|warn|error|debug)'/g)].map((l) => l[1]);
+      if (!m[1] && levels.length === 0) levels = [...src.slice(Math.max(0, m.index! - 300), m.index).matchAll(/'(info|warn|error|debug)'/g)].map((l) => l[1]);
+      if (levels.length > 0) out.push({ levels, message: m[4], file });
+    }
+  }
+  return out;
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Whether a documented message is that call's: `…` and `<what>` in the doc, `${…}` in the code, stand for any text. */
+function sameMessage(documented: string, code: string): boolean {
+  const docRe = new RegExp(`^${escapeRe(documented).replace(/…|<\w+>/g, '.*')}$`);
+  const codeRe = new RegExp(`^${escapeRe(code).replace(/\\\$\\\{.*?\\\}/g, '.+')}$`);
+  return docRe.test(code) || codeRe.test(documented);
+}
+
+describe("docs/operating.md's tables against src/", () => {
+  const operating = read('docs/operating.md');
+
+  test('the log lines: each message of the Logs table is a logger call of src/ at the level the table gives', () => {
+    const calls = logCalls();
+    expect(calls.length).toBeGreaterThan(50);
+    const rows = [...section(operating, '## Logs').matchAll(/^\| ([a-z, ]+) \| (.+?) \| .* \|$/gm)].filter((r) => r[1] !== 'level');
+    expect(rows.length).toBeGreaterThan(15);
+    const wrong: string[] = [];
+    for (const [, levelCell, messageCell] of rows) {
+      const messages = [...messageCell.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+      // One level for all the row's messages, one per message, or several for one message ("warn,
+      // then error": its level grows). Debug lines are not the table's concern.
+      const levels = levelCell.split(/,\s*(?:then\s+)?/).filter((l) => l !== 'debug');
+      messages.forEach((message, i) => {
+        const found = calls.filter((c) => sameMessage(message, c.message));
+        if (found.length === 0) return wrong.push(`no logger call says "${message}"`);
+        const want = messages.length === 1 ? levels : levels.length === messages.length ? [levels[i]] : levels;
+        const got = [...new Set(found.flatMap((c) => c.levels))].filter((l) => l !== 'debug');
+        if (got.sort().join() !== [...want].sort().join()) wrong.push(`"${message}": documented ${want.join('/')}, logged ${got.join('/')}`);
+      });
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  test('the log lines: every warn and error line of src/ is in the Logs table (an operator meets it)', () => {
+    const documented = [...section(operating, '## Logs').matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+    const missing = logCalls()
+      .filter((c) => c.levels.some((l) => l === 'warn' || l === 'error'))
+      .filter((c) => !documented.some((d) => sameMessage(d, c.message)))
+      .map((c) => `${c.file}: ${c.message}`);
+    expect(missing).toEqual([]);
+  });
+
+  test('the metrics: every metric src/ registers is a row of the Metrics table with its type and labels, and every row is registered', () => {
+    const registered = new Map<string, string>();
+    for (const file of sourceFiles()) {
+      for (const m of read(file).matchAll(/new (Counter|Gauge|Histogram)\(\{\s*name: '(acta_\w+)',[^]*?(?:labelNames: \[([^\]]*)\]|registers)/g)) {
+        const labels = m[3] ? m[3].replace(/['\s]/g, '') : '';
+        registered.set(labels ? `${m[2]}{${labels}}` : m[2], m[1].toLowerCase());
+      }
+    }
+    expect(registered.size).toBeGreaterThan(10);
+    const documented = new Map<string, string>();
+    for (const [, names, type] of section(operating, '## Metrics').matchAll(/^\| (`acta_[^|]+) \| (\w+) \|/gm)) {
+      for (const [, name] of names.matchAll(/`([^`]+)`/g)) documented.set(name, type.replace(/s$/, ''));
+    }
+    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(registered));
+  });
+});
