@@ -265,3 +265,84 @@ describe("docs/operating.md's tables against src/", () => {
     expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(registered));
   });
 });
+
+describe("the defaults the docs state are the code's", () => {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const config = require('../src/config') as typeof import('../src/config');
+  const retention = require('../src/recurring/retention') as typeof import('../src/recurring/retention');
+  const outbox = require('../src/recurring/outbox') as typeof import('../src/recurring/outbox');
+  const alerts = require('../src/recurring/alerts') as typeof import('../src/recurring/alerts');
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  /** 45000 as the docs write it: 45,000. */
+  const n = (v: number) => v.toLocaleString('en-US');
+  /** The row of a Markdown table whose first cell starts with `cell`. */
+  const row = (md: string, cell: string) => {
+    const found = md.split('\n').find((l) => l.startsWith(`| ${cell}`));
+    if (!found) throw new Error(`no row ${cell}`);
+    return found;
+  };
+  const readme = read('README.md');
+  const worker = section(read('docs/reference.md'), '## Worker');
+
+  test("createWorker's: README.md and reference.md", () => {
+    expect([1, 4, 64].map((cores) => config.defaultExecutors(cores))).toEqual([8, 16, 64]); // 4 per core, 8..64
+    expect(row(worker, '`executors`')).toContain('4 per core, clamped to 8..64');
+    expect(row(readme, '`executors`')).toContain('4 per core, 8..64');
+    const { min, max } = config.HEARTBEAT_INTERVAL_RANGE_MS;
+    expect(row(worker, '`heartbeatIntervalMs`')).toContain(`| ${n(config.leaseClock().heartbeatIntervalMs)} | ${n(min)} .. ${n(max)}:`);
+    expect(row(readme, '`heartbeatIntervalMs`')).toContain(`| ${n(config.DEFAULT_HEARTBEAT_INTERVAL_MS)} | H (${min} ms .. 1 h)`);
+    expect(row(worker, '`safetyPollMs`')).toContain(`| ${n(config.DEFAULT_SAFETY_POLL_MS)} |`);
+    expect(row(readme, '`safetyPollMs`')).toContain(`| ${n(config.DEFAULT_SAFETY_POLL_MS)} |`);
+    expect(row(worker, '`shutdownTimeoutMs`')).toContain(`| ${n(config.DEFAULT_SHUTDOWN_TIMEOUT_MS)} |`);
+    expect(row(worker, '`startTimeoutMs`')).toContain(`| ${n(config.DEFAULT_START_TIMEOUT_MS)} |`);
+    expect(row(readme, '`shutdownTimeoutMs`, `startTimeoutMs`')).toContain(`| ${n(config.DEFAULT_SHUTDOWN_TIMEOUT_MS)}, ${n(config.DEFAULT_START_TIMEOUT_MS)} |`);
+    expect(row(worker, '`executors`')).toContain(`1 .. ${n(config.MAX_EXECUTORS)}`);
+  });
+
+  test("the lease clock's table (DESIGN.md, how-it-works.md) is leaseClock()'s at the default H", () => {
+    const clock = config.leaseClock();
+    const s = (ms: number) => `${ms / 1_000} s`;
+    for (const file of ['docs/DESIGN.md', 'docs/how-it-works.md']) {
+      const md = read(file);
+      expect(row(md, 'lease ')).toContain(`| ${s(clock.leaseMs)} |`);
+      expect(row(md, 'attempt deadline')).toContain(`| ${s(clock.attemptDeadlineMs)} |`);
+      expect(row(md, 'worker dead after')).toContain(`| ${s(clock.workerDeadAfterMs)} |`);
+      expect(row(md, 'recovery interval')).toContain(`| ${s(clock.recoveryIntervalMs)} |`);
+    }
+  });
+
+  test("the command line's help states the same defaults", () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { program } = require('../src/ops/cli/main') as typeof import('../src/ops/cli/main');
+    const cmd = (program() as unknown as { commands: { name(): string; options: { long?: string; description: string }[] }[] }).commands.find((c) => c.name() === 'worker')!;
+    const help = (flag: string) => cmd.options.find((o) => o.long === flag)!.description;
+    expect(help('--executors')).toContain('default 4 per core, 8..64');
+    expect(help('--heartbeat')).toContain(`default ${config.DEFAULT_HEARTBEAT_INTERVAL_MS})`);
+    expect(help('--safety-poll')).toContain(`default ${config.DEFAULT_SAFETY_POLL_MS})`);
+    expect(help('--shutdown-timeout')).toContain(`default ${config.DEFAULT_SHUTDOWN_TIMEOUT_MS})`);
+    expect(help('--start-timeout')).toContain(`default ${config.DEFAULT_START_TIMEOUT_MS})`);
+  });
+
+  test('retention, alerts and outbox: their pages', () => {
+    const day = 86_400_000;
+    const ages = read('docs/retention.md');
+    expect(row(ages, 'Succeeded')).toContain(`| ${retention.DEFAULT_SUCCEEDED_AGE_MS / day} day (`);
+    expect(row(ages, 'Cancelled')).toContain(`| ${retention.DEFAULT_CANCELLED_AGE_MS / day} day (`);
+    expect(row(ages, 'Failed')).toContain(`| ${retention.DEFAULT_FAILED_AGE_MS / day} days (`);
+    expect(ages).toContain(`batches of \`batchSize\` rows (default\n${n(retention.DEFAULT_BATCH_SIZE)})`);
+    expect(ages).toContain(`(default ${n(retention.DEFAULT_BATCH_TIMEOUT_MS)} ms)`);
+    expect(ages).toContain(`(\`passBudgetMs\`, default ${retention.DEFAULT_PASS_BUDGET_MS / 1_000} s)`);
+    const rules = read('docs/alerts.md');
+    const min = (ms: number) => `${ms / 60_000} min`;
+    expect(row(rules, '`worker_dead`')).toContain(`${min(alerts.DEFAULT_DEAD_WINDOW_MS)} (\`deadWindowMs\`)`);
+    expect(row(rules, '`oldest_ready`')).toContain(`${min(alerts.DEFAULT_READY_AGE_MS)} (\`readyAgeMs\`)`);
+    expect(row(rules, '`failure_rate`')).toContain(
+      `window ${min(alerts.DEFAULT_FAILURE_WINDOW_MS)} (\`failureWindowMs\`), rate ${alerts.DEFAULT_FAILURE_RATE} (\`failureRate\`), minimum ${alerts.DEFAULT_FAILURE_MIN_JOBS} jobs (\`failureMinJobs\`)`,
+    );
+    expect(row(rules, '`schedule_late`')).toContain(`${min(alerts.DEFAULT_SCHEDULE_LATE_MS)} (\`scheduleLateMs\`)`);
+    expect(rules).toContain(`\`keepResolvedMs\` (default ${alerts.DEFAULT_KEEP_RESOLVED_MS / day} day)`);
+    expect(read('docs/outbox.md')).toContain(
+      `(default ${outbox.DEFAULT_BATCH_SIZE} events, each a transaction under a ${outbox.DEFAULT_BATCH_TIMEOUT_MS / 1_000} s\n  statement_timeout, halved after a timeout; at most ${outbox.DEFAULT_PASS_BUDGET_MS / 1_000} s per pass)`,
+    );
+  });
+});
