@@ -59,19 +59,59 @@ function checkConnectionString(value: string | undefined): void {
  * (test/faults/noPassword.test.ts). That failure is said plainly, with pg's message after.
  */
 class EndedOnFailedConnect extends Client {
+  /**
+   * A connect not answered within `connectionTimeoutMillis` (set here, not on the pool, whose
+   * option would also bound the wait for a free client) fails with pg's "Connection terminated
+   * due to connection timeout", a transient error; without it a server that takes the TCP
+   * connection and never answers (stopped, overloaded, a silent network) held a CLI command, and
+   * `acta worker` after its start timeout, for good (test/faults/unresponsive.test.ts). The
+   * pool's options are copied with their descriptors: pg-pool keeps the password non-enumerable.
+   */
+  constructor(config?: PoolConfig) {
+    const own = Object.defineProperties({}, Object.getOwnPropertyDescriptors(config ?? {})) as PoolConfig;
+    if (own.connectionTimeoutMillis === undefined) own.connectionTimeoutMillis = connectTimeoutMs(own.connectionString);
+    super(own);
+    this.timeoutMs = own.connectionTimeoutMillis;
+  }
+
+  private readonly timeoutMs: number;
+
   override connect(): Promise<Client>;
   override connect(callback: (err: Error | null, client?: Client) => void): void;
   override connect(callback?: (err: Error | null, client?: Client) => void): Promise<Client> | void {
     if (!callback) return new Promise<Client>((resolve, reject) => this.connect((err) => (err ? reject(err) : resolve(this))));
     super.connect((err: Error | null) => {
       if (err) this.end().catch(() => undefined);
-      callback(err && NO_PASSWORD.test(err.message) ? new Error(`the server asks user ${this.user} for a password, and none was given (in the connection string, PGPASSWORD or ~/.pgpass): ${err.message}`, { cause: err }) : err, this);
+      callback(clearer(err, this.user, this.timeoutMs), this);
     });
   }
 }
 
+/** How long a connect may take when the connection string says nothing (`connect_timeout`): 10 s. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The connect timeout of `connectionString`, ms: its `connect_timeout` parameter in seconds, as
+ * libpq reads it (0 or less: no limit), else CONNECT_TIMEOUT_MS. A value that is not a number is
+ * refused (ConfigError) rather than read as no limit.
+ */
+export function connectTimeoutMs(connectionString: string | undefined): number {
+  const m = connectionString === undefined ? null : /[?&]connect_timeout=([^&#]*)/i.exec(connectionString);
+  if (!m) return CONNECT_TIMEOUT_MS;
+  const seconds = Number(decodeURIComponent(m[1]));
+  if (m[1] === '' || !Number.isFinite(seconds)) throw new ConfigError(`connect_timeout in the connection string is a number of seconds (0: no limit), got "${decodeURIComponent(m[1])}"`);
+  return seconds <= 0 ? 0 : Math.round(seconds * 1000);
+}
+
 /** pg's own words when a server asks for a password and it has none (SCRAM: pg's lib/crypto/sasl.js). */
 const NO_PASSWORD = /client password must be a (non-empty )?string/;
+
+/** A connect's failure in plain words where pg's are cryptic (a missing password, the connect timeout), pg's error as the cause. */
+function clearer(err: Error | null, user: string | undefined, timeoutMs: number): Error | null {
+  if (err && NO_PASSWORD.test(err.message)) return new Error(`the server asks user ${user} for a password, and none was given (in the connection string, PGPASSWORD or ~/.pgpass): ${err.message}`, { cause: err });
+  if (err?.message === 'timeout expired') return new Error(`the server did not answer the connect within ${timeoutMs} ms (connect_timeout in the connection string sets it): timeout expired`, { cause: err });
+  return err;
+}
 
 /**
  * A Db on a PostgreSQL server through `pg.Pool` (TCP keepalive on); LISTEN on a connection of
@@ -81,6 +121,7 @@ const NO_PASSWORD = /client password must be a (non-empty )?string/;
  */
 export function createPgDb(options: PgDbOptions): Db {
   checkConnectionString(options.connectionString);
+  connectTimeoutMs(options.connectionString); // a bad connect_timeout is refused here, before any connect
   const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10, keepAlive: true, Client: EndedOnFailedConnect };
   const pool = options.pool ?? new Pool(poolConfig);
   const ownsPool = options.pool ? options.ownsPool === true : true;

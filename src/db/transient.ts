@@ -48,6 +48,7 @@ const TRANSIENT_MESSAGES = [
   /Connection terminated/i, // "Connection terminated unexpectedly", "... due to connection timeout"
   /not queryable/i, // "Client has encountered a connection error and is not queryable"
   /timeout exceeded when trying to connect/i,
+  /^timeout expired$/, // pg's connectionTimeoutMillis (src/db/pgDb.ts, CONNECT_TIMEOUT_MS)
   /Query read timeout/i,
   /terminating connection/i,
   /the database system is (starting up|shutting down|in recovery mode)/i,
@@ -90,6 +91,18 @@ export function isTransientDbError(err: unknown, depth = 0): boolean {
   if (typeof message === 'string' && TRANSIENT_MESSAGES.some((re) => re.test(message))) return true;
   const cause = (err as { cause?: unknown }).cause;
   return cause !== undefined && cause !== err && isTransientDbError(cause, depth + 1);
+}
+
+/** Transient SQLSTATEs of a statement that lost a race or ran too long on a server that answered. */
+const ANSWERED_SQLSTATES = new Set(['40001', '40P01', '55P03', '57014', '25006']);
+
+/**
+ * True when `err` is transient because the server was not reached or the connection was lost
+ * (not a statement that lost a race): the CLI then names the database it tried (src/ops/cli/main.ts).
+ */
+export function isUnreachableError(err: unknown): boolean {
+  const code = errorCode(err);
+  return isTransientDbError(err) && (code === undefined || !ANSWERED_SQLSTATES.has(code));
 }
 
 /** True when `err` says the acta schema is missing or out of date (run `acta migrate`). */

@@ -17,6 +17,8 @@ test.each([
   ['ECONNRESET', pgError('ECONNRESET')],
   ['pg: Connection terminated unexpectedly', new Error('Connection terminated unexpectedly')],
   ['pg: not queryable', new Error('Client has encountered a connection error and is not queryable')],
+  ["pg: its connect timeout (connectionTimeoutMillis)", new Error('timeout expired')],
+  ['the connect timeout as src/db/pgDb.ts words it', new Error('the server did not answer the connect within 10000 ms (connect_timeout in the connection string sets it): timeout expired', { cause: new Error('timeout expired') })],
   ['AggregateError of refused connects', Object.assign(new AggregateError([pgError('ECONNREFUSED'), pgError('ECONNREFUSED')], ''), {})],
   ['a wrapped transient cause', new Error('claim failed', { cause: pgError('57P01') })],
   ["ENOENT connecting to a server's Unix socket (removed while it restarts)", Object.assign(pgError('ENOENT', 'connect ENOENT /var/run/postgresql/.s.PGSQL.5432'), { syscall: 'connect', address: '/var/run/postgresql/.s.PGSQL.5432' })],

@@ -14,6 +14,9 @@ import { ActaError, EnqueueRefusedError } from '../../errors';
 import { refusedError } from '../../policies/enqueueRule';
 import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
+import { raceTimeout } from '../../worker/shutdown';
+import { isUnreachableError } from '../../db/transient';
+import { asyncScheduler } from 'rxjs';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
 import { int, name } from './args';
@@ -282,11 +285,14 @@ export function program(): Command {
       try {
         await worker.start();
       } catch (err) {
-        // e.g. the schema is not migrated, or the database not reached (StartTimeoutError): main()
-        // prints the message; exit 1 without lingering.
+        // e.g. the schema is not migrated, or the database not reached (StartTimeoutError): say so
+        // and exit 1 at once. The close is bounded: a connect still in flight to a server that does
+        // not answer would hold it (and the process) until its connect timeout
+        // (test/faults/unresponsive.test.ts).
         redis?.disconnect(); // not quit(): with Redis down, a QUIT would wait in ioredis' offline queue
-        await db.close().catch(() => undefined);
-        throw err;
+        await raceTimeout(db.close().catch(() => undefined), CLOSE_AFTER_FAILURE_MS, asyncScheduler);
+        printFailure(err);
+        process.exit(1);
       }
       // A signal during start() (e.g. while the database is unreachable) already stopped it.
       if (signals === 0) logger.info({ target: describeTarget() }, 'acta worker running');
@@ -314,11 +320,24 @@ export async function main(argv = process.argv): Promise<void> {
   try {
     await program().parseAsync(argv);
   } catch (err) {
-    const expected = err instanceof ActaError || err instanceof CommanderError;
-    if (process.env.ACTA_DEBUG || !(err instanceof Error)) console.error(err);
-    else console.error(`acta: ${err.message}${expected ? '' : ' (set ACTA_DEBUG=1 for the stack)'}`);
+    printFailure(err);
     process.exitCode = 1;
   }
+}
+
+/** How long `acta worker` waits for its Db to close after a failed start before it exits 1 anyway, ms. */
+const CLOSE_AFTER_FAILURE_MS = 1_000;
+
+/**
+ * Prints a failure as `acta: <message>` (the error itself with ACTA_DEBUG). A database that was not
+ * reached is named (password masked), so the operator sees which one the command tried
+ * (test/faults/unresponsive.test.ts).
+ */
+function printFailure(err: unknown): void {
+  const expected = err instanceof ActaError || err instanceof CommanderError;
+  if (process.env.ACTA_DEBUG || !(err instanceof Error)) return console.error(err);
+  const where = !expected && isUnreachableError(err) ? ` (the database ${describeTarget()} was not reached: is the server up and reachable, and DATABASE_URL right?)` : '';
+  console.error(`acta: ${err.message}${where}${expected ? '' : ' (set ACTA_DEBUG=1 for the stack)'}`);
 }
 
 if (require.main === module) void main();
