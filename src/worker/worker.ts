@@ -120,6 +120,8 @@ export function createWorker(options: WorkerOptions): Worker {
   let duePassesAtStart: string[] = [];
   /** The registration call in flight: stop() during start() waits for it before marking the worker stopped. */
   let registering: Promise<void> = Promise.resolve();
+  /** The registration call was made (it may commit even if its answer is lost): a stop during the start undoes it. */
+  let registrationSent = false;
   let executorsDone: Promise<void> = Promise.resolve();
   let finalizerDone: Promise<void> = Promise.resolve();
   /** Settles the two promises above when the pipeline is torn down instead of completing. */
@@ -322,6 +324,7 @@ export function createWorker(options: WorkerOptions): Worker {
         registering = (async () => {
           await ledger.assertReady();
           if (state !== 'starting' || timedOut) return; // stop() or the start timeout came meanwhile: do not register at all
+          registrationSent = true;
           const registration = await ledger.registerWorker({
             workerId: id,
             namespace,
@@ -569,10 +572,15 @@ export function createWorker(options: WorkerOptions): Worker {
             metricsServer?.close();
             // A registration cancelled in flight may still commit: after this stop, it would
             // leave the worker's row 'alive' (bounded: the database may be what start() waited for).
-            await raceTimeout(registering.catch(() => undefined), shutdownTimeoutMs, scheduler);
-            // Passes the registration took are not run by this worker: due again at once.
-            if (duePassesAtStart.length > 0) await ledger.releasePasses(namespace, duePassesAtStart).catch(() => undefined);
-            await ledger.stopWorker(id).catch(() => undefined);
+            // None was sent while the schema check still waited (none can be now): nothing to undo,
+            // and no call to wait for, so a stop while the server does not answer is at once
+            // (test/faults/unresponsive.test.ts).
+            if (registrationSent) {
+              await raceTimeout(registering.catch(() => undefined), shutdownTimeoutMs, scheduler);
+              // Passes the registration took are not run by this worker: due again at once.
+              if (duePassesAtStart.length > 0) await ledger.releasePasses(namespace, duePassesAtStart).catch(() => undefined);
+              await ledger.stopWorker(id).catch(() => undefined);
+            }
             state = 'stopped';
             resolveDone();
             return;

@@ -5,11 +5,13 @@
  * - a command fails with the connect timeout, naming the database it tried (was: it hung);
  * - `acta worker` exits 1 at its start timeout with its `acta: …` line (was: it logged "giving up"
  *   and stayed, its Db's close waiting for a connect that never ended);
+ * - SIGTERM while its start waits exits 0 at once (was: it waited for that connect too).
  * A refused connection names the database as well; a bad `connect_timeout` is refused.
  */
 import { execFile } from 'node:child_process';
 import * as net from 'node:net';
 import { eventsFile, exitWithin, killAll, ROOT, spawnWorker } from './harness';
+import { waitFor } from '../helpers/wait';
 
 let silent: net.Server;
 const held: net.Socket[] = [];
@@ -64,4 +66,14 @@ test('`acta worker` against a server that never answers exits 1 at its start tim
   expect(exit).toEqual({ code: 1, signal: null });
   expect(w.output()).toMatch(/\nacta: the worker could not reach the database within 3000 ms of its start/);
   expect(w.lines.at(-1)?.msg).toBe('worker start: the database was not reached within startTimeoutMs; giving up');
+}, 60_000);
+
+test('SIGTERM while the start waits for a server that never answers exits 0 at once, not after the connect (here without a limit)', async () => {
+  const before = held.length;
+  const w = spawnWorker({ dbUrl: `postgres://acta:secret@127.0.0.1:${port}/queue?connect_timeout=0`, events: eventsFile(), args: ['--start-timeout', '120000'] });
+  await waitFor(() => held.length > before || undefined, 'the worker to connect', 20_000);
+  w.kill('SIGTERM');
+  const exit = await exitWithin(w, 45_000);
+  expect(exit).toEqual({ code: 0, signal: null });
+  expect(w.lines.map((l) => l.msg)).toEqual(['signal: stopping gracefully (send it again to exit at once)']);
 }, 60_000);

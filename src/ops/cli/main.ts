@@ -299,7 +299,9 @@ export function program(): Command {
       try {
         await worker.done;
         redis?.disconnect(); // not quit(): with Redis down, a QUIT would wait in ioredis' offline queue
-        await db.close();
+        // Bounded: everything is written by now, and a connect in flight to a server that does not
+        // answer would hold the close until its connect timeout.
+        await raceTimeout(db.close(), CLOSE_AFTER_FAILURE_MS, asyncScheduler);
         process.exit(0);
       } catch (err) {
         logger.error({ err }, 'worker stopped on a fatal error: exiting 1 for the supervisor to restart it');
@@ -325,7 +327,7 @@ export async function main(argv = process.argv): Promise<void> {
   }
 }
 
-/** How long `acta worker` waits for its Db to close after a failed start before it exits 1 anyway, ms. */
+/** How long `acta worker` waits for its Db to close before it exits anyway (1 after a failed start, 0 after a stop), ms. */
 const CLOSE_AFTER_FAILURE_MS = 1_000;
 
 /**
