@@ -9,7 +9,8 @@ import { int, name } from './args';
 import type { Client } from '../../client/client';
 import type { Queryable } from '../../db/Db';
 import type { JobFilter, JobSelection } from '../../client/admin';
-import { INT8_MAX, type JobStatus } from '../../db/types';
+import type { JobStatus } from '../../db/types';
+import { jobIdText } from '../../client/jobId';
 import { ActaError } from '../../errors';
 import { assertPauseDeclared } from '../pauseCheck';
 import { instantOption } from './instant';
@@ -77,10 +78,10 @@ function selectionOf(ids: string[], o: FilterOpts, what: string): JobSelection {
 
 /** The status of each job of `ids` (decimal ids as typed) the namespace has, by its id as the database writes it; one statement by primary key. */
 async function statusesOf(db: Queryable, namespace: string, ids: string[]): Promise<Map<string, JobStatus>> {
-  // An id beyond bigint is no job's (jobIdText, as the client reads one).
-  const known = ids.map((id) => BigInt(id)).filter((n) => n <= INT8_MAX);
+  // As the client reads an id (jobIdText): an id beyond bigint is no job's.
+  const known = ids.map(jobIdText).filter((id): id is string => id !== null);
   if (known.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; status: JobStatus }>('select id::text as id, status from acta.jobs where namespace = $1 and id = any ($2::bigint[])', [namespace, known.map(String)]);
+  const { rows } = await db.query<{ id: string; status: JobStatus }>('select id::text as id, status from acta.jobs where namespace = $1 and id = any ($2::bigint[])', [namespace, known]);
   return new Map(rows.map((r) => [r.id, r.status]));
 }
 
@@ -129,7 +130,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
       if (o.json) console.log(JSON.stringify(ids.length > 0 ? { ...answer, unchanged } : answer));
       else for (const [k, v] of Object.entries(answer)) console.log(`${k}: ${v.length}${v.length > 0 ? ` (${v.slice(0, 20).join(', ')}${v.length > 20 ? ', …' : ''})` : ''}`);
       for (const id of unchanged.slice(0, 20)) {
-        const status = statuses.get(BigInt(id).toString());
+        const status = statuses.get(jobIdText(id) ?? '');
         const why =
           status === undefined
             ? `no job ${id} in namespace "${o.namespace}"`
