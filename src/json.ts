@@ -11,11 +11,13 @@ const JSONB_REJECTS = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
  * Serialises `value` to JSON text that PostgreSQL `jsonb` accepts, or throws InvalidJsonError
  * naming the path of the bad value (`$.a[2].b`). Refused: BigInt, circular references,
  * `undefined`, a function or a symbol at the top level, strings or keys holding `\u0000` or a
- * lone UTF-16 surrogate, which jsonb rejects (PostgreSQL docs, "JSON Types"), and a value that
+ * lone UTF-16 surrogate, which jsonb rejects (PostgreSQL docs, "JSON Types"), a Map, a Set, a WeakMap
+ * or a WeakSet (written as {}, their contents lost), and a value that
  * throws when read (a getter, a Proxy's trap, a revoked Proxy: the reason quotes it). Everything else
  * follows JSON.stringify (undefined members dropped, non-finite numbers to null, toJSON honoured).
  * A text of more than `maxBytes` in UTF-8 (default JSONB_MAX_BYTES; `limit` names the bound) is refused too.
- * Cost: one JSON.stringify and one regex scan; the path is searched only on failure.
+ * Cost: one JSON.stringify, one regex scan and one search for {}; the value is walked only on
+ * failure or when its text holds {}.
  */
 export function toJsonText(value: unknown, maxBytes = JSONB_MAX_BYTES, limit = 'a jsonb value holds'): string {
   let text: string | undefined;
@@ -37,6 +39,12 @@ export function toJsonText(value: unknown, maxBytes = JSONB_MAX_BYTES, limit = '
   if (JSONB_REJECTS.test(text)) {
     const found = findBadValue(value);
     throw new InvalidJsonError(found?.path ?? '$', found?.reason ?? 'string contains \\u0000 or a lone surrogate');
+  }
+  // A Map, a Set (and their weak kinds) serialise as {}, their entries lost: only a text holding
+  // {} can hide one, so only such a text is walked (test/json.spec.ts, "a Map or a Set").
+  if (text.includes('{}')) {
+    const found = findBadValue(value);
+    if (found) throw new InvalidJsonError(found.path, found.reason);
   }
   return text;
 }
@@ -96,6 +104,14 @@ export function errorText(err: unknown): string {
  */
 const member = (path: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
 
+/** Why a Map, Set, WeakMap or WeakSet is refused (JSON.stringify writes each as {}), else undefined. */
+function keyedCollection(v: object): string | undefined {
+  if (v instanceof Map) return 'a Map is not JSON: stored, it would be {} with its entries lost (convert it, e.g. Object.fromEntries(map))';
+  if (v instanceof Set) return 'a Set is not JSON: stored, it would be {} with its members lost (convert it, e.g. [...set])';
+  if (v instanceof WeakMap || v instanceof WeakSet) return `a ${v instanceof WeakMap ? 'WeakMap' : 'WeakSet'} is not JSON: stored, it would be {}`;
+  return undefined;
+}
+
 function findBadValue(value: unknown): { path: string; reason: string } | undefined {
   const ancestors = new Set<unknown>();
   const walk = (v: unknown, path: string): { path: string; reason: string } | undefined => {
@@ -120,6 +136,8 @@ function findBadValue(value: unknown): { path: string; reason: string } | undefi
       return reason ? { path, reason } : undefined;
     }
     if (v === null || typeof v !== 'object') return undefined;
+    const lost = keyedCollection(v);
+    if (lost) return { path, reason: lost };
     if (ancestors.has(v)) return { path, reason: 'circular reference' };
     ancestors.add(v);
     /** Reads one member, or says where reading threw. */

@@ -127,6 +127,26 @@ describe('toJsonText', () => {
     }
   });
 
+  it('a Map or a Set (and their weak kinds) is refused at its path: JSON.stringify writes each as {}, its contents lost', () => {
+    const map = refusal({ a: [1, { byId: new Map([['x', 1]]) }] });
+    expect(map.path).toBe('$.a[1].byId');
+    expect(map.message).toMatch(/a Map is not JSON.*Object\.fromEntries/);
+    expect(refusal({ tags: new Set(['a']) }).message).toMatch(/a Set is not JSON.*\[\.\.\.set\]/);
+    expect(refusal(new Map()).path).toBe('$');
+    expect(refusal([new WeakMap()]).message).toMatch(/WeakMap/);
+    expect(refusal({ s: new WeakSet() }).path).toBe('$.s');
+    // A text holding {} for another reason is walked and stored as it is.
+    expect(toJsonText({ empty: {}, text: '{}', list: [{}] })).toBe('{"empty":{},"text":"{}","list":[{}]}');
+    // toJSON is honoured first: a Map that says how it is written is stored so.
+    class Entries<K, V> extends Map<K, V> {
+      toJSON() {
+        return Object.fromEntries(this);
+      }
+    }
+    expect(toJsonText({ m: new Entries([['k', 1]]) })).toBe('{"m":{"k":1}}');
+    expect(toJsonText({ m: new Entries() })).toBe('{"m":{}}');
+  });
+
   it('honours toJSON when it searches the path', () => {
     const err = refusal({ a: { toJSON: () => ({ inner: [1n] }) } });
     expect(err.path).toBe('$.a.inner[0]');

@@ -1,7 +1,7 @@
 /**
  * Completion writes under faults (docs/DESIGN.md, "The pipeline inside one worker", Finalizer),
  * with an in-process worker on a real PostgreSQL:
- * - outcomes that cannot be stored (NUL or a lone surrogate in jsonb, a circular or BigInt value,
+ * - outcomes that cannot be stored (NUL or a lone surrogate in jsonb, a circular or BigInt value, a Map,
  *   a thrown non-Error) never block their batch: the clean completions of the same batch land,
  *   and each poisoned job ends Failed without new attempts, with a readable error;
  * - a completion write that fails transiently is repeated while the worker holds the job (its
@@ -45,6 +45,7 @@ test('poisoned outcomes next to clean ones in one batch: the clean ones land, th
     surrogate: () => ({ text: 'x\ud800y' }),
     circular: () => circular,
     bigint: () => ({ n: 10n }),
+    map: () => ({ byId: new Map([['a', 1]]) }),
     throwString: () => {
       throw 'plain string thrown'; // eslint-disable-line no-throw-literal
     },
@@ -60,7 +61,7 @@ test('poisoned outcomes next to clean ones in one batch: the clean ones land, th
       return outcomes[kind]();
     },
   });
-  const kinds = ['clean', 'nul', 'clean', 'surrogate', 'circular', 'clean', 'bigint', 'throwString', 'throwCircular', 'clean'];
+  const kinds = ['clean', 'nul', 'clean', 'surrogate', 'circular', 'clean', 'bigint', 'map', 'throwString', 'throwCircular', 'clean'];
   const client = createClient({ force: true, db });
   const ids = (await client.enqueueMany(kinds.map((kind) => ({ definition: 'poison', payload: { kind }, maxAttempts: 5 })))).map((r) => r.id);
   const worker = createWorker({ db, definitions: [poison], logger: silentLogger, executors: 16, heartbeatIntervalMs: 1000 });
@@ -96,6 +97,7 @@ test('poisoned outcomes next to clean ones in one batch: the clean ones land, th
   expect(error('surrogate')).toMatchObject({ name: 'UnstorableResult', message: expect.stringMatching(/\$\.text .*lone UTF-16 surrogate/) });
   expect(error('circular')).toMatchObject({ name: 'UnstorableResult', message: expect.stringMatching(/circular/) });
   expect(error('bigint')).toMatchObject({ name: 'UnstorableResult', message: expect.stringMatching(/\$\.n .*BigInt/) });
+  expect(error('map')).toMatchObject({ name: 'UnstorableResult', message: expect.stringMatching(/\$\.byId .*a Map is not JSON/) });
   expect(error('throwString')).toMatchObject({ name: 'NonErrorThrown', message: 'handler threw a non-Error value (string): plain string thrown' });
   expect(error('throwCircular')).toMatchObject({ name: 'NonErrorThrown', message: expect.stringMatching(/^handler threw a non-Error value \(object\): /) });
 
