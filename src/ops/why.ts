@@ -5,6 +5,7 @@
  * that declares the definition.
  */
 import type { Queryable } from '../db/Db';
+import type { PauseRecord } from '../db/pauses';
 import type { JobId, JobStatus } from '../db/types';
 import { WORKER_LIVE_SQL as LIVE } from '../db/workers';
 
@@ -35,8 +36,11 @@ export interface WhyReason {
   until?: Date | null;
   /** The worker it concerns (running on, or leased by). */
   worker?: string | null;
-  /** Who paused, why, and since when. */
-  pause?: { definition: string | null; by: string | null; reason: string | null; since: Date };
+  /**
+   * The pause: who, why and since when, as client.pause and client.namespaces name them (one
+   * PauseRecord naming for every JSON output: docs/operating.md, "Admin commands"; test/cli.test.ts).
+   */
+  pause?: PauseRecord;
 }
 
 export interface WhyAnswer {
@@ -69,7 +73,7 @@ interface Facts {
   cancel_requested_at: Date | null;
   error_message: string | null;
   concurrency_limit: number | null;
-  pauses: { definition: string; by: string | null; reason: string | null; at: string }[];
+  pauses: { definition: string; paused_by: string | null; reason: string | null; paused_at: string }[];
   holder: { hostname: string; pid: number; status: string; last_heartbeat_at: string; build: string | null; silent: boolean } | null;
   key_holders: string[] | null;
   key_held: string | null;
@@ -94,7 +98,7 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
        case when j.status = 'waiting' and j.wait_names is null then
          (select array_agg(c.id::text order by c.id) from (select c.id from acta.jobs c
             where c.parent_id = j.id and c.status in ('ready', 'executing', 'waiting') order by c.id limit 20) c) end as children_left,
-       coalesce((select jsonb_agg(jsonb_build_object('definition', p.definition, 'by', p.paused_by, 'reason', p.reason, 'at', p.paused_at) order by p.definition)
+       coalesce((select jsonb_agg(jsonb_build_object('definition', p.definition, 'paused_by', p.paused_by, 'reason', p.reason, 'paused_at', p.paused_at) order by p.definition)
                  from acta.pauses p where p.namespace = j.namespace and p.definition in ('', j.definition)), '[]') as pauses,
        (select jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'status', w.status, 'last_heartbeat_at', w.last_heartbeat_at, 'build', w.build,
                                   'silent', w.status = 'alive' and not (${LIVE}))
@@ -199,8 +203,8 @@ function readyReasons(f: Facts, now: number, add: (r: WhyReason) => void): void 
     const scope = p.definition === '' ? `namespace "${f.namespace}"` : `definition "${p.definition}"`;
     add({
       cause: 'paused',
-      message: `${scope} paused by ${p.by ?? 'someone unnamed'} since ${iso(p.at)}${p.reason ? ` (${p.reason})` : ''}`,
-      pause: { definition: p.definition === '' ? null : p.definition, by: p.by, reason: p.reason, since: new Date(p.at) },
+      message: `${scope} paused by ${p.paused_by ?? 'someone unnamed'} since ${iso(p.paused_at)}${p.reason ? ` (${p.reason})` : ''}`,
+      pause: { namespace: f.namespace, definition: p.definition === '' ? null : p.definition, pausedBy: p.paused_by, reason: p.reason, pausedAt: new Date(p.paused_at) },
     });
   }
   if (new Date(f.run_at).getTime() > now) add({ cause: 'not-due', message: `not due until ${iso(f.run_at)}`, until: f.run_at });

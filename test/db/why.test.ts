@@ -70,10 +70,10 @@ test('namespace paused, then definition paused: by whom, since when, why', async
   await worker([plain]);
   const { id } = await client.enqueue(plain, {});
   const p = await client.pause({ by: 'alice', reason: 'incident 12' });
-  expect(await reason(id)).toMatchObject({ cause: 'paused', pause: { definition: null, by: 'alice', reason: 'incident 12', since: p.pausedAt } });
+  expect(await reason(id)).toMatchObject({ cause: 'paused', pause: { namespace: 'default', definition: null, pausedBy: 'alice', reason: 'incident 12', pausedAt: p.pausedAt } });
   await client.resume();
   await client.pause({ definition: 'plain', by: 'bob' });
-  expect(await reason(id)).toMatchObject({ cause: 'paused', pause: { definition: 'plain', by: 'bob' } });
+  expect(await reason(id)).toMatchObject({ cause: 'paused', pause: { definition: 'plain', pausedBy: 'bob' } });
 });
 
 test('concurrency key full: held by the jobs that run under it', async () => {

@@ -1,0 +1,53 @@
+// The command line's --json outputs against a real PostgreSQL, read as an operator would script
+// them: each names a thing as the client's own objects do (docs/operating.md, "Admin commands"), and
+// carries what the text output says. Runs the built bin (`npm test` builds first).
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { createClient, type Client, type Db } from '../src';
+import { createTestDatabase, type TestDatabase } from './helpers/db';
+
+const ROOT = path.resolve(__dirname, '..');
+const BIN = path.join(ROOT, 'bin', 'acta.js');
+
+let tdb: TestDatabase;
+let db: Db;
+let client: Client;
+
+beforeAll(async () => {
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'ops', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+  tdb = await createTestDatabase();
+  db = tdb.open();
+  client = createClient({ db, namespace: 'cli-json', force: true });
+});
+afterAll(async () => {
+  await tdb.drop();
+});
+
+/** Runs `acta <args>` to completion. */
+function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' }, timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+const ns = ['--namespace', 'cli-json'];
+const jsonLines = (stdout: string) => stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+
+test('a pause is named alike in every JSON output: acta pause, namespaces and why --json give the client\'s PauseRecord (pausedBy, pausedAt)', async () => {
+  const { id } = await client.enqueue('cli-json-job', {});
+  await client.pause({ definition: 'cli-json-job', by: 'carol', reason: 'incident 3' });
+  const paused = JSON.parse((await acta(['pause', '--definition', 'cli-json-job', '--force', '--json', ...ns])).stdout) as Record<string, unknown>;
+  const { created, ...record } = paused;
+  expect(created).toBe(false);
+  expect(record).toEqual({ namespace: 'cli-json', definition: 'cli-json-job', pausedBy: 'carol', reason: 'incident 3', pausedAt: expect.any(String) });
+  const spaces = jsonLines((await acta(['namespaces', '--json'])).stdout);
+  expect(spaces.find((n) => n.name === 'cli-json')?.pauses).toEqual([record]);
+  // Before: why's pause was { definition, by, reason, since }.
+  const why = JSON.parse((await acta(['why', id, '--json', ...ns])).stdout) as { reasons: { cause: string; pause?: unknown }[] };
+  expect(why.reasons.find((r) => r.cause === 'paused')?.pause).toEqual(record);
+  // The CLI's JSON is the client's object as JSON.
+  expect(JSON.parse(JSON.stringify((await client.why(id))?.reasons[0].pause))).toEqual(record);
+  await client.resume({ definition: 'cli-json-job' });
+});
