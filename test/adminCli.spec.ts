@@ -35,8 +35,8 @@ test('ids not changed are named with why: the job\'s status and the rule, or no 
     exitCode: 1,
   });
   // The trial's case: a Succeeded job is not retried, and the line says it is Succeeded.
-  expect(await run(['jobs', 'retry', '12', '3', '--json'], { retryJobs: [], statuses: { 12: 'succeeded' } })).toEqual({
-    out: ['{"retried":[],"unchanged":["12","3"]}'],
+  expect(await run(['jobs', 'retry', '12', '3'], { retryJobs: [], statuses: { 12: 'succeeded' } })).toEqual({
+    out: ['retried: 0'],
     err: ['acta: jobs retry: job 12 is succeeded: only Failed or Cancelled jobs are retried', 'acta: jobs retry: no job 3 in namespace "default"'],
     exitCode: 1,
   });
@@ -57,4 +57,27 @@ test('ids not changed are named with why: the job\'s status and the rule, or no 
 test('every id changed, or a filter: exit 0, nothing on stderr, even when the filter matched nothing', async () => {
   expect(await run(['jobs', 'delete', '4', '5'], { deleteJobs: ['4', '5'] })).toEqual({ out: ['deleted: 2 (4, 5)'], err: [], exitCode: undefined });
   expect(await run(['jobs', 'retry', '--status', 'failed'], { retryJobs: [] })).toEqual({ out: ['retried: 0'], err: [], exitCode: undefined });
+});
+
+test('--json carries each unchanged id with the same why as the text lines (reasons: id, status, message), every one of them, not only the first 20', async () => {
+  // Before, --json printed the ids alone: {"retried":[],"unchanged":["12","3"]}.
+  const text = await run(['jobs', 'retry', '12', '3', '007'], { retryJobs: [], statuses: { 12: 'succeeded', 7: 'failed' } });
+  const json = await run(['jobs', 'retry', '12', '3', '007', '--json'], { retryJobs: [], statuses: { 12: 'succeeded', 7: 'failed' } });
+  expect(json.exitCode).toBe(1);
+  expect(json.out).toHaveLength(1);
+  const answer = JSON.parse(json.out[0]);
+  expect(answer).toEqual({
+    retried: [],
+    unchanged: ['12', '3', '007'],
+    reasons: [
+      { id: '12', status: 'succeeded', message: 'job 12 is succeeded: only Failed or Cancelled jobs are retried' },
+      { id: '3', status: null, message: 'no job 3 in namespace "default"' },
+      { id: '007', status: 'failed', message: 'job 007 is failed now, and was not when the retry ran: run it again' },
+    ],
+  });
+  expect(text.err).toEqual(answer.reasons.map((r: { message: string }) => `acta: jobs retry: ${r.message}`));
+  expect(json.err).toEqual(text.err);
+  const many = Array.from({ length: 23 }, (_, i) => String(100 + i));
+  const all = JSON.parse((await run(['jobs', 'cancel', ...many, '--json'], { cancelJobs: { cancelled: [], requested: [] } })).out[0]);
+  expect(all.reasons.map((r: { id: string }) => r.id)).toEqual(many);
 });

@@ -51,3 +51,31 @@ test('a pause is named alike in every JSON output: acta pause, namespaces and wh
   expect(JSON.parse(JSON.stringify((await client.why(id))?.reasons[0].pause))).toEqual(record);
   await client.resume({ definition: 'cli-json-job' });
 });
+
+test('acta jobs retry|cancel|delete --json: each unchanged id with its status and why, the text lines\' words; ids read as `acta job` reads them (leading zeros, beyond bigint: no job)', async () => {
+  const [a, b] = await client.enqueueMany([{ definition: 'cli-json-job', payload: {} }, { definition: 'cli-json-job', payload: {} }]);
+  await client.cancel(b.id);
+  const huge = '9'.repeat(20);
+  // 35 characters, the job itself: before, the client's own id rule (at most 30 digits) refused it as "not a positive integer".
+  const padded = `${'0'.repeat(35 - a.id.length)}${a.id}`;
+  const text = await acta(['jobs', 'retry', a.id, b.id, huge, ...ns]);
+  expect(text).toEqual({
+    code: 1,
+    stdout: `retried: 1 (${b.id})\n`,
+    stderr: `acta: jobs retry: job ${a.id} is ready: only Failed or Cancelled jobs are retried\nacta: jobs retry: no job ${huge} in namespace "cli-json"\n`,
+  });
+  const json = await acta(['jobs', 'delete', padded, huge, '--json', ...ns]);
+  expect(json.code).toBe(1);
+  expect(JSON.parse(json.stdout)).toEqual({
+    deleted: [],
+    unchanged: [padded, huge],
+    reasons: [
+      { id: padded, status: 'ready', message: `job ${padded} is ready: only finished jobs (Succeeded, Failed, Cancelled) are deleted: cancel it first` },
+      { id: huge, status: null, message: `no job ${huge} in namespace "cli-json"` },
+    ],
+  });
+  expect(json.stderr.trim().split('\n')).toEqual((JSON.parse(json.stdout).reasons as { message: string }[]).map((r) => `acta: jobs delete: ${r.message}`));
+  expect(JSON.parse((await acta(['jobs', 'cancel', padded, b.id, '--json', ...ns])).stdout)).toEqual({ cancelled: [a.id, b.id].sort((x, y) => Number(y) - Number(x)), requested: [], unchanged: [], reasons: [] });
+  // The client reads them alike.
+  expect(await client.deleteJobs({ ids: [padded, huge, `0${'9'.repeat(40)}`] })).toEqual([a.id]);
+});

@@ -12,6 +12,7 @@ import { attemptLimit, DEFINITION_MAX_ATTEMPTS_SQL } from '../db/jobs';
 import { WORKER_LIVE_SQL } from '../db/workers';
 import { INT8_MAX, type JobId, type JobStatus, type MaxAttemptsFrom } from '../db/types';
 import { ConfigError } from '../errors';
+import { jobIdText } from './jobId';
 import type { Ledger } from '../ledger';
 
 const STATUSES: readonly JobStatus[] = ['ready', 'executing', 'waiting', 'succeeded', 'failed', 'cancelled'];
@@ -445,7 +446,8 @@ async function inBatches(
   if ('ids' in selection) {
     knownKeys('selection', selection, ['ids', 'namespace']);
     if (!Array.isArray(selection.ids)) throw new ConfigError('ids must be an array of job ids');
-    const ids = selection.ids.map(idText).filter((id): id is string => id !== null);
+    // As every client call reads an id (jobIdText): leading zeros are the job, beyond bigint no job's.
+    const ids = selection.ids.map((id) => jobIdText(id)).filter((id): id is string => id !== null);
     const ns = selection.namespace === undefined ? namespace : nameOption('namespace', selection.namespace, MAX_NAME_BYTES);
     for (let i = 0; i < ids.length; i += ADMIN_BATCH) {
       const batch = ids.slice(i, i + ADMIN_BATCH);
@@ -483,15 +485,4 @@ async function inBatches(
     if (Number(rows[0].n) < ADMIN_BATCH || rows[0].last === null) return out;
     below = rows[0].last;
   }
-}
-
-/** A job id as text (null: beyond bigint, no job has it); ConfigError for anything but a positive integer. */
-function idText(id: unknown): string | null {
-  let n: bigint;
-  if (typeof id === 'string' && /^[0-9]{1,30}$/.test(id)) n = BigInt(id);
-  else if (typeof id === 'number' && Number.isSafeInteger(id)) n = BigInt(id);
-  else if (typeof id === 'bigint') n = id;
-  else throw new ConfigError(`a job id is a positive integer, got ${JSON.stringify(String(id)).slice(0, 80)}`);
-  if (n < 1n) throw new ConfigError(`a job id is a positive integer, got ${n}`);
-  return n > INT8_MAX ? null : n.toString();
 }

@@ -8,9 +8,9 @@ import { MAX_NAME_BYTES } from '../../config';
 import { int, name } from './args';
 import type { Client } from '../../client/client';
 import type { Queryable } from '../../db/Db';
+import { unchangedJobs } from '../unchanged';
 import type { JobFilter, JobSelection } from '../../client/admin';
 import type { JobStatus } from '../../db/types';
-import { jobIdText } from '../../client/jobId';
 import { ActaError } from '../../errors';
 import { assertPauseDeclared } from '../pauseCheck';
 import { instantOption } from './instant';
@@ -76,15 +76,6 @@ function selectionOf(ids: string[], o: FilterOpts, what: string): JobSelection {
   return f;
 }
 
-/** The status of each job of `ids` (decimal ids as typed) the namespace has, by its id as the database writes it; one statement by primary key. */
-async function statusesOf(db: Queryable, namespace: string, ids: string[]): Promise<Map<string, JobStatus>> {
-  // As the client reads an id (jobIdText): an id beyond bigint is no job's.
-  const known = ids.map(jobIdText).filter((id): id is string => id !== null);
-  if (known.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; status: JobStatus }>('select id::text as id, status from acta.jobs where namespace = $1 and id = any ($2::bigint[])', [namespace, known]);
-  return new Map(rows.map((r) => [r.id, r.status]));
-}
-
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : '');
 const ago = (ms: number | null) => (ms === null ? '' : ms < 1_000 ? `${ms} ms` : ms < 120_000 ? `${Math.round(ms / 1_000)} s` : `${Math.round(ms / 60_000)} min`);
 
@@ -113,43 +104,33 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
 
   /**
    * An action on jobs by ids or a filter. Each id it did not change is named with why (exit 1), as
-   * `acta cancel` does for one: the job's status and the rule, or no such job (the first 20, read
-   * after the action in one statement; test/adminCli.spec.ts).
+   * `acta cancel` does for one: the job's status and the rule, or no such job, read after the action
+   * in one statement (src/ops/unchanged.ts): on stderr the first 20, the rest counted; with --json
+   * every one, under `reasons` beside `unchanged` (test/adminCli.spec.ts, test/cliJson.test.ts).
    */
-  const bulk = (name: 'retry' | 'cancel' | 'delete', description: string, acts: JobStatus[], rule: string) =>
+  const bulk = (name: 'retry' | 'cancel' | 'delete', description: string) =>
     withFilter(jobs.command(`${name} [ids...]`).description(description)).action(async (ids: string[], o: FilterOpts) => {
       const selection = selectionOf(ids, o, `jobs ${name}`);
-      const { answer, unchanged, statuses } = await withClient(o.namespace, async (client, db) => {
+      const { answer, reasons } = await withClient(o.namespace, async (client, db) => {
         const answer: Record<string, string[]> =
           name === 'retry' ? { retried: await client.retryJobs(selection) } : name === 'cancel' ? await client.cancelJobs(selection) : { deleted: await client.deleteJobs(selection) };
         const changed = new Set(Object.values(answer).flat());
         // The answer's ids are the database's (`01` is job 1).
         const unchanged = ids.filter((id) => !changed.has(BigInt(id).toString()));
-        return { answer, unchanged, statuses: await statusesOf(db, o.namespace, unchanged.slice(0, 20)) };
+        return { answer, reasons: await unchangedJobs(db, o.namespace, name, unchanged) };
       });
-      if (o.json) console.log(JSON.stringify(ids.length > 0 ? { ...answer, unchanged } : answer));
+      if (o.json) console.log(JSON.stringify(ids.length > 0 ? { ...answer, unchanged: reasons.map((r) => r.id), reasons } : answer));
       else for (const [k, v] of Object.entries(answer)) console.log(`${k}: ${v.length}${v.length > 0 ? ` (${v.slice(0, 20).join(', ')}${v.length > 20 ? ', …' : ''})` : ''}`);
-      for (const id of unchanged.slice(0, 20)) {
-        const status = statuses.get(jobIdText(id) ?? '');
-        const why =
-          status === undefined
-            ? `no job ${id} in namespace "${o.namespace}"`
-            : acts.includes(status)
-              ? `job ${id} is ${status} now, and was not when the ${name} ran: run it again`
-              : `job ${id} is ${status}: ${rule}`;
-        console.error(`acta: jobs ${name}: ${why}`);
-      }
-      if (unchanged.length > 20) console.error(`acta: jobs ${name}: and ${unchanged.length - 20} more not ${PAST[name]}`);
-      if (unchanged.length > 0) process.exitCode = 1;
+      for (const r of reasons.slice(0, 20)) console.error(`acta: jobs ${name}: ${r.message}`);
+      if (reasons.length > 20) console.error(`acta: jobs ${name}: and ${reasons.length - 20} more not ${PAST[name]}`);
+      if (reasons.length > 0) process.exitCode = 1;
     });
-  bulk('retry', 'retry Failed jobs (Cancelled ones with --status cancelled): Ready and due now, attempts reset to 0, in batches of 500', ['failed', 'cancelled'], 'only Failed or Cancelled jobs are retried');
+  bulk('retry', 'retry Failed jobs (Cancelled ones with --status cancelled): Ready and due now, attempts reset to 0, in batches of 500');
   bulk(
     'cancel',
     "cancel Ready and Waiting jobs at once and ask the workers of Executing ones (as acta cancel), in batches of 500; a parent's unfinished child jobs are cancelled with it (not listed)",
-    ['ready', 'waiting', 'executing'],
-    'only Ready, Waiting or Executing jobs are cancelled',
   );
-  bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts', ['succeeded', 'failed', 'cancelled'], 'only finished jobs (Succeeded, Failed, Cancelled) are deleted: cancel it first');
+  bulk('delete', 'delete finished jobs (Succeeded, Failed, Cancelled) with their steps, signals and attempts');
 
   cli
     .command('workers')
