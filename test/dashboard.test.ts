@@ -285,6 +285,45 @@ browserTest('a job page reads its id as `acta job <id>` does: beyond bigint (20 
   expect(await get('0')).toMatchObject({ status: 400, text: expect.stringContaining('a job id is a positive integer, got 0') });
 });
 
+browserTest('an action reads its job id as `acta jobs retry|cancel|delete` does and answers in its words: 20 digits is no job, a job left as it was is named with its status and the rule', async () => {
+  const huge = '9'.repeat(20);
+  const cancelForm = page.locator('form:has(button[data-action="cancel"]) input[name="id"]');
+  // The page's own Cancel form, its id changed as a crafted POST would: before, "400 the action needs a job id".
+  await page.goto(`${dashboard.url}/jobs/${ids.big}`);
+  await cancelForm.evaluate((el, v) => void ((el as unknown as { value: string }).value = v), huge);
+  const [answer] = await Promise.all([page.waitForNavigation(), page.click('button[data-action="cancel"]')]);
+  expect(answer?.status()).toBe(200);
+  expect(await page.locator('.flash').innerText()).toBe(`Not cancelled: no job ${huge} in namespace "default".`);
+  expect(await statusOf(ids.big)).toBe('ready');
+  // Leading zeros are the job, as for `acta jobs cancel 00<id>`.
+  await page.goto(`${dashboard.url}/jobs/${ids.big}`);
+  await cancelForm.evaluate((el, v) => void ((el as unknown as { value: string }).value = v), `00${ids.big}`);
+  await page.click('button[data-action="cancel"]');
+  expect(await statusOf(ids.big)).toBe('cancelled');
+  // A stale page: the job ended meanwhile. Before: "Not cancelled: it had finished." whatever it was.
+  const [{ id }] = await client.enqueueMany([{ definition: 'ok', payload: { n: 10 }, runAt: new Date(Date.now() + 3_600_000) }]);
+  await page.goto(`${dashboard.url}/jobs/${id}`);
+  await client.cancel(id);
+  await page.click('button[data-action="cancel"]');
+  expect(await page.locator('.flash').innerText()).toBe(`Not cancelled: job ${id} is cancelled: only Ready, Waiting or Executing jobs are cancelled.`);
+  // A delete that deleted nothing stays on the job's page.
+  await page.goto(`${dashboard.url}/jobs/${ids.big}`);
+  await page.locator('form:has(button[data-action="delete"]) input[name="id"]').evaluate((el, v) => void ((el as unknown as { value: string }).value = v), huge);
+  await page.click('button[data-action="delete"]');
+  expect(new URL(page.url()).pathname).toBe(`/jobs/${ids.big}`);
+  expect(await page.locator('.flash').innerText()).toBe(`Not deleted: no job ${huge} in namespace "default".`);
+  // No positive integer: the client's ConfigError, a 400 naming it, nothing changed.
+  await page.goto(`${dashboard.url}/jobs/${ids.big}`);
+  await page.locator('form:has(button[data-action="retry"]) input[name="id"]').evaluate((el) => void ((el as unknown as { value: string }).value = '12x'));
+  const [bad] = await Promise.all([page.waitForNavigation(), page.click('button[data-action="retry"]')]);
+  expect(bad?.status()).toBe(400);
+  expect(await page.locator('#error').innerText()).toContain('a job id is a positive integer');
+  expect(logged.filter((l) => l.component === 'dashboard' && l.id === huge).map((l) => [l.action, l.changed, l.status])).toEqual([
+    ['cancel', 0, null],
+    ['delete', 0, null],
+  ]);
+});
+
 browserTest('the schedules view shows each schedule with its cron and fires; the alerts view the open alerts first, then the resolved', async () => {
   await client.schedules.add('ok', { name: 'nightly-ok', cron: '0 3 * * *', timeZone: 'Europe/Berlin', payload: { n: 4 } }, { force: true });
   // Alerts as sys.alerts leaves them in acta.alerts (docs/alerts.md): one open, one resolved.

@@ -13,6 +13,8 @@ import type { Db } from '../../db/Db';
 import { ActaError, ConfigError } from '../../errors';
 import { createLogger, type Logger } from '../../logger';
 import { assertPauseDeclared } from '../pauseCheck';
+import { unchangedJobs, unchangedMessage } from '../unchanged';
+import type { JobStatus } from '../../db/types';
 import { type Html, html } from './html';
 import { attemptsPerMinute, jobDetail } from './queries';
 import { checkAuth, createCsrf, type Csrf, identify, TOKEN_COOKIE } from './security';
@@ -111,7 +113,8 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       if (!csrf.check(who, form.get('csrf'))) throw new HttpError(403, 'the CSRF token is missing or not this dashboard\'s: reload the page and try again');
       const ns = nameOption('namespace', form.get('ns') ?? defaultNamespace, MAX_NAME_BYTES);
       const done = await act(m[1] as Action, createClient({ db, namespace: ns }), form, who, ns);
-      const back = safeBack(form.get('back'), base, m[1] === 'delete' ? form.get('id') : null);
+      // A job deleted leaves its page: back to the job list (one left as it was keeps its page).
+      const back = safeBack(form.get('back'), base, m[1] === 'delete' && done === 'delete:1' ? form.get('id') : null);
       const target = new URL(back, 'http://dashboard');
       target.searchParams.set('done', done);
       return redirect(res, `${target.pathname}${target.search}`);
@@ -120,7 +123,7 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       res.setHeader('allow', 'GET, HEAD, POST');
       throw new HttpError(405, 'GET shows, POST /actions/<name> acts');
     }
-    const flash = flashOf(url.searchParams.get('done'));
+    const flash = flashOf(url.searchParams.get('done'), namespace);
     if (path === '/') {
       const [namespaces, minutes, workers] = await Promise.all([client.namespaces(), attemptsPerMinute(db, namespace, chartMinutes), client.listWorkers()]);
       return send(res, 200, overviewPage(ctx, { namespaces, minutes, workers }, flash));
@@ -150,9 +153,12 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       const v = form.get(k);
       return v === null || v.trim() === '' ? undefined : v.trim();
     };
+    // An id as `acta jobs retry|cancel|delete` and the client read it (jobIdText): a ConfigError
+    // (400) for one that is no positive integer; beyond bigint, no job's (test/dashboard.test.ts).
     const id = () => {
       const v = text('id');
-      if (v === undefined || !/^[0-9]{1,19}$/.test(v)) throw new HttpError(400, 'the action needs a job id');
+      if (v === undefined) throw new HttpError(400, 'the action needs a job id');
+      jobIdText(v);
       return v;
     };
     let n: number;
@@ -183,6 +189,13 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
     } else {
       fields = { definition: text('definition') ?? null };
       n = (await client.resume({ definition: text('definition') })) ? 1 : 0;
+    }
+    if (n === 0 && (action === 'retry' || action === 'cancel' || action === 'delete')) {
+      // Why the job was left as it was, as `acta jobs <action>` says it (src/ops/unchanged.ts): its
+      // status after the action goes into the page's address, the words are made from it there.
+      const [left] = await unchangedJobs(db, namespace, action, [fields.id as string]);
+      log.info({ action, who, namespace, ...fields, changed: 0, status: left.status }, `dashboard: ${action} by ${who}`);
+      return `${action}:0:${left.id}:${left.status ?? 'none'}`;
     }
     log.info({ action, who, namespace, ...fields, changed: n }, `dashboard: ${action} by ${who}`);
     return `${action}:${n}`;
@@ -238,6 +251,8 @@ function safeBack(back: string | null, base: string, deletedId: string | null): 
   return back;
 }
 
+const PAST = { retry: 'retried', cancel: 'cancelled', delete: 'deleted' } as const;
+
 const FLASH: Record<Action, (n: number) => string> = {
   retry: (n) => (n > 0 ? 'Retried: the job is Ready and due now.' : 'Not retried: only a Failed or Cancelled job can be.'),
   cancel: (n) => (n > 0 ? 'Cancelled (a running job: its worker was asked to stop it).' : 'Not cancelled: it had finished.'),
@@ -246,8 +261,15 @@ const FLASH: Record<Action, (n: number) => string> = {
   resume: (n) => (n > 0 ? 'Resumed: workers claim at once.' : 'It was not paused.'),
 };
 
-function flashOf(done: string | null): string | null {
-  const m = done === null ? null : /^([a-z]+):([0-9]+)$/.exec(done);
+const STATUS_WORDS: readonly string[] = ['ready', 'executing', 'waiting', 'succeeded', 'failed', 'cancelled'];
+
+/** The line an action's redirect shows: `action:n`, or for a job left as it was `action:0:<id>:<status | none>` in unchangedMessage's words. */
+function flashOf(done: string | null, namespace: string): string | null {
+  const m = done === null ? null : /^([a-z]+):([0-9]+)(?::([0-9]+):([a-z]+))?$/.exec(done);
   if (!m || !(m[1] in FLASH)) return null;
-  return FLASH[m[1] as Action](Number(m[2]));
+  const action = m[1] as Action;
+  if (m[3] !== undefined && (action === 'retry' || action === 'cancel' || action === 'delete') && (m[4] === 'none' || STATUS_WORDS.includes(m[4]))) {
+    return `Not ${PAST[action]}: ${unchangedMessage(action, m[3], m[4] === 'none' ? null : (m[4] as JobStatus), namespace)}.`;
+  }
+  return FLASH[action](Number(m[2]));
 }
