@@ -445,9 +445,9 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   });
   expect((await acta(['jobs', 'cancel', ids[0], ...ns])).stderr).toBe('');
   // A job id past bigint is no such job: not a raw database error.
-  expect(await acta(['signal', '9999999999999999999', 'go', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('not delivered to job 9999999999999999999: not_found') });
+  expect(await acta(['signal', '9999999999999999999', 'go', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('not delivered to job 9999999999999999999: no job 9999999999999999999 in namespace "cli-ops" (not_found)') });
   // By idempotency key: the key is named as a key, not as a job id.
-  expect(await acta(['signal', '--key', 'no-such-key', 'go', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('not delivered to the job of idempotency key "no-such-key": not_found') });
+  expect(await acta(['signal', '--key', 'no-such-key', 'go', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('not delivered to the job of idempotency key "no-such-key": no job of idempotency key "no-such-key" in namespace "cli-ops" (not_found)') });
   // A schedule name that does not exist: exit 1 with a line (not an empty listing).
   expect(await acta(['schedule', 'list', 'nope', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: 'acta: no schedule "nope" in the namespace\n' });
   expect(JSON.parse((await acta(['jobs', 'delete', '--status', 'cancelled', '--json', ...ns])).stdout)).toEqual({ deleted: [ids[0]] });

@@ -79,3 +79,16 @@ test('acta jobs retry|cancel|delete --json: each unchanged id with its status an
   // The client reads them alike.
   expect(await client.deleteJobs({ ids: [padded, huge, `0${'9'.repeat(40)}`] })).toEqual([a.id]);
 });
+
+test('acta signal says in words why a signal was not delivered, the client\'s reason after it (before: the reason alone, "…: not_found")', async () => {
+  const ended = await client.enqueue('cli-json-job', {});
+  await client.cancel(ended.id);
+  const huge = '9'.repeat(20);
+  expect(await acta(['signal', huge, 'go', ...ns])).toEqual({ code: 1, stdout: '', stderr: `acta: signal "go" not delivered to job ${huge}: no job ${huge} in namespace "cli-json" (not_found)\n` });
+  expect(await acta(['signal', ended.id, 'go', ...ns])).toEqual({ code: 1, stdout: '', stderr: `acta: signal "go" not delivered to job ${ended.id}: job ${ended.id} has ended: a signal reaches a job until it ends (ended)\n` });
+  const waiting = await client.enqueue('cli-json-job', {}, { idempotencyKey: 'cli-json-k' });
+  expect(JSON.parse((await acta(['signal', '--key', 'cli-json-k', 'go', '--idempotency-key', 'once', ...ns])).stdout)).toEqual({ delivered: true, jobId: waiting.id, consumed: false });
+  expect((await acta(['signal', waiting.id, 'go', '--idempotency-key', 'once', ...ns])).stderr).toBe(
+    `acta: signal "go" not delivered to job ${waiting.id}: a signal "go" of idempotency key "once" was delivered to job ${waiting.id} before (duplicate)\n`,
+  );
+});

@@ -30,7 +30,15 @@ export function registerSignalCommand(cli: Command, withClient: WithClient): voi
       const value = payload === undefined ? null : jsonArgument('payload', payload);
       const answer = await withClient(o.namespace, (client) => client.signal(o.key ? { idempotencyKey: job } : job, name, value, { idempotencyKey: o.idempotencyKey }));
       const to = o.key ? `the job of idempotency key ${JSON.stringify(job)}` : `job ${job}`;
-      if (!answer.delivered) throw new ActaError('ACTA_SIGNAL_NOT_DELIVERED', `signal "${name}" not delivered to ${to}: ${answer.reason}`);
+      if (!answer.delivered) {
+        // Why, in words as `acta why` and `acta jobs` say it ("no job 12 in namespace …"), the client's reason after it (test/cliJson.test.ts).
+        const why = {
+          not_found: `no ${o.key ? `job of idempotency key ${JSON.stringify(job)}` : `job ${job}`} in namespace "${o.namespace}"`,
+          ended: `${to} has ended: a signal reaches a job until it ends`,
+          duplicate: `a signal "${name}" of idempotency key ${JSON.stringify(o.idempotencyKey)} was delivered to ${to} before`,
+        }[answer.reason];
+        throw new ActaError('ACTA_SIGNAL_NOT_DELIVERED', `signal "${name}" not delivered to ${to}: ${why} (${answer.reason})`);
+      }
       console.log(JSON.stringify(answer));
     });
 }
