@@ -449,7 +449,7 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   // By idempotency key: the key is named as a key, not as a job id.
   expect(await acta(['signal', '--key', 'no-such-key', 'go', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('not delivered to the job of idempotency key "no-such-key": no job of idempotency key "no-such-key" in namespace "cli-ops" (not_found)') });
   // A schedule name that does not exist: exit 1 with a line (not an empty listing).
-  expect(await acta(['schedule', 'list', 'nope', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: 'acta: no schedule "nope" in the namespace\n' });
+  expect(await acta(['schedule', 'list', 'nope', ...ns])).toMatchObject({ code: 1, stdout: '', stderr: 'acta: no schedule "nope" in namespace "cli-ops"\n' });
   expect(JSON.parse((await acta(['jobs', 'delete', '--status', 'cancelled', '--json', ...ns])).stdout)).toEqual({ deleted: [ids[0]] });
   const refused = await acta(['jobs', 'retry', ...ns]);
   expect(refused.code).toBe(1);

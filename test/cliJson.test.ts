@@ -92,3 +92,9 @@ test('acta signal says in words why a signal was not delivered, the client\'s re
     `acta: signal "go" not delivered to job ${waiting.id}: a signal "go" of idempotency key "once" was delivered to job ${waiting.id} before (duplicate)\n`,
   );
 });
+
+test('acta schedule names the namespace it did not find a schedule in, as "no job … in namespace …" does (before: "in the namespace")', async () => {
+  for (const verb of ['pause', 'resume', 'trigger', 'remove', 'list']) {
+    expect({ verb, ...(await acta(['schedule', verb, 'nope', ...ns])) }).toEqual({ verb, code: 1, stdout: '', stderr: 'acta: no schedule "nope" in namespace "cli-json"\n' });
+  }
+});

@@ -24,8 +24,9 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
   const line = (s: ScheduleRecord) =>
     [s.name, s.definition, JSON.stringify(s.cron), s.timeZone, s.source, s.paused ? 'paused' : 'active',
      `next=${s.nextFireAt?.toISOString() ?? '-'}`, `last=${s.lastFireAt?.toISOString() ?? '-'}`, `outcome=${s.lastOutcome ?? '-'}`].join('\t');
-  const notFound = (name: string) => {
-    console.error(`acta: no schedule "${name}" in the namespace`);
+  // Named with its namespace, as "no job 12 in namespace …" is (test/cliJson.test.ts).
+  const notFound = (name: string, namespace: string) => {
+    console.error(`acta: no schedule "${name}" in namespace "${namespace}"`);
     process.exitCode = 1;
   };
 
@@ -65,7 +66,7 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
     .option('--json', 'one JSON object per line (client.schedules.list\'s records)')
     .action(async (name: string | undefined, o: { namespace: string; json?: boolean }) => {
       const list = await withClient(o.namespace, (c) => c.schedules.list(name));
-      if (name !== undefined && list.length === 0) notFound(name);
+      if (name !== undefined && list.length === 0) notFound(name, o.namespace);
       for (const s of list) console.log(o.json ? JSON.stringify(s) : line(s));
     });
   // A no-op says so, exit 0, as `acta pause` ('already paused') and `acta resume` ('was not paused') do.
@@ -76,17 +77,17 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
   for (const [verb, what, done, same] of toggles) {
     ns(schedule.command(`${verb} <name>`).description(what)).action(async (name: string, o: { namespace: string }) => {
       const answer = await withClient(o.namespace, (_c, db) => setPausedAnswer(db, o.namespace, name, verb === 'pause'));
-      if (answer === null) notFound(name);
+      if (answer === null) notFound(name, o.namespace);
       else console.log(`${answer === 'same' ? same : done}: ${name}`);
     });
   }
   ns(schedule.command('remove <name>').description('remove a runtime schedule')).action(async (name: string, o: { namespace: string }) => {
-    if (!(await withClient(o.namespace, (c) => c.schedules.remove(name)))) notFound(name);
+    if (!(await withClient(o.namespace, (c) => c.schedules.remove(name)))) notFound(name, o.namespace);
     else console.log(`removed: ${name}`);
   });
   ns(schedule.command('trigger <name>').description('a fire now, besides the schedule; prints its job id')).action(async (name: string, o: { namespace: string }) => {
     const id = await withClient(o.namespace, (c) => c.schedules.trigger(name));
-    if (id === null) notFound(name);
+    if (id === null) notFound(name, o.namespace);
     else console.log(id);
   });
 }
