@@ -436,7 +436,7 @@ test('the operating commands: pause, why, jobs list|cancel|delete|retry, workers
   expect(table.stdout.split('\n').find((l) => l.startsWith(`${ids[1]} `))).toMatch(/ ready +0\/25 /);
 
   // An id as typed with leading zeros is the same job, not reported unchanged.
-  expect(JSON.parse((await acta(['jobs', 'cancel', `00${ids[0]}`, '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [], unchanged: [] });
+  expect(JSON.parse((await acta(['jobs', 'cancel', `00${ids[0]}`, '--json', ...ns])).stdout)).toEqual({ cancelled: [ids[0]], requested: [], unchanged: [], reasons: [] });
   // An id not changed: its status and the rule, or no such job (in this namespace), each on its line.
   expect(await acta(['jobs', 'retry', ids[1], ids[0], '999999', ...ns])).toMatchObject({
     code: 1,
