@@ -360,3 +360,34 @@ test('a child named by a definition no worker declared in the namespace is refus
     await other.stop();
   }
 });
+
+test('a retried child (retryJobs) is waited for again: its parent, still waiting for a sibling, does not resume when the retried child ends a second time', async () => {
+  const flaky = defineJob({ name: 'wf-retried-flaky', maxAttempts: 1, handler: () => Promise.reject(new Error('flaky child')) });
+  const gated = defineJob({ name: 'wf-retried-gated', handler: (_p: null, ctx: JobContext) => ctx.waitForSignal('go') });
+  const parent = defineJob({
+    name: 'wf-retried-parent',
+    handler: async (_p: null, ctx) => {
+      await ctx.spawnMany([{ definition: flaky, payload: null }, { definition: gated, payload: null }]);
+      return (await ctx.waitForChildren()).map((o) => o.status);
+    },
+  });
+  const client = createClient({ force: true, db });
+  const worker = createWorker({ db, definitions: [parent, flaky, gated], logger: silentLogger, executors: 4 });
+  await worker.start();
+  try {
+    const { id } = await client.enqueue(parent, null);
+    const child = async (definition: string) => (await db.query<{ id: string }>('select id::text from acta.jobs where parent_id = $1 and definition = $2', [id, definition])).rows[0]?.id;
+    await waitFor(async () => (await status(id)) === 'waiting' && (await status((await child('wf-retried-gated'))!)) === 'waiting' && (await status((await child('wf-retried-flaky'))!)) === 'failed', 'a child fails, its sibling and the parent wait');
+    const flakyId = (await child('wf-retried-flaky'))!;
+    const gatedId = (await child('wf-retried-gated'))!;
+    // Retried, the failed child is open again for its parent; its second failure must not count as the sibling's end.
+    expect(await client.retryJobs({ ids: [flakyId] })).toEqual([flakyId]);
+    await waitFor(async () => (await client.getJob(flakyId))!.executions.length === 2 && (await status(flakyId)) === 'failed', 'the retried child fails again');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await status(id)).toBe('waiting');
+    expect(await client.signal(gatedId, 'go', 1)).toMatchObject({ delivered: true });
+    expect(await client.result(id, { timeoutMs: 10_000 })).toEqual(['failed', 'succeeded']);
+  } finally {
+    await worker.stop();
+  }
+});
