@@ -1568,6 +1568,7 @@ CREATE OR REPLACE FUNCTION acta.evaluate_alerts(p_namespace text, p_dead_window_
  RETURNS TABLE(rule text, subject text, change text, raised_at timestamp with time zone, resolved_at timestamp with time zone, detail jsonb)
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare

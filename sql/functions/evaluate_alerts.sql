@@ -21,7 +21,7 @@
 -- Plan: jobs_due_idx per declared definition; jobs_finished_idx over the window's Failed rows, and
 -- over its Succeeded rows only when some definition has failures in it; the namespace's schedules
 -- by their key, each armed fire by jobs_pkey; sequential scans off (see acta.prune_jobs),
--- acta.workers and acta.definitions read whole.
+-- acta.workers and acta.definitions read whole; no JIT.
 drop function if exists acta.evaluate_alerts(text, bigint, bigint, bigint, double precision, integer, bigint, text);
 create or replace function acta.evaluate_alerts(
   p_namespace         text,
@@ -36,6 +36,10 @@ create or replace function acta.evaluate_alerts(
 ) returns table (rule text, subject text, change text, raised_at timestamptz, resolved_at timestamptz, detail jsonb)
 language plpgsql
 set enable_seqscan = off
+-- No JIT: with sequential scans off, the read of acta.workers (no index for its dead rows) costs
+-- past jit_above_cost, and compiling the statement took about 1 s per evaluation against 20 ms
+-- for the whole call (test/db/alerts.test.ts, "never JIT-compiled").
+set jit = off
 as $$
 #variable_conflict use_column
 declare

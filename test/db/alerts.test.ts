@@ -9,9 +9,10 @@ import { ConfigError, createWorker, defineJob } from '../../src';
 import { type AlertRow, evaluateAlerts } from '../../src/db/alerts';
 import { sqlLedger } from '../../src/ledger';
 import { alertMetric, alertsDefinition, alertThresholds, DEFAULT_FAILURE_WINDOW_MS, DEFAULT_READY_AGE_MS, DEFAULT_SCHEDULE_LATE_MS, runAlertsPass } from '../../src/recurring/alerts';
+import { Client } from 'pg';
 import { useTestDatabase } from '../helpers/db';
 
-const { db } = useTestDatabase();
+const { db, tdb } = useTestDatabase();
 let ns: string;
 beforeEach(() => {
   ns = `alerts-${randomUUID().slice(0, 8)}`;
@@ -207,4 +208,34 @@ test('a worker whose onAlert names a definition no worker of the namespace decla
   expect(await started('notify', ['d', 'notify'])).toEqual([]);
   // Declared by the worker just stopped: another service's definition.
   expect(await started('notify')).toEqual([]);
+});
+
+test('an evaluation is never JIT-compiled: with sequential scans off, its read of acta.workers costs past jit_above_cost, and compiling it took about 1 s per fire', async () => {
+  await worker('dead', ['d'], 1_000);
+  const client = new Client({ connectionString: tdb.url, options: '-c jit=on -c client_min_messages=log' });
+  const plans: string[] = [];
+  client.on('notice', (n) => plans.push(String(n.message)));
+  await client.connect();
+  try {
+    await client.query("load 'auto_explain'");
+    await client.query('set auto_explain.log_min_duration = 0');
+    await client.query('set auto_explain.log_nested_statements = on');
+    await client.query('set auto_explain.log_settings = on'); // "Settings: jit = 'off'" when the function sets it
+    const jitAboveCost = Number((await client.query<{ c: string }>(`select current_setting('jit_above_cost') as c`)).rows[0].c);
+    const t = alertThresholds({});
+    const { rows } = await client.query<{ rule: string }>('select * from acta.evaluate_alerts($1, $2, $3, $4, $5, $6, $7, $8, $9)', [ns, t.deadWindowMs, t.readyAgeMs, t.failureWindowMs, t.failureRate, t.failureMinJobs, t.keepResolvedMs, t.scheduleLateMs, null]);
+    expect(rows.map((r) => r.rule)).toEqual(['worker_dead']);
+    // The function's statements (their plans name acta's relations), each with its top cost.
+    const inner = plans.filter((p) => /on (alerts|workers|jobs|definitions|schedules) /.test(p) && !p.includes('evaluate_alerts'));
+    expect(inner.length).toBeGreaterThan(0);
+    const costly = inner.filter((p) => Number(/cost=[\d.]+\.\.([\d.]+)/.exec(p)?.[1]) > jitAboveCost);
+    // Before PostgreSQL 18 a disabled sequential scan adds 1e10 to its plan's cost, so the read of
+    // acta.workers costs past jit_above_cost (18 counts disabled nodes apart, and its cost stays low).
+    const version = Number((await client.query<{ v: string }>(`select current_setting('server_version_num') as v`)).rows[0].v);
+    expect(costly.length > 0).toBe(version < 180_000);
+    // A server built with LLVM compiles such a plan unless the function turns JIT off.
+    expect(costly.filter((p) => p.includes('JIT:') || !/Settings:.*jit = 'off'/.test(p)).map((p) => p.split('\n')[0])).toEqual([]);
+  } finally {
+    await client.end();
+  }
 });
