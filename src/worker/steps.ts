@@ -96,6 +96,7 @@ export function createStepWith(store: StepStore, entry: Entry, registry: Registr
     // ctx's refusals (src/worker/refusals.ts): the job fails without retry.
     if (typeof name !== 'string' || name.length === 0) throw refusedCall(new ConfigError('a step needs a non-empty name'));
     if (name.startsWith(RESERVED_STEP_PREFIX)) throw refusedCall(new ConfigError(`step names starting with "${RESERVED_STEP_PREFIX}" are acta's own (its waits and spawns: docs/workflows.md), got "${name}"`));
+    if (typeof fn !== 'function') throw refusedCall(new ConfigError(`step "${name}" needs a function to run, got ${fn === null ? 'null' : typeof fn}`));
     recorded ??= store.load();
     const steps = await recorded;
     if (steps.has(name)) return steps.get(name) as T;

@@ -13,6 +13,7 @@ import type { Definition } from '../definition';
 import type { Queryable } from '../db/Db';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
+import { knownKeys } from '../config';
 import { refusedCall } from '../worker/refusals';
 import { type Entry, type Registry, throwIfAborted } from '../worker/registry';
 import { type WaitRequest, WaitRequestedError, waitStep } from './wait';
@@ -101,6 +102,11 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       names = many ? (Array.isArray(nameOrNames) ? [...(nameOrNames as readonly string[])] : []) : [nameOrNames as string];
       if (names.length === 0) throw new ConfigError('waitForSignal needs a signal name or a non-empty array of names');
       names.forEach(checkSignalName);
+      // A misspelt option (`{ timeout }`) or a bare number would park the job with no timeout at all.
+      if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+        throw new ConfigError(`waitForSignal's options are { timeoutMs? }, got ${JSON.stringify(options) ?? typeof options}`);
+      }
+      if (options !== undefined) knownKeys('waitForSignal option', options, ['timeoutMs']);
       timeoutMs = options?.timeoutMs === undefined ? null : checkTimeoutMs(options.timeoutMs);
     } catch (err) {
       throw refusedCall(err); // the job fails without retry (src/worker/refusals.ts)

@@ -265,6 +265,11 @@ test("a workflow call ctx refuses (a bad option, signal name, timeout or payload
     emptyName: (ctx) => ctx.waitForSignal(''),
     bigintPayload: (ctx) => ctx.spawn(kid, { n: 1n }),
     notAnArray: (ctx) => ctx.spawnMany('kid' as never),
+    // A misspelt timeout option (or a bare number) parked the job with no timeout at all, for ever.
+    unknownWaitOption: (ctx) => ctx.waitForSignal('x', { timeout: 60_000 } as never),
+    waitOptionsNotAnObject: (ctx) => ctx.waitForSignal('x', 60_000 as never),
+    // A step without its function threw a TypeError, retried as any Error, attempt after attempt.
+    stepWithoutFn: (ctx) => ctx.step('s', undefined as never),
   };
   const refused = defineJob({ name: 'wf-refused', backoff: () => 10, handler: (p: { call: string }, ctx) => calls[p.call](ctx) });
   const client = createClient({ db });
@@ -284,6 +289,9 @@ test("a workflow call ctx refuses (a bad option, signal name, timeout or payload
       emptyName: [1, 1, 'ConfigError'],
       bigintPayload: [1, 1, 'InvalidJsonError'],
       notAnArray: [1, 1, 'ConfigError'],
+      unknownWaitOption: [1, 1, 'ConfigError'],
+      waitOptionsNotAnObject: [1, 1, 'ConfigError'],
+      stepWithoutFn: [1, 1, 'ConfigError'],
     });
     expect((await db.query("select 1 from acta.jobs where definition = 'wf-refused-kid'")).rows).toEqual([]);
   } finally {
