@@ -92,7 +92,9 @@ export const RESERVED_STEP_PREFIX = 'acta:';
 /** `ctx.step` over `store`, with the rules of a step (see Step). */
 export function createStepWith(store: StepStore, entry: Entry, registry: Registry, scheduler: SchedulerLike): Step {
   let recorded: Promise<Map<string, unknown>> | undefined;
-  return async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
+  /** Steps of this attempt between their start and their record: a second call of the name waits for the first (its fn runs once). */
+  const running = new Map<string, Promise<unknown>>();
+  const step = async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
     // ctx's refusals (src/worker/refusals.ts): the job fails without retry.
     if (typeof name !== 'string' || name.length === 0) throw refusedCall(new ConfigError('a step needs a non-empty name'));
     if (name.startsWith(RESERVED_STEP_PREFIX)) throw refusedCall(new ConfigError(`step names starting with "${RESERVED_STEP_PREFIX}" are acta's own (its waits and spawns: docs/workflows.md), got "${name}"`));
@@ -126,5 +128,19 @@ export function createStepWith(store: StepStore, entry: Entry, registry: Registr
     }
     steps.set(name, outcome.result);
     return outcome.result as T;
+  };
+  return <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
+    // The name is the step's identity (docs/reference.md, "Durable steps"), also for calls at once
+    // (Promise.all): the one started first runs `fn`, the others get its record or its error
+    // (test/db/steps.test.ts, "two calls of one step at once").
+    const first = typeof name === 'string' ? running.get(name) : undefined;
+    if (first) return first as Promise<T>;
+    const run = step(name, fn);
+    if (typeof name === 'string') {
+      running.set(name, run);
+      const forget = () => running.delete(name);
+      run.then(forget, forget);
+    }
+    return run;
   };
 }

@@ -170,3 +170,26 @@ test('a step survives transient database errors: the read of recorded steps and 
   const steps = await db.query('select name, execution, result from acta.steps where job_id = $1', [id]);
   expect(steps.rows).toEqual([{ name: 's', execution: 1, result: { n: 7 } }]);
 }, 30_000);
+
+test('two calls of one step at once (Promise.all) run its fn once: the second gets the first one\'s record', async () => {
+  let runs = 0;
+  const job = defineJob({
+    name: 'same-step-twice',
+    async handler(_p, ctx) {
+      const once = () => ctx.step('charge', async () => {
+        runs++;
+        await new Promise((r) => setTimeout(r, 50));
+        return { charge: runs };
+      });
+      return Promise.all([once(), once()]);
+    },
+  });
+  const { id } = await createClient({ force: true, db }).enqueue('same-step-twice', {});
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger });
+  await worker.start();
+  await waitFor(async () => (await status(id)) === 'succeeded', 'the job to succeed');
+  await worker.stop();
+  expect(runs).toBe(1);
+  const { rows } = await db.query<{ result: unknown }>('select result from acta.jobs where id = $1', [id]);
+  expect(rows[0].result).toEqual([{ charge: 1 }, { charge: 1 }]);
+});
