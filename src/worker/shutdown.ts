@@ -24,6 +24,8 @@ export interface ShutdownDeps {
   finalizerDone: () => Promise<void>;
   /** Stops repeating failed completion writes (their rows will be recovered). */
   abandonFinalizer: () => void;
+  /** The completions hooks hold after their runs ended go on to the write now (hooks.ts, releaseHeld$). */
+  releaseHeld?: () => void;
 }
 
 /**
@@ -36,7 +38,8 @@ export interface ShutdownDeps {
  * 3. wait up to `shutdownTimeoutMs` for running handlers to finish (their outcomes are written
  *    as usual; the heartbeat keeps renewing their leases meanwhile);
  * 4. then abort the rest (AbortSignal reason 'shutdown') and hand their rows back without
- *    spending an attempt (`handed_back`, charged false), whether or not the handler obeys;
+ *    spending an attempt (`handed_back`, charged false), whether or not the handler obeys, and
+ *    write the completions an `aroundHandler` hook still holds as their runs ended;
  * 5. write every completion, waiting up to `shutdownTimeoutMs` more, and at least until a failed
  *    write's first repeat would be due (1 s, PIPELINE.writeRetryInitialMs), so a write to a
  *    healthy database always lands; what cannot be written by then is left to recovery.
@@ -70,6 +73,7 @@ export async function shutdown(deps: ShutdownDeps): Promise<void> {
       registry.abort(entry, 'shutdown');
       if (!entry.taken) deps.handBack(entry);
     }
+    deps.releaseHeld?.();
     await deps.executorsDone();
   }
 

@@ -105,6 +105,8 @@ export function createWorker(options: WorkerOptions): Worker {
   /** stop() during start(): ends the registration's retries at once. */
   const cancelStart = new Subject<void>();
   const stopAll = new Subject<void>();
+  /** A stop's shutdown timeout passed: completions aroundHandler holds go on to the write (hooks.ts). */
+  const releaseHeld = new Subject<void>();
   /** Completions no executor makes: rows handed back at shutdown. Completing it closes the finalizer. */
   const handBacks = new Subject<Completion>();
   const subscriptions: Subscription[] = [];
@@ -476,6 +478,7 @@ export function createWorker(options: WorkerOptions): Worker {
             scheduler,
             logger: logger.child({ component: 'hooks' }),
             holdLimitMs: clock.attemptDeadlineMs,
+            releaseHeld$: releaseHeld,
             onFailure: (err) => {
               failure ??= err;
               void worker.stop();
@@ -599,6 +602,7 @@ export function createWorker(options: WorkerOptions): Worker {
           closeFinalizer: () => handBacks.complete(),
           finalizerDone: () => finalizerDone,
           abandonFinalizer: () => finalizer.abandon(),
+          releaseHeld: () => releaseHeld.next(),
         });
         if (state !== 'stopping') return; // a fatal error ended it meanwhile
         teardown();

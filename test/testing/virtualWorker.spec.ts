@@ -4,7 +4,7 @@
 // Admission's timing (docs/DESIGN.md, "Policies": the next free token, the hand-on, a meter held
 // shut) and a user's operator's effect on the finalizer's batching, as marbles of virtual ms.
 import pino from 'pino';
-import { concatMap, map, timer } from 'rxjs';
+import { concatMap, delay, finalize, map, timer } from 'rxjs';
 import { createClient, createWorker, type Definition, defineJob, JobCancelledError, type JobContext, type Worker, type WorkerEvent, type WorkerHooks } from '../../src';
 import { fromMarbles, injectFaults, memoryLedger, VirtualClock } from '../../src/testing';
 
@@ -127,6 +127,30 @@ test("a user's throttle before execution spaces the starts, and the finalizer th
     beforeExecution: (attempts) => attempts.pipe(concatMap((a, n) => (n === 0 ? [a] : timer(100, clock.scheduler).pipe(map(() => a))))),
   });
   expect(await written(spaced)).toEqual(fromMarbles('12ms s 99ms s 99ms s 99ms s', { s: 's' }));
+});
+
+test('a completion aroundHandler holds at a stop is written as it ended at the shutdown timeout (10 s), and the stop ends then, not at the attempt deadline (2.5 H)', async () => {
+  const clock = new VirtualClock();
+  const noop = defineJob({ name: 'noop', handler: () => 'done' });
+  let finalized = 0;
+  // The user's operator holds each completion for an hour (a delay, a rate limit of writes...).
+  const hooks: WorkerHooks = { aroundHandler: (_a, run) => run.pipe(delay(3_600_000, clock.scheduler), finalize(() => finalized++)) };
+  const { ledger, client, events, worker } = await virtualWorker(clock, [noop], { hooks });
+  await client.enqueue(noop, {});
+  await clock.advance(90); // the run ended at 11; the hook holds its completion
+  expect(ledger.state().jobs.map((j) => j.status)).toEqual(['executing']);
+  const stopped = worker.stop(); // at 101; shutdownTimeoutMs: the default 10,000
+  await clock.advanceUntil(() => events.entries.some((e) => e.value.type === 'stopped'), { stepMs: 10, maxMs: 60_000 });
+  await stopped;
+  // Was: the stop waited for the hold limit, the attempt deadline (25,000 ms at H = 10 s, 112.5 s
+  // at the default H), far past shutdownTimeoutMs: a supervisor's kill meanwhile lost the result
+  // and the job ran again after its lease.
+  const at = (type: WorkerEvent['type']) => timesOf(events, type);
+  // The timeout at 10,101 passes the completion on; its write answers at 10,102, stopWorker at 10,103.
+  expect(at('succeeded')).toEqual([10_102]);
+  expect(at('stopped')).toEqual([10_103]);
+  expect(ledger.state().jobs.map((j) => [j.status, j.result])).toEqual([['succeeded', 'done']]);
+  expect(finalized).toBe(1); // the hook's subscription was ended, its finalize ran
 });
 
 test('a crash right after a step, in virtual time: the row comes back after its lease (40 s at H = 10 s) and the next attempt replays the step instead of running it', async () => {
