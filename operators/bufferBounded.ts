@@ -30,7 +30,7 @@ export interface BufferBoundedConfig<T> {
  * a lone item never waits, nor does a backlog when `moreComing$` says nothing else can come (a
  * window ends as soon as it says so). An item larger than `maxBytes` is written alone. When the source
  * completes, everything left is written (no window wait) and then the output completes. Errors of
- * the source or of a write (thrown or emitted) go downstream at once. Emits what the writes emit.
+ * the source, of `moreComing$` or of a write (thrown or emitted) go downstream at once. Emits what the writes emit.
  *
  * The first test of test/operators/bufferBounded.spec.ts is exactly this diagram
  * (maxCount 3, maxWaitMs 5, every write takes 3 ms and emits its batch joined):
@@ -131,9 +131,13 @@ export function bufferBounded<T, R>(write: (batch: T[]) => ObservableInput<R>, c
           else pump();
         },
       });
-      const moreSubscription = config.moreComing$?.subscribe((value) => {
-        more = value;
-        if (window && !more) flush();
+      // Its error goes downstream as the source's does (unheard, rxjs would throw it from a timer).
+      const moreSubscription = config.moreComing$?.subscribe({
+        next: (value) => {
+          more = value;
+          if (window && !more) flush();
+        },
+        error: (err: unknown) => subscriber.error(err),
       });
 
       return () => {

@@ -167,6 +167,17 @@ describe('bufferBounded', () => {
     });
   });
 
+  it('an error of moreComing$ goes downstream at once, as the source\'s does', () => {
+    // Was: moreComing$ was subscribed without an error handler, so its error went to rxjs's
+    // unhandled-error path (thrown from a timer: a crash in Node) and the output ran on.
+    const scheduler = newScheduler();
+    scheduler.run(({ hot, cold, expectObservable }) => {
+      const writer = recordingWriter(scheduler, cold, 3);
+      const out = hot('abc------').pipe(bufferBounded(writer.write, config(scheduler, { maxCount: 10, maxWaitMs: 50, moreComing$: hot('t----#', { t: true }, 'gone') })));
+      expectObservable(out).toBe('---a-#', { a: 'a' }, 'gone');
+    });
+  });
+
   it('does not open a window when moreComing$ says nothing else can come, and ends one as soon as it says so (with an arrival, or alone)', () => {
     const scheduler = newScheduler();
     scheduler.run(({ hot, cold, flush }) => {
