@@ -147,7 +147,8 @@ export async function runAttempt<P, R>(definition: Definition<P, R>, payload: No
     else signal?.addEventListener('abort', onAbort, { once: true });
     if (abortAfter) timer = scheduler.schedule(() => registry.abort(entry, abortAfter.cause), abortAfter.ms);
     const { row } = await Promise.race([firstValueFrom(runEntry(entry, attemptDeps.deps)), refused]);
-    const ended = row.outcome === 'succeeded' || row.outcome === 'failed_final';
+    // The job's end: no due time (docs/reference.md, "acta/testing": retryDelayMs null once the job has ended; a cancel ends it Cancelled).
+    const ended = row.outcome === 'succeeded' || row.outcome === 'failed_final' || row.outcome === 'cancelled' || row.outcome === 'skipped';
     return {
       outcome: row.outcome,
       result: row.result === null ? null : (JSON.parse(row.result) as R),

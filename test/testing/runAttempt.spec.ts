@@ -222,7 +222,8 @@ describe('timeout and abort', () => {
     const pending = runAttempt(def, null, { scheduler, abortAfter: { ms: 100, cause: 'cancelled' } });
     await handlerWaits;
     scheduler.flush();
-    expect(await pending).toMatchObject({ outcome: 'cancelled', abortCause: 'cancelled', retryDelayMs: 0, error: { name: 'JobCancelledError', code: 'ACTA_JOB_CANCELLED' } });
+    // retryDelayMs null: the job has ended Cancelled, it is never due again (was 0, as if handed back).
+    expect(await pending).toMatchObject({ outcome: 'cancelled', abortCause: 'cancelled', retryDelayMs: null, error: { name: 'JobCancelledError', code: 'ACTA_JOB_CANCELLED' } });
   });
 
   test.each([
