@@ -327,6 +327,21 @@ describe('hooks: beforeExecution', () => {
     expect(h.executorsDone).toBe(0);
   });
 
+  it('an attempt cancelled while held (a client\'s cancel, a lost lease: aborted) leaves the hook at once, and the run ends it without its handler', () => {
+    // The operator delays every attempt 10 s; a0's job is cancelled at 10. Was: it stayed held, its
+    // permit with it, until the delay ran out (10,002), and only then did the run write its end.
+    const h = scenario({ permits: 2, jobs: [{ id: 'a0' }, { id: 'a1' }], holdLimitMs: 60_000, hooks: { beforeExecution: (attempts, { scheduler }) => attempts.pipe(delay(10_000, scheduler)) } }, 20_000, (h, scheduler) => {
+      scheduler.schedule(() => h.registry.abort(h.registry.get('a0')!, 'cancelled'), 10);
+    });
+    expect(h.starts).toEqual([[10_002, 'a1']]); // a0's handler never ran
+    expect(h.writes).toEqual([
+      [10, ['a0:handed_back']], // this harness's run hands every aborted entry back (the worker's writes the cancel's end)
+      [10_005, ['a1:succeeded']],
+    ]);
+    expect(h.released[0]).toBe(10);
+    expect(h.permits.available).toBe(2);
+  });
+
   it('claiming stops (a graceful stop): what the throttle holds is handed back at once, as shutdown', () => {
     const h = scenario({ permits: 4, jobs: FOUR_JOBS, hooks: { beforeExecution: (attempts, { scheduler }) => attempts.pipe(perTenantThrottle(10, tenantOf, scheduler)) } }, 2_000, (h, scheduler) => {
       scheduler.schedule(() => h.stopClaiming(), 4);

@@ -65,7 +65,9 @@ export interface WorkerHooks {
    * with it), tap them, or hand them back (`tools.handBack`). Emit the Attempt objects it was
    * given; anything else is ignored. An attempt it holds for a whole attempt deadline (2.5 H:
    * a dropped one, e.g. by `filter`, cannot be told from a delayed one sooner) is handed back and
-   * logged at warn; what it holds when the worker stops is handed back at once. If it errors,
+   * logged at warn; what it holds when the worker stops is handed back at once, and one aborted
+   * while held (its job cancelled, its lease lost) leaves at once for the run to end it without
+   * calling the handler. If it errors,
    * throws, or completes while the worker still claims, what it holds is handed back and the
    * worker stops gracefully with `HookFailedError` (`done` rejects): running without it would
    * break the rule it enforces (a throttle that protects a service).
@@ -217,10 +219,24 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
         let sourceSub: Subscription | undefined;
         let hookSub: Subscription | undefined;
 
-        /** Takes `entry` out of the hook: handed back, its permit returned. */
-        const letGo = (entry: Entry, reason: string, level: 'debug' | 'warn' | 'error') => {
+        /** Each held entry's abort callback (Entry.onAbort), while the hook holds it. */
+        const aborts = new Map<Entry, () => void>();
+        /** Takes `entry` out of what the hook holds, with its hand-back and abort callbacks. */
+        const takeOut = (entry: Entry) => {
           held.delete(entry);
           handBacks.delete(entry);
+          const onAbort = aborts.get(entry);
+          aborts.delete(entry);
+          if (onAbort !== undefined && entry.onAbort === onAbort) entry.onAbort = undefined;
+        };
+        /** On to the executors; one handed back by a stop meanwhile (worker.ts, shutdown) does not run: its permit comes back here. */
+        const pass = (entry: Entry) => {
+          if (entry.state === 'finalizing') deps.release();
+          else subscriber.next(entry);
+        };
+        /** Takes `entry` out of the hook: handed back, its permit returned. */
+        const letGo = (entry: Entry, reason: string, level: 'debug' | 'warn' | 'error') => {
+          takeOut(entry);
           giveBack(entry, reason, level);
           deps.release();
         };
@@ -269,11 +285,9 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
                 warnedForeign = true;
                 return;
               }
-              if (!held.delete(entry)) return; // handed back already, or emitted twice
-              handBacks.delete(entry);
-              // Handed back by a stop meanwhile (worker.ts, shutdown): it does not run; its permit comes back here.
-              if (entry.state === 'finalizing') deps.release();
-              else subscriber.next(entry);
+              if (!held.has(entry)) return; // handed back already, or emitted twice
+              takeOut(entry);
+              pass(entry);
             },
             error: (err: unknown) => end(new HookFailedError('beforeExecution', 'errored', { cause: err })),
             complete: () => end(sourceDone ? undefined : new HookFailedError('beforeExecution', 'completed while the worker was claiming')),
@@ -286,6 +300,17 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
           next: (entry) => {
             held.set(entry, scheduler.now());
             handBacks.set(entry, (reason) => held.has(entry) && letGo(entry, reason, 'debug'));
+            // Aborted while held (a client's cancel, a lost lease, its deadline): its outcome is
+            // decided, so it leaves the hook at once and the run makes that completion without
+            // calling the handler (executor.ts), as aroundHandler's does, instead of waiting out
+            // the hook's delay with its permit (test/hooks.spec.ts, "an attempt cancelled while held").
+            const onAbort = () => {
+              if (ended || !held.has(entry)) return;
+              takeOut(entry);
+              pass(entry);
+            };
+            aborts.set(entry, onAbort);
+            entry.onAbort = onAbort;
             attempts.next(attemptOf(entry));
             arm();
           },
@@ -306,8 +331,7 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
           timer?.unsubscribe();
           sourceSub?.unsubscribe();
           hookSub?.unsubscribe();
-          for (const entry of held.keys()) handBacks.delete(entry);
-          held.clear();
+          for (const entry of [...held.keys()]) takeOut(entry);
         };
       });
   }
@@ -366,7 +390,7 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
           }
           if (!hookEnded) {
             // A stop's shutdown timeout passed (test/testing/virtualWorker.spec.ts, "a completion aroundHandler holds at a stop").
-            logger.warn({ jobId: entry.row.id, execution: entry.row.execution, outcome: completion.row.outcome }, 'aroundHandler held the completion past the shutdown timeout: written as it ended');
+            logger.error({ jobId: entry.row.id, execution: entry.row.execution, outcome: completion.row.outcome }, 'aroundHandler held the completion past the shutdown timeout: written as it ended');
             excused = true;
             hookEnded = true;
             hookSub?.unsubscribe();

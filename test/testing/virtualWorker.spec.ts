@@ -153,6 +153,25 @@ test('a completion aroundHandler holds at a stop is written as it ended at the s
   expect(finalized).toBe(1); // the hook's subscription was ended, its finalize ran
 });
 
+test('a job cancelled while beforeExecution holds its attempt (a 20 s delay) ends Cancelled at once, its handler never run', async () => {
+  const clock = new VirtualClock();
+  let ran = 0;
+  const work = defineJob({ name: 'work', handler: () => void ran++ });
+  const hooks: WorkerHooks = { beforeExecution: (attempts) => attempts.pipe(delay(20_000, clock.scheduler)) };
+  const { ledger, events, stop } = await virtualWorker(clock, [work], { hooks });
+  const client = createClient({ ledger, definitions: [work], scheduler: clock.scheduler });
+  const { id } = await clock.await(client.enqueue(work, {}));
+  await clock.advance(89); // claimed at 11, held by the delay
+  expect(await clock.await(client.cancel(id))).toBe(true); // at 100, answered at 101
+  await clock.advance(100);
+  // The cancel's NOTIFY reaches the worker at 100: the held attempt leaves the hook at once and its
+  // end is written at 101. Was: it waited out the delay, written Cancelled at 20,012.
+  expect(timesOf(events, 'cancelled')).toEqual([101]);
+  expect(ledger.state().jobs.map((j) => j.status)).toEqual(['cancelled']);
+  expect(ran).toBe(0);
+  await stop();
+});
+
 test('a crash right after a step, in virtual time: the row comes back after its lease (40 s at H = 10 s) and the next attempt replays the step instead of running it', async () => {
   const clock = new VirtualClock();
   const effects: [string, number][] = [];
