@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
-import { firstValueFrom, lastValueFrom, Subject, toArray } from 'rxjs';
+import { delay, firstValueFrom, lastValueFrom, Subject, toArray } from 'rxjs';
 import { createClient, createPgDb, createWorker, type Db, DbClosedError, defineJob, JobCancelledError, JobFailedError, JobNotFoundError, type JobRecord, ResultTimeoutError } from '../../src';
 import { useTestDatabase, withPgClient } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
@@ -258,6 +258,27 @@ test("without NOTIFY (listen: false) the worker's next heartbeat carries the can
     expect(await client.getJob(id)).toMatchObject({ status: 'executing', cancelRequestedAt: expect.any(Date) });
     await expect(client.result(id)).rejects.toBeInstanceOf(JobCancelledError);
     expect(reasons).toEqual(['cancelled']);
+  } finally {
+    await worker.stop();
+  }
+});
+
+test("cancel a job whose attempt a beforeExecution hook holds (an hour's delay): it ends Cancelled through its worker at once, its handler never run, the attempt uncharged", async () => {
+  let ran = 0;
+  const held = defineJob({ name: 'held', handler: () => void ran++ });
+  const worker = createWorker({ db, definitions: [held], logger: silentLogger, hooks: { beforeExecution: (attempts, { scheduler }) => attempts.pipe(delay(3_600_000, scheduler)) } });
+  await worker.start();
+  const client = createClient({ force: true, db });
+  try {
+    const { id } = await client.enqueue(held, {});
+    await waitFor(async () => (await client.getJob(id))?.status === 'executing', 'the job to be claimed');
+    expect(await client.cancel(id)).toBe(true);
+    // Was: the attempt stayed in the hook with its permit until the delay ran out, the job Executing.
+    await expect(client.result(id, { timeoutMs: 10_000 })).rejects.toBeInstanceOf(JobCancelledError);
+    const job = await client.getJob(id);
+    expect(job).toMatchObject({ status: 'cancelled', attempts: 0 });
+    expect(job!.executions.map((e) => [e.outcome, e.charged])).toEqual([['cancelled', false]]);
+    expect(ran).toBe(0);
   } finally {
     await worker.stop();
   }
