@@ -18,7 +18,18 @@ export interface LeaseClock {
   workerDeadAfterMs: number;
   /** = lease, ms: how often a namespace's recovery pass runs. */
   recoveryIntervalMs: number;
+  /**
+   * H, at least CALL_DEADLINE_FLOOR_MS: a worker's own statement (heartbeat, claim, completion, ...)
+   * unanswered this long has its connection destroyed and fails as transient, so a silent network
+   * holds no call, and no pooled connection, for good (docs/how-it-works.md, "Database faults";
+   * test/faults/partition.test.ts). At H it leaves a hung beat's retry (from 2 H) room before the
+   * attempt deadline (2.5 H); the floor spares a slow but live server at the short H of tests.
+   */
+  callDeadlineMs: number;
 }
+
+/** The least deadline of a worker's own statements, ms (LeaseClock.callDeadlineMs). */
+export const CALL_DEADLINE_FLOOR_MS = 5_000;
 
 /** Default heartbeat interval H (docs/DESIGN.md, "The lease clock"): 45 s. */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 45_000;
@@ -42,6 +53,7 @@ export function leaseClock(heartbeatIntervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS):
     attemptDeadlineMs: (h + 4 * h) / 2,
     workerDeadAfterMs: 7 * h,
     recoveryIntervalMs: 4 * h,
+    callDeadlineMs: Math.max(h, CALL_DEADLINE_FLOOR_MS),
   };
 }
 

@@ -149,6 +149,19 @@ export class EmbeddedShareClosedError extends ActaError {
   }
 }
 
+/**
+ * A statement on a PostgreSQL server was not answered within its deadline (a worker's own calls:
+ * one heartbeat interval, at least 5 s; the CLI's: 30 s), and its connection was destroyed so the
+ * pool replaces it: a silent network (a NAT that dropped the flow, a cable pulled) neither answers
+ * nor closes a connection. Transient (src/db/transient.ts): the statement may have run, as after
+ * any lost answer; a worker repeats it (test/faults/partition.test.ts).
+ */
+export class DbUnansweredError extends ActaError {
+  constructor(readonly deadlineMs: number) {
+    super('ACTA_DB_UNANSWERED', `the database did not answer within ${deadlineMs} ms: its connection was dropped (a silent network or a server that stopped answering; the statement may have run)`);
+  }
+}
+
 /** A handler ran past its definition's `timeoutMs` or its lease-derived attempt deadline. */
 export class AttemptTimeoutError extends ActaError {
   constructor(message: string) {

@@ -50,6 +50,7 @@ export {
   DataDirLockedError,
   DataDirUnusableError,
   DbClosedError,
+  DbUnansweredError,
   EmbeddedShareClosedError,
   HookFailedError,
   InvalidJsonError,

@@ -90,8 +90,16 @@ export interface Ledger {
 
 export type { ClaimArgs, HeartbeatArgs, RegisterArgs } from './db/types';
 
-/** The ledger on a database: each call is the SQL function's typed wrapper in src/db/. */
-export function sqlLedger(db: Db): Ledger {
+/**
+ * The ledger on a database: each call is the SQL function's typed wrapper in src/db/. With
+ * `deadlineMs` (a worker's: LeaseClock.callDeadlineMs), each call on a Db that has withDeadline is
+ * answered within it, or its connection is destroyed and it fails as transient (DbUnansweredError);
+ * a batch with a statement timeout of its own (pruneJobs, fanOutEvents) gets that timeout more.
+ */
+export function sqlLedger(base: Db, options: { deadlineMs?: number } = {}): Ledger {
+  const { deadlineMs } = options;
+  const within = (extraMs: number): Db => (deadlineMs !== undefined && base.withDeadline ? base.withDeadline(deadlineMs + extraMs) : base);
+  const db = within(0);
   return {
     assertReady: () => assertMigrated(db),
     registerWorker: (args) => registerWorker(db, args),
@@ -109,15 +117,15 @@ export function sqlLedger(db: Db): Ledger {
       const { names, versions, instants } = armInstants(await unarmedSchedules(db, namespace));
       return armSchedules(db, namespace, names, versions, instants);
     },
-    pruneJobs: (args) => pruneJobs(db, args),
+    pruneJobs: (args) => pruneJobs(within(args.timeoutMs), args),
     evaluateAlerts: (args) => evaluateAlerts(db, args),
     readAlerts: (namespace) => readAlerts(db, namespace),
     countJobs: (namespace, cap) => countJobs(db, namespace, cap),
     publishEvents: (namespace, rows) => publishEvents(db, namespace, rows),
-    fanOutEvents: (args) => fanOutEvents(db, args),
+    fanOutEvents: (args) => fanOutEvents(within(args.timeoutMs), args),
     listSchedules: (namespace, name) => listSchedules(db, namespace, name),
     pauseSchedule: (namespace, name, paused) => setSchedulePaused(db, namespace, name, paused),
-    listen: (channel, handlers, options) => db.listen(channel, handlers, options),
+    listen: (channel, handlers, listenOptions) => base.listen(channel, handlers, listenOptions),
     enqueueJobs: (namespace, rows) => enqueueJobs(db, namespace, rows),
     readJob: (namespace, id) => readJob(db, namespace, id),
     cancelJob: (namespace, id) => cancelJob(db, namespace, id),

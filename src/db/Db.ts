@@ -48,6 +48,13 @@ export interface Db extends Queryable {
    * statements (`{ ...db, query: traced }`) must wrap `prepared` as well, or leave it out.
    */
   prepared?<R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<{ rows: R[] }>;
+  /**
+   * The same database whose query, prepared and transaction calls are each answered within `ms`:
+   * else the call rejects with DbUnansweredError (transient) and its connection is destroyed, so a
+   * silent network holds no call and no pooled connection for good. Closing the view closes the Db.
+   * Optional: absent on PGlite (in-process, nothing to go silent).
+   */
+  withDeadline?(ms: number): Db;
   /** Runs `fn` inside BEGIN/COMMIT on one connection; ROLLBACK and rethrow if it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /**

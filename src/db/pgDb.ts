@@ -1,5 +1,5 @@
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
-import { ConfigError, DbClosedError } from '../errors';
+import { ConfigError, DbClosedError, DbUnansweredError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
 import { listenOnOwnConnection } from './pgListener';
 
@@ -14,10 +14,12 @@ export interface PgDbOptions {
   ownsPool?: boolean;
 }
 
-/** Runs `fn` in a transaction on a client taken from `pool`. */
-async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  const client: PoolClient = await pool.connect();
+/** Runs `fn` in a transaction on `client`, a pool's client, and releases it (destroyed when it broke). */
+async function inTransaction<T>(client: PoolClient, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   let broken = false;
+  // A checked-out client has no pool listener: its connection's loss must fail the call, not the process.
+  const onError = () => undefined;
+  client.on('error', onError);
   try {
     await client.query('begin');
     const value = await fn(client);
@@ -32,6 +34,7 @@ async function inTransaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): 
     throw err;
   } finally {
     client.release(broken);
+    client.removeListener('error', onError);
   }
 }
 
@@ -122,7 +125,10 @@ function clearer(err: Error | null, user: string | undefined, timeoutMs: number)
 export function createPgDb(options: PgDbOptions): Db {
   checkConnectionString(options.connectionString);
   connectTimeoutMs(options.connectionString); // a bad connect_timeout is refused here, before any connect
-  const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10, keepAlive: true, Client: EndedOnFailedConnect };
+  // Keepalive probes from KEEPALIVE_IDLE_MS of silence on (the OS default waits 2 hours): on a real
+  // network a pooled connection whose path died is then found by the kernel. A query already sent
+  // is bounded only by a deadline (withDeadline below).
+  const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS, Client: EndedOnFailedConnect };
   const pool = options.pool ?? new Pool(poolConfig);
   const ownsPool = options.pool ? options.ownsPool === true : true;
   // An idle client that loses its connection emits 'error' on the pool; without a listener that
@@ -152,30 +158,39 @@ export function createPgDb(options: PgDbOptions): Db {
   // newer acta replaced the function with another result type during a rolling upgrade; the next
   // connection prepares it anew (test/db/prepared.test.ts).
   let named = true;
-  const prepared = async <R>(name: string, text: string, params: unknown[]): Promise<{ rows: R[] }> => {
+  /** One statement on a pool's client, within `deadlineMs` when given (withDeadline). */
+  const statement = <R>(config: string | { name: string; text: string; values: unknown[] }, params: unknown[] | undefined, deadlineMs: number | undefined): Promise<R> =>
+    deadlineMs === undefined ? (pool.query(config as never, params as never) as Promise<R>) : onClientWithin(pool, deadlineMs, (client) => client.query(config as never, params as never) as Promise<R>, true);
+  const prepared = async <R>(name: string, text: string, params: unknown[], deadlineMs?: number): Promise<{ rows: R[] }> => {
     if (named) {
       try {
-        return (await pool.query({ name, text, values: params })) as never;
+        return await statement<{ rows: R[] }>({ name, text, values: params }, undefined, deadlineMs);
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         if (code !== '26000' && code !== '42P05' && code !== '0A000') throw err;
         if (code !== '0A000') named = false;
       }
     }
-    return (await pool.query(text, params)) as never;
+    return statement<{ rows: R[] }>(text, params, deadlineMs);
   };
-  return {
-    kind: 'postgres',
+  /** The Db's calls, each within `deadlineMs` when given (a view made by withDeadline). */
+  const calls = (deadlineMs: number | undefined): Pick<Db, 'query' | 'prepared' | 'transaction'> => ({
     // Text of several statements (no parameters: the simple protocol) comes back from node-postgres
     // as an array of results; the Db contract, as on PGlite, is the last statement's rows
     // (test/cli.test.ts, "`acta sql` prints each row as a JSON line").
     query: (text, params) =>
       guarded(async () => {
-        const result = await pool.query(text, params as unknown[]);
+        const result = await statement<unknown>(text, params as unknown[], deadlineMs);
         return (Array.isArray(result) ? result[result.length - 1] : result) as never;
       }),
-    prepared: (name, text, params) => guarded(() => prepared(name, text, params)),
-    transaction: (fn) => guarded(() => inTransaction(pool, fn)),
+    prepared: (name, text, params) => guarded(() => prepared(name, text, params, deadlineMs)),
+    transaction: (fn) =>
+      guarded(() => (deadlineMs === undefined ? pool.connect().then((client) => inTransaction(client, fn)) : onClientWithin(pool, deadlineMs, (client) => inTransaction(client, fn), false))),
+  });
+  const db: Db = {
+    kind: 'postgres',
+    ...calls(undefined),
+    withDeadline: (deadlineMs) => ({ ...db, ...calls(deadlineMs), withDeadline: db.withDeadline }),
     async listen(channel: string, handlers: ListenHandlers, listenOptions?: ListenOptions) {
       if (closed) throw new DbClosedError();
       // The pool's own settings when it was given: it may have been built from fields (host,
@@ -211,4 +226,71 @@ export function createPgDb(options: PgDbOptions): Db {
       return closed;
     },
   };
+  return db;
+}
+
+/** Keepalive probes of the pool's connections start after this much silence, ms. */
+const KEEPALIVE_IDLE_MS = 10_000;
+
+/**
+ * `fn` on a client of `pool`, answered within `ms` of the call, or a DbUnansweredError then. A
+ * silent network (a NAT that dropped the flow, a cable pulled) neither answers nor closes a
+ * connection, and nothing else bounds a query: the connection whose answer is late is destroyed
+ * (its query fails, and the pool replaces it), so no call waits, and no pool connection stays
+ * stuck, past the deadline (test/faults/partition.test.ts). A statement the server ran may have
+ * committed all the same: the caller treats the error as a lost answer (transient). The verdict
+ * waits one turn of the event loop past the timer, so an answer already read off the socket while
+ * the process was busy is not taken for silence. The wait for a client counts too: one that comes
+ * after the deadline goes back unused. How the client goes back after `fn` failed:
+ * destroyed (`releaseHere`, as pool.query does), or as `fn` released it (inTransaction does).
+ */
+function onClientWithin<T>(pool: Pool, ms: number, fn: (client: PoolClient) => Promise<T>, releaseHere: boolean): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let client: PoolClient | undefined;
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          reject(new DbUnansweredError(ms));
+          if (client) destroyConnection(client);
+        }),
+      ms,
+    );
+    const settle = (ok: boolean, value: unknown) => {
+      clearTimeout(timer);
+      if (settled) return;
+      settled = true;
+      if (ok) resolve(value as T);
+      else reject(value);
+    };
+    pool.connect().then(
+      (c) => {
+        if (settled) return c.release();
+        client = c;
+        // A checked-out client has no pool listener: its destroyed connection fails the call, not the process.
+        const onError = () => undefined;
+        c.on('error', onError);
+        fn(c).then(
+          (value) => {
+            if (releaseHere) c.release();
+            c.removeListener('error', onError);
+            settle(true, value);
+          },
+          (err: unknown) => {
+            if (releaseHere) c.release(err instanceof Error ? err : true);
+            c.removeListener('error', onError);
+            settle(false, err);
+          },
+        );
+      },
+      (err: unknown) => settle(false, err),
+    );
+  });
+}
+
+/** Destroys a client's socket without waiting on its server: its query in flight fails at once. */
+function destroyConnection(client: PoolClient): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }

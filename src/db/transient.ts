@@ -79,6 +79,7 @@ export function isTransientDbError(err: unknown, depth = 0): boolean {
   const code = errorCode(err);
   if (code === 'ACTA_DB_CLOSED') return false; // closed for good (DbClosedError), whatever its cause
   if (code === 'ACTA_EMBEDDED_SHARE_CLOSED') return true; // the folder's holder went away: connect() follows the next one
+  if (code === 'ACTA_DB_UNANSWERED') return true; // a deadline dropped a silent connection (DbUnansweredError): the next call gets another
   if (code !== undefined) {
     if (TRANSIENT_SQLSTATES.has(code) || TRANSIENT_NODE_CODES.has(code)) return true;
     // A server's Unix socket is gone while it restarts (it removes .s.PGSQL.<port> at shutdown).

@@ -135,7 +135,10 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   if (options.definitions.length === 0) throw new ConfigError('a worker needs at least one definition');
   for (const d of options.definitions) checkDefinition(d, true);
   if (options.ledger === undefined && (options.db === null || typeof options.db !== 'object')) throw new ConfigError('a worker needs a db (or a ledger)');
-  const ledger = options.ledger ?? sqlLedger(options.db as Db);
+  const clock = leaseClock(options.heartbeatIntervalMs);
+  // The worker's own statements each carry a deadline (LeaseClock.callDeadlineMs): a silent network
+  // must not hold a beat, a claim or a completion, nor a pooled connection, for good.
+  const ledger = options.ledger ?? sqlLedger(options.db as Db, { deadlineMs: clock.callDeadlineMs });
   const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
   const scheduler = schedulerOption(options.scheduler, 'createWorker') ?? monotonicScheduler;
   // acta's own recurring definitions run beside the user's (src/recurring/system.ts).
@@ -155,7 +158,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     safetyPollMs: intOption('safetyPollMs', options.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS, 1, MAX_TIMER_MS),
     shutdownTimeoutMs: intOption('shutdownTimeoutMs', options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, MAX_TIMER_MS),
     startTimeoutMs: intOption('startTimeoutMs', options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, 1, MAX_TIMER_MS),
-    clock: leaseClock(options.heartbeatIntervalMs),
+    clock,
     namespace,
     // Monotonic: attempt deadlines, timeouts and retry windows are durations on this clock, so a
     // wall-clock step cannot fire them (docs/DESIGN.md: lease times are never a worker's clock;

@@ -10,7 +10,7 @@ import type { Db } from '../../db/Db';
 import { cancelJob } from '../../db/jobs';
 import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../../db/migrator';
 import type { Definition } from '../../definition';
-import { ActaError, EnqueueRefusedError } from '../../errors';
+import { ActaError, DbUnansweredError, EnqueueRefusedError } from '../../errors';
 import { refusedError } from '../../policies/enqueueRule';
 import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
@@ -79,11 +79,21 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
 }
 
 /**
+ * How long a client command's statement may go unanswered, ms: then its connection is destroyed and
+ * the command fails, naming the database (DbUnansweredError), where a silent network held it for
+ * good (test/faults/partition.test.ts). Each statement is an index read or a batch of at most 500
+ * rows; `acta sql` and `acta migrate` have none (a statement of theirs may rightly take long).
+ */
+export const CLI_STATEMENT_DEADLINE_MS = 30_000;
+
+/**
  * Runs `fn` with a client of `namespace` on the command's database, after checking its schema
- * (a clear "run acta migrate" instead of a missing-schema error).
+ * (a clear "run acta migrate" instead of a missing-schema error); each statement within
+ * CLI_STATEMENT_DEADLINE_MS.
  */
 function withClient<T>(namespace: string, fn: (client: Client, db: Db) => Promise<T>, definitions?: Definition[]): Promise<T> {
-  return withDb(async (db) => {
+  return withDb(async (base) => {
+    const db = base.withDeadline?.(CLI_STATEMENT_DEADLINE_MS) ?? base;
     await assertMigrated(db);
     return fn(createClient({ db, namespace, definitions }), db);
   });
@@ -338,7 +348,7 @@ const CLOSE_AFTER_FAILURE_MS = 1_000;
 function printFailure(err: unknown): void {
   const expected = err instanceof ActaError || err instanceof CommanderError;
   if (process.env.ACTA_DEBUG || !(err instanceof Error)) return console.error(err);
-  const where = !expected && isUnreachableError(err) ? ` (the database ${describeTarget()} was not reached: is the server up and reachable, and DATABASE_URL right?)` : '';
+  const where = (!expected || err instanceof DbUnansweredError) && isUnreachableError(err) ? ` (the database ${describeTarget()} was not reached: is the server up and reachable, and DATABASE_URL right?)` : '';
   console.error(`acta: ${err.message}${where}${expected ? '' : ' (set ACTA_DEBUG=1 for the stack)'}`);
 }
 
