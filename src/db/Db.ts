@@ -52,7 +52,9 @@ export interface Db extends Queryable {
    * The same database whose query, prepared and transaction calls are each answered within `ms`:
    * else the call rejects with DbUnansweredError (transient) and its connection is destroyed, so a
    * silent network holds no call and no pooled connection for good. Closing the view closes the Db.
-   * Optional: absent on PGlite (in-process, nothing to go silent).
+   * Optional: absent on PGlite (in-process, nothing to go silent). A wrapper that watches or changes
+   * statements (`{ ...db, query: traced }`) gets itself back, its calls without a deadline, unless it
+   * wraps `withDeadline` as well.
    */
   withDeadline?(ms: number): Db;
   /** Runs `fn` inside BEGIN/COMMIT on one connection; ROLLBACK and rethrow if it throws. */

@@ -187,10 +187,21 @@ export function createPgDb(options: PgDbOptions): Db {
     transaction: (fn) =>
       guarded(() => (deadlineMs === undefined ? pool.connect().then((client) => inTransaction(client, fn)) : onClientWithin(pool, deadlineMs, (client) => inTransaction(client, fn), false))),
   });
+  /**
+   * Db.withDeadline of a Db whose calls are `own`. A wrapper made by spreading it ({ ...db, query:
+   * traced }) would be bypassed by a view of ours: it gets itself back, its calls without a deadline.
+   */
+  const withDeadlineOf = (own: Pick<Db, 'query' | 'prepared' | 'transaction'>) =>
+    function withDeadline(this: Db | undefined, deadlineMs: number): Db {
+      if (this !== undefined && (this.query !== own.query || this.prepared !== own.prepared || this.transaction !== own.transaction)) return this;
+      const timed = calls(deadlineMs);
+      return { ...db, ...timed, withDeadline: withDeadlineOf(timed) };
+    };
+  const own = calls(undefined);
   const db: Db = {
     kind: 'postgres',
-    ...calls(undefined),
-    withDeadline: (deadlineMs) => ({ ...db, ...calls(deadlineMs), withDeadline: db.withDeadline }),
+    ...own,
+    withDeadline: withDeadlineOf(own),
     async listen(channel: string, handlers: ListenHandlers, listenOptions?: ListenOptions) {
       if (closed) throw new DbClosedError();
       // The pool's own settings when it was given: it may have been built from fields (host,
