@@ -34,7 +34,7 @@ export { defineJob, backoffMs, type Backoff, type ConcurrencyPolicy, type Defini
 export { connect, describeTarget, DEFAULT_DATA_DIR } from './db/connect';
 export { createPgDb, type PgDbOptions } from './db/pgDb';
 export { createPgliteDb, type PgliteDbOptions } from './db/pgliteDb';
-export type { Db, Queryable, ListenHandlers } from './db/Db';
+export { withDeadline, type CallOptions, type Db, type Queryable, type ListenHandlers } from './db/Db';
 export { migrate, assertMigrated } from './db/migrator';
 export type { JobId, JobRecord, JobStatus, ExecutionRecord, ExecutionOutcome, CompletionOutcome, StoredError, NestedError } from './db/types';
 export { leaseClock, defaultExecutors, type LeaseClock } from './config';

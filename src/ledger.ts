@@ -1,4 +1,4 @@
-import type { Db, ListenHandlers, ListenOptions } from './db/Db';
+import { type Db, type ListenHandlers, type ListenOptions, withDeadline } from './db/Db';
 import { armSchedules, listSchedules, type ScheduleRecord, setSchedulePaused, unarmedSchedules } from './db/schedules';
 import { armInstants } from './recurring/schedules';
 import { completeExecutions } from './db/executions';
@@ -92,13 +92,13 @@ export type { ClaimArgs, HeartbeatArgs, RegisterArgs } from './db/types';
 
 /**
  * The ledger on a database: each call is the SQL function's typed wrapper in src/db/. With
- * `deadlineMs` (a worker's: LeaseClock.callDeadlineMs), each call on a Db that has withDeadline is
- * answered within it, or its connection is destroyed and it fails as transient (DbUnansweredError);
+ * `deadlineMs` (a worker's: LeaseClock.callDeadlineMs), each call is made withDeadline: on a server
+ * it is answered within it, or its connection is destroyed and it fails as transient (DbUnansweredError);
  * a batch with a statement timeout of its own (pruneJobs, fanOutEvents) gets that timeout more.
  */
 export function sqlLedger(base: Db, options: { deadlineMs?: number } = {}): Ledger {
   const { deadlineMs } = options;
-  const within = (extraMs: number): Db => (deadlineMs !== undefined && base.withDeadline ? base.withDeadline(deadlineMs + extraMs) : base);
+  const within = (extraMs: number): Db => (deadlineMs === undefined ? base : withDeadline(base, deadlineMs + extraMs));
   const db = within(0);
   return {
     assertReady: () => assertMigrated(db),

@@ -38,8 +38,19 @@ export interface ListenOptions {
   probeTimeoutMs?: number;
 }
 
+/**
+ * Options of one call on a Db. `deadlineMs`: the call is answered within it, else it rejects with
+ * DbUnansweredError (transient: the statement may have run) and its connection is destroyed, so a
+ * silent network holds no call, and no pooled connection, for good (test/faults/partition.test.ts).
+ * Ignored by PGlite (in-process: nothing to go silent). See withDeadline.
+ */
+export interface CallOptions {
+  deadlineMs?: number;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
+  query<R = Record<string, unknown>>(text: string, params?: unknown[], options?: CallOptions): Promise<{ rows: R[] }>;
   /**
    * Runs `text` as the prepared statement `name` (a server parses and plans it once per
    * connection; PGlite runs it as `query`). For the worker's own calls that repeat with one text
@@ -47,18 +58,9 @@ export interface Db extends Queryable {
    * Optional: a Db without it has those calls run by `query`. A wrapper that watches or changes
    * statements (`{ ...db, query: traced }`) must wrap `prepared` as well, or leave it out.
    */
-  prepared?<R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<{ rows: R[] }>;
-  /**
-   * The same database whose query, prepared and transaction calls are each answered within `ms`:
-   * else the call rejects with DbUnansweredError (transient) and its connection is destroyed, so a
-   * silent network holds no call and no pooled connection for good. Closing the view closes the Db.
-   * Optional: absent on PGlite (in-process, nothing to go silent). A wrapper that watches or changes
-   * statements (`{ ...db, query: traced }`) gets itself back, its calls without a deadline, unless it
-   * wraps `withDeadline` as well.
-   */
-  withDeadline?(ms: number): Db;
+  prepared?<R = Record<string, unknown>>(name: string, text: string, params: unknown[], options?: CallOptions): Promise<{ rows: R[] }>;
   /** Runs `fn` inside BEGIN/COMMIT on one connection; ROLLBACK and rethrow if it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: CallOptions): Promise<T>;
   /**
    * LISTEN on `channel` until the returned function is called; resolves once LISTEN is in effect
    * or its first attempt failed (it keeps trying).
@@ -69,4 +71,23 @@ export interface Db extends Queryable {
    * `onClosed`. Afterwards query, prepared, transaction and listen reject with DbClosedError.
    */
   close(): Promise<void>;
+}
+
+/**
+ * `db` with every query, prepared and transaction call made with `{ deadlineMs: ms }` (CallOptions):
+ * a worker's own calls (LeaseClock.callDeadlineMs) and the CLI's client commands. Each call goes
+ * through `db` itself, so a wrapper of it (`{ ...db, query: traced }`, a Proxy) still sees every
+ * call; the deadline reaches the database when the wrapper passes the third argument on
+ * (test/db/core.test.ts's Proxy passes two: its calls run without one).
+ */
+export function withDeadline(db: Db, ms: number): Db {
+  const call: CallOptions = { deadlineMs: ms };
+  return {
+    kind: db.kind,
+    query: (text, params) => db.query(text, params, call),
+    prepared: db.prepared === undefined ? undefined : (name, text, params) => db.prepared!(name, text, params, call),
+    transaction: (fn) => db.transaction(fn, call),
+    listen: (channel, handlers, options) => db.listen(channel, handlers, options),
+    close: () => db.close(),
+  };
 }

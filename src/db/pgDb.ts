@@ -158,7 +158,7 @@ export function createPgDb(options: PgDbOptions): Db {
   // newer acta replaced the function with another result type during a rolling upgrade; the next
   // connection prepares it anew (test/db/prepared.test.ts).
   let named = true;
-  /** One statement on a pool's client, within `deadlineMs` when given (withDeadline). */
+  /** One statement on a pool's client, within `deadlineMs` when given (Db.CallOptions). */
   const statement = <R>(config: string | { name: string; text: string; values: unknown[] }, params: unknown[] | undefined, deadlineMs: number | undefined): Promise<R> =>
     deadlineMs === undefined ? (pool.query(config as never, params as never) as Promise<R>) : onClientWithin(pool, deadlineMs, (client) => client.query(config as never, params as never) as Promise<R>, true);
   const prepared = async <R>(name: string, text: string, params: unknown[], deadlineMs?: number): Promise<{ rows: R[] }> => {
@@ -173,35 +173,21 @@ export function createPgDb(options: PgDbOptions): Db {
     }
     return statement<{ rows: R[] }>(text, params, deadlineMs);
   };
-  /** The Db's calls, each within `deadlineMs` when given (a view made by withDeadline). */
-  const calls = (deadlineMs: number | undefined): Pick<Db, 'query' | 'prepared' | 'transaction'> => ({
+  const db: Db = {
+    kind: 'postgres',
     // Text of several statements (no parameters: the simple protocol) comes back from node-postgres
     // as an array of results; the Db contract, as on PGlite, is the last statement's rows
     // (test/cli.test.ts, "`acta sql` prints each row as a JSON line").
-    query: (text, params) =>
+    query: (text, params, call) =>
       guarded(async () => {
-        const result = await statement<unknown>(text, params as unknown[], deadlineMs);
+        const result = await statement<unknown>(text, params as unknown[], call?.deadlineMs);
         return (Array.isArray(result) ? result[result.length - 1] : result) as never;
       }),
-    prepared: (name, text, params) => guarded(() => prepared(name, text, params, deadlineMs)),
-    transaction: (fn) =>
-      guarded(() => (deadlineMs === undefined ? pool.connect().then((client) => inTransaction(client, fn)) : onClientWithin(pool, deadlineMs, (client) => inTransaction(client, fn), false))),
-  });
-  /**
-   * Db.withDeadline of a Db whose calls are `own`. A wrapper made by spreading it ({ ...db, query:
-   * traced }) would be bypassed by a view of ours: it gets itself back, its calls without a deadline.
-   */
-  const withDeadlineOf = (own: Pick<Db, 'query' | 'prepared' | 'transaction'>) =>
-    function withDeadline(this: Db | undefined, deadlineMs: number): Db {
-      if (this !== undefined && (this.query !== own.query || this.prepared !== own.prepared || this.transaction !== own.transaction)) return this;
-      const timed = calls(deadlineMs);
-      return { ...db, ...timed, withDeadline: withDeadlineOf(timed) };
-    };
-  const own = calls(undefined);
-  const db: Db = {
-    kind: 'postgres',
-    ...own,
-    withDeadline: withDeadlineOf(own),
+    prepared: (name, text, params, call) => guarded(() => prepared(name, text, params, call?.deadlineMs)),
+    transaction: (fn, call) =>
+      guarded(() =>
+        call?.deadlineMs === undefined ? pool.connect().then((client) => inTransaction(client, fn)) : onClientWithin(pool, call.deadlineMs, (client) => inTransaction(client, fn), false),
+      ),
     async listen(channel: string, handlers: ListenHandlers, listenOptions?: ListenOptions) {
       if (closed) throw new DbClosedError();
       // The pool's own settings when it was given: it may have been built from fields (host,

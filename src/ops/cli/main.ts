@@ -6,7 +6,7 @@ import { type Client, createClient } from '../../client/client';
 import { HEARTBEAT_INTERVAL_RANGE_MS, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS } from '../../config';
 import { INT4_MAX } from '../../db/types';
 import { connect, describeTarget } from '../../db/connect';
-import type { Db } from '../../db/Db';
+import { type Db, withDeadline } from '../../db/Db';
 import { cancelJob } from '../../db/jobs';
 import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../../db/migrator';
 import type { Definition } from '../../definition';
@@ -93,7 +93,7 @@ export const CLI_STATEMENT_DEADLINE_MS = 30_000;
  */
 function withClient<T>(namespace: string, fn: (client: Client, db: Db) => Promise<T>, definitions?: Definition[]): Promise<T> {
   return withDb(async (base) => {
-    const db = base.withDeadline?.(CLI_STATEMENT_DEADLINE_MS) ?? base;
+    const db = withDeadline(base, CLI_STATEMENT_DEADLINE_MS);
     await assertMigrated(db);
     return fn(createClient({ db, namespace, definitions }), db);
   });
