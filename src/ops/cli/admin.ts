@@ -15,6 +15,7 @@ import { ActaError } from '../../errors';
 import { assertPauseDeclared } from '../pauseCheck';
 import { instantOption } from './instant';
 import { formatTable } from './table';
+import { attemptsCell } from '../attempts';
 
 /** Runs `fn` with a client of `namespace` and its database (`db`: for what the client API does not read). */
 type WithClient = <T>(namespace: string, fn: (client: Client, db: Queryable) => Promise<T>) => Promise<T>;
@@ -95,7 +96,7 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
       const page = await withClient(o.namespace, (client) => client.listJobs({ ...filterOf(o), limit: o.limit, cursor: o.cursor }));
       printRows(o.json, page.jobs, () => [
         ['ID', 'DEFINITION', 'STATUS', 'ATTEMPTS', 'CREATED', 'FINISHED', 'KEY', 'LANE', 'ERROR'],
-        ...page.jobs.map((j) => [j.id, j.definition, j.blockedBy ? `${j.status} (${j.blockedBy})` : j.status, `${j.attempts}/${j.effectiveMaxAttempts}`, iso(j.createdAt), iso(j.finishedAt), j.concurrencyKey ?? '', j.lane ?? '', j.errorMessage ?? '']),
+        ...page.jobs.map((j) => [j.id, j.definition, j.blockedBy ? `${j.status} (${j.blockedBy})` : j.status, attemptsCell(j), iso(j.createdAt), iso(j.finishedAt), j.concurrencyKey ?? '', j.lane ?? '', j.errorMessage ?? '']),
       ]);
       if (o.json) {
         if (page.nextCursor) console.log(JSON.stringify({ nextCursor: page.nextCursor }));

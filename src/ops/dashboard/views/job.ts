@@ -1,5 +1,6 @@
 /* One job: its fields, payload, result or error and progress (cut by the database), every attempt, its steps, its why, and its actions. */
 import type { WhyAnswer } from '../../../ops/why';
+import { attemptsUsed } from '../../attempts';
 import { type Html, html } from '../html';
 import type { JobDetail, ShownValue } from '../queries';
 import { jobActions } from './jobs';
@@ -16,7 +17,7 @@ const LIMIT_FROM = { job: "the job's own", definition: "its definition's", defau
 export function jobPage(ctx: ViewContext, job: JobDetail, why: WhyAnswer | null, flash?: string | null): Html {
   const body = html`<p>${status(job.status)} ${jobActions(ctx, job)}</p>
 <dl>
-<dt>definition</dt><dd>${job.definition}</dd><dt>attempts</dt><dd>${job.attempts} of ${job.effectiveMaxAttempts} (${LIMIT_FROM[job.maxAttemptsFrom]}; execution ${job.execution})</dd>
+<dt>definition</dt><dd>${job.definition}</dd><dt>attempts</dt><dd>${attemptsUsed(job)} of ${job.effectiveMaxAttempts}${job.status === 'executing' ? ', the one running counted' : ''} (${LIMIT_FROM[job.maxAttemptsFrom]}; execution ${job.execution})</dd>
 <dt>priority</dt><dd>${job.priority}</dd><dt>due</dt><dd>${time(job.runAt)}</dd><dt>created</dt><dd>${time(job.createdAt)}</dd><dt>finished</dt><dd>${time(job.finishedAt)}</dd>
 ${job.idempotencyKey ? html`<dt>idempotency key</dt><dd>${job.idempotencyKey}</dd>` : ''}${job.concurrencyKey ? html`<dt>concurrency key</dt><dd>${job.concurrencyKey}</dd>` : ''}
 ${job.rateKey ? html`<dt>rate key</dt><dd>${job.rateKey}</dd>` : ''}${job.lane ? html`<dt>lane</dt><dd>${job.lane}</dd>` : ''}

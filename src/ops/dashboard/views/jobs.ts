@@ -1,5 +1,6 @@
 /* The job list: a filter (status, definition, concurrency key, lane), newest first, a page at a time by keyset. */
 import type { JobPage, JobSummary } from '../../../client/admin';
+import { attemptsCell } from '../../attempts';
 import { type Html, html } from '../html';
 import { actionButton, href, layout, status, time, type ViewContext } from './layout';
 
@@ -28,7 +29,7 @@ export function jobsPage(ctx: ViewContext, query: JobsQuery, page: JobPage, flas
 <table id="jobs"><thead><tr><th>id</th><th>definition</th><th>status</th><th>attempts</th><th>created</th><th>finished</th><th>key / lane</th><th>last error</th><th></th></tr></thead><tbody>
 ${page.jobs.map(
   (j) => html`<tr data-job="${j.id}" data-status="${j.status}"><td><a href="${href(ctx, `/jobs/${j.id}`)}">${j.id}</a></td><td>${j.definition}</td><td>${status(j.status)}${j.blockedBy ? html` <span class="note">(${j.blockedBy})</span>` : ''}</td>
-<td class="n">${j.attempts}/${j.effectiveMaxAttempts}</td><td>${time(j.createdAt)}</td><td>${time(j.finishedAt)}</td><td>${j.concurrencyKey}${j.lane ? html` lane ${j.lane}` : ''}</td><td>${j.errorMessage}</td><td>${jobActions(ctx, j)}</td></tr>`,
+<td class="n">${attemptsCell(j)}</td><td>${time(j.createdAt)}</td><td>${time(j.finishedAt)}</td><td>${j.concurrencyKey}${j.lane ? html` lane ${j.lane}` : ''}</td><td>${j.errorMessage}</td><td>${jobActions(ctx, j)}</td></tr>`,
 )}</tbody></table>
 ${page.jobs.length === 0 ? html`<p>No jobs match.</p>` : ''}
 <p>${query.cursor ? html`<a href="${href(ctx, '/jobs', filter)}">first page</a> · ` : ''}${page.nextCursor ? html`<a id="next" href="${href(ctx, '/jobs', { ...filter, cursor: page.nextCursor })}">next page</a>` : 'last page'}</p>`;
