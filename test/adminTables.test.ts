@@ -1,5 +1,6 @@
 // What the operating tables tell an operator, against a real PostgreSQL (docs/operating.md, "Admin
-// commands"): `acta jobs list` and the dashboard count an Executing job's running attempt. Runs the
+// commands"): `acta namespaces` does not count a paused definition's due jobs as waiting for a
+// worker; `acta jobs list` and the dashboard count an Executing job's running attempt. Runs the
 // built bin (`npm test` builds first).
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -35,6 +36,65 @@ function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: s
   });
 }
 const jsonLines = (stdout: string) => stdout.trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+
+/** A worker of `namespace` declaring `names` (and sys.alerts with `alerts`), started and stopped: what it declares stays. */
+async function declare(namespace: string, names: string[], alerts = false): Promise<void> {
+  const w = createWorker({ db, namespace, definitions: names.map((name) => defineJob({ name, handler: () => undefined })), logger: silentLogger, alerts });
+  await w.start();
+  await w.stop();
+}
+
+test('acta namespaces: a paused definition\'s due jobs are not "waiting for a worker": OLDEST DUE leaves them out, OLDEST PAUSED shows their wait; a namespace pause holds them all (before: OLDEST DUE counted them)', async () => {
+  const ns = `paused-due-${randomUUID().slice(0, 8)}`;
+  const client = createClient({ db, namespace: ns });
+  await declare(ns, ['held', 'free']);
+  await client.pause({ definition: 'held', reason: 'incident' });
+  const { id: held } = await client.enqueue('held', {});
+  const { id: free } = await client.enqueue('free', {});
+  // Due 40 and 3 minutes ago; no worker runs (they would take `free`).
+  await db.query(`update acta.jobs set run_at = now() - interval '40 minutes' where id = $1`, [held]);
+  await db.query(`update acta.jobs set run_at = now() - interval '3 minutes' where id = $1`, [free]);
+
+  const info = async () => (await client.namespaces()).find((n) => n.name === ns)!;
+  let n = await info();
+  expect(n.oldestReadyMs).toBeGreaterThanOrEqual(3 * 60_000);
+  expect(n.oldestReadyMs).toBeLessThan(10 * 60_000); // before: 40 minutes, the paused job's
+  expect(n.oldestPausedMs).toBeGreaterThanOrEqual(40 * 60_000);
+  // What acta why says of that job: the pause, not a missing worker.
+  expect(JSON.parse((await acta(['why', held, '--json', '--namespace', ns])).stdout).reasons[0]).toMatchObject({ cause: 'paused' });
+
+  const text = await acta(['namespaces']);
+  expect(text).toMatchObject({ code: 0, stderr: '' });
+  const table = text.stdout.split('\n');
+  expect(table[0]).toMatch(/ OLDEST DUE +OLDEST PAUSED +PAUSED$/);
+  const line = table.find((l) => l.startsWith(`${ns} `))!;
+  expect(line).toMatch(/ 3 min +40 min +held$/);
+  const json = jsonLines((await acta(['namespaces', '--json'])).stdout).find((j) => j.name === ns)!;
+  expect(json).toMatchObject({ oldestReadyMs: expect.any(Number), oldestPausedMs: expect.any(Number) });
+  expect(json.oldestReadyMs as number).toBeLessThan(10 * 60_000);
+
+  // The whole namespace paused: nothing waits for a worker.
+  await client.pause({ reason: 'freeze' });
+  n = await info();
+  expect(n.oldestReadyMs).toBeNull();
+  expect(n.oldestPausedMs).toBeGreaterThanOrEqual(40 * 60_000);
+  expect((await acta(['namespaces'])).stdout.split('\n').find((l) => l.startsWith(`${ns} `))).toMatch(/ 0 +40 min +\(all\), held$/);
+  // The dashboard's overview shows the two alike.
+  const dashboard = await startDashboard({ db, port: 0, logger: silentLogger });
+  try {
+    const page = await (await fetch(`${dashboard.url}/?ns=${ns}`)).text();
+    expect(page).toMatch(/<th>oldest due<\/th><th>oldest paused<\/th><th>paused<\/th>/);
+    const row = page.slice(page.indexOf(`<tr data-namespace="${ns}">`));
+    expect(row.slice(0, row.indexOf('</tr>'))).toMatch(/<td><\/td><td>40 min<\/td><td>\(all\), held<\/td>$/);
+  } finally {
+    await dashboard.close();
+  }
+  await client.resume();
+  await client.resume({ definition: 'held' });
+  n = await info();
+  expect(n.oldestReadyMs).toBeGreaterThanOrEqual(40 * 60_000);
+  expect(n.oldestPausedMs).toBeNull();
+}, 120_000);
 
 test('ATTEMPTS counts the running attempt: a job on its first attempt is 1/25 in acta jobs list and on the dashboard (before: 0/25), its attempts field still 0 (charged attempts)', async () => {
   const ns = `attempts-${randomUUID().slice(0, 8)}`;

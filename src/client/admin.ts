@@ -114,8 +114,14 @@ export interface NamespaceInfo {
   name: string;
   /** Jobs per status (every status present, 0 when none), each counted up to COUNT_CAP (100,000): a count at the cap means at least that many. */
   counts: Record<JobStatus, number>;
-  /** ms the longest-waiting due Ready job of a declared definition has been due (parked ones aside), or null when none is due. */
+  /**
+   * ms the longest-waiting due Ready job of a declared definition has been due, or null when none is
+   * due: the jobs a worker may claim now, so neither parked ones nor those a pause holds (its
+   * definition's or the whole namespace's), which oldestPausedMs counts.
+   */
   oldestReadyMs: number | null;
+  /** The same for the due Ready jobs a pause holds (they wait for a resume, not for a worker); null when none. */
+  oldestPausedMs: number | null;
   /** The namespace's pauses (the whole namespace: definition null). */
   pauses: PauseRecord[];
 }
@@ -288,7 +294,7 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
     namespaces: async () => {
       const db = dbOf('namespaces');
       const { rows } = await run(() =>
-        db.query<Record<JobStatus, string> & { name: string; oldest_ready_ms: number | null; pauses: { definition: string; paused_by: string | null; reason: string | null; paused_at: string }[] }>(
+        db.query<Record<JobStatus, string> & { name: string; oldest_ready_ms: number | null; oldest_paused_ms: number | null; pauses: { definition: string; paused_by: string | null; reason: string | null; paused_at: string }[] }>(
           `with recursive listed as (
              (select j.namespace from acta.jobs j where j.status in ('ready', 'waiting', 'failed', 'cancelled') order by j.namespace limit 1)
              union all
@@ -297,13 +303,7 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
              from listed l where l.namespace is not null
            )
            select n.name, ${STATUSES.map((st) => `${countSql(st)} as ${st}`).join(', ')},
-                  (select extract(epoch from now() - min(x.run_at)) * 1000 from acta.definitions d
-                   cross join lateral (
-                     select j.run_at from acta.jobs j
-                     where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(n.name || '/' || d.name, 0)
-                       and j.namespace = n.name and j.definition = d.name and j.status = 'ready' and j.blocked_by is null and j.fair_tag is null
-                     order by j.run_at limit 1) x
-                   where d.namespace = n.name and x.run_at <= now()) as oldest_ready_ms,
+                  o.oldest_ready_ms, o.oldest_paused_ms,
                   coalesce((select jsonb_agg(jsonb_build_object('definition', p.definition, 'paused_by', p.paused_by, 'reason', p.reason, 'paused_at', p.paused_at) order by p.definition)
                             from acta.pauses p where p.namespace = n.name), '[]') as pauses
            from (
@@ -311,7 +311,22 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
              union select p.namespace from acta.pauses p
              -- A namespace with jobs and no worker yet: the distinct namespaces of jobs_list_idx, one probe each.
              union select l.namespace from listed l where l.namespace is not null
-           ) n order by n.name`,
+           ) n
+           -- The oldest due row of each declared definition (parked ones aside), split by whether a
+           -- pause holds it (its definition's or the namespace's, as acta.claim_jobs reads them): a
+           -- paused definition's due jobs wait for its resume, not for a worker (test/adminTables.test.ts).
+           cross join lateral (
+             select extract(epoch from now() - min(x.run_at) filter (where not d.held)) * 1000 as oldest_ready_ms,
+                    extract(epoch from now() - min(x.run_at) filter (where d.held)) * 1000 as oldest_paused_ms
+             from (select d.name, exists (select 1 from acta.pauses p where p.namespace = n.name and p.definition in ('', d.name)) as held
+                   from acta.definitions d where d.namespace = n.name) d
+             cross join lateral (
+               select j.run_at from acta.jobs j
+               where hashtextextended(j.namespace || '/' || j.definition, 0) = hashtextextended(n.name || '/' || d.name, 0)
+                 and j.namespace = n.name and j.definition = d.name and j.status = 'ready' and j.blocked_by is null and j.fair_tag is null
+               order by j.run_at limit 1) x
+             where x.run_at <= now()) o
+           order by n.name`,
           [COUNT_CAP],
         ),
       );
@@ -319,6 +334,7 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
         name: r.name,
         counts: Object.fromEntries(STATUSES.map((s) => [s, Number(r[s])])) as Record<JobStatus, number>,
         oldestReadyMs: r.oldest_ready_ms === null ? null : Math.round(Number(r.oldest_ready_ms)),
+        oldestPausedMs: r.oldest_paused_ms === null ? null : Math.round(Number(r.oldest_paused_ms)),
         pauses: r.pauses.map((p) => ({ namespace: r.name, definition: p.definition === '' ? null : p.definition, pausedBy: p.paused_by, reason: p.reason, pausedAt: new Date(p.paused_at) })),
       }));
     },

@@ -149,13 +149,15 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
 
   cli
     .command('namespaces')
-    .description('every namespace: jobs by status (each counted up to 100,000), the oldest due job\'s wait, pauses')
+    .description("every namespace: jobs by status (each counted up to 100,000), how long the oldest due job a worker may claim has waited (OLDEST DUE), the same for the due jobs a pause holds (OLDEST PAUSED), pauses")
     .option('--json', 'one JSON object per line')
     .action(async (o: { json?: boolean }) => {
       const all = await withClient('default', (client) => client.namespaces());
       printRows(o.json, all, () => [
-        ['NAMESPACE', ...STATUSES.map((s) => s.toUpperCase()), 'OLDEST DUE', 'PAUSED'],
-        ...all.map((n) => [n.name, ...STATUSES.map((s) => String(n.counts[s as JobStatus])), ago(n.oldestReadyMs), n.pauses.map((p) => p.definition ?? '(all)').join(', ')]),
+        // A paused definition's due jobs wait for its resume, not for a worker: their wait is
+        // OLDEST PAUSED, not OLDEST DUE (NamespaceInfo.oldestPausedMs; test/adminTables.test.ts).
+        ['NAMESPACE', ...STATUSES.map((s) => s.toUpperCase()), 'OLDEST DUE', 'OLDEST PAUSED', 'PAUSED'],
+        ...all.map((n) => [n.name, ...STATUSES.map((s) => String(n.counts[s as JobStatus])), ago(n.oldestReadyMs), ago(n.oldestPausedMs), n.pauses.map((p) => p.definition ?? '(all)').join(', ')]),
       ]);
     });
 

@@ -26,13 +26,13 @@ export function overviewPage(ctx: ViewContext, data: { namespaces: NamespaceInfo
 <label>definition <input name="definition" placeholder="(the whole namespace)"></label><label>reason <input name="reason"></label><button type="submit" data-action="pause">Pause</button></form>`;
   const body = html`
 <h2>Namespaces</h2>
-<table id="namespaces"><thead><tr><th>namespace</th>${STATUSES.map((s) => html`<th>${s}</th>`)}<th>oldest due</th><th>paused</th></tr></thead><tbody>
+<table id="namespaces"><thead><tr><th>namespace</th>${STATUSES.map((s) => html`<th>${s}</th>`)}<th>oldest due</th><th>oldest paused</th><th>paused</th></tr></thead><tbody>
 ${data.namespaces.map(
   (n) => html`<tr data-namespace="${n.name}"><td><a href="${href({ ...ctx, namespace: n.name }, '/')}">${n.name}</a></td>
 ${STATUSES.map((s) => html`<td class="n"><a href="${href({ ...ctx, namespace: n.name }, '/jobs', { status: s })}">${count(n.counts[s])}</a></td>`)}
-<td>${ago(n.oldestReadyMs)}</td><td>${n.pauses.map((p) => p.definition ?? '(all)').join(', ')}</td></tr>`,
+<td>${ago(n.oldestReadyMs)}</td><td>${ago(n.oldestPausedMs)}</td><td>${n.pauses.map((p) => p.definition ?? '(all)').join(', ')}</td></tr>`,
 )}</tbody></table>
-<p class="note">Counts stop at ${COUNT_CAP.toLocaleString('en')} per status (≥ means at least).</p>
+<p class="note">Counts stop at ${COUNT_CAP.toLocaleString('en')} per status (≥ means at least). Oldest due: the longest a due job a worker may claim has waited; oldest paused: the same for the due jobs a pause holds, which wait for a resume.</p>
 
 <h2>Attempts in ${ctx.namespace}</h2>
 ${attemptsChart(data.minutes, `attempts of ${ctx.namespace} per minute`)}
