@@ -3,7 +3,8 @@
  * The public API and nothing else.
  */
 export { createClient, type Client, type ClientOptions, type ObserveOptions, type ResultOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client/client';
-export type { Admin, JobFilter, JobPage, JobSelection, JobSummary, ListJobsOptions, NamespaceInfo, WorkerInfo } from './client/admin';
+export type { Admin, AlertsOptions, JobFilter, JobPage, JobSelection, JobSummary, ListJobsOptions, NamespaceInfo, WorkerInfo } from './client/admin';
+export type { AlertInfo } from './db/alerts';
 export type { PauseAnswer, PauseRecord } from './db/pauses';
 export type { WhyAnswer, WhyCause, WhyReason } from './ops/why';
 export { createDashboardHandler, type DashboardHandler, type DashboardOptions } from './ops/dashboard/handler';

@@ -1,12 +1,14 @@
 // What the operating tables tell an operator, against a real PostgreSQL (docs/operating.md, "Admin
-// commands"): `acta namespaces` does not count a paused definition's due jobs as waiting for a
-// worker; `acta jobs list` and the dashboard count an Executing job's running attempt. Runs the
-// built bin (`npm test` builds first).
+// commands"): `acta alerts` lists sys.alerts' alerts as client.alerts and the dashboard read them;
+// `acta namespaces` does not count a paused definition's due jobs as waiting for a worker; `acta jobs
+// list` and the dashboard count an Executing job's running attempt. Runs the built bin (`npm test` builds first).
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createClient, createWorker, type Db, defineJob } from '../src';
+import { sqlLedger } from '../src/ledger';
+import { alertThresholds, runAlertsPass } from '../src/recurring/alerts';
 import { startDashboard } from '../src/ops/dashboard/server';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
 import { silentLogger } from './helpers/silentLogger';
@@ -36,6 +38,8 @@ function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: s
   });
 }
 const jsonLines = (stdout: string) => stdout.trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+/** The table's rows as cells (split on runs of 2+ spaces), header first. */
+const rowsOf = (stdout: string) => stdout.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('note:')).map((l) => l.trim().split(/\s{2,}/));
 
 /** A worker of `namespace` declaring `names` (and sys.alerts with `alerts`), started and stopped: what it declares stays. */
 async function declare(namespace: string, names: string[], alerts = false): Promise<void> {
@@ -43,6 +47,73 @@ async function declare(namespace: string, names: string[], alerts = false): Prom
   await w.start();
   await w.stop();
 }
+
+test('acta alerts: the open alerts (rule, subject, state, raised, detail), --all the resolved ones after them, --json client.alerts\' objects; a namespace where sys.alerts does not run, or is paused, is named so', async () => {
+  const ns = `alerts-cli-${randomUUID().slice(0, 8)}`;
+  const client = createClient({ db, namespace: ns });
+  // Alerts raised and resolved as sys.alerts does (test/db/alerts.test.ts): a dead worker, then a
+  // due job of a definition no live worker declares, waiting past oldest_ready's 5 minutes.
+  const dead = randomUUID();
+  await db.query(`insert into acta.workers (id, namespace, hostname, pid, definitions, status, last_heartbeat_at) values ($1, $2, 'gone-host', 7, '{slow}', 'dead', now() - interval '1 minute')`, [dead, ns]);
+  const evaluate = () => runAlertsPass(sqlLedger(db), ns, alertThresholds({}));
+  await evaluate();
+  await db.query(`update acta.workers set last_heartbeat_at = now() - interval '1 hour' where id = $1`, [dead]);
+  await db.query('insert into acta.definitions (namespace, name) values ($1, $2)', [ns, 'slow']);
+  await db.query(`insert into acta.jobs (namespace, definition, payload, run_at) values ($1, 'slow', '{}', now() - interval '6 minutes')`, [ns]);
+  await evaluate();
+
+  const open = await acta(['alerts', '--namespace', ns]);
+  expect(open).toMatchObject({ code: 0, stderr: '' });
+  const rows = rowsOf(open.stdout);
+  expect(rows[0]).toEqual(['RULE', 'SUBJECT', 'STATE', 'RAISED', 'RESOLVED', 'DETAIL']);
+  expect(rows.slice(1).map((r) => [r[0], r[1], r[2]])).toEqual([
+    ['no_live_worker', 'slow', 'open'],
+    ['oldest_ready', 'slow', 'open'],
+  ]);
+  // The values the rule had when it was raised, the keys of its JSON (the dashboard shows that JSON), whole.
+  expect(rows[2][4]).toMatch(/^ageMs=\d+ oldestDueAt=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  expect(Number(/ageMs=(\d+)/.exec(rows[2][4])![1])).toBeGreaterThanOrEqual(6 * 60_000);
+  // No worker runs sys.alerts in the namespace: an empty list would not mean "all is well".
+  expect(open.stdout).toContain(`note: sys.alerts is not scheduled in namespace "${ns}": no worker has run it there (acta worker --alerts), so no rule is evaluated\n`);
+
+  const all = rowsOf((await acta(['alerts', '--all', '--namespace', ns])).stdout);
+  expect(all.slice(1).map((r) => [r[0], r[1], r[2]])).toEqual([
+    ['no_live_worker', 'slow', 'open'],
+    ['oldest_ready', 'slow', 'open'],
+    ['worker_dead', dead, 'resolved'],
+  ]);
+  expect(all[3][5]).toMatch(/^pid=7 hostname=gone-host lastHeartbeatAt=\S+Z$/); // in jsonb's order of keys
+
+  // --json: the client's own objects, one a line (docs/operating.md, "Admin commands").
+  const json = jsonLines((await acta(['alerts', '--all', '--json', '--namespace', ns])).stdout);
+  expect(json).toEqual(JSON.parse(JSON.stringify(await client.alerts({ all: true }))));
+  expect(json.map((a) => [a.namespace, a.rule, a.resolvedAt === null])).toEqual([
+    [ns, 'no_live_worker', true],
+    [ns, 'oldest_ready', true],
+    [ns, 'worker_dead', false],
+  ]);
+  expect(jsonLines((await acta(['alerts', '--json', '--namespace', ns])).stdout).map((a) => a.rule)).toEqual(['no_live_worker', 'oldest_ready']);
+  await expect(client.alerts({ limit: 0 })).rejects.toThrow(/limit must be an integer from 1 to 1000/);
+  await expect(client.alerts({ all: 'yes' as never })).rejects.toThrow(/all must be a boolean/);
+
+  // A worker with --alerts declared sys.alerts: no note; paused, the note says so.
+  await declare(ns, ['alerts-cli-noop'], true);
+  expect((await acta(['alerts', '--namespace', ns])).stdout).not.toContain('note:');
+  await client.schedules.pause('sys.alerts');
+  expect((await acta(['alerts', '--namespace', ns])).stdout).toContain(`note: sys.alerts is paused in namespace "${ns}" (acta schedule resume sys.alerts): no rule is evaluated\n`);
+  // The dashboard reads the same (client.alerts, resolved ones too).
+  const dashboard = await startDashboard({ db, port: 0, logger: silentLogger });
+  try {
+    const page = await (await fetch(`${dashboard.url}/alerts?ns=${ns}`)).text();
+    expect([...page.matchAll(/<tr data-rule="([^"]+)" data-subject="([^"]+)" data-open="(true|false)"/g)].map((m) => [m[1], m[2], m[3]])).toEqual([
+      ['no_live_worker', 'slow', 'true'],
+      ['oldest_ready', 'slow', 'true'],
+      ['worker_dead', dead, 'false'],
+    ]);
+  } finally {
+    await dashboard.close();
+  }
+}, 120_000);
 
 test('acta namespaces: a paused definition\'s due jobs are not "waiting for a worker": OLDEST DUE leaves them out, OLDEST PAUSED shows their wait; a namespace pause holds them all (before: OLDEST DUE counted them)', async () => {
   const ns = `paused-due-${randomUUID().slice(0, 8)}`;

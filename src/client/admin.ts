@@ -9,6 +9,7 @@ import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import type { Db } from '../db/Db';
 import type { PauseAnswer, PauseRecord } from '../db/pauses';
 import { attemptLimit, DEFINITION_MAX_ATTEMPTS_SQL } from '../db/jobs';
+import { type AlertInfo, listAlerts } from '../db/alerts';
 import { WORKER_LIVE_SQL } from '../db/workers';
 import { INT8_MAX, type JobId, type JobStatus, type MaxAttemptsFrom } from '../db/types';
 import { ConfigError } from '../errors';
@@ -158,7 +159,26 @@ export interface Admin {
   listWorkers(options?: { namespace?: string }): Promise<WorkerInfo[]>;
   /** Every namespace (with a worker, a pause, or a job Ready, Waiting, Failed or Cancelled) with its jobs counted by status (each up to 100,000), its oldest due job's wait and its pauses. */
   namespaces(): Promise<NamespaceInfo[]>;
+  /**
+   * The namespace's alerts as sys.alerts left them in acta.alerts (docs/alerts.md): the open ones
+   * (resolvedAt null), most recently raised first; with `all`, then the resolved ones still kept
+   * (a day by default). At most `limit`, 1 to 1,000 (default 500). Read only: a namespace whose
+   * workers do not run sys.alerts has none.
+   */
+  alerts(options?: AlertsOptions): Promise<AlertInfo[]>;
 }
+
+export interface AlertsOptions {
+  /** Default: the client's namespace. */
+  namespace?: string;
+  /** Resolved alerts too (default false: the open ones only). */
+  all?: boolean;
+  /** 1 to 1,000, default 500. */
+  limit?: number;
+}
+
+/** Alerts client.alerts returns when not told (at most MAX_PAGE). */
+export const DEFAULT_ALERTS = 500;
 
 /** The admin operations of a client of `namespace` (src/client/client.ts delegates to them). */
 export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: string; verdict: (err: unknown) => Promise<unknown> }): Admin {
@@ -290,6 +310,15 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
         silentMs: Math.max(0, Math.round(Number(r.silent_ms))),
         holds: r.holds,
       }));
+    },
+    alerts: async (options = {}) => {
+      knownKeys('alerts option', options, ['namespace', 'all', 'limit']);
+      const limit = options.limit ?? DEFAULT_ALERTS;
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ConfigError(`alerts: limit must be an integer from 1 to ${MAX_PAGE}, got ${String(limit)}`);
+      if (options.all !== undefined && typeof options.all !== 'boolean') throw new ConfigError(`alerts: all must be a boolean, got ${JSON.stringify(String(options.all)).slice(0, 80)}`);
+      const namespace = nsOf(options.namespace);
+      const db = dbOf('alerts');
+      return run(() => listAlerts(db, { namespace, resolved: options.all === true, limit }));
     },
     namespaces: async () => {
       const db = dbOf('namespaces');

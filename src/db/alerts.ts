@@ -49,21 +49,29 @@ export async function readAlerts(q: Queryable, namespace: string): Promise<{ rul
   return rows;
 }
 
-/** An alert as stored: open while resolvedAt is null. */
+/** An alert as stored (client.alerts, `acta alerts`, the dashboard's alerts view): open while resolvedAt is null. */
 export interface AlertInfo {
+  namespace: string;
   rule: string;
   subject: string;
+  /** When this incident began (the evaluation that raised it). */
   raisedAt: Date;
+  /** When it ended; null while it is open. */
   resolvedAt: Date | null;
+  /** The rule's values when it was raised (docs/alerts.md, "Rules"): e.g. oldest_ready's ageMs, failure_rate's counts and window. */
   detail: Record<string, unknown> | null;
 }
 
-/** The namespace's alerts, open ones first, then the most recently raised (along acta.alerts' key; at most `limit`). */
-export async function listAlerts(q: Queryable, namespace: string, limit: number): Promise<AlertInfo[]> {
-  const { rows } = await q.query<{ rule: string; subject: string; raised_at: Date; resolved_at: Date | null; detail: AlertInfo['detail'] }>(
-    `select rule, subject, raised_at, resolved_at, detail from acta.alerts where namespace = $1
+/**
+ * The namespace's alerts, open ones first, then the most recently raised (along acta.alerts' key; at
+ * most `limit`): the resolved ones still kept too with `resolved`. The one read of client.alerts,
+ * hence of `acta alerts` and the dashboard's alerts view.
+ */
+export async function listAlerts(q: Queryable, args: { namespace: string; resolved: boolean; limit: number }): Promise<AlertInfo[]> {
+  const { rows } = await q.query<{ namespace: string; rule: string; subject: string; raised_at: Date; resolved_at: Date | null; detail: AlertInfo['detail'] }>(
+    `select namespace, rule, subject, raised_at, resolved_at, detail from acta.alerts where namespace = $1 and ($3::boolean or resolved_at is null)
      order by resolved_at is null desc, raised_at desc, rule, subject limit $2`,
-    [namespace, limit],
+    [args.namespace, args.limit, args.resolved],
   );
-  return rows.map((r) => ({ rule: r.rule, subject: r.subject, raisedAt: r.raised_at, resolvedAt: r.resolved_at, detail: r.detail }));
+  return rows.map((r) => ({ namespace: r.namespace, rule: r.rule, subject: r.subject, raisedAt: r.raised_at, resolvedAt: r.resolved_at, detail: r.detail }));
 }

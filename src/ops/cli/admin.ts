@@ -1,6 +1,6 @@
 /*
  * The operating commands (docs/operating.md, "Admin commands"): acta jobs list|retry|cancel|delete,
- * acta workers, acta namespaces, acta pause|resume, acta why. Each is a client operation
+ * acta workers, acta namespaces, acta alerts, acta pause|resume, acta why. Each is a client operation
  * (src/client/admin.ts, src/ops/why.ts); human output is a table, `--json` one object per line.
  */
 import { type Command, InvalidArgumentError } from 'commander';
@@ -9,7 +9,8 @@ import { int, name } from './args';
 import type { Client } from '../../client/client';
 import type { Queryable } from '../../db/Db';
 import { unchangedJobs } from '../unchanged';
-import type { JobFilter, JobSelection } from '../../client/admin';
+import { DEFAULT_ALERTS, type JobFilter, type JobSelection } from '../../client/admin';
+import { ALERTS_NAME } from '../../recurring/alerts';
 import type { JobStatus } from '../../db/types';
 import { ActaError } from '../../errors';
 import { assertPauseDeclared } from '../pauseCheck';
@@ -80,9 +81,23 @@ function selectionOf(ids: string[], o: FilterOpts, what: string): JobSelection {
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : '');
 const ago = (ms: number | null) => (ms === null ? '' : ms < 1_000 ? `${ms} ms` : ms < 120_000 ? `${Math.round(ms / 1_000)} s` : `${Math.round(ms / 60_000)} min`);
 
-function printRows(json: boolean | undefined, rows: object[], table: () => string[][]): void {
+function printRows(json: boolean | undefined, rows: object[], table: () => string[][], options?: { wholeLast?: boolean }): void {
   if (json) for (const r of rows) console.log(JSON.stringify(r));
-  else console.log(formatTable(table()));
+  else console.log(formatTable(table(), options));
+}
+
+/**
+ * An alert's detail as `key=value` pairs, the keys of its JSON (docs/alerts.md, "Rules"), an
+ * instant as ISO 8601 in UTC: `ageMs=360006 oldestDueAt=2026-12-06T20:40:14.339Z`.
+ */
+function alertDetail(detail: Record<string, unknown> | null): string {
+  if (detail === null) return '';
+  return Object.entries(detail)
+    .map(([k, v]) => {
+      const at = k.endsWith('At') && typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? new Date(v).toISOString() : null;
+      return `${k}=${at ?? (typeof v === 'string' ? v : JSON.stringify(v))}`;
+    })
+    .join(' ');
 }
 
 /** Registers the operating commands on `cli`. */
@@ -159,6 +174,33 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
         ['NAMESPACE', ...STATUSES.map((s) => s.toUpperCase()), 'OLDEST DUE', 'OLDEST PAUSED', 'PAUSED'],
         ...all.map((n) => [n.name, ...STATUSES.map((s) => String(n.counts[s as JobStatus])), ago(n.oldestReadyMs), ago(n.oldestPausedMs), n.pauses.map((p) => p.definition ?? '(all)').join(', ')]),
       ]);
+    });
+
+  cli
+    .command('alerts')
+    .description('the alerts sys.alerts raised in a namespace (docs/alerts.md): rule, subject, open or resolved, when raised and resolved, the values when raised; open ones, most recent first')
+    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
+    .option('--all', 'the resolved alerts still kept (a day by default) too, after the open ones')
+    .option('--json', 'one JSON object per line (client.alerts)')
+    .action(async (o: { namespace: string; all?: boolean; json?: boolean }) => {
+      const { alerts, schedule } = await withClient(o.namespace, async (client) => ({
+        alerts: await client.alerts({ all: o.all === true }),
+        schedule: o.json ? undefined : (await client.schedules.list(ALERTS_NAME))[0],
+      }));
+      printRows(
+        o.json,
+        alerts,
+        () => [
+          ['RULE', 'SUBJECT', 'STATE', 'RAISED', 'RESOLVED', 'DETAIL'],
+          ...alerts.map((a) => [a.rule, a.subject, a.resolvedAt === null ? 'open' : 'resolved', iso(a.raisedAt), iso(a.resolvedAt), alertDetail(a.detail)]),
+        ],
+        { wholeLast: true },
+      );
+      if (o.json) return;
+      if (alerts.length >= DEFAULT_ALERTS) console.log(`the first ${DEFAULT_ALERTS} shown`);
+      // An empty list also when nothing evaluates the rules: say so (docs/alerts.md, test/adminTables.test.ts).
+      if (schedule === undefined) console.log(`note: sys.alerts is not scheduled in namespace "${o.namespace}": no worker has run it there (acta worker --alerts), so no rule is evaluated`);
+      else if (schedule.paused) console.log(`note: sys.alerts is paused in namespace "${o.namespace}" (acta schedule resume sys.alerts): no rule is evaluated`);
     });
 
   cli

@@ -8,7 +8,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createClient } from '../../client/client';
 import { jobIdText } from '../../client/jobId';
 import { MAX_NAME_BYTES, nameOption } from '../../config';
-import { listAlerts } from '../../db/alerts';
 import type { Db } from '../../db/Db';
 import { ActaError, ConfigError } from '../../errors';
 import { createLogger, type Logger } from '../../logger';
@@ -130,7 +129,7 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
     }
     if (path === '/workers') return send(res, 200, workersPage(ctx, await client.listWorkers()));
     if (path === '/schedules') return send(res, 200, schedulesPage(ctx, await client.schedules.list()));
-    if (path === '/alerts') return send(res, 200, alertsPage(ctx, await listAlerts(db, namespace, ALERTS_SHOWN), ALERTS_SHOWN));
+    if (path === '/alerts') return send(res, 200, alertsPage(ctx, await client.alerts({ all: true, limit: ALERTS_SHOWN }), ALERTS_SHOWN));
     if (path === '/jobs') {
       const q = url.searchParams;
       const query: JobsQuery = { status: q.get('status') || undefined, definition: q.get('definition') || undefined, concurrencyKey: q.get('key') || undefined, lane: q.get('lane') || undefined, cursor: q.get('cursor') || undefined };

@@ -8,7 +8,7 @@ export function alertsPage(ctx: ViewContext, alerts: AlertInfo[], limit: number)
   const body = html`<p>${open} open${alerts.length >= limit ? html`; the first ${limit} shown` : ''}.</p>
 <table id="alerts"><thead><tr><th>rule</th><th>subject</th><th>state</th><th>raised</th><th>resolved</th><th>detail</th></tr></thead><tbody>
 ${alerts.map(
-  (a) => html`<tr data-rule="${a.rule}" data-subject="${a.subject}" data-open="${a.resolvedAt === null}"><td>${a.rule}</td><td>${a.subject}</td><td>${status(a.resolvedAt === null ? 'open' : 'resolved')}</td>
+  (a) => html`<tr data-rule="${a.rule}" data-subject="${a.subject}" data-open="${String(a.resolvedAt === null)}"><td>${a.rule}</td><td>${a.subject}</td><td>${status(a.resolvedAt === null ? 'open' : 'resolved')}</td>
 <td>${time(a.raisedAt)}</td><td>${time(a.resolvedAt)}</td><td><code>${a.detail === null ? '' : JSON.stringify(a.detail)}</code></td></tr>`,
 )}</tbody></table>
 <p class="note">Evaluated every 30 s by a worker started with <code>alerts</code> (<code>acta worker --alerts</code>); raised once, resolved once; resolved alerts are forgotten after a day (docs/alerts.md).</p>`;
