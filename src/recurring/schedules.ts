@@ -45,10 +45,13 @@ export function checkScheduleSpec(where: string, spec: unknown, defaultName: str
   knownKeys(`field of ${where}`, spec, SPEC_KEYS);
   const s = spec as ScheduleSpec;
   const name = s.name === undefined ? defaultName : nameOption(`the name of ${where}`, s.name, MAX_NAME_BYTES);
-  const timeZone = s.timeZone ?? 'UTC';
-  if (typeof timeZone !== 'string') throw new ConfigError(`timeZone of ${where} must be an IANA zone name, got ${JSON.stringify(timeZone)}`);
+  const typedZone = s.timeZone ?? 'UTC';
+  if (typeof typedZone !== 'string') throw new ConfigError(`timeZone of ${where} must be an IANA zone name, got ${JSON.stringify(typedZone)}`);
   // A cron with no instant from now on (a 30 February) is refused where it is written, not left unarmed.
-  if (cronSchedule(s.cron, timeZone).next(new Date()) === null) throw new ConfigError(`${where}: cron ${JSON.stringify(s.cron)} in ${timeZone} has no instant from now on: it would never fire`);
+  if (cronSchedule(s.cron, typedZone).next(new Date()) === null) throw new ConfigError(`${where}: cron ${JSON.stringify(s.cron)} in ${typedZone} has no instant from now on: it would never fire`);
+  // Stored and listed by its canonical name ('europe/berlin' is Europe/Berlin, 'Etc/UTC' is UTC), so
+  // one zone is one spec whatever its spelling (test/recurring/runtime.test.ts, "canonical IANA name").
+  const timeZone = new Intl.DateTimeFormat(undefined, { timeZone: typedZone }).resolvedOptions().timeZone;
   const catchUp = s.catchUp ?? 'latest';
   if (!['latest', 'all', 'none'].includes(catchUp)) throw new ConfigError(`catchUp of ${where} must be 'latest', 'all' or 'none', got ${JSON.stringify(catchUp)}`);
   if (s.catchUpWindowMs !== undefined && catchUp !== 'all') throw new ConfigError(`catchUpWindowMs of ${where} goes with catchUp: 'all'`);

@@ -96,6 +96,19 @@ describe('client.schedules', () => {
     expect(await client.schedules.trigger('m')).toBeNull();
   });
 
+  // Was: stored and listed as typed ('europe/berlin'), and the same zone spelled another way was a change.
+  test('a time zone typed in another case is stored and listed by its canonical IANA name; declared ones too', async () => {
+    const ns = `rt-${randomUUID().slice(0, 8)}`;
+    const client = createClient({ db, namespace: ns, force: true });
+    expect(await client.schedules.add('report', { name: 'b', cron: '0 2 * * *', timeZone: 'europe/berlin' })).toBe('added');
+    expect(await client.schedules.list('b')).toMatchObject([{ timeZone: 'Europe/Berlin' }]);
+    expect(await client.schedules.add('report', { name: 'b', cron: '0 2 * * *', timeZone: 'Europe/Berlin' })).toBe('same');
+    expect(await client.schedules.add('report', { name: 'u', cron: '0 2 * * *', timeZone: 'utc' })).toBe('added');
+    expect(await client.schedules.list('u')).toMatchObject([{ timeZone: 'UTC' }]);
+    const declared = defineJob({ name: 'report', handler: () => undefined, schedule: { cron: '0 2 * * *', timeZone: 'AMERICA/NEW_YORK' } });
+    expect(declaredPolicy(declared).schedules).toMatchObject([{ timeZone: 'America/New_York' }]);
+  });
+
   test('bad input is a ConfigError and changes nothing: a bad cron, an unknown zone, a bad catch-up, a declared schedule changed or removed', async () => {
     const ns = `rt-${randomUUID().slice(0, 8)}`;
     const client = createClient({ db, namespace: ns });
