@@ -262,6 +262,14 @@ begin
   where s.namespace = p_namespace and s.name = any (p_names)
   order by s.name
   for update;
+  -- A fire that has started and not ended, kept through a change: its schedule gets the pending
+  -- instant only (test/ledger/schedules.ts, "a change while a fire runs").
+  update acta.schedules s
+  set next_fire_at = w.at, updated_at = now()
+  from unnest(p_names, p_versions, p_instants) as w(name, version, at), acta.jobs o
+  where s.namespace = p_namespace and s.name = w.name and s.version = w.version
+    and not s.paused and w.at is not null and s.next_fire_at is null
+    and o.id = s.job_id and o.status not in ('succeeded', 'failed', 'cancelled');
   with wanted as (
     select s.namespace, s.name, s.definition, s.payload, s.priority, s.concurrency_key, s.rate_key, s.lane,
            w.at, o.id as ended_id, o.scheduled_at as ended_at, o.status as ended_status
@@ -1303,8 +1311,13 @@ begin
   -- Recurring fire (docs/schedules.md): a schedule's armed fire that ended for good (a retry is
   -- still the same fire) records its outcome on the schedule and arms the next instant the worker
   -- computed from the fire's scheduled instant (p_next_fires[i]; later than it), unless the
-  -- schedule is paused, removed, or no longer armed with this fire (changed meanwhile: the
-  -- schedules pass arms it). One fire per instant: jobs_schedule_fire_idx.
+  -- schedule is paused or removed. Changed while this fire ran (next_fire_at is no longer its
+  -- instant; docs/schedules.md, "Changes"): the worker's instant was computed from the old spec, so
+  -- it arms the pending instant the schedules pass stored (acta.arm_schedules) instead, or, none
+  -- stored yet, nothing (the pass arms the new spec's next instant after now()). A fire that is no
+  -- longer armed but is the schedule's last fire (retried by hand: acta.jobs retry) updates the
+  -- last outcome only (test/recurring/runtime.test.ts, "last outcome"). One fire per instant:
+  -- jobs_schedule_fire_idx.
   if v_fires is not null then
     -- Their schedules locked first, so the statement below (a new snapshot) sees a pause, change or
     -- removal committed while this call waited: it arms nothing for one (test/recurring/schedules.test.ts).
@@ -1313,6 +1326,13 @@ begin
     where s.namespace = v_namespace and s.name = any (array(select j.schedule from acta.jobs j where j.id = any (v_fires)))
     order by s.name
     for update of s;
+    -- The schedule's last fire, ended again after a retry by hand (not its armed fire, recorded
+    -- next, which then becomes the last; a fire not armed is never skipped): its outcome as it is now.
+    update acta.schedules s
+    set last_outcome = j.status, updated_at = now()
+    from acta.jobs j
+    where j.id = any (v_fires) and s.namespace = j.namespace and s.name = j.schedule
+      and s.last_job_id = j.id and s.job_id is distinct from j.id;
     with ended as (
       select j.id, j.namespace, j.schedule, j.scheduled_at, n.next_at,
              case when n.outcome = 'skipped' then 'skipped' else j.status end as outcome
@@ -1320,12 +1340,18 @@ begin
       join unnest(p_ids, p_outcomes, p_next_fires) as n(id, outcome, next_at) on n.id = j.id
       where j.id = any (v_fires)
     ),
-    armed as (
-      insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at, concurrency_key, rate_key, lane)
-      select s.namespace, s.definition, s.payload, s.priority, e.next_at, s.name, e.next_at, s.concurrency_key, s.rate_key, s.lane
+    coming as (
+      select e.namespace, e.schedule, s.definition, s.payload, s.priority, s.concurrency_key, s.rate_key, s.lane,
+             case when s.next_fire_at = e.scheduled_at then e.next_at else s.next_fire_at end as at, e.scheduled_at
       from ended e
       join acta.schedules s on s.namespace = e.namespace and s.name = e.schedule and s.job_id = e.id
-      where not s.paused and e.next_at > e.scheduled_at
+      where not s.paused
+    ),
+    armed as (
+      insert into acta.jobs (namespace, definition, payload, priority, run_at, schedule, scheduled_at, concurrency_key, rate_key, lane)
+      select n.namespace, n.definition, n.payload, n.priority, n.at, n.schedule, n.at, n.concurrency_key, n.rate_key, n.lane
+      from coming n
+      where n.at > n.scheduled_at
       on conflict (namespace, schedule, scheduled_at) where schedule is not null do nothing
       returning id, namespace, schedule, scheduled_at
     )
@@ -2031,8 +2057,9 @@ CREATE OR REPLACE FUNCTION acta.reconcile_schedules(p_namespace text, p_names te
  LANGUAGE plpgsql
 AS $function$
 declare
-  v_defs text[];
-  v     record;
+  v_defs    text[];
+  v         record;
+  v_unarmed integer;
 begin
   select array_agg(d.name) into v_defs
   from acta.definitions d
@@ -2076,7 +2103,8 @@ begin
     delete from acta.jobs j
     where j.id = (select f.id from acta.jobs f
                   where f.id = v.job_id and f.status = 'ready' and f.execution = 0 and f.schedule is not null
-                  for update skip locked);
+                  for update);
+    get diagnostics v_unarmed = row_count;
     if v.dropped then
       delete from acta.schedules where namespace = p_namespace and name = v.name;
     else
@@ -2084,7 +2112,7 @@ begin
       set definition = v.definition, cron = v.cron, time_zone = v.time_zone, payload = v.payload,
           catch_up = v.catch_up, catch_up_window_ms = v.window_ms, priority = v.priority,
           concurrency_key = v.concurrency_key, rate_key = v.rate_key, lane = v.lane, source = 'declared',
-          version = version + 1, job_id = null, next_fire_at = null, updated_at = now()
+          version = version + 1, job_id = case when v_unarmed > 0 then null else job_id end, next_fire_at = null, updated_at = now()
       where namespace = p_namespace and name = v.name;
     end if;
   end loop;

@@ -9,6 +9,10 @@
 -- due at its instant. Returns how many were armed. A fire's completion arms the next one itself
 -- (acta.complete_executions, "Recurring fire"); this covers a schedule added, changed or resumed,
 -- and a fire that ended elsewhere (recovery, a cancel).
+-- Changed while a fire runs (docs/schedules.md, "Changes"): a schedule changed while its fire had
+-- started keeps that fire as its job_id with next_fire_at null, so no second fire runs beside it.
+-- Its instant (the new spec's first after the change) is stored here as next_fire_at, the pending
+-- instant, and armed by that fire's end (acta.complete_executions), not here; not counted.
 -- One fire per (schedule, instant): jobs_schedule_fire_idx; an instant already fired is not armed.
 -- Locks: the namespace's schedule rows named, in name order, until commit; the new job rows.
 -- Wakeup: NOTIFY acta_jobs when it armed any (a fire may be due at once).
@@ -26,6 +30,14 @@ begin
   where s.namespace = p_namespace and s.name = any (p_names)
   order by s.name
   for update;
+  -- A fire that has started and not ended, kept through a change: its schedule gets the pending
+  -- instant only (test/ledger/schedules.ts, "a change while a fire runs").
+  update acta.schedules s
+  set next_fire_at = w.at, updated_at = now()
+  from unnest(p_names, p_versions, p_instants) as w(name, version, at), acta.jobs o
+  where s.namespace = p_namespace and s.name = w.name and s.version = w.version
+    and not s.paused and w.at is not null and s.next_fire_at is null
+    and o.id = s.job_id and o.status not in ('succeeded', 'failed', 'cancelled');
   with wanted as (
     select s.namespace, s.name, s.definition, s.payload, s.priority, s.concurrency_key, s.rate_key, s.lane,
            w.at, o.id as ended_id, o.scheduled_at as ended_at, o.status as ended_status

@@ -5,19 +5,25 @@
 -- Contract: a declared schedule missing from its definition's declaration is removed; one whose
 -- definition, cron, zone, payload, catch-up, priority or policy keys changed is updated (version + 1); a new one is added
 -- (a runtime schedule of the same name is taken over: code wins). A removed or changed schedule's
--- armed fire that has not started is deleted; a running one finishes, detached (its completion arms
--- nothing). Changed and added schedules are left unarmed for the schedules pass
--- (acta.arm_schedules), which computes their next instant after now(). Paused stays as it was.
+-- armed fire that has not started is deleted. A removed schedule's fire that has started finishes,
+-- detached. A changed schedule's fire that has started stays its fire (job_id kept, next_fire_at
+-- null): the schedules pass computes the new next instant after now() and stores it as pending,
+-- and that fire's end arms it (docs/schedules.md, "Changes": a schedule never runs two of its own
+-- fires at once; test/ledger/schedules.ts, "a change while a fire runs"). Changed schedules with
+-- no fire left and added ones are left unarmed for the schedules pass (acta.arm_schedules), which
+-- computes their next instant after now(). Paused stays as it was.
 -- Definitions without a declared policy (no worker declared one yet) are left alone.
--- Locks: the namespace's schedule rows, in name order; an armed fire's job row, SKIP LOCKED (a
--- fire being claimed or completed at that instant counts as running: no deadlock with them).
+-- Locks: the namespace's schedule rows, in name order; then an armed fire's job row if it has not
+-- started, waiting for a claim that holds it (then it has started). Nothing that locks a fire row
+-- never claimed waits for a schedule row: no deadlock (a completion holds only Executing rows).
 -- Called by acta.refresh_definitions: rare, off the claim and completion paths.
 create or replace function acta.reconcile_schedules(p_namespace text, p_names text[])
 returns void
 language plpgsql as $$
 declare
-  v_defs text[];
-  v     record;
+  v_defs    text[];
+  v         record;
+  v_unarmed integer;
 begin
   select array_agg(d.name) into v_defs
   from acta.definitions d
@@ -61,7 +67,8 @@ begin
     delete from acta.jobs j
     where j.id = (select f.id from acta.jobs f
                   where f.id = v.job_id and f.status = 'ready' and f.execution = 0 and f.schedule is not null
-                  for update skip locked);
+                  for update);
+    get diagnostics v_unarmed = row_count;
     if v.dropped then
       delete from acta.schedules where namespace = p_namespace and name = v.name;
     else
@@ -69,7 +76,7 @@ begin
       set definition = v.definition, cron = v.cron, time_zone = v.time_zone, payload = v.payload,
           catch_up = v.catch_up, catch_up_window_ms = v.window_ms, priority = v.priority,
           concurrency_key = v.concurrency_key, rate_key = v.rate_key, lane = v.lane, source = 'declared',
-          version = version + 1, job_id = null, next_fire_at = null, updated_at = now()
+          version = version + 1, job_id = case when v_unarmed > 0 then null else job_id end, next_fire_at = null, updated_at = now()
       where namespace = p_namespace and name = v.name;
     end if;
   end loop;

@@ -33,14 +33,19 @@ const record = (r: Row): ScheduleRecord => ({
   nextFireAt: r.next_fire_at, jobId: r.job_id, lastFireAt: r.last_fire_at, lastJobId: r.last_job_id, lastOutcome: r.last_outcome,
 });
 
-/** The namespace's schedules that need a fire armed (none armed or running, not paused), with the database's now(). */
+/**
+ * The namespace's schedules that need a fire armed (none armed or running, not paused), or, changed
+ * while a fire ran, their pending instant (next_fire_at null beside a fire not ended: acta.arm_schedules),
+ * with the database's now(). The next instant comes after the ended fire's, unless the schedule was
+ * changed since that fire was armed (next_fire_at no longer its instant): then after now().
+ */
 export async function unarmedSchedules(q: Queryable, namespace: string): Promise<UnarmedSchedule[]> {
   const { rows } = await q.query<{ name: string; version: number; cron: string; time_zone: string; after_fire: Date | null; now: Date }>(
     `select s.name, s.version, s.cron, s.time_zone,
-            case when j.status in ('succeeded', 'failed', 'cancelled') then j.scheduled_at end as after_fire, now() as now
+            case when j.status in ('succeeded', 'failed', 'cancelled') and s.next_fire_at = j.scheduled_at then j.scheduled_at end as after_fire, now() as now
      from acta.schedules s
      left join acta.jobs j on j.id = s.job_id
-     where s.namespace = $1 and not s.paused and (j.id is null or j.status in ('succeeded', 'failed', 'cancelled'))
+     where s.namespace = $1 and not s.paused and (j.id is null or j.status in ('succeeded', 'failed', 'cancelled') or s.next_fire_at is null)
      order by s.name`,
     [namespace],
   );
@@ -64,11 +69,21 @@ export async function listSchedules(q: Queryable, namespace: string, name?: stri
  * 'changed', 'same', or 'declared' (the name is a declared schedule's: not touched). The answer
  * comes from the upsert's own row (xmax = 0: inserted), never from a locking read of the row the
  * same statement updates, which would see nothing.
+ * A changed schedule whose fire has started keeps it (job_id kept, next_fire_at null): the next
+ * instant is armed at that fire's end, never beside it (docs/schedules.md, "Changes";
+ * acta.arm_schedules, acta.complete_executions). The unstarted fire is locked first, waiting for a
+ * claim that holds it (then it has started); nothing holding a never-claimed fire waits for a
+ * schedule row (as acta.reconcile_schedules).
  */
 export async function putRuntimeSchedule(q: Queryable, namespace: string, definition: string, s: DeclaredSchedule): Promise<'added' | 'changed' | 'same' | 'declared'> {
   const { rows } = await q.query<{ answer: 'added' | 'changed' | 'same' | 'declared' }>(
     `with old as (
-       select s.source, s.job_id from acta.schedules s where s.namespace = $1 and s.name = $2
+       select s.source, s.job_id from acta.schedules s where s.namespace = $1 and s.name = $2 for update
+     ),
+     unstarted as (
+       select j.id from acta.jobs j
+       where j.id = (select o.job_id from old o) and j.status = 'ready' and j.execution = 0
+       for update
      ),
      put as (
        insert into acta.schedules as s (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority,
@@ -78,7 +93,7 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
          set definition = excluded.definition, cron = excluded.cron, time_zone = excluded.time_zone, payload = excluded.payload,
              catch_up = excluded.catch_up, catch_up_window_ms = excluded.catch_up_window_ms, priority = excluded.priority,
              concurrency_key = excluded.concurrency_key, rate_key = excluded.rate_key, lane = excluded.lane, version = s.version + 1,
-             job_id = null, next_fire_at = null, updated_at = now()
+             job_id = case when exists (select 1 from unstarted) then null else s.job_id end, next_fire_at = null, updated_at = now()
          where s.source = 'runtime'
            and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane)
                is distinct from (excluded.definition, excluded.cron, excluded.time_zone, excluded.payload, excluded.catch_up, excluded.catch_up_window_ms,
@@ -86,8 +101,8 @@ export async function putRuntimeSchedule(q: Queryable, namespace: string, defini
        returning s.xmax = 0 as inserted
      ),
      unarmed as (
-       delete from acta.jobs j using old o, put p
-       where not p.inserted and j.id = o.job_id and j.status = 'ready' and j.execution = 0
+       delete from acta.jobs j using unstarted u, put p
+       where not p.inserted and j.id = u.id
      )
      select case when exists (select 1 from put where inserted) then 'added'
                  when exists (select 1 from put) then 'changed'

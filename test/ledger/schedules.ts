@@ -176,6 +176,64 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     expect((await list(namespace)).jobId).not.toBeNull(); // unchanged: its fire stays armed
   });
 
+  // docs/schedules.md, "Changes": a schedule never runs two of its own fires at once, so a change
+  // while a fire has started arms the new spec's next instant at that fire's end, not beside it.
+  test('a change while a fire runs: nothing is armed beside it; the pass stores the new next instant after the change, and that fire\'s end arms it', async () => {
+    const { ledger, now } = get();
+    const namespace = ns();
+    const workerId = await declare(namespace, { cron: EVERY_MINUTE, payload: { v: 1 } }, 'b1');
+    const armed = await armedAndDue(namespace);
+    const row = (await claim(namespace, workerId)).rows[0];
+    expect(row.id).toBe(armed.jobId);
+
+    await get().advance(10);
+    await declare(namespace, { cron: '*/5 * * * *', payload: { v: 2 } }, 'b2');
+    expect(await list(namespace)).toMatchObject({ cron: '*/5 * * * *', jobId: row.id, nextFireAt: null });
+    const changedAt = await now();
+    expect(await ledger.armSchedules!(namespace)).toBe(0); // no fire beside the running one
+    const pending = (await list(namespace)).nextFireAt!;
+    expect(pending.getTime() % (5 * MINUTE)).toBe(0);
+    expect(pending.getTime()).toBeGreaterThan(changedAt);
+    expect(pending.getTime()).toBeLessThanOrEqual(changedAt + 5 * MINUTE);
+    expect(await ledger.armSchedules!(namespace)).toBe(0);
+    expect(await list(namespace)).toMatchObject({ jobId: row.id, nextFireAt: pending });
+
+    // The fire ends: the instant its worker computed from the old spec is not armed; the pending one is.
+    const old = cronSchedule(EVERY_MINUTE).next(row.schedule!.at)!;
+    expect((await ledger.completeExecutions(workerId, [ended(row, 'succeeded', old)]))[0].status).toBe('succeeded');
+    const after = await list(namespace);
+    expect(after).toMatchObject({ nextFireAt: pending, lastJobId: row.id, lastOutcome: 'succeeded' });
+    expect(await ledger.readJob(namespace, after.jobId!)).toMatchObject({ status: 'ready', scheduledAt: pending, payload: { v: 2 } });
+    expect(await ledger.armSchedules!(namespace)).toBe(0);
+  });
+
+  test('a change while a fire waits to retry keeps it; ended before the pass stored an instant, it arms nothing, and the pass arms the new next instant after now', async () => {
+    const { ledger, now } = get();
+    const namespace = ns();
+    const workerId = await declare(namespace, { cron: EVERY_MINUTE }, 'b1');
+    await armedAndDue(namespace);
+    const first = (await claim(namespace, workerId)).rows[0];
+    const failed = { ...ended(first, 'failed', null), error: JSON.stringify({ name: 'Error', message: 'x' }) };
+    expect((await ledger.completeExecutions(workerId, [failed]))[0].status).toBe('ready');
+
+    await get().advance(10);
+    await declare(namespace, { cron: '*/5 * * * *' }, 'b2');
+    // Started (an attempt ran): not deleted, still the schedule's fire.
+    expect(await list(namespace)).toMatchObject({ jobId: first.id, nextFireAt: null });
+    expect(await ledger.readJob(namespace, first.id)).toMatchObject({ status: 'ready' });
+    const again = (await claim(namespace, workerId)).rows[0];
+    expect(again).toMatchObject({ id: first.id, execution: 2, schedule: { armed: true } });
+    expect((await ledger.completeExecutions(workerId, [ended(again, 'succeeded', cronSchedule(EVERY_MINUTE).next(first.schedule!.at))]))[0].status).toBe('succeeded');
+    expect(await list(namespace)).toMatchObject({ jobId: null, nextFireAt: null, lastJobId: first.id, lastOutcome: 'succeeded' });
+
+    const passAt = await now();
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    const next = (await list(namespace)).nextFireAt!;
+    expect(next.getTime() % (5 * MINUTE)).toBe(0);
+    expect(next.getTime()).toBeGreaterThan(passAt);
+    expect(next.getTime()).toBeLessThanOrEqual(passAt + 5 * MINUTE);
+  });
+
   test("a schedule's priority is each fire's: its fire is claimed ahead of jobs due before its instant; a change of priority is a change of the schedule", async () => {
     const { ledger } = get();
     const namespace = ns();

@@ -96,6 +96,33 @@ describe('client.schedules', () => {
     expect(await client.schedules.trigger('m')).toBeNull();
   });
 
+  // Was: the fire's new end left lastOutcome 'failed' (only the armed fire's end was recorded).
+  test('last outcome follows the last fire: a failed fire retried by hand (acta jobs retry) while the schedule is paused lists its new outcome', async () => {
+    const ns = `rt-${randomUUID().slice(0, 8)}`;
+    const report = defineJob({ name: 'report', handler: () => undefined });
+    const client = createClient({ db, namespace: ns, definitions: [report] });
+    const ledger = sqlLedger(db);
+    const workerId = randomUUID();
+    await ledger.registerWorker({ workerId, namespace: ns, hostname: 'h', pid: 1, definitions: ['report'], maxAttempts: [1], leaseMs: 60_000, build: 'b1', policies: { report: declaredPolicy(report) } });
+    expect(await client.schedules.add('report', { name: 'hourly', cron: '0 * * * *' })).toBe('added');
+    const [armed] = await client.schedules.list('hourly');
+    await db.query("update acta.jobs set run_at = now() - interval '1 second' where id = $1", [armed.jobId]);
+    const claim = async () => (await ledger.claimJobs({ namespace: ns, workerId, definitions: ['report'], limit: 5, leaseMs: 60_000 })).rows[0];
+    const first = await claim();
+    expect(first.id).toBe(armed.jobId);
+    const error = JSON.stringify({ name: 'Error', message: 'x' });
+    expect((await ledger.completeExecutions(workerId, [{ id: first.id, execution: first.execution, outcome: 'failed_final', result: null, error, retryDelayMs: 0, nextFireAt: null }]))[0].status).toBe('failed');
+    expect(await client.schedules.pause('hourly')).toBe(true);
+    expect(await client.schedules.list('hourly')).toMatchObject([{ paused: true, jobId: null, lastJobId: first.id, lastOutcome: 'failed' }]);
+
+    expect(await client.retryJobs({ ids: [first.id] })).toEqual([first.id]);
+    const again = await claim();
+    expect(again.id).toBe(first.id);
+    expect(again.schedule!.armed).toBeFalsy(); // not the schedule's armed fire: it arms nothing
+    expect((await ledger.completeExecutions(workerId, [{ id: again.id, execution: again.execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0, nextFireAt: null }]))[0].status).toBe('succeeded');
+    expect(await client.schedules.list('hourly')).toMatchObject([{ paused: true, jobId: null, nextFireAt: null, lastJobId: first.id, lastOutcome: 'succeeded' }]);
+  });
+
   // Was: stored and listed as typed ('europe/berlin'), and the same zone spelled another way was a change.
   test('a time zone typed in another case is stored and listed by its canonical IANA name; declared ones too', async () => {
     const ns = `rt-${randomUUID().slice(0, 8)}`;

@@ -219,3 +219,35 @@ it("a schedule's fires carry their definition's policy keys: a concurrency limit
   const sorted = [...runs].sort((a, b) => a.start - b.start);
   for (let i = 1; i < sorted.length; i++) expect(sorted[i].start).toBeGreaterThanOrEqual(sorted[i - 1].end);
 });
+
+// docs/schedules.md, "Changes": a schedule never runs two of its own fires at once. Was: a change
+// while a fire ran detached it and armed the new next instant at once, which a free executor ran
+// beside it. The ledger decides: no two attempts of the schedule's fires overlap in
+// [claimed_at, finished_at].
+it("a schedule changed while its fire runs (real worker, a 3 s handler every second): the change's fire waits for that fire's end, no two fires overlap", async () => {
+  const { createClient, createWorker, defineJob } = await import('../../src');
+  const { silentLogger } = await import('../helpers/silentLogger');
+  const { waitFor } = await import('../helpers/wait');
+  const ns = `s-${randomUUID()}`;
+  const slow = defineJob({ name: 'slow', handler: () => new Promise((r) => setTimeout(r, 3_000)) });
+  const worker = createWorker({ db, namespace: ns, definitions: [slow], executors: 4, logger: silentLogger });
+  await worker.start();
+  const client = createClient({ db, namespace: ns, definitions: [slow] });
+  const fires = (where: string) => db.query(`select 1 from acta.jobs where namespace = $1 and schedule = 'tick' and ${where}`, [ns]);
+  try {
+    expect(await client.schedules.add(slow, { name: 'tick', cron: '* * * * * *', payload: { v: 1 } })).toBe('added');
+    await waitFor(async () => (await fires("status = 'executing'")).rows.length > 0, 'a fire running', 15_000);
+    expect(await client.schedules.add(slow, { name: 'tick', cron: '* * * * * *', payload: { v: 2 } })).toBe('changed');
+    await waitFor(async () => (await fires(`status = 'succeeded' and payload = '{"v": 2}'`)).rows.length > 0, 'a fire of the changed schedule succeeded', 30_000);
+  } finally {
+    await worker.stop();
+  }
+  const { rows } = await db.query<{ job_id: string; claimed_at: Date; finished_at: Date }>(
+    `select e.job_id::text, e.claimed_at, e.finished_at from acta.executions e join acta.jobs j on j.id = e.job_id
+     where j.namespace = $1 and j.schedule = 'tick' order by e.claimed_at, e.finished_at`, [ns]);
+  expect(rows.length).toBeGreaterThanOrEqual(2);
+  for (let i = 1; i < rows.length; i++) {
+    const overlap = rows[i].claimed_at.getTime() < rows[i - 1].finished_at.getTime();
+    expect({ fire: rows[i].job_id, overlapsFire: overlap ? rows[i - 1].job_id : null }).toEqual({ fire: rows[i].job_id, overlapsFire: null });
+  }
+});

@@ -25,10 +25,12 @@ function insertFire(store: Store, tx: Tx, s: MemorySchedule, at: number): Memory
   return job;
 }
 
-/** Deletes the schedule's armed fire if it has not started (Ready, no attempt charged). */
-function unarm(store: Store, jobId: number | null): void {
+/** Deletes the schedule's armed fire if it has not started (Ready, no attempt charged); true if it did. */
+function unarm(store: Store, jobId: number | null): boolean {
   const j = jobId === null ? undefined : store.jobs.get(jobId);
-  if (j && j.status === 'ready' && j.execution === 0 && j.schedule !== null) store.deleteJob(j.id);
+  if (!j || j.status !== 'ready' || j.execution !== 0 || j.schedule === null) return false;
+  store.deleteJob(j.id);
+  return true;
 }
 
 /** acta.reconcile_schedules: the namespace's declared schedules of `names` made what their applied policies declare. */
@@ -60,21 +62,28 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
       });
       continue;
     }
-    unarm(store, s.jobId);
+    // A fire that has started stays the schedule's, its next armed at its end (docs/schedules.md, "Changes").
+    const jobId = unarm(store, s.jobId) ? null : s.jobId;
     Object.assign(s, {
       definition: d.definition, cron: d.cron, timeZone: d.timeZone, payload: copyJson(d.payload), catchUp: d.catchUp, catchUpWindowMs: d.catchUpWindowMs,
       priority: d.priority, concurrencyKey: d.concurrencyKey ?? null, rateKey: d.rateKey ?? null, lane: d.lane ?? null,
-      source: 'declared', version: s.version + 1, jobId: null, nextFireAt: null, updatedAt: tx.now,
+      source: 'declared', version: s.version + 1, jobId, nextFireAt: null, updatedAt: tx.now,
     });
   }
 }
 
-/** The schedules pass: every schedule of the namespace with no fire armed or running and not paused gets the next instant after its ended fire's (else after now); how many were armed. */
+/**
+ * The schedules pass: every schedule of the namespace with no fire armed or running and not paused
+ * gets the next instant after its ended fire's (after now if none, or changed since: nextFireAt no
+ * longer that fire's); how many were armed. One changed while its fire runs (nextFireAt null) gets
+ * the pending instant after now, which that fire's end arms (acta.arm_schedules).
+ */
 export function armSchedules(store: Store, tx: Tx, namespace: string): number {
   const unarmed = store.schedulesIn(namespace).flatMap((s) => {
     const j = s.jobId === null ? undefined : store.jobs.get(s.jobId);
-    if (s.paused || (j && !ENDED.has(j.status))) return [];
-    return [{ name: s.name, version: s.version, cron: s.cron, timeZone: s.timeZone, afterFire: j ? new Date(j.scheduledAt as number) : null, now: new Date(tx.now) }];
+    if (s.paused || (j && !ENDED.has(j.status) && s.nextFireAt !== null)) return [];
+    const afterFire = j && ENDED.has(j.status) && s.nextFireAt === j.scheduledAt ? new Date(j.scheduledAt as number) : null;
+    return [{ name: s.name, version: s.version, cron: s.cron, timeZone: s.timeZone, afterFire, now: new Date(tx.now) }];
   });
   const { names, versions, instants } = armInstants(unarmed);
   let armed = 0;
@@ -83,6 +92,10 @@ export function armSchedules(store: Store, tx: Tx, namespace: string): number {
     const at = instants[i];
     if (!s || s.version !== versions[i] || s.paused || at === null) return;
     const ended = s.jobId === null ? undefined : store.jobs.get(s.jobId);
+    if (ended && !ENDED.has(ended.status)) {
+      if (s.nextFireAt === null) Object.assign(s, { nextFireAt: at.getTime(), updatedAt: tx.now });
+      return;
+    }
     const fire = insertFire(store, tx, s, at.getTime());
     if (!fire) return;
     if (ended) Object.assign(s, { lastFireAt: ended.scheduledAt, lastJobId: ended.id, lastOutcome: ended.status });
@@ -103,15 +116,22 @@ export function claimedFire(store: Store, j: MemoryJob, now: number): ClaimedFir
 
 /**
  * The recurring fire of a completion: each schedule's armed fire that ended for good records its
- * outcome ('skipped' for a skip) and arms `nextAt` (later than its instant), unless the schedule is
- * paused, gone or armed with another fire. True when any ended.
+ * outcome ('skipped' for a skip) and arms `nextAt` (later than its instant), or, the schedule
+ * changed while it ran, the pending instant (none yet: nothing), unless the schedule is paused or
+ * gone. The schedule's last fire, no longer armed and ended again (retried by hand), updates the
+ * last outcome only. True when any ended.
  */
 export function fireEnded(store: Store, tx: Tx, ended: { job: MemoryJob; outcome: string; nextAt: number | null }[]): boolean {
+  for (const { job } of ended) {
+    const s = store.schedule(job.namespace, job.schedule as string);
+    if (s && s.jobId !== job.id && s.lastJobId === job.id) Object.assign(s, { lastOutcome: job.status, updatedAt: tx.now });
+  }
   for (const { job, outcome, nextAt } of ended) {
     const s = store.schedule(job.namespace, job.schedule as string);
     if (!s || s.jobId !== job.id) continue;
-    const fire = !s.paused && nextAt !== null && nextAt > (job.scheduledAt as number) ? insertFire(store, tx, s, nextAt) : null;
-    Object.assign(s, { jobId: fire?.id ?? null, nextFireAt: fire ? nextAt : null, lastFireAt: job.scheduledAt, lastJobId: job.id, lastOutcome: outcome, updatedAt: tx.now });
+    const at = s.nextFireAt === job.scheduledAt ? nextAt : s.nextFireAt;
+    const fire = !s.paused && at !== null && at > (job.scheduledAt as number) ? insertFire(store, tx, s, at) : null;
+    Object.assign(s, { jobId: fire?.id ?? null, nextFireAt: fire ? at : null, lastFireAt: job.scheduledAt, lastJobId: job.id, lastOutcome: outcome, updatedAt: tx.now });
   }
   return ended.length > 0;
 }
