@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   await worker.start();
   const client = createClient({ db });
   const { id } = await client.enqueue(greet, { name: 'Ada' });
-  const result = await client.result<{ greeting: string }>(id, { timeoutMs: 10_000 }); // follows the job to its end
+  const result = await client.result(id, { timeoutMs: 10_000 }); // follows the job to its end; typed { greeting: string } by greet's id
   console.log('succeeded', result);
   await worker.stop(); // waits for running handlers
   await db.close(); // last: an open pool or PGlite keeps the process alive

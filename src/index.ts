@@ -2,7 +2,8 @@
  * acta — a durable job queue for Node.js on PostgreSQL, with an RxJS worker pipeline.
  * The public API and nothing else.
  */
-export { createClient, type Client, type ClientOptions, type ObserveOptions, type ResultOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type EnqueueOptions, type EnqueueResult } from './client/client';
+export { createClient, type Client, type ClientOptions, type ObserveOptions, type ResultOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type ResultOf, type EnqueueOptions, type EnqueueResult } from './client/client';
+export type { Jsonified } from './json';
 export type { Admin, AlertsOptions, JobFilter, JobPage, JobSelection, JobSummary, ListJobsOptions, NamespaceInfo, WorkerInfo } from './client/admin';
 export type { AlertInfo } from './db/alerts';
 export type { PauseAnswer, PauseRecord } from './db/pauses';

@@ -182,3 +182,68 @@ function findBadValue(value: unknown): { path: string; reason: string } | undefi
   };
   return walk(value, '$');
 }
+
+/*
+ * The JSON form of a type: what a value of it is once stored as jsonb and read back, by the rules of
+ * toJsonText above (JSON.stringify's, docs/reference.md "Payloads and results as JSON"). Types only:
+ * nothing here runs. Held by test/types/typedIds.ts.
+ */
+
+/** What JSON.stringify drops from an object, writes as null in an array, and cannot store alone. */
+type Unstorable = undefined | void | symbol | ((...args: never[]) => unknown) | (abstract new (...args: never[]) => unknown);
+
+/**
+ * A handler's result `T` as acta stores it and client.result reads it back: `toJSON` honoured (a
+ * `Date` becomes its ISO string), `undefined` members dropped (optional), function and symbol
+ * members dropped, `undefined` and functions in arrays null, `undefined` alone null (the handler
+ * resolved nothing). What jsonb cannot store at all (a bigint, a Map, a Set, a function alone) is
+ * `never`: its job ends Failed. `any` and `unknown` stay as they are; numbers stay `number`
+ * (NaN and ±Infinity are stored as null).
+ */
+export type Jsonified<T> = 0 extends 1 & T ? any : unknown extends T ? unknown : T extends undefined | void ? null : JsonValue<T>;
+
+/** A value in an array: what an object would drop is null there. */
+type JsonElement<T> = 0 extends 1 & T ? any : unknown extends T ? unknown : T extends Unstorable ? null : JsonValue<T>;
+
+/** A member's value, its dropped part (undefined, a function) already taken out by JsonObject. */
+type JsonMember<T> = 0 extends 1 & T ? any : unknown extends T ? unknown : JsonValue<T>;
+
+type JsonValue<T> = T extends { toJSON(...args: never[]): infer J }
+  ? Jsonified<J>
+  : T extends string | number | boolean | null
+    ? T
+    : T extends bigint | Unstorable | ReadonlyMap<unknown, unknown> | ReadonlySet<unknown> | WeakMap<object, unknown> | WeakSet<object>
+      ? never
+      : T extends readonly unknown[]
+        ? { -readonly [K in keyof T]: JsonElement<T[K]> }
+        : T extends object
+          ? JsonObject<T>
+          : never;
+
+/**
+ * How key K of T is written: 'always', 'maybe' (optional, or its value may be undefined or a
+ * function), 'dropped' (a symbol key, or only ever undefined or a function), or 'index' (an index
+ * signature: each present key is written).
+ */
+type KeyKind<T, K extends keyof T> = K extends symbol
+  ? 'dropped'
+  : string extends K
+    ? 'index'
+    : number extends K
+      ? 'index'
+      : [Exclude<T[K], Unstorable>] extends [never]
+        ? 'dropped'
+        : {} extends Pick<T, K>
+          ? 'maybe'
+          : [Extract<T[K], Unstorable>] extends [never]
+            ? 'always'
+            : 'maybe';
+
+type JsonObject<T> = Flat<
+  { -readonly [K in keyof T as KeyKind<T, K> extends 'always' | 'index' ? K : never]: JsonMember<Exclude<T[K], Unstorable>> } & {
+    -readonly [K in keyof T as KeyKind<T, K> extends 'maybe' ? K : never]?: JsonMember<Exclude<T[K], Unstorable>>;
+  }
+>;
+
+/** One object type for an intersection, as an editor shows it. */
+type Flat<T> = { [K in keyof T]: T[K] } & {};

@@ -122,7 +122,7 @@ test('nothing in src/ imports acta/testing: it is an entry of its own, over src/
 describe('TypeScript finds the types of the three, and refuses a deep import', () => {
   // Types are checked, not only found: a wrong payload must be an error where the comment says.
   const user = `
-    import { defineJob, type JobContext } from 'acta';
+    import { defineJob, type Client, type JobContext } from 'acta';
     import { retryBackoff } from 'acta/operators';
     import { runAttempt, type AttemptRun } from 'acta/testing';
     const greet = defineJob({ name: 'greet', handler: async (p: { name: string }, ctx: JobContext) => ({ greeting: 'hello, ' + p.name, attempt: ctx.attempt }) });
@@ -132,6 +132,15 @@ describe('TypeScript finds the types of the three, and refuses a deep import', (
       await runAttempt(greet, { nom: 'Ada' });
       void retryBackoff;
       return run.result?.greeting;
+    }
+    // The id enqueue answers carries the result type to result(), in its JSON form (a Date as a string).
+    export async function typed(client: Client): Promise<string> {
+      const stamped = defineJob({ name: 'stamped', handler: async (p: { name: string }) => ({ greeting: p.name, at: new Date() }) });
+      const { id } = await client.enqueue(stamped, { name: 'Ada' });
+      const result = await client.result(id);
+      // @ts-expect-error at comes back as its ISO string
+      result.at.getTime();
+      return result.greeting + result.at.toUpperCase() + id.padStart(20, '0');
     }
   `;
   const deep = `import { createWorker } from 'acta/dist/src/worker';\nvoid createWorker;\n`;

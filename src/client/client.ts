@@ -6,7 +6,7 @@ import type { SignalResult } from '../workflows/signals';
 import { intOption, knownKeys, MAX_NAME_BYTES, nameOption, runAtOption, schedulerOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
-import { INT4_MAX, type JobId, type JobRecord } from '../db/types';
+import { INT4_MAX, type JobId, type JobRecord, type ResultOfId, type TypedJobId } from '../db/types';
 import { schemaError } from '../db/schemaVerdict';
 import { checkDefinition, type Definition, policyKeys } from '../definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, UnknownDefinitionError } from '../errors';
@@ -62,10 +62,13 @@ export interface EnqueueOptions {
   tx?: Queryable;
 }
 
-/** What enqueue returns for each job. */
-export interface EnqueueResult {
+/**
+ * What enqueue returns for each job. `R`: its definition's result type, when enqueue was given the
+ * definition itself; the id then carries it to result, observe and getJob (JobId<R>).
+ */
+export interface EnqueueResult<R = unknown> {
   /** The job's id (bigint as a decimal string). */
-  id: JobId;
+  id: JobId<R>;
   /** false when an idempotency key matched an existing job. */
   created: boolean;
 }
@@ -79,6 +82,15 @@ export interface EnqueueItem<P = unknown> extends Omit<EnqueueOptions, 'tx'> {
 
 /** The payload type definition `D` takes: its handler's when `D` is a Definition, any value when it is a name. */
 export type PayloadOf<D> = D extends Definition<infer P, any> ? P : unknown;
+
+/**
+ * The result type definition `D` resolves: its handler's when `D` is a Definition, unknown when it
+ * is a name (or a Definition<any, any>: its ids are plain, as a name's).
+ */
+export type ResultOf<D> = D extends Definition<any, infer R> ? NotAny<R> : unknown;
+
+/** `R`, except unknown for `any` (JobId<any> would carry any, unchecked, to result). */
+type NotAny<R> = 0 extends 1 & R ? unknown : R;
 
 /**
  * An enqueueMany element whose `definition` is `D`: its payload is checked against `PayloadOf<D>`.
@@ -139,8 +151,10 @@ export interface Client extends Admin {
    * given), EnqueueRefusedError for a name the namespace's stored definitions refuse (a client
    * without `definitions`: ClientOptions.definitions), SchemaNotMigratedError when the database's acta schema is missing or older than this
    * client, SchemaNewerError when it is newer (a function the client calls changed shape).
+   * Given the definition, the id it answers carries the handler's result type `R` (JobId<R>), so
+   * `result(id)` resolves its JSON form; given a name, a plain id (unless `R` is stated).
    */
-  enqueue<P = unknown>(definition: string | Definition<P, any>, payload: NoInfer<P>, options?: EnqueueOptions | null): Promise<EnqueueResult>;
+  enqueue<P = unknown, R = unknown>(definition: string | Definition<P, R>, payload: NoInfer<P>, options?: EnqueueOptions | null): Promise<EnqueueResult<NotAny<R>>>;
   /**
    * Enqueues a batch in ONE statement (and one NOTIFY). All payloads are checked first: one bad
    * payload refuses the whole batch with InvalidJsonError and nothing is written.
@@ -148,21 +162,25 @@ export interface Client extends Admin {
    * must stay under PostgreSQL's 256 MB limit for one jsonb value (else the database refuses the
    * statement, error 54000, and nothing is written): split larger batches.
    * Types: an element given a Definition has its payload checked against that definition's
-   * (`EnqueueItemOf`); one given a name takes any payload.
+   * (`EnqueueItemOf`), and its id carries that definition's result type (as enqueue's); one given
+   * a name takes any payload and has a plain id.
    */
   enqueueMany<D extends readonly (string | Definition<any, any>)[]>(
     items: readonly [...{ [K in keyof D]: EnqueueItemOf<D[K]> }],
     options?: { tx?: Queryable },
-  ): Promise<EnqueueResult[]>;
+  ): Promise<{ -readonly [K in keyof D]: EnqueueResult<ResultOf<D[K]>> }>;
   /**
    * Reads one job of this client's namespace: its status, payload, result (once Succeeded), last
    * error, attempts, times (database clock) and its finished attempts from the attempt ledger
    * (`acta.executions`), in one statement. Resolves null when the namespace has no job of that id
    * (e.g. one deleted, or one beyond bigint that no job can have). `id` is what enqueue returned
    * (a decimal string), or a safe integer or bigint. Throws ConfigError for an id that is not a
-   * positive integer. `P`, `R`: the payload and result types the caller states (not checked).
-   * With `{ tx }`, read inside the caller's transaction (sees its own uncommitted enqueues).
+   * positive integer. `P`, `R`: the payload and result types the caller states (not checked);
+   * an id that carries its result type (enqueue's of a definition: JobId<R>) types `result` as
+   * the JSON form of its R. With `{ tx }`, read inside the caller's transaction (sees its own
+   * uncommitted enqueues).
    */
+  getJob<I extends TypedJobId>(id: I, options?: { tx?: Queryable } | null): Promise<JobRecord<unknown, ResultOfId<I>> | null>;
   getJob<P = unknown, R = unknown>(id: JobId | number | bigint, options?: { tx?: Queryable } | null): Promise<JobRecord<P, R> | null>;
   /**
    * Cancels a job of this client's namespace. A Ready one (queued, due later, waiting out a
@@ -186,15 +204,21 @@ export interface Client extends Admin {
    * has no such job. Cold: each subscription follows the job anew. Never throws: a bad id or
    * option errors the Observable (ConfigError). A transient database error (a restart, a lost
    * connection) is ridden out: the job is read again at the next poll or reconnect. When the Db
-   * is closed under it, it errors with DbClosedError.
+   * is closed under it, it errors with DbClosedError. Types: as getJob's (an id that carries its
+   * result type types each state's `result`).
    */
+  observe<I extends TypedJobId>(id: I, options?: ObserveOptions): Observable<JobRecord<unknown, ResultOfId<I>>>;
   observe<P = unknown, R = unknown>(id: JobId | number | bigint, options?: ObserveOptions): Observable<JobRecord<P, R>>;
   /**
    * The job's result once it Succeeded (observe's promise form): rejects with JobFailedError,
    * JobCancelledError, JobNotFoundError, or ResultTimeoutError when the job has not ended after
    * `timeoutMs` (a job that had ended is answered from the first read, whatever the timeout, unless
    * the database is away then), DbClosedError when the Db is closed first.
+   * Types: given an id that carries its result type (enqueue's of a definition: JobId<R>), the
+   * JSON form of R (`Jsonified<R>`: what jsonb stored, a Date as its ISO string); given any other
+   * id, `R` as the caller states it (not checked), else unknown. A stated `R` wins either way.
    */
+  result<I extends TypedJobId>(id: I, options?: ResultOptions): Promise<ResultOfId<I>>;
   result<R = unknown>(id: JobId | number | bigint, options?: ResultOptions): Promise<R>;
   /**
    * Sends signal `name` with `payload` to a job, by id or `{ idempotencyKey }` (docs/workflows.md):
@@ -383,17 +407,18 @@ export function createClient(options: ClientOptions): Client {
         return why(options.db, namespace, text);
       }),
     schedules: clientSchedules(options.db, namespace, known, options.force ?? false),
-    async enqueue(definition: string | Definition<unknown, unknown>, payload: unknown, opts?: EnqueueOptions | null) {
+    // The ids' result types are the interface's (JobId<R>, a brand that exists only in types).
+    enqueue: (async (definition: string | Definition<any, any>, payload: unknown, opts?: EnqueueOptions | null) => {
       const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
       const [result] = await enqueueItems([{ definition, payload, ...rest }], { tx }, false);
       return result;
-    },
-    async enqueueMany(items: readonly EnqueueItem[], opts?: { tx?: Queryable } | null) {
+    }) as Client['enqueue'],
+    enqueueMany: (async (items: readonly EnqueueItem[], opts?: { tx?: Queryable } | null) => {
       // One item given bare, or a misspelt option (`txn`), would otherwise enqueue nothing or run outside the transaction.
       if (!Array.isArray(items)) throw new ConfigError(`enqueueMany takes an array of items, got ${shown(items)}`);
       knownKeys('enqueueMany option', opts ?? {}, ['tx']);
       return enqueueItems(items, opts ?? {}, true);
-    },
+    }) as Client['enqueueMany'],
     getJob: <P, R>(id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>
       byId('getJob', id, opts, null, (tx, text) => (tx ? readJob(tx, namespace, text) : ledger.readJob(namespace, text)) as Promise<JobRecord<P, R> | null>),
     cancel: (id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>

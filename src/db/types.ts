@@ -1,7 +1,30 @@
 /* The records the calls of src/db/ take and return, and the PostgreSQL bounds of their columns. */
 
-/** Job ids are PostgreSQL bigint, carried as decimal strings (pg returns int8 as string). */
-export type JobId = string;
+import type { Jsonified } from '../json';
+
+/** The brand a JobId<R> carries its result type in: a property of the type that no value has (type-only). */
+declare const resultType: unique symbol;
+
+/**
+ * Job ids are PostgreSQL bigint, carried as decimal strings (pg returns int8 as string). `JobId<R>`:
+ * the id of a job whose handler resolves `R`, as enqueue of a typed definition returns it; still a
+ * string (the brand exists only in types), so it goes wherever a string does, and client.result,
+ * observe and getJob read its result as `Jsonified<R>`. `JobId` (R unknown) is a plain string.
+ */
+export type JobId<R = unknown> = [R] extends [KnownResult] ? string & { readonly [resultType]: R } : string;
+
+/**
+ * Every type but unknown: `[R] extends [KnownResult]` tells a result type from unknown with R on the
+ * checked side, so that TypeScript sees JobId<R>, and EnqueueResult<R> with it, as covariant in R
+ * (an EnqueueResult<R> is an EnqueueResult). `any` passes too; callers map it to unknown first.
+ */
+type KnownResult = object | string | number | boolean | bigint | symbol | null | undefined | void;
+
+/** A JobId that carries its job's result type: `JobId<R>` of an R other than unknown. */
+export type TypedJobId = string & { readonly [resultType]: unknown };
+
+/** The result an id's job resolves, in its JSON form (as read back from jsonb); unknown for an id without one. */
+export type ResultOfId<I> = I extends { readonly [resultType]: infer R } ? Jsonified<R> : unknown;
 
 /** A row as the claim returns it. */
 export interface ClaimedRow {

@@ -82,6 +82,40 @@ test("observe: the job's states as they change, its progress among them, then it
   }
 });
 
+test("result() of a job enqueued with its typed definition resolves the handler's result as jsonb stored it, typed so without a stated type (the types: test/types/typedIds.ts)", async () => {
+  const sentAt = new Date('2026-01-02T03:04:05.678Z');
+  const send = defineJob({
+    name: 'send',
+    handler: async (p: { to: string }) => ({ to: p.to, sentAt, skipped: undefined as string | undefined, tries: [undefined, 1] }),
+  });
+  const quiet = defineJob({ name: 'quiet', handler: async (_p: { n: number }) => {} });
+  const worker = createWorker({ db, definitions: [send, quiet], logger: silentLogger });
+  const client = createClient({ db });
+  await worker.start();
+  try {
+    const { id } = await client.enqueue(send, { to: 'a@example.com' });
+    const [many, none] = await client.enqueueMany([
+      { definition: send, payload: { to: 'b@example.com' } },
+      { definition: quiet, payload: { n: 1 } },
+    ]);
+    const result = await client.result(id, { timeoutMs: 10_000 });
+    // Typed as its JSON form: sentAt a string (slice compiles), skipped optional, undefined in an array null.
+    expect(result.sentAt.slice(0, 4)).toBe('2026');
+    expect(result).toEqual({ to: 'a@example.com', sentAt: sentAt.toISOString(), tries: [null, 1] });
+    expect('skipped' in result).toBe(false);
+    expect((await client.result(many.id, { timeoutMs: 10_000 })).to).toBe('b@example.com');
+    const nothing: null = await client.result(none.id, { timeoutMs: 10_000 });
+    expect(nothing).toBeNull();
+    // getJob and observe type the stored result alike; the id is the plain decimal string it was.
+    expect((await client.getJob(id))?.result?.sentAt).toBe(sentAt.toISOString());
+    expect((await lastValueFrom(client.observe(id))).result?.tries).toEqual([null, 1]);
+    expect(id).toMatch(/^\d+$/);
+    expect(await client.result<{ to: string }>(`${id}`)).toMatchObject({ to: 'a@example.com' }); // a stated type, as before
+  } finally {
+    await worker.stop();
+  }
+});
+
 test('observe ends with JobFailedError after a Failed state, JobCancelledError after a Cancelled one, JobNotFoundError for no such job; result() rejects alike, or with ResultTimeoutError', async () => {
   const boom = defineJob({ name: 'boom', maxAttempts: 1, handler: async () => Promise.reject(new Error('kaput')) });
   const worker = createWorker({ db, definitions: [boom], logger: silentLogger });
