@@ -145,6 +145,16 @@ export interface Definition<P = any, R = unknown> {
   subscribe?: string | string[];
 }
 
+/**
+ * The result type definition `D` resolves: its handler's when `D` is a Definition, unknown when it
+ * is a name or anything else (or a Definition<any, any>: its ids are plain, as a name's). What an
+ * enqueued or spawned job's id carries (JobId<R>, src/db/types.ts).
+ */
+export type ResultOf<D> = D extends Definition<any, infer R> ? NotAny<R> : unknown;
+
+/** `R`, except unknown for `any` (JobId<any> would carry any, unchecked, to result). */
+export type NotAny<R> = 0 extends 1 & R ? unknown : R;
+
 const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff', 'concurrency', 'rate', 'lane', 'fair', 'schedule', 'subscribe'];
 
 

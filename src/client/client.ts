@@ -8,7 +8,9 @@ import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
 import { INT4_MAX, type JobId, type JobRecord, type ResultOfId, type TypedJobId } from '../db/types';
 import { schemaError } from '../db/schemaVerdict';
-import { checkDefinition, type Definition, policyKeys } from '../definition';
+import { checkDefinition, type Definition, type NotAny, policyKeys, type ResultOf } from '../definition';
+
+export type { ResultOf } from '../definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, UnknownDefinitionError } from '../errors';
 import { toJsonText } from '../json';
 import { refusal, refusedElement, refusedError } from '../policies/enqueueRule';
@@ -82,15 +84,6 @@ export interface EnqueueItem<P = unknown> extends Omit<EnqueueOptions, 'tx'> {
 
 /** The payload type definition `D` takes: its handler's when `D` is a Definition, any value when it is a name. */
 export type PayloadOf<D> = D extends Definition<infer P, any> ? P : unknown;
-
-/**
- * The result type definition `D` resolves: its handler's when `D` is a Definition, unknown when it
- * is a name (or a Definition<any, any>: its ids are plain, as a name's).
- */
-export type ResultOf<D> = D extends Definition<any, infer R> ? NotAny<R> : unknown;
-
-/** `R`, except unknown for `any` (JobId<any> would carry any, unchecked, to result). */
-type NotAny<R> = 0 extends 1 & R ? unknown : R;
 
 /**
  * An enqueueMany element whose `definition` is `D`: its payload is checked against `PayloadOf<D>`.

@@ -9,7 +9,7 @@ import type { EnqueueRows } from '../db/jobs';
 import type { JobId, StepRecord } from '../db/types';
 import { AttemptCancelledError, ChildFailedError, ChildInParentLaneError, ConfigError, type EnqueueRefusedError, JobCancelledError, SignalTimeoutError } from '../errors';
 import { refusal, type RefusedElement, refusedElement, refusedError } from '../policies/enqueueRule';
-import type { Definition } from '../definition';
+import type { Definition, ResultOf } from '../definition';
 import type { Queryable } from '../db/Db';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
@@ -59,10 +59,16 @@ export interface WorkflowContext {
    */
   waitForSignal<T = unknown>(name: string, options?: { timeoutMs?: number }): Promise<T>;
   waitForSignal<T = unknown>(names: readonly string[], options?: { timeoutMs?: number }): Promise<SignalReceived<T>>;
-  /** Enqueues a child job as a recorded step (a retried parent never spawns it twice); its id. */
-  spawn(definition: string | { name: string }, payload: unknown, options?: ChildOptions): Promise<JobId>;
-  /** Many children in one step; their ids in order. An empty array spawns nothing and records no step: []. */
-  spawnMany(items: readonly SpawnItem[]): Promise<JobId[]>;
+  /**
+   * Enqueues a child job as a recorded step (a retried parent never spawns it twice); its id,
+   * which carries the child's result type when given its definition (JobId<R>, as client.enqueue's).
+   */
+  spawn<D extends string | { name: string }>(definition: D, payload: unknown, options?: ChildOptions): Promise<JobId<ResultOf<D>>>;
+  /**
+   * Many children in one step; their ids in order, each carrying its item's result type as spawn's.
+   * An empty array spawns nothing and records no step: [].
+   */
+  spawnMany<I extends readonly SpawnItem[]>(items: readonly [...I]): Promise<{ -readonly [K in keyof I]: JobId<ResultOf<I[K]['definition']>> }>;
   /**
    * Parks the job until every child spawned so far has ended (succeeded, failed for good,
    * cancelled or deleted), then returns each child's outcome in spawn order. Throws
@@ -159,16 +165,15 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
 
   return {
     waitForSignal: waitForSignal as WorkflowContext['waitForSignal'],
-    async spawn(definition, payload, options) {
-      return (await spawnAll([{ definition, payload, ...options }]))[0];
-    },
-    spawnMany: (items) => {
+    // The ids' result types are the interface's (JobId<R>, a brand that exists only in types).
+    spawn: (async (definition: string | { name: string }, payload: unknown, options?: ChildOptions) => (await spawnAll([{ definition, payload, ...options }]))[0]) as WorkflowContext['spawn'],
+    spawnMany: ((items: readonly SpawnItem[]) => {
       if (!Array.isArray(items)) return Promise.reject(refusedCall(new ConfigError('spawnMany needs an array of { definition, payload, ...options }')));
       // No children: no step, and no ordinal taken, so the spawns after it keep their step names
       // whether the array was empty or not on another attempt; [] as enqueueMany([]) answers.
       if (items.length === 0) return Promise.resolve([]);
       return spawnAll(items);
-    },
+    }) as WorkflowContext['spawnMany'],
     async waitForChildren() {
       const step = waitStep('children', calls.children++);
       const ids = spawned.map((c) => c.id);

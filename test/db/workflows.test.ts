@@ -49,6 +49,30 @@ test('a signal in a rolled-back transaction is never delivered; one committed is
   }
 });
 
+test("a child's id from ctx.spawn carries its definition's result type: a parent that gives it out, and client.result of it, need no stated type (the types: test/types/typedIds.ts)", async () => {
+  const child = defineJob({ name: 'wf-typed-child', handler: async (p: { n: number }) => ({ doubled: p.n * 2, at: new Date(0) }) });
+  const parent = defineJob({
+    name: 'wf-typed-parent',
+    handler: async (p: { n: number }, ctx) => {
+      const id = await ctx.spawn(child, { n: p.n });
+      await ctx.waitForChildren();
+      return { child: id };
+    },
+  });
+  const client = createClient({ db });
+  const worker = createWorker({ db, definitions: [parent, child], logger: silentLogger, executors: 2 });
+  await worker.start();
+  try {
+    const { id } = await client.enqueue(parent, { n: 21 });
+    const { child: childId } = await client.result(id, { timeoutMs: 10_000 });
+    const result = await client.result(childId, { timeoutMs: 10_000 });
+    // Typed { doubled: number; at: string }: a number's and a string's members compile.
+    expect([result.doubled.toFixed(0), result.at.slice(0, 4)]).toEqual(['42', '1970']);
+  } finally {
+    await worker.stop();
+  }
+});
+
 test("a deleted child counts as ended for its parent; a 'fail-parent' child that fails fails its parent without retry", async () => {
   const slow = defineJob({ name: 'wf-slow', handler: () => new Promise((r) => setTimeout(r, 60_000)), maxAttempts: 1 });
   const bad = defineJob({ name: 'wf-bad', handler: () => Promise.reject(new Error('bad child')), maxAttempts: 1 });

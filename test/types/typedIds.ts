@@ -4,7 +4,7 @@
 // "TypeScript"). Each `@ts-expect-error` line must fail to compile, every other line must
 // compile. Nothing here runs: the functions are only type-checked.
 import { firstValueFrom } from 'rxjs';
-import { type Client, defineJob, type Definition, type EnqueueItem, type EnqueueResult, type JobId, type Jsonified, type ResultOf } from '../../src';
+import { type Client, defineJob, type Definition, type EnqueueItem, type EnqueueResult, type JobContext, type JobId, type Jsonified, type ResultOf, type SpawnItem } from '../../src';
 
 /** true when A and B are the same type (not merely assignable either way). */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -164,3 +164,31 @@ export async function client(client: Client): Promise<void> {
   // @ts-expect-error: a plain string is no JobId<R> of a known R
   await waitFor<{ n: number }>('42');
 }
+
+// ---- ctx.spawn and ctx.spawnMany: a child's id carries its definition's result type ----------
+export async function parent(ctx: JobContext, client: Client): Promise<{ child: JobId<{ messageId: string; sentAt: Date; trace: string | undefined }> }> {
+  const child = await ctx.spawn(sendMail, { to: 'g@example.com' }, { onChildFailure: 'fail-parent' });
+  const childResult = await client.result(child); // e.g. where the parent's result took the id
+  same<Equal<typeof childResult, Sent>>(true);
+  const byName = await ctx.spawn('send-mail', { to: 'h@example.com' });
+  same<Equal<typeof byName, string>>(true);
+  const [a, b, c] = await ctx.spawnMany([
+    { definition: sendMail, payload: { to: 'i@example.com' } },
+    { definition: resize, payload: { width: 1 }, onChildFailure: 'report' },
+    { definition: 'by-name', payload: 1 },
+  ]);
+  same<Equal<typeof a, typeof child>>(true);
+  same<Equal<typeof b, JobId<readonly [number, number]>>>(true);
+  same<Equal<typeof c, string>>(true);
+  const mapped = await ctx.spawnMany([1, 2].map((width) => ({ definition: resize, payload: { width } })));
+  same<Equal<typeof mapped, JobId<readonly [number, number]>[]>>(true);
+  const items: readonly SpawnItem[] = [];
+  const plain = await ctx.spawnMany(items);
+  same<Equal<typeof plain, string[]>>(true);
+  const outcomes = await ctx.waitForChildren(); // outcomes are not typed per child: `result` unknown
+  same<Equal<(typeof outcomes)[number]['result'], unknown>>(true);
+  const found = outcomes.find((o) => o.id === child); // a typed id compares with a plain one
+  void [found, byName];
+  return { child }; // stored as its string: Jsonified keeps the brand, so result() of the parent gives a typed id
+}
+same<Equal<Jsonified<Awaited<ReturnType<typeof parent>>>['child'], JobId<{ messageId: string; sentAt: Date; trace: string | undefined }>>>(true);
