@@ -38,7 +38,7 @@ export { createPgDb, type PgDbOptions } from './db/pgDb';
 export { createPgliteDb, type PgliteDbOptions } from './db/pgliteDb';
 export { withDeadline, type CallOptions, type Db, type Queryable, type ListenHandlers } from './db/Db';
 export { migrate, assertMigrated } from './db/migrator';
-export type { JobId, JobRecord, JobStatus, ExecutionRecord, ExecutionOutcome, CompletionOutcome, StoredError, NestedError } from './db/types';
+export type { JobId, TypedJobId, JobRecord, JobStatus, ExecutionRecord, ExecutionOutcome, CompletionOutcome, StoredError, NestedError } from './db/types';
 export { leaseClock, defaultExecutors, type LeaseClock } from './config';
 export { redisPublisher, type RedisLike } from './worker/wakeups';
 export { createLogger } from './logger';

@@ -11,7 +11,7 @@ declare const resultType: unique symbol;
  * string (the brand exists only in types), so it goes wherever a string does, and client.result,
  * observe and getJob read its result as `Jsonified<R>`. `JobId` (R unknown) is a plain string.
  */
-export type JobId<R = unknown> = [R] extends [KnownResult] ? string & { readonly [resultType]: R } : string;
+export type JobId<R = unknown> = [R] extends [KnownResult] ? TypedJobId<R> : string;
 
 /**
  * Every type but unknown: `[R] extends [KnownResult]` tells a result type from unknown with R on the
@@ -20,8 +20,8 @@ export type JobId<R = unknown> = [R] extends [KnownResult] ? string & { readonly
  */
 type KnownResult = object | string | number | boolean | bigint | symbol | null | undefined | void;
 
-/** A JobId that carries its job's result type: `JobId<R>` of an R other than unknown. */
-export type TypedJobId = string & { readonly [resultType]: unknown };
+/** A JobId that carries its job's result type: `JobId<R>` of an R other than unknown (what an editor shows of one); `TypedJobId` alone: any of them. */
+export type TypedJobId<R = unknown> = string & { readonly [resultType]: R };
 
 /** The result an id's job resolves, in its JSON form (as read back from jsonb); unknown for an id without one. */
 export type ResultOfId<I> = I extends { readonly [resultType]: infer R } ? Jsonified<R> : unknown;

@@ -4,7 +4,7 @@
 // "TypeScript"). Each `@ts-expect-error` line must fail to compile, every other line must
 // compile. Nothing here runs: the functions are only type-checked.
 import { firstValueFrom } from 'rxjs';
-import { type Client, defineJob, type Definition, type EnqueueItem, type EnqueueResult, type JobContext, type JobId, type Jsonified, type ResultOf, type SpawnItem } from '../../src';
+import { type Client, defineJob, type Definition, type EnqueueItem, type EnqueueResult, type JobContext, type JobId, type Jsonified, type ResultOf, type SpawnItem, type TypedJobId } from '../../src';
 
 /** true when A and B are the same type (not merely assignable either way). */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -50,6 +50,7 @@ void tree;
 // ---- JobId<R> --------------------------------------------------------------------------------
 same<Equal<JobId, string>>(true); // the plain id is a string, as before
 same<Equal<JobId<unknown>, string>>(true);
+same<Equal<JobId<{ n: number }>, TypedJobId<{ n: number }>>>(true); // the name an editor shows
 declare const typed: JobId<{ n: number }>;
 const asString: string = typed; // a typed id is still a string: every use of a string compiles
 const asPlain: JobId = typed;
