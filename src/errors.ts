@@ -136,6 +136,27 @@ export class DataDirUnusableError extends ActaError {
 }
 
 /**
+ * An embedded (PGlite) data directory made by a PGlite of another PostgreSQL major version (its
+ * `PG_VERSION` file): PostgreSQL does not open a data folder of another major version, and
+ * PGlite's own failure says only "PGlite failed to initialize properly". `found` is the folder's
+ * major version, `expected` the one this acta's PGlite runs (an older or a newer acta's folder). Nothing was changed
+ * (src/db/pgliteDb.ts, checkDataDirVersion; docs/upgrading.md, "The embedded database").
+ */
+export class DataDirVersionError extends ActaError {
+  constructor(
+    readonly dataDir: string,
+    readonly found: string,
+    readonly expected: number,
+  ) {
+    super(
+      'ACTA_DATA_DIR_VERSION',
+      `the data directory ${dataDir} holds a PostgreSQL ${found} database, made by another acta version's embedded PGlite; this acta's PGlite runs PostgreSQL ${expected}, which cannot open it (a data folder does not carry across PostgreSQL major versions). Nothing was changed. ` +
+        `Use the acta version that made it, or move its data over (docs/upgrading.md, "The embedded database"), or move the folder aside (mv ${dataDir} ${dataDir}.pg${found}) to start with an empty one`,
+    );
+  }
+}
+
+/**
  * The process serving the embedded database to this one (src/db/embeddedShare.ts) closed it or
  * exited. Transient (src/db/transient.ts): a Db from connect() opens the folder again at its next call.
  */

@@ -51,6 +51,7 @@ export {
   DashboardSecurityError,
   DataDirLockedError,
   DataDirUnusableError,
+  DataDirVersionError,
   DbClosedError,
   DbUnansweredError,
   EmbeddedShareClosedError,

@@ -5,8 +5,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type Client, connect, createClient, createPgliteDb, createWorker, DataDirLockedError, DataDirUnusableError, defineJob, migrate, type Db, type Queryable } from '../src';
-import { lockDataDir, removeStaleLock, takeoverPath, unusable } from '../src/db/pgliteDb';
+import { type Client, connect, createClient, createPgliteDb, createWorker, DataDirLockedError, DataDirUnusableError, DataDirVersionError, defineJob, migrate, type Db, type Queryable } from '../src';
+import { EMBEDDED_PG_MAJOR, lockDataDir, removeStaleLock, takeoverPath, unusable } from '../src/db/pgliteDb';
 import { silentLogger } from './helpers/silentLogger';
 import { waitFor } from './helpers/wait';
 
@@ -23,6 +23,11 @@ describe('the core flow on PGlite (memory://)', () => {
       'select status, attempts, execution, result, error from acta.jobs where id = $1',
       [id],
     )).rows[0];
+
+  test('EMBEDDED_PG_MAJOR is the major version PGlite runs (the data folder check compares with it)', async () => {
+    const { rows } = await db.query<{ v: string }>(`select current_setting('server_version_num') as v`);
+    expect(Math.floor(Number(rows[0].v) / 10000)).toBe(EMBEDDED_PG_MAJOR);
+  });
 
   test('migrate is idempotent on PGlite too', async () => {
     expect(db.kind).toBe('pglite');
@@ -268,6 +273,33 @@ describe('the data folder lock', () => {
     }
     expect(fs.readdirSync(dir)).toEqual(['not-a-folder']);
     expect(fs.readFileSync(file, 'utf8')).toBe('mine');
+  });
+
+  test.each([
+    ['an older', -1],
+    ['a newer', 1],
+  ])('a data folder of %s PostgreSQL major version (made by another acta) is DataDirVersionError naming it, both versions and the fix; nothing is changed', async (_, step) => {
+    // PGlite 0.6.1 (PostgreSQL 19) on a folder of 0.5.17 (PostgreSQL 18), and 0.5.17 on one of
+    // 0.6.1, failed with only "PGlite failed to initialize properly". Which major made the folder
+    // is its PG_VERSION file's.
+    const dataDir = path.join(tempDir(), 'data');
+    fs.mkdirSync(path.join(dataDir, 'base'), { recursive: true });
+    const older = String(EMBEDDED_PG_MAJOR + step);
+    fs.writeFileSync(path.join(dataDir, 'PG_VERSION'), `${older}\n`);
+    fs.writeFileSync(path.join(dataDir, 'base', 'kept'), 'rows');
+    for (const open of [() => connect({ dataDir }), () => createPgliteDb({ dataDir })]) {
+      const opened = open();
+      await expect(opened).rejects.toThrow(DataDirVersionError);
+      await expect(opened).rejects.toMatchObject({ code: 'ACTA_DATA_DIR_VERSION', dataDir, found: older, expected: EMBEDDED_PG_MAJOR });
+      await expect(opened).rejects.toThrow(
+        `the data directory ${dataDir} holds a PostgreSQL ${older} database, made by another acta version's embedded PGlite; this acta's PGlite runs PostgreSQL ${EMBEDDED_PG_MAJOR}, which cannot open it`,
+      );
+      await expect(opened).rejects.toThrow(`docs/upgrading.md, "The embedded database"`);
+      // The folder as it was: no lock left, nothing of PGlite's written.
+      expect(fs.readdirSync(dataDir).sort()).toEqual(['PG_VERSION', 'base']);
+      expect(fs.readdirSync(path.join(dataDir, 'base'))).toEqual(['kept']);
+      expect(fs.readFileSync(path.join(dataDir, 'PG_VERSION'), 'utf8')).toBe(`${older}\n`);
+    }
   });
 
   test("a data folder this process cannot use because another user owns it is DataDirUnusableError naming it, the permission problem and the fix", () => {

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { PGliteInterface } from '@electric-sql/pglite';
-import { DataDirLockedError, DataDirUnusableError, DbClosedError } from '../errors';
+import { DataDirLockedError, DataDirUnusableError, DataDirVersionError, DbClosedError } from '../errors';
 import type { Db, ListenHandlers, Queryable } from './Db';
 import { type EmbeddedShare, shareDb, socketPathFor } from './embeddedShare';
 
@@ -148,6 +148,25 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * The PostgreSQL major version of the PGlite acta depends on: 18 in @electric-sql/pglite 0.5 (19 in
+ * 0.6: docs/decisions/2026-12-06-pglite-0-6-not-taken.md). Change it with that dependency;
+ * test/pglite.test.ts ("EMBEDDED_PG_MAJOR is the major version PGlite runs") fails until it matches.
+ */
+export const EMBEDDED_PG_MAJOR = 18;
+
+/**
+ * Refuses a data folder made by a PGlite of another PostgreSQL major version (its PG_VERSION file)
+ * with DataDirVersionError, before PGlite opens it: PostgreSQL cannot open it, and PGlite says only
+ * "PGlite failed to initialize properly" (seen with PGlite 0.6.1, PostgreSQL 19, on a folder of 0.5.17, and the other way). A folder without
+ * PG_VERSION is new (or empty): PGlite runs initdb there. Held by test/pglite.test.ts, "a data
+ * folder of another PostgreSQL major version".
+ */
+export function checkDataDirVersion(dataDir: string): void {
+  const found = readLock(path.join(dataDir, 'PG_VERSION'))?.trim();
+  if (found !== undefined && found !== String(EMBEDDED_PG_MAJOR)) throw new DataDirVersionError(dataDir, found, EMBEDDED_PG_MAJOR);
+}
+
 /** int8 and int8[] as decimal strings, as node-postgres returns them (job ids are bigint). */
 const INT8 = 20;
 const INT8_ARRAY = 1016;
@@ -184,7 +203,10 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     unlock();
   };
   try {
-    if (!inMemory) markUnshared(dataDir, options.share === false);
+    if (!inMemory) {
+      checkDataDirVersion(dataDir); // under the lock: no other acta runs initdb there meanwhile
+      markUnshared(dataDir, options.share === false);
+    }
     const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(dataDir);
     // One session, whose transactions run one at a time: no other snapshot can be held while a
