@@ -2,7 +2,6 @@
 // commands"): `acta alerts` lists sys.alerts' alerts as client.alerts and the dashboard read them;
 // `acta namespaces` does not count a paused definition's due jobs as waiting for a worker; `acta jobs
 // list` and the dashboard count an Executing job's running attempt. Runs the built bin (`npm test` builds first).
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -10,12 +9,10 @@ import { createClient, createWorker, type Db, defineJob } from '../src';
 import { sqlLedger } from '../src/ledger';
 import { alertThresholds, runAlertsPass } from '../src/recurring/alerts';
 import { startDashboard } from '../src/ops/dashboard/server';
+import { jsonLines, ROOT, runActa } from './helpers/cli';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
 import { silentLogger } from './helpers/silentLogger';
 import { waitFor } from './helpers/wait';
-
-const ROOT = path.resolve(__dirname, '..');
-const BIN = path.join(ROOT, 'bin', 'acta.js');
 
 let tdb: TestDatabase;
 let db: Db;
@@ -29,15 +26,8 @@ afterAll(async () => {
   await tdb.drop();
 });
 
-/** Runs `acta <args>` to completion. */
-function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
-  });
-}
-const jsonLines = (stdout: string) => stdout.trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+/** Runs `acta <args>` on the test's database. */
+const acta = (args: string[]) => runActa(args, { ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' });
 /** The table's rows as cells (split on runs of 2+ spaces), header first. */
 const rowsOf = (stdout: string) => stdout.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('note:')).map((l) => l.trim().split(/\s{2,}/));
 

@@ -1,14 +1,11 @@
 // The command line's --json outputs against a real PostgreSQL, read as an operator would script
 // them: each names a thing as the client's own objects do (docs/operating.md, "Admin commands"), and
 // carries what the text output says. Runs the built bin (`npm test` builds first).
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createClient, type Client, type Db } from '../src';
+import { jsonLines, ROOT, runActa } from './helpers/cli';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
-
-const ROOT = path.resolve(__dirname, '..');
-const BIN = path.join(ROOT, 'bin', 'acta.js');
 
 let tdb: TestDatabase;
 let db: Db;
@@ -24,16 +21,9 @@ afterAll(async () => {
   await tdb.drop();
 });
 
-/** Runs `acta <args>` to completion. */
-function acta(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
-  });
-}
+/** Runs `acta <args>` on the test's database. */
+const acta = (args: string[]) => runActa(args, { ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'warn' });
 const ns = ['--namespace', 'cli-json'];
-const jsonLines = (stdout: string) => stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 
 test('a pause is named alike in every JSON output: acta pause, namespaces and why --json give the client\'s PauseRecord (pausedBy, pausedAt)', async () => {
   const { id } = await client.enqueue('cli-json-job', {});
