@@ -327,8 +327,12 @@ function failure(a: AttemptState, definition: Definition, stored: Record<string,
       safeLog(() => jobLogger(a).error({ error: storedError(backoffErr), delayMs }, 'backoff function threw: retrying after the default backoff'));
     }
   }
-  // `attempt` is a binding of the job's logger already; a retried one says when it runs again.
+  // `attempt` is a binding of the job's logger already; a retried one says when it runs again. An
+  // attempt the heartbeat aborted (its deadline passed, its lease lost: an outage, a stall) was
+  // named in the heartbeat's one line for all of them: its own line goes at debug, or an outage
+  // said a warning per held attempt (test/faults/outageLog.test.ts).
   if (lastAttempt) safeLog(() => jobLogger(a).error({ error: logged(), maxAttempts }, 'job failed: no attempts left'));
+  else if (entry.abortCause === 'deadline' || entry.abortCause === 'lost') safeLog(() => jobLogger(a).debug({ error: logged(), maxAttempts, retryDelayMs: delayMs }, 'attempt failed'));
   else safeLog(() => jobLogger(a).warn({ error: logged(), maxAttempts, retryDelayMs: delayMs }, 'attempt failed'));
   return complete(entry, lastAttempt ? 'failed_final' : 'failed', null, storedErrorText(stored), delayMs);
 }

@@ -78,6 +78,19 @@ function earliestDeadline(registry: Registry): number | undefined {
   return earliest;
 }
 
+/** The most job ids a line about many attempts lists (as the shutdown timeout's line). */
+const JOB_IDS_LOGGED = 100;
+
+/**
+ * The fields of the one line said for the attempts a check or a beat aborted together: their count
+ * and job ids (the first JOB_IDS_LOGGED). Not a line per attempt: in an outage every held attempt
+ * shares the last renewal's deadline, and 64 executors made 64 lines (test/faults/outageLog.test.ts).
+ * Their executors' "attempt failed" lines go at debug (src/worker/executor.ts).
+ */
+function attemptsFields(entries: Entry[]): { attempts: number; jobIds: string[] } {
+  return { attempts: entries.length, jobIds: entries.slice(0, JOB_IDS_LOGGED).map((e) => e.row.id) };
+}
+
 /** Raised (through onFatal) when no heartbeat succeeded for a whole lease. */
 export class HeartbeatLostError extends Error {
   override readonly name = 'HeartbeatLostError';
@@ -195,15 +208,17 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
           }
         }
         for (const pair of result.cancel) config.onCancel?.(pair);
+        const lost: Entry[] = [];
         for (const pair of result.lost) {
           const entry = registry.get(pair.id);
           if (!entry || entry.row.execution !== pair.execution || entry.state === 'finalizing') continue;
-          logger.warn({ jobId: pair.id, execution: pair.execution, state: entry.state }, 'lease lost: cancelling the attempt');
+          lost.push(entry);
           registry.abort(entry, 'lost');
           config.onLost?.(entry);
           // Still in the claimer's hands: no executor will write for it, and the row has moved on.
           if (!entry.taken) registry.remove(entry);
         }
+        if (lost.length > 0) logger.warn({ ...attemptsFields(lost) }, 'leases lost: cancelling the attempts');
         for (const name of result.duePasses) config.startPass(name);
         config.onPolicyVersion?.(result.policyVersion);
       }),
@@ -225,12 +240,9 @@ export function heartbeat(config: HeartbeatConfig): Observable<unknown> {
       const now = scheduler.now();
       const elapsed = Math.min(now - lastCheckAt, H / 2);
       lastCheckAt = now;
-      for (const entry of registry.snapshot()) {
-        if (entry.state !== 'finalizing' && now >= entry.deadlineAt && !entry.aborted) {
-          logger.warn({ jobId: entry.row.id, execution: entry.row.execution, state: entry.state }, 'attempt deadline passed: aborting');
-          registry.abort(entry, 'deadline');
-        }
-      }
+      const passed = registry.snapshot().filter((entry) => entry.state !== 'finalizing' && now >= entry.deadlineAt && !entry.aborted);
+      for (const entry of passed) registry.abort(entry, 'deadline');
+      if (passed.length > 0) logger.warn({ ...attemptsFields(passed) }, 'attempt deadlines passed: aborting the attempts');
       if (!beating) return;
       tryingMs += elapsed;
       // A beat that neither succeeds nor fails (a connection that hangs) counts as failing.

@@ -34,7 +34,7 @@ afterEach(() => {
 });
 
 /** Runs the heartbeat on asyncScheduler, which the fake timers drive (and Date with them). */
-const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = new Registry(), options: { clock?: LeaseClock; reachable$?: Observable<unknown>; listening$?: Observable<unknown> } = {}) => {
+const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = new Registry(), options: { clock?: LeaseClock; reachable$?: Observable<unknown>; listening$?: Observable<unknown>; logger?: pino.Logger } = {}) => {
   const health: boolean[] = [];
   const fatal: unknown[] = [];
   const calls: HeldPair[][] = [];
@@ -50,7 +50,7 @@ const run = (beat: (held: HeldPair[]) => Promise<HeartbeatResult>, registry = ne
     startPass: () => undefined,
     onHealth: (ok) => health.push(ok),
     onFatal: (err) => fatal.push(err),
-    logger,
+    logger: options.logger ?? logger,
     scheduler: asyncScheduler,
     startedAt: Date.now(),
   }).subscribe();
@@ -187,6 +187,51 @@ test('a stall longer than the lease is not a heartbeat failure: the next beat de
   expect(t.fatal).toEqual([]);
   await jest.advanceTimersByTimeAsync(5 * H);
   expect(t.fatal).toEqual([]);
+});
+
+/** A pino logger at debug whose lines land in `lines`. */
+const capturing = () => {
+  const lines: Record<string, unknown>[] = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { lines, log };
+};
+
+/** `n` attempts executing, job ids 1..n. */
+const executing = (n: number) => {
+  const registry = new Registry();
+  const entries = registry.addClaimed(Array.from({ length: n }, (_, i) => row(String(i + 1))), Date.now() + clock.attemptDeadlineMs);
+  for (const entry of entries) {
+    entry.state = 'executing';
+    entry.taken = true;
+  }
+  return { registry, entries, ids: entries.map((e) => e.row.id) };
+};
+
+test('an outage past the attempt deadline: ONE line names every attempt it aborts (count and job ids), not one per attempt', async () => {
+  const { registry, entries, ids } = executing(64);
+  const { lines, log } = capturing();
+  run(async () => {
+    throw transient();
+  }, registry, { logger: log });
+  await jest.advanceTimersByTimeAsync(clock.attemptDeadlineMs + H / 4);
+  expect(entries.every((e) => e.abortCause === 'deadline')).toBe(true);
+  const aborting = lines.filter((l) => l.msg === 'attempt deadlines passed: aborting the attempts');
+  expect(aborting).toHaveLength(1);
+  expect(aborting[0]).toMatchObject({ level: 40, attempts: 64, jobIds: ids });
+  // No line of the heartbeat names one attempt.
+  expect(lines.filter((l) => 'jobId' in l)).toEqual([]);
+});
+
+test('a beat that finds many leases lost: ONE line names them (count and job ids); more than 100 attempts: the first 100 ids', async () => {
+  const { registry, entries, ids } = executing(150);
+  const { lines, log } = capturing();
+  run(async (held) => answer(held, 'lost'), registry, { logger: log });
+  await jest.advanceTimersByTimeAsync(H); // the first beat
+  expect(entries.every((e) => e.abortCause === 'lost')).toBe(true);
+  const lost = lines.filter((l) => l.msg === 'leases lost: cancelling the attempts');
+  expect(lost).toHaveLength(1);
+  expect(lost[0]).toMatchObject({ level: 40, attempts: 150, jobIds: ids.slice(0, 100) });
+  expect(lines.filter((l) => 'jobId' in l)).toEqual([]);
 });
 
 test('a stall that catches a beat in flight is not a heartbeat failure either', async () => {
