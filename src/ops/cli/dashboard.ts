@@ -6,8 +6,10 @@ import type { Command } from 'commander';
 import { MAX_NAME_BYTES } from '../../config';
 import { int, name } from './args';
 import { connect, describeTarget } from '../../db/connect';
+import { withDeadline } from '../../db/Db';
 import { assertMigrated } from '../../db/migrator';
 import { createLogger } from '../../logger';
+import { DASHBOARD_STATEMENT_DEADLINE_MS } from '../dashboard/handler';
 import { startDashboard } from '../dashboard/server';
 import { assertSafeBinding } from '../dashboard/security';
 
@@ -27,7 +29,9 @@ export function registerDashboardCommand(cli: Command): void {
       const token = o.token ?? (o.basic === undefined ? process.env.ACTA_DASHBOARD_TOKEN || undefined : undefined);
       assertSafeBinding(o.host, { token, basic: o.basic }); // before anything connects
       const logger = createLogger();
-      const db = await connect();
+      const base = await connect();
+      // Its start's check within the pages' deadline too: a silent network held it for good.
+      const db = withDeadline(base, DASHBOARD_STATEMENT_DEADLINE_MS);
       let server: Awaited<ReturnType<typeof startDashboard>>;
       try {
         await assertMigrated(db);

@@ -7,9 +7,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createClient } from '../../client/client';
 import { jobIdText } from '../../client/jobId';
-import { MAX_NAME_BYTES, nameOption } from '../../config';
-import type { Db } from '../../db/Db';
-import { ActaError, ConfigError } from '../../errors';
+import { intOption, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption } from '../../config';
+import { type Db, withDeadline } from '../../db/Db';
+import { isUnreachableError } from '../../db/transient';
+import { ActaError, ConfigError, DbUnansweredError } from '../../errors';
 import { createLogger, type Logger } from '../../logger';
 import { assertPauseDeclared } from '../pauseCheck';
 import { unchangedJobs, unchangedMessage } from '../unchanged';
@@ -43,7 +44,16 @@ export interface DashboardOptions {
   chartMinutes?: number;
   /** The CSRF tokens (default: a secret of this process). */
   csrf?: Csrf;
+  /**
+   * How long each statement of a page or an action may go unanswered, ms (default 30 000, as the
+   * CLI's commands): then its connection is dropped and the request answers 503. Each call is made
+   * with it (withDeadline, CallOptions); a Db wrapper of yours must pass the call's third argument on.
+   */
+  statementDeadlineMs?: number;
 }
+
+/** The default of DashboardOptions.statementDeadlineMs: the CLI's client commands' (CLI_STATEMENT_DEADLINE_MS). */
+export const DASHBOARD_STATEMENT_DEADLINE_MS = 30_000;
 
 export type DashboardHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -71,7 +81,10 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
   if (!Number.isInteger(chartMinutes) || chartMinutes < 5 || chartMinutes > 1_440) throw new ConfigError(`chartMinutes must be an integer from 5 to 1440, got ${String(chartMinutes)}`);
   const csrf = options.csrf ?? createCsrf();
   const log = (options.logger ?? createLogger()).child({ component: 'dashboard' });
-  const { db } = options;
+  // Each statement answered within the deadline: a silent network (no error, no FIN) held a page
+  // request, and the pool connection under it, for good (test/faults/dashboardPartition.test.ts).
+  const deadlineMs = intOption('statementDeadlineMs', options.statementDeadlineMs ?? DASHBOARD_STATEMENT_DEADLINE_MS, 1, MAX_TIMER_MS);
+  const db = withDeadline(options.db, deadlineMs);
 
   /** The path the handler is mounted at: basePath, else express's mount path, else the root (''). */
   const baseOf = (req: IncomingMessage): string => {
@@ -207,10 +220,16 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
     res.setHeader('referrer-policy', 'no-referrer');
     res.setHeader('cache-control', 'no-store');
     serve(req, res).catch((err: unknown) => {
-      const known = err instanceof HttpError ? err.status : err instanceof ActaError && err.code === 'ACTA_CONFIG' ? 400 : 500;
-      if (known === 500) log.error({ err, url: req.url }, 'dashboard: a page failed');
+      // The database not reached, or silent past the deadline: 503, the page works again once it answers.
+      const known = err instanceof HttpError ? err.status : err instanceof ActaError && err.code === 'ACTA_CONFIG' ? 400 : isUnreachableError(err) ? 503 : 500;
+      if (known >= 500) log.error({ err, url: req.url, status: known }, 'dashboard: a page failed');
       if (res.headersSent) return void res.end();
-      const message = known === 500 ? 'the dashboard could not answer (the error is in its log)' : (err as Error).message;
+      const message =
+        known === 503
+          ? `the database did not answer${err instanceof DbUnansweredError ? ` within ${err.deadlineMs} ms` : ''} (the error is in the dashboard's log): reload once it answers${req.method === 'POST' && err instanceof DbUnansweredError ? '; the action may have been done: check the page first' : ''}`
+          : known === 500
+            ? 'the dashboard could not answer (the error is in its log)'
+            : (err as Error).message;
       // No requester known here: no action forms, and the header names no one.
       send(res, known, layout({ base: baseOf(req), namespace: defaultNamespace, csrf: '', readOnly: true, who: '', here: '/' }, `${known}`, html`<p id="error">${message}</p>`));
     });
