@@ -277,17 +277,20 @@ export class RateLimitedError extends ActaError {
 /**
  * worker.start() gave up: the worker has not reached the database since it started, for
  * `startTimeoutMs` (WorkerOptions; default 30 s). `cause` is the last error (e.g. connect
- * ECONNREFUSED). Nothing was registered; start a new worker once the database answers.
+ * ECONNREFUSED); when none came yet, `unanswered` says what was still waiting, if the Db could tell
+ * (a connect not answered before its connect_timeout: test/faults/unresponsive.test.ts). Nothing
+ * was registered; start a new worker once the database answers.
  */
 export class StartTimeoutError extends ActaError {
   constructor(
     readonly startTimeoutMs: number,
     cause: unknown,
+    unanswered?: string,
   ) {
-    const last = cause === undefined ? 'no answer yet' : cause instanceof Error ? cause.message : String(cause);
+    const last = cause !== undefined ? `last error: ${cause instanceof Error ? cause.message : String(cause)}` : unanswered !== undefined ? `no error yet: ${unanswered}` : 'last error: no answer yet';
     super(
       'ACTA_START_TIMEOUT',
-      `the worker could not reach the database within ${startTimeoutMs} ms of its start (last error: ${last}); check the database address (DATABASE_URL) and that the server is up, or raise startTimeoutMs`,
+      `the worker could not reach the database within ${startTimeoutMs} ms of its start (${last}); check the database address (DATABASE_URL) and that the server is up, or raise startTimeoutMs`,
       { cause },
     );
   }

@@ -70,20 +70,26 @@ class EndedOnFailedConnect extends Client {
    * `acta worker` after its start timeout, for good (test/faults/unresponsive.test.ts). The
    * pool's options are copied with their descriptors: pg-pool keeps the password non-enumerable.
    */
-  constructor(config?: PoolConfig) {
+  constructor(config?: PoolConfig & { connects?: { pending: number } }) {
     const own = Object.defineProperties({}, Object.getOwnPropertyDescriptors(config ?? {})) as PoolConfig;
     if (own.connectionTimeoutMillis === undefined) own.connectionTimeoutMillis = connectTimeoutMs(own.connectionString);
     super(own);
     this.timeoutMs = own.connectionTimeoutMillis;
+    this.connects = config?.connects;
   }
 
   private readonly timeoutMs: number;
+  /** Its Db's count of connects not answered yet (DB_WAITING). */
+  private readonly connects: { pending: number } | undefined;
 
   override connect(): Promise<Client>;
   override connect(callback: (err: Error | null, client?: Client) => void): void;
   override connect(callback?: (err: Error | null, client?: Client) => void): Promise<Client> | void {
     if (!callback) return new Promise<Client>((resolve, reject) => this.connect((err) => (err ? reject(err) : resolve(this))));
+    const connects = this.connects;
+    if (connects) connects.pending++;
     super.connect((err: Error | null) => {
+      if (connects) connects.pending--;
       if (err) this.end().catch(() => undefined);
       callback(clearer(err, this.user, this.timeoutMs), this);
     });
@@ -128,7 +134,8 @@ export function createPgDb(options: PgDbOptions): Db {
   // Keepalive probes from KEEPALIVE_IDLE_MS of silence on (the OS default waits 2 hours): on a real
   // network a pooled connection whose path died is then found by the kernel. A query already sent
   // is bounded only by a deadline (withDeadline below).
-  const poolConfig: PoolConfig = { connectionString: options.connectionString, max: options.max ?? 10, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS, Client: EndedOnFailedConnect };
+  const connects = { pending: 0 };
+  const poolConfig: PoolConfig & { connects: typeof connects } = { connectionString: options.connectionString, max: options.max ?? 10, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS, Client: EndedOnFailedConnect, connects };
   const pool = options.pool ?? new Pool(poolConfig);
   const ownsPool = options.pool ? options.ownsPool === true : true;
   // An idle client that loses its connection emits 'error' on the pool; without a listener that
@@ -223,7 +230,32 @@ export function createPgDb(options: PgDbOptions): Db {
       return closed;
     },
   };
+  // DB_WAITING: on the Db's own pool only (a given pool's connects are not counted).
+  if (!options.pool) {
+    const limitMs = connectTimeoutMs(options.connectionString);
+    (db as { [DB_WAITING]?: () => string | undefined })[DB_WAITING] = () => {
+      if (connects.pending > 0) {
+        return `the connect had no answer in that time; it fails only ${limitMs > 0 ? `at connect_timeout, ${limitMs} ms here, set in the connection string` : 'never: connect_timeout=0 in the connection string'}`;
+      }
+      if (pool.totalCount > pool.idleCount) return 'the server took the connection but did not answer its statement in that time';
+      return undefined;
+    };
+  }
   return db;
+}
+
+/**
+ * The key of a server Db's own account of what its calls wait on now (a connect not answered yet, a
+ * statement sent and not answered), or undefined: for a message when a caller stops waiting before
+ * any error came (a worker's start timeout below connect_timeout: StartTimeoutError,
+ * test/faults/unresponsive.test.ts). A spread wrapper copies it; the worker asks the Db it was given.
+ */
+export const DB_WAITING = Symbol('acta.dbWaiting');
+
+/** What `db`'s calls wait on now, in words (DB_WAITING), or undefined when it cannot say. */
+export function dbWaiting(db: unknown): string | undefined {
+  const waiting = db !== null && typeof db === 'object' ? (db as { [DB_WAITING]?: unknown })[DB_WAITING] : undefined;
+  return typeof waiting === 'function' ? (waiting as () => string | undefined)() : undefined;
 }
 
 /** Keepalive probes of the pool's connections start after this much silence, ms. */

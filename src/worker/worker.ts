@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil, tap, throwError, timeout } from 'rxjs';
 import { PIPELINE } from '../config';
 import type { PassSchedule } from '../db/types';
+import { dbWaiting } from '../db/pgDb';
 import { isTransientDbError } from '../db/transient';
 import { type Completion, handBackCompletion, runEntry, type ExecutorDeps } from './executor';
 import { Finalizer } from './finalizer';
@@ -374,8 +375,10 @@ export function createWorker(options: WorkerOptions): Worker {
           scheduler,
           with: () => {
             timedOut = true;
-            const err = new StartTimeoutError(settings.startTimeoutMs, lastError);
-            logger.error({ err: lastError, startTimeoutMs: settings.startTimeoutMs }, 'worker start: the database was not reached within startTimeoutMs; giving up');
+            // No error yet: what the Db still waits on, when it can say (a connect whose connect_timeout is later).
+            const unanswered = lastError === undefined ? dbWaiting(settings.db) : undefined;
+            const err = new StartTimeoutError(settings.startTimeoutMs, lastError, unanswered);
+            logger.error({ err: lastError, unanswered, startTimeoutMs: settings.startTimeoutMs }, 'worker start: the database was not reached within startTimeoutMs; giving up');
             // The call in flight may still register this worker: undo it when it lands.
             void registering.then(async () => {
               if (duePassesAtStart.length > 0) await ledger.releasePasses(namespace, duePassesAtStart);

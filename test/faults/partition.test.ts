@@ -117,3 +117,11 @@ test('`acta jobs list` through a network that goes silent after the connect fail
   expect(run.code).toBe(1);
   expect(run.stderr).toMatch(/^acta: the database did not answer within 30000 ms: its connection was dropped .* \(the database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/acta_fault was not reached/);
 }, 90_000);
+
+test('`acta worker` whose first statement meets a silent network: the start timeout says the server took the connection but did not answer', async () => {
+  proxy.partitionAtFirstQuery();
+  // The default H (45 s): the statement's deadline comes after the start timeout, so no error came yet.
+  const w = spawnWorker({ dbUrl: proxy.through(server.dbUrl), events: eventsFile(), args: ['--start-timeout', '3000'] });
+  expect(await exitWithin(w, 45_000)).toEqual({ code: 1, signal: null });
+  expect(w.output()).toMatch(/\nacta: the worker could not reach the database within 3000 ms of its start \(no error yet: the server took the connection but did not answer its statement in that time\); check/);
+}, 60_000);
