@@ -91,7 +91,7 @@ class EndedOnFailedConnect extends Client {
     super.connect((err: Error | null) => {
       if (connects) connects.pending--;
       if (err) this.end().catch(() => undefined);
-      callback(clearer(err, this.user, this.timeoutMs), this);
+      callback(clearer(err, this, this.timeoutMs), this);
     });
   }
 }
@@ -115,9 +115,23 @@ export function connectTimeoutMs(connectionString: string | undefined): number {
 /** pg's own words when a server asks for a password and it has none (SCRAM: pg's lib/crypto/sasl.js). */
 const NO_PASSWORD = /client password must be a (non-empty )?string/;
 
-/** A connect's failure in plain words where pg's are cryptic (a missing password, the connect timeout), pg's error as the cause. */
-function clearer(err: Error | null, user: string | undefined, timeoutMs: number): Error | null {
-  if (err && NO_PASSWORD.test(err.message)) return new Error(`the server asks user ${user} for a password, and none was given (in the connection string, PGPASSWORD or ~/.pgpass): ${err.message}`, { cause: err });
+/**
+ * A connect's failure in plain words where pg's are cryptic or leave the fix out (a missing password,
+ * the connect timeout, a database the server does not have), pg's error as the cause. The missing
+ * database keeps its SQLSTATE (3D000: not transient, so `acta worker` stops at once, not at its start
+ * timeout; a name the server lacks does not come by waiting) and names the server and the fix
+ * (test/faults/noDatabase.test.ts).
+ */
+function clearer(err: Error | null, client: { user?: string; host?: string; port?: number; database?: string }, timeoutMs: number): Error | null {
+  if (err && NO_PASSWORD.test(err.message)) return new Error(`the server asks user ${client.user} for a password, and none was given (in the connection string, PGPASSWORD or ~/.pgpass): ${err.message}`, { cause: err });
+  if (err && (err as { code?: unknown }).code === '3D000') {
+    const name = client.database ?? '';
+    const quoted = /^[a-z_][a-z0-9_]*$/.test(name) ? name : `'${name.replace(/'/g, "'\\''")}'`;
+    return Object.assign(
+      new Error(`database "${name}" does not exist on the server at ${client.host}:${client.port}: create it (createdb ${quoted}, or CREATE DATABASE), then run acta migrate; or correct the database name in the connection string (DATABASE_URL)`, { cause: err }),
+      { code: '3D000' },
+    );
+  }
   if (err?.message === 'timeout expired') return new Error(`the server did not answer the connect within ${timeoutMs} ms (connect_timeout in the connection string sets it): timeout expired`, { cause: err });
   return err;
 }
