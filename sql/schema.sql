@@ -1625,6 +1625,10 @@ begin
             limit 1) as oldest_run_at
     from acta.definitions d
     where d.namespace = p_namespace
+      -- A pause (the definition's or the whole namespace's, '', as acta.claim_jobs reads them) holds
+      -- its due rows for a resume, not for a worker: no oldest_ready or no_live_worker for them, as
+      -- acta namespaces counts them under OLDEST PAUSED (docs/alerts.md; test/db/alerts.test.ts).
+      and not exists (select 1 from acta.pauses p where p.namespace = p_namespace and p.definition in ('', d.name))
   ),
   live as (
     select distinct x.name

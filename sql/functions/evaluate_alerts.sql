@@ -12,13 +12,14 @@
 -- Truncated, not rounded, as pg reads a timestamptz into a Date.
 -- Rules: worker_dead (a worker recovery marked dead whose last heartbeat is within
 -- p_dead_window_ms), no_live_worker (a declared definition with a Ready row due and no live worker
--- declaring it), oldest_ready (its oldest due Ready row waited past p_ready_age_ms), failure_rate
+-- declaring it), oldest_ready (its oldest due Ready row waited past p_ready_age_ms): neither for a
+-- definition acta.pauses holds (its own pause or the namespace's), failure_rate
 -- (of its jobs that ended within p_failure_window_ms, at least p_failure_min_jobs, the Failed share
 -- at least p_failure_rate), schedule_late (a schedule's armed fire, Ready, due more than
 -- p_schedule_late_ms ago and not claimed; resolved once it is claimed).
 -- Locks: the namespace's alerts advisory lock (two evaluations never interleave), the alert rows
 -- it changes. Reads jobs and workers without locks. Durability: the caller's commit.
--- Plan: jobs_due_idx per declared definition; jobs_finished_idx over the window's Failed rows, and
+-- Plan: jobs_due_idx per declared definition not paused (acta.pauses by its key); jobs_finished_idx over the window's Failed rows, and
 -- over its Succeeded rows only when some definition has failures in it; the namespace's schedules
 -- by their key, each armed fire by jobs_pkey; sequential scans off (see acta.prune_jobs),
 -- acta.workers and acta.definitions read whole; no JIT.
@@ -70,6 +71,10 @@ begin
             limit 1) as oldest_run_at
     from acta.definitions d
     where d.namespace = p_namespace
+      -- A pause (the definition's or the whole namespace's, '', as acta.claim_jobs reads them) holds
+      -- its due rows for a resume, not for a worker: no oldest_ready or no_live_worker for them, as
+      -- acta namespaces counts them under OLDEST PAUSED (docs/alerts.md; test/db/alerts.test.ts).
+      and not exists (select 1 from acta.pauses p where p.namespace = p_namespace and p.definition in ('', d.name))
   ),
   live as (
     select distinct x.name

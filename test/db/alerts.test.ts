@@ -89,6 +89,45 @@ test('oldest_ready: the oldest due Ready row of a definition waited past the thr
   expect(changes(await evaluate())).toEqual([]);
 });
 
+test('oldest_ready and no_live_worker: a pause (of the definition, or of the whole namespace) silences them for the due jobs it holds, as acta namespaces shows them under OLDEST PAUSED; a resume raises them again', async () => {
+  await declare('slow');
+  await declare('orphan');
+  await declare('other');
+  await worker('alive', ['slow', 'other']);
+  await job('slow', 'ready', DEFAULT_READY_AGE_MS + 60_000);
+  await job('orphan', 'ready', 1_000); // no live worker declares it
+  await db.query('insert into acta.pauses (namespace, definition) values ($1, $2), ($1, $3)', [ns, 'slow', 'orphan']);
+  expect(changes(await evaluate())).toEqual([]);
+  // Another definition of the namespace, not paused, is still seen.
+  await job('other', 'ready', DEFAULT_READY_AGE_MS + 60_000);
+  expect(changes(await evaluate())).toEqual([['raised', 'oldest_ready', 'other']]);
+  // The definitions' resume: their due jobs wait for a worker again.
+  await db.query('delete from acta.pauses where namespace = $1', [ns]);
+  expect(changes(await evaluate())).toEqual([
+    ['raised', 'no_live_worker', 'orphan'],
+    ['raised', 'oldest_ready', 'slow'],
+  ]);
+  // The whole namespace paused (definition ''): every open one of those resolves.
+  await db.query(`insert into acta.pauses (namespace, definition) values ($1, '')`, [ns]);
+  expect(changes(await evaluate())).toEqual([
+    ['resolved', 'no_live_worker', 'orphan'],
+    ['resolved', 'oldest_ready', 'other'],
+    ['resolved', 'oldest_ready', 'slow'],
+  ]);
+  // A pause of another namespace holds nothing here.
+  await db.query('delete from acta.pauses where namespace = $1', [ns]);
+  await db.query(`insert into acta.pauses (namespace, definition) values ($1, ''), ($1, 'slow')`, [`${ns}-other`]);
+  try {
+    expect(changes(await evaluate())).toEqual([
+      ['raised', 'no_live_worker', 'orphan'],
+      ['raised', 'oldest_ready', 'other'],
+      ['raised', 'oldest_ready', 'slow'],
+    ]);
+  } finally {
+    await db.query('delete from acta.pauses where namespace = $1', [`${ns}-other`]);
+  }
+});
+
 test('failure_rate: of the jobs a definition ended in the window, at least the minimum and at least half Failed; resolved when they leave the window; too few jobs or a low rate raise nothing', async () => {
   for (let i = 0; i < 4; i++) await job('few', 'failed', 1_000); // 4 of 4 failed, under the minimum of 10
   for (let i = 0; i < 4; i++) await job('fine', 'failed', 1_000);

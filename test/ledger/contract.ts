@@ -867,6 +867,36 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
         { rule: 'worker_dead', subject: first, open: true },
       ]);
     });
+
+    test("a pause (the definition's or the namespace's) raises no oldest_ready or no_live_worker for the due jobs it holds; its resume raises them", async () => {
+      const ns = fresh();
+      const silent = await declare(ns, ['held', 'orphan']); // recovery marks it dead: 'orphan' has no live worker
+      const live = await declare(ns, ['held', 'free']);
+      await ids(ns, [{ definition: 'held' }, { definition: 'free' }, { definition: 'orphan' }]);
+      await ledger.pause({ namespace: ns, definition: 'held' });
+      await ledger.pause({ namespace: ns, definition: 'orphan' });
+      await h.advance(DEAD_AFTER_MS + 1); // past readyAgeMs too
+      await beat(live, ns, []);
+      await recover(ns);
+      expect(changes(await evaluate(ns))).toEqual([
+        ['raised', 'oldest_ready', 'free'],
+        ['raised', 'worker_dead', silent],
+      ]);
+      await ledger.resume({ namespace: ns, definition: 'held' });
+      await ledger.resume({ namespace: ns, definition: 'orphan' });
+      expect(changes(await evaluate(ns))).toEqual([
+        ['raised', 'no_live_worker', 'orphan'],
+        ['raised', 'oldest_ready', 'held'],
+        ['raised', 'oldest_ready', 'orphan'],
+      ]);
+      await ledger.pause({ namespace: ns });
+      expect(changes(await evaluate(ns))).toEqual([
+        ['resolved', 'no_live_worker', 'orphan'],
+        ['resolved', 'oldest_ready', 'free'],
+        ['resolved', 'oldest_ready', 'held'],
+        ['resolved', 'oldest_ready', 'orphan'],
+      ]);
+    });
   });
 
   describe('cancelling a running job', () => {

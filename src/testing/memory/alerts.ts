@@ -29,8 +29,11 @@ export function evaluateAlerts(store: Store, tx: Tx, args: { namespace: string; 
       holds.push({ rule: 'worker_dead', subject: w.id, detail: { hostname: w.hostname, pid: w.pid, lastHeartbeatAt: new Date(w.lastHeartbeatAt).toISOString() } });
     }
   }
+  // A pause (the definition's or the namespace's, '') holds its due rows for a resume: neither
+  // no_live_worker nor oldest_ready for them (evaluate_alerts.sql, the declared step).
+  const paused = new Set(store.pausesIn(ns).map((p) => p.definition));
   for (const d of store.allDefinitions()) {
-    if (d.namespace !== ns) continue;
+    if (d.namespace !== ns || paused.has('') || paused.has(d.name)) continue;
     let oldest: number | null = null;
     for (const j of jobs) if (j.definition === d.name && j.status === 'ready' && j.blockedBy === null && j.fairTag === null && (oldest === null || j.runAt < oldest)) oldest = j.runAt;
     if (oldest === null) continue;
