@@ -5,7 +5,7 @@ import { type CompletionOutcome, INT4_MAX, type JobId, type StoredError } from '
 import { checkDefinition, type Definition } from '../definition';
 import { ConfigError } from '../errors';
 import { type ExecutorDeps, runEntry } from '../worker/executor';
-import { toJsonText } from '../json';
+import { type Jsonified, toJsonText } from '../json';
 import { progressJson } from '../worker/progress';
 import { ABORT_CAUSES, type AbortCause, type Entry, Registry } from '../worker/registry';
 import { createStepWith, type Step, type StepStore } from '../worker/steps';
@@ -55,8 +55,12 @@ export interface AttemptRun<R = unknown> {
    * 'deadline' before it started); `cancelled` (aborted for 'cancelled': its job ends Cancelled).
    */
   outcome: CompletionOutcome;
-  /** The handler's result as stored (through JSON: a Date as its ISO string, undefined as null); null unless succeeded. */
-  result: R | null;
+  /**
+   * The handler's result as stored (through JSON: a Date as its ISO string, undefined as null);
+   * null unless succeeded. Typed as client.result types it, Jsonified<R>: what it is at runtime
+   * (test/types/runAttempt.ts).
+   */
+  result: Jsonified<R> | null;
   /** The error as stored (getJob's `error`); null unless the attempt failed. */
   error: StoredError | null;
   /** ms until the job is due again (the backoff of a failed attempt; 0 when handed back); null once it has ended. */
@@ -151,7 +155,7 @@ export async function runAttempt<P, R>(definition: Definition<P, R>, payload: No
     const ended = row.outcome === 'succeeded' || row.outcome === 'failed_final' || row.outcome === 'cancelled' || row.outcome === 'skipped';
     return {
       outcome: row.outcome,
-      result: row.result === null ? null : (JSON.parse(row.result) as R),
+      result: row.result === null ? null : (JSON.parse(row.result) as Jsonified<R>),
       error: row.error === null ? null : (JSON.parse(row.error) as StoredError),
       retryDelayMs: ended ? null : row.retryDelayMs,
       abortCause: entry.abortCause ?? null,
