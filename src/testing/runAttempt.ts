@@ -1,5 +1,5 @@
 import pino, { type Level } from 'pino';
-import { asyncScheduler, firstValueFrom, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, firstValueFrom, type SchedulerAction, type SchedulerLike, type Subscription } from 'rxjs';
 import { intOption, knownKeys, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption, PIPELINE } from '../config';
 import { type CompletionOutcome, INT4_MAX, type JobId, type StoredError } from '../db/types';
 import { checkDefinition, type Definition } from '../definition';
@@ -35,7 +35,11 @@ export interface RunAttemptOptions {
   signal?: AbortSignal;
   /** Aborts the attempt with `cause` `ms` after the run starts, on `scheduler`. */
   abortAfter?: { ms: number; cause: AbortCause };
-  /** The clock of the definition's `timeoutMs` and of `abortAfter`. Default `asyncScheduler` (jest's fake timers drive it). */
+  /**
+   * The clock of the definition's `timeoutMs` and of `abortAfter`. Default `asyncScheduler` (jest's
+   * fake timers drive it). A VirtualTimeScheduler is used as given; a TestScheduler left at rxjs's
+   * maxFrames (750) has it raised for the run to the attempt's own timers (framesFor, below).
+   */
   scheduler?: SchedulerLike;
 }
 
@@ -117,6 +121,7 @@ export async function runAttempt<P, R>(definition: Definition<P, R>, payload: No
   const scheduler = options.scheduler ?? asyncScheduler;
   if (typeof scheduler.now !== 'function' || typeof scheduler.schedule !== 'function') throw new ConfigError('scheduler must be an RxJS SchedulerLike');
 
+  const frames = framesFor(scheduler);
   const registry = new Registry();
   const [entry] = registry.addClaimed(
     [
@@ -133,7 +138,7 @@ export async function runAttempt<P, R>(definition: Definition<P, R>, payload: No
     ],
     Infinity, // no lease, so no attempt deadline
   );
-  const attemptDeps = testDeps(entry, registry, definition as Definition, scheduler, seededSteps(options.steps));
+  const attemptDeps = testDeps(entry, registry, definition as Definition, frames.scheduler, seededSteps(options.steps));
 
   let refuse!: (err: unknown) => void;
   const refused = new Promise<never>((_, reject) => (refuse = reject));
@@ -149,7 +154,7 @@ export async function runAttempt<P, R>(definition: Definition<P, R>, payload: No
   try {
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
-    if (abortAfter) timer = scheduler.schedule(() => registry.abort(entry, abortAfter.cause), abortAfter.ms);
+    if (abortAfter) timer = frames.scheduler.schedule(() => registry.abort(entry, abortAfter.cause), abortAfter.ms);
     const { row } = await Promise.race([firstValueFrom(runEntry(entry, attemptDeps.deps)), refused]);
     // The job's end: no due time (docs/reference.md, "acta/testing": retryDelayMs null once the job has ended; a cancel ends it Cancelled).
     const ended = row.outcome === 'succeeded' || row.outcome === 'failed_final' || row.outcome === 'cancelled' || row.outcome === 'skipped';
@@ -166,7 +171,56 @@ export async function runAttempt<P, R>(definition: Definition<P, R>, payload: No
   } finally {
     signal?.removeEventListener('abort', onAbort);
     timer?.unsubscribe();
+    frames.restore();
   }
+}
+
+/** rxjs's TestScheduler's maxFrames outside its run() (rxjs/src/internal/testing/TestScheduler.ts, defaultMaxFrame). */
+const TEST_SCHEDULER_MAX_FRAMES = 750;
+
+/** Per TestScheduler whose maxFrames runAttempt raised: the runs under way on it, and the frame it was raised to. */
+const raisedFrames = new WeakMap<object, { runs: number; raised: number }>();
+
+/**
+ * The scheduler the attempt runs on. rxjs's TestScheduler, outside its run(), flushes only the
+ * actions due by frame 750 (a frame is 1 ms of schedule's delay): a timeoutMs (300 s by default)
+ * or an abortAfter past it never fired, and the run never settled. One left at that default has its
+ * maxFrames raised to cover each action the attempt schedules (the frame it is due), while runs on
+ * it are under way, and 750 put back when the last one ends (unless changed meanwhile: a maxFrames
+ * set by the caller is theirs): rxjs's bound stays for everything after (test/testing/
+ * runAttempt.spec.ts, "a TestScheduler left at rxjs's default maxFrames"). A VirtualTimeScheduler
+ * (docs/reference.md, "acta/testing"), or a TestScheduler given another maxFrames or in its run(),
+ * is used as given. Duck-typed: a TestScheduler of another copy of rxjs is one too.
+ */
+function framesFor(scheduler: SchedulerLike): { scheduler: SchedulerLike; restore(): void } {
+  const virtual = scheduler as SchedulerLike & { maxFrames?: unknown; expectObservable?: unknown; run?: unknown };
+  let state = raisedFrames.get(virtual);
+  const ours = state !== undefined && virtual.maxFrames === state.raised;
+  if (!ours && (virtual.maxFrames !== TEST_SCHEDULER_MAX_FRAMES || typeof virtual.expectObservable !== 'function' || typeof virtual.run !== 'function')) {
+    return { scheduler, restore: () => undefined };
+  }
+  const test = virtual as SchedulerLike & { maxFrames: number };
+  if (state === undefined || !ours) raisedFrames.set(test, (state = { runs: 0, raised: TEST_SCHEDULER_MAX_FRAMES }));
+  const held = state;
+  held.runs++;
+  let restored = false;
+  return {
+    scheduler: {
+      now: () => test.now(),
+      schedule: <T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, value?: T) => {
+        const due = test.now() + Math.max(0, delay);
+        if (due > test.maxFrames && test.maxFrames === held.raised) test.maxFrames = held.raised = due;
+        return test.schedule(work, delay, value);
+      },
+    },
+    restore: () => {
+      if (restored) return;
+      restored = true;
+      if (--held.runs > 0 || raisedFrames.get(test) !== held) return;
+      raisedFrames.delete(test);
+      if (test.maxFrames === held.raised) test.maxFrames = TEST_SCHEDULER_MAX_FRAMES;
+    },
+  };
 }
 
 /**

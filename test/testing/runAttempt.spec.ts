@@ -1,7 +1,8 @@
 // acta/testing's runAttempt, used as a user's unit test uses it: through the entry the package's
 // exports map points at (src/testing/index.ts, built to dist/src/testing), no database. Time is
 // virtual (a VirtualTimeScheduler) wherever a timeout or a timed abort is involved.
-import { VirtualTimeScheduler } from 'rxjs';
+import { VirtualAction, VirtualTimeScheduler } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
 import { ConfigError, defineJob, InvalidJsonError, type JobContext } from '../../src';
 import { type AbortCause, runAttempt } from '../../src/testing';
 
@@ -197,6 +198,78 @@ describe('timeout and abort', () => {
     const run = await pending;
     expect(abortedAt).toBe(250);
     expect(run).toMatchObject({ outcome: 'failed', abortCause: 'lost', error: { name: 'AttemptCancelledError' } });
+  });
+
+  /** A handler that says when it waits for its signal, and when its run settled. */
+  const waiting = (scheduler: VirtualTimeScheduler, timeoutMs?: number) => {
+    let started!: () => void;
+    const handlerWaits = new Promise<void>((resolve) => (started = resolve));
+    const seen: { abortedAt?: number } = {};
+    const def = defineJob({
+      name: 'waits',
+      timeoutMs,
+      handler: async (_: null, ctx: JobContext) => {
+        ctx.signal.addEventListener('abort', () => (seen.abortedAt = scheduler.now()));
+        started();
+        await untilAborted(ctx.signal);
+      },
+    });
+    return { def, handlerWaits, seen };
+  };
+  /** Lets the promises settled so far run their continuations (a few turns of the event loop). */
+  const settle = async () => {
+    for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+
+  test("a TestScheduler left at rxjs's default maxFrames (750) runs a timeoutMs and an abortAfter past it; its maxFrames is 750 again after the run", async () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    expect(scheduler.maxFrames).toBe(750);
+    // A run that ends without time moving (its 300 s timeout armed all the same) leaves 750 too.
+    expect(await runAttempt(defineJob({ name: 'quick', handler: () => 1 }), null, { scheduler })).toMatchObject({ outcome: 'succeeded', result: 1 });
+    expect(scheduler.maxFrames).toBe(750);
+    const timed = waiting(scheduler, 2_000);
+    const pending = runAttempt(timed.def, null, { scheduler });
+    await timed.handlerWaits;
+    scheduler.flush(); // was: stopped at frame 750, before the timeout, and the run never settled
+    expect(await pending).toMatchObject({ outcome: 'failed', abortCause: 'timeout', error: { message: 'attempt exceeded its timeout of 2000 ms' } });
+    expect(timed.seen.abortedAt).toBe(2_000);
+    expect(scheduler.maxFrames).toBe(750);
+    const aborted = waiting(scheduler);
+    const again = runAttempt(aborted.def, null, { scheduler, abortAfter: { ms: 5_000, cause: 'lost' } });
+    await aborted.handlerWaits;
+    scheduler.flush();
+    expect(await again).toMatchObject({ outcome: 'failed', abortCause: 'lost', error: { name: 'AttemptCancelledError' } });
+    expect(aborted.seen.abortedAt).toBe(7_000); // 2,000 + 5,000
+    expect(scheduler.maxFrames).toBe(750);
+  });
+
+  test('runs under way at once on one TestScheduler: one that ends first leaves the bound raised for the others', async () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    const timed = waiting(scheduler, 2_000);
+    const pending = runAttempt(timed.def, null, { scheduler });
+    expect(await runAttempt(defineJob({ name: 'quick', handler: () => 1 }), null, { scheduler })).toMatchObject({ outcome: 'succeeded' });
+    await timed.handlerWaits;
+    scheduler.flush();
+    expect(await pending).toMatchObject({ outcome: 'failed', abortCause: 'timeout' });
+    expect(timed.seen.abortedAt).toBe(2_000);
+    expect(scheduler.maxFrames).toBe(750);
+  });
+
+  test('a VirtualTimeScheduler, or a TestScheduler given another maxFrames, is used as given: its flush stops at its maxFrames, and a raised one runs the rest', async () => {
+    for (const scheduler of [new VirtualTimeScheduler(VirtualAction, 1_000), Object.assign(new TestScheduler((a, b) => expect(a).toEqual(b)), { maxFrames: 1_000 })]) {
+      const timed = waiting(scheduler, 2_000);
+      let settled = false;
+      const pending = runAttempt(timed.def, null, { scheduler }).finally(() => (settled = true));
+      await timed.handlerWaits;
+      scheduler.flush();
+      await settle();
+      expect(settled).toBe(false);
+      expect(scheduler.maxFrames).toBe(1_000);
+      scheduler.maxFrames = Infinity;
+      scheduler.flush();
+      expect(await pending).toMatchObject({ outcome: 'failed', abortCause: 'timeout' });
+      expect(timed.seen.abortedAt).toBe(2_000);
+    }
   });
 
   test('a signal aborted before the run: the handler never runs and the job goes back uncharged', async () => {
