@@ -11,16 +11,10 @@ import { startDashboard } from '../../src/ops/dashboard/server';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 import { ROOT, useFaultServer } from './harness';
-import { type PartitionProxy, startPartitionProxy } from './partitionProxy';
+import { usePartitionProxy } from './partitionProxy';
 
 const server = useFaultServer();
-let proxy: PartitionProxy;
-beforeEach(async () => {
-  proxy = await startPartitionProxy(server.port);
-});
-afterEach(async () => {
-  await proxy.close();
-});
+const partitionProxy = usePartitionProxy(server);
 
 /** A request whose answer (status and body) must come within `guardMs`, else 'hung'. */
 async function request(url: string, guardMs: number, init: RequestInit = {}): Promise<{ status: number; body: string } | 'hung'> {
@@ -34,17 +28,17 @@ async function request(url: string, guardMs: number, init: RequestInit = {}): Pr
 }
 
 test('`acta dashboard` (its default deadline, 30 s): a page during a partition answers 503 saying the database did not answer; after the heal pages work again', async () => {
-  const child = spawn(process.execPath, ['bin/acta.js', 'dashboard', '--port', '0'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: proxy.through(server.dbUrl), ACTA_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['bin/acta.js', 'dashboard', '--port', '0'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: partitionProxy().through(server.dbUrl), ACTA_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   try {
     const url = await waitFor(() => /acta dashboard: (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(stderr)?.[1], 'the dashboard to listen', 30_000);
     expect(await request(`${url}/`, 30_000)).toMatchObject({ status: 200 });
-    proxy.partition();
+    partitionProxy().partition();
     const during = await request(`${url}/jobs`, 60_000);
     expect(during).toMatchObject({ status: 503, body: expect.stringMatching(/the database did not answer within 30000 ms \(the error is in the dashboard.* log\): reload once it answers/) });
-    proxy.heal('new'); // the old flows stay silent for good
+    partitionProxy().heal('new'); // the old flows stay silent for good
     expect(await request(`${url}/`, 30_000)).toMatchObject({ status: 200, body: expect.stringContaining('<h1>Overview</h1>') });
     expect(await request(`${url}/jobs`, 30_000)).toMatchObject({ status: 200 });
   } finally {
@@ -54,7 +48,7 @@ test('`acta dashboard` (its default deadline, 30 s): a page during a partition a
 }, 120_000);
 
 test('startDashboard with statementDeadlineMs: an action during a partition answers 503 within the deadline, saying it may have been done; the next after the heal acts', async () => {
-  const db = createPgDb({ connectionString: proxy.through(server.dbUrl) });
+  const db = createPgDb({ connectionString: partitionProxy().through(server.dbUrl) });
   const csrf = createCsrf();
   const dashboard = await startDashboard({ db, port: 0, csrf, statementDeadlineMs: 2_000, logger: silentLogger });
   const resume = () =>
@@ -65,14 +59,14 @@ test('startDashboard with statementDeadlineMs: an action during a partition answ
     });
   try {
     expect(await request(`${dashboard.url}/`, 20_000)).toMatchObject({ status: 200 });
-    proxy.partition();
+    partitionProxy().partition();
     expect(await resume()).toMatchObject({ status: 503, body: expect.stringMatching(/the database did not answer within 2000 ms .*: reload once it answers; the action may have been done: check the page first/) });
     expect(await request(`${dashboard.url}/workers`, 20_000)).toMatchObject({ status: 503 });
     // A partition of more than 10 s: the pool has closed its idle connections (pg's idleTimeoutMillis),
     // so none still silent is left for the next request. (At the default deadline, 30 s, any request
     // made during a partition outlasts that.)
     await new Promise((resolve) => setTimeout(resolve, 11_000));
-    proxy.heal('new');
+    partitionProxy().heal('new');
     expect(await resume()).toMatchObject({ status: 303 });
     expect(await request(`${dashboard.url}/workers`, 20_000)).toMatchObject({ status: 200 });
   } finally {

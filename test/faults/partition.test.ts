@@ -18,28 +18,22 @@ import {
   useFaultServer,
   waitForStatus,
 } from './harness';
-import { type PartitionProxy, startPartitionProxy } from './partitionProxy';
+import { usePartitionProxy } from './partitionProxy';
 import { waitFor } from '../helpers/wait';
 
 const H = 500; // lease 2 s
 const server = useFaultServer();
-let proxy: PartitionProxy;
-beforeEach(async () => {
-  proxy = await startPartitionProxy(server.port);
-});
-afterEach(async () => {
-  await proxy.close();
-});
+const partitionProxy = usePartitionProxy(server);
 
 const args = (extra: string[] = [], heartbeatMs = H) => ['--heartbeat', String(heartbeatMs), '--shutdown-timeout', '1000', '--safety-poll', '500', ...extra];
 
 test('a worker holding attempts when the partition starts exits 1 within bounded time; a worker on a direct connection recovers its jobs, each succeeding once', async () => {
   const events = eventsFile();
-  const a = spawnWorker({ dbUrl: proxy.through(server.dbUrl), events, args: args(['--executors', '4']) });
+  const a = spawnWorker({ dbUrl: partitionProxy().through(server.dbUrl), events, args: args(['--executors', '4']) });
   await a.workerId();
   const ids = await enqueueWork(server, [1, 2, 3, 4].map(() => ({ slowOnExecution: 1, slowMs: 60_000, ms: 50 })));
   await waitFor(() => readEvents(events).filter((e) => e.event === 'start').length === 4 || undefined, 'A to start the four handlers');
-  proxy.partition();
+  partitionProxy().partition();
   const partitionedAt = performance.now();
   const exit = await exitWithin(a, 40 * H);
   expect(exit).toEqual({ code: 1, signal: null });
@@ -56,17 +50,17 @@ test('a worker holding attempts when the partition starts exits 1 within bounded
 
 test('an idle worker across a partition of 3 leases claims again once the network forwards new connections, and its LISTEN connection comes back', async () => {
   const events = eventsFile();
-  const w = spawnWorker({ dbUrl: proxy.through(server.dbUrl), events, args: args(['--executors', '2']) });
+  const w = spawnWorker({ dbUrl: partitionProxy().through(server.dbUrl), events, args: args(['--executors', '2']) });
   await w.workerId();
   await waitFor(() => listenConnects(w) >= 1 || undefined, 'LISTEN to connect');
   // Work before the partition: every pool connection has been used.
   const before = await enqueueWork(server, [{ ms: 10 }, { ms: 10 }]);
   await waitForStatus(server, before, 'succeeded', 'the first jobs');
-  proxy.partition();
+  partitionProxy().partition();
   await sleep(3 * 4 * H);
   await w.waitForLog('heartbeat unanswered for H', 1);
   const listensBefore = listenConnects(w);
-  proxy.heal('new'); // the old flows stay silent for good
+  partitionProxy().heal('new'); // the old flows stay silent for good
   const healedAt = performance.now();
   const [id] = await enqueueWork(server, [{ ms: 10 }]);
   await waitForStatus(server, [id], 'succeeded', 'the worker to claim after the heal', 30_000);
@@ -80,20 +74,20 @@ test('an idle worker across a partition of 3 leases claims again once the networ
 test('SIGTERM to a worker cut off by a partition exits 0 within bounded time; its job is recovered once the network is back', async () => {
   const events = eventsFile();
   // H = 3 s (lease 12 s): the stop ends before the heartbeat gives up (a whole lease), which would stop it as fatal, exit 1.
-  const a = spawnWorker({ dbUrl: proxy.through(server.dbUrl), events, args: args(['--executors', '2'], 3_000) });
+  const a = spawnWorker({ dbUrl: partitionProxy().through(server.dbUrl), events, args: args(['--executors', '2'], 3_000) });
   await a.workerId();
   // Pool connections used and idle when the partition starts: the next statement may take one.
   const before = await enqueueWork(server, [{ ms: 10 }, { ms: 10 }, { ms: 10 }]);
   await waitForStatus(server, before, 'succeeded', 'the first jobs');
   const [id] = await enqueueWork(server, [{ slowOnExecution: 1, slowMs: 60_000, ms: 50 }]);
   await waitFor(() => readEvents(events).some((e) => e.jobId === id && e.event === 'start') || undefined, 'A to start the job');
-  proxy.partition();
+  partitionProxy().partition();
   a.kill('SIGTERM');
   // Shutdown timeout 1 s, the last writes 1 s, then the stop's mark (one statement deadline, 5 s).
   expect(await exitWithin(a, 20_000)).toEqual({ code: 0, signal: null });
   await a.waitForLog('could not mark the worker stopped', 1);
 
-  proxy.heal('all');
+  partitionProxy().heal('all');
   const b = spawnWorker({ dbUrl: server.dbUrl, events, args: args(['--executors', '2']) });
   await b.workerId();
   await waitForStatus(server, [id], 'succeeded', 'B to recover and complete the job', 60_000);
@@ -112,16 +106,16 @@ function acta(argv: string[], url: string, guardMs: number): Promise<{ code: num
 }
 
 test('`acta jobs list` through a network that goes silent after the connect fails, naming the database, rather than hang', async () => {
-  proxy.partitionAtFirstQuery();
-  const run = await acta(['jobs', 'list'], proxy.through(server.dbUrl), 60_000);
+  partitionProxy().partitionAtFirstQuery();
+  const run = await acta(['jobs', 'list'], partitionProxy().through(server.dbUrl), 60_000);
   expect(run.code).toBe(1);
   expect(run.stderr).toMatch(/^acta: the database did not answer within 30000 ms: its connection was dropped .* \(the database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/acta_fault was not reached/);
 }, 90_000);
 
 test('`acta worker` whose first statement meets a silent network: the start timeout says the server took the connection but did not answer', async () => {
-  proxy.partitionAtFirstQuery();
+  partitionProxy().partitionAtFirstQuery();
   // The default H (45 s): the statement's deadline comes after the start timeout, so no error came yet.
-  const w = spawnWorker({ dbUrl: proxy.through(server.dbUrl), events: eventsFile(), args: ['--start-timeout', '3000'] });
+  const w = spawnWorker({ dbUrl: partitionProxy().through(server.dbUrl), events: eventsFile(), args: ['--start-timeout', '3000'] });
   expect(await exitWithin(w, 45_000)).toEqual({ code: 1, signal: null });
   expect(w.output()).toMatch(/\nacta: the worker could not reach the database within 3000 ms of its start \(no error yet: the server took the connection but did not answer its statement in that time\); check/);
 }, 60_000);

@@ -110,3 +110,22 @@ export async function startPartitionProxy(targetPort: number): Promise<Partition
     },
   };
 }
+
+/**
+ * A proxy to `server` for each test of the file, started before it and closed after it (as
+ * useFaultServer does for the server): `proxy()` is the current test's.
+ */
+export function usePartitionProxy(server: { port: number }): () => PartitionProxy {
+  let current: PartitionProxy | undefined;
+  beforeEach(async () => {
+    current = await startPartitionProxy(server.port);
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return () => {
+    if (!current) throw new Error('usePartitionProxy: no proxy outside a test');
+    return current;
+  };
+}
