@@ -26,7 +26,7 @@ const HEADER = `-- The acta schema as a fresh \`acta migrate\` leaves it. Genera
 
 /**
  * The schema's description as SQL text. `query(text, params)` answers `{ rows }`, as pg and
- * PGlite do. Kinds of object it does not describe (views, sequences of their own, types, ...)
+ * PGlite do. Kinds of object it does not describe (sequences of their own, types, ...)
  * make it throw, so that a migration adding one extends it rather than hiding it.
  */
 async function describeSchema(query) {
@@ -34,7 +34,7 @@ async function describeSchema(query) {
   const ns = `(select oid from pg_namespace where nspname = '${SCHEMA}')`;
   const unsupported = await rows(
     `select 'relation ' || c.relname || ' (relkind ' || c.relkind::text || ')' as what from pg_class c
-      where c.relnamespace = ${ns} and c.relkind not in ('r', 'i')
+      where c.relnamespace = ${ns} and c.relkind not in ('r', 'i', 'v')
         and not (c.relkind = 'S' and exists (select 1 from pg_depend d
                  where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype = 'i'))
      union all
@@ -94,6 +94,9 @@ async function describeSchema(query) {
     triggerDefs.push(...triggers.map((g) => `${g.def};`));
     out.push('');
   }
+  // After the tables they read.
+  const views = await rows(`select c.relname, pg_get_viewdef(c.oid) as def from pg_class c where c.relnamespace = ${ns} and c.relkind = 'v' order by c.relname collate "C"`);
+  for (const v of views) out.push(`create view ${SCHEMA}.${v.relname} as\n${v.def.trimEnd()}\n`);
   const functions = await rows(
     `select p.oid, p.proname, pg_get_functiondef(p.oid) as def from pg_proc p
       where p.pronamespace = ${ns} order by p.proname collate "C", pg_get_function_identity_arguments(p.oid) collate "C"`,

@@ -231,6 +231,49 @@ create table acta.steps (
   constraint steps_pkey PRIMARY KEY (job_id, name)
 );
 
+create table acta.succeeded_jobs (
+  id bigint not null,
+  namespace text not null,
+  definition text not null,
+  payload jsonb not null,
+  status text not null,
+  priority integer not null,
+  run_at timestamp with time zone not null,
+  execution integer not null,
+  attempts integer not null,
+  max_attempts integer,
+  uncharged_returns integer not null,
+  lease_holder uuid,
+  lease_expires_at timestamp with time zone,
+  claimed_at timestamp with time zone,
+  started boolean not null,
+  idempotency_key text,
+  concurrency_key text,
+  lane text,
+  parent_id bigint,
+  result jsonb,
+  error jsonb,
+  created_at timestamp with time zone not null,
+  finished_at timestamp with time zone,
+  rate_key text,
+  blocked_by text,
+  fair_tag bigint,
+  progress jsonb,
+  cancel_requested_at timestamp with time zone,
+  watched boolean not null,
+  lane_seq bigint,
+  schedule text,
+  scheduled_at timestamp with time zone,
+  wait_names text[],
+  wait_step text,
+  wait_until timestamp with time zone,
+  children_open integer,
+  fail_parent boolean,
+  children_failed boolean,
+  constraint succeeded_jobs_pkey PRIMARY KEY (id)
+);
+CREATE INDEX succeeded_jobs_finished_idx ON acta.succeeded_jobs USING btree (hashtextextended(((namespace || '/'::text) || status), (0)::bigint), finished_at);
+
 create table acta.workers (
   id uuid not null,
   namespace text not null,
@@ -249,6 +292,108 @@ create table acta.workers (
   constraint workers_status_check CHECK ((status = ANY (ARRAY['alive'::text, 'stopped'::text, 'dead'::text])))
 );
 CREATE INDEX workers_alive_idx ON acta.workers USING btree (namespace, last_heartbeat_at) WHERE (status = 'alive'::text);
+
+create view acta.all_executions as
+ SELECT e.job_id,
+    e.execution,
+    e.worker_id,
+    e.claimed_at,
+    e.finished_at,
+    e.outcome,
+    e.charged,
+    e.error
+   FROM acta.executions e
+UNION ALL
+ SELECT s.id AS job_id,
+    s.execution,
+    s.lease_holder AS worker_id,
+    s.claimed_at,
+    s.finished_at,
+    'succeeded'::text AS outcome,
+    true AS charged,
+    NULL::jsonb AS error
+   FROM acta.succeeded_jobs s;
+
+create view acta.all_jobs as
+ SELECT jobs.id,
+    jobs.namespace,
+    jobs.definition,
+    jobs.payload,
+    jobs.status,
+    jobs.priority,
+    jobs.run_at,
+    jobs.execution,
+    jobs.attempts,
+    jobs.max_attempts,
+    jobs.uncharged_returns,
+    jobs.lease_holder,
+    jobs.lease_expires_at,
+    jobs.claimed_at,
+    jobs.started,
+    jobs.idempotency_key,
+    jobs.concurrency_key,
+    jobs.lane,
+    jobs.parent_id,
+    jobs.result,
+    jobs.error,
+    jobs.created_at,
+    jobs.finished_at,
+    jobs.rate_key,
+    jobs.blocked_by,
+    jobs.fair_tag,
+    jobs.progress,
+    jobs.cancel_requested_at,
+    jobs.watched,
+    jobs.lane_seq,
+    jobs.schedule,
+    jobs.scheduled_at,
+    jobs.wait_names,
+    jobs.wait_step,
+    jobs.wait_until,
+    jobs.children_open,
+    jobs.fail_parent,
+    jobs.children_failed
+   FROM acta.jobs
+UNION ALL
+ SELECT succeeded_jobs.id,
+    succeeded_jobs.namespace,
+    succeeded_jobs.definition,
+    succeeded_jobs.payload,
+    succeeded_jobs.status,
+    succeeded_jobs.priority,
+    succeeded_jobs.run_at,
+    succeeded_jobs.execution,
+    succeeded_jobs.attempts,
+    succeeded_jobs.max_attempts,
+    succeeded_jobs.uncharged_returns,
+    succeeded_jobs.lease_holder,
+    succeeded_jobs.lease_expires_at,
+    succeeded_jobs.claimed_at,
+    succeeded_jobs.started,
+    succeeded_jobs.idempotency_key,
+    succeeded_jobs.concurrency_key,
+    succeeded_jobs.lane,
+    succeeded_jobs.parent_id,
+    succeeded_jobs.result,
+    succeeded_jobs.error,
+    succeeded_jobs.created_at,
+    succeeded_jobs.finished_at,
+    succeeded_jobs.rate_key,
+    succeeded_jobs.blocked_by,
+    succeeded_jobs.fair_tag,
+    succeeded_jobs.progress,
+    succeeded_jobs.cancel_requested_at,
+    succeeded_jobs.watched,
+    succeeded_jobs.lane_seq,
+    succeeded_jobs.schedule,
+    succeeded_jobs.scheduled_at,
+    succeeded_jobs.wait_names,
+    succeeded_jobs.wait_step,
+    succeeded_jobs.wait_until,
+    succeeded_jobs.children_open,
+    succeeded_jobs.fail_parent,
+    succeeded_jobs.children_failed
+   FROM acta.succeeded_jobs;
 
 -- acta.arm_schedules: sql/functions/arm_schedules.sql
 CREATE OR REPLACE FUNCTION acta.arm_schedules(p_namespace text, p_names text[], p_versions integer[], p_instants timestamp with time zone[])
@@ -1117,146 +1262,173 @@ declare
   v_keys       text[];
   v_lanes      text[];
   v_zero       boolean;
+  v_zero_namespace text;
+  v_moved_ords bigint[];
+  v_moved_namespace text;
+  v_moved_keys text[];
+  v_moved_lanes text[];
   v_gone       bigint[];
-  v_gone_ords  bigint[];
-  v_gone_keys  text[];
-  v_gone_lanes text[];
-  v_gone_namespace text;
 begin
   -- Retention zero: the namespace's sys.retention keeps Succeeded rows 0 ms (payload succeededMs 0,
   -- not paused). One batch is one worker's, so one namespace: its first row's.
   v_zero := exists (select 1 from acta.schedules s
                     where s.namespace = (select j.namespace from acta.jobs j where j.id = p_ids[1])
                       and s.name = 'sys.retention' and not s.paused and s.payload -> 'succeededMs' = '0'::jsonb);
-  -- Under it, a succeeded row that may go now is deleted here, fenced as the update below fences, and
-  -- leaves no ledger row (it would go with the job: docs/retention.md); the update then no longer
-  -- sees it. Not these: a child (its parent may still need it: prune_jobs' `keep`), a watched row
-  -- (its observer reads the result after this commit), a schedule's fire (it arms the next instant
-  -- below): they are updated and go at the body's end, or at the next pass. Only rows of the
-  -- namespace judged: a stray element of a direct call cannot take another namespace's row.
+  -- A success leaves acta.jobs here (`moved`: deleted, fenced as the update below fences) when
+  -- nothing else needs its row there: not a child (its parent may still read it: prune_jobs'
+  -- `keep`), not a watched row (its trigger notifies the observer of the update), not a schedule's
+  -- fire (it arms the next instant below; one fire per instant is jobs_schedule_fire_idx), no
+  -- idempotency key (it dedupes while its row is in acta.jobs: jobs_idempotency_key_idx). The row
+  -- goes to acta.succeeded_jobs as the update would have left it (migration 0023), and is its last
+  -- attempt's ledger record too (acta.all_executions: its worker in lease_holder, its finished_at a
+  -- clock read after its own row lock, as `ended` below); under retention zero it goes for good
+  -- (it would go with the job: docs/retention.md), and only its namespace's: a stray element of a
+  -- direct call cannot drop another namespace's row. The update then no longer sees these rows; a
+  -- row changed meanwhile so that it no longer qualifies (watched) is left to the update, and a
+  -- batch all moved skips it.
   if v_zero then
-    with gone as (
-      delete from acta.jobs j
-      using unnest(p_ids, p_executions, p_outcomes) with ordinality as i(id, execution, outcome, ord)
-      where i.outcome = 'succeeded' and j.namespace = (select x.namespace from acta.jobs x where x.id = p_ids[1])
-        and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
-        and j.parent_id is null and not j.watched and j.schedule is null
-      returning j.id, i.ord, j.namespace, j.concurrency_key, j.lane
-    )
-    select array_agg(g.id), array_agg(g.ord), min(g.namespace),
-           array_agg(g.concurrency_key) filter (where g.concurrency_key is not null),
-           array_agg(g.lane) filter (where g.lane is not null)
-      into v_gone, v_gone_ords, v_gone_namespace, v_gone_keys, v_gone_lanes
-    from gone g;
+    v_zero_namespace := (select x.namespace from acta.jobs x where x.id = p_ids[1]);
   end if;
-  with input as (
-    select u.*
-    from unnest(p_ids, p_executions, p_outcomes, p_results, p_errors, p_retry_delays_ms)
-      with ordinality as u(id, execution, outcome, result, error, delay_ms, ord)
-  ),
-  -- What each shape does: one row per shape, and for a charged failure one per answer to "was
-  -- this the job's last attempt?" (last_attempt; null: either). A job's limit here is its own
-  -- max_attempts; a job without one is judged by its definition's limit in the worker, which
-  -- sends failed_final instead of failed for the last (migration 0004).
-  --   status, answer   the row's next status and the letter returned for it;
-  --   charged          the attempt counts against max_attempts (attempts + 1);
-  --   uncharged_return uncharged_returns + 1: a claim that reached its worker after its attempt
-  --                    deadline, so its handler never ran. The worker sends 'expired' only below
-  --                    recovery's bound of 3 (acta.recover_jobs), then a charged failure;
-  --   settles          the result is stored and the error cleared (else the element's error,
-  --                    if any, replaces the row's; every attempt's error stays in the ledger);
-  --   due              run_at: 'kept', 'now', or 'retry' (now() + the element's delay);
-  --   finished         finished_at = now() (else null);
-  --   recorded_as      the ledger row's outcome;
-  --   follows          what else the transition sets off, applied after it over `done`:
-  --                    'shut_meter' holds the row's rate meter shut until its due time. Every
-  --                    transition frees a concurrency slot, and a finished one hands its lane on
-  --                    (see Hand-on); a schedule's armed fire that ends arms the next (see
-  --                    Recurring fire); a finished child tells its parent (acta.tell_parents).
-  --                    'wait' parks the row (Waiting: no attempt charged, its lane kept held)
-  --                    for the wait the element's result describes, {names, step, timeoutMs}
-  --                    (src/workflows/; wait_until: its timeout), then acta.settle_waits
-  --                    wakes it at once if its wait is answered already (docs/workflows.md).
-  -- 'skipped' is a schedule's fire its worker did not run: missed, by the schedule's catch-up
-  -- policy (docs/schedules.md); it ends Cancelled, uncharged, and arms the instant the worker sent.
-  decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
-    values ('succeeded',    null::boolean, 'succeeded', 's', true,  false, true,  'kept',  true,  'succeeded',    null::text),
-           ('failed',       false,         'ready',     'r', true,  false, false, 'retry', false, 'failed',       null),
-           ('failed',       true,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
-           ('failed_final', null,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
-           ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
-           ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
-           ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
-           ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null),
-           ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null),
-           ('signal_wait',  null,          'waiting',   'w', false, false, false, 'wait',  false, 'signal_wait',  'wait'),
-           ('children_wait', null,         'waiting',   'w', false, false, false, 'wait',  false, 'children_wait', 'wait')
-  ),
-  -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
-  -- In SET and WHERE, j.* are the row's values before this update.
-  done as (
-    update acta.jobs j
-    set status = d.status,
-        attempts = j.attempts + d.charged::integer,
-        uncharged_returns = j.uncharged_returns + d.uncharged_return::integer,
-        run_at = case d.due when 'now' then now()
-                            when 'retry' then now() + coalesce(i.delay_ms, 0) * interval '1 millisecond'
-                            else j.run_at end,
-        result = case when d.settles then i.result else j.result end,
-        error = case when d.settles then null else coalesce(i.error, j.error) end,
-        lease_holder = null,
-        lease_expires_at = null,
-        started = false,
-        finished_at = case when d.finished then now() end,
-        fair_tag = case when d.due = 'retry' then null else j.fair_tag end,
-        wait_names = case when d.due = 'wait' and i.result ? 'names' then array(select jsonb_array_elements_text(i.result->'names')) end,
-        wait_step = case when d.due = 'wait' then i.result->>'step' end,
-        wait_until = case when d.due = 'wait' then now() + (i.result->>'timeoutMs')::bigint * interval '1 millisecond' end
-    from input i, decision d
-    where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
+  with moved as (
+    delete from acta.jobs j
+    using unnest(p_ids, p_executions, p_outcomes, p_results) with ordinality as i(id, execution, outcome, result, ord)
+    where i.outcome = 'succeeded'
       and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
-      and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
-    returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms, i.ord,
-              j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
+      and j.parent_id is null and not j.watched and j.schedule is null and j.idempotency_key is null
+    returning j.*, i.ord, i.result as new_result
   ),
-  -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
-  -- as a scalar subquery: joined, it is a nested loop, priced past JIT's threshold (see SET clauses).
-  ended as materialized (
-    select clock_timestamp() as at from (select count(*) from done) n
-  ),
-  ledger as (
-    insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged, error)
-    select d.id, d.execution, p_worker, d.claimed_at, (select e.at from ended e), d.recorded_as, d.charged, d.error
-    from done d
+  kept as (
+    insert into acta.succeeded_jobs (id, namespace, definition, payload, status, priority, run_at, execution, attempts, max_attempts,
+                                     uncharged_returns, lease_holder, lease_expires_at, claimed_at, started, idempotency_key,
+                                     concurrency_key, lane, parent_id, result, error, created_at, finished_at, rate_key, blocked_by,
+                                     fair_tag, progress, cancel_requested_at, watched, lane_seq, schedule, scheduled_at, wait_names,
+                                     wait_step, wait_until, children_open, fail_parent, children_failed)
+    select m.id, m.namespace, m.definition, m.payload, 'succeeded', m.priority, m.run_at, m.execution, m.attempts + 1, m.max_attempts,
+           m.uncharged_returns, p_worker, null, m.claimed_at, false, null,
+           m.concurrency_key, m.lane, null, m.new_result, null, m.created_at, clock_timestamp(), m.rate_key, m.blocked_by,
+           m.fair_tag, m.progress, m.cancel_requested_at, false, m.lane_seq, null, m.scheduled_at, null,
+           null, null, m.children_open, m.fail_parent, m.children_failed
+    from moved m
+    where m.namespace is distinct from v_zero_namespace
   )
-  -- One pass over `done`: the answers in input order, and what the steps below need, each array
-  -- null when no applied element needs that step (a batch of plain jobs takes none of them).
-  -- Gates (see Hand-on): every concurrency key, the lane of a head that finished, the meter of a
-  -- rate-limited attempt; a key may come twice (deduplicated below, only when there is one).
-  select string_agg(d.answer, '' order by d.ord), count(*), array_agg(d.ord order by d.ord), min(d.namespace),
-         array_agg(d.concurrency_key) filter (where d.concurrency_key is not null),
-         array_agg(d.lane) filter (where d.lane is not null and d.status in ('succeeded', 'failed', 'cancelled')),
-         array_agg(d.rate_key) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
-         array_agg(coalesce(d.delay_ms, 0)) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
-         array_agg(d.id) filter (where d.schedule is not null and d.status in ('succeeded', 'failed', 'cancelled')),
-         array_agg(d.parent_id order by d.parent_id)
-           filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled')),
-         array_agg(coalesce(d.fail_parent, false) and d.status <> 'succeeded' order by d.parent_id)
-           filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled'))
-    into v_answer, v_applied, v_ords, v_namespace, v_keys, v_lanes, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
-  from done d;
-  -- The rows `gone` took join the answers ('s') and the hand-on (their keys; their lanes, finished).
-  if v_gone is not null then
-    v_answer := coalesce(v_answer, '') || repeat('s', cardinality(v_gone));
-    v_ords := coalesce(v_ords, '{}') || v_gone_ords;
-    v_namespace := coalesce(v_namespace, v_gone_namespace);
-    v_keys := case when v_keys is null and v_gone_keys is null then null else coalesce(v_keys, '{}') || coalesce(v_gone_keys, '{}') end;
-    v_lanes := case when v_lanes is null and v_gone_lanes is null then null else coalesce(v_lanes, '{}') || coalesce(v_gone_lanes, '{}') end;
+  select array_agg(m.ord), min(m.namespace),
+         array_agg(m.concurrency_key) filter (where m.concurrency_key is not null),
+         array_agg(m.lane) filter (where m.lane is not null),
+         array_agg(m.id) filter (where m.namespace = v_zero_namespace)
+    into v_moved_ords, v_moved_namespace, v_moved_keys, v_moved_lanes, v_gone
+  from moved m;
+  v_applied := 0;
+  if coalesce(cardinality(v_moved_ords), 0) < cardinality(p_ids) then
+    with input as (
+      select u.*
+      from unnest(p_ids, p_executions, p_outcomes, p_results, p_errors, p_retry_delays_ms)
+        with ordinality as u(id, execution, outcome, result, error, delay_ms, ord)
+    ),
+    -- What each shape does: one row per shape, and for a charged failure one per answer to "was
+    -- this the job's last attempt?" (last_attempt; null: either). A job's limit here is its own
+    -- max_attempts; a job without one is judged by its definition's limit in the worker, which
+    -- sends failed_final instead of failed for the last (migration 0004).
+    --   status, answer   the row's next status and the letter returned for it;
+    --   charged          the attempt counts against max_attempts (attempts + 1);
+    --   uncharged_return uncharged_returns + 1: a claim that reached its worker after its attempt
+    --                    deadline, so its handler never ran. The worker sends 'expired' only below
+    --                    recovery's bound of 3 (acta.recover_jobs), then a charged failure;
+    --   settles          the result is stored and the error cleared (else the element's error,
+    --                    if any, replaces the row's; every attempt's error stays in the ledger);
+    --   due              run_at: 'kept', 'now', or 'retry' (now() + the element's delay);
+    --   finished         finished_at = now() (else null);
+    --   recorded_as      the ledger row's outcome;
+    --   follows          what else the transition sets off, applied after it over `done`:
+    --                    'shut_meter' holds the row's rate meter shut until its due time. Every
+    --                    transition frees a concurrency slot, and a finished one hands its lane on
+    --                    (see Hand-on); a schedule's armed fire that ends arms the next (see
+    --                    Recurring fire); a finished child tells its parent (acta.tell_parents).
+    --                    'wait' parks the row (Waiting: no attempt charged, its lane kept held)
+    --                    for the wait the element's result describes, {names, step, timeoutMs}
+    --                    (src/workflows/; wait_until: its timeout), then acta.settle_waits
+    --                    wakes it at once if its wait is answered already (docs/workflows.md).
+    -- 'skipped' is a schedule's fire its worker did not run: missed, by the schedule's catch-up
+    -- policy (docs/schedules.md); it ends Cancelled, uncharged, and arms the instant the worker sent.
+    decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
+      values ('succeeded',    null::boolean, 'succeeded', 's', true,  false, true,  'kept',  true,  'succeeded',    null::text),
+             ('failed',       false,         'ready',     'r', true,  false, false, 'retry', false, 'failed',       null),
+             ('failed',       true,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
+             ('failed_final', null,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
+             ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
+             ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
+             ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
+             ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null),
+             ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null),
+             ('signal_wait',  null,          'waiting',   'w', false, false, false, 'wait',  false, 'signal_wait',  'wait'),
+             ('children_wait', null,         'waiting',   'w', false, false, false, 'wait',  false, 'children_wait', 'wait')
+    ),
+    -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
+    -- In SET and WHERE, j.* are the row's values before this update.
+    done as (
+      update acta.jobs j
+      set status = d.status,
+          attempts = j.attempts + d.charged::integer,
+          uncharged_returns = j.uncharged_returns + d.uncharged_return::integer,
+          run_at = case d.due when 'now' then now()
+                              when 'retry' then now() + coalesce(i.delay_ms, 0) * interval '1 millisecond'
+                              else j.run_at end,
+          result = case when d.settles then i.result else j.result end,
+          error = case when d.settles then null else coalesce(i.error, j.error) end,
+          lease_holder = null,
+          lease_expires_at = null,
+          started = false,
+          finished_at = case when d.finished then now() end,
+          fair_tag = case when d.due = 'retry' then null else j.fair_tag end,
+          wait_names = case when d.due = 'wait' and i.result ? 'names' then array(select jsonb_array_elements_text(i.result->'names')) end,
+          wait_step = case when d.due = 'wait' then i.result->>'step' end,
+          wait_until = case when d.due = 'wait' then now() + (i.result->>'timeoutMs')::bigint * interval '1 millisecond' end
+      from input i, decision d
+      where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
+        and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
+        and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
+      returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms, i.ord,
+                j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
+    ),
+    -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
+    -- as a scalar subquery: joined, it is a nested loop, priced past JIT's threshold (see SET clauses).
+    ended as materialized (
+      select clock_timestamp() as at from (select count(*) from done) n
+    ),
+    ledger as (
+      insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged, error)
+      select d.id, d.execution, p_worker, d.claimed_at, (select e.at from ended e), d.recorded_as, d.charged, d.error
+      from done d
+    )
+    -- One pass over `done`: the answers in input order, and what the steps below need, each array
+    -- null when no applied element needs that step (a batch of plain jobs takes none of them).
+    -- Gates (see Hand-on): every concurrency key, the lane of a head that finished, the meter of a
+    -- rate-limited attempt; a key may come twice (deduplicated below, only when there is one).
+    select string_agg(d.answer, '' order by d.ord), count(*), array_agg(d.ord order by d.ord), min(d.namespace),
+           array_agg(d.concurrency_key) filter (where d.concurrency_key is not null),
+           array_agg(d.lane) filter (where d.lane is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+           array_agg(d.rate_key) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
+           array_agg(coalesce(d.delay_ms, 0)) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
+           array_agg(d.id) filter (where d.schedule is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+           array_agg(d.parent_id order by d.parent_id)
+             filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+           array_agg(coalesce(d.fail_parent, false) and d.status <> 'succeeded' order by d.parent_id)
+             filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled'))
+      into v_answer, v_applied, v_ords, v_namespace, v_keys, v_lanes, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
+    from done d;
+  end if;
+  -- The rows `moved` took join the answers ('s') and the hand-on (their keys; their lanes, finished).
+  if v_moved_ords is not null then
+    v_answer := coalesce(v_answer, '') || repeat('s', cardinality(v_moved_ords));
+    v_ords := coalesce(v_ords, '{}') || v_moved_ords;
+    v_namespace := coalesce(v_namespace, v_moved_namespace);
+    v_keys := case when v_keys is null and v_moved_keys is null then null else coalesce(v_keys, '{}') || coalesce(v_moved_keys, '{}') end;
+    v_lanes := case when v_lanes is null and v_moved_lanes is null then null else coalesce(v_lanes, '{}') || coalesce(v_moved_lanes, '{}') end;
   end if;
 
   -- An element not applied answers 'x'; an element repeating an applied one's (id, execution)
-  -- answers as that one did (the row is updated once).
-  if v_applied < cardinality(p_ids) then
+  -- answers as that one did (the row is updated once). The answers of updated and moved rows,
+  -- both present, are in input order only once merged here.
+  if v_applied + coalesce(cardinality(v_moved_ords), 0) < cardinality(p_ids) or (v_applied > 0 and v_moved_ords is not null) then
     select string_agg(coalesce(a.answer, 'x'), '' order by i.ord) into v_answer
     from unnest(p_ids, p_executions) with ordinality as i(id, execution, ord)
     left join (select p_ids[o.ord] as id, p_executions[o.ord] as execution, o.answer
@@ -1415,8 +1587,11 @@ declare
 begin
   with gone as (
     delete from acta.jobs j where j.id = any (p_ids) returning j.id
+  ),
+  moved_gone as (
+    delete from acta.succeeded_jobs s where s.id = any (p_ids) returning s.id
   )
-  select coalesce(array_agg(g.id), '{}') into v_ids from gone g;
+  select coalesce(array_agg(g.id), '{}') into v_ids from (select id from gone union all select id from moved_gone) g;
   if cardinality(v_ids) > 0 then
     perform acta.delete_job_references(v_ids);
   end if;
@@ -1637,7 +1812,7 @@ begin
   ),
   succeeded as (
     select j.definition, count(*) as n
-    from acta.jobs j
+    from acta.all_jobs j
     where v_failed is not null
       and hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
       and j.namespace = p_namespace and j.status = 'succeeded' and j.finished_at is not null
@@ -2004,6 +2179,20 @@ declare
   v_ids   bigint[];
   v_state record;
 begin
+  -- Successes moved out of acta.jobs (migration 0023) first: none is a child, so none must stay.
+  if p_succeeded_ms is not null then
+    select coalesce(array_agg(p.id), '{}') into v_ids
+    from (
+      select s.id
+      from acta.succeeded_jobs s
+      where hashtextextended(s.namespace || '/' || s.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
+        and s.namespace = p_namespace and s.finished_at < now() - p_succeeded_ms * interval '1 millisecond'
+      order by hashtextextended(s.namespace || '/' || s.status, 0), s.finished_at
+      limit v_left
+      for update of s skip locked
+    ) p;
+    v_left := v_left - acta.delete_jobs(v_ids);
+  end if;
   for v_state in
     select s.status, s.age_ms
     from unnest(array['succeeded', 'cancelled', 'failed'], array[p_succeeded_ms, p_cancelled_ms, p_failed_ms]) as s(status, age_ms)
@@ -2551,7 +2740,10 @@ begin
     and (case when p_id is not null then j.id = p_id else j.idempotency_key = p_job_key end)
   for update;
   if not found then
-    return query select null::bigint, 'not_found'::text;
+    -- A success moved out of acta.jobs (acta.complete_executions) has ended: never keyed, so by id.
+    return query select s.id, 'ended'::text from acta.succeeded_jobs s where s.namespace = p_namespace and s.id = p_id
+                 union all select null::bigint, 'not_found'::text
+                 limit 1;
     return;
   end if;
   if v_job.status in ('succeeded', 'failed', 'cancelled') then
@@ -2828,7 +3020,7 @@ begin
     end if;
     return true;
   end if;
-  return exists (select 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace);
+  return exists (select 1 from acta.all_jobs j where j.id = p_id and j.namespace = p_namespace);
 end
 $function$;
 

@@ -12,15 +12,17 @@
 -- lane on; a rate-limited attempt shuts its meter for the fleet for its retry's delay. A row due
 -- later gives up its fair turn and takes a new one when due (acta.claim_jobs).
 -- Fence: applied only while its row is Executing with the same execution number AND held by
--- p_worker (test/db/fencing.test.ts). Ledger: one acta.executions row per applied element, its
+-- p_worker (test/db/fencing.test.ts). Ledger: one acta.executions row per applied element but a
+-- moved success (its acta.succeeded_jobs row is its record: acta.all_executions), its
 -- finished_at one clock read once this call holds every row it writes, so a step recorded before
 -- is earlier (test/db/ledgerTimes.test.ts); the row's finished_at and run_at count from now(), the
 -- call's start, no later (docs/decisions/2026-12-05-ledger-times.md).
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the parents of the children among them in id order, then the gates
 -- of the keyed ones in increasing order (acta.gate_lock), then the ending fires' schedules in name
--- order, until commit. Durability: the caller's commit, synchronous by default. Retention zero
--- (docs/retention.md): a succeeded row that may go at once is deleted, fenced alike (see `gone`).
+-- order, until commit. Durability: the caller's commit, synchronous by default. A success whose
+-- row nothing else needs moves to acta.succeeded_jobs, fenced alike (see `moved`; migration 0023);
+-- under retention zero (docs/retention.md) it is deleted instead.
 -- Plan: one generic plan per session reaching acta.jobs only through `j.id = any (p_ids)` (jobs_pkey
 -- hash-joined to the input) whatever the statistics (test/db/plans.test.ts); see the SET clauses.
 drop function if exists acta.complete_executions(uuid, jsonb);
@@ -67,146 +69,173 @@ declare
   v_keys       text[];
   v_lanes      text[];
   v_zero       boolean;
+  v_zero_namespace text;
+  v_moved_ords bigint[];
+  v_moved_namespace text;
+  v_moved_keys text[];
+  v_moved_lanes text[];
   v_gone       bigint[];
-  v_gone_ords  bigint[];
-  v_gone_keys  text[];
-  v_gone_lanes text[];
-  v_gone_namespace text;
 begin
   -- Retention zero: the namespace's sys.retention keeps Succeeded rows 0 ms (payload succeededMs 0,
   -- not paused). One batch is one worker's, so one namespace: its first row's.
   v_zero := exists (select 1 from acta.schedules s
                     where s.namespace = (select j.namespace from acta.jobs j where j.id = p_ids[1])
                       and s.name = 'sys.retention' and not s.paused and s.payload -> 'succeededMs' = '0'::jsonb);
-  -- Under it, a succeeded row that may go now is deleted here, fenced as the update below fences, and
-  -- leaves no ledger row (it would go with the job: docs/retention.md); the update then no longer
-  -- sees it. Not these: a child (its parent may still need it: prune_jobs' `keep`), a watched row
-  -- (its observer reads the result after this commit), a schedule's fire (it arms the next instant
-  -- below): they are updated and go at the body's end, or at the next pass. Only rows of the
-  -- namespace judged: a stray element of a direct call cannot take another namespace's row.
+  -- A success leaves acta.jobs here (`moved`: deleted, fenced as the update below fences) when
+  -- nothing else needs its row there: not a child (its parent may still read it: prune_jobs'
+  -- `keep`), not a watched row (its trigger notifies the observer of the update), not a schedule's
+  -- fire (it arms the next instant below; one fire per instant is jobs_schedule_fire_idx), no
+  -- idempotency key (it dedupes while its row is in acta.jobs: jobs_idempotency_key_idx). The row
+  -- goes to acta.succeeded_jobs as the update would have left it (migration 0023), and is its last
+  -- attempt's ledger record too (acta.all_executions: its worker in lease_holder, its finished_at a
+  -- clock read after its own row lock, as `ended` below); under retention zero it goes for good
+  -- (it would go with the job: docs/retention.md), and only its namespace's: a stray element of a
+  -- direct call cannot drop another namespace's row. The update then no longer sees these rows; a
+  -- row changed meanwhile so that it no longer qualifies (watched) is left to the update, and a
+  -- batch all moved skips it.
   if v_zero then
-    with gone as (
-      delete from acta.jobs j
-      using unnest(p_ids, p_executions, p_outcomes) with ordinality as i(id, execution, outcome, ord)
-      where i.outcome = 'succeeded' and j.namespace = (select x.namespace from acta.jobs x where x.id = p_ids[1])
-        and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
-        and j.parent_id is null and not j.watched and j.schedule is null
-      returning j.id, i.ord, j.namespace, j.concurrency_key, j.lane
-    )
-    select array_agg(g.id), array_agg(g.ord), min(g.namespace),
-           array_agg(g.concurrency_key) filter (where g.concurrency_key is not null),
-           array_agg(g.lane) filter (where g.lane is not null)
-      into v_gone, v_gone_ords, v_gone_namespace, v_gone_keys, v_gone_lanes
-    from gone g;
+    v_zero_namespace := (select x.namespace from acta.jobs x where x.id = p_ids[1]);
   end if;
-  with input as (
-    select u.*
-    from unnest(p_ids, p_executions, p_outcomes, p_results, p_errors, p_retry_delays_ms)
-      with ordinality as u(id, execution, outcome, result, error, delay_ms, ord)
-  ),
-  -- What each shape does: one row per shape, and for a charged failure one per answer to "was
-  -- this the job's last attempt?" (last_attempt; null: either). A job's limit here is its own
-  -- max_attempts; a job without one is judged by its definition's limit in the worker, which
-  -- sends failed_final instead of failed for the last (migration 0004).
-  --   status, answer   the row's next status and the letter returned for it;
-  --   charged          the attempt counts against max_attempts (attempts + 1);
-  --   uncharged_return uncharged_returns + 1: a claim that reached its worker after its attempt
-  --                    deadline, so its handler never ran. The worker sends 'expired' only below
-  --                    recovery's bound of 3 (acta.recover_jobs), then a charged failure;
-  --   settles          the result is stored and the error cleared (else the element's error,
-  --                    if any, replaces the row's; every attempt's error stays in the ledger);
-  --   due              run_at: 'kept', 'now', or 'retry' (now() + the element's delay);
-  --   finished         finished_at = now() (else null);
-  --   recorded_as      the ledger row's outcome;
-  --   follows          what else the transition sets off, applied after it over `done`:
-  --                    'shut_meter' holds the row's rate meter shut until its due time. Every
-  --                    transition frees a concurrency slot, and a finished one hands its lane on
-  --                    (see Hand-on); a schedule's armed fire that ends arms the next (see
-  --                    Recurring fire); a finished child tells its parent (acta.tell_parents).
-  --                    'wait' parks the row (Waiting: no attempt charged, its lane kept held)
-  --                    for the wait the element's result describes, {names, step, timeoutMs}
-  --                    (src/workflows/; wait_until: its timeout), then acta.settle_waits
-  --                    wakes it at once if its wait is answered already (docs/workflows.md).
-  -- 'skipped' is a schedule's fire its worker did not run: missed, by the schedule's catch-up
-  -- policy (docs/schedules.md); it ends Cancelled, uncharged, and arms the instant the worker sent.
-  decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
-    values ('succeeded',    null::boolean, 'succeeded', 's', true,  false, true,  'kept',  true,  'succeeded',    null::text),
-           ('failed',       false,         'ready',     'r', true,  false, false, 'retry', false, 'failed',       null),
-           ('failed',       true,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
-           ('failed_final', null,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
-           ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
-           ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
-           ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
-           ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null),
-           ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null),
-           ('signal_wait',  null,          'waiting',   'w', false, false, false, 'wait',  false, 'signal_wait',  'wait'),
-           ('children_wait', null,         'waiting',   'w', false, false, false, 'wait',  false, 'children_wait', 'wait')
-  ),
-  -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
-  -- In SET and WHERE, j.* are the row's values before this update.
-  done as (
-    update acta.jobs j
-    set status = d.status,
-        attempts = j.attempts + d.charged::integer,
-        uncharged_returns = j.uncharged_returns + d.uncharged_return::integer,
-        run_at = case d.due when 'now' then now()
-                            when 'retry' then now() + coalesce(i.delay_ms, 0) * interval '1 millisecond'
-                            else j.run_at end,
-        result = case when d.settles then i.result else j.result end,
-        error = case when d.settles then null else coalesce(i.error, j.error) end,
-        lease_holder = null,
-        lease_expires_at = null,
-        started = false,
-        finished_at = case when d.finished then now() end,
-        fair_tag = case when d.due = 'retry' then null else j.fair_tag end,
-        wait_names = case when d.due = 'wait' and i.result ? 'names' then array(select jsonb_array_elements_text(i.result->'names')) end,
-        wait_step = case when d.due = 'wait' then i.result->>'step' end,
-        wait_until = case when d.due = 'wait' then now() + (i.result->>'timeoutMs')::bigint * interval '1 millisecond' end
-    from input i, decision d
-    where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
+  with moved as (
+    delete from acta.jobs j
+    using unnest(p_ids, p_executions, p_outcomes, p_results) with ordinality as i(id, execution, outcome, result, ord)
+    where i.outcome = 'succeeded'
       and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
-      and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
-    returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms, i.ord,
-              j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
+      and j.parent_id is null and not j.watched and j.schedule is null and j.idempotency_key is null
+    returning j.*, i.ord, i.result as new_result
   ),
-  -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
-  -- as a scalar subquery: joined, it is a nested loop, priced past JIT's threshold (see SET clauses).
-  ended as materialized (
-    select clock_timestamp() as at from (select count(*) from done) n
-  ),
-  ledger as (
-    insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged, error)
-    select d.id, d.execution, p_worker, d.claimed_at, (select e.at from ended e), d.recorded_as, d.charged, d.error
-    from done d
+  kept as (
+    insert into acta.succeeded_jobs (id, namespace, definition, payload, status, priority, run_at, execution, attempts, max_attempts,
+                                     uncharged_returns, lease_holder, lease_expires_at, claimed_at, started, idempotency_key,
+                                     concurrency_key, lane, parent_id, result, error, created_at, finished_at, rate_key, blocked_by,
+                                     fair_tag, progress, cancel_requested_at, watched, lane_seq, schedule, scheduled_at, wait_names,
+                                     wait_step, wait_until, children_open, fail_parent, children_failed)
+    select m.id, m.namespace, m.definition, m.payload, 'succeeded', m.priority, m.run_at, m.execution, m.attempts + 1, m.max_attempts,
+           m.uncharged_returns, p_worker, null, m.claimed_at, false, null,
+           m.concurrency_key, m.lane, null, m.new_result, null, m.created_at, clock_timestamp(), m.rate_key, m.blocked_by,
+           m.fair_tag, m.progress, m.cancel_requested_at, false, m.lane_seq, null, m.scheduled_at, null,
+           null, null, m.children_open, m.fail_parent, m.children_failed
+    from moved m
+    where m.namespace is distinct from v_zero_namespace
   )
-  -- One pass over `done`: the answers in input order, and what the steps below need, each array
-  -- null when no applied element needs that step (a batch of plain jobs takes none of them).
-  -- Gates (see Hand-on): every concurrency key, the lane of a head that finished, the meter of a
-  -- rate-limited attempt; a key may come twice (deduplicated below, only when there is one).
-  select string_agg(d.answer, '' order by d.ord), count(*), array_agg(d.ord order by d.ord), min(d.namespace),
-         array_agg(d.concurrency_key) filter (where d.concurrency_key is not null),
-         array_agg(d.lane) filter (where d.lane is not null and d.status in ('succeeded', 'failed', 'cancelled')),
-         array_agg(d.rate_key) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
-         array_agg(coalesce(d.delay_ms, 0)) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
-         array_agg(d.id) filter (where d.schedule is not null and d.status in ('succeeded', 'failed', 'cancelled')),
-         array_agg(d.parent_id order by d.parent_id)
-           filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled')),
-         array_agg(coalesce(d.fail_parent, false) and d.status <> 'succeeded' order by d.parent_id)
-           filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled'))
-    into v_answer, v_applied, v_ords, v_namespace, v_keys, v_lanes, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
-  from done d;
-  -- The rows `gone` took join the answers ('s') and the hand-on (their keys; their lanes, finished).
-  if v_gone is not null then
-    v_answer := coalesce(v_answer, '') || repeat('s', cardinality(v_gone));
-    v_ords := coalesce(v_ords, '{}') || v_gone_ords;
-    v_namespace := coalesce(v_namespace, v_gone_namespace);
-    v_keys := case when v_keys is null and v_gone_keys is null then null else coalesce(v_keys, '{}') || coalesce(v_gone_keys, '{}') end;
-    v_lanes := case when v_lanes is null and v_gone_lanes is null then null else coalesce(v_lanes, '{}') || coalesce(v_gone_lanes, '{}') end;
+  select array_agg(m.ord), min(m.namespace),
+         array_agg(m.concurrency_key) filter (where m.concurrency_key is not null),
+         array_agg(m.lane) filter (where m.lane is not null),
+         array_agg(m.id) filter (where m.namespace = v_zero_namespace)
+    into v_moved_ords, v_moved_namespace, v_moved_keys, v_moved_lanes, v_gone
+  from moved m;
+  v_applied := 0;
+  if coalesce(cardinality(v_moved_ords), 0) < cardinality(p_ids) then
+    with input as (
+      select u.*
+      from unnest(p_ids, p_executions, p_outcomes, p_results, p_errors, p_retry_delays_ms)
+        with ordinality as u(id, execution, outcome, result, error, delay_ms, ord)
+    ),
+    -- What each shape does: one row per shape, and for a charged failure one per answer to "was
+    -- this the job's last attempt?" (last_attempt; null: either). A job's limit here is its own
+    -- max_attempts; a job without one is judged by its definition's limit in the worker, which
+    -- sends failed_final instead of failed for the last (migration 0004).
+    --   status, answer   the row's next status and the letter returned for it;
+    --   charged          the attempt counts against max_attempts (attempts + 1);
+    --   uncharged_return uncharged_returns + 1: a claim that reached its worker after its attempt
+    --                    deadline, so its handler never ran. The worker sends 'expired' only below
+    --                    recovery's bound of 3 (acta.recover_jobs), then a charged failure;
+    --   settles          the result is stored and the error cleared (else the element's error,
+    --                    if any, replaces the row's; every attempt's error stays in the ledger);
+    --   due              run_at: 'kept', 'now', or 'retry' (now() + the element's delay);
+    --   finished         finished_at = now() (else null);
+    --   recorded_as      the ledger row's outcome;
+    --   follows          what else the transition sets off, applied after it over `done`:
+    --                    'shut_meter' holds the row's rate meter shut until its due time. Every
+    --                    transition frees a concurrency slot, and a finished one hands its lane on
+    --                    (see Hand-on); a schedule's armed fire that ends arms the next (see
+    --                    Recurring fire); a finished child tells its parent (acta.tell_parents).
+    --                    'wait' parks the row (Waiting: no attempt charged, its lane kept held)
+    --                    for the wait the element's result describes, {names, step, timeoutMs}
+    --                    (src/workflows/; wait_until: its timeout), then acta.settle_waits
+    --                    wakes it at once if its wait is answered already (docs/workflows.md).
+    -- 'skipped' is a schedule's fire its worker did not run: missed, by the schedule's catch-up
+    -- policy (docs/schedules.md); it ends Cancelled, uncharged, and arms the instant the worker sent.
+    decision (outcome, last_attempt, status, answer, charged, uncharged_return, settles, due, finished, recorded_as, follows) as (
+      values ('succeeded',    null::boolean, 'succeeded', 's', true,  false, true,  'kept',  true,  'succeeded',    null::text),
+             ('failed',       false,         'ready',     'r', true,  false, false, 'retry', false, 'failed',       null),
+             ('failed',       true,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
+             ('failed_final', null,          'failed',    'f', true,  false, false, 'kept',  true,  'failed_final', null),
+             ('handed_back',  null,          'ready',     'r', false, false, false, 'now',   false, 'handed_back',  null),
+             ('expired',      null,          'ready',     'r', false, true,  false, 'now',   false, 'expired',      null),
+             ('rate_limited', null,          'ready',     'r', false, false, false, 'retry', false, 'rate_limited', 'shut_meter'),
+             ('cancelled',    null,          'cancelled', 'c', false, false, false, 'kept',  true,  'cancelled',    null),
+             ('skipped',      null,          'cancelled', 'c', false, false, false, 'kept',  true,  'skipped',      null),
+             ('signal_wait',  null,          'waiting',   'w', false, false, false, 'wait',  false, 'signal_wait',  'wait'),
+             ('children_wait', null,         'waiting',   'w', false, false, false, 'wait',  false, 'children_wait', 'wait')
+    ),
+    -- Applied as decided. Driven from the input by primary key, one probe per element (see Plan).
+    -- In SET and WHERE, j.* are the row's values before this update.
+    done as (
+      update acta.jobs j
+      set status = d.status,
+          attempts = j.attempts + d.charged::integer,
+          uncharged_returns = j.uncharged_returns + d.uncharged_return::integer,
+          run_at = case d.due when 'now' then now()
+                              when 'retry' then now() + coalesce(i.delay_ms, 0) * interval '1 millisecond'
+                              else j.run_at end,
+          result = case when d.settles then i.result else j.result end,
+          error = case when d.settles then null else coalesce(i.error, j.error) end,
+          lease_holder = null,
+          lease_expires_at = null,
+          started = false,
+          finished_at = case when d.finished then now() end,
+          fair_tag = case when d.due = 'retry' then null else j.fair_tag end,
+          wait_names = case when d.due = 'wait' and i.result ? 'names' then array(select jsonb_array_elements_text(i.result->'names')) end,
+          wait_step = case when d.due = 'wait' then i.result->>'step' end,
+          wait_until = case when d.due = 'wait' then now() + (i.result->>'timeoutMs')::bigint * interval '1 millisecond' end
+      from input i, decision d
+      where d.outcome = case when j.cancel_requested_at is null or i.outcome = 'succeeded' then i.outcome else 'cancelled' end
+        and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
+        and (d.last_attempt is null or d.last_attempt = (j.max_attempts is not null and j.attempts + 1 >= j.max_attempts))
+      returning j.id, j.execution, j.claimed_at, i.error, d.answer, d.charged, d.recorded_as, d.status, d.follows, i.delay_ms, i.ord,
+                j.namespace, j.concurrency_key, j.lane, j.rate_key, j.schedule, j.parent_id, j.fail_parent
+    ),
+    -- The clock, read once, after every applied row is locked: counting `done` takes all of it. Read
+    -- as a scalar subquery: joined, it is a nested loop, priced past JIT's threshold (see SET clauses).
+    ended as materialized (
+      select clock_timestamp() as at from (select count(*) from done) n
+    ),
+    ledger as (
+      insert into acta.executions (job_id, execution, worker_id, claimed_at, finished_at, outcome, charged, error)
+      select d.id, d.execution, p_worker, d.claimed_at, (select e.at from ended e), d.recorded_as, d.charged, d.error
+      from done d
+    )
+    -- One pass over `done`: the answers in input order, and what the steps below need, each array
+    -- null when no applied element needs that step (a batch of plain jobs takes none of them).
+    -- Gates (see Hand-on): every concurrency key, the lane of a head that finished, the meter of a
+    -- rate-limited attempt; a key may come twice (deduplicated below, only when there is one).
+    select string_agg(d.answer, '' order by d.ord), count(*), array_agg(d.ord order by d.ord), min(d.namespace),
+           array_agg(d.concurrency_key) filter (where d.concurrency_key is not null),
+           array_agg(d.lane) filter (where d.lane is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+           array_agg(d.rate_key) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
+           array_agg(coalesce(d.delay_ms, 0)) filter (where d.rate_key is not null and d.follows = 'shut_meter'),
+           array_agg(d.id) filter (where d.schedule is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+           array_agg(d.parent_id order by d.parent_id)
+             filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled')),
+           array_agg(coalesce(d.fail_parent, false) and d.status <> 'succeeded' order by d.parent_id)
+             filter (where d.parent_id is not null and d.status in ('succeeded', 'failed', 'cancelled'))
+      into v_answer, v_applied, v_ords, v_namespace, v_keys, v_lanes, v_shut_keys, v_shut_ms, v_fires, v_parents, v_parent_failed
+    from done d;
+  end if;
+  -- The rows `moved` took join the answers ('s') and the hand-on (their keys; their lanes, finished).
+  if v_moved_ords is not null then
+    v_answer := coalesce(v_answer, '') || repeat('s', cardinality(v_moved_ords));
+    v_ords := coalesce(v_ords, '{}') || v_moved_ords;
+    v_namespace := coalesce(v_namespace, v_moved_namespace);
+    v_keys := case when v_keys is null and v_moved_keys is null then null else coalesce(v_keys, '{}') || coalesce(v_moved_keys, '{}') end;
+    v_lanes := case when v_lanes is null and v_moved_lanes is null then null else coalesce(v_lanes, '{}') || coalesce(v_moved_lanes, '{}') end;
   end if;
 
   -- An element not applied answers 'x'; an element repeating an applied one's (id, execution)
-  -- answers as that one did (the row is updated once).
-  if v_applied < cardinality(p_ids) then
+  -- answers as that one did (the row is updated once). The answers of updated and moved rows,
+  -- both present, are in input order only once merged here.
+  if v_applied + coalesce(cardinality(v_moved_ords), 0) < cardinality(p_ids) or (v_applied > 0 and v_moved_ords is not null) then
     select string_agg(coalesce(a.answer, 'x'), '' order by i.ord) into v_answer
     from unnest(p_ids, p_executions) with ordinality as i(id, execution, ord)
     left join (select p_ids[o.ord] as id, p_executions[o.ord] as execution, o.answer

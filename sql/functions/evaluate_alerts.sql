@@ -83,7 +83,7 @@ begin
   ),
   succeeded as (
     select j.definition, count(*) as n
-    from acta.jobs j
+    from acta.all_jobs j
     where v_failed is not null
       and hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
       and j.namespace = p_namespace and j.status = 'succeeded' and j.finished_at is not null

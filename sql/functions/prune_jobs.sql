@@ -12,8 +12,9 @@
 -- a cancel or a watch holding one), then what refers to them (acta.delete_jobs): no lock
 -- order to share with acta.complete_executions, no deadlock.
 -- Durability: the caller's commit; the caller bounds each call with SET LOCAL statement_timeout
--- (src/recurring/retention.ts). Plan: jobs_finished_idx, one range per state ending at its
--- cutoff and read in its order, stopping at `limit` (migration 0014), then acta.delete_jobs's.
+-- (src/recurring/retention.ts). Plan: succeeded_jobs_finished_idx (migration 0023), then
+-- jobs_finished_idx, one range per state ending at its cutoff and read in its order, stopping at
+-- `limit` (migration 0014), then acta.delete_jobs's.
 -- Sequential scans, bitmap scans and sorts off: a plan made while the table was small (or
 -- estimating few due rows) would otherwise read every due row of a state and sort them, millions
 -- at once (docs/decisions/2026-11-30-plans-made-on-a-small-table.md;
@@ -35,6 +36,20 @@ declare
   v_ids   bigint[];
   v_state record;
 begin
+  -- Successes moved out of acta.jobs (migration 0023) first: none is a child, so none must stay.
+  if p_succeeded_ms is not null then
+    select coalesce(array_agg(p.id), '{}') into v_ids
+    from (
+      select s.id
+      from acta.succeeded_jobs s
+      where hashtextextended(s.namespace || '/' || s.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
+        and s.namespace = p_namespace and s.finished_at < now() - p_succeeded_ms * interval '1 millisecond'
+      order by hashtextextended(s.namespace || '/' || s.status, 0), s.finished_at
+      limit v_left
+      for update of s skip locked
+    ) p;
+    v_left := v_left - acta.delete_jobs(v_ids);
+  end if;
   for v_state in
     select s.status, s.age_ms
     from unnest(array['succeeded', 'cancelled', 'failed'], array[p_succeeded_ms, p_cancelled_ms, p_failed_ms]) as s(status, age_ms)

@@ -32,7 +32,10 @@ begin
     and (case when p_id is not null then j.id = p_id else j.idempotency_key = p_job_key end)
   for update;
   if not found then
-    return query select null::bigint, 'not_found'::text;
+    -- A success moved out of acta.jobs (acta.complete_executions) has ended: never keyed, so by id.
+    return query select s.id, 'ended'::text from acta.succeeded_jobs s where s.namespace = p_namespace and s.id = p_id
+                 union all select null::bigint, 'not_found'::text
+                 limit 1;
     return;
   end if;
   if v_job.status in ('succeeded', 'failed', 'cancelled') then

@@ -25,6 +25,6 @@ begin
     end if;
     return true;
   end if;
-  return exists (select 1 from acta.jobs j where j.id = p_id and j.namespace = p_namespace);
+  return exists (select 1 from acta.all_jobs j where j.id = p_id and j.namespace = p_namespace);
 end
 $$;

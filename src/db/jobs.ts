@@ -206,8 +206,8 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
                                'execution', e.execution, 'worker_id', e.worker_id, 'claimed_at', e.claimed_at,
                                'finished_at', e.finished_at, 'outcome', e.outcome, 'charged', e.charged, 'error', e.error)
                              order by e.execution)
-                      from acta.executions e where e.job_id = j.id), '[]'::json) as executions
-       from acta.jobs j
+                      from acta.all_executions e where e.job_id = j.id), '[]'::json) as executions
+       from acta.all_jobs j
       where j.id = $1::bigint and j.namespace = $2`,
     [id, namespace],
   );
