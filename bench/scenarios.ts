@@ -114,7 +114,7 @@ export interface KeyedSpec {
   ratePerMs?: number;
 }
 
-/** What the attempt ledger shows of a keyed drain, read after it (acta.executions joined to acta.jobs). */
+/** What the attempt ledger shows of a keyed drain, read after it (acta.all_executions joined to acta.all_jobs). */
 export interface KeyedRaw extends KeyedSpec {
   /** Attempts in the ledger, and the keys they had. */
   executions: number;
@@ -140,7 +140,7 @@ async function keyedFromLedger(url: string, spec: KeyedSpec): Promise<KeyedRaw> 
     const { rows } = await client.query<{ executions: string; keys: string; max_in_flight: string | null; mean_hold_ms: number | null; span_ms: number | null; hold_ms: number | null }>(`
       with e as (
         select ${spec.ratePerMs !== undefined ? 'j.rate_key' : 'j.concurrency_key'} as k, x.claimed_at, x.finished_at
-        from acta.executions x join acta.jobs j on j.id = x.job_id
+        from acta.all_executions x join acta.all_jobs j on j.id = x.job_id
         where ${spec.ratePerMs !== undefined ? 'j.rate_key' : 'j.concurrency_key'} is not null
       ),
       ev as (
@@ -562,7 +562,7 @@ export async function measureMemory(ctx: Context, system: SystemName) {
 
 /**
  * Backpressure (docs/DESIGN.md, "The pipeline inside one worker"): completion writes stalled by
- * `LOCK TABLE acta.executions IN EXCLUSIVE MODE` held for stallMs while a backlog waits; claims
+ * `LOCK TABLE acta.executions, acta.succeeded_jobs IN EXCLUSIVE MODE` held for stallMs while a backlog waits; claims
  * made during the stall (rows that turned Executing) must stay bounded by permits + the completed
  * channel, RSS flat, and work resume.
  */
@@ -573,7 +573,7 @@ export async function measureBackpressure(ctx: Context, system: SystemName, exec
     const [child] = await spawnMany(childConfigs(store, 'drain', 1), { nodeArgs: nodeArgs(ctx, system) });
     const locker = await connectTo(store.url!, 'acta-bench-locker');
     const probe = await connectTo(store.url!, 'acta-bench-probe');
-    const count = async (status: string) => Number((await probe.query<{ n: string }>('select count(*) as n from acta.jobs where status = $1', [status])).rows[0].n);
+    const count = async (status: string) => Number((await probe.query<{ n: string }>('select count(*) as n from acta.all_jobs where status = $1', [status])).rows[0].n);
     try {
       child.send({ type: 'go' });
       await child.started;
@@ -581,7 +581,8 @@ export async function measureBackpressure(ctx: Context, system: SystemName, exec
       const rssBefore = rssMiB(child.proc.pid);
       const succeededBefore = await count('succeeded');
       await locker.query('begin');
-      await locker.query('lock table acta.executions in exclusive mode');
+      // Both tables a completion writes: the attempt ledger, and acta.succeeded_jobs for a moved success.
+      await locker.query('lock table acta.executions, acta.succeeded_jobs in exclusive mode');
       const e0 = await count('executing');
       const s0 = await count('succeeded');
       const rss: number[] = [];
@@ -672,7 +673,7 @@ export async function measureFloor(ctx: Context, analyzed: boolean) {
         end
         $floor$`);
       const drainMs = now() - d0;
-      const completed = Number((await client.query<{ n: string }>(`select count(*) as n from acta.jobs where status = 'succeeded'`)).rows[0].n);
+      const completed = Number((await client.query<{ n: string }>(`select count(*) as n from acta.all_jobs where status = 'succeeded'`)).rows[0].n);
       if (completed !== n) throw new Error(`floor drain completed ${completed} of ${n}`);
       return { enqueue: (n * 1000) / enqueueMs, drain: (n * 1000) / drainMs, raw: { jobs: n, analyzed, enqueueMs, drainMs, batches: Math.ceil(n / 128) } };
     } finally {

@@ -220,7 +220,7 @@ export class Stores {
       completed: (n) =>
         system === 'acta-zero'
           ? scalar(url, `select ${Number(n)} - count(*) filter (where status <> 'succeeded') as n from acta.jobs where definition = '${JOB_NAME}'`)
-          : scalar(url, `select count(*) as n from acta.jobs where status = 'succeeded'`),
+          : scalar(url, `select count(*) as n from acta.all_jobs where status = 'succeeded'`),
       analyze: () => exec(url, 'analyze'),
       vacuum: () => exec(url, 'vacuum'),
       destroy: () => this.options.admin.dropDatabase(database),

@@ -84,14 +84,14 @@ export async function readLedger(url: string): Promise<Ledger> {
               j.parent_id::text as "parentId",
               j.schedule, ${ms('j.scheduled_at')} as "scheduledAt",
               (j.payload->>'timeoutMs')::float8 as "signalTimeoutMs"
-       from acta.jobs j left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition`,
+       from acta.all_jobs j left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition`,
     );
     const schedules = await client.query(
       `select name, cron, time_zone as "timeZone", catch_up as "catchUp", catch_up_window_ms::float8 as "catchUpWindowMs" from acta.schedules`,
     );
     const executions = await client.query(
       `select job_id::text as "jobId", execution, worker_id::text as "workerId", ${ms('claimed_at')} as "claimedAt",
-              ${ms('finished_at')} as "finishedAt", outcome, charged from acta.executions`,
+              ${ms('finished_at')} as "finishedAt", outcome, charged from acta.all_executions`,
     );
     const steps = await client.query(
       `select job_id::text as "jobId", name, execution, ${ms('recorded_at')} as "recordedAt", case when name like 'acta:%' then result end as result from acta.steps`,
@@ -203,7 +203,7 @@ export async function runCertification(options: CertifyOptions): Promise<Certify
         if (Date.now() - countedAt >= countEveryMs) {
           countedAt = Date.now();
           const { rows } = await probe.query<{ done: string; recoveries: string }>(
-            `select (select count(*) from acta.jobs where status in ('succeeded', 'failed') and schedule is null) as done,
+            `select (select count(*) from acta.all_jobs where status in ('succeeded', 'failed') and schedule is null) as done,
                     (select count(*) from acta.executions where outcome like 'lost%') as recoveries`,
           );
           bar?.update(Number(rows[0].done), { kills, recoveries: Number(rows[0].recoveries), restarts: dbRestarts });

@@ -80,7 +80,7 @@ export function createSignaller(client: Pick<Client, 'signal'>, plan: { id: stri
     async tick(probe) {
       if (waiting.length === 0) return;
       // Plain jobs are claimed about in enqueue order: the lowest anchors are the next to be claimed.
-      const { rows } = await probe.query<{ id: string }>('select id::text from acta.jobs where id = any($1::bigint[]) and execution > 0', [waiting.slice(0, TICK_ANCHORS).map((w) => w.anchor)]);
+      const { rows } = await probe.query<{ id: string }>('select id::text from acta.all_jobs where id = any($1::bigint[]) and execution > 0', [waiting.slice(0, TICK_ANCHORS).map((w) => w.anchor)]);
       const claimed = new Set(rows.map((r) => r.id));
       queue.push(...waiting.filter((w) => claimed.has(w.anchor)));
       waiting = waiting.filter((w) => !claimed.has(w.anchor));

@@ -268,11 +268,17 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
     },
     deleteJobs: (selection) =>
       inBatches('deleteJobs', dbOf('deleteJobs'), selection, context.namespace, ['succeeded', 'failed', 'cancelled'], ['succeeded', 'failed', 'cancelled'], run, (picked) => ({
-        // Finished rows, locked, then deleted with all that refers to them by the one deleter (acta.delete_jobs).
-        ctes: `, done as materialized (
+        // Finished rows, locked (in acta.jobs or acta.succeeded_jobs: a lock cannot be taken through
+        // their union), then deleted with all that refers to them by the one deleter (acta.delete_jobs).
+        ctes: `, kept as materialized (
            select j.id from acta.jobs j where j.id = any (array(select p.id from ${picked} p)) and j.status in ('succeeded', 'failed', 'cancelled')
            for update
          ),
+         moved as materialized (
+           select s.id from acta.succeeded_jobs s where s.id = any (array(select p.id from ${picked} p))
+           for update
+         ),
+         done as materialized (select k.id from kept k union all select m.id from moved m),
          deleted as materialized (select acta.delete_jobs(array(select d.id from done d)) as n)`,
         select: `array(select d.id::text from done d, deleted order by d.id desc) as ids, null::text[] as requested`,
       })).then((r) => r.ids),
@@ -378,7 +384,7 @@ const countSql = (status: JobStatus) =>
   status === 'executing'
     ? `(select count(*) from (select 1 from acta.jobs j where j.namespace = n.name and j.status = 'executing' and j.lease_expires_at is not null limit $1) c)`
     : status === 'succeeded'
-      ? `(select count(*) from (select 1 from acta.jobs j where j.namespace = n.name and j.status = 'succeeded' order by j.id desc limit $1) c)`
+      ? `(select count(*) from (select 1 from acta.all_jobs j where j.namespace = n.name and j.status = 'succeeded' order by j.id desc limit $1) c)`
       : `(select count(*) from (select 1 from acta.jobs j where j.namespace = n.name and j.status = '${status}' limit $1) c)`;
 
 const FILTER_KEYS = ['namespace', 'status', 'definition', 'concurrencyKey', 'lane', 'createdAfter', 'createdBefore', 'finishedAfter', 'finishedBefore'];
@@ -427,7 +433,8 @@ function cursorOf(cursor: unknown): string {
  * each run only when $2 names it, so that a rare status among millions of rows is read from its own
  * range: Ready, Waiting, Failed and Cancelled along jobs_list_idx backwards (migration 0015), Executing
  * along jobs_lease_idx (the in-flight rows, sorted: \`id + 0\` keeps the planner off the primary key),
- * Succeeded along the primary key backwards (the newest rows of the table until a page is found).
+ * Succeeded along the primary keys of acta.jobs and acta.succeeded_jobs backwards, merged (acta.all_jobs:
+ * the newest rows until a page is found).
  */
 const FILTER_SQL = `j.namespace = $1 and j.id < $10::bigint
       and ($3::text is null or j.definition = $3) and ($4::text is null or j.concurrency_key = $4) and ($5::text is null or j.lane = $5)
@@ -436,7 +443,7 @@ const FILTER_SQL = `j.namespace = $1 and j.id < $10::bigint
 const branch = (status: JobStatus) =>
   status === 'executing'
     ? `(select j.* from acta.jobs j where 'executing' = any ($2::text[]) and j.status = 'executing' and j.lease_expires_at is not null and ${FILTER_SQL.replace('j.id < $10', 'j.id + 0 < $10')} order by j.id + 0 desc limit $11)`
-    : `(select j.* from acta.jobs j where '${status}' = any ($2::text[]) and j.status = '${status}' and ${FILTER_SQL} order by j.id desc limit $11)`;
+    : `(select j.* from ${status === 'succeeded' ? 'acta.all_jobs' : 'acta.jobs'} j where '${status}' = any ($2::text[]) and j.status = '${status}' and ${FILTER_SQL} order by j.id desc limit $11)`;
 const pickSql = (columns: string) => `
   select ${columns}
   from (${STATUSES.map(branch).join('\n   union all ')}) j
@@ -515,7 +522,7 @@ async function inBatches(
       const batch = ids.slice(i, i + ADMIN_BATCH);
       const { rows } = await run(() =>
         db.query<{ ids: string[]; requested: string[] | null }>(
-          `with picked as materialized (select j.id from acta.jobs j where j.id = any ($2::bigint[]) and j.namespace = $1 and j.status = any ($3::text[]))${b.ctes} select ${b.select}`,
+          `with picked as materialized (select j.id from acta.all_jobs j where j.id = any ($2::bigint[]) and j.namespace = $1 and j.status = any ($3::text[]))${b.ctes} select ${b.select}`,
           [ns, batch, allowed],
         ),
       );

@@ -18,7 +18,7 @@ const DOES_NOT_EXIST = new Set(['3F000', '42883', '42P01']);
  * cancel read, as a server with English messages prints them (`lc_messages`). Only consulted
  * when the migrator could not be asked (see schemaError).
  */
-const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedure) acta\.(enqueue_jobs|enqueue_jobs_wake_early|wal_message_allowed)\(|relation "acta\.(jobs|executions)" does not exist)/;
+const MISSING_SCHEMA_OBJECT = /^(schema "acta" does not exist|(function|procedure) acta\.(enqueue_jobs|enqueue_jobs_wake_early|wal_message_allowed)\(|relation "acta\.(jobs|executions|all_jobs|all_executions|succeeded_jobs)" does not exist)/;
 
 /**
  * How long a "does not exist" error inside a caller's transaction waits for the migrator's

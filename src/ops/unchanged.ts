@@ -39,7 +39,7 @@ export async function unchangedJobs(db: Queryable, namespace: string, action: Bu
   const known = [...new Set(texts.filter((t): t is string => t !== null))];
   const statuses = new Map<string, JobStatus>();
   if (known.length > 0) {
-    const { rows } = await db.query<{ id: string; status: JobStatus }>('select id::text as id, status from acta.jobs where namespace = $1 and id = any ($2::bigint[])', [namespace, known]);
+    const { rows } = await db.query<{ id: string; status: JobStatus }>('select id::text as id, status from acta.all_jobs where namespace = $1 and id = any ($2::bigint[])', [namespace, known]);
     for (const r of rows) statuses.set(r.id, r.status);
   }
   return ids.map((id, i) => {

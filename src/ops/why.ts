@@ -130,7 +130,7 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
             and a.run_at <= now()
             and (a.priority > j.priority or (a.priority = j.priority and (a.run_at, a.id) < (j.run_at, j.id)))
           limit 10000) a) as ahead
-from acta.jobs j
+from acta.all_jobs j
 left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition
 where j.id = $2::bigint and j.namespace = $1`;
 

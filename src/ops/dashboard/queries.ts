@@ -26,7 +26,9 @@ export interface MinuteCounts {
 /**
  * The last `minutes` minutes (the current one included) of the namespace's attempt ledger, one row
  * per minute, zeros included. The namespace's attempts are those of its workers (the attempt ledger
- * outlives the jobs it counts). Read along executions_finished_idx (BRIN, migration 0017).
+ * outlives the jobs it counts), read along executions_finished_idx (BRIN, migration 0017), and the
+ * successes moved to acta.succeeded_jobs, whose rows record their last attempt, along
+ * succeeded_jobs_finished_idx (migration 0023).
  */
 export async function attemptsPerMinute(q: Queryable, namespace: string, minutes: number): Promise<MinuteCounts[]> {
   const { rows } = await q.query<{ minute: Date; succeeded: string; failed: string; other: string }>(
@@ -35,9 +37,14 @@ export async function attemptsPerMinute(q: Queryable, namespace: string, minutes
               count(*) filter (where e.outcome = 'succeeded') as succeeded,
               count(*) filter (where e.outcome in ('failed', 'failed_final')) as failed,
               count(*) filter (where e.outcome not in ('succeeded', 'failed', 'failed_final')) as other
-       from acta.executions e
-       where e.finished_at >= date_trunc('minute', now()) - make_interval(mins => $2::int - 1)
-         and e.worker_id = any (array(select w.id from acta.workers w where w.namespace = $1))
+       from (select e.finished_at, e.outcome from acta.executions e
+             where e.finished_at >= date_trunc('minute', now()) - make_interval(mins => $2::int - 1)
+               and e.worker_id = any (array(select w.id from acta.workers w where w.namespace = $1))
+             union all
+             select s.finished_at, 'succeeded' from acta.succeeded_jobs s
+             where hashtextextended(s.namespace || '/' || s.status, 0) = hashtextextended($1 || '/succeeded', 0)
+               and s.namespace = $1 and s.status = 'succeeded'
+               and s.finished_at >= date_trunc('minute', now()) - make_interval(mins => $2::int - 1)) e
        group by 1
      )
      select m.minute, coalesce(c.succeeded, 0) as succeeded, coalesce(c.failed, 0) as failed, coalesce(c.other, 0) as other
@@ -103,15 +110,15 @@ export async function jobDetail(q: Queryable, namespace: string, id: string): Pr
             case when j.status = 'executing' then j.lease_holder end as lease_holder,
             case when j.status = 'executing' then j.lease_expires_at end as lease_expires_at, j.cancel_requested_at,
             ${['j.payload', 'j.result', 'j.error', 'j.progress'].map(shown).join(', ')},
-            (select count(*) from acta.executions e where e.job_id = j.id) as attempt_count,
+            (select count(*) from acta.all_executions e where e.job_id = j.id) as attempt_count,
             coalesce((select json_agg(json_build_object('execution', e.execution, 'workerId', e.worker_id, 'claimedAt', e.claimed_at, 'finishedAt', e.finished_at,
                                                         'outcome', e.outcome, 'charged', e.charged, 'error', left(e.error ->> 'message', 500)) order by e.execution desc)
-                      from (select * from acta.executions e where e.job_id = j.id order by e.execution desc limit ${PAGE_ROWS}) e), '[]') as attempt_rows,
+                      from (select * from acta.all_executions e where e.job_id = j.id order by e.execution desc limit ${PAGE_ROWS}) e), '[]') as attempt_rows,
             (select count(*) from acta.steps s where s.job_id = j.id) as step_count,
             coalesce((select json_agg(json_build_object('name', s.name, 'execution', s.execution, 'recordedAt', s.recorded_at,
                                                         'text', left(s.result::text, ${STEP_CHARS}), 'bytes', octet_length(s.result::text)) order by s.name)
                       from (select * from acta.steps s where s.job_id = j.id order by s.name limit ${PAGE_ROWS}) s), '[]') as steps
-     from acta.jobs j
+     from acta.all_jobs j
      where j.id = $1::bigint and j.namespace = $2`,
     [id, namespace, SHOWN_CHARS],
   );
