@@ -37,9 +37,9 @@ async function stored(): Promise<{ jobs: { path: string; status: string; sha256:
   try {
     const { rows: jobs } = await db.query<{ path: string; status: string; sha256: string; bytes: number; id: string }>(
       `select id, payload->>'path' as path, status, result->>'sha256' as sha256, (result->>'bytes')::int as bytes
-         from acta.jobs where definition = 'hash-file' order by id`,
+         from acta.all_jobs where definition = 'hash-file' order by id`,
     );
-    const { rows } = await db.query<{ n: string }>('select count(*) as n from acta.executions');
+    const { rows } = await db.query<{ n: string }>('select count(*) as n from acta.all_executions');
     return { jobs, executions: Number(rows[0].n) };
   } finally {
     await db.close();
@@ -151,7 +151,7 @@ test('with stdout piped (not a terminal) the demo prints plain progress lines (e
   expect(away).toMatchObject({ code: 0, stderr: '' });
   const hint = away.stdout.split('\n').find((l) => l.includes(' sql "select'))!.trim();
   expect(actaCommand(elsewhere)).not.toBe('./bin/acta.js');
-  expect(hint).toBe(`ACTA_DATA_DIR=${shellQuoted(path.join(elsewhere, 'piped-data'))} ${actaCommand(elsewhere)} sql "select payload->>'path' as path, result->>'sha256' as sha256 from acta.jobs where definition = 'hash-file' limit 5"`);
+  expect(hint).toBe(`ACTA_DATA_DIR=${shellQuoted(path.join(elsewhere, 'piped-data'))} ${actaCommand(elsewhere)} sql "select payload->>'path' as path, result->>'sha256' as sha256 from acta.all_jobs where definition = 'hash-file' limit 5"`);
   const answer = execFileSync('sh', ['-c', hint], { cwd: elsewhere, env: { ...process.env, DATABASE_URL: '' }, encoding: 'utf8' });
   expect(answer).toContain(path.join(root, 'hello.txt'));
 

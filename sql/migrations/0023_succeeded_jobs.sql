@@ -1,5 +1,5 @@
 -- 0023_succeeded_jobs: a succeeded job's row leaves the hot table at its completion
--- (docs/DESIGN.md, "The ledger"; docs/decisions/2026-12-07-succeeded-rows-leave-the-hot-table.md).
+-- (docs/DESIGN.md, "The ledger"; docs/decisions/2026-12-06-succeeded-rows-leave-the-hot-table.md).
 --
 -- acta.succeeded_jobs holds the rows acta.complete_executions moves out of acta.jobs: a job that
 -- succeeded and carries nothing another row or a unique index of acta.jobs needs while it is kept
