@@ -11,7 +11,7 @@ import { useTestDatabase } from '../helpers/db';
 const { db } = useTestDatabase({ timeoutMs: 60_000 });
 let client: Client;
 beforeEach(async () => {
-  await db.query('truncate acta.jobs, acta.executions, acta.workers, acta.pauses, acta.steps');
+  await db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions, acta.workers, acta.pauses, acta.steps');
   client = createClient({ force: true, db });
 });
 

@@ -6,11 +6,11 @@ import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
 const { db } = useTestDatabase();
-beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
+beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions'));
 
 const row = async (id: string) =>
   (await db.query<{ status: string; attempts: number; execution: number; result: unknown; error: { message?: string } | null }>(
-    'select status, attempts, execution, result, error from acta.jobs where id = $1', [id],
+    'select status, attempts, execution, result, error from acta.all_jobs where id = $1', [id],
   )).rows[0];
 
 test('enqueue → claim → complete: the handler runs once and its result is stored', async () => {
@@ -31,7 +31,7 @@ test('enqueue → claim → complete: the handler runs once and its result is st
   await worker.stop();
   expect(await row(id)).toMatchObject({ status: 'succeeded', attempts: 1, execution: 1, result: { sum: 5 } });
   expect(seen).toEqual([{ payload: { a: 2, b: 3 }, attempt: 1, jobId: id, aborted: false }]);
-  const { rows } = await db.query('select job_id, execution, outcome, charged from acta.executions');
+  const { rows } = await db.query('select job_id, execution, outcome, charged from acta.all_executions');
   expect(rows).toEqual([{ job_id: id, execution: 1, outcome: 'succeeded', charged: true }]);
 });
 
@@ -73,7 +73,7 @@ test('a handler that always throws is retried with back-off up to maxAttempts, t
   const { rows } = await db.query<{ execution: number; outcome: string; charged: boolean; message: string; gap_ms: number | null }>(
     `select execution, outcome, charged, error->>'message' as message,
             (extract(epoch from (lead(claimed_at) over (order by execution) - claimed_at)) * 1000)::float8 as gap_ms
-       from acta.executions where job_id = $1 order by execution`,
+       from acta.all_executions where job_id = $1 order by execution`,
     [id],
   );
   expect(rows.map((r) => [r.execution, r.outcome, r.charged, r.message])).toEqual([
@@ -112,7 +112,7 @@ test("the definition's maxAttempts bounds a job enqueued without one, and a retr
   expect(await row(always.id)).toMatchObject({ status: 'failed', attempts: 2, execution: 2, error: { message: 'flaky 2' } });
   // The rows carry no number of their own: the definition's applies (migration 0004).
   const { rows } = await db.query<{ job_id: string; outcome: string; max_attempts: number | null }>(
-    `select e.job_id, e.outcome, j.max_attempts from acta.executions e join acta.jobs j on j.id = e.job_id order by e.job_id, e.execution`,
+    `select e.job_id, e.outcome, j.max_attempts from acta.all_executions e join acta.all_jobs j on j.id = e.job_id order by e.job_id, e.execution`,
   );
   expect(rows).toEqual([
     { job_id: once.id, outcome: 'failed', max_attempts: null },
@@ -167,7 +167,7 @@ test('higher priority is claimed first; equal priorities in enqueue order', asyn
   await worker.stop();
   expect(order).toEqual(['p10', 'p5-a', 'p5-b', 'p0-a', 'p0-b', 'p-3']);
   const { rows } = await db.query<{ tag: string }>(
-    `select j.payload->>'tag' as tag from acta.executions e join acta.jobs j on j.id = e.job_id order by e.claimed_at, e.job_id`,
+    `select j.payload->>'tag' as tag from acta.all_executions e join acta.all_jobs j on j.id = e.job_id order by e.claimed_at, e.job_id`,
   );
   expect(rows.map((r) => r.tag)).toEqual(order);
 });
@@ -272,12 +272,12 @@ test('a job whose runAt is in the future is not claimed before it is due', async
   const due = await client.enqueue('later', { n: 1 }, { runAt: new Date((await dbNow()).getTime() + 1_500) });
   const now = await client.enqueue('later', { n: 2 });
   await waitFor(() => ran.includes(now.id), 'the job due now to run');
-  const { rows: early } = await db.query<{ status: string; not_due: boolean }>('select status, run_at > now() as not_due from acta.jobs where id = $1', [due.id]);
+  const { rows: early } = await db.query<{ status: string; not_due: boolean }>('select status, run_at > now() as not_due from acta.all_jobs where id = $1', [due.id]);
   if (early[0].not_due) expect(early[0].status).toBe('ready');
   await waitFor(async () => (await row(due.id)).status === 'succeeded', 'the future job to run once due');
   await worker.stop();
   const { rows } = await db.query<{ on_time: boolean }>(
-    'select e.claimed_at >= j.run_at as on_time from acta.executions e join acta.jobs j on j.id = e.job_id where j.id = $1',
+    'select e.claimed_at >= j.run_at as on_time from acta.all_executions e join acta.all_jobs j on j.id = e.job_id where j.id = $1',
     [due.id],
   );
   expect(rows).toEqual([{ on_time: true }]);
@@ -318,7 +318,7 @@ test('a registration whose answer was lost is repeated, the worker starts (regis
     const { rows } = await db.query<{ n: string }>('select count(*) as n from acta.workers where id = $1', [worker.id]);
     expect(Number(rows[0].n)).toBe(1);
     await waitFor(async () => (await row(orphan.id)).status === 'succeeded', 'the orphaned row to be recovered and run', 10_000);
-    const { rows: ledger } = await db.query('select execution, outcome from acta.executions where job_id = $1 order by execution', [orphan.id]);
+    const { rows: ledger } = await db.query('select execution, outcome from acta.all_executions where job_id = $1 order by execution', [orphan.id]);
     expect(ledger).toEqual([
       { execution: 1, outcome: 'lost_uncharged' },
       { execution: 2, outcome: 'succeeded' },

@@ -9,7 +9,7 @@ import { waitFor } from '../helpers/wait';
 import { aroundStatements } from '../helpers/around';
 
 const { db, tdb } = useTestDatabase();
-beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
+beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions'));
 
 /** A Db whose every query is counted (statements sent by the client). */
 function counting(inner: Db): { db: Db; statements: string[] } {
@@ -21,7 +21,7 @@ function counting(inner: Db): { db: Db; statements: string[] } {
 }
 
 const jobCount = async (where = 'true', params: unknown[] = []) =>
-  Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where ${where}`, params)).rows[0].n);
+  Number((await db.query<{ n: string }>(`select count(*) as n from acta.all_jobs where ${where}`, params)).rows[0].n);
 
 test('the same idempotency key twice gives the same id, created false, and one row', async () => {
   const client = createClient({ force: true, db });
@@ -227,7 +227,7 @@ test("enqueue inside the caller's transaction: rolled back, no job; committed, t
   } finally {
     await worker.stop();
   }
-  const { rows } = await db.query<{ status: string }>('select status from acta.jobs');
+  const { rows } = await db.query<{ status: string }>('select status from acta.all_jobs');
   expect(rows).toEqual([{ status: 'succeeded' }, { status: 'succeeded' }]);
 });
 
@@ -421,7 +421,7 @@ test('createWorker and createClient refuse unknown options, bad definitions and 
   const longestWorker = createWorker({ db, definitions: [longestJob], namespace: longest, logger: silentLogger });
   await longestWorker.start();
   try {
-    await waitFor(async () => (await db.query(`select 1 from acta.jobs where namespace = $1 and status = 'succeeded'`, [longest])).rows.length === 1, 'the job to run');
+    await waitFor(async () => (await db.query(`select 1 from acta.all_jobs where namespace = $1 and status = 'succeeded'`, [longest])).rows.length === 1, 'the job to run');
   } finally {
     await longestWorker.stop();
   }

@@ -14,7 +14,7 @@ import { waitFor } from '../helpers/wait';
 
 const { db, tdb } = useTestDatabase();
 
-const jobsIn = async (namespace: string) => Number((await db.query<{ n: string }>('select count(*) as n from acta.jobs where namespace = $1', [namespace])).rows[0].n);
+const jobsIn = async (namespace: string) => Number((await db.query<{ n: string }>('select count(*) as n from acta.all_jobs where namespace = $1', [namespace])).rows[0].n);
 const limited = defineJob({ name: 'limited', concurrency: { key: (p: { tenant: string }) => p.tenant, limit: 1 }, handler: () => undefined });
 const plain = defineJob({ name: 'plain', handler: () => undefined });
 const declare = (namespace: string, definitions: Definition[] = [limited, plain]) =>
@@ -86,7 +86,7 @@ test('a declared concurrency policy needs its key: by name without one is refuse
     await client.enqueue(slow, { tenant: 'a' });
     await client.enqueueMany([{ definition: slow, payload: { tenant: 'a' } }]);
     await createClient({ db, namespace, definitions: [slow] }).enqueueMany([1, 2].map(() => ({ definition: 'limited', payload: { tenant: 'a' } })));
-    await waitFor(async () => (await db.query<{ n: string }>(`select count(*) as n from acta.jobs where namespace = $1 and status = 'succeeded'`, [namespace])).rows[0].n === '5' || undefined, 'the five jobs to run', 20_000);
+    await waitFor(async () => (await db.query<{ n: string }>(`select count(*) as n from acta.all_jobs where namespace = $1 and status = 'succeeded'`, [namespace])).rows[0].n === '5' || undefined, 'the five jobs to run', 20_000);
     expect(most).toBe(1);
   } finally {
     await worker.stop();

@@ -10,16 +10,16 @@ import { heartbeat } from '../../src/db/workers';
 import { useTestDatabase } from '../helpers/db';
 
 const { db } = useTestDatabase();
-beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
+beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions'));
 
 const LEASE_MS = 60_000;
 const worker = randomUUID();
 
-/** The whole job row, to prove a write changed nothing. */
-const jobRow = async (id: string) => (await db.query('select * from acta.jobs where id = $1', [id])).rows[0];
+/** The whole job row, to prove a write changed nothing (a success's row is in acta.succeeded_jobs: acta.all_jobs shows both). */
+const jobRow = async (id: string) => (await db.query('select * from acta.all_jobs where id = $1', [id])).rows[0];
 const executions = async (id: string) =>
   (await db.query<{ execution: number; outcome: string; charged: boolean; worker_id: string | null }>(
-    'select execution, outcome, charged, worker_id from acta.executions where job_id = $1 order by execution',
+    'select execution, outcome, charged, worker_id from acta.all_executions where job_id = $1 order by execution',
     [id],
   )).rows;
 
@@ -192,7 +192,7 @@ test('one complete_executions call applies a batch of mixed shapes and fences ea
   ]);
   const { rows: jobs } = await db.query<{ id: string; status: string; attempts: number; retry_in_s: number; result: unknown }>(
     `select id, status, attempts, extract(epoch from run_at - now())::float8 as retry_in_s, result
-       from acta.jobs order by id`,
+       from acta.all_jobs order by id`,
   );
   expect(jobs.map((j) => [j.status, j.attempts, j.result])).toEqual([
     ['succeeded', 1, { ok: true }],
@@ -204,7 +204,7 @@ test('one complete_executions call applies a batch of mixed shapes and fences ea
   expect(jobs[1].retry_in_s).toBeGreaterThan(50); // run_at = now() + 60 s back-off
   expect(jobs[3].retry_in_s).toBeLessThanOrEqual(0); // handed back: due at once
   const { rows: ledger } = await db.query<{ job_id: string; outcome: string; charged: boolean }>(
-    'select job_id, outcome, charged from acta.executions order by job_id',
+    'select job_id, outcome, charged from acta.all_executions order by job_id',
   );
   expect(ledger).toEqual([
     { job_id: ok.id, outcome: 'succeeded', charged: true },
@@ -228,7 +228,7 @@ test('a batch with no result, no error or no delay anywhere (sent as null arrays
   ]);
   expect(acks.map((x) => x.status)).toEqual(['ready', 'ready', 'succeeded']);
   const { rows: jobs } = await db.query<{ status: string; attempts: number; error: unknown; result: unknown; due_now: boolean }>(
-    'select status, attempts, error, result, run_at <= now() as due_now from acta.jobs order by id',
+    'select status, attempts, error, result, run_at <= now() as due_now from acta.all_jobs order by id',
   );
   expect(jobs).toEqual([
     { status: 'ready', attempts: 1, error: { message: 'once' }, result: null, due_now: true },
@@ -287,7 +287,7 @@ test('complete_executions stores result and error texts as given (quotes, backsl
   expect(acks.map((x) => x.status)).toEqual(['succeeded', 'succeeded', 'ready', 'ready']);
   const { rows: jobs } = await db.query<{ result: unknown; result_type: string | null; error: unknown; retry_in_s: number }>(
     `select result, jsonb_typeof(result) as result_type, error, extract(epoch from run_at - now())::float8 as retry_in_s
-       from acta.jobs order by id`,
+       from acta.all_jobs order by id`,
   );
   expect(jobs[0].result).toEqual(tricky);
   expect(jobs[1].result_type).toBe('null'); // a handler's undefined is stored as JSON null, not SQL NULL

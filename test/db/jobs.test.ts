@@ -9,7 +9,7 @@ import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
 const { db, tdb } = useTestDatabase();
-beforeEach(() => db.query('truncate acta.jobs, acta.executions'));
+beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions'));
 
 test('a queued job reads as Ready with its payload, options and no attempts', async () => {
   const client = createClient({ force: true, db });
@@ -85,7 +85,7 @@ test('a job that failed once and then succeeded: its result, no error, and both 
     { execution: 2, workerId: worker.id, claimedAt: expect.any(Date), finishedAt: expect.any(Date), outcome: 'succeeded', charged: true, error: null },
   ]);
   // The ledger's times, decoded from the statement's json, are the stored ones to the microsecond's millisecond.
-  const { rows } = await db.query<{ claimed_at: Date; finished_at: Date }>('select claimed_at, finished_at from acta.executions where job_id = $1 order by execution', [id]);
+  const { rows } = await db.query<{ claimed_at: Date; finished_at: Date }>('select claimed_at, finished_at from acta.all_executions where job_id = $1 order by execution', [id]);
   expect(job.executions.map((e) => [e.claimedAt.getTime(), e.finishedAt.getTime()])).toEqual(rows.map((r) => [r.claimed_at.getTime(), r.finished_at.getTime()]));
   expect(job.executions[0].finishedAt.getTime()).toBeLessThanOrEqual(job.executions[1].claimedAt.getTime());
 });

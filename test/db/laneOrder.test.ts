@@ -41,7 +41,7 @@ test('a lane runs in commit order: A begun first and committed last runs after B
     releaseB();
     await waitFor(() => ran.length === 3 || undefined, 'all three to run', 10_000);
     expect(ran).toEqual(['B', 'C', 'A']);
-    const { rows } = await db.query<{ id: string; lane_seq: string }>('select id, lane_seq from acta.jobs where namespace = $1 order by lane_seq', [namespace]);
+    const { rows } = await db.query<{ id: string; lane_seq: string }>('select id, lane_seq from acta.all_jobs where namespace = $1 order by lane_seq', [namespace]);
     expect(rows.map((r) => r.id)).toEqual([idB, idC, idA]);
   } finally {
     await worker.stop();

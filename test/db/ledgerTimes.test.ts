@@ -65,7 +65,7 @@ const recordStep = (client: Client, id: string, name: string) =>
 async function stepInsideItsAttempt(id: string): Promise<boolean> {
   const { rows } = await db.query<{ inside: boolean }>(
     `select s.recorded_at >= e.claimed_at and s.recorded_at <= e.finished_at as inside
-     from acta.steps s join acta.executions e on e.job_id = s.job_id and e.execution = s.execution where s.job_id = $1`,
+     from acta.steps s join acta.all_executions e on e.job_id = s.job_id and e.execution = s.execution where s.job_id = $1`,
     [id],
   );
   expect(rows).toHaveLength(1);

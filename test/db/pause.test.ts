@@ -12,7 +12,7 @@ const { db } = useTestDatabase();
 const workers: Worker[] = [];
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await db.query('truncate acta.jobs, acta.executions, acta.pauses');
+  await db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions, acta.pauses');
 });
 
 const SAFETY_POLL_MS = 60_000;
@@ -27,7 +27,7 @@ async function start(definitions = [held, quick], executors = 2): Promise<Worker
   await worker.start();
   return worker;
 }
-const count = async (where: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where ${where}`, params)).rows[0].n);
+const count = async (where: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(`select count(*) as n from acta.all_jobs where ${where}`, params)).rows[0].n);
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('a pause stops the claims of every worker within one wakeup, a worker started later too; the running attempt finishes; resume wakes them at once', async () => {
