@@ -1,7 +1,9 @@
 // acta.complete_executions shape by shape (sql/functions/complete_executions.sql, its `decision`
 // table): for each outcome, on a job with attempts left, on its last attempt, and with no limit of
 // its own, the row and the ledger row it writes and the letter it answers. One batch holds them
-// all, as a worker's finalizer sends mixed shapes in one call.
+// all, as a worker's finalizer sends mixed shapes in one call. A plain success's row leaves
+// acta.jobs for acta.succeeded_jobs and is its attempt's ledger record (migration 0023): readers
+// see both tables in acta.all_jobs and acta.all_executions.
 import { randomUUID } from 'node:crypto';
 import { useTestDatabase } from '../helpers/db';
 
@@ -16,14 +18,20 @@ type State = keyof typeof states;
 
 interface Expected {
   answer: string;
+  /** The table the row is in after the call. */
+  table: 'jobs' | 'succeeded_jobs';
   status: string;
   attempts: number;
   uncharged_returns: number;
   run_at: 'kept' | 'now' | 'retry';
   result: unknown;
   error: unknown;
-  finished: boolean;
-  ledger: { outcome: string; charged: boolean; error: unknown };
+  /** finished_at: null, the call's now(), or (a moved row) a clock read after the call's start. */
+  finished: 'no' | 'now' | 'clock';
+  /** The worker that ran it, on a moved row (its ledger record's worker_id); else cleared. */
+  lease_holder: string | null;
+  /** The attempt's record in acta.all_executions; in_executions: an acta.executions row (a moved row's record is the row itself). */
+  ledger: { outcome: string; charged: boolean; error: unknown; in_executions: boolean };
 }
 
 const RESULT = { r: 1 };
@@ -36,17 +44,18 @@ function expected(outcome: Outcome, state: State): Expected {
   const kept = { result: null, error: OLD_ERROR };
   switch (outcome) {
     case 'succeeded':
-      return { answer: 's', status: 'succeeded', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', result: RESULT, error: null, finished: true, ledger: { outcome: 'succeeded', charged: true, error: null } };
+      // Plain (no parent, key, schedule or watch): moved, its row its attempt's record.
+      return { answer: 's', table: 'succeeded_jobs', status: 'succeeded', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', result: RESULT, error: null, finished: 'clock', lease_holder: worker, ledger: { outcome: 'succeeded', charged: true, error: null, in_executions: false } };
     case 'failed':
       return last
-        ? { answer: 'f', status: 'failed', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', ...kept, error: NEW_ERROR, finished: true, ledger: { outcome: 'failed_final', charged: true, error: NEW_ERROR } }
-        : { answer: 'r', status: 'ready', attempts: attempts + 1, uncharged_returns: 0, run_at: 'retry', ...kept, error: NEW_ERROR, finished: false, ledger: { outcome: 'failed', charged: true, error: NEW_ERROR } };
+        ? { answer: 'f', table: 'jobs', status: 'failed', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', ...kept, error: NEW_ERROR, finished: 'now', lease_holder: null, ledger: { outcome: 'failed_final', charged: true, error: NEW_ERROR, in_executions: true } }
+        : { answer: 'r', table: 'jobs', status: 'ready', attempts: attempts + 1, uncharged_returns: 0, run_at: 'retry', ...kept, error: NEW_ERROR, finished: 'no', lease_holder: null, ledger: { outcome: 'failed', charged: true, error: NEW_ERROR, in_executions: true } };
     case 'failed_final':
-      return { answer: 'f', status: 'failed', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', ...kept, error: NEW_ERROR, finished: true, ledger: { outcome: 'failed_final', charged: true, error: NEW_ERROR } };
+      return { answer: 'f', table: 'jobs', status: 'failed', attempts: attempts + 1, uncharged_returns: 0, run_at: 'kept', ...kept, error: NEW_ERROR, finished: 'now', lease_holder: null, ledger: { outcome: 'failed_final', charged: true, error: NEW_ERROR, in_executions: true } };
     case 'handed_back':
-      return { answer: 'r', status: 'ready', attempts, uncharged_returns: 0, run_at: 'now', ...kept, finished: false, ledger: { outcome: 'handed_back', charged: false, error: null } };
+      return { answer: 'r', table: 'jobs', status: 'ready', attempts, uncharged_returns: 0, run_at: 'now', ...kept, finished: 'no', lease_holder: null, ledger: { outcome: 'handed_back', charged: false, error: null, in_executions: true } };
     case 'expired':
-      return { answer: 'r', status: 'ready', attempts, uncharged_returns: 1, run_at: 'now', ...kept, finished: false, ledger: { outcome: 'expired', charged: false, error: null } };
+      return { answer: 'r', table: 'jobs', status: 'ready', attempts, uncharged_returns: 1, run_at: 'now', ...kept, finished: 'no', lease_holder: null, ledger: { outcome: 'expired', charged: false, error: null, in_executions: true } };
   }
 }
 
@@ -77,20 +86,27 @@ test('every shape on every attempt state writes its row, its ledger row and its 
       cases.map(() => 60_000),
     ],
   );
-  const { rows } = await db.query<{ id: string; status: string; attempts: number; uncharged_returns: number; run_at: string; result: unknown; error: unknown; finished: boolean; lease_holder: string | null; started: boolean }>(
-    // Times against the completion's own now(), which the row's finished_at took.
-    `select j.id, j.status, j.attempts, j.uncharged_returns, j.result, j.error, j.finished_at is not distinct from $1::timestamptz as finished, j.lease_holder, j.started,
+  const { rows } = await db.query<{ id: string; table: string; status: string; attempts: number; uncharged_returns: number; run_at: string; result: unknown; error: unknown; finished: string; lease_holder: string | null; started: boolean }>(
+    // Times against the completion's own now(), which a kept row's finished_at took.
+    `select j.id, j.tbl as table, j.status, j.attempts, j.uncharged_returns, j.result, j.error, j.lease_holder, j.started,
+            case when j.finished_at is null then 'no'
+                 when j.finished_at = $1::timestamptz then 'now'
+                 when j.finished_at > $1::timestamptz then 'clock' end as finished,
             case when j.run_at < $1::timestamptz - interval '1 minute' then 'kept'
                  when j.run_at = $1::timestamptz then 'now'
                  when j.run_at = $1::timestamptz + interval '1 minute' then 'retry' end as run_at
-       from acta.jobs j join acta.executions e on e.job_id = j.id order by j.id`,
+       from (select 'jobs' as tbl, * from acta.jobs union all select 'succeeded_jobs', * from acta.succeeded_jobs) j
+       join acta.all_executions e on e.job_id = j.id order by j.id`,
     [called_at],
   );
-  // The ledger's end of every attempt: one clock read once the call held every row, after its start.
+  // The ledger's end of every attempt in acta.executions: one clock read once the call held every
+  // row, after its start (a moved row's is its own finished_at, 'clock' above).
   const { rows: ends } = await db.query<{ after_start: boolean }>('select finished_at >= $1::timestamptz as after_start from acta.executions group by finished_at', [called_at]);
   expect(ends).toEqual([{ after_start: true }]);
-  const { rows: ledger } = await db.query<{ job_id: string; execution: number; worker_id: string; outcome: string; charged: boolean; error: unknown }>(
-    'select job_id, execution, worker_id, outcome, charged, error from acta.executions order by job_id',
+  const { rows: ledger } = await db.query<{ job_id: string; execution: number; worker_id: string; outcome: string; charged: boolean; error: unknown; in_executions: boolean }>(
+    `select a.job_id, a.execution, a.worker_id, a.outcome, a.charged, a.error,
+            exists (select 1 from acta.executions e where e.job_id = a.job_id and e.execution = a.execution) as in_executions
+       from acta.all_executions a order by a.job_id`,
   );
   const seen = cases.map((c, i) => ({
     ...c,
@@ -104,7 +120,7 @@ test('every shape on every attempt state writes its row, its ledger row and its 
       return {
         ...c,
         answer: e.answer,
-        row: { id: ids[i], status: e.status, attempts: e.attempts, uncharged_returns: e.uncharged_returns, run_at: e.run_at, result: e.result, error: e.error, finished: e.finished, lease_holder: null, started: false },
+        row: { id: ids[i], table: e.table, status: e.status, attempts: e.attempts, uncharged_returns: e.uncharged_returns, run_at: e.run_at, result: e.result, error: e.error, finished: e.finished, lease_holder: e.lease_holder, started: false },
         ledger: { job_id: ids[i], execution: 4, worker_id: worker, ...e.ledger },
       };
     }),
@@ -125,7 +141,7 @@ test('an element whose outcome names no shape is not applied and is answered as 
   );
   expect(answer).toBe('xs');
   expect((await db.query('select * from acta.jobs where id = $1', [ids[0]])).rows).toEqual(before);
-  expect((await db.query('select job_id, outcome from acta.executions where job_id = any ($1) order by job_id', [ids])).rows).toEqual([{ job_id: ids[1], outcome: 'succeeded' }]);
+  expect((await db.query('select job_id, outcome from acta.all_executions where job_id = any ($1) order by job_id', [ids])).rows).toEqual([{ job_id: ids[1], outcome: 'succeeded' }]);
 });
 
 // The answer string is built from the applied rows alone when every element applied, else element
@@ -143,8 +159,9 @@ test('an element repeated in a batch is applied once and answered at each of its
     [worker, [a, b, a, b]],
   );
   expect(answer).toBe('sfsx');
-  expect((await db.query('select job_id, outcome from acta.executions where job_id = any ($1) order by job_id', [[a, b]])).rows).toEqual([
+  expect((await db.query('select job_id, outcome from acta.all_executions where job_id = any ($1) order by job_id', [[a, b]])).rows).toEqual([
     { job_id: a, outcome: 'succeeded' },
     { job_id: b, outcome: 'failed_final' },
   ]);
 });
+
