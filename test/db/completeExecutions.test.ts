@@ -165,3 +165,92 @@ test('an element repeated in a batch is applied once and answered at each of its
   ]);
 });
 
+// Migration 0023: a success whose row nothing else needs (no parent, idempotency key, schedule or
+// watch) leaves acta.jobs for acta.succeeded_jobs in the same call, and that row is its attempt's
+// ledger record (no acta.executions row; acta.all_executions shows it). The others stay as before.
+// The answers of moved and updated elements are merged into input order.
+test('one batch: a plain success moves to acta.succeeded_jobs as its own ledger record; a keyed or watched success and a failure stay in acta.jobs with their ledger rows; the answer is in input order', async () => {
+  const moved = randomUUID();
+  await db.query(`insert into acta.workers (id, namespace, hostname, pid, definitions) values ($1, 'default', 'test', 1, '{moves}')`, [moved]);
+  /** A job at its execution 1, Executing, held by `moved`, with `key` as its idempotency key. */
+  const held = async (key: string | null = null) =>
+    (await db.query<{ id: string }>(
+      `insert into acta.jobs (definition, payload, status, execution, attempts, lease_holder, lease_expires_at, claimed_at, idempotency_key)
+       values ('moves', '{}', 'executing', 1, 0, $1, now() + interval '1 minute', clock_timestamp(), $2) returning id`,
+      [moved, key],
+    )).rows[0].id;
+  const keyed = await held(`moves-${randomUUID()}`);
+  const plain = await held();
+  const failing = await held();
+  const watched = await held();
+  const plain2 = await held();
+  expect((await db.query(`select acta.watch_job('default', $1) as found`, [watched])).rows).toEqual([{ found: true }]);
+  const ids = [keyed, plain, failing, watched, plain2];
+  const outcomes = ['succeeded', 'succeeded', 'failed', 'succeeded', 'succeeded'];
+  const { rows: [{ answer }] } = await db.query<{ answer: string }>(
+    `select acta.complete_executions($1, $2, $3, $4, $5::jsonb[], $6::jsonb[], $7) as answer`,
+    [
+      moved,
+      ids,
+      ids.map(() => 1),
+      outcomes,
+      ids.map((id, i) => (outcomes[i] === 'succeeded' ? JSON.stringify({ id }) : null)),
+      outcomes.map((o) => (o === 'failed' ? JSON.stringify(NEW_ERROR) : null)),
+      ids.map(() => 0),
+    ],
+  );
+  // Input order: the moved answers ('s' at places 2 and 5) merged with the updated ones.
+  expect(answer).toBe('ssrss');
+
+  const hot = await db.query<{ id: string; status: string; result: unknown; lease_holder: string | null }>(
+    'select id, status, result, lease_holder from acta.jobs where id = any ($1) order by id', [ids],
+  );
+  expect(hot.rows).toEqual([
+    { id: keyed, status: 'succeeded', result: { id: keyed }, lease_holder: null },
+    { id: failing, status: 'ready', result: null, lease_holder: null },
+    { id: watched, status: 'succeeded', result: { id: watched }, lease_holder: null },
+  ]);
+  const cold = await db.query<{ id: string; status: string; result: unknown; attempts: number; execution: number; lease_holder: string; after_claim: boolean }>(
+    `select id, status, result, attempts, execution, lease_holder, finished_at >= claimed_at as after_claim
+       from acta.succeeded_jobs where id = any ($1) order by id`,
+    [ids],
+  );
+  expect(cold.rows).toEqual([plain, plain2].map((id) => ({ id, status: 'succeeded', result: { id }, attempts: 1, execution: 1, lease_holder: moved, after_claim: true })));
+  // The ledger: the rows that stayed have their acta.executions rows; a moved one has none, and
+  // acta.all_executions shows its one charged 'succeeded' attempt, from its row.
+  const executions = await db.query<{ job_id: string; outcome: string; charged: boolean; worker_id: string }>(
+    'select job_id, outcome, charged, worker_id from acta.executions where job_id = any ($1) order by job_id', [ids],
+  );
+  expect(executions.rows).toEqual([
+    { job_id: keyed, outcome: 'succeeded', charged: true, worker_id: moved },
+    { job_id: failing, outcome: 'failed', charged: true, worker_id: moved },
+    { job_id: watched, outcome: 'succeeded', charged: true, worker_id: moved },
+  ]);
+  const all = await db.query<{ job_id: string; execution: number; outcome: string; charged: boolean; worker_id: string; error: unknown; same_end: boolean }>(
+    `select a.job_id, a.execution, a.outcome, a.charged, a.worker_id, a.error, a.finished_at = s.finished_at as same_end
+       from acta.all_executions a join acta.succeeded_jobs s on s.id = a.job_id where a.job_id = any ($1) order by a.job_id`,
+    [ids],
+  );
+  expect(all.rows).toEqual([plain, plain2].map((job_id) => ({ job_id, execution: 1, outcome: 'succeeded', charged: true, worker_id: moved, error: null, same_end: true })));
+});
+
+test('a batch whose every element moves answers all s and leaves no row in acta.jobs and none in acta.executions', async () => {
+  const moved = randomUUID();
+  const { rows } = await db.query<{ id: string }>(
+    `insert into acta.jobs (definition, payload, status, execution, lease_holder, lease_expires_at, claimed_at)
+     select 'moves-all', '{}', 'executing', 1, $1, now() + interval '1 minute', clock_timestamp() from generate_series(1, 3) returning id`,
+    [moved],
+  );
+  const ids = rows.map((r) => r.id).sort((x, y) => Number(x) - Number(y));
+  const { rows: [{ answer }] } = await db.query<{ answer: string }>(
+    `select acta.complete_executions($1, $2, '{1,1,1}', '{succeeded,succeeded,succeeded}', null, null, null) as answer`,
+    [moved, ids],
+  );
+  expect(answer).toBe('sss');
+  expect((await db.query('select id from acta.jobs where id = any ($1)', [ids])).rows).toEqual([]);
+  expect((await db.query('select job_id from acta.executions where job_id = any ($1)', [ids])).rows).toEqual([]);
+  expect((await db.query<{ id: string; status: string }>('select id, status from acta.succeeded_jobs where id = any ($1) order by id', [ids])).rows)
+    .toEqual(ids.map((id) => ({ id, status: 'succeeded' })));
+  expect((await db.query<{ n: number }>(`select count(*)::int as n from acta.all_executions where job_id = any ($1) and outcome = 'succeeded' and charged`, [ids])).rows)
+    .toEqual([{ n: 3 }]);
+});
