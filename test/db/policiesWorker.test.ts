@@ -23,12 +23,13 @@ const run = async (worker: Worker) => {
   return worker;
 };
 
+/** A job's attempts, in the ledger as a reader sees it: a success's last may be its acta.succeeded_jobs row (acta.all_executions). */
 const ledgerOf = async (id: string) =>
   (
     await db.query<{ outcome: string; charged: boolean; gap_ms: number }>(
       `select outcome, charged,
               (extract(epoch from claimed_at - lag(finished_at) over (order by execution)) * 1000)::int as gap_ms
-         from acta.executions where job_id = $1 order by execution`,
+         from acta.all_executions where job_id = $1 order by execution`,
       [id],
     )
   ).rows;
@@ -66,7 +67,7 @@ test('ctx.rateLimited: the attempt ends uncharged, the job runs again after retr
   // ended, both on the database's clock (less rounding).
   const { rows } = await db.query<{ ms: number }>(
     `select extract(epoch from h.claimed_at - l.finished_at) * 1000 as ms
-       from acta.executions h, acta.executions l
+       from acta.all_executions h, acta.all_executions l
       where h.job_id = $1 and h.execution = 1 and l.job_id = $2 and l.execution = 1`,
     [held.id, first.id],
   );

@@ -9,12 +9,13 @@ import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
 const { db } = useTestDatabase();
-beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers'));
+beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions, acta.workers'));
 
 const base = { db, logger: silentLogger, safetyPollMs: 100, shutdownTimeoutMs: 5_000 } as const;
 
 const workerStatus = async (id: string) => (await db.query<{ status: string }>('select status from acta.workers where id = $1', [id])).rows[0]?.status;
-const jobStatuses = async () => (await db.query<{ status: string }>('select status from acta.jobs order by id')).rows.map((r) => r.status);
+// Every job, the succeeded ones that left acta.jobs included (acta.all_jobs; the ledger likewise: acta.all_executions).
+const jobStatuses = async () => (await db.query<{ status: string }>('select status from acta.all_jobs order by id')).rows.map((r) => r.status);
 
 test('runWorker$ with takeUntil: subscribe starts a worker, its events flow; the unsubscription is a graceful stop: the worker row ends stopped, no job lost', async () => {
   const slow = defineJob<{ n: number }>({ name: 'slow', handler: () => sleep(300) });
@@ -37,7 +38,7 @@ test('runWorker$ with takeUntil: subscribe starts a worker, its events flow; the
   const statuses = await jobStatuses();
   expect(statuses.filter((s) => s === 'succeeded')).toHaveLength(2);
   expect(statuses.filter((s) => s === 'ready')).toHaveLength(4);
-  const { rows } = await db.query<{ outcome: string; charged: boolean }>('select outcome, charged from acta.executions order by outcome');
+  const { rows } = await db.query<{ outcome: string; charged: boolean }>('select outcome, charged from acta.all_executions order by outcome');
   expect(rows).toEqual([
     { outcome: 'succeeded', charged: true },
     { outcome: 'succeeded', charged: true },
@@ -140,7 +141,7 @@ test('runWorker$ with retry: a worker that stops itself (a failing beforeExecuti
   await waitFor(async () => (await workerStatus(incarnations[1])) === 'stopped', 'the second incarnation to stop after the unsubscription');
   expect(await jobStatuses()).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
   // The job the hook failed on went back uncharged, and so did anything it held.
-  const { rows } = await db.query<{ outcome: string; charged: boolean }>(`select outcome, charged from acta.executions where outcome <> 'succeeded'`);
+  const { rows } = await db.query<{ outcome: string; charged: boolean }>(`select outcome, charged from acta.all_executions where outcome <> 'succeeded'`);
   expect(rows.length).toBeGreaterThanOrEqual(1);
   for (const r of rows) expect(r).toEqual({ outcome: 'handed_back', charged: false });
 });
@@ -161,7 +162,7 @@ test('runWorker$ with merge: two workers share the jobs; unsubscribing the merge
   for (const id of workers) await waitFor(async () => (await workerStatus(id)) === 'stopped', `worker ${id} to stop`);
   expect(await jobStatuses()).toEqual(Array(count).fill('succeeded'));
   // Both took part (each ran at least one attempt), and no attempt ran twice.
-  const { rows } = await db.query<{ worker_id: string; n: string }>('select worker_id, count(*) as n from acta.executions group by 1');
+  const { rows } = await db.query<{ worker_id: string; n: string }>('select worker_id, count(*) as n from acta.all_executions group by 1');
   expect(rows).toHaveLength(2);
   expect(rows.reduce((n, r) => n + Number(r.n), 0)).toBe(count);
 });

@@ -9,6 +9,8 @@ import { waitFor } from '../helpers/wait';
 // Wakeups only shorten the wait; SQL polling is truth (DESIGN.md). Latency is read from the
 // database's own clock: the job's created_at (enqueue) to its attempt's claimed_at. Each check
 // compares against the safety poll, an order of magnitude away, never against a speed target.
+// A job that succeeded may have left acta.jobs (migration 0023): its row and its attempts are read
+// in acta.all_jobs and acta.all_executions.
 
 let tdb: TestDatabase;
 let db: Db;
@@ -30,7 +32,7 @@ async function latencyMs(client = createClient({ force: true, db })): Promise<nu
   return waitFor(async () => {
     const { rows } = await db.query<{ ms: number | null }>(
       `select extract(epoch from (e.claimed_at - j.created_at)) * 1000 as ms
-       from acta.jobs j join acta.executions e on e.job_id = j.id where j.id = $1`,
+       from acta.all_jobs j join acta.all_executions e on e.job_id = j.id where j.id = $1`,
       [id],
     );
     return rows[0] ? Number(rows[0].ms) : null;
@@ -63,7 +65,7 @@ test('a job due in 300 ms wakes an idle worker, which then sleeps until it is du
   const { id } = await createClient({ force: true, db }).enqueue('noop', {}, { runAt: new Date(Date.now() + 300) });
   const lateMs = await waitFor(async () => {
     const { rows } = await db.query<{ ms: number | null }>(
-      `select extract(epoch from (e.claimed_at - j.run_at)) * 1000 as ms from acta.jobs j join acta.executions e on e.job_id = j.id where j.id = $1`,
+      `select extract(epoch from (e.claimed_at - j.run_at)) * 1000 as ms from acta.all_jobs j join acta.all_executions e on e.job_id = j.id where j.id = $1`,
       [id],
     );
     return rows[0] ? Number(rows[0].ms) : null;
@@ -96,7 +98,7 @@ test("a graceful shutdown's hand-backs wake an idle peer at once", async () => {
   await waitFor(async () => held === 2, 'the peer to run the handed-back job', 15_000);
   expect(Date.now() - stoppedAt).toBeLessThan(2_000); // before: up to the peer's 10 s poll
   const outcomes = await waitFor(async () => {
-    const { rows } = await db.query<{ outcome: string }>('select outcome from acta.executions where job_id = $1 order by execution', [id]);
+    const { rows } = await db.query<{ outcome: string }>('select outcome from acta.all_executions where job_id = $1 order by execution', [id]);
     return rows.length === 2 ? rows.map((r) => r.outcome) : null;
   }, "the peer's completion");
   expect(outcomes).toEqual(['handed_back', 'succeeded']);

@@ -11,7 +11,7 @@ import { useTestDatabase } from '../helpers/db';
 const { db } = useTestDatabase();
 let client: Client;
 beforeEach(async () => {
-  await db.query('truncate acta.jobs, acta.executions, acta.workers, acta.pauses, acta.gates, acta.definitions');
+  await db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions, acta.workers, acta.pauses, acta.gates, acta.definitions');
   client = createClient({ force: true, db });
 });
 
