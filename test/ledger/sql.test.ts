@@ -8,7 +8,7 @@ import { ledgerContract } from './contract';
 const { db } = useTestDatabase();
 
 /** Migration 0001's namespace and 0007's recovery pass, as a fresh schema has them (delete: a truncate of these costs ~0.1 s a test). */
-const EMPTY = `delete from acta.jobs; delete from acta.executions; delete from acta.steps; delete from acta.gates; delete from acta.meter_starts; delete from acta.workers;
+const EMPTY = `delete from acta.jobs; delete from acta.succeeded_jobs; delete from acta.executions; delete from acta.steps; delete from acta.gates; delete from acta.meter_starts; delete from acta.workers;
 delete from acta.definitions; delete from acta.passes; delete from acta.namespaces; delete from acta.pauses; delete from acta.signals; delete from acta.schedules; delete from acta.outbox;
 select setval(pg_get_serial_sequence('acta.jobs', 'id'), 1, false);
 insert into acta.namespaces (name) values ('default');
@@ -19,6 +19,10 @@ const SHIFTS = [
   `update acta.jobs set run_at = run_at - $1::interval, lease_expires_at = lease_expires_at - $1::interval, claimed_at = claimed_at - $1::interval,
                         created_at = created_at - $1::interval, finished_at = finished_at - $1::interval,
                         wait_until = wait_until - $1::interval`,
+  // A success moved out of acta.jobs (migration 0023) keeps its times here.
+  `update acta.succeeded_jobs set run_at = run_at - $1::interval, lease_expires_at = lease_expires_at - $1::interval, claimed_at = claimed_at - $1::interval,
+                                  created_at = created_at - $1::interval, finished_at = finished_at - $1::interval,
+                                  wait_until = wait_until - $1::interval`,
   `update acta.executions set claimed_at = claimed_at - $1::interval, finished_at = finished_at - $1::interval`,
   `update acta.steps set recorded_at = recorded_at - $1::interval`,
   `update acta.gates set recheck_at = recheck_at - $1::interval, shut_until = shut_until - $1::interval`,
