@@ -131,7 +131,9 @@ test('rows due later are not walked: by a claim that finds fewer due rows than i
 // The heartbeat and the completion (sql/functions/complete_executions.sql, "Plan"; migration
 // 0002): with many rows Executing under other workers, they find their rows by primary key, never by reading
 // jobs_lease_idx (every Executing row of the fleet: 7.5 ms against 1.3 ms per 128-row call at
-// 19,128; docs/decisions/2026-11-30-fenced-writes-plan-settings.md).
+// 19,128; docs/decisions/2026-11-30-fenced-writes-plan-settings.md). The completion's two writes
+// of acta.jobs alike: the move of its successes out of it (`moved`, migration 0023) and the update
+// of the rest.
 describe.each([
   ['never analyzed', false],
   ['analyzed while nothing was Executing', true],
@@ -144,7 +146,7 @@ describe.each([
   });
   afterAll(() => own.drop());
 
-  test('a heartbeat and a completion find their 128 rows through the primary key, not jobs_lease_idx nor a table scan', async () => {
+  test('a heartbeat and a completion find their 128 rows through the primary key, not jobs_lease_idx nor a table scan: the rows it moves out and the rows it updates', async () => {
     await createClient({ force: true, db: odb }).enqueueMany(Array.from({ length: 5_128 }, (_, i) => ({ definition: 'fenced', payload: { i } })));
     if (analyzeFirst) await odb.query('vacuum analyze acta.jobs');
     const others = randomUUID();
@@ -152,17 +154,29 @@ describe.each([
     await claimJobs(odb, { namespace: 'default', workerId: others, definitions: ['fenced'], limit: 5_000, leaseMs: 60_000 });
     const claimed = await claimJobs(odb, { namespace: 'default', workerId: mine, definitions: ['fenced'], limit: 128, leaseMs: 60_000 });
     expect(claimed.rows).toHaveLength(128);
-    /** Runs `call` in a transaction of its own and reads that transaction's index scan counters. */
+    /**
+     * Runs `call` in a transaction of its own and reads its scan counters around it: PostgreSQL 15
+     * sends a backend's counters on at most once a second, so the "xact" ones can still hold the
+     * claims' scans made before on that connection.
+     */
     const scans = <T>(call: (tx: Queryable) => Promise<T>) =>
       odb.transaction(async (tx) => {
+        // On a table, numscans counts sequential scans; `others`, scans of every index of acta.jobs but its primary key.
+        const counters = async () =>
+          (
+            await tx.query<{ lease: string; pkey: string; table: string; others: string }>(
+              `select pg_stat_get_xact_numscans('acta.jobs_lease_idx'::regclass) as lease,
+                      pg_stat_get_xact_numscans('acta.jobs_pkey'::regclass) as pkey,
+                      pg_stat_get_xact_numscans('acta.jobs'::regclass) as table,
+                      (select coalesce(sum(pg_stat_get_xact_numscans(x.indexrelid)), 0) from pg_index x
+                        where x.indrelid = 'acta.jobs'::regclass and x.indexrelid <> 'acta.jobs_pkey'::regclass) as others`,
+            )
+          ).rows[0];
+        const before = await counters();
         const answer = await call(tx);
-        // On a table, numscans counts sequential scans.
-        const { rows } = await tx.query<{ lease: string; pkey: string; table: string }>(
-          `select pg_stat_get_xact_numscans('acta.jobs_lease_idx'::regclass) as lease,
-                  pg_stat_get_xact_numscans('acta.jobs_pkey'::regclass) as pkey,
-                  pg_stat_get_xact_numscans('acta.jobs'::regclass) as table`,
-        );
-        return { answer, lease: Number(rows[0].lease), pkey: Number(rows[0].pkey), table: Number(rows[0].table) };
+        const after = await counters();
+        const d = (k: keyof typeof after) => Number(after[k]) - Number(before[k]);
+        return { answer, lease: d('lease'), pkey: d('pkey'), table: d('table'), others: d('others') };
       });
 
     const beat = await scans((tx) =>
@@ -173,22 +187,32 @@ describe.each([
     expect(beat.pkey).toBeGreaterThanOrEqual(1);
     expect(beat.table).toBe(0);
 
+    // Half succeed and leave acta.jobs (`moved`: nothing here keeps them), half are handed back
+    // (the update): one call runs both statements, each on its first plan of the session.
+    const outcome = (i: number) => (i % 2 === 0 ? ('succeeded' as const) : ('handed_back' as const));
     const done = await scans((tx) =>
       completeExecutions(
         tx,
         mine,
-        claimed.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded' as const, result: null, error: null, retryDelayMs: 0 })),
+        claimed.rows.map((r, i) => ({ id: r.id, execution: r.execution, outcome: outcome(i), result: null, error: null, retryDelayMs: 0 })),
       ),
     );
-    expect(done.answer.map((a) => a.status)).toEqual(Array(128).fill('succeeded'));
+    expect(done.answer.map((a) => a.status)).toEqual(claimed.rows.map((_, i) => (outcome(i) === 'succeeded' ? 'succeeded' : 'ready')));
+    const split = await odb.query<{ moved: number; updated: number }>(
+      `select (select count(*)::int from acta.succeeded_jobs where id = any ($1::bigint[])) as moved,
+              (select count(*)::int from acta.jobs where id = any ($1::bigint[]) and status = 'ready') as updated`,
+      [claimed.rows.map((r) => r.id)],
+    );
+    expect(split.rows[0]).toEqual({ moved: 64, updated: 64 });
     expect(done.lease).toBe(0);
+    expect(done.others).toBe(0);
     expect(done.pkey).toBeGreaterThanOrEqual(1);
     // The first call of a session: a custom plan (sql/functions/complete_executions.sql, plan_cache_mode) read the table here.
     expect(done.table).toBe(0);
   }, 60_000);
 });
 
-test("a session whose claim, step record, heartbeat, completion, recovery pass and keyed enqueue were first planned on a small analyzed table still go by key after the table grows", async () => {
+test("a session whose claim, step record, heartbeat, completion (and its move of a success out of acta.jobs), recovery pass and keyed enqueue were first planned on a small analyzed table still go by key after the table grows", async () => {
   // One plan per session (plan_cache_mode): planned while acta.jobs held 10 analyzed rows, the
   // claim's UPDATE, the heartbeat and the completion read the whole table to find their rows (a
   // sequential scan is cheapest there), and kept doing so as the table grew until an ANALYZE
@@ -220,14 +244,14 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
       return { seqScans: Number(rows[0].seq_scans), seqRead: Number(rows[0].seq_read), keyRead: Number(rows[0].key_read) };
     };
     /** What `call` read, as the difference of the counters around it. */
-    const measured = async <T>(call: () => Promise<T>) => {
+    const measured = async <T>(call: () => Promise<T>, few = 8) => {
       const before = await reads();
       const answer = await call();
       const after = await reads();
       // A few key entries for its one row (that row's versions), whatever the table holds;
       // otherwise the number, for the failure message.
       const keyRead = after.keyRead - before.keyRead;
-      const read = { seqScans: after.seqScans - before.seqScans, seqRead: after.seqRead - before.seqRead, keyRead: keyRead <= 8 ? 'a few' : keyRead };
+      const read = { seqScans: after.seqScans - before.seqScans, seqRead: after.seqRead - before.seqRead, keyRead: keyRead <= few ? 'a few' : keyRead };
       return { answer, read };
     };
     let round = 0;
@@ -246,9 +270,22 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
       const step = await measured(() => recordStep(session, { workerId: worker, jobId: row.id, execution: row.execution, name: 'a step', resultJson: '1' }));
       const held = claim.answer.rows.map((r) => ({ id: r.id, execution: r.execution, started: true }));
       const beat = await measured(() => heartbeat(session, { workerId: worker, namespace: 'default', held, leaseMs: 60_000 }));
-      const acks = await measured(() =>
-        completeExecutions(session, worker, claim.answer.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded' as const, result: null, error: null, retryDelayMs: 0 }))),
+      // A keyed row stays in acta.jobs at its success: the completion probes its key three times
+      // (the retention check, the move that finds it must stay, the update), each reading an
+      // entry per version of the row (3 here: enqueued, claimed, beaten): 9, on 10 rows as on
+      // 20,010, where the old bound of 8 counted two probes.
+      const acks = await measured(
+        () => completeExecutions(session, worker, claim.answer.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded' as const, result: null, error: null, retryDelayMs: 0 }))),
+        12,
       );
+      // A row with nothing to keep it leaves acta.jobs at its success (`moved`, migration 0023):
+      // that move too reaches its row by key, on the plan made on the small table.
+      await enqueueJobs(session, 'default', { definitions: ['plain'], payloads: ['1'], priorities: [null], runAts: [null], maxAttempts: [null], idempotencyKeys: [null] });
+      const [plain] = (await claimJobs(session, { namespace: 'default', workerId: worker, definitions: ['plain'], limit: 1, leaseMs: 60_000 })).rows;
+      const move = await measured(() =>
+        completeExecutions(session, worker, [{ id: plain.id, execution: plain.execution, outcome: 'succeeded' as const, result: null, error: null, retryDelayMs: 0 }]),
+      );
+      const movedOut = (await session.query<{ n: number }>('select count(*)::int as n from acta.succeeded_jobs where id = $1', [plain.id])).rows[0].n;
       await session.query('commit');
       // A recovery pass that finds one expired lease.
       await claimJobs(session, { namespace: 'default', workerId: worker, definitions: ['small'], limit: 1, leaseMs: 1 });
@@ -263,8 +300,10 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
         step: step.answer.status,
         renewed: beat.answer.renewed.length,
         completed: acks.answer.filter((a) => a.status === 'succeeded').length,
+        moved: move.answer.map((a) => a.status),
+        movedOut,
         idle: idle.answer.rows.length,
-        reads: { enqueue: enqueued.read, claim: claim.read, idle: idle.read, step: step.read, heartbeat: beat.read, completion: acks.read, recovery: recovery.read },
+        reads: { enqueue: enqueued.read, claim: claim.read, idle: idle.read, step: step.read, heartbeat: beat.read, completion: acks.read, move: move.read, recovery: recovery.read },
       };
     };
     // record_step plans per call for its first five calls, then settles on one plan: start there.
@@ -277,8 +316,10 @@ test("a session whose claim, step record, heartbeat, completion, recovery pass a
       step: 'recorded',
       renewed: 1,
       completed: 1,
+      moved: ['succeeded'],
+      movedOut: 1, // its row, in acta.succeeded_jobs
       idle: 0,
-      reads: { enqueue: byKey, claim: byKey, idle: byKey, step: byKey, heartbeat: byKey, completion: byKey, recovery: byKey },
+      reads: { enqueue: byKey, claim: byKey, idle: byKey, step: byKey, heartbeat: byKey, completion: byKey, move: byKey, recovery: byKey },
     };
     // The first round makes the session's plans, on 10 rows, and its index counters hold what
     // planning read too: estimating a merge join on j.id, the planner reads the first and last
