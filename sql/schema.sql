@@ -1278,7 +1278,8 @@ begin
   -- nothing else needs its row there: not a child (its parent may still read it: prune_jobs'
   -- `keep`), not a watched row (its trigger notifies the observer of the update), not a schedule's
   -- fire (it arms the next instant below; one fire per instant is jobs_schedule_fire_idx), no
-  -- idempotency key (it dedupes while its row is in acta.jobs: jobs_idempotency_key_idx). The row
+  -- idempotency key (it dedupes while its row is in acta.jobs: jobs_idempotency_key_idx; retention
+  -- zero's dedupe window is 0, so a keyed row goes there too). The row
   -- goes to acta.succeeded_jobs as the update would have left it (migration 0023), and is its last
   -- attempt's ledger record too (acta.all_executions: its worker in lease_holder, its finished_at a
   -- clock read after its own row lock, as `ended` below); under retention zero it goes for good
@@ -1294,7 +1295,7 @@ begin
     using unnest(p_ids, p_executions, p_outcomes, p_results) with ordinality as i(id, execution, outcome, result, ord)
     where i.outcome = 'succeeded'
       and j.id = any (p_ids) and j.id = i.id and j.execution = i.execution and j.status = 'executing' and j.lease_holder = p_worker
-      and j.parent_id is null and not j.watched and j.schedule is null and j.idempotency_key is null
+      and j.parent_id is null and not j.watched and j.schedule is null and (j.idempotency_key is null or j.namespace = v_zero_namespace)
     returning j.*, i.ord, i.result as new_result
   ),
   kept as (
