@@ -27,8 +27,10 @@ async function setUp(handler: (payload: { n: number }, ctx: JobContext) => unkno
   const client = createClient({ force: true, db, namespace });
   return { faults, worker, client, job };
 }
+// acta.all_executions: a succeeded job moved to acta.succeeded_jobs has no acta.executions row for
+// its last attempt; the view gives that attempt's 'succeeded' row from its succeeded_jobs row.
 const ledgerOf = async (id: string) =>
-  (await db.query<{ execution: number; outcome: string; charged: boolean }>('select execution, outcome, charged from acta.executions where job_id = $1 order by execution', [id])).rows;
+  (await db.query<{ execution: number; outcome: string; charged: boolean }>('select execution, outcome, charged from acta.all_executions where job_id = $1 order by execution', [id])).rows;
 const succeeded = (client: ReturnType<typeof createClient>, id: string) => waitFor(async () => (await client.getJob(id))?.status === 'succeeded', `job ${id} to succeed`, 20_000);
 
 test('completion writes that fail for a while: the write is repeated until it lands, and the job ran once', async () => {
