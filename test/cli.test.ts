@@ -242,15 +242,17 @@ test('`acta enqueue --definitions <module>` refuses a name the module does not d
 });
 
 test('two `acta worker` processes share a batch of jobs, each job succeeds once, and SIGTERM makes each exit 0', async () => {
-  await db.query('truncate acta.jobs, acta.executions');
+  // Its jobs succeed into acta.succeeded_jobs (no parent, watch, schedule or key), and their last
+  // attempts are recorded there: read through acta.all_jobs and acta.all_executions.
+  await db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions');
   const workers = [startWorker(), startWorker()];
   await waitFor(async () => (await count(`select count(*) as n from acta.workers where status = 'alive'`)) === 2, 'both workers to register', 30_000);
   const JOBS = 500;
   await createClient({ db }).enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ definition: 'cli-echo', payload: { i } })));
   try {
-    await waitFor(async () => (await count(`select count(*) as n from acta.jobs where status = 'succeeded'`)) === JOBS, 'every job to succeed', 40_000, 100);
+    await waitFor(async () => (await count(`select count(*) as n from acta.all_jobs where status = 'succeeded'`)) === JOBS, 'every job to succeed', 40_000, 100);
   } catch (err) {
-    const { rows } = await db.query('select status, count(*) as n from acta.jobs group by status');
+    const { rows } = await db.query('select status, count(*) as n from acta.all_jobs group by status');
     throw new Error(`${(err as Error).message}\njobs: ${JSON.stringify(rows)}\n${workers.map((w) => w.output().slice(-3000)).join('\n---\n')}`);
   }
 
@@ -261,21 +263,21 @@ test('two `acta worker` processes share a batch of jobs, each job succeeds once,
     { code: 0, signal: null },
   ]);
 
-  expect(await count(`select count(*) as n from acta.jobs where status = 'succeeded' and execution = 1 and attempts = 1`)).toBe(JOBS);
+  expect(await count(`select count(*) as n from acta.all_jobs where status = 'succeeded' and execution = 1 and attempts = 1`)).toBe(JOBS);
   const { rows: perJob } = await db.query<{ n: string; jobs: string }>(
-    'select n, count(*) as jobs from (select job_id, count(*) as n from acta.executions group by job_id) per group by n',
+    'select n, count(*) as jobs from (select job_id, count(*) as n from acta.all_executions group by job_id) per group by n',
   );
   expect(perJob).toEqual([{ n: '1', jobs: String(JOBS) }]);
   // Both processes did some of the work: as the ledger says (worker ids) and as the results say (pids).
-  const { rows: byWorker } = await db.query<{ worker_id: string; n: string }>('select worker_id, count(*) as n from acta.executions group by worker_id');
+  const { rows: byWorker } = await db.query<{ worker_id: string; n: string }>('select worker_id, count(*) as n from acta.all_executions group by worker_id');
   expect(byWorker).toHaveLength(2);
   const { rows: registered } = await db.query<{ id: string; pid: number; status: string }>('select id, pid, status from acta.workers order by pid');
   expect(registered.map((r) => r.status)).toEqual(['stopped', 'stopped']);
   expect(registered.map((r) => r.pid).sort()).toEqual(workers.map((w) => w.child.pid).sort());
   expect(byWorker.map((r) => r.worker_id).sort()).toEqual(registered.map((r) => r.id).sort());
-  const { rows: byPid } = await db.query<{ pid: number; n: string }>(`select (result->>'pid')::int as pid, count(*) as n from acta.jobs group by 1`);
+  const { rows: byPid } = await db.query<{ pid: number; n: string }>(`select (result->>'pid')::int as pid, count(*) as n from acta.all_jobs group by 1`);
   expect(byPid.map((r) => r.pid).sort()).toEqual(workers.map((w) => w.child.pid).sort());
-  const { rows: sample } = await db.query(`select payload, result->'payload' as echoed from acta.jobs where (payload->>'i')::int in (0, 499) order by id`);
+  const { rows: sample } = await db.query(`select payload, result->'payload' as echoed from acta.all_jobs where (payload->>'i')::int in (0, 499) order by id`);
   expect(sample).toEqual([
     { payload: { i: 0 }, echoed: { i: 0 } },
     { payload: { i: 499 }, echoed: { i: 499 } },

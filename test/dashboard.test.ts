@@ -71,7 +71,8 @@ const definitions = [
 const HISTORY = Array.from({ length: 45 }, (_, i) => ({ succeeded: 20 + (((i + 1) * 7) % 15), failed: (i + 1) % 9 === 0 ? 4 : (i + 1) % 4 === 0 ? 1 : 0 }));
 const historySum = (k: 'succeeded' | 'failed') => HISTORY.reduce((a, h) => a + h[k], 0);
 
-const statusOf = async (id: string) => (await db.query<{ status: string }>('select status from acta.jobs where id = $1', [id])).rows[0]?.status ?? 'gone';
+// acta.all_jobs: a succeeded job (ok's) leaves acta.jobs for acta.succeeded_jobs; 'gone' is deleted from both.
+const statusOf = async (id: string) => (await db.query<{ status: string }>('select status from acta.all_jobs where id = $1', [id])).rows[0]?.status ?? 'gone';
 const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 
 beforeAll(async () => {

@@ -18,9 +18,11 @@ describe('the core flow on PGlite (memory://)', () => {
   }, 60_000);
   afterAll(() => db?.close());
 
+  // acta.all_jobs: a succeeded job without parent, watch, schedule or idempotency key leaves
+  // acta.jobs for acta.succeeded_jobs at its completion.
   const job = async (id: string) =>
     (await db.query<{ status: string; attempts: number; execution: number; result: unknown; error: { message?: string } | null }>(
-      'select status, attempts, execution, result, error from acta.jobs where id = $1',
+      'select status, attempts, execution, result, error from acta.all_jobs where id = $1',
       [id],
     )).rows[0];
 
@@ -114,9 +116,9 @@ describe('errors on PGlite', () => {
         await expect(db.query('select * from acta.nope')).rejects.toThrow(/does not exist/);
         ids.push((await client.enqueue('ok', { n })).id);
       }
-      await waitFor(async () => (await db.query(`select 1 from acta.jobs where status = 'succeeded'`)).rows.length === 3, 'three jobs to succeed');
+      await waitFor(async () => (await db.query(`select 1 from acta.all_jobs where status = 'succeeded'`)).rows.length === 3, 'three jobs to succeed');
       await worker.stop();
-      const { rows } = await db.query<{ id: string; result: number }>('select id, result from acta.jobs order by id');
+      const { rows } = await db.query<{ id: string; result: number }>('select id, result from acta.all_jobs order by id');
       expect(rows).toEqual(ids.map((id, i) => ({ id, result: (i + 1) * 2 })));
     } finally {
       await db.close();
