@@ -17,7 +17,7 @@ import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
 const { db } = useTestDatabase();
-beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers'));
+beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions, acta.workers'));
 
 interface Row {
   id: string;
@@ -27,10 +27,11 @@ interface Row {
   result: unknown;
   error: { name?: string; message?: string } | null;
 }
-const rows = async () => (await db.query<Row>('select id, status, attempts, execution, result, error from acta.jobs order by id')).rows;
+// acta.all_jobs, acta.all_executions: a succeeded job moves to acta.succeeded_jobs, its last attempt's record.
+const rows = async () => (await db.query<Row>('select id, status, attempts, execution, result, error from acta.all_jobs order by id')).rows;
 const ledger = async () =>
   (await db.query<{ job_id: string; execution: number; outcome: string; charged: boolean; finished_at: Date }>(
-    'select job_id, execution, outcome, charged, finished_at from acta.executions order by job_id, execution',
+    'select job_id, execution, outcome, charged, finished_at from acta.all_executions order by job_id, execution',
   )).rows;
 
 test('poisoned outcomes next to clean ones in one batch: the clean ones land, the poisoned ones end Failed without retry', async () => {

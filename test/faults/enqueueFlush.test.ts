@@ -79,7 +79,7 @@ test("a job's handler starts while its enqueue waits for the commit's durability
     // Woken and started before the enqueue is acknowledged (without the early wake, the job is
     // invisible and unannounced until its commit has been confirmed, which here never happens).
     await waitFor(() => started.length === 1, 'the handler to start while the enqueue waits', 10_000);
-    const { rows } = await watcher.query<{ id: string; status: string }>(`select id::text, status from acta.jobs where definition = 'early'`);
+    const { rows } = await watcher.query<{ id: string; status: string }>(`select id::text, status from acta.all_jobs where definition = 'early'`);
     expect(rows).toEqual([{ id: started[0], status: expect.stringMatching(/^(executing|succeeded)$/) }]);
     await sleep(300);
     expect(acknowledged).toBe(false); // still waiting for its durability: not acknowledged
@@ -88,7 +88,7 @@ test("a job's handler starts while its enqueue waits for the commit's durability
     await standbys(null);
     expect(await enqueued).toEqual({ id: started[0], created: true });
     await waitFor(
-      async () => (await watcher.query(`select 1 from acta.jobs where id = $1 and status = 'succeeded'`, [started[0]])).rows.length === 1,
+      async () => (await watcher.query(`select 1 from acta.all_jobs where id = $1 and status = 'succeeded'`, [started[0]])).rows.length === 1,
       'the job to succeed',
     );
   } finally {

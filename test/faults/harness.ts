@@ -215,6 +215,9 @@ export async function enqueueWork(server: FaultServer, payloads: object[], maxAt
   return results.map((r) => r.id as string);
 }
 
+// The readers below go through acta.all_jobs and acta.all_executions: a job without parent, watch,
+// schedule or idempotency key leaves acta.jobs for acta.succeeded_jobs when it succeeds, and that
+// row is its last attempt's record (it has no acta.executions row).
 export interface JobRow {
   id: string;
   status: string;
@@ -226,7 +229,7 @@ export interface JobRow {
 }
 
 export async function jobs(server: FaultServer): Promise<JobRow[]> {
-  return server.query<JobRow>('select id, status, attempts, execution, started, error, result from acta.jobs order by id');
+  return server.query<JobRow>('select id, status, attempts, execution, started, error, result from acta.all_jobs order by id');
 }
 
 export interface ExecutionRow {
@@ -238,14 +241,14 @@ export interface ExecutionRow {
 }
 
 export async function executions(server: FaultServer): Promise<ExecutionRow[]> {
-  return server.query<ExecutionRow>('select job_id, execution, worker_id, outcome, charged from acta.executions order by job_id, execution');
+  return server.query<ExecutionRow>('select job_id, execution, worker_id, outcome, charged from acta.all_executions order by job_id, execution');
 }
 
 /** Waits until every listed job has the status. */
 export function waitForStatus(server: FaultServer, ids: string[], status: string, what: string, timeoutMs = 45_000): Promise<true> {
   return waitFor(
     async () => {
-      const rows = await server.query<{ n: string }>('select count(*) as n from acta.jobs where id = any($1) and status = $2', [ids, status]);
+      const rows = await server.query<{ n: string }>('select count(*) as n from acta.all_jobs where id = any($1) and status = $2', [ids, status]);
       return Number(rows[0].n) === ids.length || undefined;
     },
     what,
@@ -302,7 +305,7 @@ export async function expectWakeupsWork(server: FaultServer, workers: WorkerProc
     await waitForStatus(server, [id], 'succeeded', `wakeup probe ${i + 1} to run`, 3 * safetyPollMs);
     const [row] = await server.query<{ ms: number }>(
       `select extract(epoch from (e.claimed_at - j.created_at)) * 1000 as ms
-       from acta.jobs j join acta.executions e on e.job_id = j.id and e.execution = j.execution where j.id = $1`,
+       from acta.all_jobs j join acta.all_executions e on e.job_id = j.id and e.execution = j.execution where j.id = $1`,
       [id],
     );
     if (process.env.ACTA_FAULT_DEBUG) console.log(`wakeup probe ${i + 1}: started ${Number(row.ms).toFixed(0)} ms after enqueue`);

@@ -1,6 +1,6 @@
 /**
- * Rules read from the attempt ledger (acta.executions: one row per ended attempt, written by the
- * call that ended it) for test/faults/policies.test.ts. Times are ms since the epoch on the
+ * Rules read from the attempt ledger (acta.all_executions: one row per ended attempt, written by the
+ * call that ended it; a success moved to acta.succeeded_jobs is its own attempt's row) for test/faults/policies.test.ts. Times are ms since the epoch on the
  * database clock, to the microsecond. An attempt's interval is [claimed_at, finished_at): from its
  * claim to the write that ended it (its completion, or the recovery pass that returned its row),
  * which is when it held its concurrency slot or its lane. A running attempt has no row yet: read
@@ -34,7 +34,7 @@ export async function ledger(server: FaultServer, namespace: string): Promise<At
             ${ms('e.claimed_at')} as "claimedAt", ${ms('e.finished_at')} as "finishedAt",
             j.definition, j.concurrency_key as "concurrencyKey", j.rate_key as "rateKey", j.lane,
             ${ms('j.created_at')} as "createdAt", j.payload
-       from acta.executions e join acta.jobs j on j.id = e.job_id
+       from acta.all_executions e join acta.all_jobs j on j.id = e.job_id
       where j.namespace = $1
       order by e.claimed_at, e.job_id, e.execution`,
     [namespace],

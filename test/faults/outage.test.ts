@@ -105,11 +105,11 @@ test('after a long outage every idle worker claims within about 5 s of the serve
   await waitForStatus(server, [...Object.values(ids), during], 'succeeded', 'each namespace\'s job to run', 30_000);
   // The waiting completion write was repeated once the heartbeat succeeded again, not after its
   // back-off (which had grown to 8-16 s).
-  const [written] = await server.query<{ at: Date }>('select finished_at as at from acta.executions where job_id = $1', [during]);
+  const [written] = await server.query<{ at: Date }>('select finished_at as at from acta.all_executions where job_id = $1', [during]);
   const writtenAfterMs = written.at.getTime() - backAt;
   const claimedAfterMs: Record<string, number> = {};
   for (const [name, id] of Object.entries(ids)) {
-    const [row] = await server.query<{ at: Date }>('select claimed_at as at from acta.executions where job_id = $1', [id]);
+    const [row] = await server.query<{ at: Date }>('select claimed_at as at from acta.all_executions where job_id = $1', [id]);
     claimedAfterMs[name] = row.at.getTime() - backAt;
   }
   if (process.env.ACTA_FAULT_DEBUG) console.log(`claimed after the server's return (ms): ${JSON.stringify(claimedAfterMs)}; the outage's completion written after ${writtenAfterMs} ms`);

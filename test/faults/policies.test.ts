@@ -159,7 +159,7 @@ test('SIGSTOP of a key\'s holder past its lease, then SIGCONT: the woken worker 
     expect(overlap.max).toBe(1);
     // Nor completed for it: the stalled attempt's one ledger row is its loss, and the job's result
     // is a later attempt's (B's, or A's own once it resumed as a healthy worker and claimed again).
-    const [row] = await server.query<{ result: { pid: number; execution: number } }>('select result from acta.jobs where id = $1', [jobIds[0]]);
+    const [row] = await server.query<{ result: { pid: number; execution: number } }>('select result from acta.all_jobs where id = $1', [jobIds[0]]);
     expect(row.result.execution).toBeGreaterThan(1);
     expect(attempts.filter((x) => x.jobId === jobIds[0] && x.execution === 1)).toEqual([lost]);
     note('SIGSTOP of the holder, limit 1', { fencedInsideBAttemptMs: [Math.round(fencedAt - holding!.claimedAt), Math.round(holding!.finishedAt - fencedAt)], overlap });
@@ -249,7 +249,7 @@ test('a rate meter shared by three worker processes: no window of 1,000 ms holds
   const shut = { from: limited[0].finishedAt, to: limited[0].finishedAt + retryAfterMs };
   expect(attempts.filter((x) => x.claimedAt >= shut.from && x.claimedAt < shut.to)).toEqual([]);
   expect(attempts.filter((x) => x.claimedAt >= shut.to).length).toBeGreaterThan(0);
-  const [job] = await server.query<{ attempts: number }>('select attempts from acta.jobs where id = $1', [jobIds[0]]);
+  const [job] = await server.query<{ attempts: number }>('select attempts from acta.all_jobs where id = $1', [jobIds[0]]);
   expect(job.attempts).toBe(1); // its rate-limited attempt was not charged
   const byWorker = new Set(attempts.map((x) => x.workerId));
   expect(byWorker.size).toBeGreaterThanOrEqual(2);
@@ -307,7 +307,7 @@ test('fair order: a tenant\'s job enqueued behind another tenant\'s 2,000 is cla
   // The first W x N take 2 s: every worker's first claim comes before any of them ends, however
   // late a loaded run wakes the second worker.
   const burst = await enqueue(ns, 'fair', range(2_000).map((i) => ({ tenant: 'A', i, ms: i < W * N ? 2_000 : 200 })));
-  await waitFor(async () => (await server.query<{ n: number }>(`select count(*)::int as n from acta.jobs where namespace = $1 and status = 'succeeded'`, [ns]))[0].n >= 100, 'A to run 100 jobs', 30_000, 50);
+  await waitFor(async () => (await server.query<{ n: number }>(`select count(*)::int as n from acta.all_jobs where namespace = $1 and status = 'succeeded'`, [ns]))[0].n >= 100, 'A to run 100 jobs', 30_000, 50);
   const [lone] = await enqueue(ns, 'fair', [{ tenant: 'B', ms: 200 }]);
   const visibleAt = await dbNow(server); // B's enqueue has committed: every claim from now on sees it
   await waitForStatus(server, [lone], 'succeeded', 'B\'s job to succeed');
@@ -350,7 +350,7 @@ test('a rolling deploy of two builds declaring limits 2 and 4 for one key: while
   // Jobs for both builds, then, once b1 has stopped, for b2 alone (each phase's own, so how fast
   // the processes start does not decide which phase runs them).
   const both = await enqueue(ns, 'keyed', range(40).map((i) => ({ key: 'd', i, ms: 100 })));
-  await waitFor(async () => (await server.query<{ n: number }>(`select count(*)::int as n from acta.jobs where id = any($1) and status = 'succeeded'`, [both]))[0].n >= 24, 'both builds to run 24 jobs', 30_000, 50);
+  await waitFor(async () => (await server.query<{ n: number }>(`select count(*)::int as n from acta.all_jobs where id = any($1) and status = 'succeeded'`, [both]))[0].n >= 24, 'both builds to run 24 jobs', 30_000, 50);
   await stopAll(oldBuild);
   expect(await policy()).toEqual({ concurrency_limit: 4, build: 'b2' });
   const alone = await enqueue(ns, 'keyed', range(40).map((i) => ({ key: 'd', i: 100 + i, ms: 100 })));

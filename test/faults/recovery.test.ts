@@ -19,7 +19,7 @@ import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
 const { db, tdb } = useTestDatabase();
-beforeEach(() => db.query('truncate acta.jobs, acta.executions, acta.workers, acta.definitions'));
+beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions, acta.workers, acta.definitions'));
 
 const LEASE_MS = 60_000;
 const DEAD_AFTER_MS = 105_000;
@@ -30,13 +30,14 @@ const claimOne = async (workerId: string) => {
   return rows[0];
 };
 const expire = (id: string) => db.query(`update acta.jobs set lease_expires_at = now() - interval '1 second' where id = $1`, [id]);
+// acta.all_jobs, acta.all_executions: a succeeded job moves to acta.succeeded_jobs, its last attempt's record.
 const job = async (id: string) =>
   (await db.query<{ status: string; attempts: number; execution: number; uncharged_returns: number; error: { name?: string; message?: string } | null }>(
-    'select status, attempts, execution, uncharged_returns, error from acta.jobs where id = $1',
+    'select status, attempts, execution, uncharged_returns, error from acta.all_jobs where id = $1',
     [id],
   )).rows[0];
 const ledger = async (id: string) =>
-  (await db.query<{ execution: number; outcome: string; charged: boolean }>('select execution, outcome, charged from acta.executions where job_id = $1 order by execution', [id])).rows;
+  (await db.query<{ execution: number; outcome: string; charged: boolean }>('select execution, outcome, charged from acta.all_executions where job_id = $1 order by execution', [id])).rows;
 
 test('a recorded step marks the attempt started: lost after it, the attempt is charged (a maxAttempts-1 job ends Failed)', async () => {
   // The case it guards (docs/decisions/2026-11-30-a-recorded-step-marks-its-attempt-started.md):

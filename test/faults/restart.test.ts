@@ -33,7 +33,7 @@ test('a server restart mid-run: nothing lost, nothing doubled, workers resume an
 
   const ids = await enqueueWork(server, Array.from({ length: 16 }, () => ({ ms: 400 })));
   await waitFor(
-    async () => Number((await server.query<{ n: string }>(`select count(*) as n from acta.jobs where status = 'succeeded'`))[0].n) >= 2,
+    async () => Number((await server.query<{ n: string }>(`select count(*) as n from acta.all_jobs where status = 'succeeded'`))[0].n) >= 2,
     'the first jobs to finish',
   );
 

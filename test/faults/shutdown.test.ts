@@ -22,7 +22,7 @@ import {
 
 const H = 1000;
 const server = useFaultServer();
-beforeEach(() => server.query('truncate acta.jobs, acta.executions'));
+beforeEach(() => server.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions'));
 
 test('SIGTERM: running jobs get the shutdown timeout, then go back uncharged; unclaimed ones stay untouched; exit 0', async () => {
   const events = eventsFile();
@@ -125,7 +125,7 @@ describe('in-process stop()', () => {
   });
 
   test('shutdownTimeoutMs 0: running handlers are aborted at once and their rows still go back, written before stop() resolves', async () => {
-    await db.query('truncate acta.jobs, acta.executions');
+    await db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions');
     let started = 0;
     const long = defineJob({
       name: 'long',

@@ -37,7 +37,7 @@ test('connections killed by pg_terminate_backend: nothing lost, nothing doubled,
 
   const ids = await enqueueWork(server, Array.from({ length: 24 }, () => ({ ms: 400 })));
   await waitFor(
-    async () => Number((await server.query<{ n: string }>(`select count(*) as n from acta.jobs where status = 'succeeded'`))[0].n) >= 2,
+    async () => Number((await server.query<{ n: string }>(`select count(*) as n from acta.all_jobs where status = 'succeeded'`))[0].n) >= 2,
     'the first jobs to finish',
   );
   let killed = 0;

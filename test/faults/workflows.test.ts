@@ -3,7 +3,7 @@
  * random instants around each job's wait (before its claim, while its attempt runs, after it
  * parked) are each consumed exactly once, and parents whose children end while workers are
  * killed -9 and SIGSTOPped past their lease are never stranded nor spawn a child twice. Read
- * from the ledger (acta.signals, acta.steps, acta.jobs, acta.executions) once every job ended.
+ * from the ledger (acta.signals, acta.steps, acta.all_jobs, acta.all_executions) once every job ended.
  * Scale: 200 signalled jobs and 100 parents of 5 children in the suite, for its time on 2 cores;
  * ACTA_WORKFLOW_SCALE=full runs 1,000 jobs and 1,000 parents of 10 with the same faults and checks.
  */
@@ -106,7 +106,7 @@ test(`${SIGNALLED} jobs, two signals each sent at random instants around the wai
 
     const signals = await server.query<{ job_id: string; id: string; payload: { id: string; which: string }; consumed_step: string | null }>(
       'select s.job_id::text, s.id::text, s.payload, s.consumed_step from acta.signals s where s.job_id = any($1) order by s.job_id, s.id', [ids]);
-    const jobs = await server.query<{ id: string; result: { got: unknown } }>('select id::text, result from acta.jobs where id = any($1)', [ids]);
+    const jobs = await server.query<{ id: string; result: { got: unknown } }>('select id::text, result from acta.all_jobs where id = any($1)', [ids]);
     const steps = await server.query<{ job_id: string; name: string; result: { payload: unknown } }>('select job_id::text, name, result from acta.steps where job_id = any($1)', [ids]);
     const byJob = new Map(ids.map((id) => [id, signals.filter((s) => s.job_id === id)]));
     for (const id of ids) {
@@ -123,7 +123,7 @@ test(`${SIGNALLED} jobs, two signals each sent at random instants around the wai
     const [where] = await server.query<{ before: number; during: number; after: number; lost: number }>(
       `with consumed as (
          select s.job_id, s.sent_at,
-                (select min(e.claimed_at) from acta.executions e where e.job_id = s.job_id) as first_claim,
+                (select min(e.claimed_at) from acta.all_executions e where e.job_id = s.job_id) as first_claim,
                 (select min(e.finished_at) from acta.executions e where e.job_id = s.job_id and e.outcome = 'signal_wait') as parked
          from acta.signals s where s.job_id = any($1) and s.consumed_step is not null)
        select count(*) filter (where sent_at < first_claim)::int as before,
@@ -160,7 +160,7 @@ test(`${PARENTS} parents of ${CHILDREN} children while workers are killed -9 and
     await faults.stop();
     await stopAll(workers);
 
-    const parents = await server.query<{ id: string; result: number[] }>('select id::text, result from acta.jobs where id = any($1)', [ids]);
+    const parents = await server.query<{ id: string; result: number[] }>('select id::text, result from acta.all_jobs where id = any($1)', [ids]);
     expect(parents.map((p) => p.result)).toEqual(ids.map(() => Array.from({ length: CHILDREN }, (_, i) => i)));
     const children = await server.query<{ parent_id: string; id: string; status: string }>(
       'select parent_id::text, id::text, status from acta.jobs where parent_id = any($1)', [ids]);
@@ -178,9 +178,9 @@ test(`${PARENTS} parents of ${CHILDREN} children while workers are killed -9 and
     const [late] = await server.query<{ early: number; lost: number }>(
       `select count(*) filter (where p.claimed_at < (select max(c.finished_at) from acta.executions c join acta.jobs cj on cj.id = c.job_id
                                                      where cj.parent_id = p.job_id and c.outcome = 'succeeded'))::int as early,
-              (select count(*)::int from acta.executions e join acta.jobs j on j.id = e.job_id
+              (select count(*)::int from acta.all_executions e join acta.all_jobs j on j.id = e.job_id
                where (j.id = any($1) or j.parent_id = any($1)) and e.outcome = 'lost') as lost
-       from acta.executions p where p.job_id = any($1) and p.outcome = 'succeeded'`, [ids]);
+       from acta.all_executions p where p.job_id = any($1) and p.outcome = 'succeeded'`, [ids]);
     note('children', { ...late, ...faults.counts });
     expect(late.early).toBe(0);
     expect(faults.counts.killed).toBeGreaterThanOrEqual(2);
