@@ -102,13 +102,18 @@ test('poisoned outcomes next to clean ones in one batch: the clean ones land, th
   expect(error('throwString')).toMatchObject({ name: 'NonErrorThrown', message: 'handler threw a non-Error value (string): plain string thrown' });
   expect(error('throwCircular')).toMatchObject({ name: 'NonErrorThrown', message: expect.stringMatching(/^handler threw a non-Error value \(object\): /) });
 
-  // One complete_executions call is one transaction: rows written together share finished_at.
+  // One complete_executions call is one transaction: the attempt records it writes share their
+  // inserting transaction (xmin), an acta.executions row's and a success's acta.succeeded_jobs row
+  // alike. (Not finished_at: a moved success's is its own clock read, after its row lock.)
   // Some batch held clean and poisoned completions side by side, and it landed whole.
-  const batches = new Map<number, Set<string>>();
-  for (const e of ex) {
-    const key = e.finished_at.getTime();
-    if (!batches.has(key)) batches.set(key, new Set());
-    batches.get(key)!.add(kinds[ids.indexOf(e.job_id)] === 'clean' ? 'clean' : 'poisoned');
+  const written = await db.query<{ job_id: string; tx: string }>(
+    'select job_id::text as job_id, xmin::text as tx from acta.executions union all select id::text, xmin::text from acta.succeeded_jobs',
+  );
+  expect(written.rows.map((r) => r.job_id).sort()).toEqual(ex.map((e) => e.job_id).sort());
+  const batches = new Map<string, Set<string>>();
+  for (const e of written.rows) {
+    if (!batches.has(e.tx)) batches.set(e.tx, new Set());
+    batches.get(e.tx)!.add(kinds[ids.indexOf(e.job_id)] === 'clean' ? 'clean' : 'poisoned');
   }
   expect([...batches.values()].some((kindsIn) => kindsIn.has('clean') && kindsIn.has('poisoned'))).toBe(true);
 });
