@@ -7,13 +7,14 @@ import { waitFor } from '../helpers/wait';
 
 // DESIGN.md, "Backpressure": the completed channel holds 128 + N; when it fills, intake stops, so
 // memory stays bounded when the database is slow. Here completion writes are stalled for real:
-// another session holds an EXCLUSIVE lock on acta.executions, which every complete_executions
-// call inserts into, so each write waits.
+// another session holds an EXCLUSIVE lock on acta.executions and acta.succeeded_jobs, one of which
+// every complete_executions call of successes inserts into (a moved success: migration 0023), so
+// each write waits.
 
 const { db, tdb } = useTestDatabase();
 
 const claimed = async () =>
-  Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where execution > 0`)).rows[0].n);
+  Number((await db.query<{ n: string }>(`select count(*) as n from acta.all_jobs where execution > 0`)).rows[0].n);
 
 test('with completion writes stalled, the worker stops claiming at 128 + N in flight, and resumes when they land', async () => {
   const executors = 8;
@@ -22,7 +23,7 @@ test('with completion writes stalled, the worker stops claiming at 128 + N in fl
   const locker = new Client({ connectionString: tdb.url });
   await locker.connect();
   await locker.query('begin');
-  await locker.query('lock table acta.executions in exclusive mode');
+  await locker.query('lock table acta.executions, acta.succeeded_jobs in exclusive mode');
   const worker = createWorker({ db, definitions: [defineJob({ name: 'noop', handler: async () => null })], executors, logger: silentLogger });
   try {
     await worker.start();
@@ -41,12 +42,12 @@ test('with completion writes stalled, the worker stops claiming at 128 + N in fl
   }
   // Writes land; intake resumes and every job completes exactly once.
   await waitFor(
-    async () => Number((await db.query<{ n: string }>(`select count(*) as n from acta.jobs where status = 'succeeded'`)).rows[0].n) === jobs,
+    async () => Number((await db.query<{ n: string }>(`select count(*) as n from acta.all_jobs where status = 'succeeded'`)).rows[0].n) === jobs,
     'every job to succeed',
     30_000,
   );
   await worker.stop();
-  const { rows } = await db.query<{ n: string; max: number }>(`select count(*) as n, max(execution) as max from acta.executions`);
+  const { rows } = await db.query<{ n: string; max: number }>(`select count(*) as n, max(execution) as max from acta.all_executions`);
   expect(Number(rows[0].n)).toBe(jobs);
   expect(rows[0].max).toBe(1);
 });

@@ -32,11 +32,11 @@ test('the wall clock jumping 10 minutes ahead while handlers run fails no attemp
   await worker.start();
   try {
     // Until the job ended ('ready' is also where it starts: a poll before the claim must not end the wait).
-    await waitFor(async () => ['succeeded', 'failed'].includes((await db.query<{ status: string }>('select status from acta.jobs where id = $1', [id])).rows[0].status), 'the job to end');
+    await waitFor(async () => ['succeeded', 'failed'].includes((await db.query<{ status: string }>('select status from acta.all_jobs where id = $1', [id])).rows[0].status), 'the job to end');
   } finally {
     Date.now = realNow;
     await worker.stop();
   }
-  const { rows } = await db.query<{ status: string; result: unknown; error: unknown }>('select status, result, error from acta.jobs where id = $1', [id]);
+  const { rows } = await db.query<{ status: string; result: unknown; error: unknown }>('select status, result, error from acta.all_jobs where id = $1', [id]);
   expect(rows).toEqual([{ status: 'succeeded', result: 'done', error: null }]);
 }, 30_000);

@@ -40,7 +40,7 @@ test(`two workers on one database run each of ${JOBS} jobs exactly once, and bot
     const enqueued = await createClient({ force: true, db: dbA }).enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ definition: 'noop', payload: { i } })));
     expect(enqueued.every((r) => r.created)).toBe(true);
     await waitFor(
-      async () => Number((await dbA.query<{ n: string }>(`select count(*) as n from acta.jobs where status = 'succeeded'`)).rows[0].n) === JOBS,
+      async () => Number((await dbA.query<{ n: string }>(`select count(*) as n from acta.all_jobs where status = 'succeeded'`)).rows[0].n) === JOBS,
       'every job to succeed',
       50_000,
       100,
@@ -50,18 +50,18 @@ test(`two workers on one database run each of ${JOBS} jobs exactly once, and bot
   }
 
   const { rows: jobs } = await dbA.query<{ status: string; execution: number; attempts: number; n: string }>(
-    'select status, execution, attempts, count(*) as n from acta.jobs group by 1, 2, 3',
+    'select status, execution, attempts, count(*) as n from acta.all_jobs group by 1, 2, 3',
   );
   expect(jobs).toEqual([{ status: 'succeeded', execution: 1, attempts: 1, n: String(JOBS) }]);
   const { rows: perJob } = await dbA.query<{ executions: string; jobs: string }>(
     `select per.n as executions, count(*) as jobs
-       from acta.jobs j
-       left join (select job_id, count(*) as n from acta.executions group by job_id) per on per.job_id = j.id
+       from acta.all_jobs j
+       left join (select job_id, count(*) as n from acta.all_executions group by job_id) per on per.job_id = j.id
       group by per.n`,
   );
   expect(perJob).toEqual([{ executions: '1', jobs: String(JOBS) }]);
   const { rows: ledger } = await dbA.query<{ execution: number; outcome: string; n: string }>(
-    'select execution, outcome, count(*) as n from acta.executions group by 1, 2',
+    'select execution, outcome, count(*) as n from acta.all_executions group by 1, 2',
   );
   expect(ledger).toEqual([{ execution: 1, outcome: 'succeeded', n: String(JOBS) }]);
 
@@ -70,7 +70,7 @@ test(`two workers on one database run each of ${JOBS} jobs exactly once, and bot
   expect([...invocations.values()].every((n) => n === 1)).toBe(true);
 
   // Both workers took part, as the ledger says and as the handlers saw.
-  const { rows: shares } = await dbA.query<{ worker_id: string; n: string }>('select worker_id, count(*) as n from acta.executions group by worker_id');
+  const { rows: shares } = await dbA.query<{ worker_id: string; n: string }>('select worker_id, count(*) as n from acta.all_executions group by worker_id');
   expect(shares.map((s) => s.worker_id).sort()).toEqual(workers.map((w) => w.id).sort());
   expect(shares.every((s) => Number(s.n) > 0)).toBe(true);
   expect(byWorker.get('a')! + byWorker.get('b')!).toBe(JOBS);
