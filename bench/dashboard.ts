@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { createPgDb, migrate } from '../src';
 import { startDashboard } from '../src/ops/dashboard/server';
-import { Admin, withDatabase } from './pg';
+import { Admin, moveSucceeded, withDatabase } from './pg';
 import { percentile } from './stats';
 
 const arg = (name: string, fallback: number): number => {
@@ -49,13 +49,15 @@ async function main(): Promise<void> {
            returning id, claimed_at, finished_at, status
          )
          insert into acta.executions (job_id, execution, claimed_at, finished_at, outcome, charged)
-         select id, 1, claimed_at, finished_at, case status when 'failed' then 'failed_final' when 'cancelled' then 'cancelled' else 'succeeded' end, true
-         from j where claimed_at is not null`,
+         select id, 1, claimed_at, finished_at, case status when 'failed' then 'failed_final' else 'cancelled' end, true
+         from j where status in ('failed', 'cancelled')`,
         [done, n],
       );
     }
+    await moveSucceeded(db);
     await db.query('vacuum analyze acta.jobs');
     await db.query('vacuum analyze acta.executions');
+    await db.query('vacuum analyze acta.succeeded_jobs');
     const fillMs = performance.now() - f0;
     const { rows: one } = await db.query<{ id: string }>(`select id::text as id from acta.jobs where status = 'failed' order by id desc limit 1`);
     const dash = await startDashboard({ db, port: 0 });

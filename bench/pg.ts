@@ -97,3 +97,12 @@ export async function connectTo(url: string, applicationName = 'acta-bench'): Pr
   client.on('error', () => undefined);
   return client;
 }
+
+/**
+ * Seeded succeeded rows as a completion leaves them (migration 0023): in acta.succeeded_jobs, the
+ * row its attempt's record (no acta.executions row for it).
+ */
+export async function moveSucceeded(db: { query(sql: string): Promise<unknown> }): Promise<void> {
+  await db.query(`with moved as (delete from acta.jobs where status = 'succeeded' returning *)
+                  insert into acta.succeeded_jobs select * from moved`);
+}

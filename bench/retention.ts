@@ -15,7 +15,7 @@ import { createClient, createPgDb, createWorker, defineJob, migrate } from '../s
 import type { Db } from '../src/db/Db';
 import { type Ledger, sqlLedger } from '../src/ledger';
 import { retentionSettings, runRetentionPass, type RetentionPassResult } from '../src/recurring/retention';
-import { Admin, withDatabase } from './pg';
+import { Admin, moveSucceeded, withDatabase } from './pg';
 import { percentile } from './stats';
 
 const arg = (name: string, fallback: number): number => {
@@ -58,18 +58,15 @@ async function fill(db: Db): Promise<void> {
   for (let done = 0; done < ROWS; done += chunk) {
     const n = Math.min(chunk, ROWS - done);
     await db.query(
-      `with j as (
-         insert into acta.jobs (namespace, definition, payload, status, execution, attempts, claimed_at, finished_at)
-         select $1, 'old', '{}', 'succeeded', 1, 1, now() - interval '3 days', now() - interval '2 days' - g * interval '1 millisecond'
-         from generate_series(1, $2) g
-         returning id, claimed_at
-       )
-       insert into acta.executions (job_id, execution, claimed_at, outcome, charged) select id, 1, claimed_at, 'succeeded', true from j`,
+      `insert into acta.jobs (namespace, definition, payload, status, execution, attempts, claimed_at, finished_at)
+       select $1, 'old', '{}', 'succeeded', 1, 1, now() - interval '3 days', now() - interval '2 days' - g * interval '1 millisecond'
+       from generate_series(1, $2) g`,
       [NS, n],
     );
   }
+  await moveSucceeded(db);
   await db.query('vacuum analyze acta.jobs');
-  await db.query('vacuum analyze acta.executions');
+  await db.query('vacuum analyze acta.succeeded_jobs');
 }
 
 interface Drain {
@@ -137,7 +134,7 @@ async function main(): Promise<void> {
       const result = await runRetentionPass(timedLedger(sqlLedger(db), batches), NS, settings);
       passes.push({ ...result, ms: performance.now() - p0 });
     });
-    const { rows } = await db.query<{ n: string }>(`select count(*) as n from acta.jobs where definition = 'old'`);
+    const { rows } = await db.query<{ n: string }>(`select count(*) as n from acta.all_jobs where definition = 'old'`);
     await db.close();
     const pass = passes[0];
     const report = {
