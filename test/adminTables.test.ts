@@ -189,3 +189,25 @@ test('ATTEMPTS counts the running attempt: a job on its first attempt is 1/25 in
     await worker.stop();
   }
 }, 120_000);
+
+test('namespaces: read without JIT (its estimates priced it past jit_above_cost, and a server with JIT on compiled it for ~0.4 s)', async () => {
+  // What the server's session says of JIT when the summary's statement runs, read in the same transaction.
+  const seen: string[] = [];
+  const watching: Db = {
+    ...db,
+    transaction: (fn, options) =>
+      db.transaction(
+        (tx) =>
+          fn({
+            query: async (text: string, params?: unknown[]) => {
+              if (text.includes('with recursive listed')) seen.push((await tx.query<{ jit: string }>('show jit')).rows[0].jit);
+              return tx.query(text, params as never);
+            },
+          } as never),
+        options,
+      ),
+  };
+  const summary = await createClient({ db: watching }).namespaces();
+  expect(Array.isArray(summary)).toBe(true);
+  expect(seen).toEqual(['off']);
+});

@@ -328,8 +328,14 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
     },
     namespaces: async () => {
       const db = dbOf('namespaces');
+      // JIT off for this read alone (SET LOCAL: a pooler in transaction mode keeps it to this
+      // transaction): its estimates (a guessed count of namespaces, each with capped counts) price
+      // it past jit_above_cost, and a server with JIT on spent ~0.4 s compiling a ~10 ms read
+      // (test/adminTables.test.ts, "namespaces: read without JIT").
       const { rows } = await run(() =>
-        db.query<Record<JobStatus, string> & { name: string; oldest_ready_ms: number | null; oldest_paused_ms: number | null; pauses: { definition: string; paused_by: string | null; reason: string | null; paused_at: string }[] }>(
+        db.transaction(async (tx) => {
+          await tx.query('set local jit = off');
+          return tx.query<Record<JobStatus, string> & { name: string; oldest_ready_ms: number | null; oldest_paused_ms: number | null; pauses: { definition: string; paused_by: string | null; reason: string | null; paused_at: string }[] }>(
           `with recursive listed as (
              (select j.namespace from acta.jobs j where j.status in ('ready', 'waiting', 'failed', 'cancelled') order by j.namespace limit 1)
              union all
@@ -363,7 +369,8 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
              where x.run_at <= now()) o
            order by n.name`,
           [COUNT_CAP],
-        ),
+          );
+        }),
       );
       return rows.map((r) => ({
         name: r.name,
