@@ -82,6 +82,7 @@ export function runEntry(entry: Entry, deps: ExecutorDeps, settled = deps.settle
 function handOn(subscriber: Subscriber<Completion>, entry: Entry, deps: ExecutorDeps, completion: Completion): void {
   if (!subscriber.closed && deps.registry.isCurrent(entry)) {
     entry.state = 'finalizing';
+    entry.completion = completion;
     deps.onEnd?.(entry);
     subscriber.next(completion);
   }

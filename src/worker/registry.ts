@@ -1,5 +1,6 @@
 import type { ClaimedRow, HeldPair, JobId } from '../db/types';
 import { AttemptCancelledError, AttemptTimeoutError, JobCancelledError } from '../errors';
+import type { Completion } from './executor';
 
 /** Entry states: Claimed → Executing → Finalizing → removed (docs/DESIGN.md, "The pipeline inside one worker": Registry). */
 export type EntryState = 'claimed' | 'executing' | 'finalizing';
@@ -65,6 +66,11 @@ export class Entry {
     this.current = next;
     if (next === 'executing') this.ran = true;
   }
+  /**
+   * The attempt's completion, from the moment it has one (state Finalizing) until it is written:
+   * what a fatal stop writes itself, as the attempt ended, when the finalizer has not (worker.ts, fatal).
+   */
+  completion?: Completion;
   /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler, or hooks.ts' wait for a run to start). */
   onAbort?: (cause: AbortCause) => void;
   /**

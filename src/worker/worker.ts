@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import type { Server } from 'node:http';
 import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil, tap, throwError, timeout } from 'rxjs';
 import { PIPELINE } from '../config';
-import type { PassSchedule } from '../db/types';
+import type { CompletionRow, PassSchedule } from '../db/types';
 import { dbWaiting } from '../db/pgDb';
 import { isTransientDbError } from '../db/transient';
 import { type Completion, handBackCompletion, runEntry, type ExecutorDeps } from './executor';
@@ -226,7 +226,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const handBack = (entry: Entry): boolean => {
     if (state === 'stopped' || entry.state === 'finalizing' || !registry.isCurrent(entry)) return false;
     entry.state = 'finalizing';
-    handBacks.next(handBackCompletion(entry));
+    handBacks.next((entry.completion = handBackCompletion(entry)));
     updateMoreComing();
     return true;
   };
@@ -294,25 +294,44 @@ export function createWorker(options: WorkerOptions): Worker {
 
   /**
    * The worker gives up (no heartbeat for a whole lease while it held attempts, or a
-   * non-transient error): it stops claiming, aborts every handler (reason 'fatal'), tries ONCE,
-   * briefly, to hand its unfinished rows back uncharged, and rejects `done`; whatever that write
-   * did not reach, the recovery pass of another worker returns once its lease expires
-   * (test/faults/heartbeatLoss.test.ts).
+   * non-transient error): it stops claiming, aborts every handler (reason 'fatal') and tries ONCE,
+   * briefly, to write what it holds, as a graceful stop would: the attempts that ended (their
+   * completions waiting in the finalizer or held by an aroundHandler hook) as they ended, the
+   * unfinished rows handed back uncharged; then it rejects `done`. Whatever that write did not
+   * reach, the recovery pass of another worker returns once its lease expires
+   * (test/faults/heartbeatLoss.test.ts; test/testing/virtualWorker.spec.ts, "a fatal stop writes").
    */
   const fatal = (err: unknown) => {
     if (state === 'stopped' || state === 'new') return;
     state = 'stopped';
     logger.error({ err }, 'worker stopping: fatal error');
     teardown();
-    const held = registry.snapshot();
-    for (const entry of held) registry.abort(entry, 'fatal');
-    const rows = held.filter((e) => e.state !== 'finalizing').map((e) => handBackCompletion(e).row);
-    const lastTry = rows.length === 0 ? Promise.resolve() : ledger.completeExecutions(id, rows).then(
-      () => logger.info({ handedBack: rows.length }, 'unfinished rows handed back'),
-      (writeErr) => logger.warn({ err: writeErr, rows: rows.length }, 'could not hand the unfinished rows back; recovery returns them after their lease'),
-    );
+    const ended: CompletionRow[] = [];
+    const unfinished: CompletionRow[] = [];
+    for (const entry of registry.snapshot()) {
+      registry.abort(entry, 'fatal');
+      if (entry.completion) ended.push(entry.completion.row);
+      else unfinished.push(handBackCompletion(entry).row);
+    }
+    // Two calls: a completion the database refuses for its content (the finalizer would have split
+    // its batch: finalizer.ts) must not keep the hand-backs from landing.
+    const lastTry = Promise.all([
+      lastWrite(ended, 'written', 'completions of ended attempts written', 'could not write the completions of ended attempts; recovery returns their rows after their lease'),
+      lastWrite(unfinished, 'handedBack', 'unfinished rows handed back', 'could not hand the unfinished rows back; recovery returns them after their lease'),
+    ]);
     void raceTimeout(lastTry, Math.min(clock.heartbeatIntervalMs, 2_000), scheduler).then(() => rejectDone(err));
   };
+  /** One write of a fatal stop's last try, logged with the rows it applied under `counted` (and those fenced out); never rejects. */
+  const lastWrite = (rows: CompletionRow[], counted: string, landed: string, failed: string): Promise<void> =>
+    rows.length === 0
+      ? Promise.resolve()
+      : ledger.completeExecutions(id, rows).then(
+          (acks) => {
+            const stale = acks.filter((a) => a.status === 'stale').length;
+            logger.info({ [counted]: rows.length - stale, ...(stale > 0 ? { fencedOut: stale } : {}) }, landed);
+          },
+          (writeErr: unknown) => logger.warn({ err: writeErr, rows: rows.length }, failed),
+        );
 
   /**
    * Schema check and registration; a transient error is repeated with back-off, the first one

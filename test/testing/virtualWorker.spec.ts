@@ -6,16 +6,20 @@
 import pino from 'pino';
 import { concatMap, delay, finalize, map, timer } from 'rxjs';
 import { createClient, createWorker, type Definition, defineJob, JobCancelledError, type JobContext, type Worker, type WorkerEvent, type WorkerHooks } from '../../src';
-import { fromMarbles, injectFaults, memoryLedger, VirtualClock } from '../../src/testing';
+import { fromMarbles, injectFaults, type Ledger, memoryLedger, VirtualClock } from '../../src/testing';
 
 const silent = pino({ level: 'silent' });
 
 /** A worker and a client on one memory ledger, in virtual time on `clock`; started (the registration took 1 ms). */
-async function virtualWorker(clock: VirtualClock, definitions: Definition[], options: { executors?: number; hooks?: WorkerHooks; faults?: boolean } = {}) {
+async function virtualWorker(
+  clock: VirtualClock,
+  definitions: Definition[],
+  options: { executors?: number; hooks?: WorkerHooks; faults?: boolean; wrap?: (ledger: Ledger) => Ledger } = {},
+) {
   const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
   const faults = injectFaults(ledger, { scheduler: clock.scheduler });
   const worker: Worker = createWorker({
-    ledger: options.faults ? faults.ledger : ledger,
+    ledger: (options.wrap ?? ((l: Ledger) => l))(options.faults ? faults.ledger : ledger),
     definitions,
     scheduler: clock.scheduler,
     random: () => 0, // no jitter: exact times
@@ -151,6 +155,68 @@ test('a completion aroundHandler holds at a stop is written as it ended at the s
   expect(at('stopped')).toEqual([10_103]);
   expect(ledger.state().jobs.map((j) => [j.status, j.result])).toEqual([['succeeded', 'done']]);
   expect(finalized).toBe(1); // the hook's subscription was ended, its finalize ran
+});
+
+/** The worker's ledger with its heartbeat refused for good (a revoked grant: SQLSTATE 42501, not transient), every other call answering: a fatal stop at the first beat (10,001 at H = 10 s). */
+const heartbeatRefused = (ledger: Ledger): Ledger => ({
+  ...ledger,
+  heartbeat: () => Promise.reject(Object.assign(new Error('permission denied for function heartbeat'), { code: '42501' })),
+});
+
+/** Runs `clock` until the worker stopped itself; what `done` rejected with. */
+async function stoppedItself(clock: VirtualClock, worker: Worker, events: { entries: { value: WorkerEvent }[] }): Promise<unknown> {
+  let failure: unknown;
+  worker.done.catch((err: unknown) => (failure = err));
+  await clock.advanceUntil(() => events.entries.some((e) => e.value.type === 'stopped'), { stepMs: 10, maxMs: 60_000 });
+  await clock.advance(10);
+  return failure;
+}
+
+test('a fatal stop writes, in its last try, the completion aroundHandler holds, as it ended; the attempt still running goes back uncharged', async () => {
+  const clock = new VirtualClock();
+  const quick = defineJob({ name: 'quick', handler: () => 'done' });
+  const slow = defineJob({
+    name: 'slow',
+    handler: (_: null, ctx: JobContext) => new Promise<void>((resolve) => {
+      const sub = timer(3_600_000, clock.scheduler).subscribe(() => resolve());
+      ctx.signal.addEventListener('abort', () => sub.unsubscribe());
+    }),
+  });
+  // The user's operator holds each completion for an hour; the running one's too, when it comes.
+  const hooks: WorkerHooks = { aroundHandler: (_a, run) => run.pipe(delay(3_600_000, clock.scheduler)) };
+  const { ledger, client, events, worker } = await virtualWorker(clock, [quick, slow], { hooks, wrap: heartbeatRefused });
+  await client.enqueue(quick, null);
+  await client.enqueue(slow, null);
+  await clock.advance(100); // quick's run ended at 11 (its completion held); slow runs
+  expect(ledger.state().jobs.map((j) => [j.definition, j.status])).toEqual([['quick', 'executing'], ['slow', 'executing']]);
+  const failure = await stoppedItself(clock, worker, events);
+  expect(failure).toMatchObject({ code: '42501' });
+  // Was: quick's held completion was neither written nor handed back, its row Executing until its
+  // lease ran out (40 s at H = 10 s) and a recovery pass ran the finished job again.
+  expect(ledger.state().jobs.map((j) => [j.definition, j.status, j.result, j.attempts])).toEqual([
+    ['quick', 'succeeded', 'done', 1],
+    ['slow', 'ready', null, 0],
+  ]);
+});
+
+test("a fatal stop writes, in its last try, a completion the finalizer has not written (its call unanswered), as it ended", async () => {
+  const clock = new VirtualClock();
+  const quick = defineJob({ name: 'quick', handler: () => 'done' });
+  // The finalizer's first call is never answered (a connection gone silent); the rest answer.
+  let calls = 0;
+  const { ledger, client, events, worker } = await virtualWorker(clock, [quick], {
+    wrap: (l) => {
+      const refused = heartbeatRefused(l);
+      return { ...refused, completeExecutions: (id, rows) => (calls++ === 0 ? new Promise(() => {}) : l.completeExecutions(id, rows)) };
+    },
+  });
+  await client.enqueue(quick, null);
+  await clock.advance(100);
+  expect(ledger.state().jobs.map((j) => j.status)).toEqual(['executing']);
+  expect(await stoppedItself(clock, worker, events)).toMatchObject({ code: '42501' });
+  // Was: its row stayed Executing until its lease ran out, and the finished job ran again.
+  expect(ledger.state().jobs.map((j) => [j.status, j.result])).toEqual([['succeeded', 'done']]);
+  expect(calls).toBe(2);
 });
 
 test('a job cancelled while beforeExecution holds its attempt (a 20 s delay) ends Cancelled at once, its handler never run', async () => {
