@@ -316,22 +316,24 @@ export function createWorker(options: WorkerOptions): Worker {
     // Two calls: a completion the database refuses for its content (the finalizer would have split
     // its batch: finalizer.ts) must not keep the hand-backs from landing.
     const lastTry = Promise.all([
-      lastWrite(ended, 'written', 'completions of ended attempts written', 'could not write the completions of ended attempts; recovery returns their rows after their lease'),
-      lastWrite(unfinished, 'handedBack', 'unfinished rows handed back', 'could not hand the unfinished rows back; recovery returns them after their lease'),
+      lastWrite(ended).then(
+        (n) => n && logger.info({ written: n.applied, fencedOut: n.stale }, 'completions of ended attempts written'),
+        (writeErr: unknown) => logger.warn({ err: writeErr, rows: ended.length }, 'could not write the completions of ended attempts; recovery returns their rows after their lease'),
+      ),
+      lastWrite(unfinished).then(
+        (n) => n && logger.info({ handedBack: n.applied, fencedOut: n.stale }, 'unfinished rows handed back'),
+        (writeErr: unknown) => logger.warn({ err: writeErr, rows: unfinished.length }, 'could not hand the unfinished rows back; recovery returns them after their lease'),
+      ),
     ]);
     void raceTimeout(lastTry, Math.min(clock.heartbeatIntervalMs, 2_000), scheduler).then(() => rejectDone(err));
   };
-  /** One write of a fatal stop's last try, logged with the rows it applied under `counted` (and those fenced out); never rejects. */
-  const lastWrite = (rows: CompletionRow[], counted: string, landed: string, failed: string): Promise<void> =>
-    rows.length === 0
-      ? Promise.resolve()
-      : ledger.completeExecutions(id, rows).then(
-          (acks) => {
-            const stale = acks.filter((a) => a.status === 'stale').length;
-            logger.info({ [counted]: rows.length - stale, ...(stale > 0 ? { fencedOut: stale } : {}) }, landed);
-          },
-          (writeErr: unknown) => logger.warn({ err: writeErr, rows: rows.length }, failed),
-        );
+  /** One call of a fatal stop's last try: how many rows it applied, and how many the fence refused (stale); undefined when there is nothing to write. */
+  const lastWrite = async (rows: CompletionRow[]): Promise<{ applied: number; stale: number } | undefined> => {
+    if (rows.length === 0) return undefined;
+    const acks = await ledger.completeExecutions(id, rows);
+    const stale = acks.filter((a) => a.status === 'stale').length;
+    return { applied: rows.length - stale, stale };
+  };
 
   /**
    * Schema check and registration; a transient error is repeated with back-off, the first one
