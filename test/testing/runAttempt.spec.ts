@@ -4,7 +4,7 @@
 import { VirtualAction, VirtualTimeScheduler } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { ConfigError, defineJob, InvalidJsonError, type JobContext } from '../../src';
-import { type AbortCause, runAttempt } from '../../src/testing';
+import { ABORT_CAUSES, type AbortCause, runAttempt } from '../../src/testing';
 
 /** A promise that settles when `signal` aborts (with its reason), as a handler that waits for its signal does. */
 const untilAborted = (signal: AbortSignal) =>
@@ -140,6 +140,27 @@ describe('timeout and abort', () => {
       expect(settled).toBe(false);
       await jest.advanceTimersByTimeAsync(1);
       expect(await pending).toMatchObject({ outcome: 'failed', abortCause: 'timeout', error: { name: 'AttemptTimeoutError' } });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test.each(ABORT_CAUSES)("an attempt aborted ('%s', by the signal or abortAfter) leaves no timer pending: its 300 s timeout and its abortAfter are cleared when the run settles", async (cause) => {
+    jest.useFakeTimers();
+    try {
+      // A handler that ignores its signal: the run settles at the abort all the same.
+      const ignores = defineJob({ name: 'ignores', handler: (_: null, ctx: JobContext) => new Promise<never>(() => void ctx.signal) });
+      const controller = new AbortController();
+      const bySignal = runAttempt(ignores, null, { signal: controller.signal, abortAfter: { ms: 60_000, cause } });
+      await jest.advanceTimersByTimeAsync(10);
+      expect(jest.getTimerCount()).toBe(2); // the timeout (300 s, the default) and the abortAfter
+      controller.abort(cause);
+      expect((await bySignal).abortCause).toBe(cause);
+      expect(jest.getTimerCount()).toBe(0);
+      const byTimer = runAttempt(ignores, null, { abortAfter: { ms: 100, cause } });
+      await jest.advanceTimersByTimeAsync(100);
+      expect((await byTimer).abortCause).toBe(cause);
+      expect(jest.getTimerCount()).toBe(0);
     } finally {
       jest.useRealTimers();
     }
