@@ -401,7 +401,7 @@ export function createWorker(options: WorkerOptions): Worker {
           scheduler,
           random,
         }),
-        // The start's bound (WorkerOptions.startTimeoutMs; test/worker/startTimeout.spec.ts).
+        // The start's bound (WorkerOptions.startTimeoutMs; test/startTimeout.spec.ts).
         timeout({
           first: settings.startTimeoutMs,
           scheduler,
