@@ -220,7 +220,7 @@ export async function runDemo(root: string, options: { quiet?: boolean; dataDir?
     if (!interrupted) say(
       [
         `done: ${summary.succeeded} files hashed, ${summary.failed} failed; this run worked ${ran} jobs in ${seconds.toFixed(2)} s (${Math.round(summary.jobsPerSecond)} jobs/s)`,
-        `results are stored in ${target}, table acta.jobs, column result ({ sha256, bytes }); e.g.`,
+        `results are stored in ${target}, view acta.all_jobs (acta.jobs and acta.succeeded_jobs), column result ({ sha256, bytes }); e.g.`,
         `  ${sqlCommandPrefix(options.dataDir)}${actaCommand()} sql "select payload->>'path' as path, result->>'sha256' as sha256 from acta.all_jobs where definition = 'hash-file' limit 5"`,
       ].join('\n'),
     );
