@@ -172,14 +172,20 @@ export class EmbeddedShareClosedError extends ActaError {
 
 /**
  * A statement on a PostgreSQL server was not answered within its deadline (a worker's own calls:
- * one heartbeat interval, at least 5 s; the CLI's: 30 s), and its connection was destroyed so the
+ * one heartbeat interval, at least 5 s; the CLI's: 30 s, `acta sql`'s and `acta migrate`'s their
+ * `--deadline`), and its connection was destroyed so the
  * pool replaces it: a silent network (a NAT that dropped the flow, a cable pulled) neither answers
  * nor closes a connection. Transient (src/db/transient.ts): the statement may have run, as after
  * any lost answer; a worker repeats it (test/faults/partition.test.ts).
  */
 export class DbUnansweredError extends ActaError {
-  constructor(readonly deadlineMs: number) {
-    super('ACTA_DB_UNANSWERED', `the database did not answer within ${deadlineMs} ms: its connection was dropped (a silent network or a server that stopped answering; the statement may have run)`);
+  /** `advice`: what to do next, in the caller's words (the CLI's `--deadline`), after the message. */
+  constructor(
+    readonly deadlineMs: number,
+    advice?: string,
+    options?: { cause?: unknown },
+  ) {
+    super('ACTA_DB_UNANSWERED', `the database did not answer within ${deadlineMs} ms: its connection was dropped (a silent network or a server that stopped answering; the statement may have run)${advice ? `; ${advice}` : ''}`, options);
   }
 }
 

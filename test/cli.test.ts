@@ -184,6 +184,20 @@ test('`acta sql` prints each row as a JSON line, on the server and on embedded P
   }
 }, 60_000);
 
+test('`acta sql` and `acta migrate` take --deadline <s> (default 300 and 3600 s; 0: none); a bad value is refused before anything connects', async () => {
+  expect(await acta(['sql', 'select 2 as n', '--deadline', '5'])).toMatchObject({ code: 0, stdout: '{"n":2}\n', stderr: '' });
+  expect(await acta(['sql', 'select 2 as n', '--deadline', '0'])).toMatchObject({ code: 0, stdout: '{"n":2}\n', stderr: '' });
+  expect(await acta(['migrate', '--deadline', '60'])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^schema up to date /), stderr: '' });
+  // The help wraps its lines at 80 columns.
+  expect((await acta(['sql', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('--deadline <s> the statement must be answered within this many seconds, else the command fails (0: no deadline) (default: 300)');
+  expect((await acta(['migrate', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('--deadline <s> the whole migrate (one transaction) must be answered within this many seconds, else the command fails (0: no deadline) (default: 3600)');
+  const nowhere = { DATABASE_URL: `postgres://postgres@127.0.0.1:${await closedPort()}/none` };
+  for (const [args, value] of [[['sql', 'select 1'], '-1'], [['migrate'], '1.5'], [['migrate'], '']] as const) {
+    const refused = await acta([...args, '--deadline', value], nowhere);
+    expect([refused.code, refused.stdout, refused.stderr]).toEqual([1, '', expect.stringMatching(new RegExp(`^error: option '--deadline <s>' argument '${value.replace('.', '\\.')}' is invalid\\. must be an integer between 0 and 2147483\\.`))]);
+  }
+});
+
 test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>` cancels a Ready one; another namespace\'s job, a malformed id, a job not Ready: exit 1 with a message', async () => {
   const enqueued = await acta(['enqueue', 'cli-echo', '{"look":"here"}', '--namespace', 'cli-job', '--max-attempts', '2', '--force']); // no worker in cli-job
   expect(enqueued.code).toBe(0);

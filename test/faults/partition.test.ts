@@ -119,3 +119,19 @@ test('`acta worker` whose first statement meets a silent network: the start time
   expect(await exitWithin(w, 45_000)).toEqual({ code: 1, signal: null });
   expect(w.output()).toMatch(/\nacta: the worker could not reach the database within 3000 ms of its start \(no error yet: the server took the connection but did not answer its statement in that time\); check/);
 }, 60_000);
+
+test('`acta sql` and `acta migrate` through a network that goes silent after the connect fail at their --deadline, saying what to do, rather than hang', async () => {
+  const database = String.raw`\(the database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/acta_fault was not reached`;
+  partitionProxy().partitionAtFirstQuery();
+  const sql = await acta(['sql', 'select 1', '--deadline', '2'], partitionProxy().through(server.dbUrl), 60_000);
+  expect(sql.code).toBe(1);
+  expect(sql.stderr).toMatch(new RegExp(String.raw`^acta: the database did not answer within 2000 ms: its connection was dropped .*; a longer statement needs a larger --deadline <s> \(now 2\) ${database}`));
+
+  // Migrate is one transaction: its BEGIN is the statement held.
+  partitionProxy().heal('new');
+  partitionProxy().partitionAtFirstQuery();
+  const migrate = await acta(['migrate', '--deadline', '2'], partitionProxy().through(server.dbUrl), 60_000);
+  expect(migrate.code).toBe(1);
+  expect(migrate.stderr).toMatch(new RegExp(String.raw`^acta: the database did not answer within 2000 ms: its connection was dropped .*; it commits all or nothing, so acta migrate again is safe; a long migration needs a larger --deadline <s> \(now 2\) ${database}`));
+  expect(await acta(['migrate'], server.dbUrl, 60_000)).toEqual({ code: 0, stderr: '' });
+}, 120_000);

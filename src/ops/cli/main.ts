@@ -24,6 +24,7 @@ import { instantOption } from './instant';
 import { registerPublishCommand } from './publish';
 import { registerSignalCommand } from './signal';
 import { registerDashboardCommand } from './dashboard';
+import { deadlineOption, MIGRATE_DEADLINE_S, SQL_DEADLINE_S, withinDeadline } from './deadline';
 
 /**
  * An option parser for the Redis address, as ioredis takes it (`redis://host:6379`, `host:port`, a
@@ -82,7 +83,7 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
  * How long a client command's statement may go unanswered, ms: then its connection is destroyed and
  * the command fails, naming the database (DbUnansweredError), where a silent network held it for
  * good (test/faults/partition.test.ts). Each statement is an index read or a batch of at most 500
- * rows; `acta sql` and `acta migrate` have none (a statement of theirs may rightly take long).
+ * rows; `acta sql` and `acta migrate` have their own, longer, `--deadline` (deadline.ts).
  */
 export const CLI_STATEMENT_DEADLINE_MS = 30_000;
 
@@ -133,8 +134,10 @@ export function program(): Command {
   cli
     .command('migrate')
     .description('apply the schema (idempotent; safe to run from many processes at once)')
-    .action(async () => {
-      const applied = await withDb((db) => migrate(db));
+    .addOption(deadlineOption('the whole migrate (one transaction)', MIGRATE_DEADLINE_S))
+    .action(async (opts: { deadline: number }) => {
+      const advice = `it commits all or nothing, so acta migrate again is safe; a long migration needs a larger --deadline <s> (now ${opts.deadline})`;
+      const applied = await withDb((db) => withinDeadline(db, opts.deadline, advice, migrate));
       console.log(`${applied.length ? `applied ${applied.length}: ${applied.join(', ')}` : 'schema up to date'} (${describeTarget()})`);
     });
 
@@ -218,8 +221,10 @@ export function program(): Command {
   cli
     .command('sql <statement>')
     .description('run SQL on the database (the way to look into embedded PGlite, which psql cannot reach); prints each row of the last statement as a JSON line')
-    .action(async (statement: string) => {
-      const { rows } = await withDb((db) => db.query(statement));
+    .addOption(deadlineOption('the statement', SQL_DEADLINE_S))
+    .action(async (statement: string, opts: { deadline: number }) => {
+      const advice = `a longer statement needs a larger --deadline <s> (now ${opts.deadline})`;
+      const { rows } = await withDb((db) => withinDeadline(db, opts.deadline, advice, (d) => d.query(statement)));
       for (const row of rows) console.log(JSON.stringify(row));
     });
 
