@@ -155,6 +155,18 @@ export type ResultOf<D> = D extends Definition<any, infer R> ? NotAny<R> : unkno
 /** `R`, except unknown for `any` (JobId<any> would carry any, unchecked, to result). */
 export type NotAny<R> = 0 extends 1 & R ? unknown : R;
 
+/** The payload type definition `D` takes: its handler's when `D` is a Definition, any value when it is a name. */
+export type PayloadOf<D> = D extends Definition<infer P, any> ? P : unknown;
+
+/**
+ * A batch element (`Item`: client.enqueueMany's EnqueueItem, ctx.spawnMany's SpawnItem) whose
+ * `definition` is `D`: its payload is checked against `PayloadOf<D>`. In a literal array each
+ * element against its own definition; an array built by `map` against the union of its elements'
+ * definitions. Items typed as the plain `Item[]` are not checked (code generic over the definition:
+ * `PayloadOf` of a type parameter is not known, so such items must be typed so).
+ */
+export type ItemOf<Item, D> = Omit<Item, 'definition' | 'payload'> & { definition: D; payload: PayloadOf<D> };
+
 const DEFINITION_KEYS = ['name', 'handler', 'timeoutMs', 'maxAttempts', 'backoff', 'concurrency', 'rate', 'lane', 'fair', 'schedule', 'subscribe'];
 
 

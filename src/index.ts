@@ -81,5 +81,5 @@ export type { PublishItem, PublishOptions, PublishResult } from './client/publis
 export type { OutboxEvent, OutboxPayload, OutboxPassResult } from './recurring/outbox';
 export type { SignalResult } from './workflows/signals';
 export type { SignalReceived, WorkflowContext } from './workflows/workflow';
-export type { ChildOptions, OnChildFailure, SpawnItem } from './workflows/children';
+export type { ChildOptions, OnChildFailure, SpawnItem, SpawnItemOf } from './workflows/children';
 export type { ChildOutcome } from './db/workflows';

@@ -8,9 +8,9 @@ import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
 import { INT4_MAX, type JobId, type JobRecord, type ResultOfId, type TypedJobId } from '../db/types';
 import { schemaError } from '../db/schemaVerdict';
-import { checkDefinition, type Definition, type NotAny, policyKeys, type ResultOf } from '../definition';
+import { checkDefinition, type Definition, type ItemOf, type NotAny, policyKeys, type ResultOf } from '../definition';
 
-export type { ResultOf } from '../definition';
+export type { PayloadOf, ResultOf } from '../definition';
 import { ActaError, atItem, ConfigError, InvalidJsonError, UnknownDefinitionError } from '../errors';
 import { toJsonText } from '../json';
 import { refusal, refusedElement, refusedError } from '../policies/enqueueRule';
@@ -82,17 +82,11 @@ export interface EnqueueItem<P = unknown> extends Omit<EnqueueOptions, 'tx'> {
   payload: P;
 }
 
-/** The payload type definition `D` takes: its handler's when `D` is a Definition, any value when it is a name. */
-export type PayloadOf<D> = D extends Definition<infer P, any> ? P : unknown;
-
 /**
- * An enqueueMany element whose `definition` is `D`: its payload is checked against `PayloadOf<D>`.
- * In a literal array each element against its own definition (`enqueueMany([{ definition: sendEmail,
- * payload: { to } }, { definition: resize, payload: { w } }])`); an array built by `map` against the
- * union of its elements' definitions. Items typed `EnqueueItem[]` are not checked (code generic over
- * the definition: `PayloadOf` of a type parameter is not known, so such items must be typed so).
+ * An enqueueMany element whose `definition` is `D`, its payload checked against `PayloadOf<D>`
+ * (ItemOf): `enqueueMany([{ definition: sendEmail, payload: { to } }, { definition: resize, payload: { w } }])`.
  */
-export type EnqueueItemOf<D> = Omit<EnqueueItem, 'definition' | 'payload'> & { definition: D; payload: PayloadOf<D> };
+export type EnqueueItemOf<D> = ItemOf<EnqueueItem, D>;
 
 /** Receives a wakeup after each enqueue that committed (e.g. Redis PUBLISH), in addition to NOTIFY. */
 export type WakeupPublisher = (namespace: string) => void;

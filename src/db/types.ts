@@ -23,8 +23,11 @@ type KnownResult = object | string | number | boolean | bigint | symbol | null |
 /** A JobId that carries its job's result type: `JobId<R>` of an R other than unknown (what an editor shows of one); `TypedJobId` alone: any of them. */
 export type TypedJobId<R = unknown> = string & { readonly [resultType]: R };
 
+/** The result type an id carries (JobId<R>'s `R`); unknown for an id without one. */
+export type ResultTypeOfId<I> = I extends { readonly [resultType]: infer R } ? R : unknown;
+
 /** The result an id's job resolves, in its JSON form (as read back from jsonb); unknown for an id without one. */
-export type ResultOfId<I> = I extends { readonly [resultType]: infer R } ? Jsonified<R> : unknown;
+export type ResultOfId<I> = I extends unknown ? Jsonified<ResultTypeOfId<I>> : never;
 
 /** A row as the claim returns it. */
 export interface ClaimedRow {

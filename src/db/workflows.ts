@@ -1,6 +1,7 @@
 /* The SQL wrappers of signals and child jobs (sql/functions/send_signal.sql, spawn_children.sql). */
 import type { Queryable } from './Db';
 import { type EnqueueRows, unlessAllNull } from './jobs';
+import type { Jsonified } from '../json';
 import type { JobId, JobStatus, StepRecord, StoredError } from './types';
 
 /** What acta.send_signal did with a signal. */
@@ -65,15 +66,14 @@ export async function spawnChildren(q: Queryable, a: SpawnArgs): Promise<StepRec
 }
 
 /**
- * A child's outcome as waitForChildren returns it; status 'deleted' when its row is gone. A job a
- * spawn's idempotency key named (not a child, not waited for: docs/workflows.md) is read as it is.
+ * A child's outcome as waitForChildren returns it: `result` once it succeeded (the JSON form of its
+ * handler's result `R`, as client.result reads it), else `error`; status 'deleted' when its row is
+ * gone (neither). A job a spawn's idempotency key named (not a child, not waited for:
+ * docs/workflows.md) is read as it is. `R`: the result type its id carries (JobId<R>).
  */
-export interface ChildOutcome {
-  id: JobId;
-  status: JobStatus | 'deleted';
-  result?: unknown;
-  error?: StoredError | null;
-}
+export type ChildOutcome<R = unknown> =
+  | { id: JobId<R>; status: 'succeeded'; result: Jsonified<R>; error?: undefined }
+  | { id: JobId<R>; status: Exclude<JobStatus, 'succeeded'> | 'deleted'; result?: undefined; error?: StoredError | null };
 
 /**
  * The rows of `ids`, the ids `parentId`'s spawns recorded (by primary key), in the order of `ids`.

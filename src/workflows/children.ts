@@ -6,7 +6,7 @@
 import { intOption, knownKeys, MAX_NAME_BYTES, nameOption, runAtOption } from '../config';
 import type { EnqueueRows } from '../db/jobs';
 import { INT4_MAX } from '../db/types';
-import { type Definition, policyKeys } from '../definition';
+import { type Definition, type ItemOf, policyKeys } from '../definition';
 import { ConfigError } from '../errors';
 import { toJsonText } from '../json';
 
@@ -38,12 +38,20 @@ export interface ChildOptions {
   force?: boolean;
 }
 
-export interface SpawnItem extends ChildOptions {
-  definition: string | { name: string };
-  payload: unknown;
+/** One element of spawnMany: a child and its options. */
+export interface SpawnItem<P = unknown> extends ChildOptions {
+  /** The definition's name, or the definition itself (its `name` is used, and its key functions). */
+  definition: string | Definition<any, any>;
+  payload: P;
 }
 
+/** A spawnMany element whose `definition` is `D`, its payload checked against `PayloadOf<D>` (ItemOf, as client.enqueueMany's). */
+export type SpawnItemOf<D> = ItemOf<SpawnItem, D>;
+
 const ITEM_KEYS = ['definition', 'payload', 'onChildFailure', 'priority', 'runAt', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane', 'force'];
+
+/** What spawnRows reads of a child: its definition's name, or an object with the name and the key functions. */
+type ChildItem = ChildOptions & { definition: string | Pick<Definition, 'name' | 'concurrency' | 'rate' | 'lane'>; payload: unknown };
 
 /** The definition a child names, when the spawning worker has it. */
 export type KnownDefinition = (name: string) => Pick<Definition, 'name' | 'concurrency' | 'rate' | 'lane'> | undefined;
@@ -54,7 +62,7 @@ export type KnownDefinition = (name: string) => Pick<Definition, 'name' | 'concu
  * child without one is checked by acta.enqueue_jobs' Rule (rows.checks) unless forced.
  * ConfigError on a bad item.
  */
-export function spawnRows(items: readonly SpawnItem[], known: KnownDefinition = () => undefined): { rows: EnqueueRows; failParent: boolean[] } {
+export function spawnRows(items: readonly ChildItem[], known: KnownDefinition = () => undefined): { rows: EnqueueRows; failParent: boolean[] } {
   const rows: Required<EnqueueRows> = { definitions: [], payloads: [], priorities: [], runAts: [], maxAttempts: [], idempotencyKeys: [], concurrencyKeys: [], rateKeys: [], lanes: [], checks: [] };
   const failParent: boolean[] = [];
   for (const item of items) {

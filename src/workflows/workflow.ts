@@ -6,10 +6,10 @@
 import type { SchedulerLike } from 'rxjs';
 import type { ChildOutcome } from '../db/workflows';
 import type { EnqueueRows } from '../db/jobs';
-import type { JobId, StepRecord } from '../db/types';
+import type { JobId, ResultTypeOfId, StepRecord } from '../db/types';
 import { AttemptCancelledError, ChildFailedError, ChildInParentLaneError, ConfigError, type EnqueueRefusedError, JobCancelledError, SignalTimeoutError } from '../errors';
 import { refusal, type RefusedElement, refusedElement, refusedError } from '../policies/enqueueRule';
-import type { Definition, ResultOf } from '../definition';
+import type { Definition, NotAny, ResultOf } from '../definition';
 import type { Queryable } from '../db/Db';
 import { toJsonText } from '../json';
 import type { Ledger } from '../ledger';
@@ -18,7 +18,7 @@ import { refusedCall } from '../worker/refusals';
 import { type Entry, type Registry, throwIfAborted } from '../worker/registry';
 import { type WaitRequest, WaitRequestedError, waitStep } from './wait';
 import { checkSignalName, checkTimeoutMs } from './signals';
-import { type ChildOptions, type KnownDefinition, spawnRows, type SpawnItem } from './children';
+import { type ChildOptions, type KnownDefinition, spawnRows, type SpawnItem, type SpawnItemOf } from './children';
 
 /** Where an attempt's waits and children are kept. */
 export interface WorkflowStore {
@@ -60,23 +60,37 @@ export interface WorkflowContext {
   waitForSignal<T = unknown>(name: string, options?: { timeoutMs?: number }): Promise<T>;
   waitForSignal<T = unknown>(names: readonly string[], options?: { timeoutMs?: number }): Promise<SignalReceived<T>>;
   /**
-   * Enqueues a child job as a recorded step (a retried parent never spawns it twice); its id,
-   * which carries the child's result type when given its definition (JobId<R>, as client.enqueue's).
+   * Enqueues a child job as a recorded step (a retried parent never spawns it twice); its id.
+   * Typed as client.enqueue: given the definition, the payload is checked against its handler's
+   * payload type and the id carries its result type (JobId<R>); given a name, against `P` when it is
+   * stated, and the id is plain unless `R` is.
    */
-  spawn<D extends string | { name: string }>(definition: D, payload: unknown, options?: ChildOptions): Promise<JobId<ResultOf<D>>>;
+  spawn<P = unknown, R = unknown>(definition: string | Definition<P, R>, payload: NoInfer<P>, options?: ChildOptions): Promise<JobId<NotAny<R>>>;
   /**
-   * Many children in one step; their ids in order, each carrying its item's result type as spawn's.
+   * Many children in one step; their ids in order. Typed as client.enqueueMany: an item given a
+   * definition has its payload checked against it (SpawnItemOf) and its id carries its result type.
    * An empty array spawns nothing and records no step: [].
    */
-  spawnMany<I extends readonly SpawnItem[]>(items: readonly [...I]): Promise<{ -readonly [K in keyof I]: JobId<ResultOf<I[K]['definition']>> }>;
+  spawnMany<D extends readonly (string | Definition<any, any>)[]>(items: readonly [...{ [K in keyof D]: SpawnItemOf<D[K]> }]): Promise<{ -readonly [K in keyof D]: JobId<ResultOf<D[K]>> }>;
   /**
    * Parks the job until every child spawned so far has ended (succeeded, failed for good,
    * cancelled or deleted), then returns each child's outcome in spawn order. Throws
    * ChildFailedError when a child spawned 'fail-parent' did not succeed, ChildInParentLaneError
    * when a child that has not ended is in a lane the parent or an ancestor holds (it could not
    * start before that job ends); either way the parent fails without retry.
+   * Types: `R` is the children's result type as the caller states it (not checked, as
+   * client.result<R>'s); unstated, `result` is unknown. For outcomes typed by the children's own
+   * definitions, give their ids (the overload below).
    */
-  waitForChildren(): Promise<ChildOutcome[]>;
+  waitForChildren<R = unknown>(): Promise<ChildOutcome<R>[]>;
+  /**
+   * As above (it waits for every child spawned so far), but returns the outcomes of `children`
+   * only, in their order: ids this attempt's spawns returned (ConfigError otherwise, which fails the
+   * job without retry). Each outcome is typed by its id: a child spawned by its definition has
+   * `result` typed as that definition's result's JSON form (ChildOutcome<R>), e.g.
+   * `const [mail, thumb] = await ctx.waitForChildren([mailId, thumbId])`, or the array spawnMany returned.
+   */
+  waitForChildren<I extends readonly string[]>(children: readonly [...I]): Promise<{ -readonly [K in keyof I]: ChildOutcome<ResultTypeOfId<I[K]>> }>;
 }
 
 export interface Workflow extends WorkflowContext {
@@ -166,7 +180,7 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
   return {
     waitForSignal: waitForSignal as WorkflowContext['waitForSignal'],
     // The ids' result types are the interface's (JobId<R>, a brand that exists only in types).
-    spawn: (async (definition: string | { name: string }, payload: unknown, options?: ChildOptions) => (await spawnAll([{ definition, payload, ...options }]))[0]) as WorkflowContext['spawn'],
+    spawn: (async (definition: string | Definition, payload: unknown, options?: ChildOptions) => (await spawnAll([{ definition, payload, ...options }]))[0]) as WorkflowContext['spawn'],
     spawnMany: ((items: readonly SpawnItem[]) => {
       if (!Array.isArray(items)) return Promise.reject(refusedCall(new ConfigError('spawnMany needs an array of { definition, payload, ...options }')));
       // No children: no step, and no ordinal taken, so the spawns after it keep their step names
@@ -174,7 +188,13 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       if (items.length === 0) return Promise.resolve([]);
       return spawnAll(items);
     }) as WorkflowContext['spawnMany'],
-    async waitForChildren() {
+    waitForChildren: (async (children?: readonly string[]) => {
+      let picked: number[] | undefined;
+      try {
+        picked = children === undefined ? undefined : pickChildren(children, spawned);
+      } catch (err) {
+        throw refusedCall(err); // not this attempt's children: the job fails without retry (src/worker/refusals.ts)
+      }
       const step = waitStep('children', calls.children++);
       const ids = spawned.map((c) => c.id);
       if (ids.length === 0) return [];
@@ -193,10 +213,24 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       // siblings may still run, and a job an idempotency key named is read as it is, ended or not.
       const failed = outcomes.find((o, i) => spawned[i].failParent && ENDED.has(o.status) && o.status !== 'succeeded');
       if (failed) throw new ChildFailedError(failed);
-      return outcomes;
-    },
+      return picked === undefined ? outcomes : picked.map((i) => outcomes[i]);
+    }) as WorkflowContext['waitForChildren'],
     parked: () => parked,
   };
+}
+
+/**
+ * The indexes in `spawned` of the ids waitForChildren(children) was given, in their order; ConfigError
+ * for a value that is not an array of ids this attempt's spawns returned (test/testing/workflows.spec.ts).
+ */
+function pickChildren(children: readonly string[], spawned: readonly { id: JobId }[]): number[] {
+  if (!Array.isArray(children)) throw new ConfigError(`waitForChildren takes nothing or an array of the ids spawn and spawnMany returned, got ${JSON.stringify(children) ?? typeof children}`);
+  const index = new Map(spawned.map((c, i) => [String(c.id), i]));
+  return children.map((id) => {
+    const i = index.get(String(id));
+    if (i === undefined) throw new ConfigError(`waitForChildren was given ${JSON.stringify(id) ?? typeof id}, which no spawn of this attempt returned (spawned so far: ${spawned.length})`);
+    return i;
+  });
 }
 
 /** toJsonText, for a payload (a signal's or a child's). */

@@ -130,3 +130,39 @@ test('a child named by a definition no worker declared is refused (EnqueueRefuse
   expect(ledger.state().jobs.map((j) => j.definition)).toEqual(['parent']);
   await stop();
 });
+
+test('waitForChildren(ids) waits for every child spawned so far and returns the outcomes of the ids given, in their order; an id no spawn of the attempt returned fails the job without retry', async () => {
+  const clock = new VirtualClock();
+  const child = defineJob({ name: 'child', handler: (p: { n: number }) => ({ tens: p.n * 10 }) });
+  const gate = defineJob({ name: 'gate', handler: async (_p: unknown, ctx) => ctx.waitForSignal<string>('go') });
+  const parent = defineJob({
+    name: 'parent',
+    handler: async (_p: unknown, ctx) => {
+      const a = await ctx.spawn(child, { n: 1 });
+      await ctx.spawn(gate, {}); // not named below, still waited for
+      const c = await ctx.spawn(child, { n: 3 });
+      const [first, second] = await ctx.waitForChildren([c, a]);
+      return { a, c, tens: [first.result?.tens, second.result?.tens], outcomes: [first, second] };
+    },
+  });
+  const stranger = defineJob({ name: 'stranger', handler: async (_p: unknown, ctx) => ctx.waitForChildren(['999']) });
+  const { client, ledger, stop } = await virtualWorker(clock, [parent, child, gate, stranger]);
+  const { id } = await clock.await(client.enqueue(parent, {}));
+  await clock.advance(500);
+  expect((await clock.await(client.getJob(id)))!.status).toBe('waiting'); // the gate has not ended
+  const gateId = String(ledger.state().jobs.find((j) => j.definition === 'gate')!.id);
+  await clock.await(client.signal(gateId, 'go', 'now'));
+  await clock.advance(500);
+  const job = (await clock.await(client.getJob(id)))!;
+  expect(job.status).toBe('succeeded');
+  const { a, c } = job.result as { a: string; c: string };
+  expect(job.result).toEqual({ a, c, tens: [30, 10], outcomes: [{ id: c, status: 'succeeded', result: { tens: 30 } }, { id: a, status: 'succeeded', result: { tens: 10 } }] });
+  expect((await clock.await(client.getJob(gateId)))!.status).toBe('succeeded');
+
+  const refused = await clock.await(client.enqueue(stranger, {}));
+  await clock.advance(500);
+  const failed = (await clock.await(client.getJob(refused.id)))!;
+  expect(failed).toMatchObject({ status: 'failed', attempts: 1, error: { name: 'ConfigError' } });
+  expect(failed.error!.message).toBe('waitForChildren was given "999", which no spawn of this attempt returned (spawned so far: 0)');
+  await stop();
+});

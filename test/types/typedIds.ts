@@ -186,7 +186,7 @@ export async function parent(ctx: JobContext, client: Client): Promise<{ child: 
   const items: readonly SpawnItem[] = [];
   const plain = await ctx.spawnMany(items);
   same<Equal<typeof plain, string[]>>(true);
-  const outcomes = await ctx.waitForChildren(); // outcomes are not typed per child: `result` unknown
+  const outcomes = await ctx.waitForChildren(); // without ids, outcomes are not typed per child: `result` unknown (test/types/workflows.ts)
   same<Equal<(typeof outcomes)[number]['result'], unknown>>(true);
   const found = outcomes.find((o) => o.id === child); // a typed id compares with a plain one
   void [found, byName];
