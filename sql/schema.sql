@@ -2167,6 +2167,37 @@ begin
 end
 $function$;
 
+-- acta.pause_schedule: sql/functions/pause_schedule.sql
+CREATE OR REPLACE FUNCTION acta.pause_schedule(p_namespace text, p_name text, p_paused boolean)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_was boolean;
+begin
+  perform 1 from acta.schedules s where s.namespace = p_namespace and s.name = p_name for update;
+  with old as (
+    select s.paused as was, s.job_id,
+           p_paused and exists (select 1 from acta.jobs j where j.id = s.job_id and j.status = 'ready' and j.execution = 0) as unarm
+    from acta.schedules s where s.namespace = p_namespace and s.name = p_name
+  ),
+  changed as (
+    update acta.schedules s
+    set paused = p_paused, updated_at = now(),
+        job_id = case when o.unarm then null else s.job_id end,
+        next_fire_at = case when o.unarm then null else s.next_fire_at end
+    from old o
+    where s.namespace = p_namespace and s.name = p_name and (o.was <> p_paused or o.unarm)
+    returning 1
+  ),
+  unarmed as (
+    delete from acta.jobs j using old o where o.unarm and j.id = o.job_id and j.status = 'ready' and j.execution = 0
+  )
+  select o.was into v_was from old o;
+  return v_was;
+end
+$function$;
+
 -- acta.prune_jobs: sql/functions/prune_jobs.sql
 CREATE OR REPLACE FUNCTION acta.prune_jobs(p_namespace text, p_succeeded_ms bigint, p_cancelled_ms bigint, p_failed_ms bigint, p_limit integer)
  RETURNS integer
@@ -2242,6 +2273,52 @@ begin
   select array_agg(i.new_id order by i.ord) into v_ids from input i;
   perform pg_notify('acta_jobs', 'outbox:' || p_namespace);
   return v_ids;
+end
+$function$;
+
+-- acta.put_schedule: sql/functions/put_schedule.sql
+CREATE OR REPLACE FUNCTION acta.put_schedule(p_namespace text, p_name text, p_definition text, p_cron text, p_time_zone text, p_payload jsonb, p_catch_up text, p_catch_up_window_ms bigint, p_priority integer, p_concurrency_key text, p_rate_key text, p_lane text)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_answer text;
+begin
+  perform 1 from acta.schedules s where s.namespace = p_namespace and s.name = p_name for update;
+  with old as (
+    select s.source, s.job_id from acta.schedules s where s.namespace = p_namespace and s.name = p_name
+  ),
+  unstarted as (
+    select j.id from acta.jobs j
+    where j.id = (select o.job_id from old o) and j.status = 'ready' and j.execution = 0
+    for update
+  ),
+  put as (
+    insert into acta.schedules as s (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority,
+                                     concurrency_key, rate_key, lane, source)
+    values (p_namespace, p_name, p_definition, p_cron, p_time_zone, p_payload, p_catch_up, p_catch_up_window_ms, p_priority,
+            p_concurrency_key, p_rate_key, p_lane, 'runtime')
+    on conflict (namespace, name) do update
+      set definition = excluded.definition, cron = excluded.cron, time_zone = excluded.time_zone, payload = excluded.payload,
+          catch_up = excluded.catch_up, catch_up_window_ms = excluded.catch_up_window_ms, priority = excluded.priority,
+          concurrency_key = excluded.concurrency_key, rate_key = excluded.rate_key, lane = excluded.lane, version = s.version + 1,
+          job_id = case when exists (select 1 from unstarted) then null else s.job_id end, next_fire_at = null, updated_at = now()
+      where s.source = 'runtime'
+        and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane)
+            is distinct from (excluded.definition, excluded.cron, excluded.time_zone, excluded.payload, excluded.catch_up, excluded.catch_up_window_ms,
+                              excluded.priority, excluded.concurrency_key, excluded.rate_key, excluded.lane)
+    returning s.xmax = 0 as inserted
+  ),
+  unarmed as (
+    delete from acta.jobs j using unstarted u, put p
+    where not p.inserted and j.id = u.id
+  )
+  select case when exists (select 1 from put where inserted) then 'added'
+              when exists (select 1 from put) then 'changed'
+              when (select source from old) = 'declared' then 'declared'
+              else 'same' end
+    into v_answer;
+  return v_answer;
 end
 $function$;
 
@@ -2644,6 +2721,25 @@ begin
     v_n := v_n + 1;
   end loop;
   return v_n;
+end
+$function$;
+
+-- acta.remove_schedule: sql/functions/remove_schedule.sql
+CREATE OR REPLACE FUNCTION acta.remove_schedule(p_namespace text, p_name text)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_source text;
+  v_job    bigint;
+begin
+  select s.source into v_source from acta.schedules s where s.namespace = p_namespace and s.name = p_name for update;
+  if v_source is distinct from 'runtime' then
+    return v_source;
+  end if;
+  delete from acta.schedules s where s.namespace = p_namespace and s.name = p_name returning s.job_id into v_job;
+  delete from acta.jobs j where j.id = v_job and j.status = 'ready' and j.execution = 0;
+  return 'removed';
 end
 $function$;
 

@@ -38,6 +38,11 @@ export const SIGNATURES = {
   resume: 'p_namespace text, p_definition text',
   arm_schedules: 'p_namespace text, p_names text[], p_versions integer[], p_instants timestamp with time zone[]',
   reconcile_schedules: 'p_namespace text, p_names text[]',
+  // The runtime writes of client.schedules (src/db/schedules.ts).
+  put_schedule:
+    'p_namespace text, p_name text, p_definition text, p_cron text, p_time_zone text, p_payload jsonb, p_catch_up text, p_catch_up_window_ms bigint, p_priority integer, p_concurrency_key text, p_rate_key text, p_lane text',
+  pause_schedule: 'p_namespace text, p_name text, p_paused boolean',
+  remove_schedule: 'p_namespace text, p_name text',
   // Called by acta.claim_jobs for a claimed fire only: no wrapper calls it.
   claimed_fire:
     'p_namespace text, p_schedule text, p_scheduled_at timestamp with time zone, p_claimed_at timestamp with time zone, p_job bigint',

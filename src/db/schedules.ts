@@ -65,49 +65,14 @@ export async function listSchedules(q: Queryable, namespace: string, name?: stri
 }
 
 /**
- * Adds a runtime schedule or changes one (version + 1, its unstarted armed fire deleted): 'added',
- * 'changed', 'same', or 'declared' (the name is a declared schedule's: not touched). The answer
- * comes from the upsert's own row (xmax = 0: inserted), never from a locking read of the row the
- * same statement updates, which would see nothing.
- * A changed schedule whose fire has started keeps it (job_id kept, next_fire_at null): the next
- * instant is armed at that fire's end, never beside it (docs/schedules.md, "Changes";
- * acta.arm_schedules, acta.complete_executions). The unstarted fire is locked first, waiting for a
- * claim that holds it (then it has started); nothing holding a never-claimed fire waits for a
- * schedule row (as acta.reconcile_schedules).
+ * acta.put_schedule: adds a runtime schedule or changes one (version + 1, its unstarted armed fire
+ * deleted): 'added', 'changed', 'same', or 'declared' (the name is a declared schedule's: not
+ * touched). A changed schedule whose fire has started keeps it: the next instant is armed at that
+ * fire's end, never beside it (docs/schedules.md, "Changes").
  */
 export async function putRuntimeSchedule(q: Queryable, namespace: string, definition: string, s: DeclaredSchedule): Promise<'added' | 'changed' | 'same' | 'declared'> {
   const { rows } = await q.query<{ answer: 'added' | 'changed' | 'same' | 'declared' }>(
-    `with old as (
-       select s.source, s.job_id from acta.schedules s where s.namespace = $1 and s.name = $2 for update
-     ),
-     unstarted as (
-       select j.id from acta.jobs j
-       where j.id = (select o.job_id from old o) and j.status = 'ready' and j.execution = 0
-       for update
-     ),
-     put as (
-       insert into acta.schedules as s (namespace, name, definition, cron, time_zone, payload, catch_up, catch_up_window_ms, priority,
-                                        concurrency_key, rate_key, lane, source)
-       values ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::bigint, $9::integer, $10, $11, $12, 'runtime')
-       on conflict (namespace, name) do update
-         set definition = excluded.definition, cron = excluded.cron, time_zone = excluded.time_zone, payload = excluded.payload,
-             catch_up = excluded.catch_up, catch_up_window_ms = excluded.catch_up_window_ms, priority = excluded.priority,
-             concurrency_key = excluded.concurrency_key, rate_key = excluded.rate_key, lane = excluded.lane, version = s.version + 1,
-             job_id = case when exists (select 1 from unstarted) then null else s.job_id end, next_fire_at = null, updated_at = now()
-         where s.source = 'runtime'
-           and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane)
-               is distinct from (excluded.definition, excluded.cron, excluded.time_zone, excluded.payload, excluded.catch_up, excluded.catch_up_window_ms,
-                                 excluded.priority, excluded.concurrency_key, excluded.rate_key, excluded.lane)
-       returning s.xmax = 0 as inserted
-     ),
-     unarmed as (
-       delete from acta.jobs j using unstarted u, put p
-       where not p.inserted and j.id = u.id
-     )
-     select case when exists (select 1 from put where inserted) then 'added'
-                 when exists (select 1 from put) then 'changed'
-                 when (select source from old) = 'declared' then 'declared'
-                 else 'same' end as answer`,
+    'select acta.put_schedule($1, $2, $3, $4, $5, $6::jsonb, $7, $8::bigint, $9::integer, $10, $11, $12) as answer',
     [namespace, s.name, definition, s.cron, s.timeZone, JSON.stringify(s.payload), s.catchUp, s.catchUpWindowMs, s.priority, s.concurrencyKey ?? null, s.rateKey ?? null, s.lane ?? null],
   );
   return rows[0].answer;
@@ -119,49 +84,20 @@ export async function setSchedulePaused(q: Queryable, namespace: string, name: s
 }
 
 /**
- * setSchedulePaused, saying whether it changed anything: 'changed', 'same' (it was paused, or
- * running, already: nothing written), or null (no such schedule). `acta schedule pause|resume`
- * says which, as `acta pause|resume` do.
+ * setSchedulePaused, saying whether it changed anything (acta.pause_schedule): 'changed', 'same'
+ * (it was paused, or running, already: nothing written), or null (no such schedule). `acta
+ * schedule pause|resume` says which, as `acta pause|resume` do.
  */
 export async function changeSchedulePaused(q: Queryable, namespace: string, name: string, paused: boolean): Promise<'changed' | 'same' | null> {
-  const { rows } = await q.query<{ was: boolean }>(
-    `with old as (
-       select s.paused as was, s.job_id, $3 and exists (select 1 from acta.jobs j where j.id = s.job_id and j.status = 'ready' and j.execution = 0) as unarm
-       from acta.schedules s where s.namespace = $1 and s.name = $2 for update
-     ),
-     s as (
-       update acta.schedules s
-       set paused = $3, updated_at = now(),
-           job_id = case when o.unarm then null else s.job_id end,
-           next_fire_at = case when o.unarm then null else s.next_fire_at end
-       from old o
-       where s.namespace = $1 and s.name = $2 and (o.was <> $3 or o.unarm)
-       returning 1
-     ),
-     unarmed as (
-       delete from acta.jobs j using old o where o.unarm and j.id = o.job_id and j.status = 'ready' and j.execution = 0
-     )
-     select o.was from old o`,
-    [namespace, name, paused],
-  );
-  if (rows.length === 0) return null;
-  return rows[0].was === paused ? 'same' : 'changed';
+  const { rows } = await q.query<{ was: boolean | null }>('select acta.pause_schedule($1, $2, $3) as was', [namespace, name, paused]);
+  const was = rows[0]?.was ?? null;
+  if (was === null) return null;
+  return was === paused ? 'same' : 'changed';
 }
 
-/** Removes a runtime schedule and its unstarted armed fire: 'removed', 'declared' (kept: remove it from the code), or null (no such schedule). */
+/** acta.remove_schedule: removes a runtime schedule and its unstarted armed fire: 'removed', 'declared' (kept: remove it from the code), or null (no such schedule). */
 export async function removeSchedule(q: Queryable, namespace: string, name: string): Promise<'removed' | 'declared' | null> {
-  const { rows } = await q.query<{ answer: 'removed' | 'declared' }>(
-    `with gone as (
-       delete from acta.schedules s where s.namespace = $1 and s.name = $2 and s.source = 'runtime' returning s.job_id
-     ),
-     unarmed as (
-       delete from acta.jobs j using gone g where j.id = g.job_id and j.status = 'ready' and j.execution = 0
-     )
-     select 'removed' as answer from gone
-     union all
-     select 'declared' from acta.schedules s where s.namespace = $1 and s.name = $2 and s.source = 'declared'`,
-    [namespace, name],
-  );
+  const { rows } = await q.query<{ answer: 'removed' | 'declared' | null }>('select acta.remove_schedule($1, $2) as answer', [namespace, name]);
   return rows[0]?.answer ?? null;
 }
 

@@ -3,12 +3,15 @@
 // missed fire skipped by its catch-up policy, and declared schedules reconciled (newest build wins).
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
+import { createClient } from '../../src';
+import { completeExecutions } from '../../src/db/executions';
 import { setSchedulePaused } from '../../src/db/schedules';
 import { sqlLedger } from '../../src/ledger';
 import { cronSchedule } from '../../src/recurring/cron';
 import { fireDecision } from '../../src/recurring/schedules';
 import { declaredPolicy, type Definition } from '../../src/definition';
 import { useTestDatabase } from '../helpers/db';
+import { waitFor } from '../helpers/wait';
 
 const { db, tdb } = useTestDatabase();
 
@@ -187,6 +190,63 @@ it("a pause committed while a fire's completion waits for the schedule arms no n
   expect(after).toMatchObject({ job_id: null, next_fire_at: null, last_outcome: 'succeeded' });
   const { rows } = await db.query<{ n: string }>(`select count(*) as n from acta.jobs where namespace = $1 and status = 'ready'`, [ns]);
   expect(rows[0].n).toBe('0');
+});
+
+// docs/schedules.md, "At runtime" and "Changes": a runtime write deletes the schedule's fire that
+// has not started, the one its fire's completion armed meanwhile included. Was: the write waited for
+// the schedule row while that completion held it, then read the fire rows with a snapshot taken
+// before the completion committed, so the armed fire was kept: removed and added again under the
+// name, the schedule had two fires queued (the old spec's and its own); paused, it fired once more;
+// changed, it fired once more under the old spec.
+describe('a runtime write that waits for a fire\'s completion', () => {
+  const readyFires = async (ns: string) =>
+    (await db.query<{ id: string; payload: unknown }>(`select id::text, payload from acta.jobs where namespace = $1 and schedule = 'm' and status = 'ready' order by id`, [ns])).rows;
+
+  /** A runtime schedule 'm' whose fire is claimed; `write` runs while that fire's completion (arming the next) holds the schedule row, and commits first. */
+  async function writeDuringCompletion(write: (client: ReturnType<typeof createClient>) => Promise<unknown>) {
+    const ns = `s-${randomUUID()}`;
+    const { workerId } = await register(ns, def(undefined), 'b1');
+    const client = createClient({ db, namespace: ns });
+    expect(await client.schedules.add('report', { name: 'm', cron: '0 * * * *', payload: { v: 1 } })).toBe('added');
+    const armed = await schedule(ns, 'm');
+    await makeDue(armed.job_id!);
+    const [row] = (await sqlLedger(db).claimJobs({ namespace: ns, workerId, definitions: ['report'], limit: 5, leaseMs: 60_000 })).rows;
+    expect(row.id).toBe(armed.job_id);
+    const completer = new Client({ connectionString: tdb.url, statement_timeout: 10_000 });
+    await completer.connect();
+    try {
+      await completer.query('begin');
+      const done = { id: row.id, execution: row.execution, outcome: 'succeeded' as const, result: 'null', error: null, retryDelayMs: 0, nextFireAt: cronSchedule('0 * * * *').next(row.schedule!.at)! };
+      expect((await completeExecutions(completer as never, workerId, [done]))[0].status).toBe('succeeded');
+      expect(await readyFires(ns)).toHaveLength(0); // the next fire, armed but not committed
+      const writing = write(client);
+      await waitFor(async () => (await db.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows.length > 0, 'the write to wait for the schedule row');
+      await completer.query('commit');
+      await writing;
+    } finally {
+      await completer.end();
+    }
+    return { ns, client };
+  }
+
+  it('removed, then added again under the name: one fire queued, the new schedule\'s', async () => {
+    const { ns, client } = await writeDuringCompletion(async (c) => expect(await c.schedules.remove('m')).toBe(true));
+    expect(await client.schedules.add('report', { name: 'm', cron: '30 * * * *', payload: { v: 2 } })).toBe('added');
+    expect(await readyFires(ns)).toEqual([{ id: (await schedule(ns, 'm')).job_id, payload: { v: 2 } }]);
+  });
+
+  it('paused: no fire queued', async () => {
+    const { ns } = await writeDuringCompletion(async (c) => expect(await c.schedules.pause('m')).toBe(true));
+    expect(await readyFires(ns)).toEqual([]);
+    expect(await schedule(ns, 'm')).toMatchObject({ job_id: null, next_fire_at: null, last_outcome: 'succeeded' });
+  });
+
+  it('changed: one fire queued, the new spec\'s', async () => {
+    const { ns } = await writeDuringCompletion(async (c) => expect(await c.schedules.add('report', { name: 'm', cron: '30 * * * *', payload: { v: 2 } })).toBe('changed'));
+    const [fire] = await readyFires(ns);
+    expect(fire).toEqual({ id: (await schedule(ns, 'm')).job_id, payload: { v: 2 } });
+    expect(await readyFires(ns)).toHaveLength(1);
+  });
 });
 
 it("a schedule's fires carry their definition's policy keys: a concurrency limit of 1 keeps two fires from running at once, and a lane orders them with its enqueued jobs", async () => {
