@@ -1851,6 +1851,8 @@ begin
     join acta.jobs j on j.id = s.job_id
     where s.namespace = p_namespace and not s.paused
       and j.status = 'ready' and j.run_at < now() - p_schedule_late_ms * interval '1 millisecond'
+      -- A pause of the fire's definition or of the namespace holds it for a resume, as `declared`.
+      and not exists (select 1 from acta.pauses p where p.namespace = p_namespace and p.definition in ('', j.definition))
   ),
   raised as (
     insert into acta.alerts as a (namespace, rule, subject, raised_at, detail)

@@ -16,13 +16,14 @@
 -- definition acta.pauses holds (its own pause or the namespace's), failure_rate
 -- (of its jobs that ended within p_failure_window_ms, at least p_failure_min_jobs, the Failed share
 -- at least p_failure_rate), schedule_late (a schedule's armed fire, Ready, due more than
--- p_schedule_late_ms ago and not claimed; resolved once it is claimed).
+-- p_schedule_late_ms ago and not claimed; resolved once it is claimed; none for a fire whose
+-- definition acta.pauses holds, as oldest_ready).
 -- Locks: the namespace's alerts advisory lock (two evaluations never interleave), the alert rows
 -- it changes. Reads jobs and workers without locks. Durability: the caller's commit.
 -- Plan: jobs_due_idx per declared definition not paused (acta.pauses by its key); jobs_finished_idx over the window's Failed rows, and
 -- over its Succeeded rows only when some definition has failures in it; the namespace's schedules
--- by their key, each armed fire by jobs_pkey; sequential scans off (see acta.prune_jobs),
--- acta.workers and acta.definitions read whole; no JIT.
+-- by their key, each armed fire by jobs_pkey and its pause by acta.pauses' key; sequential scans
+-- off (see acta.prune_jobs), acta.workers and acta.definitions read whole; no JIT.
 drop function if exists acta.evaluate_alerts(text, bigint, bigint, bigint, double precision, integer, bigint, text);
 create or replace function acta.evaluate_alerts(
   p_namespace         text,
@@ -121,6 +122,8 @@ begin
     join acta.jobs j on j.id = s.job_id
     where s.namespace = p_namespace and not s.paused
       and j.status = 'ready' and j.run_at < now() - p_schedule_late_ms * interval '1 millisecond'
+      -- A pause of the fire's definition or of the namespace holds it for a resume, as `declared`.
+      and not exists (select 1 from acta.pauses p where p.namespace = p_namespace and p.definition in ('', j.definition))
   ),
   raised as (
     insert into acta.alerts as a (namespace, rule, subject, raised_at, detail)

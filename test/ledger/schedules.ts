@@ -313,6 +313,27 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     expect(await evaluate()).toEqual([]);
   });
 
+  // docs/alerts.md: a pause holds its rows for a resume, not for a worker, as oldest_ready and
+  // no_live_worker see it. Was: schedule_late raised for the armed fire a paused definition holds.
+  test("schedule_late: a pause of the fire's definition or of the namespace holds the fire, which is not late; a resume raises it", async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    await declare(namespace, { cron: EVERY_MINUTE }, 'b1');
+    const thresholds = { ...alertThresholds({}), scheduleLateMs: 90_000 };
+    const evaluate = async () =>
+      (await ledger.evaluateAlerts({ namespace, thresholds, onAlert: null })).filter((r) => r.change !== null).map((r) => [r.change, r.rule, r.subject]);
+    await armedAndDue(namespace);
+    await ledger.pause({ namespace, definition: 'tick' });
+    await ledger.pause({ namespace: `${namespace}-other` }); // another namespace's pause holds nothing here
+    await get().advance(2 * MINUTE); // due 2 to 3 minutes ago
+    expect(await evaluate()).toEqual([]);
+    await ledger.resume({ namespace, definition: 'tick' });
+    expect(await evaluate()).toEqual([['raised', 'schedule_late', 'tick']]);
+    await ledger.pause({ namespace });
+    expect(await evaluate()).toEqual([['resolved', 'schedule_late', 'tick']]);
+    await ledger.resume({ namespace: `${namespace}-other` });
+  });
+
   test('schedule_late: a paused schedule has no armed fire and is never late', async () => {
     const { ledger } = get();
     const namespace = ns();

@@ -56,7 +56,8 @@ export function evaluateAlerts(store: Store, tx: Tx, args: { namespace: string; 
 
   for (const s of store.schedulesIn(ns)) {
     const j = s.jobId === null ? undefined : store.jobs.get(s.jobId);
-    if (s.paused || !j || j.status !== 'ready' || !(j.runAt < now - t.scheduleLateMs)) continue;
+    // A paused definition or namespace holds the fire for a resume, as above (evaluate_alerts.sql).
+    if (s.paused || !j || j.status !== 'ready' || !(j.runAt < now - t.scheduleLateMs) || paused.has('') || paused.has(j.definition)) continue;
     holds.push({ rule: 'schedule_late', subject: s.name, detail: { definition: s.definition, scheduledAt: new Date(j.scheduledAt as number).toISOString(), dueAt: new Date(j.runAt).toISOString(), lateMs: now - j.runAt } });
   }
 
