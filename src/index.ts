@@ -73,6 +73,7 @@ export {
   ChildFailedError,
   ChildInParentLaneError,
 } from './errors';
+export { isTransientDbError } from './db/transient';
 export type { ScheduleSpec } from './recurring/schedules';
 export type { ScheduleRecord } from './db/schedules';
 export type { ClientSchedules } from './client/schedules';

@@ -54,7 +54,7 @@ test('require: acta, acta/operators, acta/testing and acta/package.json; runAtte
     const testing = require('acta/testing');
     const job = acta.defineJob({ name: 'greet', handler: (p) => ({ greeting: 'hello, ' + p.name }) });
     testing.runAttempt(job, { name: 'Ada' }).then((run) => console.log(JSON.stringify({
-      acta: [typeof acta.createWorker, typeof acta.defineJob],
+      acta: [typeof acta.createWorker, typeof acta.defineJob, typeof acta.isTransientDbError, acta.isTransientDbError({ code: 'ECONNREFUSED' })],
       operators: [typeof operators.retryBackoff, typeof operators.bufferBounded],
       testing: typeof testing.runAttempt,
       version: require('acta/package.json').version,
@@ -63,7 +63,7 @@ test('require: acta, acta/operators, acta/testing and acta/package.json; runAtte
   const out = await node(['-e', script]);
   expect(out).toMatchObject({ code: 0, stderr: '' });
   expect(JSON.parse(out.stdout)).toEqual({
-    acta: ['function', 'function'],
+    acta: ['function', 'function', 'function', true],
     operators: ['function', 'function'],
     testing: 'function',
     version: JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version,
@@ -73,11 +73,11 @@ test('require: acta, acta/operators, acta/testing and acta/package.json; runAtte
 
 test('import from an ES module: the same three, named exports included', async () => {
   const script = `
-    import { createWorker } from 'acta';
+    import { createWorker, isTransientDbError } from 'acta';
     import { retryBackoff } from 'acta/operators';
     import { runAttempt } from 'acta/testing';
-    console.log([createWorker, retryBackoff, runAttempt].map((f) => typeof f).join(' '));`;
-  expect(await node(['--input-type=module', '-e', script])).toEqual({ code: 0, stdout: 'function function function\n', stderr: '' });
+    console.log([createWorker, retryBackoff, runAttempt, isTransientDbError].map((f) => typeof f).join(' '));`;
+  expect(await node(['--input-type=module', '-e', script])).toEqual({ code: 0, stdout: 'function function function function\n', stderr: '' });
 });
 
 test('a deep import of dist/ is refused (ERR_PACKAGE_PATH_NOT_EXPORTED), by require and by import', async () => {
@@ -122,7 +122,7 @@ test('nothing in src/ imports acta/testing: it is an entry of its own, over src/
 describe('TypeScript finds the types of the three, and refuses a deep import', () => {
   // Types are checked, not only found: a wrong payload must be an error where the comment says.
   const user = `
-    import { defineJob, type Client, type JobContext } from 'acta';
+    import { defineJob, isTransientDbError, type Client, type JobContext } from 'acta';
     import { retryBackoff } from 'acta/operators';
     import { runAttempt, type AttemptRun } from 'acta/testing';
     const greet = defineJob({ name: 'greet', handler: async (p: { name: string }, ctx: JobContext) => ({ greeting: 'hello, ' + p.name, attempt: ctx.attempt }) });
@@ -142,6 +142,10 @@ describe('TypeScript finds the types of the three, and refuses a deep import', (
       result.at.getTime();
       return result.greeting + result.at.toUpperCase() + id.padStart(20, '0');
     }
+    // A database's error is the driver's: the predicate takes whatever was thrown.
+    export const transient: boolean = isTransientDbError(new Error('Connection terminated unexpectedly'));
+    // @ts-expect-error one argument: a second (an index, as map passes) is refused
+    isTransientDbError(new Error('x'), 5);
   `;
   const deep = `import { createWorker } from 'acta/dist/src/worker';\nvoid createWorker;\n`;
   const configs: Record<string, { module: string; moduleResolution: string; files: string[] }> = {

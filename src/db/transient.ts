@@ -70,11 +70,18 @@ export function errorCode(err: unknown): string | undefined {
 }
 
 /**
- * True when `err` is a database error worth retrying (see the module doc). An AggregateError
- * (node's connect over several addresses) is transient when any of its errors is; a wrapped
- * error is judged by its `cause`.
+ * True when `err` is a database error worth retrying (see the module doc): an outage, a restart
+ * or failover, a lost connection, too many connections, a serialization failure or deadlock.
+ * Exported from the package root for users (docs/reference.md, "Errors"): acta does not wrap the
+ * driver's errors, so `code` stays the errno or SQLSTATE. An AggregateError (node's connect over
+ * several addresses) is transient when any of its errors is; a wrapped error is judged by its
+ * `cause`. One argument only, so `errors.some(isTransientDbError)` does not pass an index as depth.
  */
-export function isTransientDbError(err: unknown, depth = 0): boolean {
+export function isTransientDbError(err: unknown): boolean {
+  return transient(err, 0);
+}
+
+function transient(err: unknown, depth: number): boolean {
   if (!err || typeof err !== 'object' || depth > 4) return false;
   const code = errorCode(err);
   if (code === 'ACTA_DB_CLOSED') return false; // closed for good (DbClosedError), whatever its cause
@@ -87,11 +94,11 @@ export function isTransientDbError(err: unknown, depth = 0): boolean {
     if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2));
   }
   const inner = (err as { errors?: unknown }).errors;
-  if (Array.isArray(inner) && inner.some((e) => isTransientDbError(e, depth + 1))) return true;
+  if (Array.isArray(inner) && inner.some((e) => transient(e, depth + 1))) return true;
   const message = (err as { message?: unknown }).message;
   if (typeof message === 'string' && TRANSIENT_MESSAGES.some((re) => re.test(message))) return true;
   const cause = (err as { cause?: unknown }).cause;
-  return cause !== undefined && cause !== err && isTransientDbError(cause, depth + 1);
+  return cause !== undefined && cause !== err && transient(cause, depth + 1);
 }
 
 /** Transient SQLSTATEs of a statement that lost a race or ran too long on a server that answered. */
