@@ -31,14 +31,14 @@ const acta = (args: string[]) => runActa(args, { ...process.env, DATABASE_URL: t
 /** The table's rows as cells (split on runs of 2+ spaces), header first. */
 const rowsOf = (stdout: string) => stdout.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('note:')).map((l) => l.trim().split(/\s{2,}/));
 
-/** A worker of `namespace` declaring `names` (and sys.alerts with `alerts`), started and stopped: what it declares stays. */
-async function declare(namespace: string, names: string[], alerts = false): Promise<void> {
-  const w = createWorker({ db, namespace, definitions: names.map((name) => defineJob({ name, handler: () => undefined })), logger: silentLogger, alerts });
+/** A worker of `namespace` declaring `names`, started and stopped: what it declares stays. */
+async function declare(namespace: string, names: string[]): Promise<void> {
+  const w = createWorker({ db, namespace, definitions: names.map((name) => defineJob({ name, handler: () => undefined })), logger: silentLogger });
   await w.start();
   await w.stop();
 }
 
-test('acta alerts: the open alerts (rule, subject, state, raised, detail), --all the resolved ones after them, --json client.alerts\' objects; a namespace where sys.alerts does not run, or is paused, is named so', async () => {
+test('acta alerts: the open alerts (rule, subject, state, raised, detail), --all the resolved ones after them, --json client.alerts\' objects; a namespace where sys.alerts does not run, is paused, or has no live worker running it any more is named so', async () => {
   const ns = `alerts-cli-${randomUUID().slice(0, 8)}`;
   const client = createClient({ db, namespace: ns });
   // Alerts raised and resolved as sys.alerts does (test/db/alerts.test.ts): a dead worker, then a
@@ -86,11 +86,31 @@ test('acta alerts: the open alerts (rule, subject, state, raised, detail), --all
   await expect(client.alerts({ limit: 0 })).rejects.toThrow(/limit must be an integer from 1 to 1000/);
   await expect(client.alerts({ all: 'yes' as never })).rejects.toThrow(/all must be a boolean/);
 
-  // A worker with --alerts declared sys.alerts: no note; paused, the note says so.
-  await declare(ns, ['alerts-cli-noop'], true);
+  // While a worker with --alerts runs sys.alerts: no note; paused, the note says so.
+  const evaluator = createWorker({ db, namespace: ns, definitions: [defineJob({ name: 'alerts-cli-noop', handler: () => undefined })], logger: silentLogger, alerts: true });
+  await evaluator.start();
   expect((await acta(['alerts', '--namespace', ns])).stdout).not.toContain('note:');
   await client.schedules.pause('sys.alerts');
-  expect((await acta(['alerts', '--namespace', ns])).stdout).toContain(`note: sys.alerts is paused in namespace "${ns}" (acta schedule resume sys.alerts): no rule is evaluated\n`);
+  const paused = (await acta(['alerts', '--namespace', ns])).stdout;
+  expect(paused).toContain(`note: sys.alerts is paused in namespace "${ns}" (acta schedule resume sys.alerts): no rule is evaluated\n`);
+  expect(paused).not.toContain('no live worker');
+  await client.schedules.resume('sys.alerts');
+  // Its last worker stopped: the open alerts are still listed, and said to be no longer evaluated
+  // (before, they were listed as if current), since the worker's stop.
+  await evaluator.stop();
+  const { rows: [stopped] } = await db.query<{ stopped_at: Date }>('select stopped_at from acta.workers where id = $1', [evaluator.id]);
+  const left = await acta(['alerts', '--namespace', ns]);
+  expect(rowsOf(left.stdout).slice(1).map((r) => [r[0], r[2]])).toEqual([['no_live_worker', 'open'], ['oldest_ready', 'open']]);
+  const noLive = (since: Date) =>
+    `note: no live worker has run sys.alerts in namespace "${ns}" since ${since.toISOString()} (acta worker --alerts starts one): no rule is evaluated, and these alerts are as its last evaluation left them\n`;
+  expect(left.stdout).toContain(noLive(stopped.stopped_at));
+  // One that died (its process killed: listed alive, silent past 7 heartbeats): the same, since its last beat.
+  await db.query(`update acta.workers set status = 'alive', stopped_at = null, last_heartbeat_at = now() - interval '1 hour' where id = $1`, [evaluator.id]);
+  const { rows: [silent] } = await db.query<{ last_heartbeat_at: Date }>('select last_heartbeat_at from acta.workers where id = $1', [evaluator.id]);
+  expect((await acta(['alerts', '--namespace', ns])).stdout).toContain(noLive(silent.last_heartbeat_at));
+  // A live one again (beating now): no note.
+  await db.query(`update acta.workers set last_heartbeat_at = now() where id = $1`, [evaluator.id]);
+  expect((await acta(['alerts', '--namespace', ns])).stdout).not.toContain('note:');
   // The dashboard reads the same (client.alerts, resolved ones too).
   const dashboard = await startDashboard({ db, port: 0, logger: silentLogger });
   try {

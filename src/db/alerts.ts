@@ -1,4 +1,5 @@
 import type { Queryable } from './Db';
+import { WORKER_LIVE_SQL } from './workers';
 
 /** The thresholds acta.evaluate_alerts judges by (docs/alerts.md). */
 export interface AlertThresholds {
@@ -74,4 +75,22 @@ export async function listAlerts(q: Queryable, args: { namespace: string; resolv
     [args.namespace, args.limit, args.resolved],
   );
   return rows.map((r) => ({ namespace: r.namespace, rule: r.rule, subject: r.subject, raisedAt: r.raised_at, resolvedAt: r.resolved_at, detail: r.detail }));
+}
+
+/**
+ * Who evaluates the namespace's alerts: how many live workers (WORKER_LIVE_SQL, as acta why and
+ * acta workers judge) declare `definition` (sys.alerts), and when one was last seen: the latest stop
+ * of one stopped, or last heartbeat of one dead or silent (null when none ever declared it). A
+ * worker declares its definitions at every start (acta.workers.definitions) and its row stays, so
+ * this says at once that a graceful stop left none, and 7 H after the last beat that a crash did.
+ * With none live, acta alerts says its open alerts are not being evaluated (test/adminTables.test.ts).
+ */
+export async function alertsEvaluators(q: Queryable, namespace: string, definition: string): Promise<{ live: number; lastSeenAt: Date | null }> {
+  const { rows } = await q.query<{ live: number; last_seen_at: Date | null }>(
+    `select (count(*) filter (where w.status = 'alive' and ${WORKER_LIVE_SQL}))::int as live,
+            max(case when w.status = 'stopped' then coalesce(w.stopped_at, w.last_heartbeat_at) else w.last_heartbeat_at end) as last_seen_at
+     from acta.workers w where w.namespace = $1 and $2 = any (w.definitions)`,
+    [namespace, definition],
+  );
+  return { live: rows[0]?.live ?? 0, lastSeenAt: rows[0]?.last_seen_at ?? null };
 }
