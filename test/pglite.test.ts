@@ -6,7 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type Client, connect, createClient, createPgliteDb, createWorker, DataDirLockedError, DataDirUnusableError, DataDirVersionError, defineJob, migrate, type Db, type Queryable } from '../src';
-import { EMBEDDED_PG_MAJOR, lockDataDir, removeStaleLock, takeoverPath, unusable } from '../src/db/pgliteDb';
+import { lockDataDir, removeStaleLock, takeoverPath } from '../src/db/dataDirLock';
+import { EMBEDDED_PG_MAJOR, unusable } from '../src/db/pgliteDb';
 import { silentLogger } from './helpers/silentLogger';
 import { waitFor } from './helpers/wait';
 

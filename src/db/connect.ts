@@ -4,7 +4,8 @@ import { ConfigError, DataDirLockedError, DbClosedError, EmbeddedShareClosedErro
 import type { Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, socketPathFor } from './embeddedShare';
 import { createPgDb } from './pgDb';
-import { createPgliteDb, isAlive, readLock, unsharedPath } from './pgliteDb';
+import { isAlive, readLock, unsharedPath } from './dataDirLock';
+import { createPgliteDb } from './pgliteDb';
 
 /** Where the embedded default keeps its data when nothing else is said: `./.acta/data`. */
 export const DEFAULT_DATA_DIR = path.join('.acta', 'data');
