@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type Client, connect, createClient, createPgliteDb, createWorker, DataDirLockedError, DataDirUnusableError, DataDirVersionError, defineJob, migrate, type Db, type Queryable } from '../src';
-import { lockDataDir, removeStaleLock, takeoverPath } from '../src/db/dataDirLock';
+import { lockDataDir, readHolder, removeStaleLock, takeoverPath } from '../src/db/dataDirLock';
 import { EMBEDDED_PG_MAJOR, unusable } from '../src/db/pgliteDb';
 import { silentLogger } from './helpers/silentLogger';
 import { waitFor } from './helpers/wait';
@@ -136,6 +136,24 @@ describe('the data folder lock', () => {
   };
   afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
 
+  // Linux: the lock tells a pid's incarnations apart by /proc (src/db/dataDirLock.ts, lockDataDir).
+  const bootId = () => fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  /** Process `pid`'s incarnation as its lock records it: its start time in clock ticks since boot (/proc/<pid>/stat, field 22) and the boot's id. */
+  const incarnationOf = (pid: number) => {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return `${stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]}-${bootId()}`;
+  };
+  /** The lock a holder of `pid` left (killed: no release): its pid in acta.lock and, when it recorded one, its own file named after its incarnation, a hard link of the lock. */
+  const leaveLock = (dir: string, pid: number, incarnation?: string) => {
+    fs.writeFileSync(path.join(dir, 'acta.lock'), String(pid));
+    if (incarnation) fs.linkSync(path.join(dir, 'acta.lock'), path.join(dir, `acta.lock.${pid}.${incarnation}`));
+  };
+  const ownFile = (pid: number) => `acta.lock.${pid}.${incarnationOf(pid)}`;
+  const sleeper = () => {
+    const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+    return { pid: child.pid!, gone: () => (child.kill('SIGKILL'), new Promise((r) => child.once('exit', r))) };
+  };
+
   test('a data folder open in this process refuses a second open with DataDirLockedError; after close it opens again', async () => {
     const dir = tempDir();
     const exitListeners = process.listenerCount('exit');
@@ -146,15 +164,16 @@ describe('the data folder lock', () => {
       await expect(second).rejects.toThrow(DataDirLockedError);
       await expect(second).rejects.toMatchObject({ code: 'ACTA_DATA_DIR_LOCKED', pid: process.pid, dataDir: dir });
       // Before, it said "in use by process <this one>; one process per data directory".
-      await expect(second).rejects.toThrow(`the data directory ${dir} is locked with this process's pid (${process.pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process that had the same pid (a container's PID 1 after a crash: then remove ${dir}/acta.lock)`);
-      // The refused open did not take the lock away from its holder.
+      await expect(second).rejects.toThrow(`the data directory ${dir} is locked with this process's pid (${process.pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process with the same pid that recorded no start time to tell it apart (an older acta's lock, or no /proc: then remove ${dir}/acta.lock)`);
+      // The refused open did not take the lock away from its holder, nor the holder's own file beside it.
       expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
+      expect(fs.readdirSync(dir).filter((name) => name.startsWith('acta.lock')).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
       await migrate(db);
       await createClient({ force: true, db }).enqueue('kept', { n: 1 });
     } finally {
       await db.close();
     }
-    expect(fs.existsSync(path.join(dir, 'acta.lock'))).toBe(false);
+    expect(fs.readdirSync(dir).filter((name) => name.startsWith('acta.lock'))).toEqual([]);
     expect(process.listenerCount('exit')).toBe(exitListeners); // close() leaves no exit hook behind
     // Reopened: the data survived the close.
     const again = await createPgliteDb({ dataDir: dir });
@@ -235,27 +254,35 @@ describe('the data folder lock', () => {
     }
   }, 60_000);
 
-  test('a starter that judged the lock stale late never moves the live lock that replaced it, not even for a moment', async () => {
+  test.each([
+    ['another live process', () => process.ppid],
+    ["a process with the stale holder's pid (a restarted container's PID 1)", (dead: number) => dead],
+  ])('a starter that judged the lock stale late never moves the live lock that replaced it, not even for a moment: one of %s', async (_, replacer) => {
     const dir = tempDir();
     const lockPath = path.join(dir, 'acta.lock');
     const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
-    fs.writeFileSync(lockPath, String(process.ppid)); // a live holder took the folder after this starter read `dead` there
+    fs.writeFileSync(lockPath, String(dead));
+    const stale = readHolder(lockPath)!; // this starter read `dead` there...
+    fs.unlinkSync(lockPath); // ...then another removed it, and a live holder took the folder
+    fs.writeFileSync(lockPath, String(replacer(dead)));
     const mine = `${lockPath}.${process.pid}`;
     fs.writeFileSync(mine, String(process.pid));
     const touched: string[] = [];
     const watcher = fs.watch(dir, (_event, name) => touched.push(String(name)));
     try {
       await new Promise((r) => setTimeout(r, 50)); // the watch is in place
-      removeStaleLock(lockPath, String(dead), mine);
+      removeStaleLock(lockPath, stale, mine);
       await new Promise((r) => setTimeout(r, 200)); // its events have arrived
     } finally {
       watcher.close();
+      stale.close();
       fs.rmSync(mine);
     }
     // The rename-aside takeover moved it away and back: in between, a third starter took the name
-    // and two processes held the folder (CI, Node 24).
+    // and two processes held the folder (CI, Node 24). A lock of the same content is another
+    // holder's when it is another file.
     expect(touched.filter((name) => name === 'acta.lock')).toEqual([]);
-    expect(fs.readFileSync(lockPath, 'utf8')).toBe(String(process.ppid));
+    expect(fs.readFileSync(lockPath, 'utf8')).toBe(String(replacer(dead)));
     expect(fs.readdirSync(dir)).toEqual(['acta.lock']); // no takeover file left behind
   });
 
@@ -333,7 +360,7 @@ describe('the data folder lock', () => {
         err = { name: mapped.name, code: mapped.code, reason: mapped.reason, dataDir: mapped.dataDir, message: mapped.message };
       }
       expect(err).toMatchObject({ name: 'DataDirUnusableError', code: 'ACTA_DATA_DIR_UNUSABLE', reason: 'EACCES', dataDir });
-      expect(err.message).toMatch(new RegExp(`^the data directory ${dataDir} cannot be used for the embedded database: permission denied \\(EACCES, open ${dataDir}/acta\\.lock\\.\\d+\\): .* cannot create files in ${dataDir}, which is owned by uid ${root ? 0 : process.getuid?.()} with mode ${root ? '755' : '555'}\\. Give it a folder this user can write \\(the dataDir option of connect\\(\\) or createPgliteDb, or ACTA_DATA_DIR\\), or use PostgreSQL \\(DATABASE_URL\\)$`));
+      expect(err.message).toMatch(new RegExp(`^the data directory ${dataDir} cannot be used for the embedded database: permission denied \\(EACCES, open ${dataDir}/acta\\.lock\\.\\d+(\\.\\d+-[0-9a-f-]+)?\\): .* cannot create files in ${dataDir}, which is owned by uid ${root ? 0 : process.getuid?.()} with mode ${root ? '755' : '555'}\\. Give it a folder this user can write \\(the dataDir option of connect\\(\\) or createPgliteDb, or ACTA_DATA_DIR\\), or use PostgreSQL \\(DATABASE_URL\\)$`));
       expect(fs.readdirSync(dataDir)).toEqual([]);
     } finally {
       fs.chmodSync(dataDir, 0o755);
@@ -349,11 +376,108 @@ describe('the data folder lock', () => {
     const release = lockDataDir(dir);
     try {
       expect(fs.readFileSync(lockPath, 'utf8')).toBe(String(process.pid));
-      expect(fs.readdirSync(dir)).toEqual(['acta.lock']);
+      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
     } finally {
       release();
     }
     expect(fs.readdirSync(dir)).toEqual([]);
+  });
+
+  test("a lock left by an earlier incarnation of this process's pid (a restarted container's PID 1 after a SIGKILL) is taken over; one of this very process is still refused", () => {
+    const dir = tempDir();
+    // Started 1 clock tick after boot: not this process.
+    leaveLock(dir, process.pid, `1-${bootId()}`);
+    const release = lockDataDir(dir);
+    try {
+      // Before, it said "open in this process already" until the lock was removed by hand.
+      expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
+      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
+      expect(fs.statSync(path.join(dir, ownFile(process.pid))).ino).toBe(fs.statSync(path.join(dir, 'acta.lock')).ino);
+      expect(() => lockDataDir(dir)).toThrow(expect.objectContaining({ code: 'ACTA_DATA_DIR_LOCKED', pid: process.pid, message: expect.stringContaining('open in this process already') }));
+      // The refused open left the lock and its holder's own file as they were.
+      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
+    } finally {
+      release();
+    }
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+
+  test("connect() in a restarted container's process (same pid) opens and serves the folder its killed predecessor held, which had said it did not serve it", async () => {
+    const dataDir = path.join(tempDir(), 'data');
+    fs.mkdirSync(dataDir);
+    leaveLock(dataDir, process.pid, `1-${bootId()}`);
+    fs.writeFileSync(path.join(dataDir, 'acta.unshared'), String(process.pid)); // the predecessor ran with share: false
+    // Before: DataDirLockedError (this process's pid), at every start.
+    const db = await connect({ dataDir });
+    try {
+      expect((await db.query<{ one: number }>('select 1 as one')).rows).toEqual([{ one: 1 }]);
+      expect(fs.existsSync(path.join(dataDir, 'acta.unshared'))).toBe(false);
+      expect(fs.existsSync(path.join(dataDir, 'acta.sock'))).toBe(true);
+      expect(fs.readdirSync(dataDir).filter((name) => name.startsWith('acta.lock')).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
+
+  test('a lock whose pid now belongs to another live process (the pid reused) is taken over', async () => {
+    const dir = tempDir();
+    const other = sleeper();
+    try {
+      leaveLock(dir, other.pid, `1-${bootId()}`); // a holder of that pid that started 1 tick after boot
+      // Before: DataDirLockedError, "in use by process <the sleeper>".
+      const release = lockDataDir(dir);
+      try {
+        expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
+        expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
+      } finally {
+        release();
+      }
+    } finally {
+      await other.gone();
+    }
+  });
+
+  test("a live holder in another process is refused, its start time read past a ')' in its command name; once it is killed, its lock is taken over", async () => {
+    const dir = tempDir();
+    const node = path.join(tempDir(), 'x) 1 2 3'); // /proc/<pid>/stat: `<pid> (x) 1 2 3) S ...`
+    fs.symlinkSync(process.execPath, node);
+    const holder = spawn(node, ['test/fixtures/lock-child.js', dir, String(Date.now())], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve) => holder.stdout!.once('data', (d) => (expect(String(d)).toBe('HOLDS\n'), resolve())));
+      expect(fs.readFileSync(`/proc/${holder.pid}/stat`, 'utf8')).toMatch(/^\d+ \(x\) 1 2 3\) /);
+      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(holder.pid!)]);
+      expect(() => lockDataDir(dir)).toThrow(expect.objectContaining({ code: 'ACTA_DATA_DIR_LOCKED', pid: holder.pid }));
+      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(holder.pid!)]);
+      holder.kill('SIGKILL');
+      await new Promise((r) => holder.once('exit', r));
+      const release = lockDataDir(dir);
+      release();
+      expect(fs.readdirSync(dir)).toEqual([]); // its own file went with its lock
+    } finally {
+      holder.kill('SIGKILL');
+    }
+  });
+
+  test('an older acta\'s lock (its pid alone) is judged by the pid, as before: this process\'s pid or a live one is refused, a dead one taken over', async () => {
+    const dir = tempDir();
+    const lockPath = path.join(dir, 'acta.lock');
+    const other = sleeper();
+    const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
+    try {
+      leaveLock(dir, process.pid);
+      expect(() => lockDataDir(dir)).toThrow(expect.objectContaining({ code: 'ACTA_DATA_DIR_LOCKED', pid: process.pid }));
+      // An older acta killed between taking the lock and removing its own file: a second link, not named after an incarnation.
+      fs.linkSync(lockPath, `${lockPath}.${process.pid}`);
+      expect(() => lockDataDir(dir)).toThrow(expect.objectContaining({ code: 'ACTA_DATA_DIR_LOCKED', pid: process.pid }));
+      fs.rmSync(`${lockPath}.${process.pid}`, { force: true }); // (an older acta made its own file anew, and removed it)
+      leaveLock(dir, other.pid);
+      expect(() => lockDataDir(dir)).toThrow(expect.objectContaining({ code: 'ACTA_DATA_DIR_LOCKED', pid: other.pid }));
+      leaveLock(dir, dead);
+      lockDataDir(dir)();
+      expect(fs.readdirSync(dir)).toEqual([]);
+    } finally {
+      await other.gone();
+    }
   });
 });
 
