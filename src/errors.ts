@@ -103,7 +103,7 @@ export class DataDirLockedError extends ActaError {
     super(
       'ACTA_DATA_DIR_LOCKED',
       pid === process.pid
-        ? `the data directory ${dataDir} is locked with this process's pid (${pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process with the same pid that recorded no start time to tell it apart (an older acta's lock, or no /proc: then remove ${dataDir}/acta.lock)`
+        ? `the data directory ${dataDir} is locked with this process's pid (${pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process with the same pid that recorded no start time to tell it apart (no /proc here: then remove ${dataDir}/acta.lock)`
         : pid > 0 && unshared
         ? `the data directory ${dataDir} is in use by process ${pid}, which does not serve it to other processes (opened with share: false, or its socket could not be bound); one process per data directory`
         : pid > 0

@@ -32,7 +32,8 @@ const LOCK = 'acta.lock';
  * is not the one its pid's live process has now is stale, even with this process's own pid. The
  * lock's content stays the bare pid: an older acta beside this one reads it as a live holder (it
  * took any other content for stale, and removed it). A lock without an incarnation (an older
- * acta's, or no /proc: macOS) is judged by its pid alone, as before. test/pglite.test.ts, "the
+ * acta's, or no /proc: macOS) is judged by its pid alone, as before, but for this process's own
+ * pid where /proc is: then it is an earlier process's, and stale. test/pglite.test.ts, "the
  * data folder lock".
  */
 export function lockDataDir(dataDir: string): () => void {
@@ -132,6 +133,9 @@ export function readHolder(file: string): LockHolder | undefined {
           return { ...holder, incarnation: name.slice(prefix.length), link };
         }
       }
+      // An older acta's own file, left beside its lock when it was killed in between: removed with it.
+      const old = path.join(path.dirname(file), `${LOCK}.${content}`);
+      if (fileIno(old) === ino) return { ...holder, link: old };
     }
     return holder;
   } catch (err) {
@@ -150,7 +154,12 @@ function judge(holder: LockHolder): 'this process' | 'live' | 'stale' {
   const pid = Number(holder.content);
   if (!Number.isInteger(pid) || pid <= 0) return 'stale';
   if (pid !== process.pid && !isAlive(pid)) return 'stale';
-  if (holder.incarnation === undefined) return pid === process.pid ? 'this process' : 'live';
+  if (holder.incarnation === undefined) {
+    if (pid !== process.pid) return 'live';
+    // Where /proc tells it, this process records its incarnation: a lock with its pid and none is
+    // an earlier process's (an older acta's, killed: the upgrade of a crashed container), not its own.
+    return incarnation(process.pid) === undefined ? 'this process' : 'stale';
+  }
   const now = incarnation(pid);
   if (now !== undefined && now !== holder.incarnation) return 'stale';
   return pid === process.pid ? 'this process' : 'live';
