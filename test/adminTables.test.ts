@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { createClient, createWorker, type Db, defineJob } from '../src';
 import { sqlLedger } from '../src/ledger';
 import { alertThresholds, runAlertsPass } from '../src/recurring/alerts';
+import { alertsNotes } from '../src/ops/alertsNotes';
 import { startDashboard } from '../src/ops/dashboard/server';
 import { jsonLines, ROOT, runActa } from './helpers/cli';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
@@ -94,6 +95,8 @@ test('acta alerts: the open alerts (rule, subject, state, raised, detail), --all
   const paused = (await acta(['alerts', '--namespace', ns])).stdout;
   expect(paused).toContain(`note: sys.alerts is paused in namespace "${ns}" (acta schedule resume sys.alerts): no rule is evaluated\n`);
   expect(paused).not.toContain('no live worker');
+  // The notes are alertsNotes' texts, as the dashboard's Alerts page shows them (test/dashboard/alertsPage.test.ts).
+  expect(paused.split('\n').filter((l) => l.startsWith('note: '))).toEqual((await alertsNotes(db, ns)).map((n) => `note: ${n}`));
   await client.schedules.resume('sys.alerts');
   // Its last worker stopped: the open alerts are still listed, and said to be no longer evaluated
   // (before, they were listed as if current), since the worker's stop.

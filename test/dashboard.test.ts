@@ -344,5 +344,9 @@ browserTest('the schedules view shows each schedule with its cron and fires; the
   await expect(rows.nth(0).innerText()).resolves.toMatch(/oldest_ready[\s\S]*ok[\s\S]*open[\s\S]*ageMs/);
   await expect(rows.nth(1).innerText()).resolves.toMatch(new RegExp(`worker_dead[\\s\\S]*${ids.dead}[\\s\\S]*resolved`));
   await expect(page.locator('main > p').first().innerText()).resolves.toBe('1 open.');
+  // No worker here runs sys.alerts: the page says so under the count, as acta alerts does (test/dashboard/alertsPage.test.ts).
+  await expect(page.locator('[data-note]').allInnerTexts()).resolves.toEqual([
+    'sys.alerts is not scheduled in namespace "default": no worker has run it there (acta worker --alerts), so no rule is evaluated',
+  ]);
   await shot('alerts');
 });

@@ -77,20 +77,36 @@ export async function listAlerts(q: Queryable, args: { namespace: string; resolv
   return rows.map((r) => ({ namespace: r.namespace, rule: r.rule, subject: r.subject, raisedAt: r.raised_at, resolvedAt: r.resolved_at, detail: r.detail }));
 }
 
+/** Whether anything evaluates the namespace's alerts, as the sys.alerts schedule and acta.workers say. */
+export interface AlertsEvaluation {
+  /** Its schedule's row: absent (no worker with alerts has started in the namespace), paused, else active. */
+  schedule: 'none' | 'paused' | 'active';
+  /** Live workers (WORKER_LIVE_SQL, as acta why and acta workers judge) declaring it. */
+  live: number;
+  /** The latest stop of one that stopped, or last heartbeat of one dead or silent; null: none ever declared it. */
+  lastSeenAt: Date | null;
+}
+
 /**
- * Who evaluates the namespace's alerts: how many live workers (WORKER_LIVE_SQL, as acta why and
- * acta workers judge) declare `definition` (sys.alerts), and when one was last seen: the latest stop
- * of one stopped, or last heartbeat of one dead or silent (null when none ever declared it). A
- * worker declares its definitions at every start (acta.workers.definitions) and its row stays, so
- * this says at once that a graceful stop left none, and 7 H after the last beat that a crash did.
- * With none live, acta alerts says its open alerts are not being evaluated (test/adminTables.test.ts).
+ * The facts the notes of `acta alerts` and the dashboard's Alerts page come from (src/ops/alertsNotes.ts),
+ * in one statement: the schedule `name` (sys.alerts, of the definition of that name) and the
+ * workers that declare it. A worker declares its definitions at every start
+ * (acta.workers.definitions) and its row stays, so none live is seen at once after a graceful stop,
+ * and 7 H after the last beat after a crash. Reads the schedule by its key, acta.workers whole.
  */
-export async function alertsEvaluators(q: Queryable, namespace: string, definition: string): Promise<{ live: number; lastSeenAt: Date | null }> {
-  const { rows } = await q.query<{ live: number; last_seen_at: Date | null }>(
-    `select (count(*) filter (where w.status = 'alive' and ${WORKER_LIVE_SQL}))::int as live,
-            max(case when w.status = 'stopped' then coalesce(w.stopped_at, w.last_heartbeat_at) else w.last_heartbeat_at end) as last_seen_at
-     from acta.workers w where w.namespace = $1 and $2 = any (w.definitions)`,
-    [namespace, definition],
+export async function alertsEvaluation(q: Queryable, namespace: string, name: string): Promise<AlertsEvaluation> {
+  const { rows } = await q.query<{ paused: boolean | null; live: number; last_seen_at: Date | null }>(
+    `select s.paused, w.live, w.last_seen_at
+     from (select (count(*) filter (where w.status = 'alive' and ${WORKER_LIVE_SQL}))::int as live,
+                  max(case when w.status = 'stopped' then coalesce(w.stopped_at, w.last_heartbeat_at) else w.last_heartbeat_at end) as last_seen_at
+           from acta.workers w where w.namespace = $1 and $2 = any (w.definitions)) w
+     left join acta.schedules s on s.namespace = $1 and s.name = $2`,
+    [namespace, name],
   );
-  return { live: rows[0]?.live ?? 0, lastSeenAt: rows[0]?.last_seen_at ?? null };
+  const r = rows[0];
+  return {
+    schedule: r.paused === null ? 'none' : r.paused ? 'paused' : 'active',
+    live: r.live,
+    lastSeenAt: r.last_seen_at,
+  };
 }

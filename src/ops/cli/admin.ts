@@ -10,8 +10,7 @@ import type { Client } from '../../client/client';
 import type { Queryable } from '../../db/Db';
 import { unchangedJobs } from '../unchanged';
 import { DEFAULT_ALERTS, type JobFilter, type JobSelection } from '../../client/admin';
-import { ALERTS_NAME } from '../../recurring/alerts';
-import { alertsEvaluators } from '../../db/alerts';
+import { alertsNotes } from '../alertsNotes';
 import type { JobStatus } from '../../db/types';
 import { ActaError } from '../../errors';
 import { assertPauseDeclared } from '../pauseCheck';
@@ -184,10 +183,9 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
     .option('--all', 'the resolved alerts still kept (a day by default) too, after the open ones')
     .option('--json', 'one JSON object per line (client.alerts)')
     .action(async (o: { namespace: string; all?: boolean; json?: boolean }) => {
-      const { alerts, schedule, evaluators } = await withClient(o.namespace, async (client, db) => ({
+      const { alerts, notes } = await withClient(o.namespace, async (client, db) => ({
         alerts: await client.alerts({ all: o.all === true }),
-        schedule: o.json ? undefined : (await client.schedules.list(ALERTS_NAME))[0],
-        evaluators: o.json ? undefined : await alertsEvaluators(db, o.namespace, ALERTS_NAME),
+        notes: o.json ? [] : await alertsNotes(db, o.namespace),
       }));
       printRows(
         o.json,
@@ -201,16 +199,8 @@ export function registerAdminCommands(cli: Command, withClient: WithClient): voi
       if (o.json) return;
       if (alerts.length >= DEFAULT_ALERTS) console.log(`the first ${DEFAULT_ALERTS} shown`);
       // An empty list also when nothing evaluates the rules, and open alerts no longer current when
-      // nothing evaluates them any more: say so (docs/alerts.md, test/adminTables.test.ts).
-      if (schedule === undefined) {
-        console.log(`note: sys.alerts is not scheduled in namespace "${o.namespace}": no worker has run it there (acta worker --alerts), so no rule is evaluated`);
-        return;
-      }
-      if (schedule.paused) console.log(`note: sys.alerts is paused in namespace "${o.namespace}" (acta schedule resume sys.alerts): no rule is evaluated`);
-      if (evaluators !== undefined && evaluators.live === 0) {
-        const since = evaluators.lastSeenAt === null ? '' : ` since ${iso(evaluators.lastSeenAt)}`;
-        console.log(`note: no live worker has run sys.alerts in namespace "${o.namespace}"${since} (acta worker --alerts starts one): no rule is evaluated, and these alerts are as its last evaluation left them`);
-      }
+      // nothing evaluates them any more: say so, as the dashboard's Alerts page (src/ops/alertsNotes.ts).
+      for (const note of notes) console.log(`note: ${note}`);
     });
 
   cli

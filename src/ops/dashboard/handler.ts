@@ -12,6 +12,7 @@ import { type Db, withDeadline } from '../../db/Db';
 import { isUnreachableError } from '../../db/transient';
 import { ActaError, ConfigError, DbUnansweredError } from '../../errors';
 import { createLogger, type Logger } from '../../logger';
+import { alertsNotes } from '../alertsNotes';
 import { assertPauseDeclared } from '../pauseCheck';
 import { unchangedJobs, unchangedMessage } from '../unchanged';
 import type { JobStatus } from '../../db/types';
@@ -142,7 +143,10 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
     }
     if (path === '/workers') return send(res, 200, workersPage(ctx, await client.listWorkers()));
     if (path === '/schedules') return send(res, 200, schedulesPage(ctx, await client.schedules.list()));
-    if (path === '/alerts') return send(res, 200, alertsPage(ctx, await client.alerts({ all: true, limit: ALERTS_SHOWN }), ALERTS_SHOWN));
+    if (path === '/alerts') {
+      const [alerts, notes] = await Promise.all([client.alerts({ all: true, limit: ALERTS_SHOWN }), alertsNotes(db, namespace)]);
+      return send(res, 200, alertsPage(ctx, alerts, ALERTS_SHOWN, notes));
+    }
     if (path === '/jobs') {
       const q = url.searchParams;
       const query: JobsQuery = { status: q.get('status') || undefined, definition: q.get('definition') || undefined, concurrencyKey: q.get('key') || undefined, lane: q.get('lane') || undefined, cursor: q.get('cursor') || undefined };

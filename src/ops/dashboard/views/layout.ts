@@ -37,6 +37,7 @@ pre{background:#fff;border:1px solid #e3e6eb;padding:8px;overflow:auto;max-heigh
 .note{color:#6b7385;font-size:12px}.filters input,.filters select{margin-right:8px}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;background:#fff;padding:8px;border:1px solid #e3e6eb}dt{color:#6b7385}dd{margin:0}
 .flash{background:#fff8d6;border:1px solid #e8d27a;padding:6px 10px;margin-bottom:12px}
+.warn{background:#fdecec;border:1px solid #e9a6a6;padding:6px 10px;margin:0 0 12px}
 `);
 
 /** A path under the handler with its query (values encoded). */
