@@ -98,6 +98,12 @@ test('acta alerts: the open alerts (rule, subject, state, raised, detail), --all
   // The notes are alertsNotes' texts, as the dashboard's Alerts page shows them (test/dashboard/alertsPage.test.ts).
   expect(paused.split('\n').filter((l) => l.startsWith('note: '))).toEqual((await alertsNotes(db, ns)).map((n) => `note: ${n}`));
   await client.schedules.resume('sys.alerts');
+  // Its fires held by an acta pause (of sys.alerts, here): said too.
+  await client.pause({ definition: 'sys.alerts' });
+  expect((await acta(['alerts', '--namespace', ns])).stdout).toContain(
+    `note: the jobs of sys.alerts are paused in namespace "${ns}" (acta resume --definition sys.alerts): no rule is evaluated, and these alerts are as its last evaluation left them\n`,
+  );
+  await client.resume({ definition: 'sys.alerts' });
   // Its last worker stopped: the open alerts are still listed, and said to be no longer evaluated
   // (before, they were listed as if current), since the worker's stop.
   await evaluator.stop();

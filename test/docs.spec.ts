@@ -272,6 +272,7 @@ describe("the defaults the docs state are the code's", () => {
   const retention = require('../src/recurring/retention') as typeof import('../src/recurring/retention');
   const outbox = require('../src/recurring/outbox') as typeof import('../src/recurring/outbox');
   const alerts = require('../src/recurring/alerts') as typeof import('../src/recurring/alerts');
+  const alertsNotes = require('../src/ops/alertsNotes') as typeof import('../src/ops/alertsNotes');
   /* eslint-enable @typescript-eslint/no-require-imports */
   /** 45000 as the docs write it: 45,000. */
   const n = (v: number) => v.toLocaleString('en-US');
@@ -341,6 +342,7 @@ describe("the defaults the docs state are the code's", () => {
     );
     expect(row(rules, '`schedule_late`')).toContain(`${min(alerts.DEFAULT_SCHEDULE_LATE_MS)} (\`scheduleLateMs\`)`);
     expect(rules).toContain(`\`keepResolvedMs\` (default ${alerts.DEFAULT_KEEP_RESOLVED_MS / day} day)`);
+    expect(rules).toContain(`its armed fire still not claimed more than ${alertsNotes.ALERTS_FIRE_LATE_MS / 1_000} s (two of its cadences`);
     expect(read('docs/outbox.md')).toContain(
       `(default ${outbox.DEFAULT_BATCH_SIZE} events, each a transaction under a ${outbox.DEFAULT_BATCH_TIMEOUT_MS / 1_000} s\n  statement_timeout, halved after a timeout; at most ${outbox.DEFAULT_PASS_BUDGET_MS / 1_000} s per pass)`,
     );

@@ -77,36 +77,47 @@ export async function listAlerts(q: Queryable, args: { namespace: string; resolv
   return rows.map((r) => ({ namespace: r.namespace, rule: r.rule, subject: r.subject, raisedAt: r.raised_at, resolvedAt: r.resolved_at, detail: r.detail }));
 }
 
-/** Whether anything evaluates the namespace's alerts, as the sys.alerts schedule and acta.workers say. */
+/** Whether anything evaluates the namespace's alerts, as the sys.alerts schedule, acta.pauses and acta.workers say. */
 export interface AlertsEvaluation {
   /** Its schedule's row: absent (no worker with alerts has started in the namespace), paused, else active. */
   schedule: 'none' | 'paused' | 'active';
+  /** The acta pause holding its fires: '' the namespace's, else its own (the definition's); null: none. */
+  heldBy: string | null;
   /** Live workers (WORKER_LIVE_SQL, as acta why and acta workers judge) declaring it. */
   live: number;
   /** The latest stop of one that stopped, or last heartbeat of one dead or silent; null: none ever declared it. */
   lastSeenAt: Date | null;
+  /** Its armed fire's due time when that fire is still Ready more than `lateMs` after it; else null. */
+  lateDueAt: Date | null;
 }
 
 /**
  * The facts the notes of `acta alerts` and the dashboard's Alerts page come from (src/ops/alertsNotes.ts),
- * in one statement: the schedule `name` (sys.alerts, of the definition of that name) and the
- * workers that declare it. A worker declares its definitions at every start
- * (acta.workers.definitions) and its row stays, so none live is seen at once after a graceful stop,
- * and 7 H after the last beat after a crash. Reads the schedule by its key, acta.workers whole.
+ * in one statement: the schedule `name` (sys.alerts, of the definition of that name), its armed
+ * fire, the pauses that hold that definition, and the workers that declare it. A worker declares
+ * its definitions at every start (acta.workers.definitions) and its row stays, so none live is seen
+ * at once after a graceful stop, and 7 H after the last beat after a crash. Reads the schedule, the
+ * fire and the pauses by their keys, acta.workers whole.
  */
-export async function alertsEvaluation(q: Queryable, namespace: string, name: string): Promise<AlertsEvaluation> {
-  const { rows } = await q.query<{ paused: boolean | null; live: number; last_seen_at: Date | null }>(
-    `select s.paused, w.live, w.last_seen_at
+export async function alertsEvaluation(q: Queryable, namespace: string, name: string, lateMs: number): Promise<AlertsEvaluation> {
+  const { rows } = await q.query<{ paused: boolean | null; held_by: string | null; live: number; last_seen_at: Date | null; late_due_at: Date | null }>(
+    `select s.paused,
+            (select min(p.definition) from acta.pauses p where p.namespace = $1 and p.definition in ('', $2)) as held_by,
+            w.live, w.last_seen_at,
+            case when j.status = 'ready' and j.run_at < now() - $3 * interval '1 millisecond' then j.run_at end as late_due_at
      from (select (count(*) filter (where w.status = 'alive' and ${WORKER_LIVE_SQL}))::int as live,
                   max(case when w.status = 'stopped' then coalesce(w.stopped_at, w.last_heartbeat_at) else w.last_heartbeat_at end) as last_seen_at
            from acta.workers w where w.namespace = $1 and $2 = any (w.definitions)) w
-     left join acta.schedules s on s.namespace = $1 and s.name = $2`,
-    [namespace, name],
+     left join acta.schedules s on s.namespace = $1 and s.name = $2
+     left join acta.jobs j on j.id = s.job_id`,
+    [namespace, name, lateMs],
   );
   const r = rows[0];
   return {
     schedule: r.paused === null ? 'none' : r.paused ? 'paused' : 'active',
+    heldBy: r.held_by,
     live: r.live,
     lastSeenAt: r.last_seen_at,
+    lateDueAt: r.late_due_at,
   };
 }
