@@ -4,7 +4,10 @@
  */
 export { createClient, type Client, type ClientOptions, type ObserveOptions, type ResultOptions, type EnqueueItem, type EnqueueItemOf, type PayloadOf, type ResultOf, type EnqueueOptions, type EnqueueResult } from './client/client';
 export type { Jsonified } from './json';
-export type { Admin, AlertsOptions, JobFilter, JobPage, JobSelection, JobSummary, ListJobsOptions, NamespaceInfo, WorkerInfo } from './client/admin';
+export type { Admin } from './client/admin';
+export type { JobFilter, JobPage, JobSummary, ListJobsOptions } from './client/listJobs';
+export type { JobSelection } from './client/bulkOperations';
+export type { AlertsOptions, NamespaceInfo, WorkerInfo } from './client/fleetReads';
 export type { AlertInfo } from './db/alerts';
 export type { PauseAnswer, PauseRecord } from './db/pauses';
 export type { WhyAnswer, WhyCause, WhyReason } from './ops/why';

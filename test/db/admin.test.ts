@@ -2,7 +2,7 @@
 // retry, cancel and delete (one id, or a filter in bounded batches), workers and namespaces.
 import { randomUUID } from 'node:crypto';
 import { createClient, type Client } from '../../src';
-import { ADMIN_BATCH } from '../../src/client/admin';
+import { ADMIN_BATCH } from '../../src/client/bulkOperations';
 import { completeExecutions } from '../../src/db/executions';
 import { claimJobs } from '../../src/db/jobs';
 import { registerWorker, stopWorker } from '../../src/db/workers';

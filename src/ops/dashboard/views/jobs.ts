@@ -1,5 +1,5 @@
 /* The job list: a filter (status, definition, concurrency key, lane), newest first, a page at a time by keyset. */
-import type { JobPage, JobSummary } from '../../../client/admin';
+import type { JobPage, JobSummary } from '../../../client/listJobs';
 import { attemptsCell } from '../../attempts';
 import { type Html, html } from '../html';
 import { actionButton, href, layout, status, time, type ViewContext } from './layout';

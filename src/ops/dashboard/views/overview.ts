@@ -2,7 +2,7 @@
  * The overview: every namespace with its jobs by status (counts capped: COUNT_CAP), the shown
  * namespace's attempts per minute, its pauses with pause and resume, and its in-flight jobs by worker.
  */
-import { COUNT_CAP, type NamespaceInfo, type WorkerInfo } from '../../../client/admin';
+import { COUNT_CAP, type NamespaceInfo, type WorkerInfo } from '../../../client/fleetReads';
 import type { JobStatus } from '../../../db/types';
 import { type Html, html } from '../html';
 import type { MinuteCounts } from '../queries';

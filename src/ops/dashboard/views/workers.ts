@@ -1,5 +1,5 @@
 /* The workers of the namespace: alive, stopped and dead (of the last day), each with what it holds. */
-import type { WorkerInfo } from '../../../client/admin';
+import type { WorkerInfo } from '../../../client/fleetReads';
 import { type Html, html } from '../html';
 import { ago, href, layout, status, time, type ViewContext } from './layout';
 
