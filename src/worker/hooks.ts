@@ -1,10 +1,13 @@
-import { type MonoTypeOperatorFunction, Observable, type SchedulerLike, Subject, type Subscriber, type Subscription, take } from 'rxjs';
+import { type MonoTypeOperatorFunction, type Observable, type SchedulerLike, take } from 'rxjs';
 import type { Logger } from 'pino';
 import type { CompletionOutcome, JobId } from '../db/types';
-import { HookFailedError } from '../errors';
+import type { HookFailedError } from '../errors';
+import { aroundHandlerStage } from './aroundHandlerStage';
+import { beforeExecutionStage } from './beforeExecutionStage';
+import { beforeWriteStage } from './beforeWriteStage';
 import type { Completion } from './executor';
+import { entryOfView } from './hookViews';
 import type { Entry } from './registry';
-import { storedErrorSummary } from './storedError';
 
 /** One attempt as a hook sees it: a readonly view of a claimed job (docs/DESIGN.md, "The Rx surface"). */
 export interface Attempt {
@@ -132,38 +135,19 @@ export interface HookStages {
   beforeWrite?: MonoTypeOperatorFunction<Completion>;
 }
 
-const viewOfEntry = new WeakMap<Entry, Attempt>();
-const entryOfView = new WeakMap<object, Entry>();
-const viewOfCompletion = new WeakMap<Completion, AttemptCompletion>();
-
-/** The Attempt view of an entry (one per entry: hooks can compare them by identity). */
-export function attemptOf(entry: Entry): Attempt {
-  let view = viewOfEntry.get(entry);
-  if (view === undefined) {
-    const { row } = entry;
-    view = Object.freeze({ jobId: row.id, definition: row.definition, attempt: row.attempts + 1, execution: row.execution, priority: row.priority, payload: row.payload });
-    viewOfEntry.set(entry, view);
-    entryOfView.set(view, entry);
-  }
-  return view;
-}
-
-/** The AttemptCompletion view of a completion (one per completion). */
-export function completionOf(completion: Completion): AttemptCompletion {
-  let view = viewOfCompletion.get(completion);
-  if (view === undefined) {
-    const { entry, row } = completion;
-    const failed = row.outcome === 'failed' || row.outcome === 'failed_final';
-    view = Object.freeze({
-      attempt: attemptOf(entry),
-      outcome: row.outcome,
-      durationMs: entry.startedAt >= 0 && entry.endedAt >= 0 ? entry.endedAt - entry.startedAt : null,
-      ...(failed ? { error: storedErrorSummary(row.error) } : {}),
-      ...(row.outcome === 'failed' || row.outcome === 'rate_limited' ? { retryDelayMs: row.retryDelayMs } : {}),
-    });
-    viewOfCompletion.set(completion, view);
-  }
-  return view;
+/** What the stages of one worker share (hookStages makes it; the stages: *Stage.ts, the views: hookViews.ts). */
+export interface HookContext {
+  config: HookStagesConfig;
+  deps: HookStagesDeps;
+  tools: HookTools;
+  /** Who can hand back an attempt right now: beforeExecution for what it holds, aroundHandler for a run not started. */
+  handBacks: Map<Entry, (reason: string) => void>;
+  /** Completions aroundHandler holds after their runs ended, each with what passes it on now. */
+  heldCompletions: Set<() => void>;
+  /** The stop's shutdown timeout passed: nothing is held any more (docs/rx.md, "Around the handler"). */
+  releasing: boolean;
+  /** Hands an entry back (if the worker still can) and logs it. */
+  giveBack: (entry: Entry, reason: string, level: 'debug' | 'warn' | 'error') => void;
 }
 
 /**
@@ -173,9 +157,8 @@ export function completionOf(completion: Completion): AttemptCompletion {
  * the finalizer's channel.
  */
 export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): HookStages {
-  const { hooks, scheduler, holdLimitMs } = config;
+  const { hooks, scheduler } = config;
   const logger = config.logger;
-  /** Who can hand back an attempt right now: beforeExecution for what it holds, aroundHandler for a run not started. */
   const handBacks = new Map<Entry, (reason: string) => void>();
   const tools: HookTools = {
     handBack(attempt, reason) {
@@ -188,344 +171,18 @@ export function hookStages(config: HookStagesConfig, deps: HookStagesDeps): Hook
     scheduler,
     logger,
   };
-  /** Completions aroundHandler holds after their runs ended, each with what passes it on now. */
   const heldCompletions = new Set<() => void>();
-  /** The stop's shutdown timeout passed: nothing is held any more (docs/rx.md, "Around the handler"). */
-  let releasing = false;
-  config.releaseHeld$?.pipe(take(1)).subscribe(() => {
-    releasing = true;
-    for (const release of [...heldCompletions]) release();
-  });
-  /** Hands an entry back (if the worker still can) and logs it. */
   const giveBack = (entry: Entry, reason: string, level: 'debug' | 'warn' | 'error') => {
     if (deps.handBack(entry)) logger[level]({ jobId: entry.row.id, execution: entry.row.execution, reason }, 'attempt handed back by a hook');
   };
+  const context: HookContext = { config, deps, tools, handBacks, heldCompletions, releasing: false, giveBack };
+  config.releaseHeld$?.pipe(take(1)).subscribe(() => {
+    context.releasing = true;
+    for (const release of [...heldCompletions]) release();
+  });
   return {
-    beforeExecution: hooks.beforeExecution && beforeExecutionStage(hooks.beforeExecution),
-    aroundHandler: hooks.aroundHandler && aroundHandlerStage(hooks.aroundHandler),
-    beforeWrite: hooks.beforeWrite && beforeWriteStage(hooks.beforeWrite),
+    beforeExecution: hooks.beforeExecution && beforeExecutionStage(hooks.beforeExecution, context),
+    aroundHandler: hooks.aroundHandler && aroundHandlerStage(hooks.aroundHandler, context),
+    beforeWrite: hooks.beforeWrite && beforeWriteStage(hooks.beforeWrite, context),
   };
-
-  function beforeExecutionStage(hook: NonNullable<WorkerHooks['beforeExecution']>): MonoTypeOperatorFunction<Entry> {
-    return (source) =>
-      new Observable<Entry>((subscriber) => {
-        /** What the hook holds, oldest first, with the scheduler time it came in. */
-        const held = new Map<Entry, number>();
-        const attempts = new Subject<Attempt>();
-        let ended = false;
-        let sourceDone = false;
-        let warnedForeign = false;
-        let timer: Subscription | null = null;
-        let sourceSub: Subscription | undefined;
-        let hookSub: Subscription | undefined;
-
-        /** Each held entry's abort callback (Entry.onAbort), while the hook holds it. */
-        const aborts = new Map<Entry, () => void>();
-        /** Takes `entry` out of what the hook holds, with its hand-back and abort callbacks. */
-        const takeOut = (entry: Entry) => {
-          held.delete(entry);
-          handBacks.delete(entry);
-          const onAbort = aborts.get(entry);
-          aborts.delete(entry);
-          if (onAbort !== undefined && entry.onAbort === onAbort) entry.onAbort = undefined;
-        };
-        /** On to the executors; one handed back by a stop meanwhile (worker.ts, shutdown) does not run: its permit comes back here. */
-        const pass = (entry: Entry) => {
-          if (entry.state === 'finalizing') deps.release();
-          else subscriber.next(entry);
-        };
-        /** Takes `entry` out of the hook: handed back, its permit returned. */
-        const letGo = (entry: Entry, reason: string, level: 'debug' | 'warn' | 'error') => {
-          takeOut(entry);
-          giveBack(entry, reason, level);
-          deps.release();
-        };
-        /** One timer, for the oldest held attempt's hold limit (a Map iterates in insertion order). */
-        const arm = () => {
-          if (timer !== null || ended) return;
-          const oldest = held.values().next();
-          if (oldest.done) return;
-          timer = scheduler.schedule(
-            () => {
-              timer = null;
-              const now = scheduler.now();
-              for (const [entry, since] of held) {
-                if (now - since < holdLimitMs) break;
-                letGo(entry, `held by beforeExecution for ${holdLimitMs} ms (dropped, or delayed past an attempt deadline)`, 'warn');
-              }
-              arm();
-            },
-            Math.max(0, oldest.value + holdLimitMs - scheduler.now()),
-          );
-        };
-        const end = (failure?: HookFailedError) => {
-          if (ended) return;
-          ended = true;
-          timer?.unsubscribe();
-          sourceSub?.unsubscribe();
-          hookSub?.unsubscribe();
-          const reason = failure ? failure.message : 'the worker stopped claiming';
-          for (const entry of [...held.keys()]) {
-            if (!failure) entry.abort('shutdown'); // as shutdown.ts does to every unstarted attempt
-            letGo(entry, reason, failure ? 'error' : 'debug');
-          }
-          if (failure) {
-            logger.error({ err: failure.cause ?? failure }, failure.message);
-            config.onFailure(failure);
-          }
-          subscriber.complete();
-        };
-
-        try {
-          hookSub = hook(attempts.asObservable(), tools).subscribe({
-            next: (attempt) => {
-              const entry = entryOfView.get(attempt);
-              if (entry === undefined) {
-                if (!warnedForeign) logger.warn('beforeExecution emitted a value that is not an attempt it was given: ignored (emit the Attempt objects themselves)');
-                warnedForeign = true;
-                return;
-              }
-              if (!held.has(entry)) return; // handed back already, or emitted twice
-              takeOut(entry);
-              pass(entry);
-            },
-            error: (err: unknown) => end(new HookFailedError('beforeExecution', 'errored', { cause: err })),
-            complete: () => end(sourceDone ? undefined : new HookFailedError('beforeExecution', 'completed while the worker was claiming')),
-          });
-        } catch (err) {
-          end(new HookFailedError('beforeExecution', 'threw when called', { cause: err }));
-        }
-        if (ended) return undefined;
-        sourceSub = source.subscribe({
-          next: (entry) => {
-            held.set(entry, scheduler.now());
-            handBacks.set(entry, (reason) => held.has(entry) && letGo(entry, reason, 'debug'));
-            // Aborted while held (a client's cancel, a lost lease, its deadline): its outcome is
-            // decided, so it leaves the hook at once and the run makes that completion without
-            // calling the handler (executor.ts), as aroundHandler's does, instead of waiting out
-            // the hook's delay with its permit (test/hooks.spec.ts, "an attempt cancelled while held").
-            const onAbort = () => {
-              if (ended || !held.has(entry)) return;
-              takeOut(entry);
-              pass(entry);
-            };
-            aborts.set(entry, onAbort);
-            entry.onAbort = onAbort;
-            attempts.next(attemptOf(entry));
-            arm();
-          },
-          error: (err: unknown) => {
-            ended = true;
-            hookSub?.unsubscribe();
-            subscriber.error(err);
-          },
-          // Claiming stopped: what the hook holds goes back at once (shutdown.ts: unstarted rows are handed back).
-          complete: () => {
-            sourceDone = true;
-            end();
-          },
-        });
-        return () => {
-          // Unsubscribed (the worker's teardown): the worker's stop or fatal path answers for the rows.
-          ended = true;
-          timer?.unsubscribe();
-          sourceSub?.unsubscribe();
-          hookSub?.unsubscribe();
-          for (const entry of [...held.keys()]) takeOut(entry);
-        };
-      });
-  }
-
-  function aroundHandlerStage(hook: NonNullable<WorkerHooks['aroundHandler']>): (entry: Entry) => Observable<Completion> {
-    return (entry) =>
-      new Observable<Completion>((subscriber) => {
-        // Held by an executor from here: a stop aborts it (below) instead of handing it back itself.
-        entry.taken = true;
-        const attempt = attemptOf(entry);
-        /** Subscribers of `run` waiting for the completion. */
-        const watchers = new Set<Subscriber<AttemptCompletion>>();
-        let runSub: Subscription | undefined;
-        let hookSub: Subscription | undefined;
-        let timer: Subscription | null = null;
-        let completion: Completion | undefined;
-        let runEnded = false;
-        let hookEnded = false;
-        /**
-         * The hook's silence is not a swallow: we cut it off (an abort before the run started), or
-         * its error was logged already (one error per attempt: test/hooks.spec.ts, "a hook that
-         * errors after starting the run").
-         */
-        let excused = false;
-        let handedBack = false;
-        let passed = false;
-        let finished = false;
-        /** The run's completion is being handed to every subscriber of `run`: the attempt ends after. */
-        let delivering = false;
-
-        const finish = () => {
-          if (finished) return;
-          finished = true;
-          heldCompletions.delete(release);
-          subscriber.complete();
-        };
-        /** The shutdown timeout passed while the hook holds the completion: it goes on now. */
-        const release = () => settle();
-        const pass = () => {
-          if (passed || completion === undefined) return;
-          passed = true;
-          subscriber.next(completion);
-        };
-        /** The run has ended: the completion goes on once the hook passed it or ended (or the hold limit passed). */
-        const settle = () => {
-          if (finished || !runEnded || delivering) return;
-          if (completion === undefined || passed) return finish();
-          if (!hookEnded && !releasing) {
-            timer ??= scheduler.schedule(() => {
-              logger.error({ jobId: entry.row.id, execution: entry.row.execution, outcome: completion?.row.outcome, holdLimitMs }, 'aroundHandler held the completion too long: written as it ended');
-              pass();
-              finish();
-            }, holdLimitMs);
-            heldCompletions.add(release);
-            return;
-          }
-          if (!hookEnded) {
-            // A stop's shutdown timeout passed (test/testing/virtualWorker.spec.ts, "a completion aroundHandler holds at a stop").
-            logger.error({ jobId: entry.row.id, execution: entry.row.execution, outcome: completion.row.outcome }, 'aroundHandler held the completion past the shutdown timeout: written as it ended');
-            excused = true;
-            hookEnded = true;
-            hookSub?.unsubscribe();
-          }
-          if (!excused) logger.error({ jobId: entry.row.id, execution: entry.row.execution, outcome: completion.row.outcome }, 'aroundHandler swallowed the completion: written as it ended');
-          pass();
-          finish();
-        };
-        const startRun = () => {
-          if (runSub !== undefined || handedBack) return;
-          handBacks.delete(entry);
-          if (entry.onAbort === onAbort) entry.onAbort = undefined;
-          runSub = deps.run(entry).subscribe({
-            next: (c) => {
-              completion = c;
-            },
-            error: (err: unknown) => subscriber.error(err),
-            complete: () => {
-              runEnded = true;
-              const view = completion && completionOf(completion);
-              delivering = true;
-              for (const watcher of [...watchers]) {
-                if (view) watcher.next(view);
-                watcher.complete();
-              }
-              delivering = false;
-              settle();
-            },
-          });
-        };
-        const handBack = (reason: string, level: 'debug' | 'warn') => {
-          if (runSub !== undefined || handedBack) return;
-          handedBack = true;
-          handBacks.delete(entry);
-          if (entry.onAbort === onAbort) entry.onAbort = undefined;
-          giveBack(entry, reason, level);
-          finish();
-        };
-        /** Aborted before its run started (a stop, a deadline, a lost lease): the run decides, without the hook (executor.ts: it runs no handler for an aborted entry). */
-        const onAbort = () => {
-          if (runSub !== undefined || handedBack || finished) return;
-          excused = true;
-          hookEnded = true;
-          hookSub?.unsubscribe();
-          startRun();
-        };
-        entry.onAbort = onAbort;
-        handBacks.set(entry, (reason) => handBack(reason, 'debug'));
-
-        const run = new Observable<AttemptCompletion>((watcher) => {
-          if (handedBack || finished) return watcher.complete();
-          if (runEnded) {
-            if (completion) watcher.next(completionOf(completion));
-            return watcher.complete();
-          }
-          watchers.add(watcher);
-          startRun();
-          return () => watchers.delete(watcher);
-        });
-        const hookFailed = (err: unknown, what: string) => {
-          logger.error({ err, jobId: entry.row.id, execution: entry.row.execution }, `aroundHandler ${what}${runSub ? ': the run goes on and is written as it ends' : ': the attempt runs without it'}`);
-          excused = true;
-          hookEnded = true;
-          if (runSub === undefined) startRun();
-          else settle();
-        };
-        try {
-          hookSub = hook(attempt, run, tools).subscribe({
-            next: (value) => {
-              if (completion !== undefined && value === viewOfCompletion.get(completion)) {
-                pass();
-                settle();
-              }
-            },
-            error: (err: unknown) => hookFailed(err, 'errored'),
-            complete: () => {
-              hookEnded = true;
-              if (runSub === undefined) handBack('aroundHandler ended without running the attempt', 'warn');
-              else settle();
-            },
-          });
-        } catch (err) {
-          hookFailed(err, 'threw when called');
-        }
-        if (finished) hookSub?.unsubscribe();
-        return () => {
-          finished = true;
-          heldCompletions.delete(release);
-          hookSub?.unsubscribe();
-          runSub?.unsubscribe();
-          timer?.unsubscribe();
-          handBacks.delete(entry);
-          if (entry.onAbort === onAbort) entry.onAbort = undefined;
-          deps.release();
-        };
-      });
-  }
-
-  function beforeWriteStage(hook: NonNullable<WorkerHooks['beforeWrite']>): MonoTypeOperatorFunction<Completion> {
-    return (source) =>
-      new Observable<Completion>((subscriber) => {
-        const completions = new Subject<AttemptCompletion>();
-        let attached = true;
-        const detach = (err: unknown) => {
-          if (!attached) return;
-          attached = false;
-          logger.error({ err }, 'beforeWrite failed: detached (completions are written as before)');
-        };
-        let hookSub: Subscription | undefined;
-        try {
-          hookSub = hook(completions.asObservable(), tools).subscribe({ error: detach, complete: () => (attached = false) });
-        } catch (err) {
-          detach(err);
-        }
-        const sourceSub = source.subscribe({
-          next: (completion) => {
-            if (attached) {
-              try {
-                completions.next(completionOf(completion));
-              } catch (err) {
-                detach(err);
-              }
-            }
-            subscriber.next(completion);
-          },
-          error: (err: unknown) => subscriber.error(err),
-          complete: () => {
-            completions.complete();
-            subscriber.complete();
-          },
-        });
-        return () => {
-          sourceSub.unsubscribe();
-          hookSub?.unsubscribe();
-        };
-      });
-  }
 }
