@@ -71,7 +71,7 @@ export class Entry {
    * what a fatal stop writes itself, as the attempt ended, when the finalizer has not (worker.ts, fatal).
    */
   completion?: Completion;
-  /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler, or hooks.ts' wait for a run to start). */
+  /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler, or aroundHandlerStage.ts' wait for a run to start). */
   onAbort?: (cause: AbortCause) => void;
   /**
    * Scheduler times (ms) of the handler's start and end, recorded only while something reads them
