@@ -2,13 +2,13 @@
 -- (docs/schedules.md; src/recurring/schedules.ts, the schedules pass).
 --
 -- Contract: p_names, p_versions and p_instants run in parallel. A schedule is armed only while it
--- needs a fire: not paused, still at the version the instant was computed for, and no fire armed or
--- running (job_id null, or its job ended or gone: that fire's instant and outcome become the
--- schedule's last). The fire is a Ready job of the schedule's definition, payload, priority and
--- policy keys (migration 0021),
--- due at its instant. Returns how many were armed. A fire's completion arms the next one itself
--- (acta.complete_executions, "Recurring fire"); this covers a schedule added, changed or resumed,
--- and a fire that ended elsewhere (recovery, a cancel).
+-- needs a fire: not paused, still at the version the instant was computed for (a version is never
+-- used twice for a name, a schedule removed and added again included: migration 0024), and no fire
+-- armed or running (job_id null, or its job ended or gone: that fire's instant and outcome become
+-- the schedule's last). The fire is a Ready job of the schedule's definition, payload, priority and
+-- policy keys (migration 0021), due at its instant. Returns how many were armed. A fire's
+-- completion arms the next one itself (acta.complete_executions, "Recurring fire"); this covers a
+-- schedule added, changed or resumed, and a fire that ended elsewhere (recovery, a cancel).
 -- Changed while a fire runs (docs/schedules.md, "Changes"): a schedule changed while its fire had
 -- started keeps that fire as its job_id with next_fire_at null, so no second fire runs beside it.
 -- Its instant (the new spec's first after the change) is stored here as next_fire_at, the pending

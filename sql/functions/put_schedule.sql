@@ -1,10 +1,10 @@
 -- acta.put_schedule(namespace, name, definition, spec…) -> 'added' | 'changed' | 'same' | 'declared'
--- Contract: adds the namespace's runtime schedule `name` or changes it (version + 1); 'declared':
--- the name is a declared schedule's, not touched. A change deletes the armed fire if it has not
--- started (Ready, never claimed): the caller's schedules pass arms the new spec's next instant. A
--- fire that has started stays the schedule's (job_id kept, next_fire_at null): its end arms the
--- new spec's instant, never a fire beside it (docs/schedules.md, "Changes"; acta.arm_schedules,
--- acta.complete_executions). The answer comes from the upsert's own row (xmax = 0: inserted).
+-- Contract: adds the namespace's runtime schedule `name` or changes it (a new version, never one
+-- the name had: migration 0024); 'declared': the name is a declared schedule's, not touched. A
+-- change deletes the armed fire if it has not started (Ready, never claimed): the caller's
+-- schedules pass arms the new spec's next instant. A fire that has started stays the schedule's
+-- (job_id kept, next_fire_at null): its end arms the new spec's instant, never a fire beside it
+-- (docs/schedules.md, "Changes"; acta.arm_schedules, acta.complete_executions). The answer comes from the upsert's own row (xmax = 0: inserted).
 -- Fence: the fire is read by a statement begun once this call holds the schedule row, so a fire
 -- armed by a completion that held the row meanwhile is the one deleted, never run under the old
 -- spec after the change (test/recurring/schedules.test.ts, "a runtime write that waits").
@@ -46,7 +46,8 @@ begin
     on conflict (namespace, name) do update
       set definition = excluded.definition, cron = excluded.cron, time_zone = excluded.time_zone, payload = excluded.payload,
           catch_up = excluded.catch_up, catch_up_window_ms = excluded.catch_up_window_ms, priority = excluded.priority,
-          concurrency_key = excluded.concurrency_key, rate_key = excluded.rate_key, lane = excluded.lane, version = s.version + 1,
+          concurrency_key = excluded.concurrency_key, rate_key = excluded.rate_key, lane = excluded.lane,
+          version = nextval(pg_get_serial_sequence('acta.schedules', 'version')::regclass),
           job_id = case when exists (select 1 from unstarted) then null else s.job_id end, next_fire_at = null, updated_at = now()
       where s.source = 'runtime'
         and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane)

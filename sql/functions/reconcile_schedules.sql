@@ -3,15 +3,16 @@
 -- declaration: acta.refresh_definitions; docs/schedules.md, "Declared schedules").
 --
 -- Contract: a declared schedule missing from its definition's declaration is removed; one whose
--- definition, cron, zone, payload, catch-up, priority or policy keys changed is updated (version + 1); a new one is added
--- (a runtime schedule of the same name is taken over: code wins). A removed or changed schedule's
--- armed fire that has not started is deleted. A removed schedule's fire that has started finishes,
--- detached. A changed schedule's fire that has started stays its fire (job_id kept, next_fire_at
--- null): the schedules pass computes the new next instant after now() and stores it as pending,
--- and that fire's end arms it (docs/schedules.md, "Changes": a schedule never runs two of its own
--- fires at once; test/ledger/schedules.ts, "a change while a fire runs"). Changed schedules with
--- no fire left and added ones are left unarmed for the schedules pass (acta.arm_schedules), which
--- computes their next instant after now(). Paused stays as it was.
+-- definition, cron, zone, payload, catch-up, priority or policy keys changed is updated (a new
+-- version, never one the name had: migration 0024); a new one is added (a runtime schedule of the
+-- same name is taken over: code wins). A removed or changed schedule's armed fire that has not
+-- started is deleted. A removed schedule's fire that has started finishes, detached. A changed
+-- schedule's fire that has started stays its fire (job_id kept, next_fire_at null): the schedules
+-- pass computes the new next instant after now() and stores it as pending, and that fire's end arms
+-- it (docs/schedules.md, "Changes": a schedule never runs two of its own fires at once;
+-- test/ledger/schedules.ts, "a change while a fire runs"). Changed schedules with no fire left and
+-- added ones are left unarmed for the schedules pass (acta.arm_schedules), which computes their
+-- next instant after now(). Paused stays as it was.
 -- Definitions without a declared policy (no worker declared one yet) are left alone.
 -- Locks: the namespace's schedule rows, in name order; then an armed fire's job row if it has not
 -- started, waiting for a claim that holds it (then it has started). Nothing that locks a fire row
@@ -76,7 +77,8 @@ begin
       set definition = v.definition, cron = v.cron, time_zone = v.time_zone, payload = v.payload,
           catch_up = v.catch_up, catch_up_window_ms = v.window_ms, priority = v.priority,
           concurrency_key = v.concurrency_key, rate_key = v.rate_key, lane = v.lane, source = 'declared',
-          version = version + 1, job_id = case when v_unarmed > 0 then null else job_id end, next_fire_at = null, updated_at = now()
+          version = nextval(pg_get_serial_sequence('acta.schedules', 'version')::regclass),
+          job_id = case when v_unarmed > 0 then null else job_id end, next_fire_at = null, updated_at = now()
       where namespace = p_namespace and name = v.name;
     end if;
   end loop;

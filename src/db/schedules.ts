@@ -65,7 +65,7 @@ export async function listSchedules(q: Queryable, namespace: string, name?: stri
 }
 
 /**
- * acta.put_schedule: adds a runtime schedule or changes one (version + 1, its unstarted armed fire
+ * acta.put_schedule: adds a runtime schedule or changes one (a new version, its unstarted armed fire
  * deleted): 'added', 'changed', 'same', or 'declared' (the name is a declared schedule's: not
  * touched). A changed schedule whose fire has started keeps it: the next instant is armed at that
  * fire's end, never beside it (docs/schedules.md, "Changes").

@@ -375,3 +375,26 @@ test('migration 0004 on a database of 0003: unfinished rows holding the old defa
   ]);
 });
 
+
+test("migration 0024 on a database of 0023: schedules keep their versions, a pass's read of one still arms it, and every version drawn after is new, a schedule removed and added again included", async () => {
+  const db = (await fresh()).open();
+  await migrate(db, loadSqlFiles().filter((f) => f.name.startsWith('migrations/') && f.name < 'migrations/0024'));
+  await db.query(`
+    insert into acta.schedules (namespace, name, definition, cron, source, version) values
+      ('default', 'a', 'd', '0 * * * *', 'runtime', 1), ('default', 'b', 'd', '0 * * * *', 'runtime', 7)`);
+  expect((await migrate(db)).filter((n) => n.startsWith('migrations/'))).toEqual(migrationsFrom('0024'));
+  const versions = async () => Object.fromEntries((await db.query<{ name: string; version: number }>('select name, version from acta.schedules')).rows.map((r) => [r.name, r.version]));
+  expect(await versions()).toEqual({ a: 1, b: 7 });
+  // Read before the migration, armed after it.
+  const armed = await db.query<{ n: number }>(`select acta.arm_schedules('default', array['a'], array[1], array[date_trunc('hour', now()) + interval '1 hour']) as n`);
+  expect(armed.rows[0].n).toBe(1);
+  const put = (name: string, cron: string) =>
+    db.query(`select acta.put_schedule('default', $1, 'd', $2, 'UTC', 'null', 'latest', null, 0, null, null, null)`, [name, cron]);
+  await put('b', '30 * * * *');
+  await db.query(`select acta.remove_schedule('default', 'a')`);
+  await put('a', '0 * * * *');
+  await put('c', '0 * * * *');
+  const after = await versions();
+  expect(new Set([1, 7, after.a, after.b, after.c]).size).toBe(5);
+  expect(Math.min(after.a, after.b, after.c)).toBeGreaterThan(7);
+});

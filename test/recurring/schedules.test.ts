@@ -5,10 +5,10 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { createClient } from '../../src';
 import { completeExecutions } from '../../src/db/executions';
-import { setSchedulePaused } from '../../src/db/schedules';
+import { armSchedules, putRuntimeSchedule, removeSchedule, setSchedulePaused, unarmedSchedules } from '../../src/db/schedules';
 import { sqlLedger } from '../../src/ledger';
 import { cronSchedule } from '../../src/recurring/cron';
-import { fireDecision } from '../../src/recurring/schedules';
+import { armInstants, fireDecision } from '../../src/recurring/schedules';
 import { declaredPolicy, type Definition } from '../../src/definition';
 import { useTestDatabase } from '../helpers/db';
 import { waitFor } from '../helpers/wait';
@@ -70,7 +70,7 @@ it('one fire per (schedule, instant), enforced by the database', async () => {
     .rejects.toMatchObject({ code: '23505' });
   // arm_schedules with an instant that already has its fire (the schedule unarmed meanwhile) arms nothing.
   await db.query('update acta.schedules set job_id = null where namespace = $1', [ns]);
-  const { rows } = await db.query<{ armed: number }>('select acta.arm_schedules($1, $2, $3, $4::timestamptz[]) as armed', [ns, ['report'], [1], [s.next_fire_at!.toISOString()]]);
+  const { rows } = await db.query<{ armed: number }>('select acta.arm_schedules($1, $2, $3, $4::timestamptz[]) as armed', [ns, ['report'], [s.version], [s.next_fire_at!.toISOString()]]);
   expect(rows[0].armed).toBe(0);
 });
 
@@ -103,7 +103,8 @@ it('declared schedules are reconciled: the newest live build wins, a change re-a
   const first = await schedule(ns);
   const b = await register(ns, def({ cron: '30 * * * *' }), 'b2');
   const changed = await schedule(ns);
-  expect(changed).toMatchObject({ cron: '30 * * * *', job_id: null, version: first.version + 1 });
+  expect(changed).toMatchObject({ cron: '30 * * * *', job_id: null });
+  expect(changed.version).toBeGreaterThan(first.version);
   expect((await db.query('select 1 from acta.jobs where id = $1', [first.job_id])).rows).toHaveLength(0);
   await b.ledger.armSchedules!(ns);
   expect((await schedule(ns)).next_fire_at!.getUTCMinutes()).toBe(30);
@@ -246,6 +247,60 @@ describe('a runtime write that waits for a fire\'s completion', () => {
     const [fire] = await readyFires(ns);
     expect(fire).toEqual({ id: (await schedule(ns, 'm')).job_id, payload: { v: 2 } });
     expect(await readyFires(ns)).toHaveLength(1);
+  });
+});
+
+// acta.arm_schedules arms a schedule only at the version its instant was computed for, and a
+// version once used for a name is never used again for it (migration 0024). Was: a schedule removed
+// and added again under its name started again at version 1, so a schedules pass that read the old
+// schedule before the removal armed the new one at the old cron's instant (every minute's: a month
+// early for a monthly schedule).
+describe('a schedules pass that read a schedule since removed and added again under its name', () => {
+  const EVERY_MINUTE = '* * * * *';
+  const MONTHLY = '0 0 1 * *';
+  const spec = (cron: string) => ({ name: 'm', cron, timeZone: 'UTC', payload: null, catchUp: 'latest' as const, catchUpWindowMs: null, priority: 0, concurrencyKey: null, rateKey: null, lane: null });
+  const fires = async (ns: string) => (await db.query<{ at: Date }>('select scheduled_at as at from acta.jobs where namespace = $1 order by id', [ns])).rows.map((r) => r.at);
+
+  /** The pass's read of the old schedule, then `readd`, then the pass's arm with what it read: nothing armed; the next pass arms the new cron's instant. */
+  async function staleArm(ns: string, name: string, readd: () => Promise<void>) {
+    const reads = await unarmedSchedules(db, ns);
+    expect(reads).toHaveLength(1);
+    const [stale] = reads;
+    expect(stale).toMatchObject({ name, cron: EVERY_MINUTE });
+    const armed = armInstants([stale]);
+    await readd();
+    const readded = await schedule(ns, name);
+    expect(readded).toMatchObject({ cron: MONTHLY, job_id: null });
+    expect(readded.version).not.toBe(stale.version);
+    expect(await armSchedules(db, ns, armed.names, armed.versions, armed.instants)).toBe(0);
+    expect(await fires(ns)).toEqual([]);
+    // An ordinary pass arms the new schedule at its own cron's next instant.
+    const read = await unarmedSchedules(db, ns);
+    const fresh = armInstants(read);
+    expect(await armSchedules(db, ns, fresh.names, fresh.versions, fresh.instants)).toBe(1);
+    const at = cronSchedule(MONTHLY).next(read[0].now)!;
+    expect(await fires(ns)).toEqual([at]);
+    expect(await schedule(ns, name)).toMatchObject({ cron: MONTHLY, next_fire_at: at });
+  }
+
+  it('a runtime schedule (acta.remove_schedule, acta.put_schedule)', async () => {
+    const ns = `s-${randomUUID()}`;
+    await register(ns, def(undefined), 'b1');
+    expect(await putRuntimeSchedule(db, ns, 'report', spec(EVERY_MINUTE))).toBe('added');
+    await staleArm(ns, 'm', async () => {
+      expect(await removeSchedule(db, ns, 'm')).toBe('removed');
+      expect(await putRuntimeSchedule(db, ns, 'report', spec(MONTHLY))).toBe('added');
+    });
+  });
+
+  it('a declared schedule, dropped by a build and declared again by a newer one (acta.reconcile_schedules)', async () => {
+    const ns = `s-${randomUUID()}`;
+    await register(ns, def({ cron: EVERY_MINUTE }), 'b1');
+    await staleArm(ns, 'report', async () => {
+      await register(ns, def(undefined), 'b2');
+      expect(await schedule(ns)).toBeUndefined();
+      await register(ns, def({ cron: MONTHLY }), 'b3');
+    });
   });
 });
 
