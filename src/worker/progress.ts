@@ -17,12 +17,19 @@ export function progressJson(value: unknown): string {
 /**
  * ctx.progress for one worker (docs/rx.md, "A job as an Observable"): each running attempt's latest
  * value, sent for all of them in one acta.report_progress call at most every `intervalMs` (the
- * first report after a quiet interval goes at once); an attempt's last value, if not sent yet when
+ * first report after a quiet interval goes at once); an attempt's last value, if not stored yet when
  * it ends, goes before its completion (settle). Progress is advisory: a call that fails is logged
- * and its values dropped (the next report sends the latest).
+ * and not repeated on its own, but each of its values goes with the next call (a later batch, or its
+ * attempt's settle) unless a newer value of the attempt replaced it, so a job never keeps an older
+ * value than its attempt's last (test/testing/virtualWorker.spec.ts, "a failed report of an
+ * attempt's last value").
  */
 export class ProgressReporter {
   private readonly pending = new Map<Entry, string>();
+  /** Values a failed call did not store: they go with the next call, never on their own. */
+  private readonly unsent = new Map<Entry, string>();
+  /** The values the batch call in flight carries. */
+  private carried = new Map<Entry, string>();
   private lastCallAt = -Infinity;
   /** The batch call in flight (its settled promise), or undefined. */
   private flight?: Promise<void>;
@@ -42,21 +49,35 @@ export class ProgressReporter {
     const json = progressJson(value);
     if (this.closed) return;
     this.pending.set(entry, json);
+    this.unsent.delete(entry);
     this.arm();
   }
 
   /**
-   * The attempt has ended: its value not sent yet goes now, in a call of its own, and the returned
+   * The attempt has ended: its value not stored yet goes now, in a call of its own, and the returned
    * promise settles when that call has answered (never rejects), so that the completion written
-   * after it does not fence it out. Resolves at once when nothing of it is pending.
+   * after it does not fence it out. A value the batch in flight carries is waited for, and sent
+   * again if that call failed. Undefined (no wait) when nothing of it is pending or in flight.
    */
   settle(entry: Entry): Promise<void> | undefined {
-    const json = this.pending.get(entry);
-    if (json === undefined || this.closed) return undefined;
+    if (this.closed) return undefined;
+    const json = this.pending.get(entry) ?? this.unsent.get(entry);
     this.pending.delete(entry);
+    this.unsent.delete(entry);
     // After the batch in flight, if any: two calls at once could land in either order.
-    const row = { id: entry.row.id, execution: entry.row.execution, json };
-    return (this.flight ?? Promise.resolve()).then(() => this.send([row])).then(
+    const flight = this.flight ?? Promise.resolve();
+    if (json !== undefined) return flight.then(() => this.sendLast(entry, json));
+    if (this.flight === undefined || !this.carried.has(entry)) return undefined;
+    return flight.then(() => {
+      const again = this.unsent.get(entry); // that call failed
+      this.unsent.delete(entry);
+      return again === undefined || this.closed ? undefined : this.sendLast(entry, again);
+    });
+  }
+
+  /** An ended attempt's last value, in a call of its own; never rejects. */
+  private sendLast(entry: Entry, json: string): Promise<void> {
+    return this.send([{ id: entry.row.id, execution: entry.row.execution, json }]).then(
       () => undefined,
       (err: unknown) => this.logger.warn({ err, jobId: entry.row.id }, 'progress report failed; the last value is not stored'),
     );
@@ -67,6 +88,7 @@ export class ProgressReporter {
     this.closed = true;
     this.timer?.unsubscribe();
     this.pending.clear();
+    this.unsent.clear();
   }
 
   private arm(): void {
@@ -80,16 +102,23 @@ export class ProgressReporter {
 
   private flush(): void {
     const rows: ProgressRow[] = [];
-    for (const [entry, json] of this.pending) {
-      if (this.registry.isCurrent(entry)) rows.push({ id: entry.row.id, execution: entry.row.execution, json });
+    const carried = new Map<Entry, string>();
+    for (const [entry, json] of [...this.unsent, ...this.pending]) {
+      if (!this.registry.isCurrent(entry)) continue;
+      carried.set(entry, json); // a pending value replaces an unsent one of its attempt
     }
+    for (const [entry, json] of carried) rows.push({ id: entry.row.id, execution: entry.row.execution, json });
     this.pending.clear();
+    this.unsent.clear();
     if (rows.length === 0) return;
     this.lastCallAt = this.scheduler.now();
+    this.carried = carried;
     this.flight = this.send(rows).then(
       () => this.settled(),
       (err: unknown) => {
         this.logger.warn({ err, rows: rows.length }, 'progress report failed; the next report sends the latest values');
+        // Each value goes with the next call (settle's, or a batch's) unless a newer one is pending.
+        for (const [entry, json] of carried) if (!this.closed && !this.pending.has(entry) && this.registry.isCurrent(entry)) this.unsent.set(entry, json);
         this.settled();
       },
     );
@@ -97,6 +126,7 @@ export class ProgressReporter {
 
   private settled(): void {
     this.flight = undefined;
+    this.carried = new Map();
     this.arm();
   }
 }

@@ -4,9 +4,9 @@
 // Admission's timing (docs/DESIGN.md, "Policies": the next free token, the hand-on, a meter held
 // shut) and a user's operator's effect on the finalizer's batching, as marbles of virtual ms.
 import pino from 'pino';
-import { concatMap, delay, finalize, map, timer } from 'rxjs';
+import { concatMap, delay, finalize, lastValueFrom, map, timer } from 'rxjs';
 import { createClient, createWorker, type Definition, defineJob, JobCancelledError, type JobContext, type Worker, type WorkerEvent, type WorkerHooks } from '../../src';
-import { fromMarbles, injectFaults, type Ledger, memoryLedger, VirtualClock } from '../../src/testing';
+import { fromMarbles, InjectedFaultError, injectFaults, type Ledger, memoryLedger, VirtualClock } from '../../src/testing';
 
 const silent = pino({ level: 'silent' });
 
@@ -339,6 +339,45 @@ test('progress reports that fail (injectFaults) are dropped, and the next report
   expect(await progressAt(400)).toBe(null); // the reports at 11 and 261 failed
   expect(await progressAt(520)).toEqual({ done: 49 }); // the one at 511, before that instant's tick: the value of 501
   await stop();
+});
+
+test("a failed report of an attempt's last value: the value goes with the attempt's end, so the job keeps it (not an older one), whether the call failed before the end or while the attempt ended", async () => {
+  for (const endsAt of [400, 263]) {
+    const clock = new VirtualClock();
+    // The handler reports 1 (sent at once, at 11), then 2 at 111, which the batch call at 261
+    // carries; that call fails 5 ms later, at 266. The handler then ends quietly at `endsAt`: after
+    // the failure, or while the call is still in flight.
+    const quiet = defineJob({
+      name: 'quiet',
+      handler: async (_p: unknown, ctx: JobContext) => {
+        ctx.progress(1);
+        await lastValueFrom(timer(100, clock.scheduler));
+        ctx.progress(2);
+        await lastValueFrom(timer(endsAt - 111, clock.scheduler));
+        return 'ok';
+      },
+    });
+    const calls: number[] = [];
+    const failAt = 261;
+    const { ledger, client, events, stop } = await virtualWorker(clock, [quiet], {
+      wrap: (inner) => ({
+        ...inner,
+        reportProgress: (workerId: string, rows: Parameters<Ledger['reportProgress']>[1]) => {
+          calls.push(clock.now());
+          if (clock.now() !== failAt) return inner.reportProgress(workerId, rows);
+          return lastValueFrom(timer(5, clock.scheduler)).then(() => Promise.reject(new InjectedFaultError('reportProgress')));
+        },
+      }),
+    });
+    const { id } = await client.enqueue(quiet, {});
+    await clock.advance(1_000);
+    expect(timesOf(events, 'succeeded')).toHaveLength(1);
+    // The value 2 again, alone, once the attempt ended (after the failed call's answer at 266).
+    expect(calls).toEqual([11, 261, Math.max(endsAt, 266)]);
+    // Was 1: the failed call's value was dropped, and nothing reported after it to carry it.
+    expect(ledger.state().jobs.find((j) => String(j.id) === id)?.progress).toBe(2);
+    await stop();
+  }
 });
 
 test('ctx.progress after the attempt ended stores nothing and says so: one warning per attempt on its logger', async () => {
