@@ -2,7 +2,8 @@
 // memory ledger: what its stop$ does when it is not a stream, or when it errors. The database
 // cases are test/db/runWorker.test.ts.
 import pino from 'pino';
-import { lastValueFrom, map, switchMap, throwError, timer } from 'rxjs';
+import { Registry as PromRegistry } from 'prom-client';
+import { BehaviorSubject, lastValueFrom, map, switchMap, throwError, timer } from 'rxjs';
 import { ConfigError, createClient, defineJob, runWorker$ } from '../src';
 import { memoryLedger, VirtualClock } from '../src/testing';
 
@@ -39,4 +40,33 @@ test('a stop$ that errors stops the worker gracefully, and the stream errors wit
   expect(recording.error?.at).toBe(recording.entries.at(-1)?.at);
   expect(ledger.state().workers.map((w) => w.status)).toEqual(['stopped']);
   expect((await clock.await(client.getJob(id)))?.status).toBe('succeeded');
+});
+
+test('a switchMap restart with a shared metricsRegistry: the next incarnation registers at once (the unsubscribed one has left the registry), and the old one\'s end leaves the new one\'s metrics in place', async () => {
+  const clock = new VirtualClock();
+  const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  const slow = defineJob({ name: 'slow', handler: () => lastValueFrom(timer(300, clock.scheduler)).then(() => 'ok') });
+  const metricsRegistry = new PromRegistry();
+  const executors$ = new BehaviorSubject(2);
+  const recording = clock.record(
+    executors$.pipe(
+      switchMap((executors) => runWorker$({ ledger, definitions: [slow], executors, metricsRegistry, scheduler: clock.scheduler, random: () => 0, logger: silent, shutdownTimeoutMs: 1_000 })),
+      map((e) => e.type),
+    ),
+  );
+  await clock.advance(10);
+  const client = createClient({ ledger });
+  await clock.await(client.enqueue(slow, {}));
+  await clock.advance(20);
+  executors$.next(3); // the first worker stops (its attempt runs on to 300 ms), the second starts now
+  await clock.advance(1_000);
+  // Was: the stream errored with ConfigError ("already been registered") while the first worker stopped.
+  expect(recording.error).toBeUndefined();
+  expect(recording.entries.filter((e) => e.value === 'running')).toHaveLength(2);
+  expect(ledger.state().workers.map((w) => w.status)).toEqual(['stopped', 'alive']);
+  // The first worker's end did not remove the second's metrics (they share their names).
+  const free = (await metricsRegistry.getSingleMetricAsString('acta_permits_free'));
+  expect(free).toMatch(/acta_permits_free 3/);
+  recording.subscription.unsubscribe();
+  await clock.advance(100);
 });

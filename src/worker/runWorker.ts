@@ -27,9 +27,10 @@ export interface RunWorkerOptions extends WorkerOptions {
  *   the stop cannot be awaited there: it runs on and logs "worker stopping" and "worker stopped".
  *
  * With `metricsRegistry`, an incarnation's metrics are removed from it when the worker has ended,
- * so the next one (`retry`, `repeat`) can register its own; a new subscription made while the
- * previous worker is still stopping (a resubscription right after an unsubscription) fails with
- * prom-client's "already registered" as a ConfigError.
+ * or at once when the stream is unsubscribed (its stop runs on unseen there), so the next one
+ * (`retry`, `repeat`, a `switchMap` restart) can register its own; two subscriptions at once on
+ * one registry fail with prom-client's "already registered" as a ConfigError
+ * (test/runWorker.spec.ts, "a switchMap restart with a shared metricsRegistry").
  */
 export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
   return new Observable<WorkerEvent>((subscriber) => {
@@ -51,9 +52,19 @@ export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
       return undefined;
     }
     const events = worker.events$.subscribe((event) => subscriber.next(event));
+    /**
+     * Its metrics leave a shared registry once: removed by name, a second removal after the next
+     * incarnation registered would remove that one's.
+     */
+    let registered = workerOptions.metricsRegistry !== undefined;
+    const unregister = () => {
+      if (!registered) return;
+      registered = false;
+      worker.metrics.unregister();
+    };
     /** The worker has ended: its metrics leave a shared registry, then the stream ends. */
     const ended = (err?: unknown) => {
-      if (workerOptions.metricsRegistry) worker.metrics.unregister();
+      unregister();
       const failure = err ?? stopFailure?.err;
       if (failure === undefined) subscriber.complete();
       else subscriber.error(failure);
@@ -74,6 +85,8 @@ export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
     return () => {
       stopping?.unsubscribe();
       events.unsubscribe();
+      // Unsubscribed: a resubscription (a switchMap restart) registers at once, while this one stops.
+      unregister();
       void worker.stop();
     };
   });
