@@ -50,7 +50,7 @@ export interface HookTools {
    * at once: handing the same job back again and again is a busy loop.
    */
   handBack(attempt: Attempt, reason: string): boolean;
-  /** The worker's scheduler: time operators on it run in virtual time under a TestScheduler. */
+  /** The worker's scheduler: time operators on it run in virtual time under a test's clock. Its `now()` is monotonic ms by default, not a date: give it durations. */
   readonly scheduler: SchedulerLike;
   /** The worker's logger, `{ component: 'hooks' }`. */
   readonly logger: Logger;
@@ -80,7 +80,7 @@ export interface WorkerHooks {
    * Around the handler: called per attempt with `run`, which runs the handler when subscribed
    * (once, however often it is subscribed) and emits the attempt's one completion. Return `run`
    * piped through your operators (time it, trace it); the completion goes on to the write when
-   * your Observable emits it or ends. Rules: a run once started always ends and its completion is
+   * your Observable emits it (the object `run` gave: a copy is ignored) or ends. Rules: a run once started always ends and its completion is
    * written as it ended, even if your Observable swallows it (logged at error: a result dropped
    * here would otherwise run the job again); an attempt whose run you never start is handed back
    * uncharged; if your Observable errors (or the call throws) before starting the run, the run

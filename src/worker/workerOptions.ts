@@ -63,8 +63,9 @@ export interface WorkerOptions extends SystemOptions {
   logger?: Logger;
   /**
    * Time source (default monotonicScheduler: asyncScheduler's timers, `now()` from
-   * `performance.now()`, so wall-clock steps cannot fire deadlines); a TestScheduler runs the
-   * pipeline in virtual time.
+   * `performance.now()`, so wall-clock steps cannot fire deadlines); acta/testing's
+   * `VirtualClock.scheduler` runs the whole worker in virtual time (a TestScheduler's one
+   * synchronous flush cannot wait for the ledger's answers: a start under it times out).
    */
   scheduler?: SchedulerLike;
   /**
