@@ -28,23 +28,36 @@ export interface PassResult {
 }
 
 /**
+ * A batch size carried from one pass to the next (sys.outbox: src/recurring/outbox.ts). Its passes
+ * have room for four timeouts (8 s, 2 s each), so halving from the full size each pass, a backlog
+ * whose batches fit only well below it (large events, many subscribers) would never be taken
+ * (test/recurring/batches.spec.ts). With a carry a pass starts at the size the last one ended
+ * with, and a full batch that took at most a quarter of the timeout doubles it, up to `batchSize`.
+ */
+export interface BatchCarry {
+  batchSize?: number;
+}
+
+/**
  * One pass of bounded batches (River's maintenance services: one pass that loops batches, each
  * with a timeout): `batch(limit)` until one takes fewer than it asked for, the budget is spent,
  * or `signal` aborts. A batch that times out (SQLSTATE 57014) or is too large for one statement
  * (54000: a jsonb past 256 MiB) took nothing; the pass goes on at half the size, down to 1 row.
- * Any other error rejects (the fire's attempt fails).
+ * Any other error rejects (the fire's attempt fails). With `carry`, see BatchCarry.
  */
 export async function runBatches(
   batch: (limit: number) => Promise<number>,
   settings: BatchSettings,
-  options: { scheduler?: SchedulerLike; signal?: AbortSignal; logger?: Logger; what: string },
+  options: { scheduler?: SchedulerLike; signal?: AbortSignal; logger?: Logger; what: string; carry?: BatchCarry },
 ): Promise<PassResult> {
   const scheduler = options.scheduler ?? asyncScheduler;
+  const { carry } = options;
   const endAt = scheduler.now() + settings.passBudgetMs;
-  const result: PassResult = { taken: 0, batches: 0, timeouts: 0, batchSize: settings.batchSize, complete: false };
+  const result: PassResult = { taken: 0, batches: 0, timeouts: 0, batchSize: Math.min(settings.batchSize, carry?.batchSize ?? settings.batchSize), complete: false };
   do {
     if (options.signal?.aborted) break;
     result.batches++;
+    const startedAt = scheduler.now();
     let n: number;
     try {
       n = await batch(result.batchSize);
@@ -53,11 +66,16 @@ export async function runBatches(
       if (errorCode(err) !== '57014' && errorCode(err) !== '54000') throw err;
       result.timeouts++;
       result.batchSize = Math.max(1, Math.floor(result.batchSize / 2));
+      if (carry) carry.batchSize = result.batchSize;
       options.logger?.warn({ batchSize: result.batchSize, batchTimeoutMs: settings.batchTimeoutMs }, `${options.what} batch ${errorCode(err) === '57014' ? 'timed out' : 'too large for one statement'}; halving the batch`);
       continue;
     }
     result.taken += n;
     if (n < result.batchSize) result.complete = true;
+    else if (carry && result.batchSize < settings.batchSize && scheduler.now() - startedAt <= settings.batchTimeoutMs / 4) {
+      result.batchSize = Math.min(settings.batchSize, result.batchSize * 2);
+      carry.batchSize = result.batchSize;
+    }
   } while (!result.complete && scheduler.now() < endAt);
   return result;
 }

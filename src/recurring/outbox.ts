@@ -4,7 +4,7 @@ import { knownKeys } from '../config';
 import { type Definition, defineJob } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
-import { type BatchSettings, batchSettings, type PassResult, runBatches } from './batches';
+import { type BatchCarry, type BatchSettings, batchSettings, type PassResult, runBatches } from './batches';
 
 /**
  * sys.outbox: fans the namespace's published events out to their subscribers (docs/outbox.md):
@@ -62,12 +62,16 @@ export function outboxSettings(payload: OutboxPayload | null | undefined): Batch
   return batchSettings(OUTBOX_NAME, p as Record<string, unknown>, { batchSize: DEFAULT_BATCH_SIZE, batchTimeoutMs: DEFAULT_BATCH_TIMEOUT_MS, passBudgetMs: DEFAULT_PASS_BUDGET_MS });
 }
 
-/** One pass (runBatches): batches of the oldest events until one finds fewer than it asked for, the budget is spent, or `signal` aborts. */
+/**
+ * One pass (runBatches): batches of the oldest events until one finds fewer than it asked for, the
+ * budget is spent, or `signal` aborts; from the size in `carry` (the worker's: its slot fires and
+ * its wakeup passes share it), which the pass leaves at the size it ended with (BatchCarry).
+ */
 export async function runOutboxPass(
   ledger: Ledger,
   namespace: string,
   settings: BatchSettings,
-  options: { scheduler?: SchedulerLike; signal?: AbortSignal; logger?: Logger } = {},
+  options: { scheduler?: SchedulerLike; signal?: AbortSignal; logger?: Logger; carry?: BatchCarry } = {},
 ): Promise<OutboxPassResult> {
   let jobs = 0;
   const { taken, ...rest } = await runBatches(
@@ -82,14 +86,14 @@ export async function runOutboxPass(
   return { events: taken, jobs, ...rest };
 }
 
-/** The sys.outbox definition for `namespace`: each fire runs one pass with its payload over the defaults. */
-export function outboxDefinition(options: { ledger: Ledger; namespace: string; scheduler?: SchedulerLike }): Definition<OutboxPayload | null, OutboxPassResult> {
+/** The sys.outbox definition for `namespace`: each fire runs one pass with its payload over the defaults, from the worker's `carry`. */
+export function outboxDefinition(options: { ledger: Ledger; namespace: string; scheduler?: SchedulerLike; carry?: BatchCarry }): Definition<OutboxPayload | null, OutboxPassResult> {
   return defineJob({
     name: OUTBOX_NAME,
     // A pass is a sweep: a failed one is simply the next fire's (or wakeup's) work.
     maxAttempts: 1,
     handler: async (payload, ctx) => {
-      const result = await runOutboxPass(options.ledger, options.namespace, outboxSettings(payload), { scheduler: options.scheduler, signal: ctx.signal, logger: ctx.logger });
+      const result = await runOutboxPass(options.ledger, options.namespace, outboxSettings(payload), { scheduler: options.scheduler, signal: ctx.signal, logger: ctx.logger, carry: options.carry });
       ctx.logger[result.events === 0 && result.timeouts === 0 ? 'debug' : 'info']({ ...result, pass: 'outbox' }, 'outbox pass');
       return result;
     },
@@ -102,7 +106,7 @@ export function outboxDefinition(options: { ledger: Ledger; namespace: string; s
  * batch's snapshot is not lost, nor is a poke dropped); concurrent passes of other workers wait on
  * the fan-out's namespace lock. Errors are logged: the slot is the safety net. `close()` aborts.
  */
-export function outboxPoker(options: { ledger: Ledger; namespace: string; settings: BatchSettings; scheduler?: SchedulerLike; logger: Logger }): { poke(): void; close(): void } {
+export function outboxPoker(options: { ledger: Ledger; namespace: string; settings: BatchSettings; carry?: BatchCarry; scheduler?: SchedulerLike; logger: Logger }): { poke(): void; close(): void } {
   const abort = new AbortController();
   let running = false;
   let again = false;
@@ -111,7 +115,7 @@ export function outboxPoker(options: { ledger: Ledger; namespace: string; settin
     do {
       again = false;
       try {
-        const result = await runOutboxPass(options.ledger, options.namespace, options.settings, { scheduler: options.scheduler, signal: abort.signal, logger: options.logger });
+        const result = await runOutboxPass(options.ledger, options.namespace, options.settings, { scheduler: options.scheduler, signal: abort.signal, logger: options.logger, carry: options.carry });
         options.logger.debug({ ...result }, 'outbox pass at a publish wakeup');
       } catch (err) {
         options.logger.warn({ err }, 'outbox pass at a publish wakeup failed; sys.outbox fires again within 10 s');

@@ -3,6 +3,7 @@ import { knownKeys } from '../config';
 import type { Definition } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
+import type { BatchCarry } from './batches';
 import { ALERTS_CRON, ALERTS_PRIORITY, ALERTS_PAYLOAD_KEYS, alertsDefinition, alertThresholds, type AlertsPayload } from './alerts';
 import { OUTBOX_CRON, outboxDefinition, type OutboxPayload, outboxSettings } from './outbox';
 import { RETENTION_CRON, retentionDefinition, type RetentionPayload, retentionSettings } from './retention';
@@ -37,7 +38,7 @@ export function outboxOption(outbox: SystemOptions['outbox']): OutboxPayload | u
  * schedules: the newest build's declaration wins), so whichever worker is free runs each fire.
  * Throws ConfigError for settings out of range, before anything is written.
  */
-export function systemDefinitions(options: { ledger: Ledger; namespace: string; scheduler?: SchedulerLike } & SystemOptions): Definition[] {
+export function systemDefinitions(options: { ledger: Ledger; namespace: string; scheduler?: SchedulerLike; outboxCarry?: BatchCarry } & SystemOptions): Definition[] {
   const out: Definition[] = [];
   const asked = (v: unknown) => v !== undefined && v !== false;
   if (asked(options.retention)) {
@@ -55,6 +56,6 @@ export function systemDefinitions(options: { ledger: Ledger; namespace: string; 
     out.push({ ...alertsDefinition({ ledger: options.ledger, namespace: options.namespace, onAlert }), schedule: { name: 'sys.alerts', cron: ALERTS_CRON, payload: thresholds, priority: ALERTS_PRIORITY } } as Definition);
   }
   const outbox = outboxOption(options.outbox);
-  if (outbox) out.push({ ...outboxDefinition(options), schedule: { name: 'sys.outbox', cron: OUTBOX_CRON, payload: outbox } } as Definition);
+  if (outbox) out.push({ ...outboxDefinition({ ...options, carry: options.outboxCarry }), schedule: { name: 'sys.outbox', cron: OUTBOX_CRON, payload: outbox } } as Definition);
   return out;
 }

@@ -431,7 +431,7 @@ export function createWorker(options: WorkerOptions): Worker {
     /** Each connect of the listening connection, the first too: the heartbeat beats at once then. */
     const listening$ = new Subject<void>();
     // sys.outbox's prompt path (src/recurring/outbox.ts): a pass at each publish's wakeup.
-    const outbox = settings.outbox && outboxPoker({ ledger, namespace, settings: settings.outbox, scheduler, logger: logger.child({ component: 'outbox' }) });
+    const outbox = settings.outbox && outboxPoker({ ledger, namespace, ...settings.outbox, scheduler, logger: logger.child({ component: 'outbox' }) });
     if (outbox) subscriptions.push(new Subscription(() => outbox.close()));
     // Events published while no worker listened: fanned out at start and after each reconnect.
     outbox?.poke();

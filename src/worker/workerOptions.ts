@@ -1,7 +1,7 @@
 import type { SchedulerLike } from 'rxjs';
 import { outboxSettings } from '../recurring/outbox';
 import { checkSchedules } from '../recurring/schedules';
-import type { BatchSettings } from '../recurring/batches';
+import type { BatchCarry, BatchSettings } from '../recurring/batches';
 import { outboxOption, type SystemOptions, systemDefinitions } from '../recurring/system';
 import type { Registry as PromRegistry } from 'prom-client';
 import { DEFAULT_SAFETY_POLL_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_START_TIMEOUT_MS, defaultExecutors, intOption, knownKeys, type LeaseClock, leaseClock, MAX_EXECUTORS, MAX_NAME_BYTES, MAX_TIMER_MS, nameOption, schedulerOption } from '../config';
@@ -108,8 +108,8 @@ export interface WorkerSettings {
   /** Undefined when none was given. */
   hooks?: WorkerHooks;
   events: WorkerEventsOptions;
-  /** sys.outbox's settings when asked (`outbox`): the worker also fans out at each publish's wakeup. */
-  outbox?: BatchSettings;
+  /** sys.outbox's settings when asked (`outbox`): the worker also fans out at each publish's wakeup; its slot's passes and these share `carry`. */
+  outbox?: { settings: BatchSettings; carry: BatchCarry };
   /** sys.alerts' `onAlert` when it names a definition this worker does not run: checked against the namespace at the start. */
   onAlertElsewhere?: string;
 }
@@ -143,7 +143,8 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   const namespace = nameOption('namespace', options.namespace ?? 'default', MAX_NAME_BYTES);
   const scheduler = schedulerOption(options.scheduler, 'createWorker') ?? monotonicScheduler;
   // acta's own recurring definitions run beside the user's (src/recurring/system.ts).
-  const system = systemDefinitions({ ledger, namespace, scheduler, retention: options.retention, alerts: options.alerts, outbox: options.outbox });
+  const outboxCarry: BatchCarry = {};
+  const system = systemDefinitions({ ledger, namespace, scheduler, retention: options.retention, alerts: options.alerts, outbox: options.outbox, outboxCarry });
   const outbox = outboxOption(options.outbox);
   const onAlert = (options.alerts as { onAlert?: string } | undefined)?.onAlert; // checked by systemDefinitions
   const all = [...options.definitions, ...system.filter((d) => !options.definitions.some((o) => o.name === d.name))];
@@ -175,7 +176,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
     build: options.build === undefined ? null : nameOption('build', options.build, MAX_NAME_BYTES),
     hooks: hooksOption(options.hooks),
     events: eventsOption(options.events),
-    ...(outbox ? { outbox: outboxSettings(outbox) } : {}),
+    ...(outbox ? { outbox: { settings: outboxSettings(outbox), carry: outboxCarry } } : {}),
     ...(onAlert !== undefined && !names.includes(onAlert) ? { onAlertElsewhere: onAlert } : {}),
   };
 }
