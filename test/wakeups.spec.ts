@@ -11,18 +11,19 @@ import { silentLogger } from './helpers/silentLogger';
 // its own; these fakes hold the SUBSCRIBE answer back. The same rule for LISTEN:
 // test/pgListener.spec.ts.
 
-/** A promise with its resolve outside. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
+/** A promise with its resolve and reject outside. */
+function deferred(): { promise: Promise<void>; resolve: () => void; reject: (err: Error) => void } {
   let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((r, j) => ((resolve = r), (reject = j)));
+  return { promise, resolve, reject };
 }
 
 const flush = () => new Promise((r) => setImmediate(r));
 
 /** An ioredis-like client whose 'ready' comes before the SUBSCRIBE is answered, as ioredis' does. */
 class FakeRedis extends EventEmitter {
-  readonly subscribes: { promise: Promise<void>; resolve: () => void }[] = [];
+  readonly subscribes: ReturnType<typeof deferred>[] = [];
   duplicate(): RedisLike {
     return this as unknown as RedisLike;
   }
@@ -61,6 +62,25 @@ test('Redis: the catch-up wakeup of a (re)connect waits for the SUBSCRIBE to be 
 
   redis.emit('message', 'acta:wakeup:default', '1');
   expect(wakeups).toBe(3);
+  subscription.unsubscribe();
+});
+
+test('Redis: a SUBSCRIBE that failed (the server down past maxRetriesPerRequest at the start) is sent again at the next connect', async () => {
+  const redis = new FakeRedis();
+  let wakeups = 0;
+  const subscription = redisWakeups(redis as unknown as RedisLike, 'default', silentLogger).subscribe(() => wakeups++);
+  // ioredis fails the queued SUBSCRIBE (MaxRetriesPerRequestError, or at once without an offline queue).
+  redis.subscribes[0].reject(new Error('Reached the max retries per request limit'));
+  await flush();
+  expect(wakeups).toBe(0);
+  redis.emit('ready'); // the server is up
+  await flush();
+  expect(redis.subscribes).toHaveLength(2);
+  redis.subscribes[1].resolve();
+  await flush();
+  expect(wakeups).toBe(1);
+  redis.emit('message', 'acta:wakeup:default', '1');
+  expect(wakeups).toBe(2);
   subscription.unsubscribe();
 });
 

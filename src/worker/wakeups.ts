@@ -106,15 +106,24 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
     // message published in between is lost and its job waits for the safety poll. ioredis emits
     // 'ready' before it sends the (re)subscription, so each catch-up waits for a SUBSCRIBE of our
     // own, answered in order on the same connection (subscribing twice to a channel is harmless).
-    let subscribed = false;
-    const subscribe = (what: string) =>
-      sub.subscribe(channel).then(
+    // Each connect sends one unless one is still in flight (ioredis sends a queued one once
+    // connected): a SUBSCRIBE that failed, e.g. queued while the server was down past
+    // maxRetriesPerRequest, is sent again at the next connect, and until then the safety poll
+    // claims (test/wakeups.spec.ts; test/faults/redis.test.ts).
+    let inFlight = false;
+    const subscribe = (what: string) => {
+      inFlight = true;
+      return sub.subscribe(channel).then(
         () => {
-          subscribed = true;
+          inFlight = false;
           subscriber.next('redis');
         },
-        (err: unknown) => logger.warn({ err }, `Redis SUBSCRIBE ${what} failed; relying on the safety poll`),
+        (err: unknown) => {
+          inFlight = false;
+          logger.warn({ err }, `Redis SUBSCRIBE ${what} failed; relying on the safety poll until the next connect sends it again`);
+        },
       );
+    };
     // ioredis emits 'error' at each failed (re)connect and, with no listener, prints each raw to
     // stderr, with no word in the worker's log: one warning when the connection goes down, one
     // line when it is back (test/wakeups.spec.ts, "Redis: a subscription connection that cannot
@@ -137,7 +146,7 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
         down = false;
         logger.info('Redis wakeups: connected again');
       }
-      if (subscribed) void subscribe('after a reconnect');
+      if (!inFlight) void subscribe('at a connect');
     });
     void subscribe('at start');
     return () => {
