@@ -2,7 +2,8 @@
 // docs/operating.md, "Metrics"): every labelled counter has a series per known label value at 0
 // before its first event, so rate() and alerts on it see a series from the start.
 import pino from 'pino';
-import { createWorker, defineJob } from '../src';
+import { Counter, Registry } from 'prom-client';
+import { ConfigError, createWorker, defineJob } from '../src';
 import { injectFaults, memoryLedger, VirtualClock } from '../src/testing';
 import { JOBS_TTL_MS } from '../src/worker/metrics';
 
@@ -53,4 +54,35 @@ test('acta_alert while the alerts cannot be read: no series, and the rest of the
   expect(text.split('\n').filter((l) => l.startsWith('acta_alert{'))).toEqual([]);
   expect(text).toContain('# TYPE acta_alert gauge');
   expect(text).toMatch(/^acta_worker_degraded/m);
+});
+
+test('a shared metricsRegistry: a worker leaves it when it has ended (stopped, never started, or failed to start), so the next one registers; a second live worker is refused with ConfigError and registers nothing', async () => {
+  const job = defineJob({ name: 'job', handler: () => undefined });
+  const metricsRegistry = new Registry();
+  const mine = new Counter({ name: 'app_requests_total', help: 'the application\'s own', registers: [metricsRegistry] });
+  const make = (options: { alerts?: boolean; ledger?: ReturnType<typeof memoryLedger> } = {}) => createWorker({ ledger: options.ledger ?? memoryLedger(), definitions: [job], logger: pino({ level: 'silent' }), listen: false, metricsRegistry, alerts: options.alerts });
+  const names = () => metricsRegistry.getMetricsAsArray().map((m) => m.name).sort();
+
+  const first = make({ alerts: true });
+  await first.start();
+  expect(names()).toContain('acta_alert');
+  // A second worker while the first runs: refused whole, the first's metrics untouched.
+  expect(() => make()).toThrow(ConfigError);
+  expect(() => make()).toThrow(/metricsRegistry: a metric named acta_\w+ is registered there already/);
+  await first.stop();
+  expect(names()).toEqual(['app_requests_total']);
+
+  // Stopped and created again in the same process (no "already been registered").
+  const again = make();
+  await again.start();
+  expect(names()).toContain('acta_jobs_inflight');
+  await again.stop();
+  // One never started, stopped.
+  await make().stop();
+  // One whose start failed (a schema not migrated is as final: here a ledger that refuses the registration).
+  const broken = memoryLedger();
+  const failing = make({ ledger: Object.assign(Object.create(broken), { registerWorker: () => Promise.reject(new ConfigError('refused')) }) });
+  await expect(failing.start()).rejects.toThrow('refused');
+  expect(names()).toEqual(['app_requests_total']);
+  expect(metricsRegistry.getSingleMetric('app_requests_total')).toBe(mine);
 });

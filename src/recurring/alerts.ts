@@ -79,17 +79,18 @@ export async function runAlertsPass(ledger: Ledger, namespace: string, threshold
 }
 
 /**
- * `acta_alert{rule,subject}` in `registry`: 1 while the alert lasts, 0 once resolved (until it is
+ * `acta_alert{rule,subject}` in `registers` (none: the worker registers it with its own metrics,
+ * WorkerMetrics): 1 while the alert lasts, 0 once resolved (until it is
  * forgotten). Read from acta.alerts (ledger.readAlerts) at each scrape, so every worker reports the fleet's alerts as
  * the latest evaluation left them, whichever worker ran it. Subjects are worker ids and definition
  * names, never job ids.
  */
-export function alertMetric(ledger: Ledger, namespace: string, registry: Registry): Gauge<'rule' | 'subject'> {
+export function alertMetric(ledger: Ledger, namespace: string, registers: Registry[]): Gauge<'rule' | 'subject'> {
   return new Gauge({
     name: 'acta_alert',
     help: 'Alerts of sys.alerts: 1 while raised, 0 once resolved (docs/alerts.md)',
     labelNames: ['rule', 'subject'],
-    registers: [registry],
+    registers,
     // A failed read leaves the gauge without series for that scrape: the rest of /metrics (among
     // them acta_worker_degraded, wanted most while the database is down) is still served.
     async collect() {

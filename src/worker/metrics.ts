@@ -1,5 +1,6 @@
 import * as http from 'node:http';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Metric, Registry } from 'prom-client';
+import { ActaError, ConfigError } from '../errors';
 import type { DepthStatus, JobCount } from '../db/jobs';
 import type { CompletionOutcome } from '../db/types';
 import type { Permits } from './permits';
@@ -64,7 +65,9 @@ function cachedCounts(source: JobsSource): () => Promise<JobCount[] | null> {
 /**
  * A worker's Prometheus metrics (docs/DESIGN.md, "Names": `acta_` prefix, base units, `_total`
  * for counters, no job id as a label). Each worker has its own prom-client Registry unless one is
- * given, so several workers in one process do not collide.
+ * given, so several workers in one process do not collide. Into a given one they are registered
+ * all or none: a name registered there already (another worker's that has not ended) is a
+ * ConfigError and leaves the registry as it was (test/metrics.spec.ts).
  */
 export class WorkerMetrics {
   readonly registry: Registry;
@@ -83,14 +86,16 @@ export class WorkerMetrics {
   readonly degraded: Gauge;
   /** Absent when the ledger cannot count jobs (Ledger.countJobs). */
   readonly jobs?: Gauge<'namespace' | 'definition' | 'status'>;
-  /** Registered by the worker beside these (acta_alert: src/recurring/alerts.ts); unregistered with them. */
-  readonly extra: { name: string }[] = [];
+  /** This worker's metrics, those of `extra` among them: what it registered, and unregister() removes. */
+  private readonly own: Metric[];
 
   /** `degraded`: true while the heartbeat fails or the LISTEN connection is down. */
   /** `jobs`: what acta_jobs reads (none: no acta_jobs). */
-  constructor(source: { inflight: InFlight; permits: Permits; degraded?: () => boolean; jobs?: JobsSource }, registry = new Registry()) {
+  /** `extra`: metrics the worker adds beside these (acta_alert: src/recurring/alerts.ts), made unregistered (`registers: []`). */
+  constructor(source: { inflight: InFlight; permits: Permits; degraded?: () => boolean; jobs?: JobsSource; extra?: () => Metric[] }, registry = new Registry()) {
     this.registry = registry;
-    const registers = [registry];
+    // Made unregistered, then registered together below once no name is taken.
+    const registers: Registry[] = [];
     this.inflight = new Gauge({
       name: 'acta_jobs_inflight',
       help: 'Claims held by this worker, by registry state (claimed, executing, finalizing)',
@@ -131,7 +136,7 @@ export class WorkerMetrics {
     for (const outcome of Object.keys(OUTCOMES)) this.completions.inc({ outcome }, 0);
     for (const charged of CHARGED) this.recovered.inc({ charged }, 0);
     this.listenerReconnects = new Counter({ name: 'acta_listener_reconnects_total', help: 'Times the LISTEN connection was lost and LISTEN was in effect again', registers });
-    if (source.jobs) this.jobs = this.jobsGauge(registry, source.jobs);
+    if (source.jobs) this.jobs = this.jobsGauge(registers, source.jobs);
     this.degraded = new Gauge({
       name: 'acta_worker_degraded',
       help: '1 while the heartbeat fails (nothing is claimed) or the LISTEN connection is down (the safety poll claims), else 0',
@@ -140,6 +145,14 @@ export class WorkerMetrics {
         this.set(source.degraded?.() ? 1 : 0);
       },
     });
+    this.own = [this.inflight, this.permitsFree, this.batchSize, this.claimDuration, this.claimRowsAsked, this.claimRowsClaimed, this.completions, this.completionsStale, this.writeRetries, this.heartbeatFailures, this.recovered, this.listenerReconnects, this.degraded];
+    if (this.jobs) this.own.push(this.jobs);
+    this.own.push(...(source.extra?.() ?? []));
+    const taken = this.own.map(nameOf).find((name) => registry.getSingleMetric(name) !== undefined);
+    if (taken !== undefined) {
+      throw new ConfigError(`metricsRegistry: a metric named ${taken} is registered there already (a worker that registered there has not ended: stop it first, or give each live worker a registry of its own)`);
+    }
+    for (const metric of this.own) registry.registerMetric(metric);
   }
 
   /**
@@ -147,14 +160,14 @@ export class WorkerMetrics {
    * (every worker of the namespace reports the same counts), a series at 0 for each definition this
    * worker runs. No series while the database cannot be read: absent, not 0.
    */
-  private jobsGauge(registry: Registry, source: JobsSource): Gauge<'namespace' | 'definition' | 'status'> {
+  private jobsGauge(registers: Registry[], source: JobsSource): Gauge<'namespace' | 'definition' | 'status'> {
     const counts = cachedCounts(source);
     const { namespace } = source;
     return new Gauge({
       name: 'acta_jobs',
       help: `Jobs of the namespace by definition and status (ready, waiting, executing), each status counted up to ${JOBS_COUNT_CAP}, read at most every ${JOBS_TTL_MS / 1_000} s`,
       labelNames: ['namespace', 'definition', 'status'],
-      registers: [registry],
+      registers,
       async collect() {
         const read = await counts();
         this.reset();
@@ -165,18 +178,29 @@ export class WorkerMetrics {
     });
   }
 
-  /** Removes this worker's metrics from its registry, so another worker can register into it (runWorker$: the next incarnation). */
+  /**
+   * Removes this worker's metrics from its registry, so another worker can register into it (the
+   * worker does it when it has ended, with a given metricsRegistry). A name there that is not this
+   * worker's metric is left alone; calling it again does nothing.
+   */
   unregister(): void {
-    const own = [this.inflight, this.permitsFree, this.batchSize, this.claimDuration, this.claimRowsAsked, this.claimRowsClaimed, this.completions, this.completionsStale, this.writeRetries, this.heartbeatFailures, this.recovered, this.listenerReconnects, this.degraded];
-    // prom-client keeps a metric's configuration on it, `name` included (its types leave it out).
-    if (this.jobs) own.push(this.jobs);
-    for (const metric of [...own, ...this.extra]) this.registry.removeSingleMetric((metric as unknown as { name: string }).name);
+    for (const metric of this.own) {
+      const name = nameOf(metric);
+      if (this.registry.getSingleMetric(name) === metric) this.registry.removeSingleMetric(name);
+    }
   }
+}
+
+/** prom-client keeps a metric's configuration on it, `name` included (its types leave it out). */
+function nameOf(metric: Metric): string {
+  return (metric as unknown as { name: string }).name;
 }
 
 /**
  * Serves `registry` as Prometheus text on `http://host:port/metrics`. Resolves with the server
- * once listening (port 0 picks a free one: read `server.address()`).
+ * once listening (port 0 picks a free one: read `server.address()`); rejects with ActaError
+ * ACTA_METRICS_PORT, Node's error as `cause`, when the port cannot be listened on (EADDRINUSE,
+ * EACCES): Node's own message names no option (test/db/wakeups.test.ts).
  */
 export function serveMetrics(registry: Registry, port: number, host = '0.0.0.0'): Promise<http.Server> {
   const server = http.createServer((req, res) => {
@@ -190,7 +214,10 @@ export function serveMetrics(registry: Registry, port: number, host = '0.0.0.0')
     );
   });
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRINUSE' ? 'is in use (by another process, or another worker of this one)' : err.code === 'EACCES' ? 'may not be listened on by this user' : `cannot be listened on (${err.message})`;
+      reject(new ActaError('ACTA_METRICS_PORT', `metricsPort (--metrics-port) ${port} on ${host} ${why}: give another, or 0 for a free one; the worker did not start`, { cause: err }));
+    });
     server.listen(port, host, () => resolve(server));
   });
 }

@@ -26,11 +26,11 @@ export interface RunWorkerOptions extends WorkerOptions {
  * - Unsubscribing (`takeUntil`, `take`, an unsubscribed `merge`) stops the worker gracefully;
  *   the stop cannot be awaited there: it runs on and logs "worker stopping" and "worker stopped".
  *
- * With `metricsRegistry`, an incarnation's metrics are removed from it when the worker has ended,
- * or at once when the stream is unsubscribed (its stop runs on unseen there), so the next one
- * (`retry`, `repeat`, a `switchMap` restart) can register its own; two subscriptions at once on
- * one registry fail with prom-client's "already registered" as a ConfigError
- * (test/runWorker.spec.ts, "a switchMap restart with a shared metricsRegistry").
+ * With `metricsRegistry`, an incarnation's metrics leave it when its worker has ended (as any
+ * worker's), or at once when the stream is unsubscribed (its stop runs on unseen there), so the
+ * next one (`retry`, `repeat`, a `switchMap` restart) can register its own; two subscriptions at
+ * once on one registry: createWorker's ConfigError (test/runWorker.spec.ts, "a switchMap restart
+ * with a shared metricsRegistry").
  */
 export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
   return new Observable<WorkerEvent>((subscriber) => {
@@ -48,23 +48,12 @@ export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
     try {
       worker = createWorker(workerOptions);
     } catch (err) {
-      subscriber.error(asConfigError(err));
+      subscriber.error(err);
       return undefined;
     }
     const events = worker.events$.subscribe((event) => subscriber.next(event));
-    /**
-     * Its metrics leave a shared registry once: removed by name, a second removal after the next
-     * incarnation registered would remove that one's.
-     */
-    let registered = workerOptions.metricsRegistry !== undefined;
-    const unregister = () => {
-      if (!registered) return;
-      registered = false;
-      worker.metrics.unregister();
-    };
-    /** The worker has ended: its metrics leave a shared registry, then the stream ends. */
+    /** The worker has ended (its metrics have left a shared registry): the stream ends. */
     const ended = (err?: unknown) => {
-      unregister();
       const failure = err ?? stopFailure?.err;
       if (failure === undefined) subscriber.complete();
       else subscriber.error(failure);
@@ -85,17 +74,10 @@ export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
     return () => {
       stopping?.unsubscribe();
       events.unsubscribe();
-      // Unsubscribed: a resubscription (a switchMap restart) registers at once, while this one stops.
-      unregister();
+      // Unsubscribed: a resubscription (a switchMap restart) registers at once, while this one stops
+      // (unregister removes only this worker's own metrics, once).
+      worker.metrics.unregister();
       void worker.stop();
     };
   });
-}
-
-/** prom-client's "already registered" (a shared metricsRegistry in use by a worker still stopping) as a ConfigError. */
-function asConfigError(err: unknown): unknown {
-  if (err instanceof Error && /already been registered/.test(err.message)) {
-    return new ConfigError(`metricsRegistry: ${err.message} (a worker that registered there is still running or stopping)`);
-  }
-  return err;
 }

@@ -90,11 +90,11 @@ export function createWorker(options: WorkerOptions): Worker {
       permits,
       degraded: () => !healthy.value || !listening,
       jobs: countJobs && { namespace, definitions: names, count: (cap) => countJobs(namespace, cap), now: () => scheduler.now() },
+      // The fleet's alerts as sys.alerts left them, on every worker that declares it (docs/alerts.md).
+      extra: definitions.has(ALERTS_NAME) ? () => [alertMetric(ledger, namespace, [])] : undefined,
     },
     settings.metricsRegistry,
   );
-  // The fleet's alerts as sys.alerts left them, on every worker that declares it (docs/alerts.md).
-  if (definitions.has(ALERTS_NAME)) metrics.extra.push(alertMetric(ledger, namespace, metrics.registry) as unknown as { name: string });
   const events = new WorkerEvents(settings.events);
   /** A hook's failure (HookFailedError): the worker stops gracefully and `done` rejects with it. */
   let failure: HookFailedError | undefined;
@@ -139,6 +139,12 @@ export function createWorker(options: WorkerOptions): Worker {
     rejectDone = reject;
   });
   done.catch(() => undefined); // a caller that never awaits `done` must not see an unhandled rejection
+  // Ended (stopped, stopped itself, or failed to start): its metrics leave a registry it was given,
+  // so a worker created after it can register there (test/metrics.spec.ts).
+  if (settings.metricsRegistry) {
+    const leave = () => metrics.unregister();
+    void done.then(leave, leave);
+  }
   done.then(
     () => events.stopped(id),
     (err: unknown) => events.stopped(id, err),

@@ -212,7 +212,7 @@ test('the definition: thresholds from the payload (a bad one is a ConfigError), 
   await expect(Promise.resolve().then(() => definition.handler({ deadWindow: 1 } as never, ctx))).rejects.toThrow(ConfigError);
   expect(() => alertsDefinition({ ledger: sqlLedger(db), namespace: ns, onAlert: '' })).toThrow(ConfigError);
   const registries = [new Registry(), new Registry()];
-  for (const r of registries) alertMetric(sqlLedger(db), ns, r);
+  for (const r of registries) alertMetric(sqlLedger(db), ns, [r]);
   const metric = async (r: Registry) => (await r.metrics()).split('\n').filter((l) => l.startsWith('acta_alert{'));
 
   expect(await definition.handler({ deadWindowMs: 60_000 }, ctx)).toEqual({ open: 0, raised: 0, resolved: 0 });

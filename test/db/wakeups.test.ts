@@ -192,6 +192,22 @@ test('the worker serves Prometheus metrics on /metrics', async () => {
   }
 });
 
+test('metricsPort: two workers of one process each serve their own; a port in use fails the start with ACTA_METRICS_PORT, nothing registered; a stopped worker frees its port', async () => {
+  const a = await idleWorker({ metricsPort: 0 });
+  const b = await idleWorker({ metricsPort: 0 });
+  expect(a.metricsServerPort).not.toBe(b.metricsServerPort);
+  for (const w of [a, b]) expect(await (await fetch(`http://127.0.0.1:${w.metricsServerPort}/metrics`)).text()).toContain('acta_worker_degraded 0');
+  const port = a.metricsServerPort!;
+  const taken = createWorker({ db, definitions: [noop], logger: silentLogger, metricsPort: port });
+  await expect(taken.start()).rejects.toMatchObject({ code: 'ACTA_METRICS_PORT', message: expect.stringContaining(`metricsPort (--metrics-port) ${port} on 0.0.0.0 is in use`), cause: expect.objectContaining({ code: 'EADDRINUSE' }) });
+  expect((await db.query('select 1 from acta.workers where id = $1', [taken.id])).rows).toEqual([]);
+  await a.stop();
+  const next = createWorker({ db, definitions: [noop], logger: silentLogger, metricsPort: port });
+  workers.push(next);
+  await next.start();
+  expect(next.metricsServerPort).toBe(port);
+});
+
 test('a process whose event loop is blocked past the probe timeout keeps its healthy LISTEN connection (the answer waiting on the socket counts)', async () => {
   let downs = 0;
   let connects = 0;
