@@ -61,7 +61,8 @@ export function createPublish(deps: { ledger: Ledger; namespace: string; inTx: (
       const [result] = await publishItems([{ topic, message, ...(options?.key === undefined ? {} : { key: options.key }) }], options?.tx ?? undefined, false);
       return result;
     },
-    publishMany(items: readonly PublishItem[], options?: { tx?: Queryable } | null): Promise<PublishResult[]> {
+    // async: a refusal rejects, as enqueueMany's does, never throws at the call.
+    async publishMany(items: readonly PublishItem[], options?: { tx?: Queryable } | null): Promise<PublishResult[]> {
       knownKeys('publishMany option', options ?? {}, ['tx']);
       if (!Array.isArray(items)) throw new ConfigError('publishMany takes an array of { topic, message, key? }');
       return publishItems(items, options?.tx ?? undefined, true);

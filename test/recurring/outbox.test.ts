@@ -87,6 +87,12 @@ it('bad input is refused before anything is written: topic, key, message, option
   await expect(client.publish('t', 'x'.repeat(1_048_575))).rejects.toMatchObject({ code: 'ACTA_INVALID_JSON', message: expect.stringContaining('1048577 bytes, more than the 1048576 an event message may hold') });
   await expect(client.publishMany([{ topic: 't', message: 1 }, { topic: 't', message: 'x'.repeat(1_048_575) }])).rejects.toMatchObject({ item: 1 });
   await expect(client.publishMany([{ topic: 't', message: 1 }, { topic: 't', message: () => 1 }])).rejects.toMatchObject({ item: 1, message: expect.stringMatching(/^publishMany item 1: /) });
+  // Refusals reject, as enqueueMany's do: a caller's .catch sees them (none throws at the call).
+  for (const call of [() => client.publishMany(null as never), () => client.publishMany({ topic: 't', message: 1 } as never), () => client.publishMany([], { txn: 1 } as never)]) {
+    let promise: Promise<unknown> | undefined;
+    expect(() => (promise = call())).not.toThrow();
+    await expect(promise).rejects.toThrow(ConfigError);
+  }
   expect(await count('select count(*) as n from acta.outbox where namespace = $1', [namespace])).toBe(0);
   expect(() => defineJob({ name: 'x', subscribe: [], handler: () => null })).toThrow(ConfigError);
   expect(() => defineJob({ name: 'x', subscribe: 't', lane: () => 'l', handler: () => null })).toThrow(/lane function/);
