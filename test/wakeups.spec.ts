@@ -84,6 +84,17 @@ test('Redis: a SUBSCRIBE that failed (the server down past maxRetriesPerRequest 
   subscription.unsubscribe();
 });
 
+test('Redis: a SUBSCRIBE that the stop\'s disconnect fails (Redis down at the stop) logs no warning', async () => {
+  const seen: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void seen.push(JSON.parse(line).msg) });
+  const redis = new FakeRedis();
+  const subscription = redisWakeups(redis as unknown as RedisLike, 'default', logger).subscribe();
+  subscription.unsubscribe();
+  redis.subscribes[0].reject(new Error('Connection is closed.'));
+  await flush();
+  expect(seen).toEqual([]);
+});
+
 test('Redis: a subscription connection that cannot connect logs one warning, not a raw ioredis error per try, and says when it is back', async () => {
   const logs: { level: number; msg: string }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line)) });

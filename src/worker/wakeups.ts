@@ -111,6 +111,8 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
     // maxRetriesPerRequest, is sent again at the next connect, and until then the safety poll
     // claims (test/wakeups.spec.ts; test/faults/redis.test.ts).
     let inFlight = false;
+    /** Unsubscribed: a SUBSCRIBE the closing connection fails is no news (no warning at every stop while Redis is down). */
+    let unsubscribed = false;
     const subscribe = (what: string) => {
       inFlight = true;
       return sub.subscribe(channel).then(
@@ -120,7 +122,7 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
         },
         (err: unknown) => {
           inFlight = false;
-          logger.warn({ err }, `Redis SUBSCRIBE ${what} failed; relying on the safety poll until the next connect sends it again`);
+          if (!unsubscribed) logger.warn({ err }, `Redis SUBSCRIBE ${what} failed; relying on the safety poll until the next connect sends it again`);
         },
       );
     };
@@ -150,6 +152,7 @@ export function redisWakeups(redis: RedisLike, namespace: string, logger: Logger
     });
     void subscribe('at start');
     return () => {
+      unsubscribed = true;
       // disconnect() where there is one: while the server is unreachable a QUIT waits in ioredis'
       // offline queue and the reconnect timer keeps the process alive (test/wakeups.spec.ts).
       // An adapter's disconnect may return a promise (node-redis' does): a rejection is dropped.
