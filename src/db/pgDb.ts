@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import { ConfigError, DbClosedError, DbUnansweredError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
@@ -177,7 +178,7 @@ export function createPgDb(options: PgDbOptions): Db {
   // max_prepared_statements = 0) gave the call another server connection (or DISCARD ALL ran);
   // after either, this Db names nothing. And 0A000 "cached plan must not change result type": a
   // newer acta replaced the function with another result type during a rolling upgrade; the next
-  // connection prepares it anew (test/db/prepared.test.ts).
+  // connection prepares it anew (test/db/prepared.test.ts). Each is prepared under wireName.
   let named = true;
   /** One statement on a pool's client, within `deadlineMs` when given (Db.CallOptions). */
   const statement = <R>(config: string | { name: string; text: string; values: unknown[] }, params: unknown[] | undefined, deadlineMs: number | undefined): Promise<R> =>
@@ -185,7 +186,7 @@ export function createPgDb(options: PgDbOptions): Db {
   const prepared = async <R>(name: string, text: string, params: unknown[], deadlineMs?: number): Promise<{ rows: R[] }> => {
     if (named) {
       try {
-        return await statement<{ rows: R[] }>({ name, text, values: params }, undefined, deadlineMs);
+        return await statement<{ rows: R[] }>({ name: wireName(name, text), text, values: params }, undefined, deadlineMs);
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         if (code !== '26000' && code !== '42P05' && code !== '0A000') throw err;
@@ -270,6 +271,25 @@ export const DB_WAITING = Symbol('acta.dbWaiting');
 export function dbWaiting(db: unknown): string | undefined {
   const waiting = db !== null && typeof db === 'object' ? (db as { [DB_WAITING]?: unknown })[DB_WAITING] : undefined;
   return typeof waiting === 'function' ? (waiting as () => string | undefined)() : undefined;
+}
+
+/** wireName's last answer per name (a name comes with one text: Db.prepared). */
+const wireNames = new Map<string, { text: string; wire: string }>();
+
+/**
+ * The name a statement of Db.prepared is prepared under: `name`, then 8 hex digits of its text's
+ * SHA-1. Behind a pooler in transaction mode that does not track prepared statements, a call that
+ * sends only Bind can land on a server connection where another client prepared the same name: an
+ * acta version whose text under that name differs (a rolling upgrade; the completion batch once
+ * gained a parameter) then ran its text with this call's arguments. Under the digest the name is
+ * missing there instead (26000): repeated unnamed (test/db/prepared.test.ts, "another text").
+ */
+export function wireName(name: string, text: string): string {
+  const known = wireNames.get(name);
+  if (known?.text === text) return known.wire;
+  const wire = `${name}_${createHash('sha1').update(text).digest('hex').slice(0, 8)}`;
+  wireNames.set(name, { text, wire });
+  return wire;
 }
 
 /** Keepalive probes of the pool's connections start after this much silence, ms. */

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { completeExecutions } from '../../src/db/executions';
 import { claimJobs } from '../../src/db/jobs';
+import { wireName } from '../../src/db/pgDb';
 import { createClient } from '../../src';
 import { useTestDatabase } from '../helpers/db';
 
@@ -26,7 +27,12 @@ test('the enqueue, the claim and the completion batch run as named statements on
     { id: job.id!, execution: claim.rows[0].execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0 },
   ]);
   expect(acks.map((a) => a.status)).toEqual(['succeeded']);
-  expect(await preparedNames(db)).toEqual(['acta_claim_jobs', 'acta_complete_executions', 'acta_enqueue_jobs_wake_early']);
+  // Each under its name and a digest of its text (pgDb.ts, wireName).
+  expect(await preparedNames(db)).toEqual([
+    expect.stringMatching(/^acta_claim_jobs_[0-9a-f]{8}$/),
+    expect.stringMatching(/^acta_complete_executions_[0-9a-f]{8}$/),
+    expect.stringMatching(/^acta_enqueue_jobs_wake_early_[0-9a-f]{8}$/),
+  ]);
 });
 
 test('a function replaced with another result type after its statement was prepared: the call is repeated on a new connection and answers', async () => {
@@ -37,13 +43,13 @@ test('a function replaced with another result type after its statement was prepa
   // Without the repeat: "cached plan must not change result type" on every later call on this connection.
   expect((await db.prepared!<{ a: number; b: number }>('t_shape', 'select * from t.shape()', [])).rows).toEqual([{ a: 1, b: 2 }]);
   expect((await db.prepared!<{ a: number; b: number }>('t_shape', 'select * from t.shape()', [])).rows).toEqual([{ a: 1, b: 2 }]);
-  expect(await preparedNames(db)).toEqual(['t_shape']); // prepared anew on the new connection
+  expect(await preparedNames(db)).toEqual([expect.stringMatching(/^t_shape_/)]); // prepared anew on the new connection
 });
 
 test('a statement the server no longer has (a pooler in transaction mode): the call is repeated unnamed, and the Db stops naming', async () => {
   const db = tdb.open({ max: 1 });
   expect((await db.prepared!<{ x: number }>('t_one', 'select $1::int as x', [1])).rows).toEqual([{ x: 1 }]);
-  await db.query('deallocate t_one'); // what a pooler's other server connection looks like: no such statement
+  await db.query('deallocate all'); // what a pooler's other server connection looks like: no such statement
   expect((await db.prepared!<{ x: number }>('t_one', 'select $1::int as x', [2])).rows).toEqual([{ x: 2 }]);
   expect((await db.prepared!<{ x: number }>('t_one', 'select $1::int as x', [3])).rows).toEqual([{ x: 3 }]);
   expect(await preparedNames(db)).toEqual([]);
@@ -51,8 +57,17 @@ test('a statement the server no longer has (a pooler in transaction mode): the c
 
 test('a statement of that name another client prepared on the connection (a pooler in transaction mode): the call is repeated unnamed, and the Db stops naming', async () => {
   const db = tdb.open({ max: 1 });
-  await db.query('prepare t_two as select 2'); // what a pooler's shared server connection looks like
+  await db.query(`prepare ${wireName('t_two', 'select $1::int as x')} as select 2`); // what a pooler's shared server connection looks like
   expect((await db.prepared!<{ x: number }>('t_two', 'select $1::int as x', [1])).rows).toEqual([{ x: 1 }]);
   expect((await db.prepared!<{ x: number }>('t_two', 'select $1::int as x', [2])).rows).toEqual([{ x: 2 }]);
   expect(await preparedNames(db)).toEqual([]);
+});
+
+test('a statement of that name another client prepared with another text (another acta version behind a pooler in transaction mode): the call runs its own text', async () => {
+  const db = tdb.open({ max: 1 });
+  expect((await db.prepared!<{ x: number }>('t_three', 'select $1::int as x', [1])).rows).toEqual([{ x: 1 }]);
+  // The server connection the next call lands on holds the name with another text. This Db's
+  // connection sends Bind alone now: without the digest in the name it ran "select 2".
+  await db.query('deallocate all; prepare t_three (int) as select 2 as x');
+  expect((await db.prepared!<{ x: number }>('t_three', 'select $1::int as x', [3])).rows).toEqual([{ x: 3 }]);
 });
