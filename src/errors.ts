@@ -189,6 +189,24 @@ export class DbUnansweredError extends ActaError {
   }
 }
 
+/**
+ * A NOTIFY committed on the Db's own connections did not reach its LISTEN connection within the
+ * probe timeout (`timeoutMs`): a pooler in transaction or statement mode between acta and
+ * PostgreSQL, whose server connection, holding the LISTEN, serves other clients between
+ * statements; or a listen URL naming another database. The LISTEN has ended for good; the safety
+ * poll (and Redis wakeups) claim.
+ * Fix: a direct connection for LISTEN (ACTA_LISTEN_URL, `connect({ listenUrl })`; docs/operating.md,
+ * "Behind PgBouncer").
+ */
+export class ListenUndeliveredError extends ActaError {
+  constructor(readonly timeoutMs: number) {
+    super(
+      'ACTA_LISTEN_UNDELIVERED',
+      `a NOTIFY did not reach the LISTEN connection within ${timeoutMs} ms: a pooler in transaction mode between acta and PostgreSQL, or a listen URL naming another database? Give LISTEN a direct connection to this database (ACTA_LISTEN_URL, or connect({ listenUrl })); until then wakeups come from the safety poll (and Redis)`,
+    );
+  }
+}
+
 /** A handler ran past its definition's `timeoutMs` or its lease-derived attempt deadline. */
 export class AttemptTimeoutError extends ActaError {
   constructor(message: string) {

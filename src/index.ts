@@ -63,6 +63,7 @@ export {
   JobCancelledError,
   JobFailedError,
   JobNotFoundError,
+  ListenUndeliveredError,
   ResultTimeoutError,
   SchemaNewerError,
   SchemaNotMigratedError,

@@ -7,9 +7,12 @@ import { ConfigError } from '../src/errors';
 import { connect } from '../src/db/connect';
 
 test.each([
-  [{ uri: 'postgres://nobody@127.0.0.1:1/none' }, /^unknown connect option "uri"; known: url, dataDir, max$/],
+  [{ uri: 'postgres://nobody@127.0.0.1:1/none' }, /^unknown connect option "uri"; known: url, dataDir, max, listenUrl$/],
   [{ url: 'postgres://nobody@127.0.0.1:1/none', datadir: '/tmp/x' }, /^unknown connect option "datadir"/],
-  ['postgres://nobody@127.0.0.1:1/none', /^connect takes options \{ url\?, dataDir\?, max\? \}: give a connection string as connect\(\{ url \}\), got a string$/],
+  ['postgres://nobody@127.0.0.1:1/none', /^connect takes options \{ url\?, dataDir\?, max\?, listenUrl\? \}: give a connection string as connect\(\{ url \}\), got a string$/],
+  // LISTEN's own URL (a direct connection beside a pooler) goes with a server, and is a URL.
+  [{ listenUrl: 'postgres://nobody@127.0.0.1:1/none' }, /^connect's listenUrl is for a PostgreSQL server's LISTEN connections; this opens PGlite at /],
+  [{ url: 'postgres://nobody@127.0.0.1:1/none', listenUrl: 'not-a-url' }, /^the connection string \(ACTA_LISTEN_URL, connect\(\{ listenUrl \}\) or listenConnectionString\) is not a URL/],
 ])('connect(%j) is refused with a ConfigError, opening nothing', async (options, message) => {
   const cwd = process.cwd();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-connect-'));
@@ -25,5 +28,21 @@ test.each([
     process.chdir(cwd);
     if (env !== undefined) process.env.DATABASE_URL = env;
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('ACTA_LISTEN_URL goes with DATABASE_URL: read beside it, not beside a url given in code', async () => {
+  const saved = { DATABASE_URL: process.env.DATABASE_URL, ACTA_LISTEN_URL: process.env.ACTA_LISTEN_URL };
+  process.env.DATABASE_URL = 'postgres://nobody@127.0.0.1:1/none';
+  process.env.ACTA_LISTEN_URL = 'not-a-url'; // refused where it is read
+  try {
+    await expect(connect()).rejects.toThrow(/^the connection string \(ACTA_LISTEN_URL, /);
+    const db = await connect({ url: 'postgres://nobody@127.0.0.1:1/none' });
+    await db.close();
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
   }
 });

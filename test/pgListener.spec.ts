@@ -7,7 +7,8 @@
  * The same on a real server, with the worker: test/faults/listener.test.ts.
  */
 import { EventEmitter } from 'node:events';
-import { createPgDb } from '../src';
+import { createPgDb, ListenUndeliveredError } from '../src';
+import { listenOnOwnConnection, type DeliveryCheck } from '../src/db/pgListener';
 
 /** A promise with its resolve and reject outside. */
 function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: Error) => void } {
@@ -26,12 +27,20 @@ const fake = {
   refuse: false,
   /** Whether probes are answered. */
   answerProbes: true,
+  /** The process id of a new client's BackendKeyData, and what its `pg_backend_pid()` answers: they differ through a pooler. */
+  keyPid: undefined as number | undefined,
+  backendPid: undefined as number | undefined,
+  /** Whether a check NOTIFY reaches the client LISTENing on its channel (a pooler in transaction mode drops it). */
+  deliver: true,
 };
 
 class FakeClient extends EventEmitter {
   readonly listens: ReturnType<typeof deferred<unknown>>[] = [];
+  /** Channels of the delivery checks it LISTENed on (answered at once). */
+  readonly checks: string[] = [];
   probes = 0;
   ended = false;
+  readonly processID = fake.keyPid;
   readonly connection = { stream: { destroy: () => (this.ended = true) } };
   constructor(readonly config: Record<string, unknown>) {
     super();
@@ -44,6 +53,13 @@ class FakeClient extends EventEmitter {
     return `"${name}"`;
   }
   query(text: string): Promise<unknown> {
+    if (text.startsWith('LISTEN "acta_listen_check_')) {
+      this.checks.push(text.slice('LISTEN "'.length, -1));
+      return Promise.resolve({});
+    }
+    if (text.startsWith('select pg_backend_pid()')) {
+      return fake.answerProbes ? Promise.resolve({ rows: [{ pid: fake.backendPid }] }) : new Promise(() => undefined);
+    }
     if (text.startsWith('LISTEN')) {
       const d = deferred<unknown>();
       this.listens.push(d);
@@ -71,6 +87,9 @@ beforeEach(() => {
   fake.clients.length = 0;
   fake.refuse = false;
   fake.answerProbes = true;
+  fake.keyPid = undefined;
+  fake.backendPid = undefined;
+  fake.deliver = true;
 });
 
 test('PostgreSQL: onConnect fires once LISTEN has been answered, and again after each reconnect', async () => {
@@ -155,4 +174,74 @@ test('PostgreSQL: a LISTEN left unanswered is a lost connection too: listen() se
   fake.clients[1].listens[0].resolve({});
   await waitUntil(() => connects === 1);
   await db.close();
+});
+
+/** A delivery check whose NOTIFY reaches the fake clients LISTENing on its channel while `fake.deliver`. */
+function delivery(always: boolean): DeliveryCheck & { sent: string[] } {
+  const sent: string[] = [];
+  return {
+    always,
+    sent,
+    async notify(channel) {
+      sent.push(channel);
+      if (fake.deliver) setImmediate(() => fake.clients.filter((c) => c.checks.includes(channel)).forEach((c) => c.emit('notification', { channel, payload: '' })));
+    },
+  };
+}
+
+/** The handlers of a LISTEN, counting what they hear. */
+function counting() {
+  const heard = { connects: 0, downs: 0, undelivered: [] as Error[] };
+  const handlers = { onNotify: () => undefined, onConnect: () => heard.connects++, onDown: () => heard.downs++, onUndelivered: (err: Error) => heard.undelivered.push(err) };
+  return { heard, handlers };
+}
+
+test('PostgreSQL: through a pooler that drops the check NOTIFY (transaction mode): onUndelivered once, the channel never LISTENed, no reconnect', async () => {
+  fake.keyPid = 1; // the pooler's BackendKeyData
+  fake.backendPid = 2;
+  fake.deliver = false;
+  const { heard, handlers } = counting();
+  const check = delivery(false);
+  const stop = await listenOnOwnConnection({}, 'acta_wakeup', handlers, { probeIntervalMs: 20, probeTimeoutMs: 30 }, check);
+  expect(heard.undelivered).toHaveLength(1);
+  expect(heard.undelivered[0]).toBeInstanceOf(ListenUndeliveredError);
+  expect(heard).toMatchObject({ connects: 0, downs: 0 });
+  const [first] = fake.clients;
+  expect(check.sent).toEqual(first.checks); // its own channel, NOTIFYed through the Db
+  expect(first.listens).toHaveLength(0); // no LISTEN acta_wakeup on a pooled server connection
+  expect(first.ended).toBe(true);
+  await new Promise((r) => setTimeout(r, 300)); // past the reconnect back-off (100 ms ±25 %)
+  expect(fake.clients).toHaveLength(1);
+  expect(heard.undelivered).toHaveLength(1);
+  await stop();
+});
+
+test('PostgreSQL: through a pooler that delivers it (session mode): LISTEN follows the check, then onConnect', async () => {
+  fake.keyPid = 1;
+  fake.backendPid = 2;
+  const { heard, handlers } = counting();
+  const listening = listenOnOwnConnection({}, 'acta_wakeup', handlers, { probeIntervalMs: 1_000, probeTimeoutMs: 1_000 }, delivery(false));
+  await waitUntil(() => fake.clients[0]?.listens.length === 1);
+  expect(fake.clients[0].checks).toHaveLength(1);
+  fake.clients[0].listens[0].resolve({});
+  const stop = await listening;
+  expect(heard).toEqual({ connects: 1, downs: 0, undelivered: [] });
+  await stop();
+});
+
+test('PostgreSQL: a direct connection is not checked, unless LISTEN has a connection string of its own', async () => {
+  fake.keyPid = 7;
+  fake.backendPid = 7;
+  for (const always of [false, true]) {
+    fake.clients.length = 0;
+    const check = delivery(always);
+    const { heard, handlers } = counting();
+    const listening = listenOnOwnConnection({}, 'acta_wakeup', handlers, { probeIntervalMs: 1_000, probeTimeoutMs: 1_000 }, check);
+    await waitUntil(() => fake.clients[0]?.listens.length === 1);
+    expect(check.sent).toHaveLength(always ? 1 : 0);
+    fake.clients[0].listens[0].resolve({});
+    const stop = await listening;
+    expect(heard.connects).toBe(1);
+    await stop();
+  }
 });

@@ -24,6 +24,13 @@ export interface ListenHandlers {
    */
   onDown?(err: Error): void;
   /**
+   * A NOTIFY sent on another connection did not reach this one with LISTEN in effect
+   * (ListenUndeliveredError: a pooler in transaction mode). Called once, instead of `onDown`; the
+   * LISTEN has then ended for good. Checked on a server when the LISTEN connection goes through a
+   * pooler or has a connection string of its own (src/db/pgListener.ts).
+   */
+  onUndelivered?(err: Error): void;
+  /**
    * The Db was closed (`db.close()`) while this LISTEN was open: it has ended for good, and every
    * later statement on the Db throws DbClosedError. Called once, before close() resolves.
    */

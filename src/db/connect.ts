@@ -27,25 +27,32 @@ function resolveTarget(options: { url?: string; dataDir?: string }): { url: stri
 }
 
 /** The keys of connect's options: any other is refused. */
-const CONNECT_OPTION_KEYS = ['url', 'dataDir', 'max'];
+const CONNECT_OPTION_KEYS = ['url', 'dataDir', 'max', 'listenUrl'];
 
 /**
  * Opens the database a process was pointed at (see resolveTarget: `url`, else `dataDir`, else
  * `DATABASE_URL` selects a PostgreSQL server, else the embedded PGlite default in
  * `ACTA_DATA_DIR` or `./.acta/data`). A data folder another live process holds is used through
  * the socket that process serves it on (embeddedShare.ts); DataDirLockedError only when it does not
- * serve it. Throws ConfigError for an unknown option.
+ * serve it. On a server, LISTEN connections go to `listenUrl`, or with `DATABASE_URL` to
+ * `ACTA_LISTEN_URL` when set (PgDbOptions.listenConnectionString). Throws ConfigError for an
+ * unknown option, and for `listenUrl` without a server.
  */
-export async function connect(options: { url?: string; dataDir?: string; max?: number } = {}): Promise<Db> {
+export async function connect(options: { url?: string; dataDir?: string; max?: number; listenUrl?: string } = {}): Promise<Db> {
   // A misspelt option (`uri`), or the URL given bare, would otherwise be ignored: the process would
   // connect to DATABASE_URL or the embedded default instead (test/connectOptions.spec.ts).
   if (options === null) options = {};
   if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new ConfigError(`connect takes options { url?, dataDir?, max? }${typeof options === 'string' ? ': give a connection string as connect({ url })' : ''}, got ${typeof options === 'string' ? 'a string' : String(options).slice(0, 80)}`);
+    throw new ConfigError(`connect takes options { url?, dataDir?, max?, listenUrl? }${typeof options === 'string' ? ': give a connection string as connect({ url })' : ''}, got ${typeof options === 'string' ? 'a string' : String(options).slice(0, 80)}`);
   }
   knownKeys('connect option', options, CONNECT_OPTION_KEYS);
   const target = resolveTarget(options);
-  if ('url' in target) return createPgDb({ connectionString: target.url, max: options.max });
+  if ('url' in target) {
+    // ACTA_LISTEN_URL pairs with DATABASE_URL: a url given in code takes its listenUrl in code too.
+    const listenUrl = options.listenUrl ?? (options.url ? undefined : process.env.ACTA_LISTEN_URL || undefined);
+    return createPgDb({ connectionString: target.url, max: options.max, listenConnectionString: listenUrl });
+  }
+  if (options.listenUrl !== undefined) throw new ConfigError(`connect's listenUrl is for a PostgreSQL server's LISTEN connections; this opens PGlite at ${target.dataDir} (give url, or DATABASE_URL, as well)`);
   let lost = () => undefined as void;
   const first = await openEmbedded(target.dataDir, () => lost());
   if (!first.shared) return first.db;

@@ -13,6 +13,12 @@ export interface PgDbOptions {
   /** Bring your own pool (it is ended by close() only if `ownsPool`). */
   pool?: Pool;
   ownsPool?: boolean;
+  /**
+   * Where LISTEN connections go (default: where the pool's do): PostgreSQL itself, or a pooler in
+   * session mode, when `connectionString` is a pooler in transaction mode, which does not deliver
+   * NOTIFY (docs/operating.md, "Behind PgBouncer").
+   */
+  listenConnectionString?: string;
 }
 
 /** Runs `fn` in a transaction on `client`, a pool's client, and releases it (destroyed when it broke). */
@@ -50,9 +56,9 @@ async function inTransaction<T>(client: PoolClient, fn: (tx: Queryable) => Promi
  * variables). The value is not echoed:
  * it may hold a password. Throws ConfigError.
  */
-function checkConnectionString(value: string | undefined): void {
+function checkConnectionString(value: string | undefined, names = 'DATABASE_URL, connect({ url }) or connectionString'): void {
   if (value === undefined || value === '' || /^\/(?!\/)/.test(value) || /^([a-z][a-z0-9+.-]*:\/\/|socket:)/i.test(value)) return;
-  throw new ConfigError('the connection string (DATABASE_URL, connect({ url }) or connectionString) is not a URL: expected postgres://user:password@host:port/database (through a socket folder: postgres://user@/database?host=/var/run/postgresql)');
+  throw new ConfigError(`the connection string (${names}) is not a URL: expected postgres://user:password@host:port/database (through a socket folder: postgres://user@/database?host=/var/run/postgresql)`);
 }
 
 /**
@@ -146,6 +152,8 @@ function clearer(err: Error | null, client: { user?: string; host?: string; port
 export function createPgDb(options: PgDbOptions): Db {
   checkConnectionString(options.connectionString);
   connectTimeoutMs(options.connectionString); // a bad connect_timeout is refused here, before any connect
+  checkConnectionString(options.listenConnectionString, 'ACTA_LISTEN_URL, connect({ listenUrl }) or listenConnectionString');
+  connectTimeoutMs(options.listenConnectionString);
   // Keepalive probes from KEEPALIVE_IDLE_MS of silence on (the OS default waits 2 hours): on a real
   // network a pooled connection whose path died is then found by the kernel. A query already sent
   // is bounded only by a deadline (withDeadline below).
@@ -216,8 +224,12 @@ export function createPgDb(options: PgDbOptions): Db {
       // database, ...) rather than a connection string. pg-pool keeps the password as a
       // non-enumerable property, which a spread leaves out (test/db/wakeups.test.ts).
       const poolOptions = (pool as unknown as { options: PoolConfig }).options;
-      const config = options.connectionString !== undefined ? { connectionString: options.connectionString } : { ...poolOptions, password: poolOptions.password };
-      const stop = await listenOnOwnConnection(config, channel, handlers, listenOptions);
+      const connectionString = options.listenConnectionString ?? options.connectionString;
+      const config = connectionString !== undefined ? { connectionString } : { ...poolOptions, password: poolOptions.password };
+      // Delivery is checked through the pool (pgListener.ts): behind a pooler, or whenever LISTEN
+      // has a connection string of its own.
+      const delivery = { notify: (check: string) => pool.query('select pg_notify($1, $2)', [check, '']), always: options.listenConnectionString !== undefined };
+      const stop = await listenOnOwnConnection(config, channel, handlers, listenOptions, delivery);
       if (closed) {
         // Closed while the first attempt ran: its connection must not go on reconnecting.
         await stop();

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { Client, type ClientConfig } from 'pg';
 import { backoffDelay } from '../../operators';
+import { ListenUndeliveredError } from '../errors';
 import type { ListenHandlers, ListenOptions } from './Db';
 
 /** Defaults of {@link ListenOptions}: a probe every 10 s, answered within 5 s. */
@@ -7,6 +9,14 @@ export const DEFAULT_PROBE_INTERVAL_MS = 10_000;
 export const DEFAULT_PROBE_TIMEOUT_MS = 5_000;
 /** Reconnect back-off: 100 ms doubling to 2 s, ±25 %. */
 const RECONNECT = { initialMs: 100, maxMs: 2_000, jitter: 0.25 };
+
+/** How a LISTEN connection's delivery is checked (createPgDb's listen). */
+export interface DeliveryCheck {
+  /** Commits `pg_notify(channel, '')` on a connection other than the LISTEN's. */
+  notify(channel: string): Promise<unknown>;
+  /** Check a direct connection too: LISTEN has a connection string of its own (a mistyped one is found). */
+  always: boolean;
+}
 
 /**
  * LISTEN on `channel` on a connection of its own that never gives up (Db.listen's contract).
@@ -20,8 +30,17 @@ const RECONNECT = { initialMs: 100, maxMs: 2_000, jitter: 0.25 };
  * - `onDown` fires once per loss of an established connection; failed reconnects are silent.
  * - The first attempt settles the returned promise either way: LISTEN in effect, or the
  *   connection failed (reported through `onDown`) and keeps trying in the background.
+ * - With `delivery`, before each LISTEN on a connection through a pooler (its BackendKeyData is not
+ *   its server process: pg_backend_pid() differs), or on every one when `delivery.always`: the
+ *   connection LISTENs on a channel of its own, `delivery.notify` commits a NOTIFY there, and one
+ *   must arrive within `probeTimeoutMs`. In transaction mode the pooler hands the server connection
+ *   holding a LISTEN to other clients between statements and drops what arrives while it is
+ *   idle: none arrives. Then `onUndelivered` (ListenUndeliveredError), once, and the LISTEN ends
+ *   for good: it is never issued on `channel`, so no pooled server connection is left listening
+ *   there (PgBouncer logs each NOTIFY one reaches, other clients receive them), and no reconnect
+ *   loop runs (test/faults/pgbouncer.test.ts; test/pgListener.spec.ts).
  */
-export async function listenOnOwnConnection(config: ClientConfig, channel: string, handlers: ListenHandlers, options: ListenOptions = {}): Promise<() => Promise<void>> {
+export async function listenOnOwnConnection(config: ClientConfig, channel: string, handlers: ListenHandlers, options: ListenOptions = {}, delivery?: DeliveryCheck): Promise<() => Promise<void>> {
   const probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
   let closed = false;
@@ -51,6 +70,12 @@ export async function listenOnOwnConnection(config: ClientConfig, channel: strin
       current = null;
       clearInterval(probeTimer);
       if (closed) return;
+      if (err instanceof ListenUndeliveredError) {
+        closed = true;
+        handlers.onUndelivered?.(err);
+        settleFirst();
+        return;
+      }
       failures++;
       if (established) {
         established = false;
@@ -63,12 +88,27 @@ export async function listenOnOwnConnection(config: ClientConfig, channel: strin
     };
     client.on('error', lose);
     client.on('end', () => lose(new Error('the LISTEN connection ended')));
+    /** The channel of this connection's delivery check, and the arrival of its NOTIFY. */
+    const check = `acta_listen_check_${randomBytes(6).toString('hex')}`;
+    let arrived = () => undefined as void;
+    const arrival = new Promise<void>((resolve) => (arrived = resolve));
     client.on('notification', (message) => {
       if (message.channel === channel) handlers.onNotify(message.payload ?? '');
+      else if (message.channel === check) arrived();
     });
+    const checkDelivery = async (how: DeliveryCheck) => {
+      const { rows } = await answeredWithin(client.query<{ pid: number }>('select pg_backend_pid() as pid'), probeTimeoutMs, unanswered('its first statement', probeTimeoutMs));
+      const keyPid = (client as unknown as { processID?: unknown }).processID;
+      const pooled = typeof rows[0]?.pid === 'number' && typeof keyPid === 'number' && rows[0].pid !== keyPid;
+      if (!pooled && !how.always) return;
+      await answeredWithin(client.query(`LISTEN ${client.escapeIdentifier(check)}`), probeTimeoutMs, unanswered('its LISTEN', probeTimeoutMs));
+      await answeredWithin(Promise.resolve(how.notify(check)), probeTimeoutMs, () => new Error(`the Db did not answer the LISTEN connection's check NOTIFY within ${probeTimeoutMs} ms`));
+      await answeredWithin(arrival, probeTimeoutMs, () => new ListenUndeliveredError(probeTimeoutMs));
+    };
     client
       .connect()
-      .then(() => answeredWithin(client.query(`LISTEN ${client.escapeIdentifier(channel)}`), probeTimeoutMs, 'its LISTEN'))
+      .then(() => (delivery ? checkDelivery(delivery) : undefined))
+      .then(() => answeredWithin(client.query(`LISTEN ${client.escapeIdentifier(channel)}`), probeTimeoutMs, unanswered('its LISTEN', probeTimeoutMs)))
       .then(
         () => {
           if (lost) return;
@@ -85,7 +125,7 @@ export async function listenOnOwnConnection(config: ClientConfig, channel: strin
           probeTimer = setInterval(() => {
             if (probing) return;
             probing = true;
-            answeredWithin(client.query('select 1'), probeTimeoutMs, 'a probe').then(
+            answeredWithin(client.query('select 1'), probeTimeoutMs, unanswered('a probe', probeTimeoutMs)).then(
               () => (probing = false),
               (err: Error) => lose(err),
             );
@@ -107,12 +147,15 @@ export async function listenOnOwnConnection(config: ClientConfig, channel: strin
   };
 }
 
+/** The error of a statement the LISTEN connection did not answer in time. */
+const unanswered = (what: string, ms: number) => () => new Error(`the LISTEN connection did not answer ${what} within ${ms} ms`);
+
 /**
- * `query`'s answer, or a rejection if none came within `ms`. The verdict waits one turn of the
- * event loop past the timer, so an answer already read off the socket while the process was
- * busy (a long synchronous handler) is not taken for silence (test/pgListener.spec.ts).
+ * `query`'s answer, or a rejection with `late()` if none came within `ms`. The verdict waits one
+ * turn of the event loop past the timer, so an answer already read off the socket while the
+ * process was busy (a long synchronous handler) is not taken for silence (test/pgListener.spec.ts).
  */
-function answeredWithin<T>(query: Promise<T>, ms: number, what: string): Promise<T> {
+function answeredWithin<T>(query: Promise<T>, ms: number, late: () => Error): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     const timer = setTimeout(
@@ -120,7 +163,7 @@ function answeredWithin<T>(query: Promise<T>, ms: number, what: string): Promise
         setImmediate(() => {
           if (settled) return;
           settled = true;
-          reject(new Error(`the LISTEN connection did not answer ${what} within ${ms} ms`));
+          reject(late());
         }),
       ms,
     );

@@ -26,7 +26,9 @@ export interface NotifyWakeupsOptions extends ListenOptions {
  * embedded). Emits on every notification for `namespace`, and on every (re)connect of the
  * listening connection (a catch-up claim: notifications sent while it was down are lost). A
  * wakeup never carries truth; SQL polling does. Never errors: a lost connection is logged at info
- * ("LISTEN connection lost"), and so is its return ("LISTEN connected", with `downMs`).
+ * ("LISTEN connection lost"), and so is its return ("LISTEN connected", with `downMs`); a LISTEN
+ * that NOTIFY does not reach (a pooler in transaction mode: ListenHandlers.onUndelivered) once at
+ * warn, and it ends.
  */
 export function notifyWakeups(db: Pick<Db, 'listen'>, namespace: string, logger: Logger, options: NotifyWakeupsOptions = {}): Observable<'notify' | 'connect'> {
   return new Observable((subscriber) => {
@@ -60,6 +62,10 @@ export function notifyWakeups(db: Pick<Db, 'listen'>, namespace: string, logger:
           if (downSince !== null) return;
           downSince = performance.now();
           logger.info({ err }, 'LISTEN connection lost; reconnecting (the safety poll claims meanwhile)');
+          options.onListening?.(false);
+        },
+        onUndelivered: (err) => {
+          logger.warn({ err }, 'NOTIFY does not reach the LISTEN connection (a pooler in transaction mode, or a listen URL on another database?): LISTEN stopped, the safety poll claims; set ACTA_LISTEN_URL to a direct connection, or --no-listen to poll only (docs/operating.md, "Behind PgBouncer")');
           options.onListening?.(false);
         },
       },

@@ -2,7 +2,8 @@ import { Redis } from 'ioredis';
 import { Client, Pool } from 'pg';
 import { listenOnOwnConnection } from '../../src/db/pgListener';
 import { createClient, createPgDb, createWorker, defineJob, redisPublisher, type Db, type Worker } from '../../src';
-import { createTestDatabase, type TestDatabase } from '../helpers/db';
+import pino from 'pino';
+import { createTestDatabase, withDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
 
@@ -116,6 +117,37 @@ test('a Db on a Pool built from fields (no connection string) LISTENs on that po
     await waitFor(async () => (got.includes('hello') ? true : null), 'the NOTIFY to arrive', 5_000);
   } finally {
     await fieldsDb.close();
+  }
+});
+
+test('a Db with a listen connection string of its own LISTENs there (a direct connection beside a pooler), and wakes an idle worker', async () => {
+  const listenUrl = new URL(tdb.url);
+  listenUrl.searchParams.set('application_name', 'acta_own_listen_url');
+  const listenDb = createPgDb({ connectionString: tdb.url, listenConnectionString: listenUrl.toString() });
+  try {
+    await idleWorker({ db: listenDb, safetyPollMs: 10_000 });
+    const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'acta_own_listen_url'`);
+    expect(rows[0].n).toBe(1);
+    expect(await latencyMs()).toBeLessThan(1_000);
+  } finally {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await listenDb.close();
+  }
+});
+
+test('a listen connection string naming another database: NOTIFY does not reach it, so the worker warns once, stops listening, and the safety poll claims', async () => {
+  const lines: { level: number; msg: string; err?: { code?: string } }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const listenDb = createPgDb({ connectionString: tdb.url, listenConnectionString: withDatabase(tdb.url, 'postgres') });
+  try {
+    await idleWorker({ db: listenDb, logger, safetyPollMs: 400 });
+    const warned = await waitFor(() => lines.find((l) => l.msg.startsWith('NOTIFY does not reach the LISTEN connection')), 'the warning', 15_000);
+    expect(warned).toMatchObject({ level: 40, err: { code: 'ACTA_LISTEN_UNDELIVERED' } });
+    expect(await latencyMs()).toBeLessThan(400 + 100 + 1_000);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([warned]); // once; no reconnect loop, nothing else
+  } finally {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await listenDb.close();
   }
 });
 
