@@ -22,6 +22,8 @@ import { eventsFile, killAll, readEvents, spawnWorker, type LogLine, type Worker
 
 const PGBOUNCER = process.env.ACTA_TEST_PGBOUNCER ?? ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer'].find((p) => fs.existsSync(p)) ?? 'pgbouncer';
 const HAVE_PGBOUNCER = fs.existsSync(PGBOUNCER);
+// Skipped without it, the reason printed, except in CI (.ci/run installs it), where its absence fails the file.
+if (!HAVE_PGBOUNCER && process.env.CI) throw new Error(`test/faults/pgbouncer.test.ts: no PgBouncer at ${PGBOUNCER} (.ci/run installs it)`);
 if (!HAVE_PGBOUNCER) console.warn(`test/faults/pgbouncer.test.ts skipped: no PgBouncer at ${PGBOUNCER} (apt-get install pgbouncer, or set ACTA_TEST_PGBOUNCER)`);
 const bouncerTest = HAVE_PGBOUNCER ? test : test.skip;
 
