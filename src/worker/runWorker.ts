@@ -30,7 +30,8 @@ export interface RunWorkerOptions extends WorkerOptions {
  * worker's), or at once when the stream is unsubscribed (its stop runs on unseen there), so the
  * next one (`retry`, `repeat`, a `switchMap` restart) can register its own; two subscriptions at
  * once on one registry: createWorker's ConfigError (test/runWorker.spec.ts, "a switchMap restart
- * with a shared metricsRegistry").
+ * with a shared metricsRegistry"). With `metricsPort`, the old one's server closes when its stop
+ * begins, so the next listens on the port at once (test/db/runWorker.test.ts).
  */
 export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
   return new Observable<WorkerEvent>((subscriber) => {

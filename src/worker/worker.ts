@@ -52,7 +52,7 @@ export interface Worker {
   readonly done: Promise<void>;
   /** Ends the claimer's idle sleep now (e.g. after enqueueing in the same process). */
   wake(): void;
-  /** The metrics server's port, when `metricsPort` was given. */
+  /** The metrics server's port, when `metricsPort` was given, until a stop begins (it closes the server then). */
   readonly metricsServerPort?: number;
   /**
    * What the worker does, as typed events (events.ts, WorkerEvent; docs/reference.md, "Events"):
@@ -298,6 +298,16 @@ export function createWorker(options: WorkerOptions): Worker {
   const passSchedules = passes.map((p) => p.schedule);
   const startPass = (name: string) => passes.find((p) => p.schedule.name === name)?.run();
 
+  /**
+   * Frees the metrics port when a stop begins (graceful or fatal) or a start fails, not when the
+   * stop ends: a worker started next on the port (a switchMap restart of runWorker$) listens at
+   * once, and this one's metrics are no longer served (test/db/runWorker.test.ts, "metricsPort").
+   */
+  const closeMetricsServer = () => {
+    metricsServer?.close();
+    metricsServer = undefined;
+  };
+
   const teardown = () => {
     stopClaiming.next();
     stopAll.next();
@@ -306,7 +316,7 @@ export function createWorker(options: WorkerOptions): Worker {
     for (const s of recoveries) s.unsubscribe();
     recoveries.clear();
     for (const settle of settleOnTeardown.splice(0)) settle();
-    metricsServer?.close();
+    closeMetricsServer();
   };
 
   /**
@@ -579,11 +589,13 @@ export function createWorker(options: WorkerOptions): Worker {
         try {
           // The metrics server first: a start that fails on it (a port in use) has not registered,
           // so it leaves no live worker row and takes no recovery pass it would never run.
-          if (settings.metricsPort !== undefined) metricsServer = await serveMetrics(metrics.registry, settings.metricsPort);
+          if (settings.metricsPort !== undefined) {
+            metricsServer = await serveMetrics(metrics.registry, settings.metricsPort);
+            if (state !== 'starting') closeMetricsServer(); // stop() came while it opened
+          }
           await register();
         } catch (err) {
-          metricsServer?.close();
-          metricsServer = undefined;
+          closeMetricsServer();
           state = 'stopped';
           events.stopped(id, err);
           resolveDone();
@@ -608,12 +620,12 @@ export function createWorker(options: WorkerOptions): Worker {
       if (state === 'stopped') return done.catch(() => undefined);
       const wasStarting = state === 'starting';
       state = 'stopping';
+      closeMetricsServer();
       stopping = (async () => {
         if (wasStarting) {
           cancelStart.next();
           await starting?.catch(() => undefined);
           if (registry.size === 0 && subscriptions.length === 0) {
-            metricsServer?.close();
             // A registration cancelled in flight may still commit: after this stop, it would
             // leave the worker's row 'alive' (bounded: the database may be what start() waited for).
             // None was sent while the schema check still waited (none can be now): nothing to undo,

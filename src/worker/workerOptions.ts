@@ -56,7 +56,7 @@ export interface WorkerOptions extends SystemOptions {
   listen?: boolean;
   /** Also take wakeups from Redis pub/sub (an ioredis client). */
   redis?: RedisLike;
-  /** Serve Prometheus metrics on this port at /metrics (default: not served). */
+  /** Serve Prometheus metrics on this port at /metrics (default: not served), until a stop begins: the port is free then. */
   metricsPort?: number;
   /** prom-client registry to register into (default: a registry of this worker's own). */
   metricsRegistry?: PromRegistry;

@@ -1,8 +1,9 @@
 // A worker as an Observable on a real database (docs/DESIGN.md, "The Rx surface"; src/worker/runWorker.ts):
 // runWorker$ composed with takeUntil, retry and merge as any stream is.
+import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry as PromRegistry } from 'prom-client';
-import { defer, filter, firstValueFrom, from, lastValueFrom, map, merge, NEVER, retry, scan, share, Subject, takeUntil, takeWhile, tap, toArray } from 'rxjs';
+import { BehaviorSubject, defer, filter, firstValueFrom, from, lastValueFrom, map, merge, NEVER, retry, scan, share, Subject, switchMap, takeUntil, takeWhile, tap, toArray } from 'rxjs';
 import { ConfigError, createClient, defineJob, HookFailedError, migrate, runWorker$, SchemaNotMigratedError, type WorkerEvent } from '../../src';
 import { createTestDatabase, useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
@@ -165,4 +166,48 @@ test('runWorker$ with merge: two workers share the jobs; unsubscribing the merge
   const { rows } = await db.query<{ worker_id: string; n: string }>('select worker_id, count(*) as n from acta.all_executions group by 1');
   expect(rows).toHaveLength(2);
   expect(rows.reduce((n, r) => n + Number(r.n), 0)).toBe(count);
+});
+
+/** A port nothing listens on now. */
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+test('runWorker$ with metricsPort, restarted by switchMap while the old worker\'s stop waits for a running handler: the new one listens on the port at once, and serves its own metrics there', async () => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  // Ignores its abort: the old worker's stop waits for it (shutdownTimeoutMs below).
+  const long = defineJob({ name: 'long', handler: () => released });
+  await createClient({ force: true, db }).enqueue(long, {});
+  const port = await freePort();
+  const incarnation$ = new BehaviorSubject(1);
+  const events: { n: number; event: WorkerEvent }[] = [];
+  let failure: unknown;
+  const subscription = incarnation$
+    .pipe(switchMap((n) => runWorker$({ ...base, definitions: [long], metricsPort: port, shutdownTimeoutMs: 60_000 }).pipe(map((event) => ({ n, event })))))
+    .subscribe({ next: (e) => events.push(e), error: (err: unknown) => (failure = err) });
+  try {
+    await waitFor(() => failure ?? events.find((e) => e.n === 1 && e.event.type === 'started'), 'the first worker to start the long handler');
+    const oldId = (events.find((e) => e.event.type === 'running')!.event as { workerId: string }).workerId;
+    incarnation$.next(2); // the first worker's stop begins: it waits for the handler
+    await waitFor(() => failure ?? events.find((e) => e.n === 2 && e.event.type === 'running'), 'the second worker to run');
+    // Was: the second start failed with ACTA_METRICS_PORT (EADDRINUSE) until the first stop had ended.
+    expect(failure).toBeUndefined();
+    expect(await workerStatus(oldId)).toBe('alive'); // its stop has not finished: the handler still runs
+    // The port serves the second worker's metrics: it holds no attempt; the first still runs one.
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(text).toContain('acta_jobs_inflight{state="executing"} 0');
+    release();
+    subscription.unsubscribe();
+    const newId = (events.find((e) => e.n === 2 && e.event.type === 'running')!.event as { workerId: string }).workerId;
+    for (const id of [oldId, newId]) await waitFor(async () => (await workerStatus(id)) === 'stopped', `worker ${id} to stop`);
+  } finally {
+    release();
+    subscription.unsubscribe();
+  }
 });

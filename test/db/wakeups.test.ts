@@ -3,6 +3,7 @@ import { Client, Pool } from 'pg';
 import { listenOnOwnConnection } from '../../src/db/pgListener';
 import { createClient, createPgDb, createWorker, defineJob, redisPublisher, type Db, type Worker } from '../../src';
 import pino from 'pino';
+import { aroundStatements } from '../helpers/around';
 import { createTestDatabase, withDatabase, type TestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -238,6 +239,37 @@ test('metricsPort: two workers of one process each serve their own; a port in us
   workers.push(next);
   await next.start();
   expect(next.metricsServerPort).toBe(port);
+});
+
+test('metricsPort: a stop while the server was still opening frees the port once it has opened, before the stop has ended', async () => {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let asked = false;
+  // The database does not answer until the gate opens: the start's schema check, and the stop that waits for it, hang.
+  const stalled = aroundStatements(db, async (_text, _params, run) => {
+    asked = true;
+    await gate;
+    return run();
+  });
+  const probe = await idleWorker({ metricsPort: 0 });
+  const port = probe.metricsServerPort!;
+  await probe.stop();
+  const first = createWorker({ db: stalled, definitions: [noop], logger: silentLogger, metricsPort: port });
+  const starting = first.start().catch(() => undefined);
+  let stopped = false;
+  const stopping = first.stop().then(() => (stopped = true));
+  try {
+    await waitFor(() => asked, 'the schema check (the server has opened by then)');
+    const next = createWorker({ db, definitions: [noop], logger: silentLogger, metricsPort: port });
+    workers.push(next);
+    // Was: ACTA_METRICS_PORT, the server that opened after the stop began stayed open until the stop had ended.
+    await next.start();
+    expect(next.metricsServerPort).toBe(port);
+    expect(stopped).toBe(false);
+  } finally {
+    open();
+    await Promise.all([starting, stopping]);
+  }
 });
 
 test('a process whose event loop is blocked past the probe timeout keeps its healthy LISTEN connection (the answer waiting on the socket counts)', async () => {
