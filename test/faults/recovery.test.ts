@@ -266,7 +266,7 @@ test('a start that ends before the pipeline runs takes no recovery pass for good
   try {
     const port = (busy.address() as net.AddressInfo).port;
     const failing = createWorker({ db, definitions: [definition], logger: silentLogger, metricsPort: port });
-    await expect(failing.start()).rejects.toThrow(/EADDRINUSE/);
+    await expect(failing.start()).rejects.toMatchObject({ code: 'ACTA_METRICS_PORT', cause: expect.objectContaining({ code: 'EADDRINUSE' }) });
     expect(await dueNow()).toBe(true);
     expect(await db.query(`select 1 from acta.workers where id = $1`, [failing.id]).then((r) => r.rows)).toEqual([]);
   } finally {
