@@ -30,7 +30,7 @@ export function beforeExecutionStage(hook: NonNullable<WorkerHooks['beforeExecut
         aborts.delete(entry);
         if (onAbort !== undefined && entry.onAbort === onAbort) entry.onAbort = undefined;
       };
-      /** On to the executors; one handed back by a stop meanwhile (worker.ts, shutdown) does not run: its permit comes back here. */
+      /** On to the executors; one handed back by a stop meanwhile (shutdown.ts) does not run: its permit comes back here. */
       const pass = (entry: Entry) => {
         if (entry.state === 'finalizing') deps.release();
         else subscriber.next(entry);

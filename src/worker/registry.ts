@@ -68,7 +68,7 @@ export class Entry {
   }
   /**
    * The attempt's completion, from the moment it has one (state Finalizing) until it is written:
-   * what a fatal stop writes itself, as the attempt ended, when the finalizer has not (worker.ts, fatal).
+   * what a fatal stop writes itself, as the attempt ended, when the finalizer has not (fatalStop.ts).
    */
   completion?: Completion;
   /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler, or aroundHandlerStage.ts' wait for a run to start). */

@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { createWorkflow, ledgerWorkflowStore } from '../workflows/workflow';
-import * as os from 'node:os';
 import type { Server } from 'node:http';
-import { BehaviorSubject, combineLatest, defer, EMPTY, filter, finalize, firstValueFrom, map, merge, type Observable, skip, Subject, Subscription, takeUntil, tap, throwError, timeout } from 'rxjs';
+import { BehaviorSubject, combineLatest, defer, EMPTY, filter, map, merge, type Observable, skip, Subject, Subscription, takeUntil, tap } from 'rxjs';
 import { PIPELINE } from '../config';
-import type { CompletionRow, PassSchedule } from '../db/types';
-import { dbWaiting } from '../db/pgDb';
-import { isTransientDbError } from '../db/transient';
+import { completionsWritten } from './completionsWritten';
 import { type Completion, handBackCompletion, runEntry, type ExecutorDeps } from './executor';
+import { fatalStop } from './fatalStop';
 import { Finalizer } from './finalizer';
+import { gracefulStop } from './gracefulStop';
 import { heartbeat } from './heartbeat';
-import { retryErrorFields } from '../logger';
-import { ConfigError, type HookFailedError, StartTimeoutError } from '../errors';
+import { ConfigError, type HookFailedError } from '../errors';
 import { type WorkerEvent, WorkerEvents } from './events';
 import { serveMetrics, WorkerMetrics } from './metrics';
 import { ALERTS_NAME, alertMetric } from '../recurring/alerts';
@@ -19,21 +17,16 @@ import { outboxPoker } from '../recurring/outbox';
 import { Permits } from './permits';
 import { pipeline } from './pipeline';
 import { createPolicies } from '../policies/policies';
-import { declaredPolicy } from '../definition';
-import { recoveryPass } from './recovery';
 import { ProgressReporter } from './progress';
+import { register, type Registration } from './register';
 import { type Entry, Registry } from './registry';
 import { createStep, persistentCall } from './steps';
-import { raceTimeout, shutdown } from './shutdown';
-import { retryBackoff } from '../../operators';
 import { Timeouts } from './timeouts';
 import { notifyWakeups, redisWakeups } from './wakeups';
+import { workerPasses } from './workerPasses';
 import { type WorkerOptions, workerSettings } from './workerOptions';
 
 export type { WorkerOptions } from './workerOptions';
-
-/** The most job ids the line about a batch's fenced-out completions names. */
-const FENCED_IDS_LOGGED = 10;
 
 /** A running worker. */
 export interface Worker {
@@ -65,9 +58,9 @@ export interface Worker {
 /**
  * Creates a worker (docs/DESIGN.md, "The pipeline inside one worker"): its pipeline (pipeline.ts:
  * claimer → executors as `mergeMap(run, N)` → finalizer), the heartbeat that renews what
- * the registry holds and runs the periodic passes it takes (recovery), and the lifecycle around them: start
- * (schema check, registration), graceful stop (shutdown.ts) and the fatal stop. Throws
- * ConfigError, before touching the database, for options workerSettings refuses.
+ * the registry holds and runs the periodic passes it takes (workerPasses.ts), and the lifecycle around them: start
+ * (schema check, registration: register.ts), graceful stop (gracefulStop.ts, shutdown.ts) and the fatal stop
+ * (fatalStop.ts). Throws ConfigError, before touching the database, for options workerSettings refuses.
  */
 export function createWorker(options: WorkerOptions): Worker {
   const settings = workerSettings(options);
@@ -114,7 +107,6 @@ export function createWorker(options: WorkerOptions): Worker {
   /** Completions no executor makes: rows handed back at shutdown. Completing it closes the finalizer. */
   const handBacks = new Subject<Completion>();
   const subscriptions: Subscription[] = [];
-  const recoveries = new Set<Subscription>();
   let metricsServer: Server | undefined;
   let state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
   let starting: Promise<void> | undefined;
@@ -122,12 +114,7 @@ export function createWorker(options: WorkerOptions): Worker {
   let claimInFlight: Promise<unknown> = Promise.resolve();
   /** Scheduler time of the registration's start: the first confirmed renewal (register_worker.sql). */
   let registeredAt = scheduler.now();
-  /** The passes the registration took: run() starts them. */
-  let duePassesAtStart: string[] = [];
-  /** The registration call in flight: stop() during start() waits for it before marking the worker stopped. */
-  let registering: Promise<void> = Promise.resolve();
-  /** The registration call was made (it may commit even if its answer is lost): a stop during the start undoes it. */
-  let registrationSent = false;
+  const registration: Registration = { call: Promise.resolve(), sent: false, duePasses: [] };
   let executorsDone: Promise<void> = Promise.resolve();
   let finalizerDone: Promise<void> = Promise.resolve();
   /** Settles the two promises above when the pipeline is torn down instead of completing. */
@@ -170,38 +157,7 @@ export function createWorker(options: WorkerOptions): Worker {
     // The heartbeat succeeding again after failures: a write waiting up to 30 s is repeated now.
     retryNow$: healthy.pipe(skip(1), filter(Boolean)),
     moreComing$: moreComing,
-    onWritten: (batch, acks) => {
-      sawDatabase();
-      metrics.batchSize.observe(batch.length);
-      let retried = false;
-      // Counted per batch, not per job: a labelled inc hashes its labels each time.
-      const byOutcome = new Map<string, number>();
-      let stale = 0;
-      let staleIds: string[] | undefined;
-      for (let i = 0; i < batch.length; i++) {
-        const { row, entry } = batch[i];
-        const ack = acks[i];
-        registry.remove(entry);
-        if (!ack || ack.status === 'stale') {
-          if (stale++ < FENCED_IDS_LOGGED) (staleIds ??= []).push(row.id);
-        } else {
-          // A job cancelled while it ran ends Cancelled whatever its attempt sent (complete_executions.sql).
-          const outcome = ack.status === 'cancelled' ? 'cancelled' : row.outcome;
-          byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
-          if (ack.status === 'ready') retried = true; // the next claim then sees its due time (and sleeps only until it)
-        }
-      }
-      for (const [outcome, n] of byOutcome) metrics.completions.inc({ outcome }, n);
-      if (stale > 0) {
-        metrics.completionsStale.inc(stale);
-        // One line per batch, not per completion: after a stall every attempt the worker held comes
-        // back fenced out, and a line each made 128 of a full batch (test/faults/fencedLog.spec.ts).
-        // events$ still tells each ('stale').
-        logger.warn({ completions: stale, jobIds: staleIds }, 'completions fenced out: their rows had moved on');
-      }
-      events.written(batch, acks);
-      if (retried) wakeups.next();
-    },
+    onWritten: completionsWritten({ registry, metrics, logger, events, sawDatabase, wakeups }),
   });
 
   /** One claim call: what it claims is registered (state Claimed) before the claimer hands it on. */
@@ -254,49 +210,7 @@ export function createWorker(options: WorkerOptions): Worker {
     updateMoreComing();
   };
 
-  /** The schedules pass: one at a time; a failure is logged and the next pass tries again. */
-  let arming: Promise<void> | undefined;
-  const armSchedules = (): Promise<void> =>
-    (arming ??= Promise.resolve(ledger.armSchedules?.(namespace))
-      .then((armed) => {
-        if (armed) logger.debug({ armed }, 'schedules armed');
-      })
-      .catch((err: unknown) => logger.warn({ err }, 'schedules pass failed; the next pass arms them'))
-      .finally(() => {
-        arming = undefined;
-      }));
-
-  const runRecovery = () => {
-    if (recoveries.size > 0) return; // the pass still running sweeps on until it finds no more
-    const subscription = recoveryPass({
-      recover: (limit) => ledger.recoverJobs({ namespace, deadAfterMs: clock.workerDeadAfterMs, limit }),
-      logger: logger.child({ component: 'recovery' }),
-      onRecovered: (rows) => {
-        for (const r of rows) metrics.recovered.inc({ charged: String(r.charged) });
-        wakeups.next();
-      },
-      retryInitialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
-      retryMaxMs: Math.min(clock.heartbeatIntervalMs, PIPELINE.unreachableRetryMaxMs),
-      scheduler,
-      random,
-    })
-      .pipe(finalize(() => recoveries.delete(subscription)))
-      .subscribe();
-    if (!subscription.closed) recoveries.add(subscription);
-  };
-
-  /**
-   * The periodic passes this worker runs, taken by whichever worker's beat finds one due
-   * (acta.take_passes, migration 0007): a new pass is an entry here and its function.
-   */
-  const passes: { schedule: PassSchedule; run: () => void }[] = [
-    { schedule: { name: 'recovery', intervalMs: clock.recoveryIntervalMs }, run: runRecovery },
-    // Arms the namespace's schedules that need a fire (added, changed, resumed, or whose fire ended
-    // outside a completion: docs/schedules.md), every heartbeat interval.
-    { schedule: { name: 'schedules', intervalMs: clock.heartbeatIntervalMs }, run: () => void armSchedules() },
-  ];
-  const passSchedules = passes.map((p) => p.schedule);
-  const startPass = (name: string) => passes.find((p) => p.schedule.name === name)?.run();
+  const passes = workerPasses({ ledger, namespace, clock, logger, metrics, wakeups, scheduler, random });
 
   /**
    * Frees the metrics port when a stop begins (graceful or fatal) or a start fails, not when the
@@ -313,132 +227,16 @@ export function createWorker(options: WorkerOptions): Worker {
     stopAll.next();
     for (const s of subscriptions) s.unsubscribe();
     subscriptions.length = 0;
-    for (const s of recoveries) s.unsubscribe();
-    recoveries.clear();
+    passes.close();
     for (const settle of settleOnTeardown.splice(0)) settle();
     closeMetricsServer();
   };
 
-  /**
-   * The worker gives up (no heartbeat for a whole lease while it held attempts, or a
-   * non-transient error): it stops claiming, aborts every handler (reason 'fatal') and tries ONCE,
-   * briefly, to write what it holds, as a graceful stop would: the attempts that ended (their
-   * completions waiting in the finalizer or held by an aroundHandler hook) as they ended, the
-   * unfinished rows handed back uncharged; then it rejects `done`. Whatever that write did not
-   * reach, the recovery pass of another worker returns once its lease expires
-   * (test/faults/heartbeatLoss.test.ts; test/testing/virtualWorker.spec.ts, "a fatal stop writes").
-   */
+  /** The worker gives up (fatalStop.ts): it marks itself stopped at once, so a later stop() or fatal does nothing more. */
   const fatal = (err: unknown) => {
     if (state === 'stopped' || state === 'new') return;
     state = 'stopped';
-    logger.error({ err }, 'worker stopping: fatal error');
-    teardown();
-    const ended: CompletionRow[] = [];
-    const unfinished: CompletionRow[] = [];
-    for (const entry of registry.snapshot()) {
-      registry.abort(entry, 'fatal');
-      if (entry.completion) ended.push(entry.completion.row);
-      else unfinished.push(handBackCompletion(entry).row);
-    }
-    // Two calls: a completion the database refuses for its content (the finalizer would have split
-    // its batch: finalizer.ts) must not keep the hand-backs from landing.
-    const lastTry = Promise.all([
-      lastWrite(ended).then(
-        (n) => n && logger.info({ written: n.applied, fencedOut: n.stale }, 'completions of ended attempts written'),
-        (writeErr: unknown) => logger.warn({ err: writeErr, rows: ended.length }, 'could not write the completions of ended attempts; recovery returns their rows after their lease'),
-      ),
-      lastWrite(unfinished).then(
-        (n) => n && logger.info({ handedBack: n.applied, fencedOut: n.stale }, 'unfinished rows handed back'),
-        (writeErr: unknown) => logger.warn({ err: writeErr, rows: unfinished.length }, 'could not hand the unfinished rows back; recovery returns them after their lease'),
-      ),
-    ]);
-    void raceTimeout(lastTry, Math.min(clock.heartbeatIntervalMs, 2_000), scheduler).then(() => rejectDone(err));
-  };
-  /** One call of a fatal stop's last try: how many rows it applied, and how many the fence refused (stale); undefined when there is nothing to write. */
-  const lastWrite = async (rows: CompletionRow[]): Promise<{ applied: number; stale: number } | undefined> => {
-    if (rows.length === 0) return undefined;
-    const acks = await ledger.completeExecutions(id, rows);
-    const stale = acks.filter((a) => a.status === 'stale').length;
-    return { applied: rows.length - stale, stale };
-  };
-
-  /**
-   * Schema check and registration; a transient error is repeated with back-off, the first one
-   * logged at once, until `startTimeoutMs` after the start: then StartTimeoutError (a call still
-   * in flight is left to land, and its registration is undone: stopWorker).
-   */
-  const register = () => {
-    let lastError: unknown;
-    let timedOut = false;
-    return firstValueFrom(
-      defer(() => {
-        registering = (async () => {
-          await ledger.assertReady();
-          if (state !== 'starting' || timedOut) return; // stop() or the start timeout came meanwhile: do not register at all
-          registrationSent = true;
-          const registration = await ledger.registerWorker({
-            workerId: id,
-            namespace,
-            hostname: os.hostname(),
-            pid: process.pid,
-            definitions: names,
-            maxAttempts: settings.maxAttempts,
-            leaseMs: clock.leaseMs,
-            passes: passSchedules,
-            build: settings.build,
-            policies: Object.fromEntries([...definitions].map(([name, d]) => [name, declaredPolicy(d)])),
-          });
-          duePassesAtStart = registration.duePasses;
-          await policies.load();
-          // An onAlert no worker of the namespace declares is likely a typo: its alert jobs would wait
-          // until one does (docs/alerts.md). Said, not refused: another service may declare it later.
-          if (settings.onAlertElsewhere !== undefined && (await ledger.loadPolicies(namespace, [settings.onAlertElsewhere])).policies.length === 0) {
-            logger.warn({ onAlert: settings.onAlertElsewhere, namespace }, 'alerts.onAlert names a definition no worker of the namespace has declared: its alert jobs wait until one does');
-          }
-          // Declared schedules this registration added or changed are armed at once (a worker
-          // that declares none changes nothing to arm: the pass finds the rest).
-          if ([...definitions.values()].some((d) => d.schedule !== undefined)) await armSchedules();
-        })();
-        return registering;
-      }).pipe(
-        retryBackoff<void>({
-          initialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
-          maxMs: Math.min(clock.heartbeatIntervalMs, PIPELINE.unreachableRetryMaxMs),
-          jitter: 0.25,
-          shouldRetry: (err: unknown) => {
-            lastError = err;
-            return isTransientDbError(err);
-          },
-          onRetry: (err, retry, delayMs) =>
-            logger.warn(
-              { ...retryErrorFields(err, retry), retry, delayMs, startTimeoutMs: settings.startTimeoutMs },
-              'worker start: the database has not been reached since the start; repeating until startTimeoutMs',
-            ),
-          scheduler,
-          random,
-        }),
-        // The start's bound (WorkerOptions.startTimeoutMs; test/startTimeout.spec.ts).
-        timeout({
-          first: settings.startTimeoutMs,
-          scheduler,
-          with: () => {
-            timedOut = true;
-            // No error yet: what the Db still waits on, when it can say (a connect whose connect_timeout is later).
-            const unanswered = lastError === undefined ? dbWaiting(settings.db) : undefined;
-            const err = new StartTimeoutError(settings.startTimeoutMs, lastError, unanswered);
-            logger.error({ err: lastError, unanswered, startTimeoutMs: settings.startTimeoutMs }, 'worker start: the database was not reached within startTimeoutMs; giving up');
-            // The call in flight may still register this worker: undo it when it lands.
-            void registering.then(async () => {
-              if (duePassesAtStart.length > 0) await ledger.releasePasses(namespace, duePassesAtStart);
-              await ledger.stopWorker(id);
-            }).catch(() => undefined);
-            return throwError(() => err);
-          },
-        }),
-        takeUntil(cancelStart),
-      ),
-      { defaultValue: undefined },
-    );
+    fatalStop(err, { registry, logger, scheduler, heartbeatIntervalMs: clock.heartbeatIntervalMs, teardown, write: (rows) => ledger.completeExecutions(id, rows), rejectDone });
   };
 
   /** Starts the pipeline and the heartbeat (after a successful registration). */
@@ -546,8 +344,8 @@ export function createWorker(options: WorkerOptions): Worker {
       heartbeat({
         registry,
         clock,
-        beat: (held) => ledger.heartbeat({ workerId: id, namespace, held, leaseMs: clock.leaseMs, passes: passSchedules }),
-        startPass,
+        beat: (held) => ledger.heartbeat({ workerId: id, namespace, held, leaseMs: clock.leaseMs, passes: passes.schedules }),
+        startPass: passes.start,
         onPolicyVersion: (version) => policies.versionSeen(version),
         onHealth: (ok) => {
           if (!ok) metrics.heartbeatFailures.inc();
@@ -567,7 +365,7 @@ export function createWorker(options: WorkerOptions): Worker {
         .pipe(takeUntil(stopAll))
         .subscribe({ error: fatal }),
     );
-    for (const name of duePassesAtStart) startPass(name);
+    for (const name of registration.duePasses) passes.start(name);
   };
 
   const worker: Worker = {
@@ -593,7 +391,7 @@ export function createWorker(options: WorkerOptions): Worker {
             metricsServer = await serveMetrics(metrics.registry, settings.metricsPort);
             if (state !== 'starting') closeMetricsServer(); // stop() came while it opened
           }
-          await register();
+          await register({ settings, id, logger, passes: passes.schedules, policies, armSchedules: passes.armSchedules, registration, starting: () => state === 'starting', cancel$: cancelStart });
         } catch (err) {
           closeMetricsServer();
           state = 'stopped';
@@ -621,29 +419,16 @@ export function createWorker(options: WorkerOptions): Worker {
       const wasStarting = state === 'starting';
       state = 'stopping';
       closeMetricsServer();
-      stopping = (async () => {
-        if (wasStarting) {
-          cancelStart.next();
-          await starting?.catch(() => undefined);
-          if (registry.size === 0 && subscriptions.length === 0) {
-            // A registration cancelled in flight may still commit: after this stop, it would
-            // leave the worker's row 'alive' (bounded: the database may be what start() waited for).
-            // None was sent while the schema check still waited (none can be now): nothing to undo,
-            // and no call to wait for, so a stop while the server does not answer is at once
-            // (test/faults/unresponsive.test.ts).
-            if (registrationSent) {
-              await raceTimeout(registering.catch(() => undefined), shutdownTimeoutMs, scheduler);
-              // Passes the registration took are not run by this worker: due again at once.
-              if (duePassesAtStart.length > 0) await ledger.releasePasses(namespace, duePassesAtStart).catch(() => undefined);
-              await ledger.stopWorker(id).catch(() => undefined);
-            }
-            state = 'stopped';
-            resolveDone();
-            return;
-          }
-        }
-        logger.info({ shutdownTimeoutMs }, 'worker stopping');
-        await shutdown({
+      stopping = gracefulStop({
+        id,
+        ledger,
+        namespace,
+        logger,
+        scheduler,
+        shutdownTimeoutMs,
+        duringStart: wasStarting ? { cancel: () => cancelStart.next(), starting, registration } : undefined,
+        idle: () => registry.size === 0 && subscriptions.length === 0,
+        shutdown: {
           registry,
           logger,
           scheduler,
@@ -656,15 +441,17 @@ export function createWorker(options: WorkerOptions): Worker {
           finalizerDone: () => finalizerDone,
           abandonFinalizer: () => finalizer.abandon(),
           releaseHeld: () => releaseHeld.next(),
-        });
-        if (state !== 'stopping') return; // a fatal error ended it meanwhile
-        teardown();
-        await ledger.stopWorker(id).catch((err) => logger.warn({ err }, 'could not mark the worker stopped'));
-        state = 'stopped';
-        logger.info('worker stopped');
-        if (failure) rejectDone(failure);
-        else resolveDone();
-      })();
+        },
+        stopping: () => state === 'stopping',
+        teardown,
+        markStopped: () => {
+          state = 'stopped';
+        },
+        settleDone: () => {
+          if (failure) rejectDone(failure);
+          else resolveDone();
+        },
+      });
       return stopping;
     },
   };

@@ -1,0 +1,121 @@
+import * as os from 'node:os';
+import type { Logger } from 'pino';
+import { defer, firstValueFrom, type Observable, takeUntil, throwError, timeout } from 'rxjs';
+import { retryBackoff } from '../../operators';
+import { PIPELINE } from '../config';
+import { dbWaiting } from '../db/pgDb';
+import { isTransientDbError } from '../db/transient';
+import type { PassSchedule } from '../db/types';
+import { declaredPolicy } from '../definition';
+import { StartTimeoutError } from '../errors';
+import { retryErrorFields } from '../logger';
+import type { Policies } from '../policies/policies';
+import type { WorkerSettings } from './workerOptions';
+
+/** What a start's registration left, for the stop and the run that follow it. */
+export interface Registration {
+  /** The registration call in flight: stop() during start() waits for it before marking the worker stopped. */
+  call: Promise<void>;
+  /** The registration call was made (it may commit even if its answer is lost): a stop during the start undoes it. */
+  sent: boolean;
+  /** The passes the registration took: run() starts them. */
+  duePasses: string[];
+}
+
+/** What the registration needs; worker.ts wires it. */
+export interface RegisterDeps {
+  settings: WorkerSettings;
+  id: string;
+  logger: Logger;
+  /** The periodic passes this worker runs, as registered. */
+  passes: PassSchedule[];
+  policies: Policies;
+  armSchedules: () => Promise<void>;
+  /** Written as the registration goes. */
+  registration: Registration;
+  /** The worker is still starting: false once stop() came. */
+  starting: () => boolean;
+  /** stop() during start(): ends the registration's retries at once. */
+  cancel$: Observable<void>;
+}
+
+/**
+ * Schema check and registration; a transient error is repeated with back-off, the first one
+ * logged at once, until `startTimeoutMs` after the start: then StartTimeoutError (a call still
+ * in flight is left to land, and its registration is undone: stopWorker).
+ */
+export function register(deps: RegisterDeps): Promise<void> {
+  const { settings, id, logger, policies, registration } = deps;
+  const { ledger, namespace, names, definitions, clock, scheduler, random } = settings;
+  let lastError: unknown;
+  let timedOut = false;
+  return firstValueFrom(
+    defer(() => {
+      registration.call = (async () => {
+        await ledger.assertReady();
+        if (!deps.starting() || timedOut) return; // stop() or the start timeout came meanwhile: do not register at all
+        registration.sent = true;
+        const registered = await ledger.registerWorker({
+          workerId: id,
+          namespace,
+          hostname: os.hostname(),
+          pid: process.pid,
+          definitions: names,
+          maxAttempts: settings.maxAttempts,
+          leaseMs: clock.leaseMs,
+          passes: deps.passes,
+          build: settings.build,
+          policies: Object.fromEntries([...definitions].map(([name, d]) => [name, declaredPolicy(d)])),
+        });
+        registration.duePasses = registered.duePasses;
+        await policies.load();
+        // An onAlert no worker of the namespace declares is likely a typo: its alert jobs would wait
+        // until one does (docs/alerts.md). Said, not refused: another service may declare it later.
+        if (settings.onAlertElsewhere !== undefined && (await ledger.loadPolicies(namespace, [settings.onAlertElsewhere])).policies.length === 0) {
+          logger.warn({ onAlert: settings.onAlertElsewhere, namespace }, 'alerts.onAlert names a definition no worker of the namespace has declared: its alert jobs wait until one does');
+        }
+        // Declared schedules this registration added or changed are armed at once (a worker
+        // that declares none changes nothing to arm: the pass finds the rest).
+        if ([...definitions.values()].some((d) => d.schedule !== undefined)) await deps.armSchedules();
+      })();
+      return registration.call;
+    }).pipe(
+      retryBackoff<void>({
+        initialMs: Math.min(1_000, clock.heartbeatIntervalMs / 4),
+        maxMs: Math.min(clock.heartbeatIntervalMs, PIPELINE.unreachableRetryMaxMs),
+        jitter: 0.25,
+        shouldRetry: (err: unknown) => {
+          lastError = err;
+          return isTransientDbError(err);
+        },
+        onRetry: (err, retry, delayMs) =>
+          logger.warn(
+            { ...retryErrorFields(err, retry), retry, delayMs, startTimeoutMs: settings.startTimeoutMs },
+            'worker start: the database has not been reached since the start; repeating until startTimeoutMs',
+          ),
+        scheduler,
+        random,
+      }),
+      // The start's bound (WorkerOptions.startTimeoutMs; test/startTimeout.spec.ts).
+      timeout({
+        first: settings.startTimeoutMs,
+        scheduler,
+        with: () => {
+          timedOut = true;
+          // No error yet: what the Db still waits on, when it can say (a connect whose connect_timeout is later).
+          const unanswered = lastError === undefined ? dbWaiting(settings.db) : undefined;
+          const err = new StartTimeoutError(settings.startTimeoutMs, lastError, unanswered);
+          logger.error({ err: lastError, unanswered, startTimeoutMs: settings.startTimeoutMs }, 'worker start: the database was not reached within startTimeoutMs; giving up');
+          // The call in flight may still register this worker: undo it when it lands.
+          void registration.call.then(async () => {
+            if (registration.duePasses.length > 0) await ledger.releasePasses(namespace, registration.duePasses);
+            await ledger.stopWorker(id);
+          }).catch(() => undefined);
+          return throwError(() => err);
+        },
+      }),
+      takeUntil(deps.cancel$),
+    ),
+    { defaultValue: undefined },
+  );
+}
