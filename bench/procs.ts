@@ -210,14 +210,13 @@ export function cpuMs(pid: number | undefined): number {
 }
 
 /**
- * CPU time used so far by every process named `command` on this machine (e.g. `postgres`: the
- * postmaster and all its backends), ms, including what its exited children used (counted in
- * their parent's cutime/cstime once reaped, so a backend that exits keeps counting). NaN when
- * none is visible (a remote server). Differences over a window are what the server spent in it.
+ * CPU time used so far by each process named `command` on this machine (e.g. `postgres`: the
+ * postmaster and all its backends), ms by pid, including what its exited children used (counted
+ * in their parent's cutime/cstime once reaped, so a backend that exits keeps counting). Empty when
+ * none is visible (a remote server). commandCpuMsSince takes the difference.
  */
-export function commandCpuMs(command: string): number {
-  let total = 0;
-  let seen = false;
+export function commandCpuByPid(command: string): Map<number, number> {
+  const byPid = new Map<number, number>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let comm: string;
@@ -229,9 +228,22 @@ export function commandCpuMs(command: string): number {
     if (comm !== command) continue;
     const f = statFields(entry);
     if (!f) continue;
-    seen = true;
     // utime, stime, cutime, cstime: a process's own time and its reaped children's.
-    total += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    byPid.set(Number(entry), ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / USER_HZ);
   }
-  return seen ? (total * 1000) / USER_HZ : NaN;
+  return byPid;
+}
+
+/**
+ * What the processes named `command` spent since `before` (commandCpuByPid), ms; NaN when none is
+ * visible. Summed per process alive at the end (all of a new one's time): a server of another
+ * program that stops meanwhile (a test's own) takes nothing away, where a difference of two
+ * machine-wide sums went negative (test/bench.test.ts, under the suites' parallel servers).
+ */
+export function commandCpuMsSince(command: string, before: Map<number, number>): number {
+  const now = commandCpuByPid(command);
+  if (now.size === 0) return NaN;
+  let total = 0;
+  for (const [pid, ms] of now) total += Math.max(0, ms - (before.get(pid) ?? 0));
+  return total;
 }

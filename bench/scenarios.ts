@@ -4,7 +4,7 @@
  */
 import { type ChildConfig, monotonicMs, type SystemName, usesPostgres, poolCap } from './common';
 import { type Admin, connectTo } from './pg';
-import { arm, type ChildHandle, commandCpuMs, cpuMs, firstHandlerAfterArm, handledBy, ipcRoundTripMs, killAll, rssMiB, spawnChild, spawnMany, stopAll } from './procs';
+import { arm, type ChildHandle, commandCpuByPid, commandCpuMsSince, cpuMs, firstHandlerAfterArm, handledBy, ipcRoundTripMs, killAll, rssMiB, spawnChild, spawnMany, stopAll } from './procs';
 import { now, percentile, sleep } from './stats';
 import type { Poller, Store, Stores } from './systems';
 
@@ -344,11 +344,11 @@ function cpuMeter(system: SystemName, children: ChildHandle[]) {
   const serverCommand = usesPostgres(system) ? 'postgres' : 'redis-server';
   const workerCpu = () => children.reduce((sum, c) => sum + cpuMs(c.proc.pid), 0);
   const w0 = workerCpu();
-  const s0 = commandCpuMs(serverCommand);
+  const s0 = commandCpuByPid(serverCommand);
   return {
     perJobUs(n: number): { workerCpuUsPerJob?: number; serverCpuUsPerJob?: number } {
       const worker = workerCpu() - w0;
-      const server = commandCpuMs(serverCommand) - s0;
+      const server = commandCpuMsSince(serverCommand, s0);
       return {
         ...(Number.isFinite(worker) ? { workerCpuUsPerJob: (worker * 1000) / n } : {}),
         ...(Number.isFinite(server) ? { serverCpuUsPerJob: (server * 1000) / n } : {}),
