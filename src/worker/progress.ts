@@ -62,18 +62,22 @@ export class ProgressReporter {
   settle(entry: Entry): Promise<void> | undefined {
     if (this.closed) return undefined;
     const json = this.pending.get(entry) ?? this.unsent.get(entry);
+    // Per attempt on the hot path: an attempt that reported nothing allocates nothing here.
+    if (json === undefined) {
+      const flight = this.flight;
+      if (flight === undefined || !this.carried.has(entry)) return undefined;
+      return flight.then(() => {
+        const again = this.unsent.get(entry); // that call failed
+        this.unsent.delete(entry);
+        return again === undefined || this.closed ? undefined : this.sendLast(entry, again);
+      });
+    }
     this.pending.delete(entry);
     this.unsent.delete(entry);
     // After the batch in flight, if any: two calls at once could land in either order.
-    const flight = this.flight ?? Promise.resolve();
-    if (json !== undefined) return flight.then(() => this.sendLast(entry, json));
-    if (this.flight === undefined || !this.carried.has(entry)) return undefined;
-    return flight.then(() => {
-      const again = this.unsent.get(entry); // that call failed
-      this.unsent.delete(entry);
-      return again === undefined || this.closed ? undefined : this.sendLast(entry, again);
-    });
+    return (this.flight ?? Promise.resolve()).then(() => this.sendLast(entry, json));
   }
+
 
   /** An ended attempt's last value, in a call of its own; never rejects. */
   private sendLast(entry: Entry, json: string): Promise<void> {
