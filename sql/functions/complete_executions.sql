@@ -13,10 +13,8 @@
 -- later gives up its fair turn and takes a new one when due (acta.claim_jobs).
 -- Fence: applied only while its row is Executing with the same execution number AND held by
 -- p_worker (test/db/fencing.test.ts). Ledger: one acta.executions row per applied element but a
--- moved success (its acta.succeeded_jobs row is its record: acta.all_executions), its
--- finished_at one clock read once this call holds every row it writes, so a step recorded before
--- is earlier (test/db/ledgerTimes.test.ts); the row's finished_at and run_at count from now(), the
--- call's start, no later (docs/decisions/2026-12-05-ledger-times.md).
+-- moved success (its acta.succeeded_jobs row is its record), finished_at read once this call holds
+-- every row it writes; the row's finished_at and run_at from now() (docs/decisions/2026-12-05-ledger-times.md).
 -- Wakeup: a row back to Ready, or a parked row released, sends NOTIFY acta_jobs at commit.
 -- Locks: the applied rows, then the parents of the children among them in id order, then the gates
 -- of the keyed ones in increasing order (acta.gate_lock), then the ending fires' schedules in name

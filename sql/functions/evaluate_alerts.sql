@@ -1,5 +1,4 @@
--- acta.evaluate_alerts(namespace, thresholds…, on_alert) -> the namespace's alerts, with what
--- this call changed
+-- acta.evaluate_alerts(namespace, thresholds…, on_alert) -> the namespace's alerts, with what this call changed.
 -- Contract: evaluates every rule of docs/alerts.md in one statement, then raises each (rule,
 -- subject) whose condition holds and was not raised (a new incident: raised_at = now(),
 -- resolved_at null) and resolves each raised one whose condition no longer holds. Returns every row
@@ -8,8 +7,7 @@
 -- With p_on_alert, one job of that definition per change is enqueued (acta.enqueue_jobs) in this
 -- transaction, in (rule, subject) order, payload { rule, subject, change, raisedAt, resolvedAt,
 -- detail }: delivered durably. raisedAt and resolvedAt are ISO 8601 text in UTC to the millisecond,
--- as JavaScript's toISOString() writes the Date the log line has (test/db/alerts.test.ts).
--- Truncated, not rounded, as pg reads a timestamptz into a Date.
+-- as JavaScript's toISOString() writes the Date the log line has, truncated (test/db/alerts.test.ts).
 -- Rules: worker_dead (a worker recovery marked dead whose last heartbeat is within
 -- p_dead_window_ms), no_live_worker (a declared definition with a Ready row due and no live worker
 -- declaring it), oldest_ready (its oldest due Ready row waited past p_ready_age_ms): neither for a
