@@ -439,9 +439,8 @@ describe('the data folder lock', () => {
 
   test("a live holder in another process is refused, its start time read past a ')' in its command name; once it is killed, its lock is taken over", async () => {
     const dir = tempDir();
-    const node = path.join(tempDir(), 'x) 1 2 3'); // /proc/<pid>/stat: `<pid> (x) 1 2 3) S ...`
-    fs.symlinkSync(process.execPath, node);
-    const holder = spawn(node, ['test/fixtures/lock-child.js', dir, String(Date.now())], { stdio: ['pipe', 'pipe', 'inherit'] });
+    // Its command name `x) 1 2 3`, so /proc/<pid>/stat reads `<pid> (x) 1 2 3) S ...`.
+    const holder = spawn(process.execPath, ['test/fixtures/lock-child.js', dir, String(Date.now())], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ACTA_TEST_COMM: 'x) 1 2 3' } });
     try {
       await new Promise<void>((resolve) => holder.stdout!.once('data', (d) => (expect(String(d)).toBe('HOLDS\n'), resolve())));
       expect(fs.readFileSync(`/proc/${holder.pid}/stat`, 'utf8')).toMatch(/^\d+ \(x\) 1 2 3\) /);
