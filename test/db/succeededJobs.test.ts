@@ -55,12 +55,15 @@ test('a plain success moves, its row its attempt\'s record; a retried one keeps 
   const moved = (await client.enqueue(plain, { n: 21 })).id;
   const retried = (await client.enqueue(flaky, {})).id;
   const keyed = (await client.enqueue(plain, { n: 1 }, { idempotencyKey: 'sj-key' })).id;
+  // result() of a job not yet run watches it: it stays in acta.jobs. Watched before any worker
+  // runs (a worker started first could complete it before the watch).
+  const watched = (await client.enqueue(plain, { n: 5 })).id;
+  const result = client.result(watched, { timeoutMs: 20_000 });
+  await waitFor(async () => (await db.query<{ watched: boolean }>('select watched from acta.jobs where id = $1', [watched])).rows[0]?.watched === true, 'the job to be watched');
   const worker = createWorker({ db, definitions: [plain, flaky], logger: silentLogger, executors: 4 });
   await worker.start();
   try {
-    // result() of a job not yet run watches it: it stays in acta.jobs.
-    const watched = (await client.enqueue(plain, { n: 5 })).id;
-    expect(await client.result(watched, { timeoutMs: 20_000 })).toEqual({ doubled: 10 });
+    expect(await result).toEqual({ doubled: 10 });
     await waitFor(async () => (await succeeded(moved)) && (await succeeded(retried)) && (await succeeded(keyed)), 'the jobs to succeed');
 
     expect(await where(moved)).toEqual({ live: false, moved: true, ledger: '0' });
