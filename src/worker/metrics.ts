@@ -204,7 +204,8 @@ function nameOf(metric: Metric): string {
  */
 export function serveMetrics(registry: Registry, port: number, host = '0.0.0.0'): Promise<http.Server> {
   const server = http.createServer((req, res) => {
-    if (req.url !== '/metrics') {
+    // A scrape config's `params` arrive as a query string: the path alone decides.
+    if ((req.url ?? '').split('?', 1)[0] !== '/metrics') {
       res.writeHead(404).end('not found\n');
       return;
     }

@@ -223,6 +223,12 @@ test('the worker serves Prometheus metrics on /metrics', async () => {
   ]) {
     expect(text).toContain(name);
   }
+  // A scrape config's `params` come as a query string; another path is not found.
+  const base = `http://127.0.0.1:${worker.metricsServerPort}`;
+  const withQuery = await fetch(`${base}/metrics?module=acta`);
+  expect(withQuery.status).toBe(200);
+  expect(await withQuery.text()).toContain('acta_permits_free');
+  expect((await fetch(`${base}/metricsx`)).status).toBe(404);
 });
 
 test('metricsPort: two workers of one process each serve their own; a port in use fails the start with ACTA_METRICS_PORT, nothing registered; a stopped worker frees its port', async () => {
