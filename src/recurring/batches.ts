@@ -28,7 +28,7 @@ export interface PassResult {
 }
 
 /**
- * A batch size carried from one pass to the next (sys.outbox: src/recurring/outbox.ts). Its passes
+ * A batch size carried from one pass to the next (sys.outbox: src/recurring/outbox.ts; sys.retention). The outbox's passes
  * have room for four timeouts (8 s, 2 s each), so halving from the full size each pass, a backlog
  * whose batches fit only well below it (large events, many subscribers) would never be taken
  * (test/recurring/batches.spec.ts). With a carry a pass starts at the size the last one ended

@@ -5,7 +5,7 @@ import type { RetentionAges } from '../db/retention';
 import { type Definition, defineJob } from '../definition';
 import { ConfigError } from '../errors';
 import type { Ledger } from '../ledger';
-import { type BatchSettings, batchSettings, MAX_AGE_MS, type PassResult, payloadInt, runBatches } from './batches';
+import { type BatchCarry, type BatchSettings, batchSettings, MAX_AGE_MS, type PassResult, payloadInt, runBatches } from './batches';
 
 /**
  * sys.retention: deletes finished jobs (Succeeded, Cancelled, Failed) once they are older than
@@ -73,14 +73,14 @@ export function retentionSettings(payload: RetentionPayload | null | undefined):
 export type RetentionPassResult = Omit<PassResult, 'taken'> & { deleted: number };
 
 /**
- * One pass (runBatches): batches of `batchSize` rows, in each state's finished order, until a
- * batch finds fewer than it asked for, the budget is spent, or `signal` aborts.
+ * One pass (runBatches): batches of `batchSize` rows (or the size in `carry`), in each state's
+ * finished order, until a batch finds fewer than it asked for, the budget is spent, or `signal` aborts.
  */
 export async function runRetentionPass(
   ledger: Ledger,
   namespace: string,
   settings: RetentionSettings,
-  options: { scheduler?: SchedulerLike; signal?: AbortSignal; logger?: Logger } = {},
+  options: { scheduler?: SchedulerLike; signal?: AbortSignal; logger?: Logger; carry?: BatchCarry } = {},
 ): Promise<RetentionPassResult> {
   const { taken, ...rest } = await runBatches((limit) => ledger.pruneJobs({ namespace, ages: settings.ages, limit, timeoutMs: settings.batchTimeoutMs }), settings, { ...options, what: 'retention' });
   return { deleted: taken, ...rest };
@@ -89,16 +89,18 @@ export async function runRetentionPass(
 /**
  * The sys.retention definition for `namespace`, its handler running one pass on `ledger` with the
  * fire's payload over the defaults (a schedule of RETENTION_CRON fires it). The handler's result is
- * the pass's RetentionPassResult.
+ * the pass's RetentionPassResult. Its passes carry their batch size (BatchCarry): a pass starts at
+ * the size the last one ended with, not with the timeouts that halved it there (test/recurring/batches.spec.ts).
  */
 export function retentionDefinition(options: { ledger: Ledger; namespace: string; scheduler?: SchedulerLike }): Definition<RetentionPayload | null, RetentionPassResult> {
+  const carry: BatchCarry = {};
   return defineJob({
     name: RETENTION_NAME,
     // A pass is a sweep: a failed one is simply the next fire's work.
     maxAttempts: 1,
     handler: async (payload, ctx) => {
       const settings = retentionSettings(payload);
-      const result = await runRetentionPass(options.ledger, options.namespace, settings, { scheduler: options.scheduler, signal: ctx.signal, logger: ctx.logger });
+      const result = await runRetentionPass(options.ledger, options.namespace, settings, { scheduler: options.scheduler, signal: ctx.signal, logger: ctx.logger, carry });
       const quiet = result.deleted === 0 && result.timeouts === 0;
       ctx.logger[quiet ? 'debug' : 'info']({ ...result, pass: 'retention' }, 'retention pass');
       return result;

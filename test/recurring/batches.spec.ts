@@ -1,7 +1,8 @@
 // A recurring pass's batches (src/recurring/batches.ts, runBatches): a batch that times out, or is
 // too large for one statement, is halved down to 1 row; any other error ends the pass. With a carry
-// (sys.outbox), the next pass starts at the size the last one ended with.
+// (sys.outbox, sys.retention), the next pass starts at the size the last one ended with.
 import { type BatchCarry, runBatches } from '../../src/recurring/batches';
+import { retentionDefinition } from '../../src/recurring/retention';
 
 const sqlError = (code: string) => Object.assign(new Error(code), { code });
 const settings = { batchSize: 64, batchTimeoutMs: 1_000, passBudgetMs: 60_000 };
@@ -76,4 +77,27 @@ test('with a carry a pass starts at the size the last one ended with: the rows a
   expect(sizes).toEqual([7, 14, 28, 56, 100, 100, 100, 100, 100, 100]);
   expect(fast).toMatchObject({ complete: true, batchSize: 100 });
   expect(carry.batchSize).toBe(100);
+});
+
+test("sys.retention's fires carry their batch size: each pass goes on from the size the last one halved to, so a pass with room for one batch still reaches a size that fits", async () => {
+  const sizes: number[] = [];
+  let left = 20;
+  const ledger = {
+    pruneJobs: async ({ limit }: { limit: number }) => {
+      sizes.push(limit);
+      if (limit > 8) throw sqlError('57014');
+      const n = Math.min(limit, left);
+      left -= n;
+      return n;
+    },
+  };
+  const definition = retentionDefinition({ ledger: ledger as never, namespace: 'n' });
+  const ctx = { signal: new AbortController().signal, logger: { info() {}, debug() {}, warn() {} } } as never;
+  // A budget of 0: one batch per pass.
+  for (let fire = 0; fire < 6; fire++) await definition.handler({ batchSize: 64, passBudgetMs: 0 }, ctx);
+  expect(sizes).toEqual([64, 32, 16, 8, 16, 8]);
+  expect(left).toBe(4);
+  // Another worker's definition has its own carry, from the full size.
+  await retentionDefinition({ ledger: ledger as never, namespace: 'n' }).handler({ batchSize: 64, passBudgetMs: 0 }, ctx);
+  expect(sizes.at(-1)).toBe(64);
 });
