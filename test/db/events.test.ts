@@ -135,3 +135,36 @@ test('worker.events$: degraded and recovered as the heartbeat fails and succeeds
   expect(events.find((e) => e.type === 'lease_lost')).toMatchObject({ jobId: id, execution: 1, started: true });
   expect(events.find((e) => e.type === 'stale')).toMatchObject({ jobId: id, outcome: 'failed' });
 });
+
+test.each(['claimed', 'started', 'succeeded'] as const)('worker.stop() called inside an events$ callback (%s): every job runs at most once, the rest go back uncharged, the stop ends', async (type) => {
+  const runs = new Map<string, number>();
+  const job = defineJob<{ n: number }>({
+    name: 'counted',
+    handler: async (_, { jobId }) => {
+      runs.set(jobId, (runs.get(jobId) ?? 0) + 1);
+      await sleep(20);
+    },
+  });
+  const client = createClient({ force: true, db });
+  const ids = (await client.enqueueMany(Array.from({ length: 12 }, (_, n) => ({ definition: job, payload: { n } })))).map((j) => j.id);
+  const worker = createWorker({ ...base, definitions: [job], executors: 3 });
+  let stopping: Promise<void> | undefined;
+  const events: WorkerEvent[] = [];
+  worker.events$.subscribe((e) => {
+    events.push(e);
+    if (e.type === type && !stopping) stopping = worker.stop();
+  });
+  await worker.start();
+  await waitFor(async () => stopping !== undefined, `a ${type} event`);
+  await stopping;
+  await worker.done.catch(() => undefined);
+  expect([...runs.values()].every((n) => n === 1)).toBe(true);
+  const rows = (await db.query<{ id: string; status: string; attempts: number }>('select id::text, status, attempts from acta.all_jobs where id = any($1::bigint[]) order by id', [ids])).rows;
+  for (const row of rows) {
+    if (runs.has(row.id)) expect(row).toMatchObject({ status: 'succeeded', attempts: 1 });
+    else expect(row).toMatchObject({ status: 'ready', attempts: 0 });
+  }
+  const started = events.filter((e) => e.type === 'started').map((e) => (e as { jobId: string }).jobId);
+  expect(new Set(started).size).toBe(started.length);
+  expect(started.sort()).toEqual([...runs.keys()].sort());
+});
