@@ -192,7 +192,10 @@ export async function measureDrain(ctx: Context, system: SystemName, processes: 
     const enqueueMs = now() - e0;
     await store.closeClient();
     if (analyzed) await store.analyze();
-    if (pg) await ctx.admin.waitNoBackends(store.database!);
+    if (pg) {
+      await ctx.admin.waitNoBackends(store.database!);
+      await ctx.admin.checkpoint();
+    }
     const x0 = pg ? await ctx.admin.xacts(store.database!) : undefined;
     // A held snapshot: no row version the drain leaves dead can be vacuumed until it ends.
     const hold = held ? await holdSnapshot(store.url!) : undefined;
