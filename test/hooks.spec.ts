@@ -378,6 +378,18 @@ describe('hooks: aroundHandler', () => {
     expectHandedBackAtOnce(h, 40, 'aroundHandler ended without running the attempt');
   });
 
+  it('an attempt whose run the hook neither starts nor ends (NEVER) is handed back after the hold limit, logged at warn, and its permit comes back', () => {
+    const h = scenario({ permits: 1, jobs: [{ id: 'x0' }, { id: 'a1' }], holdLimitMs: 100, hooks: { aroundHandler: (a, run) => (tenantOf(a) === 'x' ? NEVER : run) } }, 2_000);
+    // Was: x0 kept the one permit for good, a1 never ran, and nothing was logged.
+    expect(h.writes).toEqual([
+      [102, ['x0:handed_back']], // taken at 2: the hold limit passed at 102
+      [107, ['a1:succeeded']],
+    ]);
+    expect(h.starts).toEqual([[104, 'a1']]);
+    expect(h.logged(40, 'attempt handed back by a hook')[0].reason).toMatch(/aroundHandler did not start the run within 100 ms/);
+    expect(h.permits.available).toBe(1);
+  });
+
   it('a completion the hook swallows after its run is written as it ended (logged at error), and the permit comes back after it', () => {
     const h = scenario({ permits: 1, jobs: [{ id: 'a0' }, { id: 'a1' }], hooks: { aroundHandler: (_, run) => run.pipe(filter(() => false)) } }, 2_000);
     expect(h.writes).toEqual([

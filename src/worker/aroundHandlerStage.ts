@@ -18,6 +18,8 @@ export function aroundHandlerStage(hook: NonNullable<WorkerHooks['aroundHandler'
       let runSub: Subscription | undefined;
       let hookSub: Subscription | undefined;
       let timer: Subscription | null = null;
+      /** The hold limit of a run not started yet: the hook neither started nor ended it (NEVER, a filter's mistake). */
+      let startLimit: Subscription | undefined;
       let completion: Completion | undefined;
       let runEnded = false;
       let hookEnded = false;
@@ -72,6 +74,7 @@ export function aroundHandlerStage(hook: NonNullable<WorkerHooks['aroundHandler'
       };
       const startRun = () => {
         if (runSub !== undefined || handedBack) return;
+        startLimit?.unsubscribe();
         handBacks.delete(entry);
         if (entry.onAbort === onAbort) entry.onAbort = undefined;
         runSub = deps.run(entry).subscribe({
@@ -147,8 +150,14 @@ export function aroundHandlerStage(hook: NonNullable<WorkerHooks['aroundHandler'
         hookFailed(err, 'threw when called');
       }
       if (finished) hookSub?.unsubscribe();
+      // As beforeExecution's hold limit: a run not started within it cannot be told from one never
+      // to start, and would keep its permit for good (test/hooks.spec.ts, "neither starts nor ends (NEVER)").
+      else if (runSub === undefined && !handedBack) {
+        startLimit = scheduler.schedule(() => handBack(`aroundHandler did not start the run within ${holdLimitMs} ms (never started, or delayed past an attempt deadline)`, 'warn'), holdLimitMs);
+      }
       return () => {
         finished = true;
+        startLimit?.unsubscribe();
         heldCompletions.delete(release);
         hookSub?.unsubscribe();
         runSub?.unsubscribe();

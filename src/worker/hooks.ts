@@ -83,7 +83,8 @@ export interface WorkerHooks {
    * your Observable emits it (the object `run` gave: a copy is ignored) or ends. Rules: a run once started always ends and its completion is
    * written as it ended, even if your Observable swallows it (logged at error: a result dropped
    * here would otherwise run the job again); an attempt whose run you never start is handed back
-   * uncharged; if your Observable errors (or the call throws) before starting the run, the run
+   * uncharged (when your Observable ends, or once it has held the attempt unstarted for an attempt
+   * deadline, 2.5 H: logged at warn); if your Observable errors (or the call throws) before starting the run, the run
    * starts without it; errors are logged at error, per attempt, and the worker goes on. A
    * completion held past an attempt deadline after its run ended is written anyway, and so is one
    * held when a stop's shutdown timeout passes (the hook is unsubscribed).
