@@ -27,6 +27,7 @@ export interface Ledger {
   registerWorker(args: RegisterArgs): Promise<{ duePasses: string[] }>;
   loadPolicies(namespace: string, names: string[]): Promise<{ version: number; policies: AppliedPolicy[] }>;
   claimJobs(args: ClaimArgs): Promise<ClaimResult>;
+  /** One ack per row, in order. At most one row per (id, execution): the finalizer never repeats one; which of two differing outcomes wins is not defined. */
   completeExecutions(workerId: string, rows: CompletionRow[]): Promise<CompletionAck[]>;
   heartbeat(args: HeartbeatArgs): Promise<HeartbeatResult>;
   recoverJobs(args: { namespace: string; deadAfterMs: number; limit?: number }): Promise<RecoveredRow[]>;
