@@ -325,6 +325,12 @@ test('an option out of range is refused, naming the flag and its range', async (
   expect([emptyRedis.code, emptyRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument '' is invalid\. must not be empty\./)]);
   const badRedis = await acta(['worker', FIXTURE, '--redis', 'redis://[::1']);
   expect([badRedis.code, badRedis.stderr]).toEqual([1, expect.stringMatching(/option '--redis <url>' argument 'redis:\/\/\[::1' is invalid\. is not a valid URL\./)]);
+  // host:port with a port that is no number: ioredis reads it as redis://<it> and throws "Invalid URL", which came after
+  // `acta worker` had connected and after `acta enqueue` had written its job.
+  for (const args of [['worker', FIXTURE], ['enqueue', 'cli-echo', '{}', '--force']]) {
+    const typo = await acta([...args, '--redis', '127.0.0.1:abc']);
+    expect([typo.code, typo.stdout, typo.stderr]).toEqual([1, '', expect.stringMatching(/option '--redis <url>' argument '127\.0\.0\.1:abc' is invalid\. is not a valid URL\./)]);
+  }
   // Refused by the parser, before anything connects: a timer past 2^31 - 1 ms, an empty number, an empty namespace.
   const poll = await acta(['worker', FIXTURE, '--safety-poll', '3000000000']);
   expect([poll.code, poll.stderr]).toEqual([1, expect.stringMatching(/option '--safety-poll <ms>' argument '3000000000' is invalid\. must be an integer between 1 and 2147483647\./)]);

@@ -29,13 +29,18 @@ import { deadlineOption, MIGRATE_DEADLINE_S, SQL_DEADLINE_S, withinDeadline } fr
 /**
  * An option parser for the Redis address, as ioredis takes it (`redis://host:6379`, `host:port`, a
  * socket path): refuses an empty one (an unset `$REDIS_URL`: ioredis would use 127.0.0.1:6379)
- * and a URL that does not parse, naming the flag (test/cli.test.ts, "an option out of range is
- * refused, naming the flag").
+ * and one ioredis would not parse, naming the flag, before anything connects or is written
+ * (test/cli.test.ts, "an option out of range is refused, naming the flag"). ioredis reads digits
+ * as a port, a leading "/" as a socket path, and anything else as a URL, `redis://` prefixed when
+ * it has no scheme (`127.0.0.1:abc` then throws "Invalid URL").
  */
 function redisAddress(value: string): string {
-  if (value.trim() === '') throw new InvalidArgumentError('must not be empty.');
-  if (value.includes('://') && !URL.canParse(value.trim())) throw new InvalidArgumentError('is not a valid URL.');
-  return value.trim();
+  const address = value.trim();
+  if (address === '') throw new InvalidArgumentError('must not be empty.');
+  if (/^\d+$/.test(address) || (address.startsWith('/') && !address.startsWith('//'))) return address;
+  const url = /^rediss?:\/\//i.test(address) ? address : address.startsWith('//') ? `redis:${address}` : `redis://${address}`;
+  if (!URL.canParse(url)) throw new InvalidArgumentError('is not a valid URL.');
+  return address;
 }
 
 /** Loads the definitions a module exports: `definitions`, a default array, or every exported definition. */
