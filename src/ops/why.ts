@@ -84,7 +84,7 @@ interface Facts {
   alive: string;
   silent_handling: string;
   last_beat: Date | null;
-  builds_lacking: string[] | null;
+  builds_lacking: (string | null)[] | null; // a worker's build, null for one started without --build (last)
   ahead: string;
 }
 
@@ -122,7 +122,7 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and ${LIVE}) as alive,
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and not (${LIVE}) and j.definition = any (w.definitions)) as silent_handling,
        (select max(w.last_heartbeat_at) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and not (${LIVE}) and j.definition = any (w.definitions)) as last_beat,
-       (select array_agg(distinct coalesce(w.build, '(no build)') order by coalesce(w.build, '(no build)')) from acta.workers w
+       (select array_agg(distinct w.build order by w.build) from acta.workers w
           where w.namespace = j.namespace and w.status = 'alive' and ${LIVE} and not j.definition = any (w.definitions)) as builds_lacking,
        (select count(*) from (select 1 from acta.jobs a
           where hashtextextended(a.namespace || '/' || a.definition, 0) = hashtextextended(j.namespace || '/' || j.definition, 0)
@@ -236,7 +236,7 @@ function readyReasons(f: Facts, now: number, add: (r: WhyReason) => void): void 
       message:
         Number(f.alive) === 0
           ? `no live worker in namespace "${f.namespace}"${gone}`
-          : `no live worker handles definition "${f.definition}": the live ones (build ${lacking.join(', ')}) lack it${gone}`,
+          : `no live worker handles definition "${f.definition}": the live ones (${lacking.map((b) => (b === null ? 'no build' : `build ${b}`)).join(', ')}) lack it${gone}`,
     });
   }
   if (f.blocked_by === 'lane' && !(f.lane !== null && f.lane_head !== null && f.lane_head.id !== f.id)) {

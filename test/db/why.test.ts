@@ -120,6 +120,8 @@ test('no live worker handles the definition: none at all, or only builds that la
   const r = await reason(id);
   expect(r.cause).toBe('no-worker');
   expect(r.message).toContain('build v7');
+  await worker([keyed]); // a worker without --build is named so, not "build (no build)"
+  expect((await reason(id)).message).toBe('no live worker handles definition "plain": the live ones (build v7, no build) lack it');
 });
 
 test('running on worker W; leased by a dead worker until T', async () => {
