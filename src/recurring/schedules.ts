@@ -68,6 +68,9 @@ export function checkSchedules(definition: string, value: unknown): DeclaredSche
   const out = specs.map((spec, i) => checkScheduleSpec(`schedule${Array.isArray(value) ? `[${i}]` : ''} of definition "${definition}"`, spec, definition));
   const names = new Set<string>();
   for (const s of out) {
+    // Names beginning "sys." are acta's system schedules, each declared by its own definition of that
+    // name (src/recurring/system.ts): another definition under one would take the slot's fires.
+    if (s.name.startsWith('sys.') && s.name !== definition) throw new ConfigError(`schedule "${s.name}" of definition "${definition}": names beginning "sys." are acta's system schedules (sys.retention, sys.alerts, sys.outbox), declared by worker options; give it another name`);
     if (names.has(s.name)) throw new ConfigError(`definition "${definition}" declares two schedules named "${s.name}": give each a name`);
     names.add(s.name);
   }
