@@ -1,3 +1,5 @@
+// README's quick start in TypeScript. In your project the import is from 'acta'; here, inside its
+// repository, from the source.
 import { connect, createClient, createWorker, defineJob } from '../src';
 
 const greet = defineJob<{ name: string }, { greeting: string }>({
