@@ -151,6 +151,7 @@ export function workerSettings(options: WorkerOptions): WorkerSettings {
   const names = all.map((d) => d.name);
   if (new Set(names).size !== names.length) throw new ConfigError(`duplicate definition names: ${names.join(', ')}`);
   checkScheduleNames(all);
+  checkServices(options);
   return {
     ledger,
     db: options.db,
@@ -215,6 +216,28 @@ function eventsOption(events: WorkerEventsOptions | undefined): WorkerEventsOpti
   knownKeys('events option', events, ['payloads']);
   if (events.payloads !== undefined && typeof events.payloads !== 'boolean') throw new ConfigError(`events.payloads must be a boolean, got ${typeof events.payloads}`);
   return { payloads: events.payloads === true };
+}
+
+/**
+ * Throws ConfigError unless `value` is undefined or an object with each of `methods` a function:
+ * what the worker calls on it. One of another kind failed later as a TypeError, at createWorker (a
+ * logger), at start() or, for a Redis client, in a subscription callback, as an uncaught exception
+ * that ended the process (test/db/badInput.test.ts).
+ */
+function withMethods(what: string, value: unknown, methods: readonly string[], kind: string): void {
+  if (value === undefined) return;
+  const missing = value !== null && typeof value === 'object' ? methods.find((m) => typeof (value as Record<string, unknown>)[m] !== 'function') : methods[0];
+  if (missing === undefined) return;
+  throw new ConfigError(`${what} must be ${kind}, got ${value !== null && typeof value === 'object' ? `an object without ${missing}` : shown(value)}`);
+}
+
+/** The options that name services the worker uses (Redis, a metrics port and registry, a logger) and `listen`, checked (ConfigError). */
+function checkServices(options: WorkerOptions): void {
+  withMethods('redis', options.redis, ['duplicate', 'subscribe', 'publish', 'on', 'quit'], 'a Redis client (ioredis: duplicate, subscribe, publish, on, quit)');
+  withMethods('logger', options.logger, ['child', 'debug', 'info', 'warn', 'error'], 'a pino logger (or one with child, debug, info, warn and error)');
+  withMethods('metricsRegistry', options.metricsRegistry, ['registerMetric', 'getSingleMetric', 'metrics'], 'a prom-client Registry');
+  if (options.metricsPort !== undefined) intOption('metricsPort', options.metricsPort, 0, 65_535);
+  if (options.listen !== undefined && typeof options.listen !== 'boolean') throw new ConfigError(`listen must be a boolean, got ${shown(options.listen)}`);
 }
 
 function badRandom(value: unknown): never {

@@ -1,0 +1,29 @@
+// Bad input gets a typed error and loses nothing (docs/reference.md, "Errors"): values of the
+// wrong type given to createWorker, createClient, client.signal, client.schedules, the admin calls
+// and connect, each refused with ConfigError before anything is written or started, where each
+// was accepted and then failed as a raw TypeError or database error, crashed the process, hung,
+// or wrote and then rejected.
+import { ConfigError, createWorker, defineJob } from '../../src';
+import { useTestDatabase } from '../helpers/db';
+import { silentLogger } from '../helpers/silentLogger';
+
+const { db } = useTestDatabase();
+beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions, acta.signals, acta.workers'));
+
+const job = defineJob({ name: 'job', handler: () => undefined });
+
+test('createWorker refuses a redis, metricsPort, logger or metricsRegistry of the wrong kind with ConfigError, before it starts', () => {
+  const worker = (options: object) => () => createWorker({ db, definitions: [job], logger: silentLogger, ...options } as never);
+  // redis: 5 started, then its wakeups' subscription threw "redis.duplicate is not a function" out
+  // of an RxJS callback: an uncaught exception that ended the process.
+  expect(worker({ redis: 5 })).toThrow(ConfigError);
+  expect(worker({ redis: {} })).toThrow(/^redis must be a Redis client \(ioredis: duplicate, subscribe, publish, on, quit\), got an object without duplicate$/);
+  // metricsPort: -1, 70000 and 1.5 failed start() with a raw RangeError (ERR_SOCKET_BAD_PORT); 'x' was listened on as something else.
+  for (const port of [-1, 65_536, 1.5, 'x']) expect(worker({ metricsPort: port })).toThrow(/^metricsPort must be an integer between 0 and 65535, got /);
+  // logger and metricsRegistry: a raw TypeError ("settings.logger.child is not a function").
+  expect(worker({ logger: {} })).toThrow(/^logger must be a pino logger \(or one with child, debug, info, warn and error\), got an object without child$/);
+  expect(worker({ metricsRegistry: 5 })).toThrow(/^metricsRegistry must be a prom-client Registry, got 5$/);
+  // listen: 'no' listened (only false turns it off).
+  expect(worker({ listen: 'no' })).toThrow(/^listen must be a boolean, got "no"$/);
+  expect(worker({ metricsPort: 0, listen: false, logger: silentLogger })).not.toThrow();
+});
