@@ -277,6 +277,19 @@ export function createClient(options: ClientOptions): Client {
   /** The migrator's verdict on a database error (schemaError); a ledger's errors are its own. */
   const verdict = async (err: unknown, inCallersTx: boolean) => (options.db ? schemaError(options.db, err, inCallersTx) : err);
   if (options.force !== undefined && typeof options.force !== 'boolean') throw new ConfigError(`force must be a boolean, got ${shown(options.force)}`);
+  if (options.publishWakeup !== undefined && typeof options.publishWakeup !== 'function') throw new ConfigError(`publishWakeup must be a function (namespace) => void (redisPublisher(redis)), got ${shown(options.publishWakeup)}`);
+  /**
+   * The extra wakeup, fire and forget (as redisPublisher): it follows a commit, so what it throws
+   * must not reject the call that committed, or its caller would enqueue again, a second job (NOTIFY
+   * went at the commit; the safety poll finds the job anyway: test/db/badInput.test.ts).
+   */
+  const wake = options.publishWakeup && (() => {
+    try {
+      options.publishWakeup?.(namespace);
+    } catch {
+      /* the publisher's own failure to report */
+    }
+  });
   for (const d of options.definitions ?? []) checkDefinition(d, false);
   const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
   /** `many`: called as enqueueMany, whose errors about an item name it (enqueue's one item is not named). */
@@ -363,7 +376,7 @@ export function createClient(options: ClientOptions): Client {
       // or has other arguments): say what to run.
       throw await verdict(err, tx !== undefined);
     }
-    if (!tx) options.publishWakeup?.(namespace);
+    if (!tx) wake?.();
     return result.map((r, i) => {
       // Only possible if the job an idempotency key named was deleted during this very call.
       if (r.id === null) throw new ActaError('ACTA_ENQUEUE_RACE', `the job of idempotency key "${items[i].idempotencyKey}" vanished during enqueue; enqueue again`);
@@ -385,7 +398,7 @@ export function createClient(options: ClientOptions): Client {
       throw await verdict(err, tx !== undefined);
     }
   };
-  const followers = createFollowers({ ledger, namespace, scheduler: schedulerOption(options.scheduler, 'createClient') ?? asyncScheduler, verdict: (err) => verdict(err, false), wake: options.publishWakeup && (() => options.publishWakeup?.(namespace)) });
+  const followers = createFollowers({ ledger, namespace, scheduler: schedulerOption(options.scheduler, 'createClient') ?? asyncScheduler, verdict: (err) => verdict(err, false), wake });
   return {
     ...createAdmin({ db: options.db, ledger, namespace, verdict: (err) => verdict(err, false) }),
     why: (id: JobId | number | bigint) =>

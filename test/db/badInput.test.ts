@@ -3,13 +3,14 @@
 // and connect, each refused with ConfigError before anything is written or started, where each
 // was accepted and then failed as a raw TypeError or database error, crashed the process, hung,
 // or wrote and then rejected.
-import { ConfigError, createWorker, defineJob } from '../../src';
+import { ConfigError, createClient, createWorker, defineJob } from '../../src';
 import { useTestDatabase } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 
 const { db } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions, acta.signals, acta.workers'));
 
+const jobCount = async () => Number((await db.query<{ n: string }>('select count(*) as n from acta.all_jobs')).rows[0].n);
 const job = defineJob({ name: 'job', handler: () => undefined });
 
 test('createWorker refuses a redis, metricsPort, logger or metricsRegistry of the wrong kind with ConfigError, before it starts', () => {
@@ -26,4 +27,19 @@ test('createWorker refuses a redis, metricsPort, logger or metricsRegistry of th
   // listen: 'no' listened (only false turns it off).
   expect(worker({ listen: 'no' })).toThrow(/^listen must be a boolean, got "no"$/);
   expect(worker({ metricsPort: 0, listen: false, logger: silentLogger })).not.toThrow();
+});
+
+test('publishWakeup: one that is not a function is a ConfigError at createClient; one that throws does not reject the enqueue it follows, which committed', async () => {
+  // It was called after the commit: the enqueue rejected with a raw TypeError (or the publisher's
+  // own error) though its job was written, and a caller that enqueued again made a second job.
+  expect(() => createClient({ db, force: true, publishWakeup: 5 as never })).toThrow(/^publishWakeup must be a function \(namespace\) => void \(redisPublisher\(redis\)\), got 5$/);
+  let heard = 0;
+  const throwing = createClient({ db, force: true, publishWakeup: () => {
+    heard++;
+    throw new Error('redis down');
+  } });
+  await expect(throwing.enqueue('job', {})).resolves.toMatchObject({ created: true });
+  await expect(throwing.enqueueMany([{ definition: 'job', payload: {} }])).resolves.toHaveLength(1);
+  expect(heard).toBe(2);
+  expect(await jobCount()).toBe(2);
 });
