@@ -157,6 +157,12 @@ export function nameOption(what: string, value: unknown, maxBytes?: number): str
  */
 export const MAX_NAME_BYTES = 255;
 
+/**
+ * The longest idempotency key (an enqueue's, a signal's), in UTF-8 bytes: under a btree entry's
+ * 2,704 with room for the namespace or the signal's name (MAX_NAME_BYTES).
+ */
+export const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
+
 /** The longest policy key (a concurrency key, a rate key, a lane), in UTF-8 bytes: it is part of B-tree entries (jobs_parked_idx) that hold at most 2,704 bytes. */
 export const MAX_KEY_BYTES = 1_000;
 

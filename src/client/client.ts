@@ -3,7 +3,7 @@ import { type ClientSchedules, clientSchedules } from './schedules';
 import { createPublish, type PublishItem, type PublishOptions, type PublishResult } from './publish';
 import { createSignal, type SignalOptions, type SignalTarget } from './signals';
 import type { SignalResult } from '../workflows/signals';
-import { intOption, knownKeys, MAX_NAME_BYTES, nameOption, runAtOption, schedulerOption } from '../config';
+import { intOption, knownKeys, MAX_IDEMPOTENCY_KEY_BYTES, MAX_NAME_BYTES, nameOption, runAtOption, schedulerOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
 import { INT4_MAX, type JobId, type JobRecord, type ResultOfId, type TypedJobId } from '../db/types';
@@ -226,9 +226,6 @@ export interface Client extends Admin {
   /** publish for many events in one statement: all checked first (an error names the item), results in input order. */
   publishMany(items: readonly PublishItem[], options?: { tx?: Queryable } | null): Promise<PublishResult[]>;
 }
-
-/** The longest idempotency key, in UTF-8 bytes: under a btree entry's 2,704 with room for the namespace (MAX_NAME_BYTES). */
-const MAX_IDEMPOTENCY_KEY_BYTES = 2_000;
 
 /** The keys of ClientOptions: createClient refuses any other. */
 const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', 'ledger', 'scheduler', 'force'];

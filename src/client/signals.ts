@@ -2,10 +2,9 @@
  * client.signal (docs/workflows.md): a signal to a job by id or by its idempotency key, in the
  * caller's transaction when given one. The mailbox and the wake are acta.send_signal's.
  */
-import { knownKeys } from '../config';
+import { knownKeys, MAX_IDEMPOTENCY_KEY_BYTES, nameOption } from '../config';
 import type { Queryable } from '../db/Db';
 import { sendSignal } from '../db/workflows';
-import { ConfigError } from '../errors';
 import { jobIdText } from './jobId';
 import type { Ledger } from '../ledger';
 import { checkSignalName, type SignalResult, signalResult } from '../workflows/signals';
@@ -32,15 +31,16 @@ export function createSignal(deps: { ledger: Ledger; namespace: string; inTx: (t
     let jobId: string | null = null;
     let jobKey: string | null = null;
     if ('idempotencyKey' in target) {
-      if (typeof target.idempotencyKey !== 'string' || target.idempotencyKey.length === 0) throw new ConfigError('signal: the job\'s idempotencyKey must be a non-empty string');
-      jobKey = target.idempotencyKey;
+      // As enqueue checks it: a lone surrogate, stored as U+FFFD, could name the job of another key; a NUL failed as 22021.
+      jobKey = nameOption("signal: the job's idempotencyKey", target.idempotencyKey, MAX_IDEMPOTENCY_KEY_BYTES);
     } else {
       // As getJob and cancel read an id: leading zeros allowed; beyond bigint, no such job.
       jobId = jobIdText(target.id);
       if (jobId === null) return signalResult(null, 'not_found');
     }
-    const key = options?.idempotencyKey;
-    if (key !== undefined && (typeof key !== 'string' || key.length === 0)) throw new ConfigError('signal: idempotencyKey must be a non-empty string');
+    // Two keys differing in a lone surrogate were one key (U+FFFD), the second signal dropped as a
+    // 'duplicate'; beyond signals_idempotency_idx's btree entry, a raw 54000 (test/db/badInput.test.ts).
+    const key = options?.idempotencyKey === undefined ? undefined : nameOption('signal: idempotencyKey', options.idempotencyKey, MAX_IDEMPOTENCY_KEY_BYTES);
     const args = { namespace: deps.namespace, jobId, jobKey, name, payloadJson: payloadJson(payload), idempotencyKey: key ?? null };
     const tx = deps.inTx(options?.tx ?? undefined);
     try {

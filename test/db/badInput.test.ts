@@ -43,3 +43,23 @@ test('publishWakeup: one that is not a function is a ConfigError at createClient
   expect(heard).toBe(2);
   expect(await jobCount()).toBe(2);
 });
+
+test("client.signal checks its idempotency keys as enqueue's: a NUL, a lone surrogate or more than 2,000 bytes is a ConfigError, nothing sent", async () => {
+  const client = createClient({ db, force: true });
+  const { id } = await client.enqueue('job', {});
+  const signals = async () => Number((await db.query<{ n: string }>('select count(*) as n from acta.signals')).rows[0].n);
+  // A NUL failed as a raw database error (22021); a lone surrogate was stored as U+FFFD, so
+  // 'k\ud800' and 'k\udbff' were one key and the second signal was dropped as a 'duplicate'; a
+  // key beyond a btree entry failed as a raw 54000.
+  const long = Buffer.from(Array.from({ length: 4_500 }, (_, i) => (i * 7919) % 251)).toString('base64');
+  for (const key of ['a\u0000b', 'k\ud800', 'k\udbff', long, '']) {
+    await expect(client.signal(id, 'go', 1, { idempotencyKey: key })).rejects.toThrow(ConfigError);
+    await expect(client.signal(id, 'go', 1, { idempotencyKey: key })).rejects.toThrow(/^signal: idempotencyKey must be /);
+    // The job named by its key: a NUL failed as 22021, a lone surrogate could name the job of another key.
+    await expect(client.signal({ idempotencyKey: key }, 'go', 1)).rejects.toThrow(/^signal: the job's idempotencyKey must be /);
+  }
+  expect(await signals()).toBe(0);
+  await expect(client.signal(id, 'go', 1, { idempotencyKey: 'k'.repeat(2_000) })).resolves.toMatchObject({ delivered: true });
+  await expect(client.signal(id, 'go', 2, { idempotencyKey: 'k😀' })).resolves.toMatchObject({ delivered: true });
+  expect(await signals()).toBe(2);
+});
