@@ -13,6 +13,14 @@ test.each([
   // LISTEN's own URL (a direct connection beside a pooler) goes with a server, and is a URL.
   [{ listenUrl: 'postgres://nobody@127.0.0.1:1/none' }, /^connect's listenUrl is for a PostgreSQL server's LISTEN connections; this opens PGlite at /],
   [{ url: 'postgres://nobody@127.0.0.1:1/none', listenUrl: 'not-a-url' }, /^the connection string \(ACTA_LISTEN_URL, connect\(\{ listenUrl \}\) or listenConnectionString\) is not a URL/],
+  // An empty url or dataDir (an environment variable set empty) opened the fallback, as if none was given.
+  [{ url: '' }, /^connect's url is empty: give a connection string \(postgres:\/\/\.\.\.\), or leave url out for DATABASE_URL \(else the embedded database\)$/],
+  [{ dataDir: '' }, /^connect's dataDir is empty: give a folder, or leave dataDir out/],
+  // The pool size: -1 left every statement waiting for good (pg's pool never handed out a connection); 1.5 and 'x' were taken.
+  [{ url: 'postgres://nobody@127.0.0.1:1/none', max: -1 }, /^max must be an integer between 1 and 10000, got -1$/],
+  [{ url: 'postgres://nobody@127.0.0.1:1/none', max: 0 }, /^max must be an integer between 1 and 10000, got 0$/],
+  [{ url: 'postgres://nobody@127.0.0.1:1/none', max: 1.5 }, /^max must be an integer between 1 and 10000, got 1.5$/],
+  [{ url: 'postgres://nobody@127.0.0.1:1/none', max: 'x' }, /^max must be an integer between 1 and 10000, got "x"$/],
 ])('connect(%j) is refused with a ConfigError, opening nothing', async (options, message) => {
   const cwd = process.cwd();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-connect-'));

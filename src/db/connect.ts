@@ -1,9 +1,9 @@
 import * as path from 'node:path';
-import { knownKeys } from '../config';
+import { intOption, knownKeys } from '../config';
 import { ConfigError, DataDirLockedError, DbClosedError, EmbeddedShareClosedError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, socketPathFor } from './embeddedShare';
-import { createPgDb } from './pgDb';
+import { createPgDb, MAX_POOL_SIZE } from './pgDb';
 import { isAlive, readLock, unsharedPath } from './dataDirLock';
 import { createPgliteDb } from './pgliteDb';
 
@@ -46,6 +46,11 @@ export async function connect(options: { url?: string; dataDir?: string; max?: n
     throw new ConfigError(`connect takes options { url?, dataDir?, max?, listenUrl? }${typeof options === 'string' ? ': give a connection string as connect({ url })' : ''}, got ${typeof options === 'string' ? 'a string' : String(options).slice(0, 80)}`);
   }
   knownKeys('connect option', options, CONNECT_OPTION_KEYS);
+  // Given empty (an environment variable set empty), each opened the fallback as if left out: the
+  // process wrote to DATABASE_URL's database or to an embedded one (test/connectOptions.spec.ts).
+  if (options.url === '') throw new ConfigError("connect's url is empty: give a connection string (postgres://...), or leave url out for DATABASE_URL (else the embedded database)");
+  if (options.dataDir === '') throw new ConfigError("connect's dataDir is empty: give a folder, or leave dataDir out for DATABASE_URL (else ACTA_DATA_DIR, else ./.acta/data)");
+  if (options.max !== undefined) intOption('max', options.max, 1, MAX_POOL_SIZE);
   const target = resolveTarget(options);
   if ('url' in target) {
     // ACTA_LISTEN_URL pairs with DATABASE_URL: a url given in code takes its listenUrl in code too.

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
+import { intOption } from '../config';
 import { ConfigError, DbClosedError, DbUnansweredError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
 import { listenOnOwnConnection } from './pgListener';
@@ -149,7 +150,12 @@ function clearer(err: Error | null, client: { user?: string; host?: string; port
  * effect after every (re)connect, for a catch-up claim (pgListener.ts). Throws ConfigError for a
  * connection string that is not a URL (checkConnectionString).
  */
+/** The largest pool `max` accepted (far above what a server's max_connections allows). */
+export const MAX_POOL_SIZE = 10_000;
+
 export function createPgDb(options: PgDbOptions): Db {
+  // pg's pool with max below 1 never hands out a connection: every statement waited for good.
+  if (options.max !== undefined) intOption('max', options.max, 1, MAX_POOL_SIZE);
   checkConnectionString(options.connectionString);
   connectTimeoutMs(options.connectionString); // a bad connect_timeout is refused here, before any connect
   checkConnectionString(options.listenConnectionString, 'ACTA_LISTEN_URL, connect({ listenUrl }) or listenConnectionString');
