@@ -4,6 +4,7 @@ import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import { type Definition, policyKeys } from '../definition';
 import { missingPolicyKeys, unusedPolicyKeys } from '../policies/enqueueRule';
 import { ConfigError } from '../errors';
+import { shown } from './jobId';
 import { armInstants, checkScheduleSpec, type ScheduleSpec } from '../recurring/schedules';
 
 /**
@@ -36,6 +37,12 @@ export interface ClientSchedules {
   remove(name: string): Promise<boolean>;
 }
 
+/**
+ * A schedule name given to pause, resume, trigger, remove or list: a NUL failed as a raw database
+ * error (22021), and a value that is no name answered "no such schedule" (test/db/badInput.test.ts).
+ */
+const scheduleName = (name: unknown): string => nameOption('schedule name', name, MAX_NAME_BYTES);
+
 /** Arms the namespace's schedules that need a fire (each call of client.schedules leaves none unarmed). */
 async function armNamespace(d: Db, namespace: string): Promise<void> {
   const { names, versions, instants } = armInstants(await unarmedSchedules(d, namespace));
@@ -62,7 +69,10 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
   return {
     async add(definition, spec, options = {}) {
       const d = need();
+      if (options !== null && (typeof options !== 'object' || Array.isArray(options))) throw new ConfigError(`schedules.add takes options { force? }, got ${shown(options)}`);
       knownKeys('schedules.add option', options ?? {}, ['force']);
+      // A truthy non-boolean forced the schedule of a definition no worker declared.
+      if (options?.force !== undefined && typeof options.force !== 'boolean') throw new ConfigError(`schedules.add: force must be a boolean, got ${shown(options.force)}`);
       const given = definition as { name?: unknown; handler?: unknown } | null;
       const isDefinition = given !== null && typeof given === 'object' && typeof given.handler === 'function';
       if (typeof definition !== 'string' && !isDefinition) throw new ConfigError(`schedules.add: the definition is a name or the definition itself (defineJob), got ${JSON.stringify(definition) ?? typeof definition}`);
@@ -113,12 +123,12 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
       await arm(d);
       return answer;
     },
-    list: (name) => listSchedules(need(), namespace, name),
-    pause: async (name) => (await setPausedAnswer(need(), namespace, name, true)) !== null,
-    resume: async (name) => (await setPausedAnswer(need(), namespace, name, false)) !== null,
-    trigger: (name) => triggerSchedule(need(), namespace, name),
+    list: async (name) => listSchedules(need(), namespace, name === undefined || name === null ? undefined : scheduleName(name)),
+    pause: async (name) => (await setPausedAnswer(need(), namespace, scheduleName(name), true)) !== null,
+    resume: async (name) => (await setPausedAnswer(need(), namespace, scheduleName(name), false)) !== null,
+    trigger: async (name) => triggerSchedule(need(), namespace, scheduleName(name)),
     async remove(name) {
-      const answer = await removeSchedule(need(), namespace, name);
+      const answer = await removeSchedule(need(), namespace, scheduleName(name));
       if (answer === 'declared') {
         const how = name.startsWith('sys.') ? 'by a worker option (retention, alerts, outbox; acta worker --retention, --alerts, --outbox): pause it to stop it' : 'in code: remove it there (or pause it)';
         throw new ConfigError(`schedule "${name}" is declared ${how}`);

@@ -63,3 +63,22 @@ test("client.signal checks its idempotency keys as enqueue's: a NUL, a lone surr
   await expect(client.signal(id, 'go', 2, { idempotencyKey: 'k😀' })).resolves.toMatchObject({ delivered: true });
   expect(await signals()).toBe(2);
 });
+
+test('client.schedules: a schedule name that is not a name, and add options of the wrong kind, are ConfigErrors; nothing is changed', async () => {
+  const client = createClient({ db });
+  const schedules = async () => Number((await db.query<{ n: string }>('select count(*) as n from acta.schedules')).rows[0].n);
+  // A NUL failed as a raw database error (22021); 5, null or '' answered "no such schedule".
+  for (const name of ['a\u0000b', 5, null, '']) {
+    // list(null), as list(), lists them all.
+    for (const call of [client.schedules.pause, client.schedules.resume, client.schedules.trigger, client.schedules.remove, ...(name === null ? [] : [client.schedules.list])]) {
+      await expect(call(name as never)).rejects.toThrow(/^schedule name must be a non-empty string without \\u0000/);
+    }
+  }
+  // force: 'yes' forced the schedule of a definition no worker declared (only a boolean may); 5 as the options was ignored.
+  await expect(client.schedules.add('nobody', { cron: '* * * * *' }, { force: 'yes' as never })).rejects.toThrow(/^schedules.add: force must be a boolean, got "yes"$/);
+  await expect(client.schedules.add('nobody', { cron: '* * * * *' }, 5 as never)).rejects.toThrow(/^schedules.add takes options \{ force\? \}, got 5$/);
+  expect(await schedules()).toBe(0);
+  await expect(client.schedules.add('nobody', { cron: '* * * * *' }, { force: true })).resolves.toBe('added');
+  await expect(client.schedules.pause('nobody')).resolves.toBe(true);
+  await expect(client.schedules.list()).resolves.toHaveLength(1);
+});
