@@ -177,6 +177,19 @@ export function knownKeys(what: string, options: object, known: readonly string[
   }
 }
 
+/**
+ * A call's options: null or undefined is none (`{}`); anything else but an object is a ConfigError
+ * naming `call`: a number or a string was ignored (enqueue wrote with the defaults), or read as keys
+ * "0", "1"; null threw a raw TypeError (test/db/badInput.test.ts, "options").
+ */
+export function optionsOf<T extends object>(call: string, value: T | null | undefined): T {
+  if (value === undefined || value === null) return {} as T;
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new ConfigError(`${call} takes an options object, got ${Array.isArray(value) ? 'an array' : typeof value === 'string' ? JSON.stringify(value).slice(0, 80) : typeof value === 'function' ? 'a function' : String(value).slice(0, 80)}`);
+  }
+  return value;
+}
+
 /** Validates an integer option in [min, max]; throws ConfigError naming the option (a string "5" is shown quoted). */
 export function intOption(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (!Number.isInteger(value) || value < min || value > max) {

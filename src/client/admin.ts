@@ -8,7 +8,7 @@
  * cancel, delete), fleetReads.ts (workers, namespaces, alerts); pause and resume, on the ledger, here.
  */
 import * as os from 'node:os';
-import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { knownKeys, MAX_NAME_BYTES, nameOption, optionsOf } from '../config';
 import type { Db } from '../db/Db';
 import type { PauseAnswer } from '../db/pauses';
 import type { AlertInfo } from '../db/alerts';
@@ -95,7 +95,8 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
   })();
   const shared: AdminContext = { namespace: context.namespace, nsOf, dbOf, run };
   return {
-    pause: async (options = {}) => {
+    pause: async (given) => {
+      const options = optionsOf('pause', given);
       knownKeys('pause option', options, ['namespace', 'definition', 'reason', 'by']);
       const scope = { namespace: nsOf(options.namespace), definition: options.definition === undefined ? null : nameOption('definition', options.definition, MAX_NAME_BYTES) };
       const text = (what: string, v: unknown) => {
@@ -105,7 +106,8 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
       };
       return run(() => ledger.pause({ ...scope, by: text('by', options.by) ?? byDefault, reason: text('reason', options.reason) ?? null }));
     },
-    resume: async (options = {}) => {
+    resume: async (given) => {
+      const options = optionsOf('resume', given);
       knownKeys('resume option', options, ['namespace', 'definition']);
       return run(() => ledger.resume({ namespace: nsOf(options.namespace), definition: options.definition === undefined ? null : nameOption('definition', options.definition, MAX_NAME_BYTES) }));
     },

@@ -3,7 +3,7 @@ import { type ClientSchedules, clientSchedules } from './schedules';
 import { createPublish, type PublishItem, type PublishOptions, type PublishResult } from './publish';
 import { createSignal, type SignalOptions, type SignalTarget } from './signals';
 import type { SignalResult } from '../workflows/signals';
-import { intOption, knownKeys, MAX_IDEMPOTENCY_KEY_BYTES, MAX_NAME_BYTES, nameOption, runAtOption, schedulerOption } from '../config';
+import { intOption, knownKeys, MAX_IDEMPOTENCY_KEY_BYTES, MAX_NAME_BYTES, nameOption, optionsOf, runAtOption, schedulerOption } from '../config';
 import type { Db, Queryable } from '../db/Db';
 import { cancelJob, enqueueJobs, readJob } from '../db/jobs';
 import { INT4_MAX, type JobId, type JobRecord, type ResultOfId, type TypedJobId } from '../db/types';
@@ -385,7 +385,7 @@ export function createClient(options: ClientOptions): Client {
    * job can have it), and a missing schema reported as the migrator's verdict (schemaError).
    */
   const byId = async <T>(what: string, id: unknown, opts: { tx?: Queryable } | null | undefined, none: T, run: (q: Queryable | undefined, id: string) => Promise<T>): Promise<T> => {
-    knownKeys(`${what} option`, opts ?? {}, ['tx']);
+    knownKeys(`${what} option`, optionsOf(what, opts), ['tx']);
     const text = jobIdText(id);
     if (text === null) return none;
     const tx = inTx(opts?.tx ?? undefined);
@@ -406,14 +406,14 @@ export function createClient(options: ClientOptions): Client {
     schedules: clientSchedules(options.db, namespace, known, options.force ?? false),
     // The ids' result types are the interface's (JobId<R>, a brand that exists only in types).
     enqueue: (async (definition: string | Definition<any, any>, payload: unknown, opts?: EnqueueOptions | null) => {
-      const { tx, ...rest } = opts ?? {}; // null: no options, like undefined
+      const { tx, ...rest } = optionsOf('enqueue', opts); // null: no options, like undefined
       const [result] = await enqueueItems([{ definition, payload, ...rest }], { tx }, false);
       return result;
     }) as Client['enqueue'],
     enqueueMany: (async (items: readonly EnqueueItem[], opts?: { tx?: Queryable } | null) => {
       // One item given bare, or a misspelt option (`txn`), would otherwise enqueue nothing or run outside the transaction.
       if (!Array.isArray(items)) throw new ConfigError(`enqueueMany takes an array of items, got ${shown(items)}`);
-      knownKeys('enqueueMany option', opts ?? {}, ['tx']);
+      knownKeys('enqueueMany option', optionsOf('enqueueMany', opts), ['tx']);
       return enqueueItems(items, opts ?? {}, true);
     }) as Client['enqueueMany'],
     getJob: <P, R>(id: JobId | number | bigint, opts?: { tx?: Queryable } | null) =>

@@ -2,7 +2,7 @@
  * client.listWorkers, namespaces and alerts (docs/operating.md, "Admin operations"): what the
  * fleet's workers hold, each namespace's jobs counted, and the alerts sys.alerts left; reads only.
  */
-import { knownKeys } from '../config';
+import { knownKeys, optionsOf } from '../config';
 import type { PauseRecord } from '../db/pauses';
 import { listAlerts } from '../db/alerts';
 import { WORKER_LIVE_SQL } from '../db/workers';
@@ -68,7 +68,8 @@ export const DEFAULT_ALERTS = 500;
 export function fleetReads(context: AdminContext): Pick<Admin, 'listWorkers' | 'alerts' | 'namespaces'> {
   const { nsOf, dbOf, run } = context;
   return {
-    listWorkers: async (options = {}) => {
+    listWorkers: async (given) => {
+      const options = optionsOf('listWorkers', given);
       knownKeys('listWorkers option', options, ['namespace']);
       const ns = nsOf(options.namespace);
       const db = dbOf('listWorkers');
@@ -103,7 +104,8 @@ export function fleetReads(context: AdminContext): Pick<Admin, 'listWorkers' | '
         holds: r.holds,
       }));
     },
-    alerts: async (options = {}) => {
+    alerts: async (given) => {
+      const options = optionsOf('alerts', given);
       knownKeys('alerts option', options, ['namespace', 'all', 'limit']);
       const limit = options.limit ?? DEFAULT_ALERTS;
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ConfigError(`alerts: limit must be an integer from 1 to ${MAX_PAGE}, got ${String(limit)}`);

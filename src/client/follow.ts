@@ -1,5 +1,5 @@
 import { Observable, type SchedulerLike, share, type Subscription } from 'rxjs';
-import { knownKeys } from '../config';
+import { knownKeys, optionsOf } from '../config';
 import { isTransientDbError } from '../db/transient';
 import type { JobId, JobRecord } from '../db/types';
 import { ConfigError, DbClosedError, JobCancelledError, JobFailedError, JobNotFoundError, ResultTimeoutError } from '../errors';
@@ -230,7 +230,7 @@ export function createFollowers(deps: FollowDeps) {
 
   const observe = <P, R>(id: JobId | number | bigint, opts?: ObserveOptions, onOutage?: () => void): Observable<JobRecord<P, R>> =>
     follow<P, R>(() => {
-      knownKeys('observe option', opts ?? {}, ['cancelOnUnsubscribe', 'pollMs']);
+      knownKeys('observe option', optionsOf('observe', opts), ['cancelOnUnsubscribe', 'pollMs']);
       const cancel = opts?.cancelOnUnsubscribe;
       if (cancel !== undefined && typeof cancel !== 'boolean') throw new ConfigError(`observe: cancelOnUnsubscribe must be true or false, got ${shown(cancel)}`);
       return { pollMs: pollOption('observe', opts?.pollMs), cancelOnUnsubscribe: cancel === true, text: jobIdText(id), name: String(id), onOutage };
@@ -238,7 +238,7 @@ export function createFollowers(deps: FollowDeps) {
 
   const result = <R>(id: JobId | number | bigint, opts?: ResultOptions): Promise<R> => {
     try {
-      knownKeys('result option', opts ?? {}, ['timeoutMs', 'pollMs']);
+      knownKeys('result option', optionsOf('result', opts), ['timeoutMs', 'pollMs']);
       const timeoutMs = opts?.timeoutMs;
       if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0 && timeoutMs <= 2 ** 31 - 1)) {
         throw new ConfigError(`result: timeoutMs must be a number of ms from 0 to 2^31-1, got ${shown(timeoutMs)}`);

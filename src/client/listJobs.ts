@@ -2,7 +2,7 @@
  * client.listJobs (docs/operating.md, "Admin operations"): a namespace's jobs newest first by keyset,
  * and the filter and the pick statement the bulk operations share (bulkOperations.ts).
  */
-import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { knownKeys, MAX_NAME_BYTES, nameOption, optionsOf } from '../config';
 import { attemptLimit, DEFINITION_MAX_ATTEMPTS_SQL } from '../db/jobs';
 import { INT8_MAX, type JobId, type JobStatus, type MaxAttemptsFrom } from '../db/types';
 import { ConfigError } from '../errors';
@@ -72,7 +72,8 @@ export interface JobPage {
 /** The listing (Admin.listJobs) of a client of `context.namespace`. */
 export function listJobs(context: AdminContext): Admin['listJobs'] {
   const { dbOf, run } = context;
-  return async (options = {}) => {
+  return async (given) => {
+    const options = optionsOf('listJobs', given);
     knownKeys('listJobs option', options, [...FILTER_KEYS, 'limit', 'cursor']);
     const limit = options.limit ?? DEFAULT_PAGE;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ConfigError(`listJobs: limit must be an integer from 1 to ${MAX_PAGE}, got ${String(limit)}`);

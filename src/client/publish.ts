@@ -3,7 +3,7 @@
  * they exist at its commit and never after its rollback; sys.outbox fans each out to one job per
  * subscribed definition.
  */
-import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
+import { knownKeys, MAX_NAME_BYTES, nameOption, optionsOf } from '../config';
 import type { Queryable } from '../db/Db';
 import { publishEvents, type PublishRows } from '../db/outbox';
 import { ActaError, atItem, ConfigError } from '../errors';
@@ -57,13 +57,13 @@ export function createPublish(deps: { ledger: Ledger; namespace: string; inTx: (
   };
   return {
     async publish(topic: string, message: unknown, options?: PublishOptions | null): Promise<PublishResult> {
-      knownKeys('publish option', options ?? {}, ['tx', 'key']);
+      knownKeys('publish option', optionsOf('publish', options), ['tx', 'key']);
       const [result] = await publishItems([{ topic, message, ...(options?.key === undefined ? {} : { key: options.key }) }], options?.tx ?? undefined, false);
       return result;
     },
     // async: a refusal rejects, as enqueueMany's does, never throws at the call.
     async publishMany(items: readonly PublishItem[], options?: { tx?: Queryable } | null): Promise<PublishResult[]> {
-      knownKeys('publishMany option', options ?? {}, ['tx']);
+      knownKeys('publishMany option', optionsOf('publishMany', options), ['tx']);
       if (!Array.isArray(items)) throw new ConfigError('publishMany takes an array of { topic, message, key? }');
       return publishItems(items, options?.tx ?? undefined, true);
     },

@@ -2,7 +2,7 @@
  * client.signal (docs/workflows.md): a signal to a job by id or by its idempotency key, in the
  * caller's transaction when given one. The mailbox and the wake are acta.send_signal's.
  */
-import { knownKeys, MAX_IDEMPOTENCY_KEY_BYTES, nameOption } from '../config';
+import { knownKeys, MAX_IDEMPOTENCY_KEY_BYTES, nameOption, optionsOf } from '../config';
 import type { Queryable } from '../db/Db';
 import { sendSignal } from '../db/workflows';
 import { jobIdText } from './jobId';
@@ -25,7 +25,7 @@ export type SignalTarget = string | number | bigint | { id: string | number | bi
 
 export function createSignal(deps: { ledger: Ledger; namespace: string; inTx: (tx: Queryable | undefined) => Queryable | undefined; verdict: (err: unknown, inTx: boolean) => Promise<unknown> }) {
   return async function signal(job: SignalTarget, name: string, payload?: unknown, options?: SignalOptions | null): Promise<SignalResult> {
-    knownKeys('signal option', options ?? {}, ['tx', 'idempotencyKey']);
+    knownKeys('signal option', optionsOf('signal', options), ['tx', 'idempotencyKey']);
     checkSignalName(name);
     const target = typeof job === 'object' && job !== null ? job : { id: job };
     let jobId: string | null = null;

@@ -82,3 +82,29 @@ test('client.schedules: a schedule name that is not a name, and add options of t
   await expect(client.schedules.pause('nobody')).resolves.toBe(true);
   await expect(client.schedules.list()).resolves.toHaveLength(1);
 });
+
+test('options: null is none on every client call, and anything but an object is a ConfigError, not ignored', async () => {
+  const client = createClient({ db, force: true });
+  const { id } = await client.enqueue('job', {});
+  // null threw a raw TypeError ("Cannot read properties of null (reading 'namespace')").
+  await expect(client.listJobs(null as never)).resolves.toMatchObject({ jobs: [{ id }] });
+  await expect(client.listWorkers(null as never)).resolves.toEqual([]);
+  await expect(client.alerts(null as never)).resolves.toEqual([]);
+  await expect(client.resume(null as never)).resolves.toBe(false);
+  // A number or a string was ignored (enqueue wrote the job with default options) or read as keys "0", "1".
+  const calls: [string, () => Promise<unknown>][] = [
+    ['enqueue', () => client.enqueue('job', {}, 5 as never)],
+    ['enqueueMany', () => client.enqueueMany([{ definition: 'job', payload: {} }], 'tx' as never)],
+    ['getJob', () => client.getJob(id, 5 as never)],
+    ['cancel', () => client.cancel(id, true as never)],
+    ['signal', () => client.signal(id, 'go', 1, 5 as never)],
+    ['publish', () => client.publish('topic', 1, 5 as never)],
+    ['result', () => client.result(id, 5 as never)],
+    ['listJobs', () => client.listJobs(5 as never)],
+    ['pause', () => client.pause('x' as never)],
+  ];
+  for (const [what, call] of calls) await expect(call()).rejects.toThrow(new RegExp(`^${what} takes an options object, got `));
+  await expect(new Promise((resolve, reject) => client.observe(id, 5 as never).subscribe({ next: resolve, error: reject }))).rejects.toThrow(/^observe takes an options object, got 5$/);
+  expect(await jobCount()).toBe(1);
+  expect(Number((await db.query<{ n: string }>('select (select count(*) from acta.signals) + (select count(*) from acta.outbox) + (select count(*) from acta.pauses) as n')).rows[0].n)).toBe(0);
+});
