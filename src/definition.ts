@@ -189,6 +189,8 @@ export function checkDefinition(d: Partial<Definition>, needsHandler: boolean): 
     if (b === null || typeof b !== 'object' || !finite(b.delayMs, 0) || (b.factor !== undefined && !finite(b.factor, 1)) || (b.maxDelayMs !== undefined && !finite(b.maxDelayMs, 0))) {
       throw new ConfigError(`backoff of definition "${name}" must be a function or { delayMs >= 0, factor >= 1?, maxDelayMs >= 0? } (ms), got ${JSON.stringify(b)}`);
     }
+    // A misspelt cap (`maxDelay`) was ignored: the backoff grew to the default 1 h.
+    knownKeys(`field of backoff of definition "${name}"`, b, ['delayMs', 'factor', 'maxDelayMs']);
   }
   const policy = (what: string, value: unknown, keys: string[]) => {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`${what} of definition "${name}" must be an object { ${keys.join(', ')} }, got ${JSON.stringify(value) ?? typeof value}`);

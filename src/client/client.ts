@@ -288,6 +288,10 @@ export function createClient(options: ClientOptions): Client {
     }
   });
   for (const d of options.definitions ?? []) checkDefinition(d, false);
+  // Two of one name: the client used the last one's policies, where createWorker refuses them.
+  const names = (options.definitions ?? []).map((d) => d.name);
+  const twice = names.filter((n, i) => names.indexOf(n) !== i);
+  if (twice.length > 0) throw new ConfigError(`duplicate definition names: ${[...new Set(twice)].join(', ')}`);
   const known = options.definitions ? new Map(options.definitions.map((d) => [d.name, d])) : undefined;
   /** `many`: called as enqueueMany, whose errors about an item name it (enqueue's one item is not named). */
   const enqueueItems = async (items: readonly EnqueueItem[], opts: { tx?: Queryable | null }, many: boolean): Promise<EnqueueResult[]> => {

@@ -108,3 +108,12 @@ test('options: null is none on every client call, and anything but an object is 
   expect(await jobCount()).toBe(1);
   expect(Number((await db.query<{ n: string }>('select (select count(*) from acta.signals) + (select count(*) from acta.outbox) + (select count(*) from acta.pauses) as n')).rows[0].n)).toBe(0);
 });
+
+test('a backoff object with a misspelt field, and client definitions with one name twice, are ConfigErrors', () => {
+  // { delayMs, maxDelay } ran with no cap (the default 1 h): the misspelt field was ignored.
+  expect(() => defineJob({ name: 'j', handler: () => undefined, backoff: { delayMs: 1_000, maxDelay: 5_000 } as never })).toThrow(/^unknown field of backoff of definition "j" "maxDelay"; known: delayMs, factor, maxDelayMs$/);
+  // The client kept the last of the two (its policies), where createWorker refuses them.
+  const other = { name: 'job', maxAttempts: 3 };
+  expect(() => createClient({ db, definitions: [job, other] })).toThrow(/^duplicate definition names: job$/);
+  expect(() => defineJob({ name: 'j', handler: () => undefined, backoff: { delayMs: 1_000, factor: 3, maxDelayMs: 5_000 } })).not.toThrow();
+});
