@@ -102,6 +102,8 @@ export function createAdmin(context: { db?: Db; ledger: Ledger; namespace: strin
       const text = (what: string, v: unknown) => {
         if (v === undefined) return undefined;
         if (typeof v !== 'string' || v.length > 1_000 || v.includes('\u0000')) throw new ConfigError(`pause: ${what} must be a string of at most 1,000 characters without \\u0000`);
+        // Who paused is what an operator reads to ask why: left out it is user@host, never blank.
+        if (what === 'by' && v.trim() === '') throw new ConfigError('pause: by must name who pauses (left out: user@host), got a blank string');
         return v;
       };
       return run(() => ledger.pause({ ...scope, by: text('by', options.by) ?? byDefault, reason: text('reason', options.reason) ?? null }));

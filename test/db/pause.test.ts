@@ -72,6 +72,7 @@ test('pause and resume refuse bad input with ConfigError, before anything is wri
   const client = createClient({ db });
   await expect(client.pause({ definition: '' })).rejects.toMatchObject({ code: 'ACTA_CONFIG' });
   await expect(client.pause({ reason: 'x'.repeat(1_001) })).rejects.toMatchObject({ code: 'ACTA_CONFIG' });
+  await expect(client.pause({ by: ' ' })).rejects.toMatchObject({ code: 'ACTA_CONFIG', message: expect.stringContaining('pause: by must name who pauses') });
   await expect(client.pause({ namespace: 'a\u0000b' })).rejects.toMatchObject({ code: 'ACTA_CONFIG' });
   await expect(client.resume({ nope: 1 } as never)).rejects.toMatchObject({ code: 'ACTA_CONFIG' });
   expect(await count('true')).toBe(0);
