@@ -192,7 +192,8 @@ test('`acta sql` and `acta migrate` take --deadline <s> (default 300 and 3600 s;
   expect((await acta(['sql', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('--deadline <s> the statement must be answered within this many seconds, else the command fails (0: no deadline) (default: 300)');
   expect((await acta(['migrate', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('--deadline <s> the whole migrate (one transaction) must be answered within this many seconds, else the command fails (0: no deadline) (default: 3600)');
   const nowhere = { DATABASE_URL: `postgres://postgres@127.0.0.1:${await closedPort()}/none` };
-  for (const [args, value] of [[['sql', 'select 1'], '-1'], [['migrate'], '1.5'], [['migrate'], '']] as const) {
+  // Decimal digits only: '1e3' and '0x10' are typos, not 1000 and 16.
+  for (const [args, value] of [[['sql', 'select 1'], '-1'], [['migrate'], '1.5'], [['migrate'], ''], [['migrate'], '1e3'], [['sql', 'select 1'], '0x10']] as const) {
     const refused = await acta([...args, '--deadline', value], nowhere);
     expect([refused.code, refused.stdout, refused.stderr]).toEqual([1, '', expect.stringMatching(new RegExp(`^error: option '--deadline <s>' argument '${value.replace('.', '\\.')}' is invalid\\. must be an integer between 0 and 2147483\\.`))]);
   }

@@ -10,7 +10,8 @@ import { nameOption } from '../../config';
 export const int =
   (min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) =>
   (value: string) => {
-    const n = value.trim() === '' ? Number.NaN : Number(value);
+    // Decimal digits only: Number() would also read '1e3', '0x10' and '1_000'-free forms a typo makes.
+    const n = /^\s*[+-]?\d+\s*$/.test(value) ? Number(value) : Number.NaN;
     if (Number.isInteger(n) && n >= min && n <= max) return n;
     const range = max === Number.MAX_SAFE_INTEGER ? (min === Number.MIN_SAFE_INTEGER ? '' : ` ≥ ${min}`) : ` between ${min} and ${max}`;
     throw new InvalidArgumentError(`must be an integer${range}.`);
