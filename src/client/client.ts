@@ -233,6 +233,8 @@ const CLIENT_OPTION_KEYS = ['db', 'namespace', 'publishWakeup', 'definitions', '
 /** The keys an EnqueueItem may have; `tx` goes in enqueueMany's second argument. */
 const ITEM_KEYS = ['definition', 'payload', 'runAt', 'priority', 'maxAttempts', 'idempotencyKey', 'concurrencyKey', 'rateKey', 'lane', 'force'];
 const TX_HINT = "; tx is enqueue's option, and enqueueMany's second argument: enqueueMany(items, { tx })";
+/** enqueue's options: an item's keys but its definition and payload, which are enqueue's arguments, and `tx`. */
+const ENQUEUE_OPTION_KEYS = [...ITEM_KEYS.filter((k) => k !== 'definition' && k !== 'payload'), 'tx'];
 
 /**
  * The name an enqueue item names: a string as it is, a definition (an object with a `handler`
@@ -410,7 +412,10 @@ export function createClient(options: ClientOptions): Client {
     schedules: clientSchedules(options.db, namespace, known, options.force ?? false),
     // The ids' result types are the interface's (JobId<R>, a brand that exists only in types).
     enqueue: (async (definition: string | Definition<any, any>, payload: unknown, opts?: EnqueueOptions | null) => {
-      const { tx, ...rest } = optionsOf('enqueue', opts); // null: no options, like undefined
+      const options = optionsOf('enqueue', opts); // null: no options, like undefined
+      // A `definition` or `payload` among the options would replace the arguments' in the item.
+      knownKeys('enqueue option', options, ENQUEUE_OPTION_KEYS);
+      const { tx, ...rest } = options;
       const [result] = await enqueueItems([{ definition, payload, ...rest }], { tx }, false);
       return result;
     }) as Client['enqueue'],

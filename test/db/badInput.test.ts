@@ -117,3 +117,11 @@ test('a backoff object with a misspelt field, and client definitions with one na
   expect(() => createClient({ db, definitions: [job, other] })).toThrow(/^duplicate definition names: job$/);
   expect(() => defineJob({ name: 'j', handler: () => undefined, backoff: { delayMs: 1_000, factor: 3, maxDelayMs: 5_000 } })).not.toThrow();
 });
+
+test("enqueue's options: a definition or payload among them is refused, not put over the arguments; the refusal lists enqueue's own options", async () => {
+  const other = defineJob({ name: 'other', handler: () => undefined });
+  const client = createClient({ db, force: true, definitions: [job, other] });
+  await expect(client.enqueue(job, { a: 1 }, { definition: 'other' } as never)).rejects.toThrow(/^unknown enqueue option "definition"; known: runAt, priority, maxAttempts, idempotencyKey, concurrencyKey, rateKey, lane, force, tx$/);
+  await expect(client.enqueue(job, { a: 1 }, { payload: { a: 2 } } as never)).rejects.toBeInstanceOf(ConfigError);
+  expect(await jobCount()).toBe(0);
+});
