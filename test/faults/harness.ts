@@ -117,9 +117,13 @@ export interface WorkerProcess {
 
 const spawned = new Set<ChildProcess>();
 
-/** Starts `acta worker <module>` (default: FIXTURE) with `args`, on `dbUrl`, its fixture events into `events`. */
-export function spawnWorker(options: { dbUrl: string; events: string; args?: string[]; env?: Record<string, string>; module?: string }): WorkerProcess {
-  const args = ['bin/acta.js', 'worker', options.module ?? FIXTURE, ...(options.args ?? [])];
+/**
+ * Starts `acta worker <module>` (default: FIXTURE) with `args`, on `dbUrl`, its fixture events into
+ * `events`; or, given `script`, `node <script> <args>` (a process that runs createWorker itself, for
+ * options the CLI does not take).
+ */
+export function spawnWorker(options: { dbUrl: string; events: string; args?: string[]; env?: Record<string, string>; module?: string; script?: string }): WorkerProcess {
+  const args = [...(options.script ? [options.script] : ['bin/acta.js', 'worker', options.module ?? FIXTURE]), ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: options.dbUrl, FAULT_EVENTS: options.events, ACTA_LOG_LEVEL: 'debug', ...options.env },
