@@ -134,6 +134,9 @@ test('kill -9 every second and a server restart while events are published: each
   expect(rows.filter((r) => rolledBack.has(r.seq))).toEqual([]);
   const known = new Set([...committed.keys()]);
   expect(rows.filter((r) => !known.has(r.event) && !uncertain.has(r.seq))).toEqual([]);
+  const uncertainBatches = new Map<number, number>();
+  for (const r of rows) if (!known.has(r.event)) uncertainBatches.set(Math.floor(r.seq / PER_BATCH), (uncertainBatches.get(Math.floor(r.seq / PER_BATCH)) ?? 0) + 1);
+  expect([...uncertainBatches.values()].filter((n) => n !== PER_BATCH * SUBSCRIBERS.length)).toEqual([]);
   expect(rows.length).toBe(pairs.size);
 
   for (const w of workers) w.kill('SIGTERM');
