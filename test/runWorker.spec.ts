@@ -21,6 +21,14 @@ test('a stop$ that is not an ObservableInput errors the stream with ConfigError,
   expect(ledger.state().workers).toEqual([]);
 });
 
+test('runWorker$ without options (or not an object) errors the stream with ConfigError saying what it takes', async () => {
+  for (const given of [undefined, null, 'x']) {
+    const error = await lastValueFrom(runWorker$(given as never)).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(/^runWorker\$ takes options: \{ db, definitions: \[\.\.\.\], stop\$\? \}, got /);
+  }
+});
+
 test('a stop$ that errors stops the worker gracefully, and the stream errors with it after the stopped event', async () => {
   const clock = new VirtualClock();
   const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ActaError, EmbeddedShareClosedError, SchemaNewerError, SchemaNotMigratedError } from '../errors';
+import { ActaError, ConfigError, EmbeddedShareClosedError, SchemaNewerError, SchemaNotMigratedError } from '../errors';
 import type { Db, Queryable } from './Db';
 
 /** pg_advisory_xact_lock key of the migrator: "acta" in ASCII, so it is recognisable in pg_locks. */
@@ -98,6 +98,8 @@ function refuseNewer(applied: Map<string, string>, files: SqlFile[], revision: n
  * acta migrated it: this build's function files are older).
  */
 export async function migrate(db: Db, files = loadSqlFiles(), revision = loadFunctionsLock().revision): Promise<string[]> {
+  // The files are acta's own (tests give others): an options object here is a caller's slip.
+  if (!Array.isArray(files)) throw new ConfigError(`migrate takes the database only: migrate(db); got a second argument of type ${typeof files}`);
   for (let attempt = 1; ; attempt++) {
     try {
       return await migrateOnce(db, files, revision);

@@ -35,6 +35,10 @@ export interface RunWorkerOptions extends WorkerOptions {
  */
 export function runWorker$(options: RunWorkerOptions): Observable<WorkerEvent> {
   return new Observable<WorkerEvent>((subscriber) => {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      subscriber.error(new ConfigError(`runWorker$ takes options: { db, definitions: [...], stop$? }, got ${options === undefined ? 'nothing' : describeValue(options)}`));
+      return;
+    }
     const { stop$, ...workerOptions } = options;
     // Checked before the worker exists: a stop$ found bad after start() would leave a running
     // worker that nothing can stop (test/runWorker.spec.ts).

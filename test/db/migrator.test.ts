@@ -27,6 +27,8 @@ const { revision } = loadFunctionsLock();
 
 test('migrate applies every file once and records it; a second run applies nothing', async () => {
   const db = (await fresh()).open();
+  // Options given as a second argument are a slip: refused before anything is applied.
+  await expect(migrate(db, {} as never)).rejects.toThrow(/^migrate takes the database only: migrate\(db\); got a second argument of type object$/);
   expect(await migrate(db)).toEqual(files.map((f) => f.name));
   expect(await migrate(db)).toEqual([]);
   // Both in code-point order: a locale's collation puts enqueue_jobs.sql and enqueue_jobs_wake_early.sql either way.
