@@ -32,18 +32,8 @@ function statusList(value: string): JobStatus[] {
 }
 const positive = int(1, 1_000);
 
-interface FilterOpts {
-  namespace: string;
-  status?: JobStatus[];
-  definition?: string;
-  concurrencyKey?: string;
-  lane?: string;
-  createdAfter?: Date;
-  createdBefore?: Date;
-  finishedAfter?: Date;
-  finishedBefore?: Date;
-  json?: boolean;
-}
+/** The filter options as commander hands them over: a JobFilter with its namespace defaulted and statuses always a list. */
+type FilterOpts = Omit<JobFilter, 'namespace' | 'status'> & { namespace: string; status?: JobStatus[]; json?: boolean };
 
 const withFilter = (cmd: Command): Command =>
   cmd
