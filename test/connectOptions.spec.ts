@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConfigError } from '../src/errors';
 import { connect } from '../src/db/connect';
+import { createPgDb } from '../src/db/pgDb';
 
 test.each([
   [{ uri: 'postgres://nobody@127.0.0.1:1/none' }, /^unknown connect option "uri"; known: url, dataDir, max, listenUrl$/],
@@ -37,6 +38,17 @@ test.each([
     if (env !== undefined) process.env.DATABASE_URL = env;
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test.each([
+  [null, /^createPgDb takes options: \{ connectionString \} or \{ pool \} \(connect\(\{ url \}\) takes a URL\), got null$/],
+  ['postgres://nobody@127.0.0.1:1/none', /^createPgDb takes options: .*, got string$/],
+  [5, /, got number$/],
+  // A misspelt key was ignored: the pool went to the PG* environment's defaults.
+  [{ connectionstring: 'postgres://nobody@127.0.0.1:1/none' }, /^unknown createPgDb option "connectionstring"; known: connectionString, max, pool, ownsPool, listenConnectionString$/],
+])('createPgDb(%j) is refused with a ConfigError', (options, message) => {
+  expect(() => createPgDb(options as never)).toThrow(ConfigError);
+  expect(() => createPgDb(options as never)).toThrow(message);
 });
 
 test('ACTA_LISTEN_URL goes with DATABASE_URL: read beside it, not beside a url given in code', async () => {

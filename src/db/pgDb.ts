@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
-import { intOption } from '../config';
+import { intOption, knownKeys, MAX_TIMER_MS } from '../config';
 import { ConfigError, DbClosedError, DbUnansweredError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
 import { listenOnOwnConnection } from './pgListener';
@@ -154,6 +154,10 @@ function clearer(err: Error | null, client: { user?: string; host?: string; port
 export const MAX_POOL_SIZE = 10_000;
 
 export function createPgDb(options: PgDbOptions): Db {
+  // Called bare or with a string it failed as a TypeError, or with a number as a raw 28000; an
+  // unknown key (a misspelt `connectionstring`) was ignored and the pool went to PG* defaults.
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new ConfigError(`createPgDb takes options: { connectionString } or { pool } (connect({ url }) takes a URL), got ${options === undefined ? 'nothing' : options === null ? 'null' : typeof options}`);
+  knownKeys('createPgDb option', options, ['connectionString', 'max', 'pool', 'ownsPool', 'listenConnectionString']);
   // pg's pool with max below 1 never hands out a connection: every statement waited for good.
   if (options.max !== undefined) intOption('max', options.max, 1, MAX_POOL_SIZE);
   checkConnectionString(options.connectionString);
@@ -326,6 +330,9 @@ const KEEPALIVE_IDLE_MS = 10_000;
  * destroyed (`releaseHere`, as pool.query does), or as `fn` released it (inTransaction does).
  */
 function onClientWithin<T>(pool: Pool, ms: number, fn: (client: PoolClient) => Promise<T>, releaseHere: boolean): Promise<T> {
+  // Node fires a timer past 2^31 - 1 ms after 1 ms: a batch timeout near it plus the worker's own
+  // deadline would fail every call at once.
+  const waitMs = Math.min(ms, MAX_TIMER_MS);
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let client: PoolClient | undefined;
@@ -337,7 +344,7 @@ function onClientWithin<T>(pool: Pool, ms: number, fn: (client: PoolClient) => P
           reject(new DbUnansweredError(ms));
           if (client) destroyConnection(client);
         }),
-      ms,
+      waitMs,
     );
     const settle = (ok: boolean, value: unknown) => {
       clearTimeout(timer);
