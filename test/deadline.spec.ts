@@ -56,3 +56,9 @@ test('a Proxy of a Db sees every call of withDeadline (it is not bypassed), and 
   await withDeadline(traced, 9).query('traced');
   expect(calls.at(-1)).toEqual(['query', 'traced', undefined, { deadlineMs: 9 }]);
 });
+
+test('a deadline of NaN, 0, a negative number or not a number is a ConfigError (each fired at once: every call failed as unanswered)', () => {
+  const { db } = recordingDb(false);
+  for (const ms of [Number.NaN, 0, -1, '5000']) expect(() => withDeadline(db, ms as never)).toThrow(/^withDeadline: ms must be a number of milliseconds above 0, got /);
+  expect(() => withDeadline(db, 2 ** 40)).not.toThrow();
+});

@@ -2,6 +2,7 @@
  * The database access seam (docs/DESIGN.md, "Storage"): the rest of acta sees only this, and
  * is blind to whether a PostgreSQL server or embedded PGlite is behind it.
  */
+import { ConfigError } from '../errors';
 
 /** Anything that runs one parameterised statement: a Db, a transaction, or a caller's `pg` client. */
 export interface Queryable {
@@ -88,6 +89,8 @@ export interface Db extends Queryable {
  * (test/db/core.test.ts's Proxy passes two: its calls run without one).
  */
 export function withDeadline(db: Db, ms: number): Db {
+  // NaN, 0 or a negative deadline fired at once: every call failed as unanswered.
+  if (typeof ms !== 'number' || !(ms > 0)) throw new ConfigError(`withDeadline: ms must be a number of milliseconds above 0, got ${typeof ms === 'number' ? ms : typeof ms}`);
   const call: CallOptions = { deadlineMs: ms };
   return {
     kind: db.kind,
