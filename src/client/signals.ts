@@ -4,6 +4,7 @@
  */
 import { knownKeys, MAX_IDEMPOTENCY_KEY_BYTES, nameOption, optionsOf } from '../config';
 import type { Queryable } from '../db/Db';
+import { ConfigError } from '../errors';
 import { sendSignal } from '../db/workflows';
 import { jobIdText } from './jobId';
 import type { Ledger } from '../ledger';
@@ -28,6 +29,8 @@ export function createSignal(deps: { ledger: Ledger; namespace: string; inTx: (t
     knownKeys('signal option', optionsOf('signal', options), ['tx', 'idempotencyKey']);
     checkSignalName(name);
     const target = typeof job === 'object' && job !== null ? job : { id: job };
+    // One of the two forms: with both, which job was meant cannot be told (the id was ignored).
+    if ('idempotencyKey' in target && 'id' in target) throw new ConfigError('signal: the job is { id } or { idempotencyKey }, not both');
     let jobId: string | null = null;
     let jobKey: string | null = null;
     if ('idempotencyKey' in target) {

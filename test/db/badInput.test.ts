@@ -58,6 +58,8 @@ test("client.signal checks its idempotency keys as enqueue's: a NUL, a lone surr
     // The job named by its key: a NUL failed as 22021, a lone surrogate could name the job of another key.
     await expect(client.signal({ idempotencyKey: key }, 'go', 1)).rejects.toThrow(/^signal: the job's idempotencyKey must be /);
   }
+  // Both forms at once: the id was ignored and the key's job signalled.
+  await expect(client.signal({ id, idempotencyKey: 'k' } as never, 'go', 1)).rejects.toThrow(/^signal: the job is \{ id \} or \{ idempotencyKey \}, not both$/);
   expect(await signals()).toBe(0);
   await expect(client.signal(id, 'go', 1, { idempotencyKey: 'k'.repeat(2_000) })).resolves.toMatchObject({ delivered: true });
   await expect(client.signal(id, 'go', 2, { idempotencyKey: 'k😀' })).resolves.toMatchObject({ delivered: true });
