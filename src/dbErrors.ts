@@ -1,0 +1,158 @@
+/**
+ * The typed errors about the database itself: its schema, the embedded folder and its sharing, and
+ * a connection that does not answer or was closed. Exported with the rest by src/errors.ts.
+ */
+import { ActaError } from './actaError';
+
+/** The database has not been migrated to the schema this build of acta needs. */
+export class SchemaNotMigratedError extends ActaError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('ACTA_SCHEMA_NOT_MIGRATED', `the acta schema is not migrated (${detail}): run \`npx acta migrate\` (or \`migrate(db)\`) first`, options);
+  }
+}
+
+/**
+ * The database's acta schema is newer than this acta: it records migrations this version does not
+ * know, or SQL functions of a higher revision (sql/functions.lock). An older acta's migrate would
+ * put back its own (older) function files under the newer tables and indexes, and the newer
+ * workers would then refuse to start until migrated again (a rolling upgrade would go back and
+ * forth so), so both migrate and a starting worker refuse instead, and change nothing
+ * (test/db/migrator.test.ts, "an older acta refuses a schema a newer one migrated").
+ */
+export class SchemaNewerError extends ActaError {
+  constructor(unknown: string[]) {
+    super(
+      'ACTA_SCHEMA_NEWER',
+      `the acta schema is newer than this acta (the database has ${unknown.join(', ')}, which this version does not know): run the newer acta (its workers, its \`acta migrate\`); nothing was changed`,
+    );
+  }
+}
+
+/**
+ * An embedded (PGlite) data directory already open in another live process (`pid`), or, with
+ * `pid` -1, whose lock file could not be taken in 50 tries though no live process holds it.
+ * `unshared`: that process does not serve it to others (connect.ts).
+ */
+export class DataDirLockedError extends ActaError {
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number,
+    readonly unshared = false,
+  ) {
+    super(
+      'ACTA_DATA_DIR_LOCKED',
+      pid === process.pid
+        ? `the data directory ${dataDir} is locked with this process's pid (${pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process with the same pid that recorded no start time to tell it apart (no /proc here: then remove ${dataDir}/acta.lock)`
+        : pid > 0 && unshared
+        ? `the data directory ${dataDir} is in use by process ${pid}, which does not serve it to other processes (opened with share: false, or its socket could not be bound); one process per data directory`
+        : pid > 0
+        ? `the data directory ${dataDir} is in use by process ${pid}; one process per data directory`
+        : `the data directory ${dataDir}: its lock file (acta.lock) could not be taken, and no live process holds it; remove acta.lock* there if no process uses the folder`,
+    );
+  }
+}
+
+/**
+ * An embedded (PGlite) data directory this process cannot use: not writable by its user (owned by
+ * another, or its mode), on a read-only file system, or a path that is not a folder (a file is
+ * there). `reason` is the file system's code (EACCES, EPERM, EROFS, EEXIST, ENOTDIR), `cause` its
+ * error. Nothing was written (src/db/pgliteDb.ts, createPgliteDb).
+ */
+export class DataDirUnusableError extends ActaError {
+  constructor(
+    readonly dataDir: string,
+    readonly reason: string,
+    problem: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      'ACTA_DATA_DIR_UNUSABLE',
+      `the data directory ${dataDir} cannot be used for the embedded database: ${problem}. ` +
+        'Give it a folder this user can write (the dataDir option of connect() or createPgliteDb, or ACTA_DATA_DIR), or use PostgreSQL (DATABASE_URL)',
+      options,
+    );
+  }
+}
+
+/**
+ * An embedded (PGlite) data directory made by a PGlite of another PostgreSQL major version (its
+ * `PG_VERSION` file): PostgreSQL does not open a data folder of another major version, and
+ * PGlite's own failure says only "PGlite failed to initialize properly". `found` is the folder's
+ * major version, `expected` the one this acta's PGlite runs (an older or a newer acta's folder). Nothing was changed
+ * (src/db/pgliteDb.ts, checkDataDirVersion; docs/upgrading.md, "The embedded database").
+ */
+export class DataDirVersionError extends ActaError {
+  constructor(
+    readonly dataDir: string,
+    readonly found: string,
+    readonly expected: number,
+  ) {
+    super(
+      'ACTA_DATA_DIR_VERSION',
+      `the data directory ${dataDir} holds a PostgreSQL ${found} database, made by another acta version's embedded PGlite; this acta's PGlite runs PostgreSQL ${expected}, which cannot open it (a data folder does not carry across PostgreSQL major versions). Nothing was changed. ` +
+        `Use the acta version that made it, or move its data over (docs/upgrading.md, "The embedded database"), or move the folder aside (mv ${dataDir} ${dataDir}.pg${found}) to start with an empty one`,
+    );
+  }
+}
+
+/**
+ * The process serving the embedded database to this one (src/db/embeddedShare.ts) closed it or
+ * exited. Transient (src/db/transient.ts): a Db from connect() opens the folder again at its next call.
+ */
+export class EmbeddedShareClosedError extends ActaError {
+  constructor(socketPath: string, options?: { cause?: unknown }) {
+    super(
+      'ACTA_EMBEDDED_SHARE_CLOSED',
+      `the process serving the embedded database (socket ${socketPath}) closed it or exited: a Db from connect() opens the data folder again at its next call (this process takes it if it is free)`,
+      options,
+    );
+  }
+}
+
+/**
+ * A statement on a PostgreSQL server was not answered within its deadline (a worker's own calls:
+ * one heartbeat interval, at least 5 s; the CLI's: 30 s, `acta sql`'s and `acta migrate`'s their
+ * `--deadline`), and its connection was destroyed so the
+ * pool replaces it: a silent network (a NAT that dropped the flow, a cable pulled) neither answers
+ * nor closes a connection. Transient (src/db/transient.ts): the statement may have run, as after
+ * any lost answer; a worker repeats it (test/faults/partition.test.ts).
+ */
+export class DbUnansweredError extends ActaError {
+  /** `advice`: what to do next, in the caller's words (the CLI's `--deadline`), after the message. */
+  constructor(
+    readonly deadlineMs: number,
+    advice?: string,
+    options?: { cause?: unknown },
+  ) {
+    super('ACTA_DB_UNANSWERED', `the database did not answer within ${deadlineMs} ms: its connection was dropped (a silent network or a server that stopped answering; the statement may have run)${advice ? `; ${advice}` : ''}`, options);
+  }
+}
+
+/**
+ * A NOTIFY committed on the Db's own connections did not reach its LISTEN connection within the
+ * probe timeout (`timeoutMs`): a pooler in transaction or statement mode between acta and
+ * PostgreSQL, whose server connection, holding the LISTEN, serves other clients between
+ * statements; or a listen URL naming another database. The LISTEN has ended for good; the safety
+ * poll (and Redis wakeups) claim.
+ * Fix: a direct connection for LISTEN (ACTA_LISTEN_URL, `connect({ listenUrl })`; docs/operating.md,
+ * "Behind PgBouncer").
+ */
+export class ListenUndeliveredError extends ActaError {
+  constructor(readonly timeoutMs: number) {
+    super(
+      'ACTA_LISTEN_UNDELIVERED',
+      `a NOTIFY did not reach the LISTEN connection within ${timeoutMs} ms: a pooler in transaction mode between acta and PostgreSQL, or a listen URL naming another database? Give LISTEN a direct connection to this database (ACTA_LISTEN_URL, or connect({ listenUrl })); until then wakeups come from the safety poll (and Redis)`,
+    );
+  }
+}
+
+/**
+ * The Db was closed (`db.close()`): a statement or LISTEN asked of it afterwards, and what an open
+ * client.observe / client.result ends with when its Db closes under it (docs/reference.md,
+ * "observe").
+ */
+export class DbClosedError extends ActaError {
+  constructor(options?: { cause?: unknown }) {
+    super('ACTA_DB_CLOSED', 'the database connection was closed (db.close()): open a new Db to go on', options);
+  }
+}
