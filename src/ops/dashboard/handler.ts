@@ -269,7 +269,10 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 function safeBack(back: string | null, base: string, deletedId: string | null): string {
   const ok = back !== null && back.startsWith(`${base}/`) && !back.startsWith('//') && !/[\\\r\n]/.test(back) && !new URL(back, 'http://dashboard').pathname.startsWith('//');
   if (!ok) return `${base}/`;
-  if (deletedId !== null && new URL(back, 'http://dashboard').pathname === `${base}/jobs/${deletedId}`) return `${base}/jobs${new URL(back, 'http://dashboard').search}`;
+  // The job's page by its id as the page reads it (jobIdText): /jobs/007 is job 7's page too.
+  const at = new URL(back, 'http://dashboard');
+  const page = at.pathname.startsWith(`${base}/jobs/`) ? /^[0-9]+$/.exec(at.pathname.slice(`${base}/jobs/`.length)) : null;
+  if (deletedId !== null && page !== null && jobIdText(page[0]) === jobIdText(deletedId)) return `${base}/jobs${at.search}`;
   return back;
 }
 
