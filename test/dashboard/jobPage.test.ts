@@ -1,5 +1,6 @@
 // A job's page as an operator reaches it (docs/dashboard.md, "Pages" and "Actions"): an address with
-// leading zeros is the job's page, and deleting from it goes to the job list as from /jobs/<id>.
+// leading zeros is the job's page, and deleting from it goes to the job list as from /jobs/<id>; a
+// value cut by the database is described in the characters the database counted.
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClient, createDashboardHandler } from '../../src';
@@ -43,5 +44,13 @@ test('Delete on a job page opened with leading zeros (/jobs/007) goes to the job
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('/jobs?ns=default&done=delete%3A1');
     expect(await client.getJob(id)).toBeNull();
+  });
+});
+
+test('a payload cut by the database is said to show 65,536 characters, an emoji one too (not its UTF-16 length)', async () => {
+  const { id } = await createClient({ db, force: true }).enqueue('emoji', { e: '😀'.repeat(70_000) }, { runAt: new Date(Date.now() + 3_600_000) });
+  await withDashboard(async (url) => {
+    const page = await (await fetch(`${url}/jobs/${id}`)).text();
+    expect(/<b>cut<\/b>: the first ([0-9,]+) characters shown/.exec(page)?.[1]).toBe('65,536');
   });
 });

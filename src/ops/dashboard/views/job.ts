@@ -6,9 +6,10 @@ import type { JobDetail, ShownValue } from '../queries';
 import { jobActions } from './jobs';
 import { bytes, href, layout, status, time, type ViewContext } from './layout';
 
+/** A value's note counts characters as the database cut them (code points: an emoji is one, not two UTF-16 units). */
 function value(name: string, v: ShownValue | null): Html | '' {
   if (v === null) return '';
-  return html`<h2>${name}</h2><p class="note">${bytes(v.bytes)}${v.truncated ? html`, <b>cut</b>: the first ${v.text.length.toLocaleString('en')} characters shown` : ''}</p><pre id="${name.toLowerCase()}">${v.text}</pre>`;
+  return html`<h2>${name}</h2><p class="note">${bytes(v.bytes)}${v.truncated ? html`, <b>cut</b>: the first ${[...v.text].length.toLocaleString('en')} characters shown` : ''}</p><pre id="${name.toLowerCase()}">${v.text}</pre>`;
 }
 
 /** Where a job's attempt limit comes from, in words (JobRecord.maxAttemptsFrom). */
