@@ -19,7 +19,7 @@ export interface MinuteCounts {
   succeeded: number;
   /** Failed attempts: retried (failed) and final (failed_final). */
   failed: number;
-  /** Every other outcome: cancelled, handed back, lost to recovery. */
+  /** Every other outcome: parked (signal_wait, children_wait), rate_limited, skipped, cancelled, handed back, expired, lost to recovery. */
   other: number;
 }
 

@@ -33,5 +33,5 @@ export function attemptsChart(minutes: MinuteCounts[], label: string): Html {
 <text x="2" y="12" font-size="10" fill="#6b7385">${max}</text><text x="2" y="${HEIGHT}" font-size="10" fill="#6b7385">0</text>
 <line x1="${AXIS}" y1="${HEIGHT}" x2="${WIDTH}" y2="${HEIGHT}" stroke="#c5cad3"/>${bars}
 <text x="${AXIS}" y="${HEIGHT + 13}" font-size="10" fill="#6b7385">${first} UTC</text><text x="${WIDTH - 60}" y="${HEIGHT + 13}" font-size="10" fill="#6b7385">${last} UTC</text></svg>
-<figcaption class="note">${label}: <span style="color:#3aa655">■</span> succeeded <span style="color:#d64545">■</span> failed <span style="color:#9aa3b5">■</span> other (cancelled, handed back, lost); per minute, the last ${minutes.length} minutes.</figcaption></figure>`;
+<figcaption class="note">${label}: <span style="color:#3aa655">■</span> succeeded <span style="color:#d64545">■</span> failed <span style="color:#9aa3b5">■</span> other (parked for a signal or children, rate limited, skipped, cancelled, handed back, lost); per minute, the last ${minutes.length} minutes.</figcaption></figure>`;
 }

@@ -36,7 +36,7 @@ ${STATUSES.map((s) => html`<td class="n"><a href="${href({ ...ctx, namespace: n.
 
 <h2>Attempts in ${ctx.namespace}</h2>
 ${attemptsChart(data.minutes, `attempts of ${ctx.namespace} per minute`)}
-<p id="totals">Last ${data.minutes.length} minutes: <b>${sum('succeeded')}</b> succeeded, <b>${sum('failed')}</b> failed, ${sum('other')} other (cancelled, handed back, lost).</p>
+<p id="totals">Last ${data.minutes.length} minutes: <b>${sum('succeeded')}</b> succeeded, <b>${sum('failed')}</b> failed, ${sum('other')} other (parked for a signal or children, rate limited, skipped, cancelled, handed back, lost).</p>
 
 <h2>Pauses</h2>
 ${
