@@ -24,7 +24,7 @@ async function withDashboard(fn: (url: string) => Promise<void>): Promise<void> 
 async function submit(url: string, page: string, action: string): Promise<Response> {
   const form = new RegExp(`<form[^>]*action="/actions/${action}">(.*?)</form>`).exec(page)?.[1];
   expect(form).toBeDefined();
-  const fields = [...form!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], m[2].replace(/&amp;/g, '&')]);
+  const fields = [...form!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m): [string, string] => [m[1], m[2].replace(/&amp;/g, '&')]);
   return fetch(`${url}/actions/${action}`, {
     method: 'POST',
     redirect: 'manual',
