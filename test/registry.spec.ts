@@ -3,6 +3,23 @@ import { Registry } from '../src/worker/registry';
 
 const row = (id: string, execution: number): ClaimedRow => ({ id, definition: 'd', payload: {}, execution, attempts: 0, maxAttempts: 25, unchargedReturns: 0, priority: 0 });
 
+test("a new claim under the same execution number fences out the old attempt's completion still waiting for its write (it would have landed on the new attempt)", () => {
+  const registry = new Registry();
+  const [old] = registry.addClaimed([row('7', 3)], 1_000);
+  const completion = { entry: old, row: { id: '7', execution: 3, outcome: 'failed', result: null, error: null, retryDelayMs: 0 }, bytes: 0 } as unknown as NonNullable<typeof old.completion>;
+  old.completion = completion;
+  const queued = completion.row; // the finalizer holds the row itself: a write not sent yet, or repeated
+  registry.addClaimed([row('7', 3)], 2_000);
+  expect(queued.execution).toBe(0);
+  // A claim under another execution number (recovery gave the row back, and it was claimed again)
+  // leaves the old completion's own fence, which the database refuses by itself.
+  const [older] = registry.addClaimed([row('8', 1)], 1_000);
+  const olderRow = { id: '8', execution: 1 };
+  older.completion = { entry: older, row: olderRow } as unknown as NonNullable<typeof older.completion>;
+  registry.addClaimed([row('8', 2)], 2_000);
+  expect(olderRow.execution).toBe(1);
+});
+
 test('a new claim of a job already held supersedes the old entry: it is aborted as lost and removing it keeps the new one', () => {
   const registry = new Registry();
   const [old] = registry.addClaimed([row('7', 3)], 1_000);

@@ -134,7 +134,14 @@ export class Registry {
   addClaimed(rows: ClaimedRow[], deadlineAt: number, claimedAt?: number): Entry[] {
     return rows.map((row) => {
       const previous = this.entries.get(row.id);
-      if (previous) this.abort(previous, 'lost');
+      if (previous) {
+        this.abort(previous, 'lost');
+        // The same execution number again: the claim that made `previous` did not last (an
+        // asynchronous commit a server crash dropped), so its fence is this attempt's. Its completion
+        // waiting for the write would land on this attempt: it is fenced out instead (execution 0
+        // matches no Executing row; test/registry.spec.ts).
+        if (previous.completion && previous.completion.row.execution === row.execution) previous.completion.row.execution = 0;
+      }
       const entry = new Entry(row, deadlineAt, claimedAt);
       this.entries.set(row.id, entry);
       return entry;
