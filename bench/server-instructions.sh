@@ -70,7 +70,7 @@ script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succee
     if [ "$1" != 0 ]; then
       printf "do \$loop\$ declare w uuid := gen_random_uuid(); ids bigint[]; execs integer[]; begin insert into acta.workers (id, namespace, hostname, pid, definitions) values (w, 'default', 'instructions', 1, array['d']); for i in 1..%d loop select array_agg(c.job_id), array_agg(c.execution) into ids, execs from acta.claim_jobs('default', w, array['d'], %d, 180000) c where c.job_id is not null; %s commit; end loop; end \$loop\$;\n\n" "$ITER" "$LIM" "$COMPLETE"
     fi
-    if [ "$1" = 2 ]; then printf "%s;\n\n" "${ACTA_DONE_QUERY:-select count(*) from acta.jobs where status = 'succeeded'}"; fi
+    if [ "$1" = 2 ]; then printf "%s;\n\n" "${ACTA_DONE_QUERY:-select count(*) from acta.all_jobs where status = 'succeeded'}"; fi
   } > "$WORK/script$1.sql"
 }
 instructions() { # $1: 0 or 1
