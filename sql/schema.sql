@@ -575,10 +575,11 @@ begin
     raise exception 'acta.claim_jobs: p_limit must be at least 1, got %', p_limit using errcode = '22023';
   end if;
   -- This transaction only (see Durability); a SET clause would be put back before its commit.
-  -- Not with fsync off (PGlite's): there the commit's WAL write is all a synchronous commit costs,
-  -- and single-user PGlite has no WAL writer, so an asynchronous claim stayed unwritten until a
-  -- later commit and a SIGKILL of its process lost it (test/pgliteClaimDurability.test.ts).
-  if current_setting('fsync') <> 'off' then
+  -- Not on PGlite (its Db sets acta.claim_durable for the session): it runs with fsync off, so the
+  -- commit's WAL write is all a synchronous commit costs, and single-user PGlite has no WAL writer,
+  -- so an asynchronous claim stayed unwritten until a later commit and a SIGKILL of its process lost
+  -- it (test/pgliteClaimDurability.test.ts).
+  if current_setting('acta.claim_durable', true) is distinct from 'on' then
     perform set_config('synchronous_commit', 'off', true);
   end if;
   -- Each name once: the pick runs per name, and a second pass over a name sees the rows this

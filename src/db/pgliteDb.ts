@@ -87,6 +87,9 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     // claim runs, so a slow pick is the machine's, and the claim's resumed scan (claim_jobs.sql)
     // would only relax its order.
     await pglite.query(`select set_config('acta.claim_resume_after_ms', 'Infinity', false)`);
+    // Claims commit synchronously here: no WAL writer flushes an asynchronous commit, so a SIGKILL
+    // lost the claims this process had answered (claim_jobs.sql; test/pgliteClaimDurability.test.ts).
+    await pglite.query(`select set_config('acta.claim_durable', 'on', false)`);
     const parsers = { [INT8]: (text: string) => text, [INT8_ARRAY]: (text: string) => parseTextArray(text) };
     const run = (q: Pick<PGliteInterface, 'query' | 'exec'>) =>
       async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
