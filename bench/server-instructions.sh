@@ -10,6 +10,9 @@
 #       (how the loop's succeeded jobs are counted, for a variant that keeps them elsewhere)
 #   ACTA_ENQUEUE_ONLY=1 bash bench/server-instructions.sh [variant.sql] [iterations] [rows]
 #       (one enqueue_jobs call of iterations × rows jobs, against one of 10: instructions per enqueued job)
+#   ACTA_PEER=graphile-worker bash bench/server-instructions.sh "" [iterations] [rows]
+#       (the same loop with graphile-worker's own SQL, bench/'s version: its batched get-jobs query and
+#       its batched delete of completed jobs, as its perf preset sends them: the same count for the peer)
 #
 # It makes a throwaway cluster (initdb, as the `postgres` user when run as root), installs acta's
 # schema with this checkout's migrator (`npm run build` first), applies variant.sql if given (e.g.
@@ -34,10 +37,17 @@ as_pg "'$BIN/initdb' -D '$WORK/data' -A trust -U postgres >'$WORK/initdb.log' 2>
 as_pg "'$BIN/pg_ctl' -D '$WORK/data' -o '-p $PORT -k $WORK -c listen_addresses=127.0.0.1' -l '$WORK/pg.log' -w start >/dev/null"
 trap 'as_pg "\"$BIN/pg_ctl\" -D \"$WORK/data\" -m immediate stop" >/dev/null 2>&1 || true' EXIT
 as_pg "'$BIN/psql' -h 127.0.0.1 -p $PORT -U postgres -qc 'create database acta_instructions' postgres"
+if [ "${ACTA_PEER:-}" = graphile-worker ]; then
+  (cd "$ROOT/bench" && node --input-type=module -e "
+import { createRequire } from 'node:module';
+const { runMigrations } = createRequire(process.cwd() + '/package.json')('graphile-worker');
+await runMigrations({ connectionString: 'postgres://postgres@127.0.0.1:$PORT/acta_instructions' });")
+else
 (cd "$ROOT" && node -e "
 const A = require('./dist/src');
 (async () => { const db = A.createPgDb({ connectionString: 'postgres://postgres@127.0.0.1:$PORT/acta_instructions' }); await A.migrate(db); await db.close(); })()
   .catch((e) => { console.error(e); process.exit(1); });")
+fi
 as_pg "'$BIN/pg_ctl' -D '$WORK/data' -w stop >/dev/null"
 trap - EXIT
 
@@ -55,6 +65,18 @@ script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succee
       enqueue 10
       if [ "$1" != 0 ]; then enqueue $((N - 10)); fi
       if [ "$1" = 2 ]; then printf "select count(*) from acta.jobs where status = 'ready';\n\n"; fi
+    } > "$WORK/script$1.sql"
+    return
+  fi
+  if [ "${ACTA_PEER:-}" = graphile-worker ]; then # graphile-worker 0.18's getJobs (batch, named-queue strategy 2, no flags) and completeJobs
+    {
+      printf "select count(*) from (select graphile_worker.add_job('d', json_build_object('n', g)) from generate_series(1, %d) g) x;\n\n" "$N"
+      printf 'vacuum analyze graphile_worker._private_jobs;\n\n'
+      if [ "$1" != 0 ]; then
+        printf "do \$loop\$ declare ids bigint[]; t int[] := array(select id from graphile_worker._private_tasks where identifier = 'd'); begin for i in 1..%d loop with j_raw as (select jobs.job_queue_id, jobs.priority, jobs.run_at, jobs.id from graphile_worker._private_jobs as jobs where jobs.is_available = true and run_at <= now() and task_id = any(t) and (jobs.job_queue_id is null or jobs.job_queue_id in (select id from graphile_worker._private_job_queues as job_queues where job_queues.is_available = true for update skip locked)) order by priority asc, run_at asc limit %d for update skip locked), j as (select distinct on (job_queue_id, case when job_queue_id is null then id end) job_queue_id, priority, run_at, id from j_raw order by job_queue_id, case when job_queue_id is null then id end, priority asc, run_at asc), q as (update graphile_worker._private_job_queues as job_queues set locked_by = 'instructions', locked_at = now() from j where job_queues.id = j.job_queue_id), u as (update graphile_worker._private_jobs as jobs set attempts = jobs.attempts + 1, locked_by = 'instructions', locked_at = now() from j where jobs.id = j.id returning jobs.*) select array_agg(u.id) into ids from u; %s commit; end loop; end \$loop\$;\n\n" "$ITER" "$LIM" "$([ -n "$COMPLETE" ] && echo 'delete from graphile_worker._private_jobs as jobs using unnest(ids) n(n) where id = n;')"
+      fi
+      # What the loop left: the jobs it did not take (its completed ones are deleted).
+      if [ "$1" = 2 ]; then printf "select %d - count(*) as count from graphile_worker._private_jobs;\n\n" "$N"; fi
     } > "$WORK/script$1.sql"
     return
   fi
