@@ -117,7 +117,7 @@ CREATE INDEX jobs_lane_held_idx ON acta.jobs USING btree (namespace, lane) WHERE
 CREATE INDEX jobs_lane_ready_idx ON acta.jobs USING btree (namespace, lane, lane_seq) WHERE ((status = 'ready'::text) AND (lane IS NOT NULL));
 CREATE INDEX jobs_lease_idx ON acta.jobs USING btree (namespace, lease_expires_at) WHERE ((status = 'executing'::text) AND (lease_expires_at IS NOT NULL));
 CREATE INDEX jobs_list_idx ON acta.jobs USING btree (namespace, status, id) WHERE (status = ANY (ARRAY['ready'::text, 'waiting'::text, 'failed'::text, 'cancelled'::text]));
-CREATE INDEX jobs_parent_idx ON acta.jobs USING btree (parent_id) WHERE (parent_id IS NOT NULL);
+CREATE INDEX jobs_parent_idx ON acta.jobs USING btree (parent_id, id) WHERE (parent_id IS NOT NULL);
 CREATE INDEX jobs_parked_idx ON acta.jobs USING btree (namespace, blocked_by, (
 CASE blocked_by
     WHEN 'rate'::text THEN rate_key
@@ -219,7 +219,7 @@ create table acta.signals (
   constraint signals_pkey PRIMARY KEY (id)
 );
 CREATE UNIQUE INDEX signals_idempotency_idx ON acta.signals USING btree (job_id, name, idempotency_key) WHERE (idempotency_key IS NOT NULL);
-CREATE INDEX signals_job_idx ON acta.signals USING btree (job_id);
+CREATE INDEX signals_job_idx ON acta.signals USING btree (job_id, id);
 CREATE INDEX signals_mailbox_idx ON acta.signals USING btree (job_id, name, id) WHERE (consumed_at IS NULL);
 
 create table acta.steps (
