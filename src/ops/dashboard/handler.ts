@@ -15,9 +15,9 @@ import { createLogger, type Logger } from '../../logger';
 import { alertsNotes } from '../alertsNotes';
 import { assertPauseDeclared } from '../pauseCheck';
 import { unchangedJobs, unchangedMessage } from '../unchanged';
-import type { JobStatus } from '../../db/types';
+import { INT8_MAX, type JobStatus } from '../../db/types';
 import { type Html, html } from './html';
-import { attemptsPerMinute, jobDetail } from './queries';
+import { attemptsPerMinute, jobChildren, jobDetail, jobSignals } from './queries';
 import { checkAuth, createCsrf, type Csrf, identify, TOKEN_COOKIE } from './security';
 import { jobPage } from './views/job';
 import { jobsPage, type JobsQuery } from './views/jobs';
@@ -159,7 +159,10 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       const id = jobIdText(job[1]);
       const detail = id === null ? null : await jobDetail(db, namespace, id);
       if (detail === null) throw new HttpError(404, `no job ${job[1]} in namespace "${namespace}"`);
-      return send(res, 200, jobPage(ctx, detail, await client.why(detail.id), flash));
+      const childrenAfter = cursorParam(url.searchParams, 'children');
+      const signalsAfter = cursorParam(url.searchParams, 'signals');
+      const [why, children, signals] = await Promise.all([client.why(detail.id), jobChildren(db, detail.id, childrenAfter), jobSignals(db, detail.id, signalsAfter)]);
+      return send(res, 200, jobPage(ctx, detail, why, { children, signals, childrenAfter, signalsAfter }, flash));
     }
     throw new HttpError(404, 'no such page');
   }
@@ -250,6 +253,14 @@ function redirect(res: ServerResponse, location: string): void {
   res.statusCode = 303;
   res.setHeader('location', location);
   res.end();
+}
+
+/** A list's cursor in a page's address (the id its "next page" link gives), or null for its first page; 400 for anything else. */
+function cursorParam(query: URLSearchParams, name: string): string | null {
+  const v = query.get(name);
+  if (v === null || v === '') return null;
+  if (!/^[0-9]{1,19}$/.test(v) || BigInt(v) > INT8_MAX) throw new HttpError(400, `${name} must be the id its "next page" link gives, got ${JSON.stringify(v.slice(0, 40))}`);
+  return v;
 }
 
 /** A urlencoded body of at most MAX_FORM_BYTES. */

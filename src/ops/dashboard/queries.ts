@@ -1,17 +1,23 @@
 /*
  * The dashboard's own reads, beside the admin operations it calls (src/client/admin.ts): the
- * attempt ledger per minute, and one job with its values cut by the database. Each is one
- * statement, values as parameters; test/dashboard/plans.test.ts reads their plans on a large table.
+ * attempt ledger per minute, one job with its values cut by the database, and a page of its
+ * children and of its signals. Each is one statement, values as parameters;
+ * test/dashboard/plans.test.ts reads their plans on a large table.
  */
 import type { Queryable } from '../../db/Db';
 import { DEFINITION_MAX_ATTEMPTS_SQL, type JobHeader, jobHeader } from '../../db/jobs';
+import type { JobStatus } from '../../db/types';
 
 /** Characters of a payload, result, error or progress a job's page shows; the rest is cut by the database. */
 export const SHOWN_CHARS = 65_536;
-/** A step's result shown, characters. */
-const STEP_CHARS = 2_048;
+/** A value shown in a table's row (a step's result, a signal's payload), characters. */
+const ROW_VALUE_CHARS = 2_048;
 /** The newest attempts and the first steps a job's page lists (with the totals). */
 const PAGE_ROWS = 100;
+/** A job's children, and its signals, a page at a time. */
+export const FAMILY_PAGE = 50;
+/** Where a count of a job's children or signals stops ("≥"), as the overview's counts. */
+export const FAMILY_COUNT_CAP = 100_000;
 
 /** Attempts that finished in one minute of the window, by outcome. */
 export interface MinuteCounts {
@@ -83,6 +89,8 @@ export interface StepRow {
 
 export interface JobDetail extends JobHeader {
   namespace: string;
+  /** The job that spawned it (ctx.spawn); definition and status null when that job is gone (deleted). */
+  parent: { id: string; definition: string | null; status: JobStatus | null } | null;
   leaseHolder: string | null;
   leaseExpiresAt: Date | null;
   payload: ShownValue | null;
@@ -109,6 +117,7 @@ export async function jobDetail(q: Queryable, namespace: string, id: string): Pr
             j.created_at, j.finished_at, j.idempotency_key, j.concurrency_key, j.rate_key, j.lane,
             case when j.status = 'executing' then j.lease_holder end as lease_holder,
             case when j.status = 'executing' then j.lease_expires_at end as lease_expires_at, j.cancel_requested_at,
+            j.parent_id::text as parent_id, p.definition as parent_definition, p.status as parent_status,
             ${['j.payload', 'j.result', 'j.error', 'j.progress'].map(shown).join(', ')},
             (select count(*) from acta.all_executions e where e.job_id = j.id) as attempt_count,
             coalesce((select json_agg(json_build_object('execution', e.execution, 'workerId', e.worker_id, 'claimedAt', e.claimed_at, 'finishedAt', e.finished_at,
@@ -116,9 +125,10 @@ export async function jobDetail(q: Queryable, namespace: string, id: string): Pr
                       from (select * from acta.all_executions e where e.job_id = j.id order by e.execution desc limit ${PAGE_ROWS}) e), '[]') as attempt_rows,
             (select count(*) from acta.steps s where s.job_id = j.id) as step_count,
             coalesce((select json_agg(json_build_object('name', s.name, 'execution', s.execution, 'recordedAt', s.recorded_at,
-                                                        'text', left(s.result::text, ${STEP_CHARS}), 'bytes', octet_length(s.result::text)) order by s.name)
+                                                        'text', left(s.result::text, ${ROW_VALUE_CHARS}), 'bytes', octet_length(s.result::text)) order by s.name)
                       from (select * from acta.steps s where s.job_id = j.id order by s.name limit ${PAGE_ROWS}) s), '[]') as steps
      from acta.all_jobs j
+     left join acta.all_jobs p on p.id = j.parent_id
      where j.id = $1::bigint and j.namespace = $2`,
     [id, namespace, SHOWN_CHARS],
   );
@@ -128,6 +138,7 @@ export async function jobDetail(q: Queryable, namespace: string, id: string): Pr
   return {
     ...jobHeader(r as Parameters<typeof jobHeader>[0]),
     namespace: r.namespace,
+    parent: r.parent_id === null ? null : { id: r.parent_id, definition: r.parent_definition, status: r.parent_status },
     leaseHolder: r.lease_holder,
     leaseExpiresAt: r.lease_expires_at,
     payload: value('payload'),
@@ -144,4 +155,97 @@ export async function jobDetail(q: Queryable, namespace: string, id: string): Pr
       result: s.text === null ? null : cut(s.text, s.bytes),
     })),
   };
+}
+
+/** A page of a job's children or signals, in id order. */
+export interface FamilyPage<T> {
+  rows: T[];
+  /** How many there are, counted up to FAMILY_COUNT_CAP. */
+  total: number;
+  /** The page after this one starts after this id; null: this was the last. */
+  nextCursor: string | null;
+}
+
+export interface ChildRow {
+  id: string;
+  definition: string;
+  status: JobStatus;
+  /** Spawned 'fail-parent': its failure, cancel or delete fails the parent's wait. */
+  failParent: boolean;
+  createdAt: Date;
+  finishedAt: Date | null;
+  /** The last error's message, at most 200 characters. */
+  errorMessage: string | null;
+}
+
+/** The rows of a page and the cursor of the next: a page asks for one row more than it shows. */
+function paged<T extends { id: string }>(rows: T[], total: unknown): FamilyPage<T> {
+  const more = rows.length > FAMILY_PAGE;
+  const shownRows = more ? rows.slice(0, FAMILY_PAGE) : rows;
+  return { rows: shownRows, total: Number(total), nextCursor: more ? shownRows[shownRows.length - 1].id : null };
+}
+
+/**
+ * A page of the children of job `parentId` (found in the namespace by jobDetail), in the order
+ * spawned (id), after the id `after` (null: from the first). A child is in its parent's namespace
+ * (acta.spawn_children) and stays in acta.jobs when it succeeds (acta.complete_executions moves
+ * only jobs without a parent to acta.succeeded_jobs), so acta.jobs holds them all, along
+ * jobs_parent_idx (parent_id, id; migration 0025). The page is the index's range from (parent, after)
+ * to the parent's last entry, written as that range (a row comparison, an upper bound) and ordered
+ * by both columns: with `parent_id = $1 and id > $2 order by id` the planner may walk the primary key
+ * from the cursor filtering on the parent, and did for a parent of 50,000 children among 1,000,000
+ * jobs, which on the last page reads every job above the cursor (test/dashboard/plans.test.ts).
+ * A child deleted (by an admin or retention) is not listed.
+ */
+export async function jobChildren(q: Queryable, parentId: string, after: string | null): Promise<FamilyPage<ChildRow>> {
+  const { rows } = await q.query<{ total: string; rows: Record<string, any>[] }>(
+    `select (select count(*) from (select from acta.jobs c where c.parent_id = $1::bigint limit ${FAMILY_COUNT_CAP}) c) as total,
+            coalesce((select json_agg(json_build_object('id', c.id::text, 'definition', c.definition, 'status', c.status, 'failParent', coalesce(c.fail_parent, false),
+                                                        'createdAt', c.created_at, 'finishedAt', c.finished_at, 'errorMessage', left(c.error ->> 'message', 200)) order by c.id)
+                      from (select * from acta.jobs c where c.parent_id <= $1::bigint and (c.parent_id, c.id) > ($1::bigint, $2::bigint) order by c.parent_id, c.id limit $3) c), '[]') as rows`,
+    [parentId, after ?? '0', FAMILY_PAGE + 1],
+  );
+  const children = rows[0].rows.map((c): ChildRow => ({ ...(c as ChildRow), createdAt: new Date(c.createdAt), finishedAt: c.finishedAt === null ? null : new Date(c.finishedAt) }));
+  return paged(children, rows[0].total);
+}
+
+export interface SignalRow {
+  id: string;
+  name: string;
+  sentAt: Date;
+  /** When a wait consumed it, and the wait's step; null while it waits in the mailbox. */
+  consumedAt: Date | null;
+  consumedStep: string | null;
+  idempotencyKey: string | null;
+  /** Its payload, cut to ROW_VALUE_CHARS by the database; null when sent without one. */
+  payload: ShownValue | null;
+}
+
+/**
+ * A page of the signals sent to job `jobId` (found in the namespace by jobDetail), in the order
+ * sent (id), after the id `after` (null: from the first), consumed or not, along signals_job_idx
+ * (job_id, id; migration 0025), its range written as jobChildren's for the same reason; the
+ * unconsumed ones counted along signals_mailbox_idx.
+ */
+export async function jobSignals(q: Queryable, jobId: string, after: string | null): Promise<FamilyPage<SignalRow> & { pending: number }> {
+  const { rows } = await q.query<{ total: string; pending: string; rows: Record<string, any>[] }>(
+    `select (select count(*) from (select from acta.signals s where s.job_id = $1::bigint limit ${FAMILY_COUNT_CAP}) s) as total,
+            (select count(*) from (select from acta.signals s where s.job_id = $1::bigint and s.consumed_at is null limit ${FAMILY_COUNT_CAP}) s) as pending,
+            coalesce((select json_agg(json_build_object('id', s.id::text, 'name', s.name, 'sentAt', s.sent_at, 'consumedAt', s.consumed_at, 'consumedStep', s.consumed_step,
+                                                        'idempotencyKey', s.idempotency_key, 'text', left(s.payload::text, ${ROW_VALUE_CHARS}), 'bytes', octet_length(s.payload::text)) order by s.id)
+                      from (select * from acta.signals s where s.job_id <= $1::bigint and (s.job_id, s.id) > ($1::bigint, $2::bigint) order by s.job_id, s.id limit $3) s), '[]') as rows`,
+    [jobId, after ?? '0', FAMILY_PAGE + 1],
+  );
+  const signals = rows[0].rows.map(
+    (s): SignalRow => ({
+      id: s.id,
+      name: s.name,
+      sentAt: new Date(s.sentAt),
+      consumedAt: s.consumedAt === null ? null : new Date(s.consumedAt),
+      consumedStep: s.consumedStep,
+      idempotencyKey: s.idempotencyKey,
+      payload: s.text === null ? null : cut(s.text, s.bytes),
+    }),
+  );
+  return { ...paged(signals, rows[0].total), pending: Number(rows[0].pending) };
 }
