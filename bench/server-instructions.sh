@@ -10,6 +10,7 @@
 #       (how the loop's succeeded jobs are counted, for a variant that keeps them elsewhere)
 #   ACTA_ENQUEUE_ONLY=1 bash bench/server-instructions.sh [variant.sql] [iterations] [rows]
 #       (one enqueue_jobs call of iterations × rows jobs, against one of 10: instructions per enqueued job)
+#   ACTA_KEYS=1000 bash bench/server-instructions.sh …   (jobs round-robin over 1,000 concurrency keys of limit 1)
 #   ACTA_PEER=graphile-worker bash bench/server-instructions.sh "" [iterations] [rows]
 #       (the same loop with graphile-worker's own SQL, bench/'s version: its batched get-jobs query and
 #       its batched delete of completed jobs, as its perf preset sends them: the same count for the peer)
@@ -57,7 +58,10 @@ COMPLETE="perform acta.complete_executions(w, ids, execs, array_fill('succeeded'
 EXPECT=$((ITER * LIM))
 if [ "${ACTA_CLAIM_ONLY:-}" = 1 ]; then COMPLETE=''; EXPECT=0; fi
 if [ "${ACTA_ENQUEUE_ONLY:-}" = 1 ]; then EXPECT=$N; fi
-enqueue() { printf "select count(*) from acta.enqueue_jobs('default', array_fill('d'::text, array[%d]), (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, %d) g), null, null, null, null, null, null, null);\n\n" "$1" "$1"; }
+# ACTA_KEYS=K: definition d has a concurrency limit of 1 and job g the key k<g mod K> (bench's `keys`).
+KEYS=${ACTA_KEYS:-}
+keyed() { if [ -n "$KEYS" ]; then printf "array(select 'k' || (g %% %d) from generate_series(1, %d) g)" "$KEYS" "$1"; else printf null; fi; }
+enqueue() { printf "select count(*) from acta.enqueue_jobs('default', array_fill('d'::text, array[%d]), (select jsonb_agg(jsonb_build_object('n', g)) from generate_series(1, %d) g), null, null, null, null, %s, null, null);\n\n" "$1" "$1" "$(keyed "$1")"; }
 script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succeeded jobs (run without valgrind)
   if [ "${ACTA_ENQUEUE_ONLY:-}" = 1 ]; then # 0: 10 jobs; 1: 10 jobs, then N - 10; 2: the same and a count
     {
@@ -84,6 +88,10 @@ script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succee
     # postgres --single -j ends a statement at a semicolon followed by an empty line: the variant
     # goes in as one chunk, without its empty lines (a function body may hold such a pair).
     if [ -n "$VARIANT" ]; then grep -v '^[[:space:]]*$' "$VARIANT"; printf '\n\n'; fi
+    if [ -n "$KEYS" ]; then
+      printf "insert into acta.namespaces (name) values ('default') on conflict do nothing;\n\n"
+      printf "insert into acta.definitions (namespace, name, concurrency_limit) values ('default', 'd', 1);\n\n"
+    fi
     enqueue "$N"
     printf 'vacuum analyze acta.jobs;\n\n'
     # No resumed scan (claim_jobs.sql): under valgrind every pick is slower than its 5 ms trigger,
