@@ -1908,6 +1908,10 @@ declare
   v_ids   bigint[];
   v       record;
 begin
+  if exists (select 1 from acta.schedules s where s.namespace = p_namespace and s.name = 'sys.outbox' and s.paused) then
+    return query select 0, 0;
+    return;
+  end if;
   perform pg_advisory_xact_lock(hashtextextended('outbox/' || p_namespace, 0));
   select array_agg(o.id order by o.id) into v_ids
   from (select o.id from acta.outbox o where o.namespace = p_namespace order by o.id limit p_limit for update) o;

@@ -12,12 +12,16 @@
 -- Order: under the namespace's fan-out lock, batches commit one after another in id order, and
 -- within a batch jobs are inserted in (event id, definition) order, which is the order of their
 -- keys (19 digits), so lane positions (migration 0012) follow event ids.
+-- Paused: while the namespace's sys.outbox schedule is paused, nothing is taken, by its fires or by
+-- a worker's pass at a publish wakeup alike: its events wait in acta.outbox for the resume
+-- (docs/outbox.md, "Asking for it"; as a paused sys.retention holds retention zero).
 -- Fence: none. Locks: pg_advisory_xact_lock('outbox/<namespace>'): a second fan-out of the
 -- namespace waits for the first's commit and then no longer sees its events (exactly once); the
 -- events it takes (FOR UPDATE); acta.enqueue_jobs' locks. Never a lock the claim or the
 -- completion takes, apart from lane positions at commit.
 -- Durability: the caller's commit; the caller bounds it with SET LOCAL statement_timeout
--- (src/db/outbox.ts). Plan: outbox_namespace_idx in id order to `limit`; acta.enqueue_jobs'.
+-- (src/db/outbox.ts). Plan: the schedule by its primary key; outbox_namespace_idx in id order to
+-- `limit`; acta.enqueue_jobs'.
 create or replace function acta.fan_out_events(p_namespace text, p_limit integer)
 returns table (events integer, jobs integer)
 language plpgsql as $$
@@ -25,6 +29,10 @@ declare
   v_ids   bigint[];
   v       record;
 begin
+  if exists (select 1 from acta.schedules s where s.namespace = p_namespace and s.name = 'sys.outbox' and s.paused) then
+    return query select 0, 0;
+    return;
+  end if;
   perform pg_advisory_xact_lock(hashtextextended('outbox/' || p_namespace, 0));
   select array_agg(o.id order by o.id) into v_ids
   from (select o.id from acta.outbox o where o.namespace = p_namespace order by o.id limit p_limit for update) o;

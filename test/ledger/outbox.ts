@@ -1,12 +1,14 @@
 // The contract's outbox cases (contract.ts runs them on both ledgers): acta.publish_events and
 // acta.fan_out_events (docs/outbox.md): a refused publish writes nothing, each event becomes one job
 // per subscribed definition exactly once (also when two fan-outs race), events of one key reach a
-// subscriber one at a time in publish order, and subscriptions are the applied policy's.
+// subscriber one at a time in publish order, subscriptions are the applied policy's, and a paused
+// sys.outbox fans out nothing.
 import { randomUUID } from 'node:crypto';
 import { type Definition, defineJob } from '../../src';
 import { declaredPolicy } from '../../src/definition';
 import type { PublishRows } from '../../src/db/outbox';
 import type { OutboxEvent } from '../../src/recurring/outbox';
+import { systemDefinitions } from '../../src/recurring/system';
 import type { LedgerUnderTest } from './contract';
 
 const LEASE_MS = 60_000;
@@ -117,5 +119,25 @@ export function outboxCases(get: () => LedgerUnderTest): void {
     await register([defineJob({ name: 'audit', handler })], 'v2');
     await ledger.publishEvents(namespace, events([{ topic: 'user.created', message: 'b' }]));
     expect(await fanOut()).toEqual({ events: 1, jobs: 0 });
+  });
+
+  test('a paused sys.outbox fans out nothing, whichever pass asks (a publish wakeup too): its events wait for the resume', async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    const defs = [defineJob({ name: 'mailer', subscribe: 'order.paid', handler }), ...systemDefinitions({ ledger, namespace, outbox: true })];
+    const workerId = randomUUID();
+    await ledger.registerWorker({
+      workerId, namespace, hostname: 'contract', pid: 1, definitions: defs.map((d) => d.name), maxAttempts: defs.map(() => null), leaseMs: LEASE_MS, build: null,
+      policies: Object.fromEntries(defs.map((d) => [d.name, declaredPolicy(d)])),
+    });
+    const fanOut = () => ledger.fanOutEvents({ namespace, limit: 100, timeoutMs: 10_000 });
+    const claim = async () => (await ledger.claimJobs({ namespace, workerId, definitions: ['mailer'], limit: 10, leaseMs: LEASE_MS })).rows;
+    expect(await ledger.pauseSchedule!(namespace, 'sys.outbox', true)).toBe(true);
+    const [id] = await ledger.publishEvents(namespace, events([{ topic: 'order.paid', message: { order: 1 } }]));
+    expect(await fanOut()).toEqual({ events: 0, jobs: 0 });
+    expect(await claim()).toEqual([]);
+    expect(await ledger.pauseSchedule!(namespace, 'sys.outbox', false)).toBe(true);
+    expect(await fanOut()).toEqual({ events: 1, jobs: 1 });
+    expect((await claim()).map((r) => (r.payload as OutboxEvent).id)).toEqual([id]);
   });
 }

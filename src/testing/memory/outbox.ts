@@ -3,6 +3,7 @@
  * Calls are applied one at a time, whole, so the fan-out's namespace lock has nothing to order.
  */
 import type { FanOutBatch, PublishRows } from '../../db/outbox';
+import { OUTBOX_NAME } from '../../recurring/outbox';
 import { enqueueJobs } from './jobs';
 import { parseJsonb, type Store, type Tx } from './state';
 
@@ -21,9 +22,10 @@ export function publishEvents(store: Store, tx: Tx, namespace: string, rows: Pub
 /**
  * acta.fan_out_events: the namespace's oldest `limit` events, each one job per definition whose
  * applied policy subscribes to its topic (in (event id, definition) order, through the enqueue's
- * own rule: idempotency key, lane, keys), then deleted.
+ * own rule: idempotency key, lane, keys), then deleted; none while the namespace's sys.outbox is paused.
  */
 export function fanOutEvents(store: Store, tx: Tx, args: { namespace: string; limit: number }): FanOutBatch {
+  if (store.schedule(args.namespace, OUTBOX_NAME)?.paused) return { events: 0, jobs: 0 };
   const taken = store.events.filter((e) => e.namespace === args.namespace).slice(0, args.limit);
   if (taken.length === 0) return { events: 0, jobs: 0 };
   const subscribers = [...store.allDefinitions()]
