@@ -14,15 +14,16 @@ import { MAX_EVENT_KEY_BYTES, MAX_EVENT_MESSAGE_BYTES } from '../recurring/outbo
 export interface PublishOptions {
   /** Publish inside the caller's transaction (a Queryable on which it ran BEGIN): the event exists at its commit, never after its rollback. */
   tx?: Queryable;
-  /** Events of one key reach each subscriber one at a time, in publish order (docs/outbox.md). A non-empty string of at most 700 bytes in UTF-8. */
-  key?: string;
+  /** Events of one key reach each subscriber one at a time, in publish order (docs/outbox.md). A non-empty string of at most 700 bytes in UTF-8; null: no key, as a received OutboxEvent's `key` says. */
+  key?: string | null;
 }
 
 /** One element of publishMany. */
 export interface PublishItem<M = unknown> {
   topic: string;
   message: M;
-  key?: string;
+  /** As PublishOptions.key; null: no key. */
+  key?: string | null;
 }
 
 /** What publish returns for each event. */
@@ -40,7 +41,7 @@ export function createPublish(deps: { ledger: Ledger; namespace: string; inTx: (
         if (item === null || typeof item !== 'object') throw new ConfigError(`a publishMany item is an object { topic, message, key? }, got ${item === null ? 'null' : typeof item}`);
         knownKeys('publish item field', item, ['topic', 'message', 'key']);
         rows.topics.push(nameOption('topic', item.topic, MAX_NAME_BYTES));
-        rows.keys.push(item.key === undefined ? null : nameOption('key', item.key, MAX_EVENT_KEY_BYTES));
+        rows.keys.push(item.key === undefined || item.key === null ? null : nameOption('key', item.key, MAX_EVENT_KEY_BYTES));
         rows.messages.push(toJsonText(item.message, MAX_EVENT_MESSAGE_BYTES, 'an event message may hold (docs/outbox.md)'));
       } catch (err) {
         throw many && err instanceof ActaError ? atItem(err, i, 'publishMany') : err;
@@ -58,7 +59,7 @@ export function createPublish(deps: { ledger: Ledger; namespace: string; inTx: (
   return {
     async publish(topic: string, message: unknown, options?: PublishOptions | null): Promise<PublishResult> {
       knownKeys('publish option', optionsOf('publish', options), ['tx', 'key']);
-      const [result] = await publishItems([{ topic, message, ...(options?.key === undefined ? {} : { key: options.key }) }], options?.tx ?? undefined, false);
+      const [result] = await publishItems([{ topic, message, ...(options?.key == null ? {} : { key: options.key }) }], options?.tx ?? undefined, false);
       return result;
     },
     // async: a refusal rejects, as enqueueMany's does, never throws at the call.

@@ -94,6 +94,10 @@ it('bad input is refused before anything is written: topic, key, message, option
     await expect(promise).rejects.toThrow(ConfigError);
   }
   expect(await count('select count(*) as n from acta.outbox where namespace = $1', [namespace])).toBe(0);
+  // A received event's key is null when it has none: passed back as it came, it means no key.
+  await client.publish('t', 1, { key: null });
+  await client.publishMany([{ topic: 't', message: 2, key: null }]);
+  expect(await count('select count(*) as n from acta.outbox where namespace = $1 and key is null', [namespace])).toBe(2);
   expect(() => defineJob({ name: 'x', subscribe: [], handler: () => null })).toThrow(ConfigError);
   expect(() => defineJob({ name: 'x', subscribe: 't', lane: () => 'l', handler: () => null })).toThrow(/lane function/);
   expect(() => defineJob({ name: 'x', subscribe: 't', concurrency: { limit: 1, key: () => 'k' }, handler: () => null })).toThrow(/concurrency.key/);
