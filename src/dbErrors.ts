@@ -110,22 +110,47 @@ export class EmbeddedShareClosedError extends ActaError {
 }
 
 /**
- * A statement on a PostgreSQL server was not answered within its deadline (a worker's own calls:
- * one heartbeat interval, at least 5 s; the CLI's: 30 s, `acta sql`'s and `acta migrate`'s their
- * `--deadline`), and its connection was destroyed so the
- * pool replaces it: a silent network (a NAT that dropped the flow, a cable pulled) neither answers
- * nor closes a connection. Transient (src/db/transient.ts): the statement may have run, as after
- * any lost answer; a worker repeats it (test/faults/partition.test.ts).
+ * A statement was not answered within its deadline (a worker's own calls: one heartbeat interval,
+ * at least 5 s; the CLI's: 30 s, `acta sql`'s and `acta migrate`'s their `--deadline`). Transient
+ * (src/db/transient.ts); a worker repeats it (test/faults/partition.test.ts).
+ * On a PostgreSQL server its connection was destroyed so the pool replaces it: a silent network (a
+ * NAT that dropped the flow, a cable pulled) neither answers nor closes a connection; the statement
+ * may have run, as after any lost answer.
+ * Through the socket of the process holding an embedded folder (`holder` set: that process is
+ * stopped or busy), the holder never starts it once the deadline has passed: it ran only if the
+ * holder had taken it before (src/db/embeddedShare.ts; test/faults/embeddedHolder.test.ts).
  */
 export class DbUnansweredError extends ActaError {
+  /** The embedded holder the call went to (its socket, and its pid when known); undefined for a server. */
+  readonly holder?: EmbeddedHolder;
+
   /** `advice`: what to do next, in the caller's words (the CLI's `--deadline`), after the message. */
   constructor(
     readonly deadlineMs: number,
     advice?: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; holder?: EmbeddedHolder },
   ) {
-    super('ACTA_DB_UNANSWERED', `the database did not answer within ${deadlineMs} ms: its connection was dropped (a silent network or a server that stopped answering; the statement may have run)${advice ? `; ${advice}` : ''}`, options);
+    super('ACTA_DB_UNANSWERED', `${unanswered(deadlineMs, options?.holder)}${advice ? `; ${advice}` : ''}`, options && { cause: options.cause });
+    if (options?.holder !== undefined) this.holder = options.holder;
   }
+}
+
+/** The process holding an embedded folder, as a follower reaches it (src/db/embeddedShare.ts). */
+export interface EmbeddedHolder {
+  socketPath: string;
+  pid?: number;
+}
+
+function unanswered(deadlineMs: number, holder: EmbeddedHolder | undefined): string {
+  if (holder === undefined) {
+    return `the database did not answer within ${deadlineMs} ms: its connection was dropped (a silent network or a server that stopped answering; the statement may have run)`;
+  }
+  const pid = holder.pid === undefined ? '<its pid>' : String(holder.pid);
+  return (
+    `the process holding the embedded database (${holder.pid === undefined ? '' : `pid ${pid}, `}socket ${holder.socketPath}) did not answer within ${deadlineMs} ms: ` +
+    `it is stopped (Ctrl-Z, SIGSTOP, a debugger: \`kill -CONT ${pid}\` or \`fg\` in its terminal lets it go on) or busy (another process's long statement or transaction holds its one session); ` +
+    'the statement ran only if that process had taken it before, and it will not start it now'
+  );
 }
 
 /**

@@ -5,8 +5,9 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { assertMigrated, connect, createClient, createPgliteDb, DataDirLockedError, type Db, EmbeddedShareClosedError, migrate } from '../src';
-import { connectShared, shareDb, socketPathFor, tempSocketPath } from '../src/db/embeddedShare';
+import { assertMigrated, connect, createClient, createPgliteDb, DataDirLockedError, type Db, DbUnansweredError, EmbeddedShareClosedError, migrate } from '../src';
+import { connectShared } from '../src/db/connectShared';
+import { shareDb, socketPathFor, tempSocketPath } from '../src/db/embeddedShare';
 import { waitFor } from './helpers/wait';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -197,6 +198,31 @@ describe('the share on its own (one process serving, another Db reading through 
     await waitFor(() => got.length === 1, 'the notification', 5_000);
     expect(got).toEqual(['hello']);
     await unlisten();
+    await remote.close();
+  });
+
+  test('a remote transaction not begun within its deadline (the holder busy) fails with DbUnansweredError naming the holder, and the holder never begins it', async () => {
+    const remote = await connectShared(socketPath, { holderPid: 4242 });
+    let release = () => undefined as void;
+    const busy = holder.transaction(() => new Promise<void>((resolve) => (release = resolve)));
+    let ran = false;
+    const given = await remote
+      .transaction(
+        async (tx) => {
+          ran = true;
+          await tx.query('insert into t values (4, null, null)');
+        },
+        { deadlineMs: 200 },
+      )
+      .catch((err: unknown) => err);
+    expect(given).toBeInstanceOf(DbUnansweredError);
+    expect(given).toMatchObject({ deadlineMs: 200, holder: { socketPath, pid: 4242 }, message: expect.stringContaining('(pid 4242, socket') });
+    release();
+    await busy;
+    // Its begin reached the holder, which took the session for it only past the deadline: rolled back unbegun.
+    await waitFor(async () => (await remote.query<{ one: number }>('select 1 as one')).rows.length === 1, 'the remote to be answered again');
+    expect(ran).toBe(false);
+    expect((await holder.query<{ n: number }>('select count(*)::int as n from t')).rows[0].n).toBe(0);
     await remote.close();
   });
 

@@ -50,7 +50,8 @@ export interface ListenOptions {
  * Options of one call on a Db. `deadlineMs`: the call is answered within it, else it rejects with
  * DbUnansweredError (transient: the statement may have run) and its connection is destroyed, so a
  * silent network holds no call, and no pooled connection, for good (test/faults/partition.test.ts).
- * Ignored by PGlite (in-process: nothing to go silent). See withDeadline.
+ * Ignored by PGlite in its own process (nothing to go silent); kept through another process's
+ * embedded folder (connect(): a holder stopped or busy; src/db/embeddedShare.ts). See withDeadline.
  */
 export interface CallOptions {
   deadlineMs?: number;

@@ -1,8 +1,9 @@
 import * as path from 'node:path';
 import { intOption, knownKeys } from '../config';
-import { ConfigError, DataDirLockedError, DbClosedError, EmbeddedShareClosedError } from '../errors';
-import type { Db, ListenHandlers, ListenOptions } from './Db';
-import { connectShared, socketPathFor } from './embeddedShare';
+import { ConfigError, DataDirLockedError, DbClosedError, DbUnansweredError, EmbeddedShareClosedError } from '../errors';
+import type { CallOptions, Db, ListenHandlers, ListenOptions } from './Db';
+import { connectShared } from './connectShared';
+import { socketPathFor } from './embeddedShare';
 import { createPgDb, MAX_POOL_SIZE } from './pgDb';
 import { isAlive, readLock, unsharedPath } from './dataDirLock';
 import { createPgliteDb } from './pgliteDb';
@@ -88,7 +89,7 @@ async function openEmbedded(dataDir: string, onLost: () => void): Promise<{ db: 
     if (!(err instanceof DataDirLockedError) || err.pid <= 0 || err.pid === process.pid) throw err;
     const deadline = Date.now() + SOCKET_WAIT_MS;
     for (;;) {
-      const shared = await connectShared(socketPathFor(dataDir), { onLost }).catch(() => undefined);
+      const shared = await connectShared(socketPathFor(dataDir), { onLost, holderPid: err.pid }).catch(() => undefined);
       if (shared) return { db: shared, shared: true };
       // The holder died before serving (killed while PGlite started): its lock is stale, the folder free.
       if (!isAlive(err.pid)) return openEmbedded(dataDir, onLost);
@@ -114,7 +115,9 @@ interface Listening {
  * with EmbeddedShareClosedError (transient: src/db/transient.ts; a statement in flight may have
  * run, so it is not repeated here), and the next call, or at once an open LISTEN, opens the folder
  * again: this process takes it (and serves it) if it is free, else uses the new holder's socket.
- * Open LISTENs hear onDown, then onConnect once listening again.
+ * Open LISTENs hear onDown, then onConnect once listening again; calls do not wait for them.
+ * A call's deadline (CallOptions) holds for the whole call, that reopening included: a stopped
+ * holder fails it with DbUnansweredError then (test/faults/embeddedHolder.test.ts).
  */
 function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } {
   let current: Db | undefined = first;
@@ -136,7 +139,8 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
             throw new DbClosedError();
           }
           current = next.db;
-          for (const entry of listens) await listenOn(next.db, entry).catch(() => undefined);
+          // Not awaited: a LISTEN that hangs (a stopped holder) must not hold the calls waiting here.
+          for (const entry of listens) void listenOn(next.db, entry).catch(() => undefined);
           return next.db;
         } catch (err) {
           if (closed || i >= FOLLOW_TRIES) throw err instanceof DbClosedError ? err : new EmbeddedShareClosedError(socketPathFor(dataDir), { cause: err });
@@ -153,11 +157,33 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
     if (closed) throw new DbClosedError();
     return current ?? (await reopen());
   };
+  /** `fn` on the Db in use, within the call's deadline from now (reopening included), on that Db with what is left of it. */
+  const within = async <T>(call: CallOptions | undefined, fn: (db: Db, call: CallOptions | undefined) => Promise<T>): Promise<T> => {
+    if (call?.deadlineMs === undefined) return fn(await use(), call);
+    const { deadlineMs } = call;
+    const at = Date.now() + deadlineMs;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new DbUnansweredError(deadlineMs, undefined, { holder: { socketPath: socketPathFor(dataDir) } })), deadlineMs);
+    });
+    let db: Db;
+    try {
+      db = await Promise.race([use(), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+    try {
+      return await fn(db, { deadlineMs: Math.max(1, at - Date.now()) });
+    } catch (err) {
+      // Named by the deadline the caller gave, not by what was left of it.
+      throw err instanceof DbUnansweredError && err.deadlineMs !== deadlineMs ? new DbUnansweredError(deadlineMs, undefined, { cause: err, holder: err.holder }) : err;
+    }
+  };
 
   const db: Db = {
     kind: 'pglite',
-    query: (async (text: string, params?: unknown[]) => (await use()).query(text, params)) as Db['query'],
-    transaction: async (fn) => (await use()).transaction(fn),
+    query: ((text: string, params?: unknown[], call?: CallOptions) => within(call, (db, left) => db.query(text, params, left))) as Db['query'],
+    transaction: (fn, call) => within(call, (db, left) => db.transaction(fn, left)),
     async listen(channel, handlers, options) {
       const entry: Listening = { channel, handlers, options };
       listens.add(entry);

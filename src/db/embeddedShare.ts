@@ -12,6 +12,16 @@
  * as isolated as an in-process one: everything else on the database waits for it. A transaction
  * that hears nothing for TX_IDLE_MS, or whose process goes away, is rolled back.
  *
+ * Deadlines: a call with one (CallOptions.deadlineMs) sends it as `deadlineAt` (this machine's
+ * clock, which both ends read) and fails with DbUnansweredError when no answer came by then; the
+ * holder starts no request past its `deadlineAt` (nor commits a transaction with it), so a holder
+ * that was stopped (SIGSTOP, Ctrl-Z) and goes on runs none of what its followers gave up on
+ * (test/faults/embeddedHolder.test.ts). The connection stays: what it carries later is answered.
+ *
+ * Close: the holder takes no new request, rolls back the open remote transactions, answers every
+ * statement it had taken, and then closes the connections: an answer says a statement ran, and an
+ * EmbeddedShareClosedError that it did not (test/faults/embeddedHolder.test.ts).
+ *
  * Values cross as JSON; a Date is tagged (DATE_TAG) so it comes back a Date, and a database error
  * keeps its fields (`code`, `detail`, …) so transient-error rules and SQLSTATEs work as on a server.
  */
@@ -20,8 +30,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DbClosedError, EmbeddedShareClosedError } from '../errors';
-import type { Db, ListenHandlers, Queryable } from './Db';
+import type { Db, Queryable } from './Db';
 
 /** A remote transaction with no request for this long is rolled back (its holder's database waits on it meanwhile). */
 export const TX_IDLE_MS = 60_000;
@@ -66,11 +75,12 @@ function checkPrivateDir(dir: string, create: boolean): void {
 }
 
 /** The socket folder's check, for every socket but one beside its data folder (`acta.sock`, in that folder). */
-function checkSocketDir(socketPath: string, create: boolean): void {
+export function checkSocketDir(socketPath: string, create: boolean): void {
   if (path.basename(socketPath) !== 'acta.sock') checkPrivateDir(path.dirname(socketPath), create);
 }
 
-interface Request {
+/** A follower's request frame (see the module doc). */
+export interface Request {
   id: number;
   op: 'q' | 'begin' | 'commit' | 'rollback' | 'listen' | 'unlisten';
   text?: string;
@@ -78,23 +88,33 @@ interface Request {
   tx?: number;
   channel?: string;
   sub?: number;
+  /** The caller's deadline, epoch ms: past it the holder starts nothing of this request. */
+  deadlineAt?: number;
 }
 
-function encode(frame: unknown): string {
+/** Codes of the holder's refusals of a request it did not start (the follower throws its typed error). */
+export const EXPIRED = 'ACTA_DB_UNANSWERED';
+export const CLOSING = 'ACTA_EMBEDDED_SHARE_CLOSED';
+const refusal = (code: string, message: string) => Object.assign(new Error(message), { code });
+const expired = (req: Request) => req.deadlineAt !== undefined && Date.now() > req.deadlineAt;
+const tooLate = () => refusal(EXPIRED, "not started: the caller's deadline had passed");
+const closing = () => refusal(CLOSING, 'not started: the holder is closing the database');
+
+export function encode(frame: unknown): string {
   return `${JSON.stringify(frame, function (this: Record<string, unknown>, key, value) {
     const raw = this[key];
     return raw instanceof Date ? { [DATE_TAG]: raw.getTime() } : value;
   })}\n`;
 }
 
-function decode(line: string): Record<string, unknown> {
+export function decode(line: string): Record<string, unknown> {
   return JSON.parse(line, (_key, value) =>
     value !== null && typeof value === 'object' && DATE_TAG in value && Object.keys(value).length === 1 ? new Date(value[DATE_TAG] as number) : value,
   ) as Record<string, unknown>;
 }
 
 /** Calls `onLine` for each complete line read from `socket`. */
-function readLines(socket: net.Socket, onLine: (line: string) => void): void {
+export function readLines(socket: net.Socket, onLine: (line: string) => void): void {
   let buffered = '';
   socket.setEncoding('utf8');
   socket.on('data', (chunk: string) => {
@@ -116,7 +136,7 @@ function errorFrame(err: unknown): Record<string, unknown> {
   return out;
 }
 
-function errorFrom(frame: Record<string, unknown>): Error {
+export function errorFrom(frame: Record<string, unknown>): Error {
   const err = new Error(String(frame.message)) as Error & Record<string, unknown>;
   for (const f of ERROR_FIELDS) if (typeof frame[f] === 'string') err[f] = frame[f];
   return err;
@@ -169,6 +189,14 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
   checkSocketDir(socketPath, true);
   fs.rmSync(socketPath, { force: true });
   const connections = new Set<net.Socket>();
+  /** Every open remote transaction (close rolls them back), and every request taken and not yet answered (close waits for them). */
+  const open = new Set<RemoteTx>();
+  const taken = new Set<Promise<unknown>>();
+  let closingDown = false;
+  const track = (work: Promise<unknown>) => {
+    taken.add(work);
+    void work.finally(() => taken.delete(work));
+  };
   const server = net.createServer((socket) => {
     connections.add(socket);
     const txs = new Map<number, RemoteTx>();
@@ -184,13 +212,18 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
     const runTx = (begin: Request) => {
       const remote = new RemoteTx();
       txs.set(begin.id, remote);
+      open.add(remote);
       let last: Request = begin; // the request the transaction's end answers
-      db.transaction(async (tx: Queryable) => {
+      const run = db.transaction(async (tx: Queryable) => {
+        // Waited for the session (another transaction held it): started only within the deadline, and not while closing.
+        if (closingDown) throw closing();
+        if (expired(begin)) throw tooLate();
         send({ id: begin.id, rows: [] });
         for (;;) {
           last = await remote.next();
-          if (last.op === 'commit') return;
           if (last.op === 'rollback') throw ROLLBACK;
+          if (expired(last)) throw tooLate(); // a statement or the commit: the whole transaction is rolled back
+          if (last.op === 'commit') return;
           await answer(last.id, tx.query(last.text ?? '', last.params).then((r) => r.rows));
         }
       })
@@ -198,7 +231,11 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
           () => send({ id: last.id, rows: [] }),
           (err: unknown) => send(err === ROLLBACK ? { id: last.id, rows: [] } : { id: last.id, error: errorFrame(err) }),
         )
-        .finally(() => txs.delete(begin.id));
+        .finally(() => {
+          txs.delete(begin.id);
+          open.delete(remote);
+        });
+      track(run);
     };
     readLines(socket, (line) => {
       let req: Request;
@@ -208,14 +245,17 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
         socket.destroy();
         return;
       }
+      if (closingDown) return send({ id: req.id, error: errorFrame(closing()) });
       if (req.tx !== undefined) {
         const remote = txs.get(req.tx);
         if (remote) remote.push(req);
         else send({ id: req.id, error: { message: `no open transaction ${req.tx}` } });
         return;
       }
-      if (req.op === 'q') void answer(req.id, db.query(req.text ?? '', req.params).then((r) => r.rows));
-      else if (req.op === 'begin') runTx(req);
+      if (req.op === 'q') {
+        if (expired(req)) send({ id: req.id, error: errorFrame(tooLate()) });
+        else track(answer(req.id, db.query(req.text ?? '', req.params).then((r) => r.rows)));
+      } else if (req.op === 'begin') runTx(req);
       else if (req.op === 'listen') {
         void answer(
           req.id,
@@ -252,113 +292,15 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
   return {
     socketPath,
     async close() {
+      closingDown = true;
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const remote of open) remote.end(closing());
+      while (taken.size > 0) await Promise.allSettled([...taken]);
       for (const socket of connections) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await stopped;
       fs.rmSync(socketPath, { force: true });
     },
   };
-}
-
-/**
- * A Db on the embedded database another process serves at `socketPath` (kind 'pglite': the same
- * SQL engine). Rejects if nothing listens there. Once the serving process goes away, every pending
- * and later call rejects with EmbeddedShareClosedError, listeners get `onDown` once and `onLost` is
- * called (connect() then finds the folder's next holder: connect.ts); after
- * close(), calls reject with DbClosedError and listeners get `onClosed`, as on the other Dbs.
- */
-export async function connectShared(socketPath: string, options: { onLost?: () => void } = {}): Promise<Db> {
-  checkSocketDir(socketPath, false);
-  const socket = net.createConnection(socketPath);
-  await new Promise<void>((resolve, reject) => {
-    socket.once('error', reject);
-    socket.once('connect', () => {
-      socket.off('error', reject);
-      resolve();
-    });
-  });
-  let nextId = 1;
-  let closed: Error | undefined;
-  const pending = new Map<number, { resolve: (rows: unknown[]) => void; reject: (err: Error) => void }>();
-  const subs = new Map<number, ListenHandlers>();
-  readLines(socket, (line) => {
-    const frame = decode(line);
-    if (typeof frame.sub === 'number') {
-      subs.get(frame.sub)?.onNotify(String(frame.payload));
-      return;
-    }
-    const id = frame.id as number;
-    const waiter = pending.get(id);
-    if (!waiter) return;
-    pending.delete(id);
-    if (frame.error) waiter.reject(errorFrom(frame.error as Record<string, unknown>));
-    else waiter.resolve(frame.rows as unknown[]);
-  });
-  socket.on('error', () => undefined);
-  socket.on('close', () => {
-    if (!closed) options.onLost?.();
-    closed ??= new EmbeddedShareClosedError(socketPath);
-    for (const waiter of pending.values()) waiter.reject(closed);
-    pending.clear();
-    for (const handlers of subs.values()) handlers.onDown?.(closed);
-    subs.clear();
-  });
-  const call = (req: Omit<Request, 'id'>): Promise<unknown[]> => {
-    if (closed) return Promise.reject(closed);
-    const id = nextId++;
-    return new Promise<unknown[]>((resolve, reject) => {
-      pending.set(id, { resolve, reject });
-      socket.write(encode({ ...req, id }));
-    });
-  };
-  const query = async <R>(text: string, params?: unknown[], tx?: number): Promise<{ rows: R[] }> => ({
-    rows: (await call({ op: 'q', text, params: params?.map(toWire), tx })) as R[],
-  });
-  return {
-    kind: 'pglite',
-    query: ((text: string, params?: unknown[]) => query(text, params)) as Db['query'],
-    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const begin = nextId; // the id `call` gives the begin request
-      await call({ op: 'begin' });
-      let result: T;
-      try {
-        result = await fn({ query: ((text: string, params?: unknown[]) => query(text, params, begin)) as Queryable['query'] });
-      } catch (err) {
-        await call({ op: 'rollback', tx: begin }).catch(() => undefined);
-        throw err;
-      }
-      await call({ op: 'commit', tx: begin }); // rejects if the commit failed (a deferred constraint)
-      return result;
-    },
-    async listen(channel: string, handlers: ListenHandlers) {
-      const sub = nextId;
-      subs.set(sub, handlers);
-      await call({ op: 'listen', channel });
-      handlers.onConnect?.();
-      return async () => {
-        subs.delete(sub);
-        await call({ op: 'unlisten', sub }).catch(() => undefined);
-      };
-    },
-    async close() {
-      if (!closed) {
-        closed = new DbClosedError();
-        for (const handlers of subs.values()) handlers.onClosed?.();
-        subs.clear();
-      }
-      await new Promise<void>((resolve) => {
-        socket.end(() => resolve());
-        setTimeout(resolve, 1_000).unref();
-      });
-      socket.destroy();
-    },
-  };
-}
-
-/** Parameters in the text form node-postgres sends (pg's prepareValue), so both ends agree on types. */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { prepareValue } = require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown };
-function toWire(value: unknown): unknown {
-  return value === null || value === undefined ? null : prepareValue(value);
 }
 
 /** A fresh socket path in this user's socket folder (privateSocketDir), for tests. */

@@ -33,7 +33,7 @@ export async function withinDeadline<T>(db: Db, seconds: number, advice: string,
   try {
     return await fn(seconds === 0 ? db : withDeadline(db, seconds * 1_000));
   } catch (err) {
-    if (err instanceof DbUnansweredError) throw new DbUnansweredError(err.deadlineMs, advice, { cause: err });
+    if (err instanceof DbUnansweredError) throw new DbUnansweredError(err.deadlineMs, advice, { cause: err, holder: err.holder });
     throw err;
   }
 }

@@ -358,7 +358,9 @@ const CLOSE_AFTER_FAILURE_MS = 1_000;
 function printFailure(err: unknown): void {
   const expected = err instanceof ActaError || err instanceof CommanderError;
   if (process.env.ACTA_DEBUG || !(err instanceof Error)) return console.error(err);
-  const where = (!expected || err instanceof DbUnansweredError) && isUnreachableError(err) ? ` (the database ${describeTarget()} was not reached: is the server up and reachable, and DATABASE_URL right?)` : '';
+  // An embedded folder's holder that did not answer is named by the error itself, with what to do.
+  const holder = err instanceof DbUnansweredError && err.holder !== undefined;
+  const where = (!expected || err instanceof DbUnansweredError) && !holder && isUnreachableError(err) ? ` (the database ${describeTarget()} was not reached: is the server up and reachable, and DATABASE_URL right?)` : '';
   console.error(`acta: ${err.message}${where}${expected ? '' : ' (set ACTA_DEBUG=1 for the stack)'}`);
 }
 

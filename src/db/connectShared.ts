@@ -1,0 +1,147 @@
+/**
+ * The follower's side of the embedded share (embeddedShare.ts, which has the protocol): a Db in
+ * another process on the database that the process holding the folder serves on its socket.
+ */
+import * as net from 'node:net';
+import { DbClosedError, DbUnansweredError, EmbeddedShareClosedError } from '../errors';
+import type { CallOptions, Db, ListenHandlers, Queryable } from './Db';
+import { checkSocketDir, CLOSING, decode, encode, errorFrom, EXPIRED, readLines, type Request } from './embeddedShare';
+
+/** A call's deadline: its length as given (for the error) and the instant it ends (epoch ms). */
+interface Deadline {
+  ms: number;
+  at: number;
+}
+const deadlineOf = (call: CallOptions | undefined): Deadline | undefined => (call?.deadlineMs === undefined ? undefined : { ms: call.deadlineMs, at: Date.now() + call.deadlineMs });
+
+/**
+ * A Db on the embedded database another process serves at `socketPath` (kind 'pglite': the same
+ * SQL engine); `holderPid`, that process's pid, for messages. Rejects if nothing listens there.
+ * A call with a deadline (CallOptions) unanswered by then rejects with DbUnansweredError, and the
+ * holder never starts it afterwards (see the module doc); a transaction's deadline is the whole
+ * transaction's. Once the serving process goes away, every pending and later call rejects with
+ * EmbeddedShareClosedError, listeners get `onDown` once and `onLost` is called (connect() then finds
+ * the folder's next holder: connect.ts); after close(), calls reject with DbClosedError and
+ * listeners get `onClosed`, as on the other Dbs.
+ */
+export async function connectShared(socketPath: string, options: { onLost?: () => void; holderPid?: number } = {}): Promise<Db> {
+  checkSocketDir(socketPath, false);
+  const socket = net.createConnection(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve();
+    });
+  });
+  const holder = { socketPath, pid: options.holderPid };
+  let nextId = 1;
+  let closed: Error | undefined;
+  const pending = new Map<number, { resolve: (rows: unknown[]) => void; reject: (err: Error) => void; deadline?: Deadline }>();
+  const subs = new Map<number, ListenHandlers>();
+  /** The holder's error frame as the error a follower is told: its refusals typed, a database error with its fields. */
+  const refused = (frame: Record<string, unknown>, deadline: Deadline | undefined): Error => {
+    if (frame.code === EXPIRED && deadline) return new DbUnansweredError(deadline.ms, undefined, { holder });
+    // ACTA_DB_CLOSED: the holder's Db closed under the request (its close began as it arrived).
+    if (frame.code === CLOSING || frame.code === 'ACTA_DB_CLOSED') return new EmbeddedShareClosedError(socketPath);
+    return errorFrom(frame);
+  };
+  readLines(socket, (line) => {
+    const frame = decode(line);
+    if (typeof frame.sub === 'number') {
+      subs.get(frame.sub)?.onNotify(String(frame.payload));
+      return;
+    }
+    const id = frame.id as number;
+    const waiter = pending.get(id);
+    if (!waiter) return;
+    pending.delete(id);
+    if (frame.error) waiter.reject(refused(frame.error as Record<string, unknown>, waiter.deadline));
+    else waiter.resolve(frame.rows as unknown[]);
+  });
+  socket.on('error', () => undefined);
+  socket.on('close', () => {
+    if (!closed) options.onLost?.();
+    closed ??= new EmbeddedShareClosedError(socketPath);
+    for (const waiter of pending.values()) waiter.reject(closed);
+    pending.clear();
+    for (const handlers of subs.values()) handlers.onDown?.(closed);
+    subs.clear();
+  });
+  const call = (req: Omit<Request, 'id' | 'deadlineAt'>, deadline?: Deadline): Promise<unknown[]> => {
+    if (closed) return Promise.reject(closed);
+    const id = nextId++;
+    return new Promise<unknown[]>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = <A>(fn: (arg: A) => void) => (arg: A) => {
+        clearTimeout(timer);
+        fn(arg);
+      };
+      pending.set(id, { resolve: settle(resolve), reject: settle(reject), deadline });
+      if (deadline) {
+        timer = setTimeout(() => {
+          pending.delete(id);
+          reject(new DbUnansweredError(deadline.ms, undefined, { holder }));
+        }, Math.max(0, deadline.at - Date.now()));
+      }
+      socket.write(encode({ ...req, id, deadlineAt: deadline?.at }));
+    });
+  };
+  const query = async <R>(text: string, params: unknown[] | undefined, deadline: Deadline | undefined, tx?: number): Promise<{ rows: R[] }> => ({
+    rows: (await call({ op: 'q', text, params: params?.map(toWire), tx }, deadline)) as R[],
+  });
+  return {
+    kind: 'pglite',
+    query: ((text: string, params?: unknown[], callOptions?: CallOptions) => query(text, params, deadlineOf(callOptions))) as Db['query'],
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>, callOptions?: CallOptions): Promise<T> {
+      const deadline = deadlineOf(callOptions);
+      const begin = nextId; // the id `call` gives the begin request
+      try {
+        await call({ op: 'begin' }, deadline);
+      } catch (err) {
+        // Unanswered: the holder may have begun it, and would hold its one session for it until TX_IDLE_MS.
+        if (err instanceof DbUnansweredError) void call({ op: 'rollback', tx: begin }).catch(() => undefined);
+        throw err;
+      }
+      let result: T;
+      try {
+        result = await fn({ query: ((text: string, params?: unknown[]) => query(text, params, deadline, begin)) as Queryable['query'] });
+      } catch (err) {
+        // Not waited for past the deadline: the holder rolls back what it finds of this transaction either way.
+        await call({ op: 'rollback', tx: begin }, deadline).catch(() => undefined);
+        throw err;
+      }
+      await call({ op: 'commit', tx: begin }, deadline); // rejects if the commit failed (a deferred constraint)
+      return result;
+    },
+    async listen(channel: string, handlers: ListenHandlers) {
+      const sub = nextId;
+      subs.set(sub, handlers);
+      await call({ op: 'listen', channel });
+      handlers.onConnect?.();
+      return async () => {
+        subs.delete(sub);
+        await call({ op: 'unlisten', sub }).catch(() => undefined);
+      };
+    },
+    async close() {
+      if (!closed) {
+        closed = new DbClosedError();
+        for (const handlers of subs.values()) handlers.onClosed?.();
+        subs.clear();
+      }
+      await new Promise<void>((resolve) => {
+        socket.end(() => resolve());
+        setTimeout(resolve, 1_000).unref();
+      });
+      socket.destroy();
+    },
+  };
+}
+
+/** Parameters in the text form node-postgres sends (pg's prepareValue), so both ends agree on types. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { prepareValue } = require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown };
+function toWire(value: unknown): unknown {
+  return value === null || value === undefined ? null : prepareValue(value);
+}

@@ -1,0 +1,166 @@
+/**
+ * The process holding an embedded (PGlite) folder stops answering or goes away while others use it
+ * through its socket (src/db/embeddedShare.ts; docs/operating.md, "Which database"). Real processes:
+ * a holder (test/fixtures/embedded-holder.js), `acta worker` and `acta sql` on its folder, and this
+ * process's own connect().
+ * - SIGSTOP of the holder (Ctrl-Z in its terminal, a debugger, a frozen container): a follower's
+ *   call fails with DbUnansweredError at its deadline, and the holder, once it runs again, does not
+ *   run what the follower gave up on (was: `acta sql --deadline 1` and a client's call with a
+ *   deadline waited for ever); a worker rides out a stop shorter than its deadlines, and one longer
+ *   than its lease exits 1 and its job is run again by the next worker, nothing lost.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { connect, createClient, type Db, DbUnansweredError, withDeadline } from '../../src';
+import { eventsFile, exitWithin, killAll, readEvents, ROOT, sleep, spawnWorker } from './harness';
+import { waitFor } from '../helpers/wait';
+
+let dir: string;
+let data: string;
+const holders: ChildProcess[] = [];
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-holder-'));
+  data = path.join(dir, 'data');
+});
+afterEach(async () => {
+  for (const holder of holders.splice(0)) {
+    holder.kill('SIGCONT');
+    holder.kill('SIGKILL');
+  }
+  await killAll();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** The holder of `data`, migrated and serving it once this resolves. */
+async function startHolder(): Promise<ChildProcess & { said: (text: string) => Promise<void> }> {
+  const child = spawn(process.execPath, ['test/fixtures/embedded-holder.js', data], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  holders.push(child);
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const said = (text: string) => waitFor(() => out.includes(`${text}\n`) || child.exitCode !== null, `the holder to say ${text}`, 60_000).then(() => {
+    if (!out.includes(`${text}\n`)) throw new Error(`the holder exited (${child.exitCode}) before saying ${text}`);
+  });
+  await said('open');
+  return Object.assign(child, { said });
+}
+
+/** `acta <args>` on the folder: exit code (-1: the guard killed it, a hang), stdout, stderr. */
+function acta(args: string[], guardMs = 20_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ACTA_DATA_DIR: data, ACTA_LOG_LEVEL: 'silent' };
+  delete env.DATABASE_URL;
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['bin/acta.js', ...args], { cwd: ROOT, env, timeout: guardMs }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** `promise`'s value or error, or 'no answer' when it has neither after `ms` (a hang). */
+function settled<T>(promise: Promise<T>, ms: number): Promise<T | unknown> {
+  return Promise.race([promise.catch((err: unknown) => err), sleep(ms).then(() => 'no answer')]);
+}
+
+const worker = (events: string, h: number) => spawnWorker({ dbUrl: '', events, env: { ACTA_DATA_DIR: data }, args: ['--heartbeat', String(h), '--shutdown-timeout', '1000'] });
+
+test('SIGSTOP of the holder: a follower call fails at its deadline (DbUnansweredError) and is not run after SIGCONT; a worker rides out a short stop; all goes on after SIGCONT', async () => {
+  const holder = await startHolder();
+  const events = eventsFile();
+  const w = worker(events, 2_000); // deadlines: attempt 5 s after the last renewal, each call 5 s
+  await w.workerId();
+  const db: Db = await connect({ dataDir: data });
+  try {
+    const client = createClient({ db });
+    await db.query('create table probe (n int)');
+    const first = await client.enqueue('work', { ms: 3_000 });
+    await waitFor(() => readEvents(events).some((e) => e.jobId === first.id && e.event === 'start'), 'the job to start');
+
+    holder.kill('SIGSTOP');
+    const sql = acta(['sql', '--deadline', '1', 'select 1']);
+    const given = await settled(withDeadline(db, 1_000).query('insert into probe values (1)'), 10_000);
+    expect(given).toBeInstanceOf(DbUnansweredError);
+    expect(await sql).toMatchObject({
+      code: 1,
+      stderr: `acta: the process holding the embedded database (pid ${holder.pid}, socket ${path.join(data, 'acta.sock')}) did not answer within 1000 ms: it is stopped (Ctrl-Z, SIGSTOP, a debugger: \`kill -CONT ${holder.pid}\` or \`fg\` in its terminal lets it go on) or busy (another process's long statement or transaction holds its one session); the statement ran only if that process had taken it before, and it will not start it now; a longer statement needs a larger --deadline <s> (now 1)\n`,
+    });
+    holder.kill('SIGCONT');
+
+    await waitFor(() => readEvents(events).some((e) => e.jobId === first.id && e.event === 'done'), 'the job begun before the stop to end');
+    expect((await client.result(first.id, { timeoutMs: 10_000 })) as unknown).toEqual({ pid: w.pid, execution: 1 });
+    expect(readEvents(events).filter((e) => e.jobId === first.id).map((e) => e.event)).toEqual(['start', 'done']);
+    // The insert given up on at its deadline was not run when the holder went on.
+    expect((await db.query('select count(*)::int as n from probe')).rows).toEqual([{ n: 0 }]);
+    const second = await client.enqueue('work', { ms: 10 });
+    expect((await client.result(second.id, { timeoutMs: 10_000 })) as unknown).toEqual({ pid: w.pid, execution: 1 });
+  } finally {
+    await db.close();
+  }
+  expect(w.child.exitCode).toBeNull();
+  w.kill('SIGTERM');
+  expect(await exitWithin(w, 15_000)).toEqual({ code: 0, signal: null });
+}, 60_000);
+
+test('SIGSTOP of the holder for longer than a lease: the worker holding an attempt exits 1, and after SIGCONT the next worker runs the job again, nothing lost', async () => {
+  const holder = await startHolder();
+  const events = eventsFile();
+  const H = 500;
+  const a = worker(events, H);
+  await a.workerId();
+  const db = await connect({ dataDir: data });
+  try {
+    const client = createClient({ db });
+    const job = await client.enqueue('work', { slowOnExecution: 1, slowMs: 60_000, ms: 10 });
+    await waitFor(() => readEvents(events).some((e) => e.jobId === job.id && e.event === 'start'), 'the job to start');
+    await sleep(2 * H); // a heartbeat reported the start
+
+    holder.kill('SIGSTOP');
+    expect(await exitWithin(a, 20_000)).toEqual({ code: 1, signal: null });
+    expect(a.output()).toMatch(/no heartbeat succeeded for a whole lease/);
+    holder.kill('SIGCONT');
+
+    const b = worker(events, H);
+    const done = (await client.result(job.id, { timeoutMs: 20_000 })) as { pid: number; execution: number };
+    expect(done).toEqual({ pid: b.pid, execution: 2 });
+    const ledger = await db.query<{ execution: number; outcome: string }>('select execution, outcome from acta.all_executions where job_id = $1 order by execution', [job.id]);
+    expect(ledger.rows.map((r) => r.outcome)).toEqual([expect.stringMatching(/^(lost|released|failed)/), 'succeeded']);
+    b.kill('SIGTERM');
+    expect(await exitWithin(b, 15_000)).toEqual({ code: 0, signal: null });
+  } finally {
+    await db.close();
+  }
+}, 60_000);
+
+test('the holder exiting cleanly while followers are mid-call: what it ran it answers before it lets go, an open remote transaction is rolled back, and the next holder has exactly what was answered', async () => {
+  const holder = await startHolder();
+  const inTx = await connect({ dataDir: data });
+  const queued = await connect({ dataDir: data });
+  try {
+    await inTx.query('create table probe (n int)');
+    let release = () => undefined as void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let inserted = () => undefined as void;
+    const begun = new Promise<void>((resolve) => (inserted = resolve));
+    // A remote transaction holds the holder's one session; the other call waits behind it.
+    const tx = inTx.transaction(async (t) => {
+      await t.query('insert into probe values (1)');
+      inserted();
+      await held;
+      await t.query('insert into probe values (2)');
+    });
+    await begun;
+    const behind = queued.query('insert into probe values (3)');
+    await sleep(300); // the insert has reached the holder
+    holder.kill('SIGTERM');
+    await holder.said('closed');
+    release();
+    const [txOutcome, behindOutcome] = await Promise.all([tx.then(() => 'committed', (err: unknown) => err), behind.then(() => 'answered', (err: unknown) => err)]);
+    expect(txOutcome).toMatchObject({ code: 'ACTA_EMBEDDED_SHARE_CLOSED' });
+    // The next call opens the folder again: this process holds it now.
+    const { rows } = await queued.query<{ n: number }>('select n from probe order by n');
+    expect({ behind: behindOutcome, rows }).toEqual({ behind: 'answered', rows: [{ n: 3 }] });
+  } finally {
+    await inTx.close();
+    await queued.close();
+  }
+}, 60_000);
