@@ -8,12 +8,16 @@
  *   run what the follower gave up on (was: `acta sql --deadline 1` and a client's call with a
  *   deadline waited for ever); a worker rides out a stop shorter than its deadlines, and one longer
  *   than its lease exits 1 and its job is run again by the next worker, nothing lost.
+ * - A clean exit of the holder while followers are mid-call: an answer means it ran (was: the
+ *   statement ran and its follower got EmbeddedShareClosedError, which a retry ran twice).
+ * - Several first runs (`acta migrate`, programs that migrate and start a worker) at once on a new
+ *   folder: each ends 0, with one migrated schema.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { connect, createClient, type Db, DbUnansweredError, withDeadline } from '../../src';
+import { assertMigrated, connect, createClient, type Db, DbUnansweredError, withDeadline } from '../../src';
 import { eventsFile, exitWithin, killAll, readEvents, ROOT, sleep, spawnWorker } from './harness';
 import { waitFor } from '../helpers/wait';
 
@@ -164,3 +168,31 @@ test('the holder exiting cleanly while followers are mid-call: what it ran it an
     await queued.close();
   }
 }, 60_000);
+
+test('two `acta migrate` and two first runs of a program (connect, migrate, a worker, a job) at once on a new folder: each ends 0, with one migrated schema', async () => {
+  const env: NodeJS.ProcessEnv = { ...process.env, ACTA_DATA_DIR: data, ACTA_LOG_LEVEL: 'silent' };
+  delete env.DATABASE_URL;
+  const run = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, args, { cwd: ROOT, env, timeout: 60_000 }, (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+      });
+    });
+  const [m1, m2, p1, p2] = await Promise.all([
+    run(['bin/acta.js', 'migrate']),
+    run(['bin/acta.js', 'migrate']),
+    run(['test/fixtures/first-run.js', 'Ada']),
+    run(['test/fixtures/first-run.js', 'Grace']),
+  ]);
+  for (const m of [m1, m2]) expect(m).toMatchObject({ code: 0, stderr: '' });
+  expect(p1).toMatchObject({ code: 0, stderr: '', stdout: expect.stringContaining('"greeting":"hello, Ada"') });
+  expect(p2).toMatchObject({ code: 0, stderr: '', stdout: expect.stringContaining('"greeting":"hello, Grace"') });
+  const db = await connect({ dataDir: data });
+  try {
+    await assertMigrated(db);
+    const { rows } = await db.query<{ name: string; n: number }>('select name, count(*)::int as n from acta.migrations group by name having count(*) > 1');
+    expect(rows).toEqual([]);
+  } finally {
+    await db.close();
+  }
+}, 90_000);
