@@ -46,7 +46,7 @@ export class DataDirLockedError extends ActaError {
         : pid > 0 && unshared
         ? `the data directory ${dataDir} is in use by process ${pid}, which does not serve it to other processes (opened with share: false, or its socket could not be bound); one process per data directory`
         : pid > 0
-        ? `the data directory ${dataDir} is in use by process ${pid}; one process per data directory`
+        ? `the data directory ${dataDir} is in use by process ${pid}, named in its lock file ${dataDir}/acta.lock; one process per data directory: stop that process first (connect() uses the folder through it while it serves it). If process ${pid} is not acta (a pid reused since an acta left the lock), remove ${dataDir}/acta.lock`
         : `the data directory ${dataDir}: its lock file (acta.lock) could not be taken, and no live process holds it; remove acta.lock* there if no process uses the folder`,
     );
   }

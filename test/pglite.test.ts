@@ -218,6 +218,34 @@ describe('the data folder lock', () => {
     }
   }, 60_000);
 
+  test('a lock file that is not a bare pid (garbage bytes, empty, a number written otherwise that names a live process) is stale: taken over, never a hang', () => {
+    // acta writes the pid as decimal digits alone; `0x1` and ` 1` were read as PID 1, alive, and refused.
+    for (const content of [Buffer.from([0, 0xff, 0x1b, 0x0a]), '', '0x1', ' 1\n', '1e0', '-1', '0']) {
+      const dir = tempDir();
+      fs.writeFileSync(path.join(dir, 'acta.lock'), content);
+      const release = lockDataDir(dir);
+      try {
+        expect({ content, lock: fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8') }).toEqual({ content, lock: String(process.pid) });
+      } finally {
+        release();
+      }
+      expect(fs.readdirSync(dir)).toEqual([]);
+    }
+  });
+
+  test('a lock of a live process is refused naming the lock file, and what to do if that process is not acta (its pid reused)', async () => {
+    const dir = tempDir();
+    const other = sleeper();
+    try {
+      leaveLock(dir, other.pid); // as an acta that recorded no start time left it: the pid alone says
+      expect(() => lockDataDir(dir)).toThrow(
+        `the data directory ${dir} is in use by process ${other.pid}, named in its lock file ${dir}/acta.lock; one process per data directory: stop that process first (connect() uses the folder through it while it serves it). If process ${other.pid} is not acta (a pid reused since an acta left the lock), remove ${dir}/acta.lock`,
+      );
+    } finally {
+      await other.gone();
+    }
+  });
+
   test('processes starting on one folder at the same instant: exactly one holds it, with or without a stale lock', async () => {
     const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
     const race = async (dir: string) => {

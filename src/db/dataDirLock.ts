@@ -126,7 +126,7 @@ export function readHolder(file: string): LockHolder | undefined {
     const holder: LockHolder = { content, ino, close: () => fs.closeSync(fd) };
     // The holder's own file, a link of the same inode: `acta.lock.<pid>.<incarnation>` beside it.
     const prefix = `${LOCK}.${content}.`;
-    if (nlink > 1n && /^[1-9]\d*$/.test(content)) {
+    if (nlink > 1n && PID.test(content)) {
       for (const name of fs.readdirSync(path.dirname(file))) {
         const link = path.join(path.dirname(file), name);
         if (name.startsWith(prefix) && INCARNATION.test(name.slice(prefix.length)) && fileIno(link) === ino) {
@@ -146,13 +146,14 @@ export function readHolder(file: string): LockHolder | undefined {
 
 /**
  * Whether the holder of a lock (or takeover) file is this process, another live process, or gone
- * (stale): a dead pid, not a pid, or a pid whose live process (this one included) is another
+ * (stale): a dead pid, not a pid as acta writes it, or a pid whose live process (this one included) is another
  * incarnation than the one the holder recorded. Without a recorded incarnation, or without one
  * to compare it with (no /proc, the pid's hidden), the pid alone says, as before.
  */
 function judge(holder: LockHolder): 'this process' | 'live' | 'stale' {
+  // acta writes the pid as decimal digits alone: anything else (`0x1`, ` 1`) is no acta's lock.
+  if (!PID.test(holder.content)) return 'stale';
   const pid = Number(holder.content);
-  if (!Number.isInteger(pid) || pid <= 0) return 'stale';
   if (pid !== process.pid && !isAlive(pid)) return 'stale';
   if (holder.incarnation === undefined) {
     if (pid !== process.pid) return 'live';
@@ -249,6 +250,9 @@ function fileIno(file: string): bigint | undefined {
 
 /** True if `file` is the file with inode `ino`. */
 const isFile = (file: string, ino: bigint): boolean => fileIno(file) === ino;
+
+/** A pid as a lock holds it: String(process.pid). */
+const PID = /^[1-9]\d*$/;
 
 /** An incarnation as incarnation() writes it: `<start ticks>-<boot id>`. */
 const INCARNATION = /^\d+-[0-9a-f-]+$/;
