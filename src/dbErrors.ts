@@ -31,25 +31,31 @@ export class SchemaNewerError extends ActaError {
 /**
  * An embedded (PGlite) data directory already open in another live process (`pid`), or, with
  * `pid` -1, whose lock file could not be taken in 50 tries though no live process holds it.
- * `unshared`: that process does not serve it to others (connect.ts).
+ * `unshared`: that process does not serve it to others (connect.ts). `elsewhere`: that process is
+ * of another pid namespace (another container with the folder mounted), where `pid` is its own:
+ * its liveness socket said it runs (src/db/holderLiveness.ts).
  */
 export class DataDirLockedError extends ActaError {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
     readonly unshared = false,
+    readonly elsewhere = false,
   ) {
-    super(
-      'ACTA_DATA_DIR_LOCKED',
-      pid === process.pid
-        ? `the data directory ${dataDir} is locked with this process's pid (${pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process with the same pid that recorded no start time to tell it apart (no /proc here: then remove ${dataDir}/acta.lock)`
-        : pid > 0 && unshared
-        ? `the data directory ${dataDir} is in use by process ${pid}, which does not serve it to other processes (opened with share: false, or its socket could not be bound); one process per data directory`
-        : pid > 0
-        ? `the data directory ${dataDir} is in use by process ${pid}, named in its lock file ${dataDir}/acta.lock; one process per data directory: stop that process first (connect() uses the folder through it while it serves it). If process ${pid} is not acta (a pid reused since an acta left the lock), remove ${dataDir}/acta.lock`
-        : `the data directory ${dataDir}: its lock file (acta.lock) could not be taken, and no live process holds it; remove acta.lock* there if no process uses the folder`,
-    );
+    super('ACTA_DATA_DIR_LOCKED', lockedMessage(dataDir, pid, unshared, elsewhere));
   }
+}
+
+function lockedMessage(dataDir: string, pid: number, unshared: boolean, elsewhere: boolean): string {
+  const lock = `${dataDir}/acta.lock`;
+  if (pid <= 0) return `the data directory ${dataDir}: its lock file (acta.lock) could not be taken, and no live process holds it; remove acta.lock* there if no process uses the folder`;
+  const who = elsewhere ? `process ${pid} of another pid namespace (another container with this folder mounted, whose pid ${pid} it is)` : `process ${pid}`;
+  if (unshared) return `the data directory ${dataDir} is in use by ${who}, which does not serve it to other processes (opened with share: false, or its socket could not be bound); one process per data directory`;
+  if (elsewhere) return `the data directory ${dataDir} is in use by ${who}, named in its lock file ${lock}, and that process runs (its liveness socket answers); one process per data directory: stop it first (connect() uses the folder through it while it serves it)`;
+  if (pid === process.pid) {
+    return `the data directory ${dataDir} is locked with this process's pid (${pid}): it is open in this process already (open it once per process and share that Db), or the lock was left by an earlier process with the same pid that recorded no start time to tell it apart (no /proc here: then remove ${lock})`;
+  }
+  return `the data directory ${dataDir} is in use by process ${pid}, named in its lock file ${lock}; one process per data directory: stop that process first (connect() uses the folder through it while it serves it). If process ${pid} is not acta (a pid reused since an acta left the lock), remove ${lock}`;
 }
 
 /**

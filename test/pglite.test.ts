@@ -7,6 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { type Client, connect, createClient, createPgliteDb, createWorker, DataDirLockedError, DataDirUnusableError, DataDirVersionError, defineJob, migrate, type Db, type Queryable } from '../src';
 import { lockDataDir, readHolder, removeStaleLock, takeoverPath } from '../src/db/dataDirLock';
+import { livenessPath } from '../src/db/holderLiveness';
 import { EMBEDDED_PG_MAJOR, unusable } from '../src/db/pgliteDb';
 import { silentLogger } from './helpers/silentLogger';
 import { waitFor } from './helpers/wait';
@@ -149,6 +150,8 @@ describe('the data folder lock', () => {
     if (incarnation) fs.linkSync(path.join(dir, 'acta.lock'), path.join(dir, `acta.lock.${pid}.${incarnation}`));
   };
   const ownFile = (pid: number) => `acta.lock.${pid}.${incarnationOf(pid)}`;
+  /** What a live holder of `pid` keeps in the folder: its lock, its own file and its liveness socket (src/db/holderLiveness.ts). */
+  const heldBy = (dir: string, pid: number) => [path.basename(livenessPath(dir, pid, incarnationOf(pid))!), 'acta.lock', ownFile(pid)];
   const sleeper = () => {
     const child = spawn('sleep', ['60'], { stdio: 'ignore' });
     return { pid: child.pid!, gone: () => (child.kill('SIGKILL'), new Promise((r) => child.once('exit', r))) };
@@ -404,7 +407,7 @@ describe('the data folder lock', () => {
     const release = lockDataDir(dir);
     try {
       expect(fs.readFileSync(lockPath, 'utf8')).toBe(String(process.pid));
-      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
+      expect(fs.readdirSync(dir).sort()).toEqual(heldBy(dir, process.pid));
     } finally {
       release();
     }
@@ -419,11 +422,11 @@ describe('the data folder lock', () => {
     try {
       // Before, it said "open in this process already" until the lock was removed by hand.
       expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
-      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
+      expect(fs.readdirSync(dir).sort()).toEqual(heldBy(dir, process.pid));
       expect(fs.statSync(path.join(dir, ownFile(process.pid))).ino).toBe(fs.statSync(path.join(dir, 'acta.lock')).ino);
       expect(() => lockDataDir(dir)).toThrow(expect.objectContaining({ code: 'ACTA_DATA_DIR_LOCKED', pid: process.pid, message: expect.stringContaining('open in this process already') }));
       // The refused open left the lock and its holder's own file as they were.
-      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
+      expect(fs.readdirSync(dir).sort()).toEqual(heldBy(dir, process.pid));
     } finally {
       release();
     }
@@ -456,7 +459,7 @@ describe('the data folder lock', () => {
       const release = lockDataDir(dir);
       try {
         expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe(String(process.pid));
-        expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(process.pid)]);
+        expect(fs.readdirSync(dir).sort()).toEqual(heldBy(dir, process.pid));
       } finally {
         release();
       }
@@ -472,9 +475,9 @@ describe('the data folder lock', () => {
     try {
       await new Promise<void>((resolve) => holder.stdout!.once('data', (d) => (expect(String(d)).toBe('HOLDS\n'), resolve())));
       expect(fs.readFileSync(`/proc/${holder.pid}/stat`, 'utf8')).toMatch(/^\d+ \(x\) 1 2 3\) /);
-      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(holder.pid!)]);
+      expect(fs.readdirSync(dir).sort()).toEqual(heldBy(dir, holder.pid!));
       expect(() => lockDataDir(dir)).toThrow(expect.objectContaining({ code: 'ACTA_DATA_DIR_LOCKED', pid: holder.pid }));
-      expect(fs.readdirSync(dir).sort()).toEqual(['acta.lock', ownFile(holder.pid!)]);
+      expect(fs.readdirSync(dir).sort()).toEqual(heldBy(dir, holder.pid!));
       holder.kill('SIGKILL');
       await new Promise((r) => holder.once('exit', r));
       const release = lockDataDir(dir);
@@ -508,6 +511,41 @@ describe('the data folder lock', () => {
     } finally {
       await other.gone();
     }
+  });
+  test("a live holder in another pid namespace (another container with the folder mounted), where its pid names another process or none, is refused; once it is killed, the next one takes over", async () => {
+    if (process.getuid?.() !== 0 || spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status !== 0) {
+      console.log('skipped: needs root and unshare(1) to start a process in a pid namespace of its own');
+      return;
+    }
+    const dir = tempDir();
+    /** lock-child.js as PID 1 of a pid namespace of its own, as in a container; killed with unshare. */
+    const contained = () => {
+      const child = spawn('unshare', ['--pid', '--kill-child', '--mount-proc', process.execPath, 'test/fixtures/lock-child.js', dir, '0'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const said = new Promise<string>((resolve) => child.stdout!.once('data', (d) => resolve(String(d).trim())));
+      return { child, said, gone: () => (child.kill('SIGKILL'), new Promise((r) => child.once('exit', r))) };
+    };
+    const a = contained();
+    try {
+      expect(await a.said).toBe('HOLDS');
+      expect(fs.readFileSync(path.join(dir, 'acta.lock'), 'utf8')).toBe('1');
+      // Here its pid 1 is init, started at another time: taken for a reused pid, the lock was taken over while its holder ran.
+      expect(() => lockDataDir(dir)).toThrow(expect.objectContaining({ code: 'ACTA_DATA_DIR_LOCKED', pid: 1, elsewhere: true, message: expect.stringContaining('another pid namespace') }));
+      const b = contained();
+      expect(await b.said).toBe('LOCKED');
+      await b.gone();
+    } finally {
+      await a.gone();
+    }
+    // Killed: its lock, own file and liveness socket are left; a process of the next namespace (the container restarted) takes them over.
+    const c = contained();
+    try {
+      expect(await c.said).toBe('HOLDS');
+    } finally {
+      await c.gone();
+    }
+    const release = lockDataDir(dir);
+    release();
+    expect(fs.readdirSync(dir)).toEqual([]);
   });
 });
 

@@ -86,15 +86,16 @@ async function openEmbedded(dataDir: string, onLost: () => void): Promise<{ db: 
   try {
     return { db: await createPgliteDb({ dataDir }), shared: false };
   } catch (err) {
-    if (!(err instanceof DataDirLockedError) || err.pid <= 0 || err.pid === process.pid) throw err;
+    if (!(err instanceof DataDirLockedError) || err.pid <= 0 || (err.pid === process.pid && !err.elsewhere)) throw err;
     const deadline = Date.now() + SOCKET_WAIT_MS;
     for (;;) {
-      const shared = await connectShared(socketPathFor(dataDir), { onLost, holderPid: err.pid }).catch(() => undefined);
+      const shared = await connectShared(socketPathFor(dataDir), { onLost, holderPid: err.elsewhere ? undefined : err.pid }).catch(() => undefined);
       if (shared) return { db: shared, shared: true };
-      // The holder died before serving (killed while PGlite started): its lock is stale, the folder free.
-      if (!isAlive(err.pid)) return openEmbedded(dataDir, onLost);
+      // The holder died before serving (killed while PGlite started): its lock is stale, the folder
+      // free. (A holder of another pid namespace is not seen here by its pid: its socket is waited for.)
+      if (!err.elsewhere && !isAlive(err.pid)) return openEmbedded(dataDir, onLost);
       // The holder does not serve it: no socket will come.
-      if (readLock(unsharedPath(dataDir)) === String(err.pid)) throw new DataDirLockedError(dataDir, err.pid, true);
+      if (readLock(unsharedPath(dataDir)) === String(err.pid)) throw new DataDirLockedError(dataDir, err.pid, true, err.elsewhere);
       if (Date.now() >= deadline) throw err;
       await pause();
     }

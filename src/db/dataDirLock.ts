@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DataDirLockedError } from '../errors';
+import { listenLiveness, livenessPath, probeLiveness } from './holderLiveness';
 
 /** Tries to take the lock before giving up with DataDirLockedError; between tries it waits 1 ms. */
 const LOCK_TRIES = 50;
@@ -35,6 +36,11 @@ const LOCK = 'acta.lock';
  * acta's, or no /proc: macOS) is judged by its pid alone, as before, but for this process's own
  * pid where /proc is: then it is an earlier process's, and stale. test/pglite.test.ts, "the
  * data folder lock".
+ *
+ * A pid says nothing of a process in another pid namespace (another container with the folder
+ * mounted), so where it records an incarnation a holder also listens on a liveness socket beside
+ * the lock from before the lock appears (holderLiveness.ts): a lock its pid calls stale is taken
+ * over only once that socket refuses, and a live one is refused with `elsewhere` set.
  */
 export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
@@ -42,6 +48,7 @@ export function lockDataDir(dataDir: string): () => void {
   const self = incarnation(process.pid);
   const mine = self === undefined ? `${lockPath}.${process.pid}` : `${lockPath}.${process.pid}.${self}`;
   const ino = writeOwn(mine, lockPath, dataDir);
+  const live = self === undefined ? undefined : listenLiveness(livenessPath(dataDir, process.pid, self));
   let held = false;
   try {
     for (let tries = 0; tries < LOCK_TRIES; tries++) {
@@ -56,7 +63,7 @@ export function lockDataDir(dataDir: string): () => void {
           const verdict = judge(holder);
           if (verdict === 'stale') removeStaleLock(lockPath, holder, mine);
           // 'this process': open in this process already. A lock released or replaced while it was judged is judged again.
-          else if (isFile(lockPath, holder.ino)) throw new DataDirLockedError(dataDir, Number(holder.content));
+          else if (isFile(lockPath, holder.ino)) throw new DataDirLockedError(dataDir, Number(holder.content), false, verdict === 'elsewhere');
         } finally {
           holder.close();
         }
@@ -71,6 +78,7 @@ export function lockDataDir(dataDir: string): () => void {
         } catch {
           /* already gone */
         }
+        live?.close(); // after the lock: it stands for it
       };
       process.once('exit', release);
       return release;
@@ -78,6 +86,7 @@ export function lockDataDir(dataDir: string): () => void {
     throw new DataDirLockedError(dataDir, -1);
   } finally {
     if (!held || self === undefined) fs.rmSync(mine, { force: true });
+    if (!held) live?.close();
   }
 }
 
@@ -145,12 +154,22 @@ export function readHolder(file: string): LockHolder | undefined {
 }
 
 /**
- * Whether the holder of a lock (or takeover) file is this process, another live process, or gone
- * (stale): a dead pid, not a pid as acta writes it, or a pid whose live process (this one included) is another
- * incarnation than the one the holder recorded. Without a recorded incarnation, or without one
- * to compare it with (no /proc, the pid's hidden), the pid alone says, as before.
+ * Whether the holder of a lock (or takeover) file is this process, another live process, one of
+ * another pid namespace ('elsewhere'), or gone (stale): not a pid as acta writes it; or a dead pid,
+ * or a pid whose live process (this one included) is another incarnation than the one the holder
+ * recorded, when the holder's liveness socket (holderLiveness.ts) refuses too. Without a recorded
+ * incarnation, or without one to compare it with (no /proc, the pid's hidden), the pid alone says,
+ * as before.
  */
-function judge(holder: LockHolder): 'this process' | 'live' | 'stale' {
+function judge(holder: LockHolder): 'this process' | 'live' | 'elsewhere' | 'stale' {
+  const verdict = judgeByPid(holder);
+  if (verdict !== 'stale' || holder.incarnation === undefined || holder.link === undefined) return verdict;
+  const socket = livenessPath(path.dirname(holder.link), holder.content, holder.incarnation);
+  return socket !== undefined && probeLiveness(socket) !== 'gone' ? 'elsewhere' : 'stale';
+}
+
+/** judge by the holder's pid (and incarnation) alone. */
+function judgeByPid(holder: LockHolder): 'this process' | 'live' | 'stale' {
   // acta writes the pid as decimal digits alone: anything else (`0x1`, ` 1`) is no acta's lock.
   if (!PID.test(holder.content)) return 'stale';
   const pid = Number(holder.content);
@@ -217,7 +236,8 @@ export function removeStaleLock(target: string, stale: LockHolder, mine: string,
     const taker = readHolder(takeover);
     try {
       // A takeover is held only within one lockDataDir call, which is synchronous: none of this process's is.
-      if (taker !== undefined && judge(taker) !== 'live' && depth < 3) removeStaleLock(takeover, taker, mine, depth + 1);
+      const verdict = taker === undefined ? undefined : judge(taker);
+      if ((verdict === 'stale' || verdict === 'this process') && depth < 3) removeStaleLock(takeover, taker!, mine, depth + 1);
     } finally {
       taker?.close();
     }
@@ -226,7 +246,11 @@ export function removeStaleLock(target: string, stale: LockHolder, mine: string,
   try {
     if (isFile(target, stale.ino)) {
       fs.unlinkSync(target);
-      if (stale.link !== undefined && stale.link !== mine) fs.rmSync(stale.link, { force: true });
+      if (stale.link !== undefined && stale.link !== mine) {
+        fs.rmSync(stale.link, { force: true });
+        const socket = stale.incarnation === undefined ? undefined : livenessPath(path.dirname(stale.link), stale.content, stale.incarnation);
+        if (socket !== undefined) fs.rmSync(socket, { force: true });
+      }
     }
   } finally {
     fs.rmSync(takeover, { force: true });

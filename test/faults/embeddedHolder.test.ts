@@ -13,7 +13,7 @@
  * - Several first runs (`acta migrate`, programs that migrate and start a worker) at once on a new
  *   folder: each ends 0, with one migrated schema.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -196,3 +196,24 @@ test('two `acta migrate` and two first runs of a program (connect, migrate, a wo
     await db.close();
   }
 }, 90_000);
+
+test('a holder in another pid namespace (another container with the folder mounted): connect() here uses it through its socket, and never opens the folder beside it', async () => {
+  if (process.getuid?.() !== 0 || spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status !== 0) {
+    console.log('skipped: needs root and unshare(1) to start a process in a pid namespace of its own');
+    return;
+  }
+  // PID 1 of its own namespace, as in a container; here pid 1 is init, started at another time.
+  const holder = spawn('unshare', ['--pid', '--kill-child', '--mount-proc', process.execPath, 'test/fixtures/embedded-holder.js', data], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  holders.push(holder);
+  await new Promise<void>((resolve) => holder.stdout!.on('data', (chunk: Buffer) => String(chunk).includes('open') && resolve()));
+  const db = await connect({ dataDir: data });
+  try {
+    await db.query('create table probe (n int)');
+    await db.query('insert into probe values (1)');
+    expect((await db.query('select count(*)::int as n from probe')).rows).toEqual([{ n: 1 }]);
+    // Was: the lock taken over (its pid judged reused) and the folder opened by two processes at once.
+    expect(fs.readFileSync(path.join(data, 'acta.lock'), 'utf8')).toBe('1');
+  } finally {
+    await db.close();
+  }
+}, 60_000);
