@@ -13,10 +13,13 @@
  * that hears nothing for TX_IDLE_MS, or whose process goes away, is rolled back.
  *
  * Deadlines: a call with one (CallOptions.deadlineMs) sends it as `deadlineAt` (this machine's
- * clock, which both ends read) and fails with DbUnansweredError when no answer came by then; the
- * holder starts no request past its `deadlineAt` (nor commits a transaction with it), so a holder
- * that was stopped (SIGSTOP, Ctrl-Z) and goes on runs none of what its followers gave up on
- * (test/faults/embeddedHolder.test.ts). The connection stays: what it carries later is answered.
+ * clock, which both ends read) and fails with DbUnansweredError when no answer came by then
+ * (connectShared.ts, the follower's side). The holder takes nothing past its `deadlineAt`: a lone
+ * statement when it reads it, a transaction's begin, statements and commit when the transaction
+ * gets to them (the transaction is then rolled back). So a holder that was stopped (SIGSTOP,
+ * Ctrl-Z) and goes on runs none of what its followers gave up on; a lone statement it had read
+ * before may still wait for the session and run (test/faults/embeddedHolder.test.ts). The
+ * connection stays: what it carries later is answered.
  *
  * Close: the holder takes no new request, rolls back the open remote transactions, answers every
  * statement it had taken, and then closes the connections: an answer says a statement ran, and an
