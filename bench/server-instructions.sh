@@ -10,6 +10,7 @@
 #       (how the loop's succeeded jobs are counted, for a variant that keeps them elsewhere)
 #   ACTA_ENQUEUE_ONLY=1 bash bench/server-instructions.sh [variant.sql] [iterations] [rows]
 #       (one enqueue_jobs call of iterations × rows jobs, against one of 10: instructions per enqueued job)
+#   ACTA_FRESH=1 bash bench/server-instructions.sh …   (no VACUUM ANALYZE after the enqueue: the bench's fresh table)
 #   ACTA_KEYS=1000 bash bench/server-instructions.sh …   (jobs round-robin over 1,000 concurrency keys of limit 1)
 #   ACTA_PEER=graphile-worker bash bench/server-instructions.sh "" [iterations] [rows]
 #       (the same loop with graphile-worker's own SQL, bench/'s version: its batched get-jobs query and
@@ -93,7 +94,8 @@ script() { # $1: 0 setup, 1 setup + loop, 2 setup + loop + a count of the succee
       printf "insert into acta.definitions (namespace, name, concurrency_limit) values ('default', 'd', 1);\n\n"
     fi
     enqueue "$N"
-    printf 'vacuum analyze acta.jobs;\n\n'
+    # ACTA_FRESH=1: no VACUUM ANALYZE after the enqueue (the bench's "fresh table" variant).
+    if [ "${ACTA_FRESH:-}" != 1 ]; then printf 'vacuum analyze acta.jobs;\n\n'; fi
     # No resumed scan (claim_jobs.sql): under valgrind every pick is slower than its 5 ms trigger,
     # so whether a claim resumes would follow the machine's speed, not the SQL.
     printf "set acta.claim_resume_after_ms = 'Infinity';\n\n"
