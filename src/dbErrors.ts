@@ -151,11 +151,23 @@ function unanswered(deadlineMs: number, holder: EmbeddedHolder | undefined): str
   if (holder === undefined) {
     return `the database did not answer within ${deadlineMs} ms: its connection was dropped (a silent network or a server that stopped answering; the statement may have run)`;
   }
+  return (
+    `the process holding the embedded database (${holderName(holder)}) did not answer within ${deadlineMs} ms: ${holderStoppedOrBusy(holder)}; ` +
+    'the statement ran only if that process had taken it before, and it will not start it now'
+  );
+}
+
+/** An embedded folder's holder as messages name it: `pid <pid>, socket <path>`, the pid when known. */
+export function holderName(holder: EmbeddedHolder): string {
+  return `${holder.pid === undefined ? '' : `pid ${holder.pid}, `}socket ${holder.socketPath}`;
+}
+
+/** Why a holder does not answer, and what lets it go on (DbUnansweredError, StartTimeoutError). */
+export function holderStoppedOrBusy(holder: EmbeddedHolder): string {
   const pid = holder.pid === undefined ? '<its pid>' : String(holder.pid);
   return (
-    `the process holding the embedded database (${holder.pid === undefined ? '' : `pid ${pid}, `}socket ${holder.socketPath}) did not answer within ${deadlineMs} ms: ` +
-    `it is stopped (Ctrl-Z, SIGSTOP, a debugger: \`kill -CONT ${pid}\` or \`fg\` in its terminal lets it go on) or busy (another process's long statement or transaction holds its one session); ` +
-    'the statement ran only if that process had taken it before, and it will not start it now'
+    `it is stopped (Ctrl-Z, SIGSTOP, a debugger: \`kill -CONT ${pid}\` or \`fg\` in its terminal lets it go on) or busy ` +
+    "(another process's long statement or transaction holds its one session)"
   );
 }
 

@@ -7,6 +7,7 @@ import { ActaError } from './actaError';
 
 export { ActaError, atItem } from './actaError';
 export * from './dbErrors';
+import { DbUnansweredError, type EmbeddedHolder, holderName, holderStoppedOrBusy } from './dbErrors';
 
 /**
  * A payload or result that cannot be stored as PostgreSQL `jsonb`: not JSON-serialisable
@@ -115,21 +116,35 @@ export class RateLimitedError extends ActaError {
  * worker.start() gave up: the worker has not reached the database since it started, for
  * `startTimeoutMs` (WorkerOptions; default 30 s). `cause` is the last error (e.g. connect
  * ECONNREFUSED); when none came yet, `unanswered` says what was still waiting, if the Db could tell
- * (a connect not answered before its connect_timeout: test/faults/unresponsive.test.ts). Nothing
- * was registered; start a new worker once the database answers.
+ * (a connect not answered before its connect_timeout: test/faults/unresponsive.test.ts). `holder`:
+ * the Db reaches an embedded folder through the socket of the process holding it, which the message
+ * then names, with what to do if it is stopped, instead of the server's address
+ * (test/faults/embeddedHolder.test.ts). Nothing was registered; start a new worker once the
+ * database answers.
  */
 export class StartTimeoutError extends ActaError {
   constructor(
     readonly startTimeoutMs: number,
     cause: unknown,
     unanswered?: string,
+    holder?: EmbeddedHolder,
   ) {
-    const last = cause !== undefined ? `last error: ${cause instanceof Error ? cause.message : String(cause)}` : unanswered !== undefined ? `no error yet: ${unanswered}` : 'last error: no answer yet';
-    super(
-      'ACTA_START_TIMEOUT',
-      `the worker could not reach the database within ${startTimeoutMs} ms of its start (${last}); check the database address (DATABASE_URL) and that the server is up, or raise startTimeoutMs`,
-      { cause },
-    );
+    const last =
+      cause !== undefined
+        ? `last error: ${cause instanceof Error ? cause.message : String(cause)}`
+        : unanswered !== undefined
+          ? `no error yet: ${unanswered}`
+          : holder !== undefined
+            ? `no error yet: the process holding the embedded database (${holderName(holder)}) has not answered: ${holderStoppedOrBusy(holder)}`
+            : 'last error: no answer yet';
+    // The message above says what to do with a holder that does not answer; any other error of the holder's, to look at it.
+    const advice =
+      holder === undefined
+        ? 'check the database address (DATABASE_URL) and that the server is up'
+        : cause === undefined || (cause instanceof DbUnansweredError && cause.holder !== undefined)
+          ? 'start the worker again once that process answers'
+          : `check that the process holding the embedded database (${holderName(holder)}) runs and answers`;
+    super('ACTA_START_TIMEOUT', `the worker could not reach the database within ${startTimeoutMs} ms of its start (${last}); ${advice}, or raise startTimeoutMs`, { cause });
   }
 }
 

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import { intOption, knownKeys } from '../config';
 import { ConfigError, DataDirLockedError, DbClosedError, DbUnansweredError, EmbeddedShareClosedError } from '../errors';
 import type { CallOptions, Db, ListenHandlers, ListenOptions } from './Db';
-import { connectShared } from './connectShared';
+import { connectShared, EMBEDDED_HOLDER, embeddedHolder, type HolderAware } from './connectShared';
 import { socketPathFor } from './embeddedShare';
 import { createPgDb, MAX_POOL_SIZE } from './pgDb';
 import { isAlive, readLock, unsharedPath } from './dataDirLock';
@@ -181,8 +181,10 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
     }
   };
 
-  const db: Db = {
+  const db: HolderAware = {
     kind: 'pglite',
+    // Between holders (one went away, the next not reached yet): its socket, no pid; none once this process took the folder.
+    [EMBEDDED_HOLDER]: () => (current === undefined ? { socketPath: socketPathFor(dataDir) } : embeddedHolder(current)),
     query: ((text: string, params?: unknown[], call?: CallOptions) => within(call, (db, left) => db.query(text, params, left))) as Db['query'],
     transaction: (fn, call) => within(call, (db, left) => db.transaction(fn, left)),
     async listen(channel, handlers, options) {

@@ -3,9 +3,25 @@
  * another process on the database that the process holding the folder serves on its socket.
  */
 import * as net from 'node:net';
-import { DbClosedError, DbUnansweredError, EmbeddedShareClosedError } from '../errors';
+import { DbClosedError, DbUnansweredError, type EmbeddedHolder, EmbeddedShareClosedError } from '../errors';
 import type { CallOptions, Db, ListenHandlers, Queryable } from './Db';
 import { checkSocketDir, CLOSING, decode, encode, errorFrom, EXPIRED, readLines, type Request } from './embeddedShare';
+
+/**
+ * The key of a follower Db's account of the process holding its folder (socket, pid when known),
+ * or undefined when it has none now: for messages of a caller that stops waiting before the Db said
+ * why (a worker's start timeout below its calls' deadlines: StartTimeoutError,
+ * test/faults/embeddedHolder.test.ts). A function, so a spread wrapper copies it.
+ */
+export const EMBEDDED_HOLDER = Symbol('acta.embeddedHolder');
+/** A Db that can say which process holds its embedded folder (EMBEDDED_HOLDER). */
+export type HolderAware = Db & { [EMBEDDED_HOLDER]: () => EmbeddedHolder | undefined };
+
+/** The process holding `db`'s embedded folder when `db` reaches it through its socket (EMBEDDED_HOLDER), else undefined. */
+export function embeddedHolder(db: unknown): EmbeddedHolder | undefined {
+  const holder = db !== null && typeof db === 'object' ? (db as { [EMBEDDED_HOLDER]?: unknown })[EMBEDDED_HOLDER] : undefined;
+  return typeof holder === 'function' ? (holder as () => EmbeddedHolder | undefined)() : undefined;
+}
 
 /** A call's deadline: its length as given (for the error) and the instant it ends (epoch ms). */
 interface Deadline {
@@ -34,7 +50,7 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
       resolve();
     });
   });
-  const holder = { socketPath, pid: options.holderPid };
+  const holder: EmbeddedHolder = { socketPath, pid: options.holderPid };
   let nextId = 1;
   let closed: Error | undefined;
   const pending = new Map<number, { resolve: (rows: unknown[]) => void; reject: (err: Error) => void; deadline?: Deadline }>();
@@ -90,8 +106,9 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
   const query = async <R>(text: string, params: unknown[] | undefined, deadline: Deadline | undefined, tx?: number): Promise<{ rows: R[] }> => ({
     rows: (await call({ op: 'q', text, params: params?.map(toWire), tx }, deadline)) as R[],
   });
-  return {
+  const db: HolderAware = {
     kind: 'pglite',
+    [EMBEDDED_HOLDER]: () => holder,
     query: ((text: string, params?: unknown[], callOptions?: CallOptions) => query(text, params, deadlineOf(callOptions))) as Db['query'],
     async transaction<T>(fn: (tx: Queryable) => Promise<T>, callOptions?: CallOptions): Promise<T> {
       const deadline = deadlineOf(callOptions);
@@ -137,6 +154,7 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
       socket.destroy();
     },
   };
+  return db;
 }
 
 /** Parameters in the text form node-postgres sends (pg's prepareValue), so both ends agree on types. */

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { defer, firstValueFrom, type Observable, takeUntil, throwError, timeout } from 'rxjs';
 import { retryBackoff } from '../../operators';
 import { PIPELINE } from '../config';
+import { embeddedHolder } from '../db/connectShared';
 import { dbWaiting } from '../db/pgDb';
 import { isTransientDbError } from '../db/transient';
 import type { PassSchedule } from '../db/types';
@@ -104,7 +105,8 @@ export function register(deps: RegisterDeps): Promise<void> {
           timedOut = true;
           // No error yet: what the Db still waits on, when it can say (a connect whose connect_timeout is later).
           const unanswered = lastError === undefined ? dbWaiting(settings.db) : undefined;
-          const err = new StartTimeoutError(settings.startTimeoutMs, lastError, unanswered);
+          // Through an embedded folder's holder: named, not the server's address (test/faults/embeddedHolder.test.ts).
+          const err = new StartTimeoutError(settings.startTimeoutMs, lastError, unanswered, embeddedHolder(settings.db));
           logger.error({ err: lastError, unanswered, startTimeoutMs: settings.startTimeoutMs }, 'worker start: the database was not reached within startTimeoutMs; giving up');
           // The call in flight may still register this worker: undo it when it lands.
           void registration.call.then(async () => {

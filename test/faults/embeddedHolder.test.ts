@@ -18,7 +18,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { assertMigrated, connect, createClient, type Db, DbUnansweredError, withDeadline } from '../../src';
-import { eventsFile, exitWithin, killAll, readEvents, ROOT, sleep, spawnWorker } from './harness';
+import { eventsFile, exitWithin, FIXTURE, killAll, readEvents, ROOT, sleep, spawnWorker } from './harness';
 import { waitFor } from '../helpers/wait';
 
 let dir: string;
@@ -133,6 +133,23 @@ test('SIGSTOP of the holder for longer than a lease: the worker holding an attem
   } finally {
     await db.close();
   }
+}, 60_000);
+
+test('a worker started while the holder is stopped: it exits 1 at its start timeout naming the holder (pid, socket) and `kill -CONT`, not DATABASE_URL', async () => {
+  const holder = await startHolder();
+  holder.kill('SIGSTOP');
+  const sock = path.join(data, 'acta.sock');
+  const stopped = `it is stopped (Ctrl-Z, SIGSTOP, a debugger: \`kill -CONT ${holder.pid}\` or \`fg\` in its terminal lets it go on) or busy`;
+  // Below its calls' deadline (5 s): no error came yet. Was: "check the database address (DATABASE_URL)".
+  const early = await acta(['worker', FIXTURE, '--heartbeat', '500', '--start-timeout', '1000']);
+  expect(early.code).toBe(1);
+  expect(early.stderr).toContain(`acta: the worker could not reach the database within 1000 ms of its start (no error yet: the process holding the embedded database (pid ${holder.pid}, socket ${sock}) has not answered: ${stopped}`);
+  expect(early.stderr).toContain('start the worker again once that process answers, or raise startTimeoutMs\n');
+  // Past it: the call's DbUnansweredError is the last error, and says the same.
+  const late = await acta(['worker', FIXTURE, '--heartbeat', '500', '--start-timeout', '6000']);
+  expect(late.code).toBe(1);
+  expect(late.stderr).toContain(`(last error: the process holding the embedded database (pid ${holder.pid}, socket ${sock}) did not answer within 5000 ms: ${stopped}`);
+  for (const { stderr } of [early, late]) expect(stderr).not.toContain('DATABASE_URL');
 }, 60_000);
 
 test('the holder exiting cleanly while followers are mid-call: what it ran it answers before it lets go, an open remote transaction is rolled back, and the next holder has exactly what was answered', async () => {
