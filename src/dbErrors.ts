@@ -61,21 +61,23 @@ function lockedMessage(dataDir: string, pid: number, unshared: boolean, elsewher
 /**
  * An embedded (PGlite) data directory this process cannot use: not writable by its user (owned by
  * another, or its mode), on a read-only file system, or a path that is not a folder (a file is
- * there). `reason` is the file system's code (EACCES, EPERM, EROFS, EEXIST, ENOTDIR), `cause` its
- * error. Nothing was written (src/db/pgliteDb.ts, createPgliteDb).
+ * there), or whose lock file's name is taken by a folder (EISDIR: src/db/dataDirLock.ts). `reason`
+ * is the file system's code (EACCES, EPERM, EROFS, EEXIST, ENOTDIR, EISDIR), `cause` its error;
+ * `fix`, when given, the advice instead of the default. Nothing was written (src/db/pgliteDb.ts,
+ * createPgliteDb).
  */
 export class DataDirUnusableError extends ActaError {
   constructor(
     readonly dataDir: string,
     readonly reason: string,
     problem: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; fix?: string },
   ) {
     super(
       'ACTA_DATA_DIR_UNUSABLE',
       `the data directory ${dataDir} cannot be used for the embedded database: ${problem}. ` +
-        'Give it a folder this user can write (the dataDir option of connect() or createPgliteDb, or ACTA_DATA_DIR), or use PostgreSQL (DATABASE_URL)',
-      options,
+        (options?.fix ?? 'Give it a folder this user can write (the dataDir option of connect() or createPgliteDb, or ACTA_DATA_DIR), or use PostgreSQL (DATABASE_URL)'),
+      options && { cause: options.cause },
     );
   }
 }

@@ -236,6 +236,24 @@ describe('the data folder lock', () => {
     }
   });
 
+  test('a folder named acta.lock in the data folder (a bind mount of a missing file makes one) is DataDirUnusableError naming it and the fix, not a raw EISDIR; connect() says the same', async () => {
+    const dir = tempDir();
+    const lock = path.join(dir, 'acta.lock');
+    fs.mkdirSync(lock);
+    const message = `the data directory ${dir} cannot be used for the embedded database: ${lock} is a folder, where acta keeps the lock file of the process holding the data folder. Remove that folder (rmdir ${lock}; a container's bind mount of a file missing on the host makes one: mount nothing there), then start again`;
+    let thrown: unknown;
+    try {
+      lockDataDir(dir);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(DataDirUnusableError);
+    expect(thrown).toMatchObject({ code: 'ACTA_DATA_DIR_UNUSABLE', reason: 'EISDIR', dataDir: dir, message });
+    await expect(connect({ dataDir: dir })).rejects.toMatchObject({ code: 'ACTA_DATA_DIR_UNUSABLE', message });
+    // Nothing of this process's is left beside it.
+    expect(fs.readdirSync(dir)).toEqual(['acta.lock']);
+  });
+
   test('a lock of a live process is refused naming the lock file, and what to do if that process is not acta (its pid reused)', async () => {
     const dir = tempDir();
     const other = sleeper();

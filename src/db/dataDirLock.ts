@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { DataDirLockedError } from '../errors';
+import { DataDirLockedError, DataDirUnusableError } from '../errors';
 import { listenLiveness, livenessPath, probeLiveness } from './holderLiveness';
 
 /** Tries to take the lock before giving up with DataDirLockedError; between tries it waits 1 ms. */
@@ -120,7 +120,11 @@ export interface LockHolder {
   close(): void;
 }
 
-/** The lock file `file` as its holder wrote it, or undefined if it does not exist. */
+/**
+ * The lock file `file` as its holder wrote it, or undefined if it does not exist. A folder by its
+ * name (a container's bind mount of a file missing on the host makes one) is DataDirUnusableError:
+ * no lock can be taken while it is there, and read as a file it failed with a bare EISDIR.
+ */
 export function readHolder(file: string): LockHolder | undefined {
   let fd: number;
   try {
@@ -130,7 +134,13 @@ export function readHolder(file: string): LockHolder | undefined {
     throw err;
   }
   try {
-    const { ino, nlink } = fs.fstatSync(fd, { bigint: true });
+    const stat = fs.fstatSync(fd, { bigint: true });
+    if (stat.isDirectory()) {
+      throw new DataDirUnusableError(path.dirname(file), 'EISDIR', `${file} is a folder, where acta keeps the lock file of the process holding the data folder`, {
+        fix: `Remove that folder (rmdir ${file}; a container's bind mount of a file missing on the host makes one: mount nothing there), then start again`,
+      });
+    }
+    const { ino, nlink } = stat;
     const content = fs.readFileSync(fd, 'utf8');
     const holder: LockHolder = { content, ino, close: () => fs.closeSync(fd) };
     // The holder's own file, a link of the same inode: `acta.lock.<pid>.<incarnation>` beside it.
