@@ -1,6 +1,6 @@
 import { type Db, type ListenHandlers, type ListenOptions, withDeadline } from './db/Db';
-import { armSchedules, listSchedules, type ScheduleRecord, setSchedulePaused, unarmedSchedules } from './db/schedules';
-import { armInstants } from './recurring/schedules';
+import { armSchedules, listSchedules, type ScheduleRecord, setSchedulePaused, storedZones, unarmedSchedules } from './db/schedules';
+import { armInstants, schedulesAsStored } from './recurring/schedules';
 import { completeExecutions } from './db/executions';
 import { cancelJob, claimJobs, countJobs, enqueueJobs, type EnqueueRows, type JobCount, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
@@ -16,7 +16,7 @@ import { type ChildOutcome, readChildren, sendSignal, type SendSignalArgs, type 
 
 /**
  * The ledger as a worker and a client use it: every call a stage makes to the database, one round
- * trip each (docs/DESIGN.md, "Storage"). `sqlLedger(db)` makes them on PostgreSQL or PGlite
+ * trip each but registerWorker with declared schedules, which reads their stored zones first (docs/DESIGN.md, "Storage"). `sqlLedger(db)` makes them on PostgreSQL or PGlite
  * through the SQL functions of sql/functions/; `acta/testing`'s in-memory ledger makes the same
  * decisions in memory, its answers arriving on a scheduler. One contract suite runs against both
  * (test/ledger/), so the two cannot drift apart.
@@ -92,6 +92,20 @@ export interface Ledger {
 export type { ClaimArgs, HeartbeatArgs, RegisterArgs } from './db/types';
 
 /**
+ * `args` with each declared schedule's zone spelled as stored where it is the same zone (an older
+ * ICU's name: src/recurring/schedules.ts zoneAsStored), so a build on another Node changes no
+ * schedule it declares alike. One read of the declared names' rows, none without schedules.
+ */
+async function zonesAsStored(db: Db, args: RegisterArgs): Promise<RegisterArgs> {
+  const policies = args.policies;
+  const names = Object.values(policies ?? {}).flatMap((p) => (p.schedules ?? []).map((s) => s.name));
+  if (!policies || names.length === 0) return args;
+  const stored = await storedZones(db, args.namespace, names);
+  const asStored = Object.fromEntries(Object.entries(policies).map(([d, p]) => [d, p.schedules ? { ...p, schedules: schedulesAsStored(p.schedules, stored) } : p]));
+  return { ...args, policies: asStored };
+}
+
+/**
  * The ledger on a database: each call is the SQL function's typed wrapper in src/db/. With
  * `deadlineMs` (a worker's: LeaseClock.callDeadlineMs), each call is made withDeadline: on a server
  * it is answered within it, or its connection is destroyed and it fails as transient (DbUnansweredError);
@@ -103,7 +117,7 @@ export function sqlLedger(base: Db, options: { deadlineMs?: number } = {}): Ledg
   const db = within(0);
   return {
     assertReady: () => assertMigrated(db),
-    registerWorker: (args) => registerWorker(db, args),
+    registerWorker: async (args) => registerWorker(db, await zonesAsStored(db, args)),
     loadPolicies: (namespace, names) => loadPolicies(db, namespace, names),
     claimJobs: (args) => claimJobs(db, args),
     completeExecutions: (workerId, rows) => completeExecutions(db, workerId, rows),

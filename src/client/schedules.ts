@@ -1,11 +1,11 @@
 import type { Db } from '../db/Db';
-import { armSchedules, changeSchedulePaused, listSchedules, putRuntimeSchedule, removeSchedule, type ScheduleRecord, triggerSchedule, unarmedSchedules } from '../db/schedules';
+import { armSchedules, changeSchedulePaused, listSchedules, putRuntimeSchedule, removeSchedule, type ScheduleRecord, storedZones, triggerSchedule, unarmedSchedules } from '../db/schedules';
 import { knownKeys, MAX_NAME_BYTES, nameOption } from '../config';
 import { type Definition, policyKeys } from '../definition';
 import { missingPolicyKeys, unusedPolicyKeys } from '../policies/enqueueRule';
 import { ConfigError } from '../errors';
 import { shown } from './jobId';
-import { armInstants, checkScheduleSpec, type ScheduleSpec } from '../recurring/schedules';
+import { armInstants, checkScheduleSpec, schedulesAsStored, type ScheduleSpec } from '../recurring/schedules';
 
 /**
  * Schedules at runtime (docs/schedules.md, "At runtime"), beside the ones declared in code. Names
@@ -118,7 +118,9 @@ export function clientSchedules(db: Db | undefined, namespace: string, defines: 
           );
         }
       }
-      const answer = await putRuntimeSchedule(d, namespace, name, s);
+      // The zone as stored when it is the same zone: another ICU's name for it is no change.
+      const [asStored] = schedulesAsStored([s], await storedZones(d, namespace, [s.name]));
+      const answer = await putRuntimeSchedule(d, namespace, name, asStored);
       if (answer === 'declared') throw new ConfigError(`schedule "${s.name}" is declared in code: change it there`);
       await arm(d);
       return answer;

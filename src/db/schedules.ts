@@ -64,6 +64,13 @@ export async function listSchedules(q: Queryable, namespace: string, name?: stri
   return rows.map(record);
 }
 
+/** The stored zone of each of the namespace's schedules in `names` (by name): the spelling acta.put_schedule and acta.reconcile_schedules compare a declared zone with. */
+export async function storedZones(q: Queryable, namespace: string, names: string[]): Promise<Map<string, string>> {
+  if (names.length === 0) return new Map();
+  const { rows } = await q.query<{ name: string; time_zone: string }>('select s.name, s.time_zone from acta.schedules s where s.namespace = $1 and s.name = any ($2)', [namespace, names]);
+  return new Map(rows.map((r) => [r.name, r.time_zone]));
+}
+
 /**
  * acta.put_schedule: adds a runtime schedule or changes one (a new version, its unstarted armed fire
  * deleted): 'added', 'changed', 'same', or 'declared' (the name is a declared schedule's: not

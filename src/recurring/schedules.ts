@@ -77,6 +77,36 @@ export function checkSchedules(definition: string, value: unknown): DeclaredSche
   return out;
 }
 
+/** The canonical name this runtime's ICU gives a zone, or null: a zone it does not know. */
+function canonicalZone(timeZone: string): string | null {
+  try {
+    return new Intl.DateTimeFormat(undefined, { timeZone }).resolvedOptions().timeZone;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The zone to write for a declared one: the stored spelling when both name the same zone by this
+ * runtime's ICU, else the declared. ICU versions differ on a link's canonical name (Asia/Calcutta
+ * or Asia/Kolkata), and acta.put_schedule / acta.reconcile_schedules compare spellings: a new Node
+ * must not make an unchanged schedule "changed", which deletes its unstarted fire, due or not, and
+ * arms the next instant after now() (test/recurring/runtime.test.ts, "an older ICU's name").
+ */
+export function zoneAsStored(declared: string, stored: string | undefined): string {
+  if (stored === undefined || stored === declared) return declared;
+  const canonical = canonicalZone(declared);
+  return canonical !== null && canonical === canonicalZone(stored) ? stored : declared;
+}
+
+/** `schedules` with each zone as `storedZones` (by schedule name) spells it, where it is the same zone (zoneAsStored). */
+export function schedulesAsStored(schedules: DeclaredSchedule[], storedZones: Map<string, string>): DeclaredSchedule[] {
+  return schedules.map((s) => {
+    const timeZone = zoneAsStored(s.timeZone, storedZones.get(s.name));
+    return timeZone === s.timeZone ? s : { ...s, timeZone };
+  });
+}
+
 const parsed = new Map<string, CronSchedule>();
 /** The cron of a schedule, parsed once per (expression, zone) in this process. */
 export function scheduleOf(cron: string, timeZone: string): CronSchedule {

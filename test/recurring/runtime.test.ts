@@ -136,6 +136,24 @@ describe('client.schedules', () => {
     expect(declaredPolicy(declared).schedules).toMatchObject([{ timeZone: 'America/New_York' }]);
   });
 
+  test("a zone stored under an older ICU's name (Asia/Kolkata against Asia/Calcutta) is the same zone: the spec again is \"same\", its fire and version kept", async () => {
+    const ns = `rt-${randomUUID().slice(0, 8)}`;
+    const client = createClient({ db, namespace: ns, force: true });
+    expect(await client.schedules.add('report', { name: 'k', cron: '30 3 * * *', timeZone: 'Asia/Kolkata' })).toBe('added');
+    // The row as a Node whose ICU gives the zone its other name wrote it.
+    const [{ time_zone: ours }] = (await db.query<{ time_zone: string }>('select time_zone from acta.schedules where namespace = $1 and name = $2', [ns, 'k'])).rows;
+    const theirs = ours === 'Asia/Calcutta' ? 'Asia/Kolkata' : 'Asia/Calcutta';
+    await db.query('update acta.schedules set time_zone = $3 where namespace = $1 and name = $2', [ns, 'k', theirs]);
+    const row = async () => (await db.query<{ version: number; job_id: string }>('select version, job_id::text from acta.schedules where namespace = $1 and name = $2', [ns, 'k'])).rows[0];
+    const before = await row();
+    expect(await client.schedules.add('report', { name: 'k', cron: '30 3 * * *', timeZone: 'Asia/Kolkata' })).toBe('same');
+    expect(await row()).toEqual(before);
+    expect((await fireRows(ns, 'k')).map((r) => r.id)).toEqual([before.job_id]);
+    expect(await client.schedules.list('k')).toMatchObject([{ timeZone: theirs }]);
+    // Another zone is still a change.
+    expect(await client.schedules.add('report', { name: 'k', cron: '30 3 * * *', timeZone: 'Asia/Dhaka' })).toBe('changed');
+  });
+
   test('bad input is a ConfigError and changes nothing: a bad cron, an unknown zone, a bad catch-up, a declared schedule changed or removed', async () => {
     const ns = `rt-${randomUUID().slice(0, 8)}`;
     const client = createClient({ db, namespace: ns });

@@ -119,6 +119,29 @@ it('declared schedules are reconciled: the newest live build wins, a change re-a
   expect((await db.query('select 1 from acta.jobs where id = $1', [armed])).rows).toHaveLength(0);
 });
 
+it("a declared schedule whose zone an older ICU named otherwise (Europe/Kiev, Europe/Kyiv) is unchanged by a build on another Node: its due fire kept, no new version", async () => {
+  const ns = `s-${randomUUID()}`;
+  const d = def({ cron: '0 9 * * *', timeZone: 'Europe/Kyiv' });
+  const ours = declaredPolicy(d).schedules![0].timeZone;
+  const theirs = ours === 'Europe/Kiev' ? 'Europe/Kyiv' : 'Europe/Kiev';
+  // The old build, on a Node whose ICU spells the zone `theirs`, declared and armed it.
+  const ledger = sqlLedger(db);
+  const policy = declaredPolicy(d);
+  await ledger.registerWorker({ workerId: randomUUID(), namespace: ns, hostname: 'h', pid: 1, definitions: [d.name], maxAttempts: [null], leaseMs: 60_000, build: 'b1',
+    policies: { [d.name]: { ...policy, schedules: policy.schedules!.map((s) => ({ ...s, timeZone: theirs })) } } });
+  await ledger.armSchedules!(ns);
+  const before = await schedule(ns);
+  await makeDue(before.job_id!); // its instant has come, no worker has claimed it yet
+  // The new build, on this Node, declares the same schedule.
+  await register(ns, d, 'b2');
+  expect(await schedule(ns)).toEqual(before);
+  expect((await db.query('select status from acta.jobs where id = $1', [before.job_id])).rows).toEqual([{ status: 'ready' }]);
+  expect((await db.query('select time_zone from acta.schedules where namespace = $1', [ns])).rows).toEqual([{ time_zone: theirs }]);
+  // Another zone is still a change.
+  await register(ns, def({ cron: '0 9 * * *', timeZone: 'Europe/Warsaw' }), 'b3');
+  expect(await schedule(ns)).toMatchObject({ job_id: null });
+});
+
 it('two workers run an every-second schedule: each instant fires once, in order, with ctx.scheduledAt, and list shows it', async () => {
   const { createClient, createWorker, defineJob } = await import('../../src');
   const { silentLogger } = await import('../helpers/silentLogger');
