@@ -195,13 +195,14 @@ function paged<T extends { id: string }>(rows: T[], total: unknown): FamilyPage<
  * by both columns: with `parent_id = $1 and id > $2 order by id` the planner may walk the primary key
  * from the cursor filtering on the parent, and did for a parent of 50,000 children among 1,000,000
  * jobs, which on the last page reads every job above the cursor (test/dashboard/plans.test.ts).
+ * The aggregate orders by both columns too: by id alone, PostgreSQL 16+ sorts the page again.
  * A child deleted (by an admin or retention) is not listed.
  */
 export async function jobChildren(q: Queryable, parentId: string, after: string | null): Promise<FamilyPage<ChildRow>> {
   const { rows } = await q.query<{ total: string; rows: Record<string, any>[] }>(
     `select (select count(*) from (select from acta.jobs c where c.parent_id = $1::bigint limit ${FAMILY_COUNT_CAP}) c) as total,
             coalesce((select json_agg(json_build_object('id', c.id::text, 'definition', c.definition, 'status', c.status, 'failParent', coalesce(c.fail_parent, false),
-                                                        'createdAt', c.created_at, 'finishedAt', c.finished_at, 'errorMessage', left(c.error ->> 'message', 200)) order by c.id)
+                                                        'createdAt', c.created_at, 'finishedAt', c.finished_at, 'errorMessage', left(c.error ->> 'message', 200)) order by c.parent_id, c.id)
                       from (select * from acta.jobs c where c.parent_id <= $1::bigint and (c.parent_id, c.id) > ($1::bigint, $2::bigint) order by c.parent_id, c.id limit $3) c), '[]') as rows`,
     [parentId, after ?? '0', FAMILY_PAGE + 1],
   );
@@ -232,7 +233,7 @@ export async function jobSignals(q: Queryable, jobId: string, after: string | nu
     `select (select count(*) from (select from acta.signals s where s.job_id = $1::bigint limit ${FAMILY_COUNT_CAP}) s) as total,
             (select count(*) from (select from acta.signals s where s.job_id = $1::bigint and s.consumed_at is null limit ${FAMILY_COUNT_CAP}) s) as pending,
             coalesce((select json_agg(json_build_object('id', s.id::text, 'name', s.name, 'sentAt', s.sent_at, 'consumedAt', s.consumed_at, 'consumedStep', s.consumed_step,
-                                                        'idempotencyKey', s.idempotency_key, 'text', left(s.payload::text, ${ROW_VALUE_CHARS}), 'bytes', octet_length(s.payload::text)) order by s.id)
+                                                        'idempotencyKey', s.idempotency_key, 'text', left(s.payload::text, ${ROW_VALUE_CHARS}), 'bytes', octet_length(s.payload::text)) order by s.job_id, s.id)
                       from (select * from acta.signals s where s.job_id <= $1::bigint and (s.job_id, s.id) > ($1::bigint, $2::bigint) order by s.job_id, s.id limit $3) s), '[]') as rows`,
     [jobId, after ?? '0', FAMILY_PAGE + 1],
   );
