@@ -134,6 +134,13 @@ export function defaultExecutors(cores = os.availableParallelism?.() ?? os.cpus(
 export const MAX_TIMER_MS = 2_147_483_647;
 
 /**
+ * A call deadline's wait as a timer: capped at MAX_TIMER_MS. A statement deadline may be longer (a
+ * batch timeout near its maximum plus the worker's own deadline) and would otherwise fail at once
+ * (test/db/longDeadline.test.ts, test/embeddedShare.test.ts).
+ */
+export const timerDelay = (ms: number): number => Math.min(Math.max(0, ms), MAX_TIMER_MS);
+
+/**
  * Validates a name (a definition's name, a namespace, an idempotency key): a non-empty string
  * without \u0000 or a lone UTF-16 surrogate. PostgreSQL text refuses \u0000 and stores a lone
  * surrogate as U+FFFD, so two different names could become one. Throws ConfigError naming `what`.

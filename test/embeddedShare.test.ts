@@ -226,6 +226,14 @@ describe('the share on its own (one process serving, another Db reading through 
     await remote.close();
   });
 
+  test("a deadline past Node's longest timer (2^31 - 1 ms) is waited for, not taken for one already passed", async () => {
+    const remote = await connectShared(socketPath);
+    const long = { deadlineMs: 2 ** 31 + 60_000 };
+    await expect(remote.query<{ one: number }>('select pg_sleep(0.05), 1 as one', [], long)).resolves.toMatchObject({ rows: [{ one: 1 }] });
+    await expect(remote.transaction(async (tx) => (await tx.query<{ one: number }>('select pg_sleep(0.05), 1 as one')).rows[0].one, long)).resolves.toBe(1);
+    await remote.close();
+  });
+
   test('when the serving process lets go, pending and later calls reject with EmbeddedShareClosedError', async () => {
     const remote = await connectShared(socketPath);
     await closeShare();

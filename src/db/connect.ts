@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { intOption, knownKeys } from '../config';
+import { intOption, knownKeys, timerDelay } from '../config';
 import { ConfigError, DataDirLockedError, DbClosedError, DbUnansweredError, EmbeddedShareClosedError } from '../errors';
 import type { CallOptions, Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, EMBEDDED_HOLDER, embeddedHolder, type HolderAware } from './connectShared';
@@ -165,7 +165,7 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
     const at = Date.now() + deadlineMs;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DbUnansweredError(deadlineMs, undefined, { holder: { socketPath: socketPathFor(dataDir) } })), deadlineMs);
+      timer = setTimeout(() => reject(new DbUnansweredError(deadlineMs, undefined, { holder: { socketPath: socketPathFor(dataDir) } })), timerDelay(deadlineMs));
     });
     let db: Db;
     try {

@@ -3,6 +3,7 @@
  * another process on the database that the process holding the folder serves on its socket.
  */
 import * as net from 'node:net';
+import { timerDelay } from '../config';
 import { DbClosedError, DbUnansweredError, type EmbeddedHolder, EmbeddedShareClosedError } from '../errors';
 import type { CallOptions, Db, ListenHandlers, Queryable } from './Db';
 import { checkSocketDir, CLOSING, decode, encode, errorFrom, EXPIRED, readLines, type Request } from './embeddedShare';
@@ -98,7 +99,7 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
         timer = setTimeout(() => {
           pending.delete(id);
           reject(new DbUnansweredError(deadline.ms, undefined, { holder }));
-        }, Math.max(0, deadline.at - Date.now()));
+        }, timerDelay(deadline.at - Date.now()));
       }
       socket.write(encode({ ...req, id, deadlineAt: deadline?.at }));
     });

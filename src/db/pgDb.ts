@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
-import { intOption, knownKeys, MAX_TIMER_MS } from '../config';
+import { intOption, knownKeys, timerDelay } from '../config';
 import { ConfigError, DbClosedError, DbUnansweredError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
 import { listenOnOwnConnection } from './pgListener';
@@ -330,9 +330,7 @@ const KEEPALIVE_IDLE_MS = 10_000;
  * destroyed (`releaseHere`, as pool.query does), or as `fn` released it (inTransaction does).
  */
 function onClientWithin<T>(pool: Pool, ms: number, fn: (client: PoolClient) => Promise<T>, releaseHere: boolean): Promise<T> {
-  // Node fires a timer past 2^31 - 1 ms after 1 ms: a batch timeout near it plus the worker's own
-  // deadline would fail every call at once.
-  const waitMs = Math.min(ms, MAX_TIMER_MS);
+  const waitMs = timerDelay(ms);
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let client: PoolClient | undefined;
