@@ -450,6 +450,7 @@ CREATE OR REPLACE FUNCTION acta.cancel_job(p_namespace text, p_id bigint)
  RETURNS text
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 declare
   v_lane      text;
@@ -1574,6 +1575,7 @@ CREATE OR REPLACE FUNCTION acta.delete_job_references(p_ids bigint[])
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
  SET enable_indexscan TO 'on'
+ SET jit TO 'off'
 AS $function$
 begin
   delete from acta.executions e where e.job_id = any (p_ids);
@@ -1588,6 +1590,7 @@ CREATE OR REPLACE FUNCTION acta.delete_jobs(p_ids bigint[])
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
  SET enable_indexscan TO 'on'
+ SET jit TO 'off'
 AS $function$
 declare
   v_ids bigint[];
@@ -1962,6 +1965,7 @@ CREATE OR REPLACE FUNCTION acta.gate_room(p_namespace text, p_kind text, p_key t
  LANGUAGE plpgsql
  STABLE
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 declare
   v_limit   integer;
@@ -2016,6 +2020,7 @@ CREATE OR REPLACE FUNCTION acta.heartbeat(p_worker uuid, p_namespace text, p_ids
  SET enable_seqscan TO 'off'
  SET enable_indexscan TO 'off'
  SET enable_nestloop TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare
@@ -2124,6 +2129,7 @@ CREATE OR REPLACE FUNCTION acta.job_descendants(p_id bigint)
  LANGUAGE sql
  STABLE
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
   with recursive family (id, depth) as (
     select c.id, 1 from acta.jobs c
@@ -2217,6 +2223,7 @@ CREATE OR REPLACE FUNCTION acta.prune_jobs(p_namespace text, p_succeeded_ms bigi
  SET enable_seqscan TO 'off'
  SET enable_bitmapscan TO 'off'
  SET enable_sort TO 'off'
+ SET jit TO 'off'
 AS $function$
 declare
   v_left  integer := p_limit;
@@ -2409,6 +2416,7 @@ CREATE OR REPLACE FUNCTION acta.record_step(p_worker uuid, p_job_id bigint, p_ex
  RETURNS TABLE(status text, result jsonb)
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare
@@ -2443,6 +2451,7 @@ CREATE OR REPLACE FUNCTION acta.recover_jobs(p_namespace text, p_dead_after_ms i
  RETURNS TABLE(job_id bigint, execution integer, status text, charged boolean)
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare
@@ -2633,6 +2642,7 @@ CREATE OR REPLACE FUNCTION acta.release_gate(p_namespace text, p_kind text, p_ke
  RETURNS integer
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare
@@ -2719,6 +2729,7 @@ CREATE OR REPLACE FUNCTION acta.release_waits(p_namespace text, p_limit integer 
  RETURNS integer
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 declare
   v_id bigint;
@@ -2762,6 +2773,7 @@ CREATE OR REPLACE FUNCTION acta.report_progress(p_worker uuid, p_ids bigint[], p
  RETURNS integer
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 declare
   v_held    bigint[];
@@ -2839,6 +2851,7 @@ CREATE OR REPLACE FUNCTION acta.send_signal(p_namespace text, p_id bigint, p_job
  RETURNS TABLE(job_id bigint, outcome text)
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare
@@ -2884,6 +2897,7 @@ CREATE OR REPLACE FUNCTION acta.settle_waits(p_ids bigint[])
  RETURNS void
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 declare
   v_job    record;
@@ -2916,6 +2930,7 @@ CREATE OR REPLACE FUNCTION acta.spawn_children(p_worker uuid, p_parent bigint, p
  RETURNS TABLE(status text, result jsonb)
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare
@@ -3038,6 +3053,7 @@ CREATE OR REPLACE FUNCTION acta.tell_parents(p_parents bigint[], p_failed boolea
  RETURNS void
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 declare
   v_parent record;
@@ -3069,6 +3085,7 @@ CREATE OR REPLACE FUNCTION acta.wake_job(p_id bigint, p_answer jsonb)
  RETURNS text
  LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 #variable_conflict use_column
 declare

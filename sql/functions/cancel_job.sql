@@ -24,6 +24,7 @@ drop function if exists acta.cancel_job(text, bigint);
 create or replace function acta.cancel_job(p_namespace text, p_id bigint) returns text
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_lane      text;

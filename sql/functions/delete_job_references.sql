@@ -12,6 +12,7 @@ create or replace function acta.delete_job_references(p_ids bigint[]) returns vo
 language plpgsql
 set enable_seqscan = off
 set enable_indexscan = on
+set jit = off
 as $$
 begin
   delete from acta.executions e where e.job_id = any (p_ids);

@@ -15,6 +15,7 @@ create or replace function acta.delete_jobs(p_ids bigint[]) returns integer
 language plpgsql
 set enable_seqscan = off
 set enable_indexscan = on
+set jit = off
 as $$
 declare
   v_ids bigint[];

@@ -22,6 +22,7 @@ create or replace function acta.gate_room(p_namespace text, p_kind text, p_key t
                                           out room integer, out next_at timestamptz)
 language plpgsql stable
 set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_limit   integer;

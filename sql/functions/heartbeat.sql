@@ -35,11 +35,15 @@ create or replace function acta.heartbeat(
 language plpgsql
 -- One plan per session, from the statement's shape; with sequential scans, plain index scans and
 -- nested loops off, the only plan left reaches acta.jobs through `j.id = any (p_ids)`, a bitmap
--- scan of the primary key (docs/decisions/2026-11-30-fenced-writes-plan-settings.md).
+-- scan of the primary key (docs/decisions/2026-11-30-fenced-writes-plan-settings.md). JIT off:
+-- a plan that keeps a type turned off (acta.take_passes' update, called under these settings, on
+-- an analyzed one-page acta.passes) is priced past its threshold and was compiled at every beat,
+-- while this call held the leases it renewed (docs/decisions/2026-12-07-jit-under-plan-settings.md).
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 set enable_indexscan = off
 set enable_nestloop = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

@@ -8,6 +8,7 @@
 create or replace function acta.job_descendants(p_id bigint) returns bigint[]
 language sql stable
 set enable_seqscan = off
+set jit = off
 as $$
   with recursive family (id, depth) as (
     select c.id, 1 from acta.jobs c

@@ -30,6 +30,7 @@ language plpgsql
 set enable_seqscan = off
 set enable_bitmapscan = off
 set enable_sort = off
+set jit = off
 as $$
 declare
   v_left  integer := p_limit;

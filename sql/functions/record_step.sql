@@ -30,6 +30,7 @@ create or replace function acta.record_step(
 language plpgsql
 -- No sequential scans: see Plan.
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

@@ -30,6 +30,7 @@ create or replace function acta.recover_jobs(
 ) returns table (job_id bigint, execution integer, status text, charged boolean)
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

@@ -20,6 +20,7 @@
 create or replace function acta.release_gate(p_namespace text, p_kind text, p_key text) returns integer
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

@@ -9,6 +9,7 @@
 create or replace function acta.release_waits(p_namespace text, p_limit integer default 1000) returns integer
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_id bigint;

@@ -21,6 +21,7 @@ create or replace function acta.report_progress(
 ) returns integer
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_held    bigint[];

@@ -20,6 +20,7 @@ create or replace function acta.send_signal(
 ) returns table (job_id bigint, outcome text)
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

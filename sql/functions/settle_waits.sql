@@ -12,6 +12,7 @@
 create or replace function acta.settle_waits(p_ids bigint[]) returns void
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_job    record;

@@ -38,6 +38,7 @@ create or replace function acta.spawn_children(
 ) returns table (status text, result jsonb)
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

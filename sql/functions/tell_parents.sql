@@ -16,6 +16,7 @@
 create or replace function acta.tell_parents(p_parents bigint[], p_failed boolean[]) returns void
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_parent record;

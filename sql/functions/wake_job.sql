@@ -12,6 +12,7 @@
 create or replace function acta.wake_job(p_id bigint, p_answer jsonb) returns text
 language plpgsql
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

@@ -415,6 +415,18 @@ test("a fair definition's burst of 2,000 rows takes its turns in one pass: each 
   expect({ fair: fair < 20, fairKey: fairKey < 20, pkey: pkey < 3 * 2_000 ? 'linear' : pkey }).toEqual({ fair: true, fairKey: true, pkey: 'linear' });
 }, 60_000);
 
+test('every acta function that turns a plan type off turns JIT off too', async () => {
+  // A plan type turned off is priced at 10^10, past jit_above_cost: a plan that keeps one (a join
+  // the settings leave, or a statement of a function called from it, which runs under the caller's
+  // settings) is compiled at every call, with inlining and optimization: hundreds of ms.
+  const { rows } = await db.query<{ name: string; config: string[] }>(
+    `select p.proname as name, p.proconfig as config from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = 'acta' and exists (select 1 from unnest(p.proconfig) c where c like 'enable%=off')`,
+  );
+  expect(rows.length).toBeGreaterThan(10);
+  expect(rows.filter((r) => !r.config.includes('jit=off')).map((r) => r.name).sort()).toEqual([]);
+});
+
 test("no statement of the claim, the completion (a schedule's fire, a workflow's), the heartbeat, a step, a spawn, a signal or recovery is compiled by JIT at the server's default thresholds", async () => {
   // Plans priced past jit_above_cost (as a join is under the functions' SET clauses, which price
   // the plan types they turn off at 10^10) would be compiled at every call: tens of ms each.
@@ -439,13 +451,22 @@ test("no statement of the claim, the completion (a schedule's fire, a workflow's
     const ns = `jit-${randomUUID().slice(0, 8)}`;
     const worker = randomUUID();
     const report = defineJob({ name: 'report', handler: () => null, schedule: { cron: '* * * * *' } });
-    await registerWorker(q, { workerId: worker, namespace: ns, hostname: 'h', pid: 1, definitions: ['report'], maxAttempts: [null], leaseMs: 60_000, build: null, policies: { report: declaredPolicy(report) } });
+    const passes = [{ name: 'recovery', intervalMs: 60_000 }];
+    await registerWorker(q, { workerId: worker, namespace: ns, hostname: 'h', pid: 1, definitions: ['report'], maxAttempts: [null], leaseMs: 60_000, build: null, policies: { report: declaredPolicy(report) }, passes });
     expect(await sqlLedger(db).armSchedules!(ns)).toBe(1);
+    // With statistics, as autovacuum gathers them in service: the heartbeat's pass update (a join
+    // to the input under its SET clauses) was then priced past the threshold and compiled at every
+    // beat, ~400 ms holding the leases it had just renewed, so the completions of those jobs waited.
+    // (This namespace's pass alone, as in a deployment's one namespace: a 1-page table.)
+    await db.query(`delete from acta.passes where namespace <> $1`, [ns]);
+    await db.query(`vacuum analyze acta.passes`);
+    await db.query(`update acta.passes set due_at = now() - interval '1 second' where namespace = $1`, [ns]);
     await enqueueJobs(q, ns, { definitions: ['report', 'report'], payloads: ['1', '2'], priorities: [null, null], runAts: [null, null], maxAttempts: [null, null], idempotencyKeys: [null, null] });
     await db.query(`update acta.jobs set run_at = now() - interval '1 second' where namespace = $1`, [ns]);
     const claimed = await claimJobs(q, { namespace: ns, workerId: worker, definitions: ['report'], limit: 10, leaseMs: 60_000 });
     expect(claimed.rows.some((r) => r.schedule)).toBe(true);
-    await heartbeat(q, { workerId: worker, namespace: ns, held: claimed.rows.map((r) => ({ id: r.id, execution: r.execution, started: true })), leaseMs: 60_000 });
+    const beat = await heartbeat(q, { workerId: worker, namespace: ns, held: claimed.rows.map((r) => ({ id: r.id, execution: r.execution, started: true })), leaseMs: 60_000, passes });
+    expect(beat.duePasses).toEqual(['recovery']);
     await completeExecutions(q, worker, claimed.rows.map((r) => ({ id: r.id, execution: r.execution, outcome: 'succeeded', result: 'null', error: null, retryDelayMs: 0, ...(r.schedule ? { nextFireAt: new Date(r.schedule.at.getTime() + 60_000) } : {}) })));
     // A workflow's calls: a step, a spawn, a children wait, the child's end telling its parent, a
     // signal, and a recovery pass.
