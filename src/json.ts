@@ -102,7 +102,7 @@ export function errorText(err: unknown): string {
  * with a dot, a space or an unprintable character names one place and can be read
  * (test/json.spec.ts, "a key that is no identifier").
  */
-const member = (path: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
+export const member = (path: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
 
 /** Why a Map, Set, WeakMap or WeakSet is refused (JSON.stringify writes each as {}), else undefined. */
 function keyedCollection(v: object): string | undefined {

@@ -153,6 +153,34 @@ test('`acta enqueue` prints {"id","created"}; an idempotency key repeats the id;
   expect(await count('select count(*) as n from acta.jobs')).toBe(1);
 });
 
+test('a JSON argument with a number that JavaScript would store as another (past 2^53, past a double\'s digits or range) is refused naming its path, for enqueue, signal, publish and schedule add --payload; nothing written (before: stored rounded, 12345678901234567000)', async () => {
+  const before = await count('select count(*) as n from acta.jobs');
+  const refused = await acta(['enqueue', 'cli-echo', '{"order":{"ids":[1,12345678901234567890]}}', '--force']);
+  expect(refused).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: 'acta: value at $.order.ids[1] cannot be stored as jsonb: the number 12345678901234567890 would be stored as 12345678901234567000 (a JavaScript number, as acta and its workers read JSON, cannot hold it): give it as a string, "12345678901234567890"\n',
+  });
+  // [args, path, the number, what it would have been stored as]
+  for (const [args, at, token, stored] of [
+    [['signal', '1', 'go', '{"n":9007199254740993}'], '$.n', '9007199254740993', '9007199254740992'],
+    [['enqueue', 'cli-echo', '{"b":1152921504606846976}', '--force'], '$.b', '1152921504606846976', '1152921504606847000'], // 2^60: a double, written back rounded
+    [['publish', 'topic', '[{},"x",1e400]'], '$[2]', '1e400', 'null'],
+    [['schedule', 'add', 'cli-echo', '* * * * *', '--payload', '{"a b":{"pi":3.14159265358979323846}}', '--force'], '$["a b"].pi', '3.14159265358979323846', '3.141592653589793'],
+  ] as const) {
+    const out = await acta([...args]);
+    expect({ args, ...out }).toEqual({ args, code: 1, stdout: '', stderr: `acta: value at ${at} cannot be stored as jsonb: the number ${token} would be stored as ${stored} (a JavaScript number, as acta and its workers read JSON, cannot hold it): give it as a string, "${token}"\n` });
+  }
+  expect(await count('select count(*) as n from acta.jobs')).toBe(before);
+  expect(await count('select count(*) as n from acta.schedules')).toBe(0);
+  // Exact ones pass: 2^53, 1.0, -0, 0.1, 1e-7, 2.5E+3; digits in a string or a key, after an escaped quote, are no number.
+  const exact = await acta(['enqueue', 'cli-echo', '{"a":9007199254740992,"c":1.0,"d":-0,"e":0.1,"f":1e-7,"g":2.5E+3,"s":"12345678901234567890","q\\"1e400":["\\"",[]]}', '--force']);
+  expect(exact).toMatchObject({ code: 0, stderr: '' });
+  const { id } = JSON.parse(exact.stdout) as { id: string };
+  expect((await db.query('select payload::text as p from acta.jobs where id = $1', [id])).rows[0].p).toBe('{"a": 9007199254740992, "c": 1, "d": 0, "e": 0.1, "f": 0.0000001, "g": 2500, "s": "12345678901234567890", "q\\"1e400": ["\\"", []]}');
+  await db.query('delete from acta.jobs where id = $1', [id]);
+});
+
 test('`acta sql` prints each row as a JSON line, on the server and on embedded PGlite; a bad statement exits 1 with its message', async () => {
   const jobs = await acta(['sql', 'select definition, payload, status from acta.jobs order by id']);
   expect(jobs).toMatchObject({ code: 0, stderr: '' });

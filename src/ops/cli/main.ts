@@ -21,6 +21,7 @@ import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
 import { int, name } from './args';
 import { instantOption } from './instant';
+import { jsonArgument } from './jsonArgument';
 import { registerPublishCommand } from './publish';
 import { registerSignalCommand } from './signal';
 import { registerDashboardCommand } from './dashboard';
@@ -161,12 +162,7 @@ export function program(): Command {
     .addOption(new Option('--force', 'enqueue a definition name no worker has declared in the namespace (e.g. its worker has not started yet)').conflicts('definitions'))
     .option('--redis <url>', 'also wake workers that take Redis wakeups (acta worker --redis), e.g. behind a pooler where NOTIFY does not reach them', redisAddress)
     .action(async (definition: string, json: string, opts: { namespace: string; runAt?: Date; priority?: number; maxAttempts?: number; idempotencyKey?: string; definitions?: string; force?: boolean; redis?: string; concurrencyKey?: string; rateKey?: string; lane?: string }) => {
-      let payload: unknown;
-      try {
-        payload = JSON.parse(json);
-      } catch (err) {
-        throw new InvalidArgumentError(`payload is not JSON: ${(err as Error).message}`);
-      }
+      const payload = jsonArgument('payload', json);
       const runAt = opts.runAt;
       const definitions = opts.definitions ? loadDefinitions(opts.definitions) : undefined;
       const result = await withClient(

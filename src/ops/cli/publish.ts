@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import { MAX_NAME_BYTES } from '../../config';
 import { name } from './args';
-import { jsonArgument, type WithClient } from './signal';
+import { jsonArgument } from './jsonArgument';
+import type { WithClient } from './signal';
 
 /** Registers `acta publish <topic> <message>` on `cli`. */
 export function registerPublishCommand(cli: Command, withClient: WithClient): void {

@@ -7,15 +7,7 @@ import { setPausedAnswer } from '../../client/schedules';
 import type { Db } from '../../db/Db';
 import type { ScheduleRecord } from '../../db/schedules';
 import { ConfigError } from '../../errors';
-
-/** --payload's JSON, or a ConfigError naming the flag. */
-function jsonOption(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(`--payload is not JSON: ${(err as Error).message}`);
-  }
-}
+import { jsonArgument } from './jsonArgument';
 
 /** `acta schedule add|list|pause|resume|trigger|remove` (client.schedules; docs/schedules.md). */
 export function scheduleCommands(cli: Command, withClient: <T>(namespace: string, fn: (client: Client, db: Db) => Promise<T>) => Promise<T>): void {
@@ -46,7 +38,7 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
       if (o.catchUpWindowMs !== undefined && o.catchUp !== 'all') throw new ConfigError("--catch-up-window-ms goes with --catch-up all");
       const spec = {
         name: o.name, cron, timeZone: o.timeZone, catchUp: o.catchUp as 'latest' | 'all' | 'none',
-        ...(o.payload === undefined ? {} : { payload: jsonOption(o.payload) }),
+        ...(o.payload === undefined ? {} : { payload: jsonArgument('--payload', o.payload) }),
         ...(o.catchUpWindowMs === undefined ? {} : { catchUpWindowMs: o.catchUpWindowMs }),
         ...(o.priority === undefined ? {} : { priority: o.priority }),
         ...(o.concurrencyKey === undefined ? {} : { concurrencyKey: o.concurrencyKey }),

@@ -1,20 +1,12 @@
 /* `acta signal`: a signal to a job from the command line (client.signal; docs/workflows.md). */
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { MAX_NAME_BYTES } from '../../config';
 import { name } from './args';
 import type { Client } from '../../client/client';
 import { ActaError } from '../../errors';
+import { jsonArgument } from './jsonArgument';
 
 export type WithClient = <T>(namespace: string, fn: (client: Client) => Promise<T>) => Promise<T>;
-
-/** A JSON argument parsed; InvalidArgumentError (exit 1, the reason) when it is not JSON. */
-export function jsonArgument(what: string, text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new InvalidArgumentError(`${what} is not JSON: ${(err as Error).message}`);
-  }
-}
 
 /** Registers `acta signal <job> <name> [payload]` on `cli`. */
 export function registerSignalCommand(cli: Command, withClient: WithClient): void {
