@@ -88,3 +88,47 @@ test('acta schedule names the namespace it did not find a schedule in, as "no jo
     expect({ verb, ...(await acta(['schedule', verb, 'nope', ...ns])) }).toEqual({ verb, code: 1, stdout: '', stderr: 'acta: no schedule "nope" in namespace "cli-json"\n' });
   }
 });
+
+test("acta job <id> --children | --signals: a page at a time (--limit, --cursor from the page before), as the dashboard's job page lists them; a table, or --json one object per line", async () => {
+  const later = { runAt: new Date(Date.now() + 3_600_000) }; // no worker takes them
+  const parent = await client.enqueue('cli-json-parent', {}, later);
+  const kids = await client.enqueueMany([1, 2, 3].map((i) => ({ definition: 'cli-json-child', payload: { i }, ...later })));
+  await db.query('update acta.jobs set parent_id = $1 where id = any ($2::bigint[])', [parent.id, kids.map((k) => k.id)]);
+  await client.cancel(kids[1].id);
+  const sent = [];
+  for (const [name, payload] of [['a', { n: 1 }], ['b', null], ['c', 'x'.repeat(3_000)]] as const) sent.push(await client.signal(parent.id, name, payload, { idempotencyKey: `k-${name}` }));
+  const { rows: signalIds } = await db.query<{ id: string }>('select id::text as id from acta.signals where job_id = $1 order by id', [parent.id]);
+  await db.query(`update acta.signals set consumed_at = now(), consumed_step = 'acta:signal:0' where id = $1`, [signalIds[0].id]);
+
+  const first = await acta(['job', parent.id, '--children', '--limit', '2', '--json', ...ns]);
+  expect(first).toMatchObject({ code: 0, stderr: '' });
+  const lines = jsonLines(first.stdout);
+  expect(lines).toEqual([
+    { id: kids[0].id, definition: 'cli-json-child', status: 'ready', failParent: false, createdAt: expect.any(String), finishedAt: null, errorMessage: null },
+    { id: kids[1].id, definition: 'cli-json-child', status: 'cancelled', failParent: false, createdAt: expect.any(String), finishedAt: expect.any(String), errorMessage: null },
+    { nextCursor: kids[1].id },
+  ]);
+  expect(jsonLines((await acta(['job', parent.id, '--children', '--cursor', kids[1].id, '--json', ...ns])).stdout).map((c) => c.id)).toEqual([kids[2].id]);
+  const table = await acta(['job', parent.id, '--children', '--limit', '2', ...ns]);
+  expect(table).toMatchObject({ code: 0, stderr: '' });
+  expect(table.stdout.split('\n')[0]).toMatch(/^ID +DEFINITION +STATUS +CREATED +FINISHED +ERROR$/);
+  expect(table.stdout).toMatch(new RegExp(`\\n${kids[1].id} +cli-json-child +cancelled `));
+  expect(table.stdout).toMatch(new RegExp(`\\n3 child jobs, in the order spawned \\(a deleted child is not listed\\)\\nnext page: --cursor ${kids[1].id}\\n$`));
+
+  const signals = jsonLines((await acta(['job', parent.id, '--signals', '--json', ...ns])).stdout);
+  expect(signals).toEqual([
+    { id: signalIds[0].id, name: 'a', sentAt: expect.any(String), consumedAt: expect.any(String), consumedStep: 'acta:signal:0', idempotencyKey: 'k-a', payload: { text: '{"n": 1}', bytes: 8, truncated: false } },
+    { id: signalIds[1].id, name: 'b', sentAt: expect.any(String), consumedAt: null, consumedStep: null, idempotencyKey: 'k-b', payload: { text: 'null', bytes: 4, truncated: false } },
+    { id: signalIds[2].id, name: 'c', sentAt: expect.any(String), consumedAt: null, consumedStep: null, idempotencyKey: 'k-c', payload: { text: `"${'x'.repeat(2_047)}`, bytes: 3_002, truncated: true } },
+  ]);
+  const signalTable = await acta(['job', parent.id, '--signals', '--limit', '2', ...ns]);
+  expect(signalTable.stdout.split('\n')[0]).toMatch(/^ID +SIGNAL +SENT +CONSUMED +IDEMPOTENCY KEY +PAYLOAD$/);
+  expect(signalTable.stdout).toMatch(new RegExp(`\\n${signalIds[1].id} +b +\\S+ +pending +k-b +null\\n`));
+  expect(signalTable.stdout).toMatch(new RegExp(`\\n3 signals, 2 pending, in the order sent\\nnext page: --cursor ${signalIds[1].id}\\n$`));
+
+  // Refused: no such job in the namespace; both lists at once; a page's options without a list; a cursor that is no id.
+  expect(await acta(['job', parent.id, '--children'])).toEqual({ code: 1, stdout: '', stderr: `acta: no job ${parent.id} in namespace "default"\n` });
+  expect((await acta(['job', parent.id, '--children', '--signals', ...ns])).stderr).toMatch(/^error: option '--children' cannot be used with option '--signals'/);
+  expect(await acta(['job', parent.id, '--limit', '2', ...ns])).toEqual({ code: 1, stdout: '', stderr: 'acta: job: --limit and --cursor page --children or --signals: give one of them\n' });
+  expect((await acta(['job', parent.id, '--signals', '--cursor', 'abc', ...ns])).stderr).toMatch(/^error: option '--cursor <id>' argument 'abc' is invalid/);
+});

@@ -19,6 +19,7 @@ import { isUnreachableError } from '../../db/transient';
 import { asyncScheduler } from 'rxjs';
 import { redisChannel } from '../../worker/wakeups';
 import { registerAdminCommands } from './admin';
+import { registerJobCommand } from './job';
 import { int, name } from './args';
 import { instantOption } from './instant';
 import { jsonArgument } from './jsonArgument';
@@ -184,15 +185,7 @@ export function program(): Command {
       if (opts.redis !== undefined) await publishWakeup(opts.redis, opts.namespace);
     });
 
-  cli
-    .command('job <id>')
-    .description('print one job as JSON: status, payload, result, last error, attempts and its finished attempts (client.getJob); exits 1 if the namespace has no such job')
-    .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
-    .action(async (id: string, opts: { namespace: string }) => {
-      const job = await withClient(opts.namespace, (client) => client.getJob(id));
-      if (job === null) throw new ActaError('ACTA_NO_SUCH_JOB', `no job ${id} in namespace "${opts.namespace}"`);
-      console.log(JSON.stringify(job, null, 2));
-    });
+  registerJobCommand(cli, (namespace, fn) => withClient(namespace, fn));
 
   cli
     .command('cancel <id>')

@@ -1,8 +1,8 @@
 /*
  * The dashboard's own reads, beside the admin operations it calls (src/client/admin.ts): the
  * attempt ledger per minute, one job with its values cut by the database, and a page of its
- * children and of its signals. Each is one statement, values as parameters;
- * test/dashboard/plans.test.ts reads their plans on a large table.
+ * children and of its signals (which `acta job <id> --children|--signals` prints too). Each is one
+ * statement, values as parameters; test/dashboard/plans.test.ts reads their plans on a large table.
  */
 import type { Queryable } from '../../db/Db';
 import { DEFINITION_MAX_ATTEMPTS_SQL, type JobHeader, jobHeader } from '../../db/jobs';
@@ -14,7 +14,7 @@ export const SHOWN_CHARS = 65_536;
 const ROW_VALUE_CHARS = 2_048;
 /** The newest attempts and the first steps a job's page lists (with the totals). */
 const PAGE_ROWS = 100;
-/** A job's children, and its signals, a page at a time. */
+/** A job's children, and its signals, a page at a time: the dashboard's page, the CLI's default. */
 export const FAMILY_PAGE = 50;
 /** Where a count of a job's children or signals stops ("≥"), as the overview's counts. */
 export const FAMILY_COUNT_CAP = 100_000;
@@ -178,17 +178,17 @@ export interface ChildRow {
   errorMessage: string | null;
 }
 
-/** The rows of a page and the cursor of the next: a page asks for one row more than it shows. */
-function paged<T extends { id: string }>(rows: T[], total: unknown): FamilyPage<T> {
-  const more = rows.length > FAMILY_PAGE;
-  const shownRows = more ? rows.slice(0, FAMILY_PAGE) : rows;
+/** The rows of a page of `limit` and the cursor of the next: a page asks for one row more than it shows. */
+function paged<T extends { id: string }>(rows: T[], total: unknown, limit: number): FamilyPage<T> {
+  const more = rows.length > limit;
+  const shownRows = more ? rows.slice(0, limit) : rows;
   return { rows: shownRows, total: Number(total), nextCursor: more ? shownRows[shownRows.length - 1].id : null };
 }
 
 /**
- * A page of the children of job `parentId` (found in the namespace by jobDetail), in the order
- * spawned (id), after the id `after` (null: from the first). A child is in its parent's namespace
- * (acta.spawn_children) and stays in acta.jobs when it succeeds (acta.complete_executions moves
+ * A page of `limit` children of job `parentId` (found in the namespace first: jobDetail, getJob), in
+ * the order spawned (id), after the id `after` (null: from the first). A child is in its parent's
+ * namespace (acta.spawn_children) and stays in acta.jobs when it succeeds (acta.complete_executions moves
  * only jobs without a parent to acta.succeeded_jobs), so acta.jobs holds them all, along
  * jobs_parent_idx (parent_id, id; migration 0025). The page is the index's range from (parent, after)
  * to the parent's last entry, written as that range (a row comparison, an upper bound) and ordered
@@ -198,16 +198,16 @@ function paged<T extends { id: string }>(rows: T[], total: unknown): FamilyPage<
  * The aggregate orders by both columns too: by id alone, PostgreSQL 16+ sorts the page again.
  * A child deleted (by an admin or retention) is not listed.
  */
-export async function jobChildren(q: Queryable, parentId: string, after: string | null): Promise<FamilyPage<ChildRow>> {
+export async function jobChildren(q: Queryable, parentId: string, after: string | null, limit = FAMILY_PAGE): Promise<FamilyPage<ChildRow>> {
   const { rows } = await q.query<{ total: string; rows: Record<string, any>[] }>(
     `select (select count(*) from (select from acta.jobs c where c.parent_id = $1::bigint limit ${FAMILY_COUNT_CAP}) c) as total,
             coalesce((select json_agg(json_build_object('id', c.id::text, 'definition', c.definition, 'status', c.status, 'failParent', coalesce(c.fail_parent, false),
                                                         'createdAt', c.created_at, 'finishedAt', c.finished_at, 'errorMessage', left(c.error ->> 'message', 200)) order by c.parent_id, c.id)
                       from (select * from acta.jobs c where c.parent_id <= $1::bigint and (c.parent_id, c.id) > ($1::bigint, $2::bigint) order by c.parent_id, c.id limit $3) c), '[]') as rows`,
-    [parentId, after ?? '0', FAMILY_PAGE + 1],
+    [parentId, after ?? '0', limit + 1],
   );
   const children = rows[0].rows.map((c): ChildRow => ({ ...(c as ChildRow), createdAt: new Date(c.createdAt), finishedAt: c.finishedAt === null ? null : new Date(c.finishedAt) }));
-  return paged(children, rows[0].total);
+  return paged(children, rows[0].total, limit);
 }
 
 export interface SignalRow {
@@ -223,19 +223,19 @@ export interface SignalRow {
 }
 
 /**
- * A page of the signals sent to job `jobId` (found in the namespace by jobDetail), in the order
- * sent (id), after the id `after` (null: from the first), consumed or not, along signals_job_idx
- * (job_id, id; migration 0025), its range written as jobChildren's for the same reason; the
- * unconsumed ones counted along signals_mailbox_idx.
+ * A page of `limit` signals sent to job `jobId` (found in the namespace first), in the order sent
+ * (id), after the id `after` (null: from the first), consumed or not, along signals_job_idx (job_id,
+ * id; migration 0025), its range written as jobChildren's for the same reason; the unconsumed ones
+ * counted along signals_mailbox_idx.
  */
-export async function jobSignals(q: Queryable, jobId: string, after: string | null): Promise<FamilyPage<SignalRow> & { pending: number }> {
+export async function jobSignals(q: Queryable, jobId: string, after: string | null, limit = FAMILY_PAGE): Promise<FamilyPage<SignalRow> & { pending: number }> {
   const { rows } = await q.query<{ total: string; pending: string; rows: Record<string, any>[] }>(
     `select (select count(*) from (select from acta.signals s where s.job_id = $1::bigint limit ${FAMILY_COUNT_CAP}) s) as total,
             (select count(*) from (select from acta.signals s where s.job_id = $1::bigint and s.consumed_at is null limit ${FAMILY_COUNT_CAP}) s) as pending,
             coalesce((select json_agg(json_build_object('id', s.id::text, 'name', s.name, 'sentAt', s.sent_at, 'consumedAt', s.consumed_at, 'consumedStep', s.consumed_step,
                                                         'idempotencyKey', s.idempotency_key, 'text', left(s.payload::text, ${ROW_VALUE_CHARS}), 'bytes', octet_length(s.payload::text)) order by s.job_id, s.id)
                       from (select * from acta.signals s where s.job_id <= $1::bigint and (s.job_id, s.id) > ($1::bigint, $2::bigint) order by s.job_id, s.id limit $3) s), '[]') as rows`,
-    [jobId, after ?? '0', FAMILY_PAGE + 1],
+    [jobId, after ?? '0', limit + 1],
   );
   const signals = rows[0].rows.map(
     (s): SignalRow => ({
@@ -248,5 +248,5 @@ export async function jobSignals(q: Queryable, jobId: string, after: string | nu
       payload: s.text === null ? null : cut(s.text, s.bytes),
     }),
   );
-  return { ...paged(signals, rows[0].total), pending: Number(rows[0].pending) };
+  return { ...paged(signals, rows[0].total, limit), pending: Number(rows[0].pending) };
 }
