@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { createClient, createWorker, type Db, defineJob } from '../src';
+import { withoutPassword } from '../src/db/connect';
 import { redisChannel } from '../src/worker/wakeups';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
 import { waitFor } from './helpers/wait';
@@ -70,6 +71,11 @@ test('a worker on an unmigrated database exits non-zero, telling to run `npx act
   const { code } = await worker.exited;
   expect(code).toBe(1);
   expect(worker.output()).toMatch(/npx acta migrate/);
+});
+
+test('a command on an unmigrated database names the database it read (before: not which, so DATABASE_URL left unset in a new shell read as "migrate", on a PGlite folder made in the current one)', async () => {
+  const target = withoutPassword(tdb.url);
+  expect(await acta(['job', '1'])).toEqual({ code: 1, stdout: '', stderr: `acta: the acta schema is not migrated (no acta.migrations table): run \`npx acta migrate\` (or \`migrate(db)\`) first (the database: ${target})\n` });
 });
 
 test('`acta worker` with an unreachable database (a closed port) logs it at once and exits 1 after --start-timeout, with one clear line', async () => {

@@ -10,7 +10,7 @@ import { type Db, withDeadline } from '../../db/Db';
 import { cancelJob } from '../../db/jobs';
 import { assertMigrated, loadFunctionsLock, migrate, sqlDir } from '../../db/migrator';
 import type { Definition } from '../../definition';
-import { ActaError, DbUnansweredError, EnqueueRefusedError } from '../../errors';
+import { ActaError, DbUnansweredError, EnqueueRefusedError, SchemaNotMigratedError } from '../../errors';
 import { refusedError } from '../../policies/enqueueRule';
 import { createLogger } from '../../logger';
 import { createWorker } from '../../worker/worker';
@@ -349,7 +349,14 @@ function printFailure(err: unknown): void {
   if (process.env.ACTA_DEBUG || !(err instanceof Error)) return console.error(err);
   // An embedded folder's holder that did not answer is named by the error itself, with what to do.
   const holder = err instanceof DbUnansweredError && err.holder !== undefined;
-  const where = (!expected || err instanceof DbUnansweredError) && !holder && isUnreachableError(err) ? ` (the database ${describeTarget()} was not reached: is the server up and reachable, and DATABASE_URL right?)` : '';
+  // A schema not migrated is named too: with DATABASE_URL unset (a new shell), the command read an
+  // embedded folder of the current one, and "run acta migrate" would migrate that (test/cli.test.ts).
+  const where =
+    (!expected || err instanceof DbUnansweredError) && !holder && isUnreachableError(err)
+      ? ` (the database ${describeTarget()} was not reached: is the server up and reachable, and DATABASE_URL right?)`
+      : err instanceof SchemaNotMigratedError
+        ? ` (the database: ${describeTarget()})`
+        : '';
   console.error(`acta: ${err.message}${where}${expected ? '' : ' (set ACTA_DEBUG=1 for the stack)'}`);
 }
 
