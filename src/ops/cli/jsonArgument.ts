@@ -44,8 +44,9 @@ function canonical(decimal: string): string | null {
 
 /**
  * The first number of `text` (valid JSON) whose value JavaScript's reading and writing (Number,
- * then String, as JSON.parse and JSON.stringify) changes, with its path (`$.a[2]`, as InvalidJsonError's), or undefined. One pass
- * over the text: a string is skipped whole, and the path follows the brackets, keys and commas.
+ * then String, as JSON.parse and JSON.stringify) changes, with its path (`$.a[2]`, as
+ * InvalidJsonError's), or undefined. One pass over the text: a string is skipped whole, and the
+ * path follows the brackets, keys and commas.
  */
 function inexactNumber(text: string): { path: string; token: string; read: number } | undefined {
   const path: (string | number)[] = [];
@@ -75,8 +76,7 @@ function inexactNumber(text: string): { path: string; token: string; read: numbe
       else if (c === '}' || c === ']') {
         path.pop();
         key = false; // after {}, the next string is no key
-      }
-      else if (c === ',') {
+      } else if (c === ',') {
         if (typeof path[last] === 'number') path[last] += 1;
         else key = true;
       }
