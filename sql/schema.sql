@@ -2042,6 +2042,18 @@ begin
     perform acta.refresh_definitions(p_namespace, v_revived);
   end if;
 
+  -- The namespace's passes that are due (and a shorter interval pulls the next one in); signal
+  -- waits whose timeout passed run again (acta.release_waits; docs/workflows.md); the policy
+  -- version. All before the renewal: it locks every held row until commit, and the worker's own
+  -- completions of those rows wait on it (test/db/passes.test.ts, "a beat holds the leases").
+  return query select null::bigint, null::integer, 'pass:' || t.pass
+  from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
+
+  perform acta.release_waits(p_namespace);
+
+  return query select null::bigint, null::integer, 'policy:' || n.policy_version
+  from acta.namespaces n where n.name = p_namespace;
+
   -- Renew every held row nobody else has locked.
   with input as (
     select * from unnest(p_ids, p_executions, p_started) as u(id, execution, started)
@@ -2111,15 +2123,6 @@ begin
          end
   from unnest(p_ids, p_executions) as i(id, execution);
 
-  -- The namespace's passes that are due (and a shorter interval pulls the next one in).
-  return query select null::bigint, null::integer, 'pass:' || t.pass
-  from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
-
-  -- Signal waits whose timeout passed run again (acta.release_waits; docs/workflows.md).
-  perform acta.release_waits(p_namespace);
-
-  return query select null::bigint, null::integer, 'policy:' || n.policy_version
-  from acta.namespaces n where n.name = p_namespace;
 end
 $function$;
 

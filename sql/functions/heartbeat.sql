@@ -16,9 +16,9 @@
 -- now(): the database clock. Wakes the namespace's signal waits whose timeout passed (acta.release_waits).
 -- Fence: Executing, same execution number, leased to p_worker; a lease that ran out but that no
 -- recovery pass has taken yet is still renewed (test/faults/recovery.test.ts).
--- Locks: the worker's row; FOR UPDATE SKIP LOCKED on the renewed rows, then a wait of at most
--- 100 ms for the rows locked at that moment (docs/decisions/2026-11-30-heartbeat-waits-for-locked-rows.md);
--- the pass rows it takes. Durability: the caller's commit.
+-- Locks: the worker's row; the pass rows it takes; then, last, FOR UPDATE SKIP LOCKED on the
+-- renewed rows, and a wait of at most 100 ms for the rows locked at that moment
+-- (docs/decisions/2026-11-30-heartbeat-waits-for-locked-rows.md). Durability: the caller's commit.
 -- Plan: as acta.complete_executions, by primary key from `j.id = any (p_ids)` only, one plan per
 -- session (test/db/plans.test.ts; docs/decisions/2026-11-30-fenced-writes-plan-settings.md).
 drop function if exists acta.heartbeat(uuid, text, bigint[], integer[], boolean[], integer);
@@ -64,6 +64,18 @@ begin
   if v_revived is not null then
     perform acta.refresh_definitions(p_namespace, v_revived);
   end if;
+
+  -- The namespace's passes that are due (and a shorter interval pulls the next one in); signal
+  -- waits whose timeout passed run again (acta.release_waits; docs/workflows.md); the policy
+  -- version. All before the renewal: it locks every held row until commit, and the worker's own
+  -- completions of those rows wait on it (test/db/passes.test.ts, "a beat holds the leases").
+  return query select null::bigint, null::integer, 'pass:' || t.pass
+  from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
+
+  perform acta.release_waits(p_namespace);
+
+  return query select null::bigint, null::integer, 'policy:' || n.policy_version
+  from acta.namespaces n where n.name = p_namespace;
 
   -- Renew every held row nobody else has locked.
   with input as (
@@ -134,14 +146,5 @@ begin
          end
   from unnest(p_ids, p_executions) as i(id, execution);
 
-  -- The namespace's passes that are due (and a shorter interval pulls the next one in).
-  return query select null::bigint, null::integer, 'pass:' || t.pass
-  from acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms) as t(pass);
-
-  -- Signal waits whose timeout passed run again (acta.release_waits; docs/workflows.md).
-  perform acta.release_waits(p_namespace);
-
-  return query select null::bigint, null::integer, 'policy:' || n.policy_version
-  from acta.namespaces n where n.name = p_namespace;
 end
 $$;

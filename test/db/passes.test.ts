@@ -6,10 +6,13 @@
  * (the registration as the first beat, a stop during start): test/faults/recovery.test.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { heartbeat } from '../../src/db/workers';
+import { Client } from 'pg';
+import type { Queryable } from '../../src';
+import { claimJobs, enqueueJobs } from '../../src/db/jobs';
+import { heartbeat, registerWorker } from '../../src/db/workers';
 import { useTestDatabase } from '../helpers/db';
 
-const { db } = useTestDatabase();
+const { db, tdb } = useTestDatabase();
 const beat = (passes: { name: string; intervalMs: number }[], namespace = 'default') =>
   heartbeat(db, { workerId: randomUUID(), namespace, held: [], leaseMs: 60_000, passes });
 const dueInMs = async (pass: string) =>
@@ -38,4 +41,41 @@ test('a shorter interval pulls the next due time in, without taking the pass bef
   expect(await dueInMs('compaction')).toBeLessThanOrEqual(5_000);
   expect((await beat([{ name: 'compaction', intervalMs: 600_000 }])).duePasses).toEqual([]); // a longer one never pushes it out
   expect(await dueInMs('compaction')).toBeLessThanOrEqual(5_000);
+});
+
+test("a beat holds the leases it renews only for the renewal: its passes and waits come first, so a completion never waits on a beat's other work", async () => {
+  // The renewal locks every held row until the beat commits; work after it (a pass taken, waits
+  // released, each planned at a connection's first beat) would keep the worker's own completions
+  // of those rows waiting (sql/functions/heartbeat.sql).
+  const ns = `order-${randomUUID().slice(0, 8)}`;
+  const worker = randomUUID();
+  const passes = [{ name: 'recovery', intervalMs: 60_000 }];
+  await registerWorker(db, { workerId: worker, namespace: ns, hostname: 'h', pid: 1, definitions: ['d'], leaseMs: 60_000, passes });
+  await enqueueJobs(db, ns, { definitions: ['d'], payloads: ['1'], priorities: [null], runAts: [null], maxAttempts: [null], idempotencyKeys: [null] });
+  const [row] = (await claimJobs(db, { namespace: ns, workerId: worker, definitions: ['d'], limit: 1, leaseMs: 60_000 })).rows;
+  const blocker = new Client({ connectionString: tdb.url });
+  const beater = new Client({ connectionString: tdb.url });
+  const probe = new Client({ connectionString: tdb.url });
+  await Promise.all([blocker.connect(), beater.connect(), probe.connect()]);
+  try {
+    // The pass due, and its row locked elsewhere: the beat stops at its passes.
+    await db.query(`update acta.passes set due_at = now() - interval '1 second' where namespace = $1`, [ns]);
+    await blocker.query('begin');
+    await blocker.query(`select 1 from acta.passes where namespace = $1 for update`, [ns]);
+    const beaterPid = (await beater.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
+    const beat = heartbeat(beater as unknown as Queryable, { workerId: worker, namespace: ns, held: [{ id: row.id, execution: row.execution, started: true }], leaseMs: 60_000, passes });
+    let polls = 0;
+    while ((await probe.query(`select wait_event_type = 'Lock' as w from pg_stat_activity where pid = $1`, [beaterPid])).rows[0]?.w !== true) {
+      if (++polls > 2_000) throw new Error('the beat never waited for the locked pass row');
+    }
+    // Meanwhile the held row is free: a completion could take it now.
+    await probe.query('begin');
+    const taken = await probe.query(`select id from acta.jobs where id = $1 for update nowait`, [row.id]).then((r) => r.rowCount, (err: Error) => err.message);
+    await probe.query('rollback');
+    await blocker.query('rollback');
+    const result = await beat;
+    expect({ taken, renewed: result.renewed.map((p) => String(p.id)) }).toEqual({ taken: 1, renewed: [String(row.id)] });
+  } finally {
+    await Promise.all([blocker.end(), beater.end(), probe.end()]);
+  }
 });
