@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { intOption, knownKeys, timerDelay } from '../config';
-import { ConfigError, DataDirLockedError, DbClosedError, DbUnansweredError, EmbeddedShareClosedError } from '../errors';
+import { ConfigError, DataDirLockedError, DbClosedError, DbUnansweredError, type EmbeddedHolder, EmbeddedShareClosedError } from '../errors';
 import type { CallOptions, Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, EMBEDDED_HOLDER, embeddedHolder, type HolderAware } from './connectShared';
 import { socketPathFor } from './embeddedShare';
@@ -80,20 +80,23 @@ const pause = () => new Promise((r) => setTimeout(r, FOLLOW_PAUSE_MS));
 /**
  * The folder opened by this process (which then serves it), else the database the live process
  * holding it serves on its socket (embeddedShare.ts), waited for while that process starts;
- * DataDirLockedError when it does not serve it.
+ * DataDirLockedError when it does not serve it. `onHolder` hears of that process as soon as its
+ * lock names it, before its socket answers.
  */
-async function openEmbedded(dataDir: string, onLost: () => void): Promise<{ db: Db; shared: boolean }> {
+async function openEmbedded(dataDir: string, onLost: () => void, onHolder?: (holder: EmbeddedHolder) => void): Promise<{ db: Db; shared: boolean }> {
   try {
     return { db: await createPgliteDb({ dataDir }), shared: false };
   } catch (err) {
     if (!(err instanceof DataDirLockedError) || err.pid <= 0 || (err.pid === process.pid && !err.elsewhere)) throw err;
+    const holder: EmbeddedHolder = { socketPath: socketPathFor(dataDir), pid: err.elsewhere ? undefined : err.pid };
+    onHolder?.(holder);
     const deadline = Date.now() + SOCKET_WAIT_MS;
     for (;;) {
-      const shared = await connectShared(socketPathFor(dataDir), { onLost, holderPid: err.elsewhere ? undefined : err.pid }).catch(() => undefined);
+      const shared = await connectShared(holder.socketPath, { onLost, holderPid: holder.pid }).catch(() => undefined);
       if (shared) return { db: shared, shared: true };
       // The holder died before serving (killed while PGlite started): its lock is stale, the folder
       // free. (A holder of another pid namespace is not seen here by its pid: its socket is waited for.)
-      if (!err.elsewhere && !isAlive(err.pid)) return openEmbedded(dataDir, onLost);
+      if (!err.elsewhere && !isAlive(err.pid)) return openEmbedded(dataDir, onLost, onHolder);
       // The holder does not serve it: no socket will come.
       if (readLock(unsharedPath(dataDir)) === String(err.pid)) throw new DataDirLockedError(dataDir, err.pid, true, err.elsewhere);
       if (Date.now() >= deadline) throw err;
@@ -122,9 +125,17 @@ interface Listening {
  */
 function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } {
   let current: Db | undefined = first;
+  /** While none is current: the folder's next holder, once its lock named it (openEmbedded). */
+  let next: EmbeddedHolder | undefined;
   let closed = false;
   let reopening: Promise<Db> | undefined;
   const listens = new Set<Listening>();
+  /**
+   * The holder as this Db's messages name it (EMBEDDED_HOLDER, and a deadline passed while it looks
+   * for one): the current one; between holders the next one, its pid once its lock names it; none
+   * once this process took the folder.
+   */
+  const holderNow = (): EmbeddedHolder | undefined => (current === undefined ? (next ?? { socketPath: socketPathFor(dataDir) }) : embeddedHolder(current));
 
   const listenOn = async (db: Db, entry: Listening) => {
     entry.unlisten = await db.listen(entry.channel, { ...entry.handlers, onClosed: undefined }, entry.options);
@@ -134,15 +145,17 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
       for (let i = 1; ; i++) {
         if (closed) throw new DbClosedError();
         try {
-          const next = await openEmbedded(dataDir, lost);
+          next = undefined;
+          const opened = await openEmbedded(dataDir, lost, (holder) => (next = holder));
           if (closed) {
-            await next.db.close();
+            await opened.db.close();
             throw new DbClosedError();
           }
-          current = next.db;
+          current = opened.db;
+          next = undefined;
           // Not awaited: a LISTEN that hangs (a stopped holder) must not hold the calls waiting here.
-          for (const entry of listens) void listenOn(next.db, entry).catch(() => undefined);
-          return next.db;
+          for (const entry of listens) void listenOn(opened.db, entry).catch(() => undefined);
+          return opened.db;
         } catch (err) {
           if (closed || i >= FOLLOW_TRIES) throw err instanceof DbClosedError ? err : new EmbeddedShareClosedError(socketPathFor(dataDir), { cause: err });
           await pause();
@@ -165,7 +178,7 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
     const at = Date.now() + deadlineMs;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DbUnansweredError(deadlineMs, undefined, { holder: { socketPath: socketPathFor(dataDir) } })), timerDelay(deadlineMs));
+      timer = setTimeout(() => reject(new DbUnansweredError(deadlineMs, undefined, { holder: holderNow() ?? { socketPath: socketPathFor(dataDir) } })), timerDelay(deadlineMs));
     });
     let db: Db;
     try {
@@ -183,8 +196,7 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
 
   const db: HolderAware = {
     kind: 'pglite',
-    // Between holders (one went away, the next not reached yet): its socket, no pid; none once this process took the folder.
-    [EMBEDDED_HOLDER]: () => (current === undefined ? { socketPath: socketPathFor(dataDir) } : embeddedHolder(current)),
+    [EMBEDDED_HOLDER]: holderNow,
     query: ((text: string, params?: unknown[], call?: CallOptions) => within(call, (db, left) => db.query(text, params, left))) as Db['query'],
     transaction: (fn, call) => within(call, (db, left) => db.transaction(fn, left)),
     async listen(channel, handlers, options) {

@@ -152,6 +152,33 @@ test('a worker started while the holder is stopped: it exits 1 at its start time
   for (const { stderr } of [early, late]) expect(stderr).not.toContain('DATABASE_URL');
 }, 60_000);
 
+test("the folder's next holder stopped before it serves it (lock taken, no socket yet): a follower's call fails at its deadline naming that holder's pid and `kill -CONT`, as a call through a socket does", async () => {
+  const first = await startHolder();
+  const db = await connect({ dataDir: data });
+  const next = spawn('sleep', ['60'], { stdio: 'ignore' });
+  try {
+    await db.query('select 1');
+    first.kill('SIGTERM');
+    await first.said('closed');
+    // What a holder is from taking the lock until it serves (PGlite starting), stopped there: no socket comes.
+    fs.writeFileSync(path.join(data, 'acta.lock'), String(next.pid));
+    next.kill('SIGSTOP');
+    const given = await settled(withDeadline(db, 1_000).query('select 1'), 10_000);
+    expect(given).toBeInstanceOf(DbUnansweredError);
+    // Was: "(socket …) did not answer …: `kill -CONT <its pid>`", though the lock names the pid.
+    expect(given).toMatchObject({
+      holder: { pid: next.pid },
+      message: expect.stringContaining(`the process holding the embedded database (pid ${next.pid}, socket ${path.join(data, 'acta.sock')}) did not answer within 1000 ms: it is stopped (Ctrl-Z, SIGSTOP, a debugger: \`kill -CONT ${next.pid}\``),
+    });
+    // Gone without serving it: the follower takes the folder.
+    next.kill('SIGKILL');
+    expect((await db.query<{ one: number }>('select 1 as one')).rows).toEqual([{ one: 1 }]);
+  } finally {
+    next.kill('SIGKILL');
+    await db.close();
+  }
+}, 60_000);
+
 test('the holder exiting cleanly while followers are mid-call: what it ran it answers before it lets go, an open remote transaction is rolled back, and the next holder has exactly what was answered', async () => {
   const holder = await startHolder();
   const inTx = await connect({ dataDir: data });
