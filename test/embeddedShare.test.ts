@@ -3,6 +3,7 @@
 // `acta job` on the same folder, through the socket the worker serves. Runs the built bin.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { assertMigrated, connect, createClient, createPgliteDb, DataDirLockedError, type Db, DbUnansweredError, EmbeddedShareClosedError, migrate } from '../src';
@@ -11,6 +12,7 @@ import { shareDb, socketPathFor, tempSocketPath } from '../src/db/embeddedShare'
 import { waitFor } from './helpers/wait';
 
 const ROOT = path.resolve(__dirname, '..');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const BIN = path.join(ROOT, 'bin', 'acta.js');
 const FIXTURE = path.join('test', 'fixtures', 'cli-jobs.js');
 
@@ -224,6 +226,55 @@ describe('the share on its own (one process serving, another Db reading through 
     expect(ran).toBe(false);
     expect((await holder.query<{ n: number }>('select count(*)::int as n from t')).rows[0].n).toBe(0);
     await remote.close();
+  });
+
+  test('a LISTEN not answered within its deadline (ListenOptions.probeTimeoutMs: the holder busy or stopped) fails with DbUnansweredError naming the holder; the holder keeps no listener for it, neither one it took late nor one it reads too late', async () => {
+    // The holder's LISTEN waits (its session busy) until `open`; `active` counts the LISTENs it holds.
+    let open = () => undefined as void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let active = 0;
+    let taken = 0;
+    const slow: Db = {
+      ...holder,
+      async listen(channel, handlers) {
+        await gate;
+        const unlisten = await holder.listen(channel, handlers);
+        taken++;
+        active++;
+        return async () => {
+          active--;
+          await unlisten();
+        };
+      },
+    };
+    const slowPath = tempSocketPath();
+    const share = await shareDb(slow, slowPath);
+    const remote = await connectShared(slowPath, { holderPid: 4242 });
+    try {
+      const heard: string[] = [];
+      const given = await Promise.race([remote.listen('acta_late', { onNotify: (p) => heard.push(p) }, { probeTimeoutMs: 200 }).catch((err: unknown) => err), sleep(5_000).then(() => 'no answer')]);
+      // Was: no answer until the holder's session was free.
+      expect(given).toBeInstanceOf(DbUnansweredError);
+      expect(given).toMatchObject({ deadlineMs: 200, holder: { socketPath: slowPath, pid: 4242 } });
+      // Taken by the holder past the deadline: the follower, told of it late, has it ended.
+      open();
+      await waitFor(() => taken === 1 && active === 0, 'the late LISTEN to be taken and ended', 5_000);
+      await holder.query("select pg_notify('acta_late', 'lost')");
+      await sleep(100);
+      expect(heard).toEqual([]);
+      // One read past its deadline (a holder that was stopped) is refused unstarted.
+      const raw = net.createConnection(slowPath);
+      let answer = '';
+      raw.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk));
+      raw.write(`${JSON.stringify({ id: 1, op: 'listen', channel: 'acta_late', deadlineAt: Date.now() - 1 })}\n`);
+      await waitFor(() => answer.includes('\n'), 'the answer', 5_000);
+      raw.destroy();
+      expect(JSON.parse(answer)).toMatchObject({ id: 1, error: { code: 'ACTA_DB_UNANSWERED' } });
+      expect(taken).toBe(1);
+    } finally {
+      await remote.close();
+      await share.close();
+    }
   });
 
   test("a deadline past Node's longest timer (2^31 - 1 ms) is waited for, not taken for one already passed", async () => {

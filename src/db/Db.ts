@@ -38,7 +38,10 @@ export interface ListenHandlers {
   onClosed?(): void;
 }
 
-/** Settings of a LISTEN connection to a server (an in-process database ignores them). */
+/**
+ * Settings of a LISTEN connection to a server (an in-process database ignores them). Through another
+ * process's embedded folder (connect()), `probeTimeoutMs` is the deadline of each LISTEN sent to it.
+ */
 export interface ListenOptions {
   /** How often the listening session is probed, ms (default 10 000). */
   probeIntervalMs?: number;

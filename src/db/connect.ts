@@ -5,6 +5,7 @@ import type { CallOptions, Db, ListenHandlers, ListenOptions } from './Db';
 import { connectShared, EMBEDDED_HOLDER, embeddedHolder, type HolderAware } from './connectShared';
 import { socketPathFor } from './embeddedShare';
 import { createPgDb, MAX_POOL_SIZE } from './pgDb';
+import { DEFAULT_PROBE_TIMEOUT_MS } from './pgListener';
 import { isAlive, readLock, unsharedPath } from './dataDirLock';
 import { createPgliteDb } from './pgliteDb';
 
@@ -105,13 +106,21 @@ async function openEmbedded(dataDir: string, onLost: () => void, onHolder?: (hol
   }
 }
 
-/** A LISTEN a followHolder Db keeps: done again on each new holder. */
+/** A LISTEN a followHolder Db keeps: done again on each new holder, and on one that did not answer it. */
 interface Listening {
   channel: string;
   handlers: ListenHandlers;
   options?: ListenOptions;
+  /** The attempt on a Db, the one under way or the one that took: one per Db. */
+  attempt?: { on: Db; done: Promise<void> };
   unlisten?: () => Promise<void>;
+  /** onDown was said, and onConnect not since. */
+  down?: boolean;
+  retry?: NodeJS.Timeout;
 }
+
+/** A LISTEN attempt's failure that the LISTEN outlives: the holder did not answer it, or went away (then the next holder's reopen listens). */
+const keepsTrying = (err: unknown): err is Error => err instanceof DbUnansweredError || err instanceof EmbeddedShareClosedError;
 
 /**
  * A Db on the embedded database served by another process, that outlives that process
@@ -121,7 +130,10 @@ interface Listening {
  * again: this process takes it (and serves it) if it is free, else uses the new holder's socket.
  * Open LISTENs hear onDown, then onConnect once listening again; calls do not wait for them.
  * A call's deadline (CallOptions) holds for the whole call, that reopening included: a stopped
- * holder fails it with DbUnansweredError then (test/faults/embeddedHolder.test.ts).
+ * holder fails it with DbUnansweredError then (test/faults/embeddedHolder.test.ts). So does a
+ * LISTEN's, ListenOptions.probeTimeoutMs (default 5 s): past it, listen() resolves, its handlers
+ * hear onDown with that DbUnansweredError, and it is tried again until it takes (onConnect), as a
+ * server's LISTEN connection reconnects (Db.listen).
  */
 function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } {
   let current: Db | undefined = first;
@@ -137,8 +149,46 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
    */
   const holderNow = (): EmbeddedHolder | undefined => (current === undefined ? (next ?? { socketPath: socketPathFor(dataDir) }) : embeddedHolder(current));
 
-  const listenOn = async (db: Db, entry: Listening) => {
-    entry.unlisten = await db.listen(entry.channel, { ...entry.handlers, onClosed: undefined }, entry.options);
+  /** Says onDown once per loss (test/faults/embeddedHolder.test.ts, "a follower worker's LISTEN"). */
+  const down = (entry: Listening, err: Error) => {
+    if (entry.down || !listens.has(entry)) return;
+    entry.down = true;
+    entry.handlers.onDown?.(err);
+  };
+  /**
+   * LISTEN for `entry` on `on`, within `deadlineMs` (else its own probeTimeoutMs); an attempt under
+   * way there is not made twice. One `on` did not answer is made again while `on` is the holder.
+   */
+  const listenOn = (on: Db, entry: Listening, deadlineMs?: number): Promise<void> => {
+    if (entry.attempt?.on === on) return entry.attempt.done;
+    const attempt = { on } as { on: Db; done: Promise<void> };
+    attempt.done = (async () => {
+      try {
+        const options = deadlineMs === undefined ? entry.options : { ...entry.options, probeTimeoutMs: deadlineMs };
+        const handlers: ListenHandlers = {
+          ...entry.handlers,
+          onConnect: () => {
+            entry.down = false;
+            entry.handlers.onConnect?.();
+          },
+          onDown: (err) => down(entry, err),
+          onClosed: undefined,
+        };
+        const unlisten = await on.listen(entry.channel, handlers, options);
+        if (listens.has(entry)) entry.unlisten = unlisten;
+        else await unlisten().catch(() => undefined); // ended meanwhile
+      } catch (err) {
+        if (entry.attempt === attempt) entry.attempt = undefined;
+        if (err instanceof DbUnansweredError && listens.has(entry)) {
+          entry.retry = setTimeout(() => {
+            if (listens.has(entry) && current === on) void listenOn(on, entry).catch((e: unknown) => keepsTrying(e) && down(entry, e));
+          }, FOLLOW_PAUSE_MS);
+        }
+        throw err;
+      }
+    })();
+    entry.attempt = attempt;
+    return attempt.done;
   };
   const reopen = (): Promise<Db> =>
     (reopening ??= (async () => {
@@ -154,7 +204,7 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
           current = opened.db;
           next = undefined;
           // Not awaited: a LISTEN that hangs (a stopped holder) must not hold the calls waiting here.
-          for (const entry of listens) void listenOn(opened.db, entry).catch(() => undefined);
+          for (const entry of listens) void listenOn(opened.db, entry).catch((err: unknown) => keepsTrying(err) && down(entry, err));
           return opened.db;
         } catch (err) {
           if (closed || i >= FOLLOW_TRIES) throw err instanceof DbClosedError ? err : new EmbeddedShareClosedError(socketPathFor(dataDir), { cause: err });
@@ -202,16 +252,28 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
     async listen(channel, handlers, options) {
       const entry: Listening = { channel, handlers, options };
       listens.add(entry);
-      await listenOn(await use(), entry);
+      try {
+        await within({ deadlineMs: options?.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS }, (on, left) => listenOn(on, entry, left?.deadlineMs));
+      } catch (err) {
+        if (!keepsTrying(err) || !listens.has(entry)) {
+          listens.delete(entry);
+          throw err;
+        }
+        down(entry, err); // and it is tried again (listenOn, reopen)
+      }
       return async () => {
         listens.delete(entry);
+        clearTimeout(entry.retry);
         await entry.unlisten?.().catch(() => undefined);
       };
     },
     async close() {
       if (closed) return;
       closed = true;
-      for (const entry of listens) entry.handlers.onClosed?.();
+      for (const entry of listens) {
+        clearTimeout(entry.retry);
+        entry.handlers.onClosed?.();
+      }
       listens.clear();
       await reopening?.catch(() => undefined);
       await current?.close();

@@ -5,7 +5,8 @@
 import * as net from 'node:net';
 import { timerDelay } from '../config';
 import { DbClosedError, DbUnansweredError, type EmbeddedHolder, EmbeddedShareClosedError } from '../errors';
-import type { CallOptions, Db, ListenHandlers, Queryable } from './Db';
+import type { CallOptions, Db, ListenHandlers, ListenOptions, Queryable } from './Db';
+import { DEFAULT_PROBE_TIMEOUT_MS } from './pgListener';
 import { checkSocketDir, CLOSING, decode, encode, errorFrom, EXPIRED, readLines, type Request } from './embeddedShare';
 
 /**
@@ -30,16 +31,20 @@ interface Deadline {
   at: number;
 }
 const deadlineOf = (call: CallOptions | undefined): Deadline | undefined => (call?.deadlineMs === undefined ? undefined : { ms: call.deadlineMs, at: Date.now() + call.deadlineMs });
+/** A LISTEN's deadline, and its UNLISTEN's (which the holder does however late): the LISTEN connection's probe timeout on a server. */
+const listenDeadline = (options: ListenOptions | undefined): Deadline => deadlineOf({ deadlineMs: options?.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS })!;
 
 /**
  * A Db on the embedded database another process serves at `socketPath` (kind 'pglite': the same
  * SQL engine); `holderPid`, that process's pid, for messages. Rejects if nothing listens there.
  * A call with a deadline (CallOptions) unanswered by then rejects with DbUnansweredError, and the
  * holder never starts it afterwards (see the module doc); a transaction's deadline is the whole
- * transaction's. Once the serving process goes away, every pending and later call rejects with
- * EmbeddedShareClosedError, listeners get `onDown` once and `onLost` is called (connect() then finds
- * the folder's next holder: connect.ts); after close(), calls reject with DbClosedError and
- * listeners get `onClosed`, as on the other Dbs.
+ * transaction's. A LISTEN has the deadline ListenOptions.probeTimeoutMs (default 5 s) and rejects
+ * as a call does; one the holder took too late is ended as soon as its answer comes, so the holder
+ * keeps no listener its caller gave up on (test/embeddedShare.test.ts). Once the serving process
+ * goes away, every pending and later call rejects with EmbeddedShareClosedError, listeners get
+ * `onDown` once and `onLost` is called (connect() then finds the folder's next holder: connect.ts);
+ * after close(), calls reject with DbClosedError and listeners get `onClosed`, as on the other Dbs.
  */
 export async function connectShared(socketPath: string, options: { onLost?: () => void; holderPid?: number } = {}): Promise<Db> {
   checkSocketDir(socketPath, false);
@@ -55,6 +60,8 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
   let nextId = 1;
   let closed: Error | undefined;
   const pending = new Map<number, { resolve: (rows: unknown[]) => void; reject: (err: Error) => void; deadline?: Deadline }>();
+  /** What to do with the answer to a request given up on at its deadline, when it comes. */
+  const late = new Map<number, (frame: Record<string, unknown>) => void>();
   const subs = new Map<number, ListenHandlers>();
   /** The holder's error frame as the error a follower is told: its refusals typed, a database error with its fields. */
   const refused = (frame: Record<string, unknown>, deadline: Deadline | undefined): Error => {
@@ -71,7 +78,11 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
     }
     const id = frame.id as number;
     const waiter = pending.get(id);
-    if (!waiter) return;
+    if (!waiter) {
+      late.get(id)?.(frame);
+      late.delete(id);
+      return;
+    }
     pending.delete(id);
     if (frame.error) waiter.reject(refused(frame.error as Record<string, unknown>, waiter.deadline));
     else waiter.resolve(frame.rows as unknown[]);
@@ -82,10 +93,11 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
     closed ??= new EmbeddedShareClosedError(socketPath);
     for (const waiter of pending.values()) waiter.reject(closed);
     pending.clear();
+    late.clear();
     for (const handlers of subs.values()) handlers.onDown?.(closed);
     subs.clear();
   });
-  const call = (req: Omit<Request, 'id' | 'deadlineAt'>, deadline?: Deadline): Promise<unknown[]> => {
+  const call = (req: Omit<Request, 'id' | 'deadlineAt'>, deadline?: Deadline, onLate?: (frame: Record<string, unknown>) => void): Promise<unknown[]> => {
     if (closed) return Promise.reject(closed);
     const id = nextId++;
     return new Promise<unknown[]>((resolve, reject) => {
@@ -98,6 +110,7 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
       if (deadline) {
         timer = setTimeout(() => {
           pending.delete(id);
+          if (onLate) late.set(id, onLate);
           reject(new DbUnansweredError(deadline.ms, undefined, { holder }));
         }, timerDelay(deadline.at - Date.now()));
       }
@@ -132,14 +145,21 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
       await call({ op: 'commit', tx: begin }, deadline); // rejects if the commit failed (a deferred constraint)
       return result;
     },
-    async listen(channel: string, handlers: ListenHandlers) {
-      const sub = nextId;
+    async listen(channel: string, handlers: ListenHandlers, options?: ListenOptions) {
+      const sub = nextId; // the id `call` gives the request
+      const unlisten = () => call({ op: 'unlisten', sub }, listenDeadline(options)).then(() => undefined);
       subs.set(sub, handlers);
-      await call({ op: 'listen', channel });
+      try {
+        // Answered after it was given up on: the holder took it then, and ends it now.
+        await call({ op: 'listen', channel }, listenDeadline(options), (frame) => void (frame.error ? undefined : unlisten().catch(() => undefined)));
+      } catch (err) {
+        subs.delete(sub);
+        throw err;
+      }
       handlers.onConnect?.();
       return async () => {
         subs.delete(sub);
-        await call({ op: 'unlisten', sub }).catch(() => undefined);
+        await unlisten().catch(() => undefined);
       };
     },
     async close() {

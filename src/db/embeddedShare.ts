@@ -18,8 +18,9 @@
  * statement when it reads it, a transaction's begin, statements and commit when the transaction
  * gets to them (the transaction is then rolled back). So a holder that was stopped (SIGSTOP,
  * Ctrl-Z) and goes on runs none of what its followers gave up on; a lone statement it had read
- * before may still wait for the session and run (test/faults/embeddedHolder.test.ts). The
- * connection stays: what it carries later is answered.
+ * before may still wait for the session and run (test/faults/embeddedHolder.test.ts). A `listen`
+ * is taken only within its deadline too, and one answered after it was given up on is ended by its
+ * follower (`unlisten` is done however late). The connection stays: what it carries later is answered.
  *
  * Close: the holder takes no new request, rolls back the open remote transactions, answers every
  * statement it had taken, and then closes the connections: an answer says a statement ran, and an
@@ -260,12 +261,15 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
         else track(answer(req.id, db.query(req.text ?? '', req.params).then((r) => r.rows)));
       } else if (req.op === 'begin') runTx(req);
       else if (req.op === 'listen') {
+        if (expired(req)) return send({ id: req.id, error: errorFrame(tooLate()) });
         void answer(
           req.id,
           db
             .listen(req.channel ?? '', { onNotify: (payload) => send({ sub: req.id, payload }) })
-            .then((unlisten) => {
-              unlistens.set(req.id, unlisten);
+            .then(async (unlisten) => {
+              // Its connection went away while it waited for the session: nobody left to end it.
+              if (socket.destroyed) await unlisten();
+              else unlistens.set(req.id, unlisten);
               return [];
             }),
         );

@@ -17,7 +17,8 @@ import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_proces
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { assertMigrated, connect, createClient, type Db, DbUnansweredError, withDeadline } from '../../src';
+import pino from 'pino';
+import { assertMigrated, connect, createClient, createWorker, type Db, DbUnansweredError, defineJob, withDeadline } from '../../src';
 import { eventsFile, exitWithin, FIXTURE, killAll, readEvents, ROOT, sleep, spawnWorker } from './harness';
 import { waitFor } from '../helpers/wait';
 
@@ -152,6 +153,45 @@ test('a worker started while the holder is stopped: it exits 1 at its start time
   for (const { stderr } of [early, late]) expect(stderr).not.toContain('DATABASE_URL');
 }, 60_000);
 
+test("a follower worker's LISTEN sent while the holder is stopped: it is down at its deadline, naming the holder's pid and `kill -CONT`, the worker goes on; after SIGCONT it listens again, and stopped it leaves no listener on the holder", async () => {
+  const holder = await startHolder();
+  const db = await connect({ dataDir: data });
+  const lines: { msg: string; err?: { message: string } }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
+  // The worker's LISTEN goes out right after its registration: the holder is stopped at that instant.
+  const stopping: Db = {
+    ...db,
+    listen: (channel, handlers, options) => {
+      holder.kill('SIGSTOP');
+      return db.listen(channel, handlers, options);
+    },
+  };
+  const w = createWorker({ db: stopping, definitions: [defineJob({ name: 'echo', handler: async (n: number) => n })], logger, heartbeatIntervalMs: 2_000, safetyPollMs: 1_000 });
+  const health: string[] = [];
+  w.events$.subscribe((e) => {
+    if (e.type === 'degraded' || e.type === 'recovered') health.push(`${e.cause} ${e.type}`);
+  });
+  try {
+    await w.start();
+    // Was: the LISTEN waited for the holder, unheard of, for as long as it was stopped.
+    const down = await waitFor(() => lines.find((l) => l.msg.startsWith('LISTEN connection lost')), 'the LISTEN to be down', 10_000);
+    expect(down.err?.message).toContain(`the process holding the embedded database (pid ${holder.pid}, socket ${path.join(data, 'acta.sock')}) did not answer within 5000 ms: it is stopped (Ctrl-Z, SIGSTOP, a debugger: \`kill -CONT ${holder.pid}\``);
+    expect(health).toContain('listener degraded');
+    holder.kill('SIGCONT'); // the attempt given up on is refused, the one under way taken
+    await waitFor(() => health.includes('listener recovered'), 'the LISTEN to be in effect again', 10_000);
+    const client = createClient({ db });
+    const job = await client.enqueue('echo', 7);
+    expect(await client.result(job.id, { timeoutMs: 10_000 })).toBe(7);
+    await w.stop();
+    // The holder keeps none of the worker's LISTENs: not the ones given up on, nor the one it stopped.
+    await waitFor(async () => (await db.query<{ n: number }>("select count(*)::int as n from pg_listening_channels() c where c = 'acta_jobs'")).rows[0].n === 0, 'no LISTEN on the holder', 5_000);
+  } finally {
+    holder.kill('SIGCONT');
+    await w.stop();
+    await db.close();
+  }
+}, 90_000);
+
 test("the folder's next holder stopped before it serves it (lock taken, no socket yet): a follower's call fails at its deadline naming that holder's pid and `kill -CONT`, as a call through a socket does", async () => {
   const first = await startHolder();
   const db = await connect({ dataDir: data });
@@ -177,7 +217,7 @@ test("the folder's next holder stopped before it serves it (lock taken, no socke
     next.kill('SIGKILL');
     await db.close();
   }
-}, 60_000);
+}, 90_000);
 
 test('the holder exiting cleanly while followers are mid-call: what it ran it answers before it lets go, an open remote transaction is rolled back, and the next holder has exactly what was answered', async () => {
   const holder = await startHolder();
