@@ -219,7 +219,7 @@ test("the folder's next holder stopped before it serves it (lock taken, no socke
   }
 }, 90_000);
 
-test('the holder exiting cleanly while followers are mid-call: what it ran it answers before it lets go, an open remote transaction is rolled back, and the next holder has exactly what was answered', async () => {
+test('the holder exiting cleanly while followers are mid-call: what it ran it answers before it lets go, an open remote transaction is rolled back, and the next holder has exactly what was answered; a LISTEN that finds the next holder listens once', async () => {
   const holder = await startHolder();
   const inTx = await connect({ dataDir: data });
   const queued = await connect({ dataDir: data });
@@ -244,7 +244,14 @@ test('the holder exiting cleanly while followers are mid-call: what it ran it an
     release();
     const [txOutcome, behindOutcome] = await Promise.all([tx.then(() => 'committed', (err: unknown) => err), behind.then(() => 'answered', (err: unknown) => err)]);
     expect(txOutcome).toMatchObject({ code: 'ACTA_EMBEDDED_SHARE_CLOSED' });
-    // The next call opens the folder again: this process holds it now.
+    // The next call, here a LISTEN, opens the folder again: this process holds it now. It listens
+    // once (was: by the reopen and again by itself, each NOTIFY heard twice).
+    const heard: string[] = [];
+    const unlisten = await queued.listen('acta_probe', { onNotify: (payload) => heard.push(payload) });
+    await queued.query("select pg_notify('acta_probe', 'once')");
+    await sleep(300);
+    expect(heard).toEqual(['once']);
+    await unlisten();
     const { rows } = await queued.query<{ n: number }>('select n from probe order by n');
     expect({ behind: behindOutcome, rows }).toEqual({ behind: 'answered', rows: [{ n: 3 }] });
   } finally {
