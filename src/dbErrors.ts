@@ -61,8 +61,10 @@ function lockedMessage(dataDir: string, pid: number, unshared: boolean, elsewher
 /**
  * An embedded (PGlite) data directory this process cannot use: not writable by its user (owned by
  * another, or its mode), on a read-only file system, or a path that is not a folder (a file is
- * there), or whose lock file's name is taken by a folder (EISDIR: src/db/dataDirLock.ts). `reason`
- * is the file system's code (EACCES, EPERM, EROFS, EEXIST, ENOTDIR, EISDIR), `cause` its error;
+ * there), or where the name of one of acta's files beside the database (`acta.lock`, `acta.sock`,
+ * `acta.unshared`, the liveness socket) is taken by a folder (EISDIR) or by a FIFO, a socket or a
+ * device (EFTYPE: src/db/sideFiles.ts). `reason` is the file system's code (EACCES, EPERM, EROFS,
+ * EEXIST, ENOTDIR, EISDIR, EFTYPE), `cause` its error;
  * `fix`, when given, the advice instead of the default. Nothing was written (src/db/pgliteDb.ts,
  * createPgliteDb).
  */

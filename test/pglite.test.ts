@@ -254,6 +254,47 @@ describe('the data folder lock', () => {
     expect(fs.readdirSync(dir)).toEqual(['acta.lock']);
   });
 
+  test('a FIFO named acta.lock is DataDirUnusableError (reason EFTYPE) naming it and the fix, not a hang', () => {
+    const dir = tempDir();
+    const lock = path.join(dir, 'acta.lock');
+    expect(spawnSync('mkfifo', [lock]).status).toBe(0);
+    // In a process of its own: the hang this was (the lock read as a file waits for a writer for ever) would block this one.
+    const child = spawnSync(
+      process.execPath,
+      ['-e', `require('./dist/src').connect({ dataDir: ${JSON.stringify(dir)} }).then(() => console.log('opened'), (e) => console.log(JSON.stringify({ code: e.code, reason: e.reason, message: e.message })))`],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
+    expect({ signal: child.signal, stderr: child.stderr }).toEqual({ signal: null, stderr: '' });
+    expect(JSON.parse(child.stdout)).toEqual({
+      code: 'ACTA_DATA_DIR_UNUSABLE',
+      reason: 'EFTYPE',
+      message: `the data directory ${dir} cannot be used for the embedded database: ${lock} is a FIFO (named pipe), not a file, where acta keeps the lock file of the process holding the data folder. Remove it (rm ${lock}), then start again`,
+    });
+    expect(fs.readdirSync(dir)).toEqual(['acta.lock']);
+  });
+
+  test("a folder where the holder's other side files go (its liveness socket, acta.sock, acta.unshared) is DataDirUnusableError (reason EISDIR) naming it and the fix, not a raw EISDIR nor a folder silently unserved", async () => {
+    const cases: [string, string][] = [
+      ['acta.sock', 'the socket the process holding the data folder serves it on to other processes'],
+      ['acta.unshared', 'the mark of a holder that does not serve the data folder to other processes'],
+    ];
+    if (fs.existsSync('/proc/self/stat')) cases.push([path.basename(livenessPath('/', process.pid, incarnationOf(process.pid))!), 'the socket the process holding the data folder listens on while it runs (its liveness)']);
+    for (const [name, role] of cases) {
+      const dir = tempDir();
+      const file = path.join(dir, name);
+      fs.mkdirSync(file);
+      // Was: acta.sock, opened unserved (others refused "does not serve it"); the others, a raw EISDIR.
+      await expect(createPgliteDb({ dataDir: dir })).rejects.toMatchObject({
+        code: 'ACTA_DATA_DIR_UNUSABLE',
+        reason: 'EISDIR',
+        dataDir: dir,
+        message: `the data directory ${dir} cannot be used for the embedded database: ${file} is a folder, where acta keeps ${role}. Remove that folder (rmdir ${file}; a container's bind mount of a file missing on the host makes one: mount nothing there), then start again`,
+      });
+      // Nothing of this process's is left beside it: the lock was let go.
+      expect(fs.readdirSync(dir)).toEqual([name]);
+    }
+  });
+
   test('a lock of a live process is refused naming the lock file, and what to do if that process is not acta (its pid reused)', async () => {
     const dir = tempDir();
     const other = sleeper();

@@ -7,6 +7,7 @@ import { socketPathFor } from './embeddedShare';
 import { createPgDb, MAX_POOL_SIZE } from './pgDb';
 import { DEFAULT_PROBE_TIMEOUT_MS } from './pgListener';
 import { isAlive, readLock, unsharedPath } from './dataDirLock';
+import { UNSHARED_MARK } from './sideFiles';
 import { createPgliteDb } from './pgliteDb';
 
 /** Where the embedded default keeps its data when nothing else is said: `./.acta/data`. */
@@ -99,7 +100,7 @@ async function openEmbedded(dataDir: string, onLost: () => void, onHolder?: (hol
       // free. (A holder of another pid namespace is not seen here by its pid: its socket is waited for.)
       if (!err.elsewhere && !isAlive(err.pid)) return openEmbedded(dataDir, onLost, onHolder);
       // The holder does not serve it: no socket will come.
-      if (readLock(unsharedPath(dataDir)) === String(err.pid)) throw new DataDirLockedError(dataDir, err.pid, true, err.elsewhere);
+      if (readLock(unsharedPath(dataDir), UNSHARED_MARK) === String(err.pid)) throw new DataDirLockedError(dataDir, err.pid, true, err.elsewhere);
       if (Date.now() >= deadline) throw err;
       await pause();
     }

@@ -5,8 +5,9 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { DataDirLockedError, DataDirUnusableError } from '../errors';
+import { DataDirLockedError } from '../errors';
 import { listenLiveness, livenessPath, probeLiveness } from './holderLiveness';
+import { LIVENESS_SOCKET, LOCK_FILE, openSideFile, removeSideFile, UNSHARED_MARK } from './sideFiles';
 
 /** Tries to take the lock before giving up with DataDirLockedError; between tries it waits 1 ms. */
 const LOCK_TRIES = 50;
@@ -48,9 +49,10 @@ export function lockDataDir(dataDir: string): () => void {
   const self = incarnation(process.pid);
   const mine = self === undefined ? `${lockPath}.${process.pid}` : `${lockPath}.${process.pid}.${self}`;
   const ino = writeOwn(mine, lockPath, dataDir);
-  const live = self === undefined ? undefined : listenLiveness(livenessPath(dataDir, process.pid, self));
+  let live: { close(): void } | undefined;
   let held = false;
   try {
+    live = self === undefined ? undefined : listenLiveness(livenessPath(dataDir, process.pid, self));
     for (let tries = 0; tries < LOCK_TRIES; tries++) {
       if (tries > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1); // start-up only: a 1 ms sleep
       try {
@@ -104,7 +106,7 @@ function writeOwn(mine: string, lockPath: string, dataDir: string): bigint {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       if (fs.lstatSync(mine, { bigint: true }).ino === fileIno(lockPath)) throw new DataDirLockedError(dataDir, process.pid);
-      fs.rmSync(mine, { force: true });
+      removeSideFile(mine, LOCK_FILE);
     }
   }
 }
@@ -121,26 +123,15 @@ export interface LockHolder {
 }
 
 /**
- * The lock file `file` as its holder wrote it, or undefined if it does not exist. A folder by its
- * name (a container's bind mount of a file missing on the host makes one) is DataDirUnusableError:
- * no lock can be taken while it is there, and read as a file it failed with a bare EISDIR.
+ * The lock file `file` as its holder wrote it, or undefined if it does not exist. Anything else by
+ * its name is DataDirUnusableError (sideFiles.ts): no lock can be taken while it is there; a folder
+ * read as a file failed with a bare EISDIR, and a FIFO waited for a writer for ever.
  */
 export function readHolder(file: string): LockHolder | undefined {
-  let fd: number;
+  const fd = openSideFile(file, LOCK_FILE);
+  if (fd === undefined) return undefined;
   try {
-    fd = fs.openSync(file, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  try {
-    const stat = fs.fstatSync(fd, { bigint: true });
-    if (stat.isDirectory()) {
-      throw new DataDirUnusableError(path.dirname(file), 'EISDIR', `${file} is a folder, where acta keeps the lock file of the process holding the data folder`, {
-        fix: `Remove that folder (rmdir ${file}; a container's bind mount of a file missing on the host makes one: mount nothing there), then start again`,
-      });
-    }
-    const { ino, nlink } = stat;
+    const { ino, nlink } = fs.fstatSync(fd, { bigint: true });
     const content = fs.readFileSync(fd, 'utf8');
     const holder: LockHolder = { content, ino, close: () => fs.closeSync(fd) };
     // The holder's own file, a link of the same inode: `acta.lock.<pid>.<incarnation>` beside it.
@@ -208,17 +199,20 @@ export const unsharedPath = (dataDir: string): string => path.join(dataDir, 'act
 
 export function markUnshared(dataDir: string, unshared: boolean): void {
   const file = unsharedPath(dataDir);
-  if (unshared) fs.writeFileSync(file, String(process.pid));
-  else if (readLock(file) === String(process.pid)) fs.rmSync(file, { force: true });
+  if (unshared) {
+    removeSideFile(file, UNSHARED_MARK); // written over, a FIFO would wait for a reader
+    fs.writeFileSync(file, String(process.pid));
+  } else if (readLock(file, UNSHARED_MARK) === String(process.pid)) fs.rmSync(file, { force: true });
 }
 
-/** The lock's content (or another small file's), or undefined if it does not exist. */
-export function readLock(lockPath: string): string | undefined {
+/** The content of the lock or another small file of the folder (`role`, for the error of one that is not a file: sideFiles.ts), or undefined if it does not exist. */
+export function readLock(file: string, role: string): string | undefined {
+  const fd = openSideFile(file, role);
+  if (fd === undefined) return undefined;
   try {
-    return fs.readFileSync(lockPath, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
@@ -259,7 +253,7 @@ export function removeStaleLock(target: string, stale: LockHolder, mine: string,
       if (stale.link !== undefined && stale.link !== mine) {
         fs.rmSync(stale.link, { force: true });
         const socket = stale.incarnation === undefined ? undefined : livenessPath(path.dirname(stale.link), stale.content, stale.incarnation);
-        if (socket !== undefined) fs.rmSync(socket, { force: true });
+        if (socket !== undefined) removeSideFile(socket, LIVENESS_SOCKET);
       }
     }
   } finally {

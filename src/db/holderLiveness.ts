@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { LIVENESS_SOCKET, removeSideFile } from './sideFiles';
 
 /** The longest socket path the platforms take is 104-108 bytes (as embeddedShare.ts). */
 const MAX_SOCKET_PATH = 100;
@@ -34,7 +35,7 @@ export function livenessPath(dataDir: string, pid: string | number, incarnation:
  */
 export function listenLiveness(socketPath: string | undefined): { close(): void } | undefined {
   if (socketPath === undefined) return undefined;
-  fs.rmSync(socketPath, { force: true }); // this incarnation's own, left by an earlier open in this process
+  removeSideFile(socketPath, LIVENESS_SOCKET); // this incarnation's own, left by an earlier open in this process
   const server = net.createServer((socket) => socket.destroy());
   server.on('error', () => undefined);
   server.listen(socketPath);

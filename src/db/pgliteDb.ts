@@ -6,6 +6,7 @@ import { DataDirUnusableError, DataDirVersionError, DbClosedError } from '../err
 import { lockDataDir, markUnshared, readLock } from './dataDirLock';
 import type { Db, ListenHandlers, Queryable } from './Db';
 import { type EmbeddedShare, shareDb, socketPathFor } from './embeddedShare';
+import { removeSideFile, SHARE_SOCKET } from './sideFiles';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { prepareValue } = require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown };
@@ -37,7 +38,7 @@ export const EMBEDDED_PG_MAJOR = 18;
  * folder of another PostgreSQL major version".
  */
 export function checkDataDirVersion(dataDir: string): void {
-  const found = readLock(path.join(dataDir, 'PG_VERSION'))?.trim();
+  const found = readLock(path.join(dataDir, 'PG_VERSION'), "the database's PostgreSQL version (PG_VERSION)")?.trim();
   if (found !== undefined && found !== String(EMBEDDED_PG_MAJOR)) throw new DataDirVersionError(dataDir, found, EMBEDDED_PG_MAJOR);
 }
 
@@ -73,12 +74,18 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     throw unusable(dataDir, err);
   }
   const release = () => {
-    if (!inMemory) markUnshared(dataDir, false);
-    unlock();
+    try {
+      if (!inMemory) markUnshared(dataDir, false);
+    } finally {
+      unlock();
+    }
   };
   try {
     if (!inMemory) {
       checkDataDirVersion(dataDir); // under the lock: no other acta runs initdb there meanwhile
+      // A folder by the socket's name is refused before PGlite starts (seconds), not left to keep the folder unserved.
+      const socketPath = socketPathFor(dataDir);
+      if (options.share !== false && path.dirname(socketPath) === dataDir) removeSideFile(socketPath, SHARE_SOCKET);
       markUnshared(dataDir, options.share === false);
     }
     const { PGlite } = await import('@electric-sql/pglite');
@@ -171,7 +178,11 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
     }
     return db;
   } catch (err) {
-    release();
+    try {
+      release();
+    } catch {
+      /* the error to tell is the first */
+    }
     throw inMemory ? err : unusable(dataDir, err);
   }
 }
