@@ -2310,9 +2310,9 @@ begin
   with old as (
     select s.source, s.job_id from acta.schedules s where s.namespace = p_namespace and s.name = p_name
   ),
-  unstarted as (
+  not_due as (
     select j.id from acta.jobs j
-    where j.id = (select o.job_id from old o) and j.status = 'ready' and j.execution = 0
+    where j.id = (select o.job_id from old o) and j.status = 'ready' and j.execution = 0 and j.run_at > now()
     for update
   ),
   put as (
@@ -2325,7 +2325,7 @@ begin
           catch_up = excluded.catch_up, catch_up_window_ms = excluded.catch_up_window_ms, priority = excluded.priority,
           concurrency_key = excluded.concurrency_key, rate_key = excluded.rate_key, lane = excluded.lane,
           version = nextval(pg_get_serial_sequence('acta.schedules', 'version')::regclass),
-          job_id = case when exists (select 1 from unstarted) then null else s.job_id end, next_fire_at = null, updated_at = now()
+          job_id = case when exists (select 1 from not_due) then null else s.job_id end, next_fire_at = null, updated_at = now()
       where s.source = 'runtime'
         and (s.definition, s.cron, s.time_zone, s.payload, s.catch_up, s.catch_up_window_ms, s.priority, s.concurrency_key, s.rate_key, s.lane)
             is distinct from (excluded.definition, excluded.cron, excluded.time_zone, excluded.payload, excluded.catch_up, excluded.catch_up_window_ms,
@@ -2333,7 +2333,7 @@ begin
     returning s.xmax = 0 as inserted
   ),
   unarmed as (
-    delete from acta.jobs j using unstarted u, put p
+    delete from acta.jobs j using not_due u, put p
     where not p.inserted and j.id = u.id
   )
   select case when exists (select 1 from put where inserted) then 'added'
@@ -2397,6 +2397,7 @@ begin
     delete from acta.jobs j
     where j.id = (select f.id from acta.jobs f
                   where f.id = v.job_id and f.status = 'ready' and f.execution = 0 and f.schedule is not null
+                    and (v.dropped or f.run_at > now())
                   for update);
     get diagnostics v_unarmed = row_count;
     if v.dropped then

@@ -10,7 +10,8 @@
 -- completion arms the next one itself (acta.complete_executions, "Recurring fire"); this covers a
 -- schedule added, changed or resumed, and a fire that ended elsewhere (recovery, a cancel).
 -- Changed while a fire runs (docs/schedules.md, "Changes"): a schedule changed while its fire had
--- started keeps that fire as its job_id with next_fire_at null, so no second fire runs beside it.
+-- started or was due keeps that fire as its job_id with next_fire_at null, so no second fire runs
+-- beside it.
 -- Its instant (the new spec's first after the change) is stored here as next_fire_at, the pending
 -- instant, and armed by that fire's end (acta.complete_executions), not here; not counted.
 -- One fire per (schedule, instant): jobs_schedule_fire_idx; an instant already fired is not armed.

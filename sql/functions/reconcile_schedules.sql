@@ -5,12 +5,15 @@
 -- Contract: a declared schedule missing from its definition's declaration is removed; one whose
 -- definition, cron, zone, payload, catch-up, priority or policy keys changed is updated (a new
 -- version, never one the name had: migration 0024); a new one is added (a runtime schedule of the
--- same name is taken over: code wins). A removed or changed schedule's armed fire that has not
--- started is deleted. A removed schedule's fire that has started finishes, detached. A changed
--- schedule's fire that has started stays its fire (job_id kept, next_fire_at null): the schedules
--- pass computes the new next instant after now() and stores it as pending, and that fire's end arms
--- it (docs/schedules.md, "Changes": a schedule never runs two of its own fires at once;
--- test/ledger/schedules.ts, "a change while a fire runs"). Changed schedules with no fire left and
+-- same name is taken over: code wins). A removed schedule's armed fire that has not started is
+-- deleted, due or not; one that has started finishes, detached. A changed schedule's armed fire is
+-- deleted only if it has not started and is not yet due (run_at > now()). One that has started, or
+-- whose instant has passed (owed), stays its fire (job_id kept, next_fire_at null), runs under the
+-- old spec and is judged at its claim by the catch-up policy: the schedules pass computes the new
+-- next instant after now() and stores it as pending, and that fire's end arms it
+-- (docs/schedules.md, "Changes": a schedule never runs two of its own fires at once, and a fire
+-- owed is run or recorded skipped, never dropped; test/ledger/schedules.ts, "a change while a fire
+-- runs", "a change while the armed fire is due"). Changed schedules with no fire left and
 -- added ones are left unarmed for the schedules pass (acta.arm_schedules), which computes their
 -- next instant after now(). Paused stays as it was.
 -- Definitions without a declared policy (no worker declared one yet) are left alone.
@@ -68,6 +71,7 @@ begin
     delete from acta.jobs j
     where j.id = (select f.id from acta.jobs f
                   where f.id = v.job_id and f.status = 'ready' and f.execution = 0 and f.schedule is not null
+                    and (v.dropped or f.run_at > now())
                   for update);
     get diagnostics v_unarmed = row_count;
     if v.dropped then

@@ -234,6 +234,76 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     expect(next.getTime()).toBeLessThanOrEqual(passAt + 5 * MINUTE);
   });
 
+  // docs/schedules.md, "Changes": a fire whose instant has passed is owed, so a change keeps it as it
+  // keeps a started one (run under the old spec, judged at its claim by the catch-up policy); only a
+  // fire not yet due is deleted and replaced. Was: a due fire never claimed was deleted, unrecorded.
+  test('a change while the armed fire is due and unclaimed keeps it: it runs under the old spec, and its end arms the new next instant after the change; a fire not yet due is deleted and replaced', async () => {
+    const { ledger, now } = get();
+    const namespace = ns();
+    const YEARLY = '0 0 1 1 *';
+    const workerId = await declare(namespace, [{ cron: EVERY_MINUTE, payload: { v: 1 } }, { name: 'later', cron: YEARLY, payload: { v: 1 } }], 'b1');
+    expect(await ledger.armSchedules!(namespace)).toBe(2);
+    await get().advance(MINUTE); // tick's fire is due; later's is not
+    const due = await list(namespace);
+    const dueFire = await ledger.readJob(namespace, due.jobId!);
+    expect(dueFire).toMatchObject({ status: 'ready', attempts: 0, payload: { v: 1 } });
+    const notDue = await list(namespace, 'later');
+
+    await declare(namespace, [{ cron: YEARLY, payload: { v: 2 } }, { name: 'later', cron: YEARLY, payload: { v: 2 } }], 'b2');
+    // Due: kept as it was, still the schedule's fire. Not due: deleted.
+    expect(await list(namespace)).toMatchObject({ cron: YEARLY, payload: { v: 2 }, jobId: due.jobId, nextFireAt: null });
+    expect(await ledger.readJob(namespace, due.jobId!)).toEqual(dueFire);
+    expect(await list(namespace, 'later')).toMatchObject({ payload: { v: 2 }, jobId: null, nextFireAt: null });
+    expect(await ledger.readJob(namespace, notDue.jobId!)).toBeNull();
+    const changedAt = await now();
+    expect(await ledger.armSchedules!(namespace)).toBe(1); // later's new fire; none beside tick's
+    const replaced = await list(namespace, 'later');
+    expect(await ledger.readJob(namespace, replaced.jobId!)).toMatchObject({ status: 'ready', payload: { v: 2 }, scheduledAt: replaced.nextFireAt });
+    const pending = (await list(namespace)).nextFireAt!;
+    expect(pending).toEqual(cronSchedule(YEARLY).next(new Date(changedAt)));
+    expect(await list(namespace)).toMatchObject({ jobId: due.jobId, nextFireAt: pending });
+
+    // Claimed, judged by the catch-up policy (its successor is not due: it runs), with its old payload.
+    const row = (await claim(namespace, workerId)).rows[0];
+    expect(row).toMatchObject({ id: due.jobId, payload: { v: 1 }, schedule: { name: 'tick', at: dueFire!.scheduledAt, armed: true } });
+    const decision = fireDecision(row.schedule!, true);
+    expect(decision.skip).toBe(false);
+    expect((await ledger.completeExecutions(workerId, [ended(row, 'succeeded', decision.nextFireAt)]))[0].status).toBe('succeeded');
+    const after = await list(namespace);
+    expect(after).toMatchObject({ nextFireAt: pending, lastJobId: row.id, lastFireAt: dueFire!.scheduledAt, lastOutcome: 'succeeded' });
+    expect(await ledger.readJob(namespace, after.jobId!)).toMatchObject({ status: 'ready', scheduledAt: pending, payload: { v: 2 } });
+    expect(await ledger.armSchedules!(namespace)).toBe(0);
+  });
+
+  test('a change keeps a due fire that the catch-up policy then skips: it ends skipped, recorded, and its end arms the new next instant after the change', async () => {
+    const { ledger, now } = get();
+    const namespace = ns();
+    const workerId = await declare(namespace, { cron: EVERY_MINUTE, payload: { v: 1 } }, 'b1');
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    const armed = await list(namespace);
+    await get().advance(5 * MINUTE); // five instants are due
+
+    await declare(namespace, { cron: EVERY_MINUTE, payload: { v: 2 } }, 'b2');
+    expect(await list(namespace)).toMatchObject({ payload: { v: 2 }, jobId: armed.jobId, nextFireAt: null });
+    const changedAt = await now();
+    expect(await ledger.armSchedules!(namespace)).toBe(0);
+    const pending = (await list(namespace)).nextFireAt!;
+    expect(pending.getTime()).toBeGreaterThan(changedAt);
+    expect(pending.getTime()).toBeLessThanOrEqual(changedAt + MINUTE);
+
+    const row = (await claim(namespace, workerId)).rows[0];
+    expect(row).toMatchObject({ id: armed.jobId, payload: { v: 1 } });
+    const decision = fireDecision(row.schedule!, true);
+    expect(decision.skip).toBe(true);
+    expect((await ledger.completeExecutions(workerId, [ended(row, 'skipped', decision.nextFireAt)]))[0].status).toBe('cancelled');
+    const job = (await ledger.readJob(namespace, row.id))!;
+    expect(job).toMatchObject({ status: 'cancelled', attempts: 0, payload: { v: 1 } });
+    expect(job.executions.map((e) => [e.outcome, e.charged])).toEqual([['skipped', false]]);
+    const after = await list(namespace);
+    expect(after).toMatchObject({ nextFireAt: pending, lastJobId: row.id, lastFireAt: row.schedule!.at, lastOutcome: 'skipped' });
+    expect(await ledger.readJob(namespace, after.jobId!)).toMatchObject({ status: 'ready', scheduledAt: pending, payload: { v: 2 } });
+  });
+
   test("a schedule's priority is each fire's: its fire is claimed ahead of jobs due before its instant; a change of priority is a change of the schedule", async () => {
     const { ledger } = get();
     const namespace = ns();

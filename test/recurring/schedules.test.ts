@@ -137,9 +137,11 @@ it("a declared schedule whose zone an older ICU named otherwise (Europe/Kiev, Eu
   expect(await schedule(ns)).toEqual(before);
   expect((await db.query('select status from acta.jobs where id = $1', [before.job_id])).rows).toEqual([{ status: 'ready' }]);
   expect((await db.query('select time_zone from acta.schedules where namespace = $1', [ns])).rows).toEqual([{ time_zone: theirs }]);
-  // Another zone is still a change.
+  // Another zone is still a change: a new version, its due fire kept (docs/schedules.md, "Changes").
   await register(ns, def({ cron: '0 9 * * *', timeZone: 'Europe/Warsaw' }), 'b3');
-  expect(await schedule(ns)).toMatchObject({ job_id: null });
+  const changed = await schedule(ns);
+  expect(changed).toMatchObject({ job_id: before.job_id, next_fire_at: null });
+  expect(changed.version).toBeGreaterThan(before.version);
 });
 
 it('two workers run an every-second schedule: each instant fires once, in order, with ctx.scheduledAt, and list shows it', async () => {
@@ -388,4 +390,36 @@ it("a schedule changed while its fire runs (real worker, a 3 s handler every sec
     const overlap = rows[i].claimed_at.getTime() < rows[i - 1].finished_at.getTime();
     expect({ fire: rows[i].job_id, overlapsFire: overlap ? rows[i - 1].job_id : null }).toEqual({ fire: rows[i].job_id, overlapsFire: null });
   }
+});
+
+// docs/schedules.md, "Changes": a change keeps the armed fire whose instant has passed (owed, never
+// claimed: the workers were down or busy), and it runs under the old spec; the new spec's first
+// instant after the change is armed at its end. Was: the change deleted it, unrecorded.
+it("a runtime change while the armed fire is due and no worker has claimed it: a real worker runs that fire with the old payload, then the new spec's fires", async () => {
+  const { createClient, createWorker, defineJob } = await import('../../src');
+  const { silentLogger } = await import('../helpers/silentLogger');
+  const ns = `s-${randomUUID()}`;
+  const ran: { v: number; at: number }[] = [];
+  const tick = defineJob({ name: 'tick', handler: (p: { v: number }, ctx) => void ran.push({ v: p.v, at: ctx.scheduledAt!.getTime() }) });
+  const client = createClient({ db, namespace: ns, definitions: [tick] });
+  const spec = (v: number) => ({ name: 'tick', cron: '* * * * * *', payload: { v }, catchUp: 'all' as const, catchUpWindowMs: 60_000 });
+  expect(await client.schedules.add(tick, spec(1))).toBe('added');
+  const armed = await schedule(ns, 'tick');
+  await waitFor(async () => (await db.query('select 1 from acta.jobs where id = $1 and run_at <= now()', [armed.job_id])).rows.length > 0, 'the armed fire due', 5_000);
+  expect(await client.schedules.add(tick, spec(2))).toBe('changed');
+  const changed = await schedule(ns, 'tick');
+  expect(changed.job_id).toBe(armed.job_id);
+  expect(changed.next_fire_at!.getTime()).toBeGreaterThan(armed.next_fire_at!.getTime()); // the pending instant, armed at the fire's end
+  const worker = createWorker({ db, namespace: ns, definitions: [tick], executors: 2, logger: silentLogger });
+  await worker.start();
+  try {
+    await waitFor(async () => ran.some((r) => r.v === 2), 'a fire of the changed schedule ran', 15_000);
+  } finally {
+    await worker.stop();
+  }
+  expect(ran[0]).toEqual({ v: 1, at: armed.next_fire_at!.getTime() });
+  expect(ran.slice(1).every((r) => r.v === 2)).toBe(true);
+  expect(ran[1].at).toBe(changed.next_fire_at!.getTime());
+  const { rows } = await db.query<{ status: string }>('select status from acta.jobs where id = $1', [armed.job_id]);
+  expect(rows).toEqual([{ status: 'succeeded' }]);
 });

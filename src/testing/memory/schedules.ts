@@ -25,10 +25,15 @@ function insertFire(store: Store, tx: Tx, s: MemorySchedule, at: number): Memory
   return job;
 }
 
-/** Deletes the schedule's armed fire if it has not started (Ready, no attempt charged); true if it did. */
-function unarm(store: Store, jobId: number | null): boolean {
+/**
+ * Deletes the schedule's armed fire if it has not started (Ready, no attempt charged) and, given
+ * `dueAfter`, is due only after it (a change keeps a fire whose instant has passed: docs/schedules.md,
+ * "Changes"); true if it did.
+ */
+function unarm(store: Store, jobId: number | null, dueAfter?: number): boolean {
   const j = jobId === null ? undefined : store.jobs.get(jobId);
   if (!j || j.status !== 'ready' || j.execution !== 0 || j.schedule === null) return false;
+  if (dueAfter !== undefined && j.runAt <= dueAfter) return false;
   store.deleteJob(j.id);
   return true;
 }
@@ -62,8 +67,8 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
       });
       continue;
     }
-    // A fire that has started stays the schedule's, its next armed at its end (docs/schedules.md, "Changes").
-    const jobId = unarm(store, s.jobId) ? null : s.jobId;
+    // A fire that has started or is due stays the schedule's, its next armed at its end (docs/schedules.md, "Changes").
+    const jobId = unarm(store, s.jobId, tx.now) ? null : s.jobId;
     Object.assign(s, {
       definition: d.definition, cron: d.cron, timeZone: d.timeZone, payload: copyJson(d.payload), catchUp: d.catchUp, catchUpWindowMs: d.catchUpWindowMs,
       priority: d.priority, concurrencyKey: d.concurrencyKey ?? null, rateKey: d.rateKey ?? null, lane: d.lane ?? null,
