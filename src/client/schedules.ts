@@ -15,8 +15,8 @@ import { armInstants, checkScheduleSpec, schedulesAsStored, type ScheduleSpec } 
 export interface ClientSchedules {
   /**
    * Adds a schedule of `definition` (a name, or the definition itself), or changes the runtime one of
-   * that name (its unstarted fire re-armed; its fire started: the new next instant armed at that
-   * fire's end, docs/schedules.md "Changes"): 'added', 'changed' or 'same'. Its fires' policy keys
+   * that name (its fire not claimed and not due yet re-armed; its fire started or due: that fire run
+   * under the old spec, the new next instant armed at its end, docs/schedules.md "Changes"): 'added', 'changed' or 'same'. Its fires' policy keys
    * are the spec's, else the definition's functions on its payload when the client knows the
    * definition; by name, a definition stored with a concurrency limit, a rate or a lane needs them in
    * the spec, as an enqueue by name does. Throws ConfigError for a bad spec, a cron that never fires,

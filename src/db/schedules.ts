@@ -72,10 +72,10 @@ export async function storedZones(q: Queryable, namespace: string, names: string
 }
 
 /**
- * acta.put_schedule: adds a runtime schedule or changes one (a new version, its unstarted armed fire
- * deleted): 'added', 'changed', 'same', or 'declared' (the name is a declared schedule's: not
- * touched). A changed schedule whose fire has started keeps it: the next instant is armed at that
- * fire's end, never beside it (docs/schedules.md, "Changes").
+ * acta.put_schedule: adds a runtime schedule or changes one (a new version, its armed fire deleted
+ * if not claimed and not due yet): 'added', 'changed', 'same', or 'declared' (the name is a
+ * declared schedule's: not touched). A changed schedule whose fire has started or is due keeps it:
+ * the next instant is armed at that fire's end, never beside it (docs/schedules.md, "Changes").
  */
 export async function putRuntimeSchedule(q: Queryable, namespace: string, definition: string, s: DeclaredSchedule): Promise<'added' | 'changed' | 'same' | 'declared'> {
   const { rows } = await q.query<{ answer: 'added' | 'changed' | 'same' | 'declared' }>(

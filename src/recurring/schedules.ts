@@ -90,8 +90,9 @@ function canonicalZone(timeZone: string): string | null {
  * The zone to write for a declared one: the stored spelling when both name the same zone by this
  * runtime's ICU, else the declared. ICU versions differ on a link's canonical name (Asia/Calcutta
  * or Asia/Kolkata), and acta.put_schedule / acta.reconcile_schedules compare spellings: a new Node
- * must not make an unchanged schedule "changed", which deletes its unstarted fire, due or not, and
- * arms the next instant after now() (test/recurring/runtime.test.ts, "an older ICU's name").
+ * must not make an unchanged schedule "changed", which deletes its fire not yet due and arms the
+ * next instant after now(), or arms that instant at its due or running fire's end
+ * (test/recurring/runtime.test.ts, "an older ICU's name").
  */
 export function zoneAsStored(declared: string, stored: string | undefined): string {
   if (stored === undefined || stored === declared) return declared;
