@@ -17,6 +17,7 @@ import type { LedgerUnderTest } from './contract';
 const LEASE_MS = 60_000;
 const MINUTE = 60_000;
 const EVERY_MINUTE = '* * * * *';
+const YEARLY = '0 0 1 1 *';
 const ns = () => `sched-${randomUUID().slice(0, 8)}`;
 const ended = (r: ClaimedRow, outcome: CompletionRow['outcome'], nextFireAt: Date | null): CompletionRow => ({
   id: r.id, execution: r.execution, outcome, result: outcome === 'succeeded' ? 'null' : null, error: null, retryDelayMs: 0, nextFireAt,
@@ -154,10 +155,11 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
   test('reconciled: a newer build that adds, changes or drops a schedule is applied; a change deletes the unstarted fire', async () => {
     const { ledger } = get();
     const namespace = ns();
-    await declare(namespace, { cron: EVERY_MINUTE }, 'b1');
+    // Yearly: its fire is not due at the change (one at the next minute would be, within ms of it, and be kept).
+    await declare(namespace, { cron: YEARLY }, 'b1');
     expect(await ledger.armSchedules!(namespace)).toBe(1);
     const first = await list(namespace);
-    expect(first).toMatchObject({ cron: EVERY_MINUTE, source: 'declared' });
+    expect(first).toMatchObject({ cron: YEARLY, source: 'declared' });
 
     await get().advance(10);
     await declare(namespace, [{ cron: '*/5 * * * *' }, { name: 'tick-b', cron: EVERY_MINUTE, catchUp: 'none' }], 'b2');
@@ -240,7 +242,6 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
   test('a change while the armed fire is due and unclaimed keeps it: it runs under the old spec, and its end arms the new next instant after the change; a fire not yet due is deleted and replaced', async () => {
     const { ledger, now } = get();
     const namespace = ns();
-    const YEARLY = '0 0 1 1 *';
     const workerId = await declare(namespace, [{ cron: EVERY_MINUTE, payload: { v: 1 } }, { name: 'later', cron: YEARLY, payload: { v: 1 } }], 'b1');
     expect(await ledger.armSchedules!(namespace)).toBe(2);
     await get().advance(MINUTE); // tick's fire is due; later's is not
@@ -320,8 +321,9 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     expect(first.rows).toHaveLength(1);
     expect(first.rows[0]).toMatchObject({ priority: 5, schedule: { name: 'tick', armed: true } });
     expect(backlog.map((b) => b.id)).not.toContain(first.rows[0].id);
-    // Its completion arms the next fire at the schedule's priority too.
-    const next = cronSchedule(EVERY_MINUTE).next(first.rows[0].schedule!.at)!;
+    // Its completion arms the next fire at the schedule's priority too: one ten minutes on, not due
+    // at the change below (the next minute's could be, and would be kept).
+    const next = cronSchedule(EVERY_MINUTE).next(new Date(first.rows[0].schedule!.at.getTime() + 10 * MINUTE))!;
     await ledger.completeExecutions(workerId, [ended(first.rows[0], 'succeeded', next)]);
     expect(await ledger.readJob(namespace, (await list(namespace)).jobId!)).toMatchObject({ priority: 5, scheduledAt: next });
 
