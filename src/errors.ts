@@ -119,8 +119,9 @@ export class RateLimitedError extends ActaError {
  * (a connect not answered before its connect_timeout: test/faults/unresponsive.test.ts). `holder`:
  * the Db reaches an embedded folder through the socket of the process holding it, which the message
  * then names, with what to do if it is stopped, instead of the server's address
- * (test/faults/embeddedHolder.test.ts). Nothing was registered; start a new worker once the
- * database answers.
+ * (test/faults/embeddedHolder.test.ts). `testScheduler`: the worker's scheduler is an rxjs
+ * TestScheduler and no answer came; the message then points to VirtualClock instead. Nothing was
+ * registered; start a new worker once the database answers.
  */
 export class StartTimeoutError extends ActaError {
   constructor(
@@ -128,6 +129,7 @@ export class StartTimeoutError extends ActaError {
     cause: unknown,
     unanswered?: string,
     holder?: EmbeddedHolder,
+    testScheduler = false,
   ) {
     const last =
       cause !== undefined
@@ -144,7 +146,13 @@ export class StartTimeoutError extends ActaError {
         : cause === undefined || (cause instanceof DbUnansweredError && cause.holder !== undefined)
           ? 'start the worker again once that process answers'
           : `check that the process holding the embedded database (${holderName(holder)}) runs and answers`;
-    super('ACTA_START_TIMEOUT', `the worker could not reach the database within ${startTimeoutMs} ms of its start (${last}); ${advice}, or raise startTimeoutMs`, { cause });
+    // A TestScheduler's one synchronous flush fires the timeout before any answer's promise can
+    // settle: no database is at fault (test/startTimeout.spec.ts, "an rxjs TestScheduler").
+    const message =
+      testScheduler && cause === undefined
+        ? `the worker's start got no answer within ${startTimeoutMs} virtual ms: its scheduler is an rxjs TestScheduler, which runs every action in one synchronous flush, so an answer (a promise) settles only after the start's timeout has fired; run the worker on a VirtualClock's clock.scheduler (acta/testing; docs/rx.md, "Testing in virtual time")`
+        : `the worker could not reach the database within ${startTimeoutMs} ms of its start (${last}); ${advice}, or raise startTimeoutMs`;
+    super('ACTA_START_TIMEOUT', message, { cause });
   }
 }
 

@@ -2,6 +2,7 @@
 // the first failure is logged at once, transient errors are repeated, and the start fails with
 // StartTimeoutError at startTimeoutMs, not after a lease; a database back in time lets it start.
 import pino from 'pino';
+import { TestScheduler } from 'rxjs/testing';
 import { createWorker, defineJob, StartTimeoutError } from '../src';
 import { injectFaults, memoryLedger, VirtualClock } from '../src/testing';
 
@@ -65,4 +66,23 @@ test('a database reached before the start timeout: the worker starts', async () 
   await clock.advance(10_000); // past the start timeout: nothing fires
   const stopped = worker.stop();
   await clock.await(stopped);
+});
+
+test("a worker on an rxjs TestScheduler: the start's timeout names the scheduler and VirtualClock, not the database address (docs/reference.md, Worker, scheduler)", async () => {
+  // TestScheduler.run flushes every action in one synchronous call: the start's timeout fires
+  // before the memory ledger's answer can settle as a promise.
+  const scheduler = new TestScheduler(() => undefined);
+  let started!: Promise<void>;
+  scheduler.run(() => {
+    const ledger = memoryLedger({ scheduler, latencyMs: 1 });
+    started = createWorker({ ledger, definitions: [job], scheduler, logger: pino({ level: 'silent' }) }).start();
+  });
+  const failed = await started.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(failed).toBeInstanceOf(StartTimeoutError);
+  expect((failed as Error).message).toMatch(/TestScheduler/);
+  expect((failed as Error).message).toMatch(/VirtualClock/);
+  expect((failed as Error).message).not.toMatch(/DATABASE_URL/);
 });

@@ -106,7 +106,7 @@ export function register(deps: RegisterDeps): Promise<void> {
           // No error yet: what the Db still waits on, when it can say (a connect whose connect_timeout is later).
           const unanswered = lastError === undefined ? dbWaiting(settings.db) : undefined;
           // Through an embedded folder's holder: named, not the server's address (test/faults/embeddedHolder.test.ts).
-          const err = new StartTimeoutError(settings.startTimeoutMs, lastError, unanswered, embeddedHolder(settings.db));
+          const err = new StartTimeoutError(settings.startTimeoutMs, lastError, unanswered, embeddedHolder(settings.db), isTestScheduler(scheduler));
           logger.error({ err: lastError, unanswered, startTimeoutMs: settings.startTimeoutMs }, 'worker start: the database was not reached within startTimeoutMs; giving up');
           // The call in flight may still register this worker: undo it when it lands.
           void registration.call.then(async () => {
@@ -120,4 +120,9 @@ export function register(deps: RegisterDeps): Promise<void> {
     ),
     { defaultValue: undefined },
   );
+}
+
+/** An rxjs/testing TestScheduler, told by its own methods (not imported: rxjs/testing stays out of a worker). */
+function isTestScheduler(scheduler: unknown): boolean {
+  return typeof (scheduler as { createHotObservable?: unknown }).createHotObservable === 'function';
 }
