@@ -67,8 +67,9 @@ export async function shutdown(deps: ShutdownDeps): Promise<void> {
 
   if ((await within(deps.executorsDone())) === 'timeout') {
     const still = registry.snapshot().filter((e) => e.state === 'executing' || e.state === 'claimed');
-    // Named (the first 100), so an operator can follow each job to its next worker.
-    logger.warn({ running: still.length, jobIds: still.slice(0, 100).map((e) => e.row.id) }, 'shutdown timeout: aborting running handlers; their rows go back uncharged');
+    // Named (the first 100), so an operator can follow each job to its next worker. None running:
+    // what held the stop is a completion an aroundHandler holds, which releaseHeld reports.
+    if (still.length > 0) logger.warn({ running: still.length, jobIds: still.slice(0, 100).map((e) => e.row.id) }, 'shutdown timeout: aborting running handlers; their rows go back uncharged');
     for (const entry of still) {
       registry.abort(entry, 'shutdown');
       if (!entry.taken) deps.handBack(entry);

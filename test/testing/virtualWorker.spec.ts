@@ -14,7 +14,7 @@ const silent = pino({ level: 'silent' });
 async function virtualWorker(
   clock: VirtualClock,
   definitions: Definition[],
-  options: { executors?: number; hooks?: WorkerHooks; faults?: boolean; wrap?: (ledger: Ledger) => Ledger } = {},
+  options: { executors?: number; hooks?: WorkerHooks; faults?: boolean; wrap?: (ledger: Ledger) => Ledger; logger?: pino.Logger } = {},
 ) {
   const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
   const faults = injectFaults(ledger, { scheduler: clock.scheduler });
@@ -26,7 +26,7 @@ async function virtualWorker(
     executors: options.executors ?? 4,
     hooks: options.hooks,
     heartbeatIntervalMs: 10_000,
-    logger: silent,
+    logger: options.logger ?? silent,
   });
   const events = clock.record(worker.events$);
   await clock.await(worker.start());
@@ -139,7 +139,9 @@ test('a completion aroundHandler holds at a stop is written as it ended at the s
   let finalized = 0;
   // The user's operator holds each completion for an hour (a delay, a rate limit of writes...).
   const hooks: WorkerHooks = { aroundHandler: (_a, run) => run.pipe(delay(3_600_000, clock.scheduler), finalize(() => finalized++)) };
-  const { ledger, client, events, worker } = await virtualWorker(clock, [noop], { hooks });
+  const logged: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line).msg) });
+  const { ledger, client, events, worker } = await virtualWorker(clock, [noop], { hooks, logger });
   await client.enqueue(noop, {});
   await clock.advance(90); // the run ended at 11; the hook holds its completion
   expect(ledger.state().jobs.map((j) => j.status)).toEqual(['executing']);
@@ -155,6 +157,8 @@ test('a completion aroundHandler holds at a stop is written as it ended at the s
   expect(at('stopped')).toEqual([10_103]);
   expect(ledger.state().jobs.map((j) => [j.status, j.result])).toEqual([['succeeded', 'done']]);
   expect(finalized).toBe(1); // the hook's subscription was ended, its finalize ran
+  // No handler was running: the log names the held completion, not handlers aborted.
+  expect(logged.filter((m) => /shutdown timeout|held the completion/.test(m))).toEqual(['aroundHandler held the completion past the shutdown timeout: written as it ended']);
 });
 
 /** The worker's ledger with its heartbeat refused for good (a revoked grant: SQLSTATE 42501, not transient), every other call answering: a fatal stop at the first beat (10,001 at H = 10 s). */
