@@ -1,7 +1,7 @@
 // The demo (examples/demo.ts) on a small real directory, on the embedded default: every file
 // hashed correctly, a second run redoes nothing, and a touched file (new mtime) is redone alone;
 // run as `npm start` is, with stdout piped, it prints plain progress lines (the built demo in dist/).
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -168,3 +168,66 @@ test('the plain progress line: thousands separated, the percentage floored (100%
   expect(progressIntervalMs({ ACTA_DEMO_PROGRESS_MS: '500' })).toBe(500);
   expect(() => progressIntervalMs({ ACTA_DEMO_PROGRESS_MS: '0' })).toThrow(/positive integer/);
 });
+
+test('the demo beside a process holding its folder rides out a kill -9 of that holder: it takes the folder and finishes, each file hashed by one attempt', async () => {
+  // Once `npm start` beside an `acta dashboard` that was then killed exited 1 with the
+  // EmbeddedShareClosedError of its progress count, its worker still running (docs/operating.md,
+  // "Which database": a client outlives whichever process held the folder).
+  const built = path.resolve(__dirname, '..', 'dist', 'examples', 'demo.js');
+  if (!fs.existsSync(built)) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-demo-holder-'));
+  try {
+    const tree = path.join(base, 'tree');
+    const total = 3_000; // several seconds through the socket: the kill lands mid-run
+    for (let i = 0; i < total; i++) {
+      const dir = path.join(tree, String(i % 30));
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, `${i}.txt`), `file ${i}\n`);
+    }
+    const data = path.join(base, 'data');
+    const env = { ...process.env, DATABASE_URL: '', ACTA_DATA_DIR: data, ACTA_DEMO_PROGRESS_MS: '50', ACTA_LOG_LEVEL: 'silent' };
+    const holder = spawn(process.execPath, [path.resolve(__dirname, 'fixtures', 'embedded-holder.js'), data], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout.on('data', (chunk: Buffer) => (chunk.toString().includes('open') ? resolve() : undefined));
+      holder.once('exit', (code) => reject(new Error(`the holder exited ${code}`)));
+    });
+    const demo = spawn(process.execPath, [built, tree], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    demo.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => demo.once('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve) => {
+      demo.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (/^demo: [1-9][\d,]* \//m.test(stdout)) resolve(); // jobs are being done through the holder
+      });
+      void exited.then(() => resolve());
+    });
+    expect(stdout).not.toMatch(new RegExp(`^demo: ${total.toLocaleString('en-US')} /`, 'm'));
+    // Stopped first, so that the demo's next progress count (every 250 ms) is in flight at the kill.
+    holder.kill('SIGSTOP');
+    await new Promise((r) => setTimeout(r, 1_000));
+    holder.kill('SIGKILL');
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toMatch(new RegExp(`^done: ${total} files hashed, 0 failed`, 'm'));
+    const db = await createPgliteDb({ dataDir: data });
+    try {
+      const { rows } = await db.query<{ jobs: string; succeeded: string; runs: string; twice: string }>(
+        `select count(*) as jobs, count(*) filter (where status = 'succeeded') as succeeded,
+                (select count(*) from acta.all_executions where outcome = 'succeeded') as runs,
+                (select count(*) from (select job_id from acta.all_executions where outcome = 'succeeded' group by job_id having count(*) > 1) t) as twice
+           from acta.all_jobs where definition = 'hash-file'`,
+      );
+      expect(rows[0]).toEqual({ jobs: String(total), succeeded: String(total), runs: String(total), twice: '0' });
+      // A claim in flight at the kill may have been taken with its answer lost: its rows came back after
+      // their lease (uncharged: their handlers never started), then ran once.
+      const { rows: others } = await db.query<{ outcome: string; charged: boolean }>(`select outcome, charged from acta.all_executions where outcome <> 'succeeded'`);
+      for (const other of others) expect(other.charged).toBe(false);
+    } finally {
+      await db.close();
+    }
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+}, 120_000);
