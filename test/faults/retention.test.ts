@@ -67,7 +67,9 @@ test('kill -9 every second and a server restart during retention passes: only fi
   const tasks: string[] = [];
   let running = true;
   const stream = (async () => {
-    for (let b = 0; b < 60; b++) {
+    // 60 batches, and on until the chaos below has killed 5 workers and restarted the server (a
+    // loaded machine starts each new worker slower).
+    for (let b = 0; b < 60 || ((counts.killed < 5 || counts.restarts < 1) && b < 200); b++) {
       const items = Array.from({ length: 20 }, (_, i) => ({ definition: 'task', payload: { ms: 20 + ((b * 20 + i) % 7) * 30, fail: i % 5 === 0 } }));
       await client.enqueueMany(items).then((rs) => tasks.push(...rs.map((r) => r.id)), () => counts.enqueueErrors++);
       await sleep(300);
@@ -80,10 +82,13 @@ test('kill -9 every second and a server restart during retention passes: only fi
       await sleep(300);
     }
   })();
+  const chaosFrom = performance.now();
   const chaos = (async () => {
     for (let round = 1; running; round++) {
       await sleep(700 + Math.random() * 600);
-      if (round === 6) {
+      // Once, 5 s in: by time, not by round (a loaded machine restarts each worker slower, and the
+      // stream could end before a sixth round).
+      if (counts.restarts === 0 && performance.now() - chaosFrom > 5_000) {
         await server.stop();
         await sleep(1_000);
         await server.start();
