@@ -336,3 +336,9 @@ export async function metric(port: number, name: string): Promise<number | undef
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? undefined : Number(line.split(' ')[1]);
 }
+
+/** Waits for `w` to exit and expects code 0; a failure shows the end of what the worker wrote (its error). */
+export async function expectCleanExit(w: WorkerProcess): Promise<void> {
+  const { code } = await w.exited;
+  expect({ code, output: code === 0 ? '' : w.output().slice(-3_000) }).toEqual({ code: 0, output: '' });
+}

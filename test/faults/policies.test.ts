@@ -9,7 +9,7 @@
 import { createClient, type Definition } from '../../src';
 import { createPgDb } from '../../src/db/pgDb';
 import { type Attempt, laneBreaks, ledger, maxOverlap, maxStartsInWindow } from './ledger';
-import { eventsFile, type FaultServer, readEvents, spawnWorker, useFaultServer, waitForStatus, type WorkerProcess } from './harness';
+import { eventsFile, type FaultServer, readEvents, spawnWorker, useFaultServer, waitForStatus, type WorkerProcess, expectCleanExit } from './harness';
 import { waitFor } from '../helpers/wait';
 
 const H = 1000;
@@ -43,7 +43,7 @@ async function enqueue(ns: string, definition: string, payloads: object[]): Prom
 /** SIGTERM, then the exits: each worker stops gracefully (exit 0), its attempts ended in the ledger. */
 async function stopAll(workers: WorkerProcess[]): Promise<void> {
   for (const w of workers) w.kill('SIGTERM');
-  for (const w of workers) expect((await w.exited).code).toBe(0);
+  for (const w of workers) await expectCleanExit(w);
 }
 
 /** The database clock now, ms (the ledger's clock). */

@@ -15,6 +15,7 @@ import {
   waitForStatus,
   type WorkerProcess,
   useFaultServer,
+  expectCleanExit,
 } from './harness';
 import { waitFor } from '../helpers/wait';
 
@@ -54,5 +55,5 @@ test('a server restart mid-run: nothing lost, nothing doubled, workers resume an
   await expectWakeupsWork(server, workers, SAFETY_POLL);
 
   for (const w of workers) w.kill('SIGTERM');
-  for (const w of workers) expect((await w.exited).code).toBe(0);
+  for (const w of workers) await expectCleanExit(w);
 });

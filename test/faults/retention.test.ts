@@ -10,7 +10,7 @@
  */
 import { createClient } from '../../src';
 import { createPgDb } from '../../src/db/pgDb';
-import { sleep, spawnWorker, useFaultServer, type WorkerProcess } from './harness';
+import { sleep, spawnWorker, useFaultServer, type WorkerProcess, expectCleanExit } from './harness';
 import { waitFor } from '../helpers/wait';
 
 const AGE_MS = 2_000;
@@ -194,5 +194,5 @@ test('kill -9 every second and a server restart during retention passes: only fi
   await db.close();
 
   for (const w of workers) w.kill('SIGTERM');
-  for (const w of workers) expect((await w.exited).code).toBe(0);
+  for (const w of workers) await expectCleanExit(w);
 }, 170_000);

@@ -15,6 +15,7 @@ import {
   waitForStatus,
   type WorkerProcess,
   useFaultServer,
+  expectCleanExit,
 } from './harness';
 import { waitFor } from '../helpers/wait';
 
@@ -55,5 +56,5 @@ test('connections killed by pg_terminate_backend: nothing lost, nothing doubled,
   await expectWakeupsWork(server, workers, SAFETY_POLL);
 
   for (const w of workers) w.kill('SIGTERM');
-  for (const w of workers) expect((await w.exited).code).toBe(0);
+  for (const w of workers) await expectCleanExit(w);
 });

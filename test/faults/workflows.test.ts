@@ -10,7 +10,7 @@
 import { createClient, type Definition } from '../../src';
 import { createPgDb } from '../../src/db/pgDb';
 import type { Db } from '../../src/db/Db';
-import { eventsFile, sleep, spawnWorker, useFaultServer, waitForStatus, type WorkerProcess } from './harness';
+import { eventsFile, sleep, spawnWorker, useFaultServer, waitForStatus, type WorkerProcess, expectCleanExit } from './harness';
 
 const H = 1000;
 const MODULE = 'test/fixtures/workflow-jobs.js';
@@ -75,7 +75,7 @@ function chaos(workers: WorkerProcess[], ns: string, events: string, everyMs: nu
 
 async function stopAll(workers: WorkerProcess[]): Promise<void> {
   for (const w of workers) w.kill('SIGTERM');
-  for (const w of workers) expect((await w.exited).code).toBe(0);
+  for (const w of workers) await expectCleanExit(w);
 }
 
 test(`${SIGNALLED} jobs, two signals each sent at random instants around the wait, workers killed -9 and SIGSTOPped: each job consumes exactly its oldest signal, once`, async () => {
