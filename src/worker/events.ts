@@ -135,10 +135,20 @@ export interface WorkerEventsOptions {
  * A worker's events (docs/reference.md, "Events"). Every method builds its event only while
  * events$ has a subscriber (`Subject.observed`): with none, the worker's hot path pays one
  * property read per claim, per handler start and per written batch.
+ *
+ * A job's events come in its order: an attempt's end before anything of the job's next attempt.
+ * The write that ends an attempt can make the job due at once (a retry after 0 ms, a hand-back)
+ * and NOTIFY as it commits, so a claim on another connection can take the job again and start it
+ * before the write's answer is read. Such an entry follows the old one (Entry.follows, set by
+ * Registry.addClaimed), and its events wait here, keyed by the old entry, until the old
+ * attempt's end is told (or the worker stops). The finalizer writes in the order completions
+ * came, so the old end is told before the new attempt's own (test/events.spec.ts).
  */
 export class WorkerEvents {
   private readonly subject = new Subject<WorkerEvent>();
   readonly events$: Observable<WorkerEvent> = this.subject.asObservable();
+  /** Events held behind an attempt whose end is not told yet, keyed by that attempt's entry. */
+  private readonly held = new Map<Entry, WorkerEvent[]>();
 
   constructor(private readonly options: WorkerEventsOptions = {}) {}
 
@@ -152,53 +162,28 @@ export class WorkerEvents {
   }
 
   started(entry: Entry): void {
-    if (this.subject.observed) this.subject.next({ type: 'started', ...this.fields(entry), waitedMs: entry.startedAt - entry.claimedAt });
+    if (this.subject.observed) this.tell(entry, { type: 'started', ...this.fields(entry), waitedMs: entry.startedAt - entry.claimedAt });
   }
 
   /** A batch as written (the finalizer's onWritten): one event per completion. */
   written(batch: readonly Completion[], acks: readonly (CompletionAck | undefined)[]): void {
-    if (!this.subject.observed) return;
+    if (!this.subject.observed) {
+      this.held.clear(); // nobody to tell them to
+      return;
+    }
     for (let i = 0; i < batch.length; i++) {
-      const { entry, row } = batch[i];
-      const ack = acks[i];
-      const fields = this.fields(entry);
-      if (!ack || ack.status === 'stale') {
-        this.subject.next({ type: 'stale', ...fields, outcome: row.outcome });
-        continue;
-      }
-      const runMs = entry.startedAt >= 0 && entry.endedAt >= 0 ? entry.endedAt - entry.startedAt : null;
-      if (ack.status === 'cancelled') {
-        this.subject.next({ type: 'cancelled', ...fields, runMs });
-        continue;
-      }
-      switch (row.outcome) {
-        case 'succeeded':
-          this.subject.next({ type: 'succeeded', ...fields, runMs });
-          break;
-        case 'failed':
-        case 'failed_final': {
-          const retry = ack.status === 'ready';
-          const error = storedErrorSummary(row.error) ?? { name: 'Error', message: '' };
-          this.subject.next({ type: 'failed', ...fields, retry, ...(retry ? { retryDelayMs: row.retryDelayMs } : {}), error, runMs });
-          break;
-        }
-        case 'signal_wait':
-        case 'children_wait':
-          this.subject.next({ type: 'waiting', ...fields, waitingFor: row.outcome === 'signal_wait' ? 'signal' : 'children', runMs });
-          break;
-        case 'rate_limited':
-          this.subject.next({ type: 'rate_limited', ...fields, retryAfterMs: row.retryDelayMs, runMs });
-          break;
-        default: {
-          const reason = row.outcome === 'expired' ? 'expired' : entry.abortCause === 'shutdown' ? 'shutdown' : 'hook';
-          this.subject.next({ type: 'handed_back', ...fields, reason, runMs });
-        }
-      }
+      const { entry } = batch[i];
+      this.tell(entry, this.ended(batch[i], acks[i]));
+      if (this.held.size === 0) continue;
+      const after = this.held.get(entry);
+      if (after === undefined) continue;
+      this.held.delete(entry);
+      for (const event of after) this.subject.next(event);
     }
   }
 
   leaseLost(entry: Entry): void {
-    if (this.subject.observed) this.subject.next({ type: 'lease_lost', ...this.fields(entry), started: entry.state !== 'claimed' });
+    if (this.subject.observed) this.tell(entry, { type: 'lease_lost', ...this.fields(entry), started: entry.state !== 'claimed' });
   }
 
   /** The heartbeat's or the listener's health changed. */
@@ -210,10 +195,54 @@ export class WorkerEvents {
     if (this.subject.observed) this.subject.next({ type: 'running', workerId, namespace });
   }
 
-  /** The last event; events$ completes. */
+  /** The last event, after any still held (their job's write never answered); events$ completes. */
   stopped(workerId: string, error?: unknown): void {
+    for (const after of this.held.values()) for (const event of after) this.subject.next(event);
+    this.held.clear();
     this.subject.next(error === undefined ? { type: 'stopped', workerId } : { type: 'stopped', workerId, error });
     this.subject.complete();
+  }
+
+  /** Emits `event` of `entry`'s attempt, or holds it while the attempt its entry follows has not had its end told. */
+  private tell(entry: Entry, event: WorkerEvent): void {
+    const follows = entry.follows;
+    if (follows !== undefined) {
+      if (follows.completion !== undefined) {
+        const after = this.held.get(follows);
+        if (after) after.push(event);
+        else this.held.set(follows, [event]);
+        return;
+      }
+      entry.follows = undefined;
+    }
+    this.subject.next(event);
+  }
+
+  /** The event of a written completion. */
+  private ended({ entry, row }: Completion, ack: CompletionAck | undefined): WorkerEvent {
+    const fields = this.fields(entry);
+    if (!ack || ack.status === 'stale') return { type: 'stale', ...fields, outcome: row.outcome };
+    const runMs = entry.startedAt >= 0 && entry.endedAt >= 0 ? entry.endedAt - entry.startedAt : null;
+    if (ack.status === 'cancelled') return { type: 'cancelled', ...fields, runMs };
+    switch (row.outcome) {
+      case 'succeeded':
+        return { type: 'succeeded', ...fields, runMs };
+      case 'failed':
+      case 'failed_final': {
+        const retry = ack.status === 'ready';
+        const error = storedErrorSummary(row.error) ?? { name: 'Error', message: '' };
+        return { type: 'failed', ...fields, retry, ...(retry ? { retryDelayMs: row.retryDelayMs } : {}), error, runMs };
+      }
+      case 'signal_wait':
+      case 'children_wait':
+        return { type: 'waiting', ...fields, waitingFor: row.outcome === 'signal_wait' ? 'signal' : 'children', runMs };
+      case 'rate_limited':
+        return { type: 'rate_limited', ...fields, retryAfterMs: row.retryDelayMs, runMs };
+      default: {
+        const reason = row.outcome === 'expired' ? 'expired' : entry.abortCause === 'shutdown' ? 'shutdown' : 'hook';
+        return { type: 'handed_back', ...fields, reason, runMs };
+      }
+    }
   }
 
   private fields(entry: Entry): AttemptEventFields {

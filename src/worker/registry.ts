@@ -67,10 +67,17 @@ export class Entry {
     if (next === 'executing') this.ran = true;
   }
   /**
-   * The attempt's completion, from the moment it has one (state Finalizing) until it is written:
-   * what a fatal stop writes itself, as the attempt ended, when the finalizer has not (fatalStop.ts).
+   * The attempt's completion, from the moment it has one (state Finalizing) until its write is
+   * answered (Registry.remove): what a fatal stop writes itself, as the attempt ended, when the
+   * finalizer has not (fatalStop.ts).
    */
   completion?: Completion;
+  /**
+   * The attempt of the same job this worker held with its completion not yet answered when it
+   * claimed this one (Registry.addClaimed): events$ tells this attempt's events only after that
+   * attempt's end (events.ts).
+   */
+  follows?: Entry;
   /** Called once, with the cause, when the attempt is aborted (the executor's wait on its handler, or aroundHandlerStage.ts' wait for a run to start). */
   onAbort?: (cause: AbortCause) => void;
   /**
@@ -126,16 +133,22 @@ export class Registry {
 
   /**
    * Adds freshly claimed rows in state Claimed with the given deadline. A row whose job this
-   * worker already holds proves that earlier claim was lost by the server (a crash before its
-   * asynchronous commit was flushed: sql/functions/claim_jobs.sql), and the new claim may carry
-   * the same (job, execution, holder): the old entry is aborted as lost and superseded, and
-   * nothing of it is written (see isCurrent). `claimedAt`: the scheduler time of the answer.
+   * worker already holds supersedes the old entry, which is aborted as lost (see isCurrent). Either
+   * the old attempt's completion committed and the job was claimed again (a retry due at once, a
+   * hand-back) before the write's answer was read: that completion is written as it was, and the
+   * new entry follows it (events$ keeps the job's order: events.ts). Or the server lost the earlier
+   * claim (a crash before its asynchronous commit was flushed: sql/functions/claim_jobs.sql) and
+   * the new claim may carry the same (job, execution, holder): the old attempt's outcome is not
+   * written (a completion waiting for its write is fenced out, a running attempt hands nothing on:
+   * executor.ts). `claimedAt`: the scheduler time of the answer.
    */
   addClaimed(rows: ClaimedRow[], deadlineAt: number, claimedAt?: number): Entry[] {
     return rows.map((row) => {
       const previous = this.entries.get(row.id);
+      let follows: Entry | undefined;
       if (previous) {
         this.abort(previous, 'lost');
+        if (previous.completion) follows = previous;
         // The same execution number again: the claim that made `previous` did not last (an
         // asynchronous commit a server crash dropped), so its fence is this attempt's. Its completion
         // waiting for the write would land on this attempt: it is fenced out instead (execution 0
@@ -143,6 +156,7 @@ export class Registry {
         if (previous.completion && previous.completion.row.execution === row.execution) previous.completion.row.execution = 0;
       }
       const entry = new Entry(row, deadlineAt, claimedAt);
+      if (follows) entry.follows = follows;
       this.entries.set(row.id, entry);
       return entry;
     });
@@ -157,8 +171,10 @@ export class Registry {
     return this.entries.get(id);
   }
 
-  /** Removes an entry once its completion has committed (or was fenced out); a superseded one is already gone. */
+  /** Removes an entry once its completion has committed (or was fenced out), and lets go of its completion; a superseded one is already gone. */
   remove(entry: Entry): void {
+    entry.completion = undefined;
+    entry.follows = undefined;
     if (this.isCurrent(entry)) this.entries.delete(entry.row.id);
   }
 
