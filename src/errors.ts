@@ -71,8 +71,36 @@ export class JobFailedError extends ActaError {
 
 /** client.observe / client.result of a job the namespace does not have (never, or no longer: deleted). */
 export class JobNotFoundError extends ActaError {
-  constructor(readonly jobId: string) {
-    super('ACTA_JOB_NOT_FOUND', `the namespace has no job ${jobId}`);
+  constructor(
+    readonly jobId: string,
+    message = `the namespace has no job ${jobId}`,
+    code = 'ACTA_JOB_NOT_FOUND',
+  ) {
+    super(code, message);
+  }
+}
+
+/**
+ * client.observe / client.result of a job that is gone because it was deleted (a JobNotFoundError,
+ * code ACTA_JOB_DELETED), docs/retention.md, "Retention zero". `reason`: `'whileFollowed'` the
+ * follower had found the job, and it was deleted before its outcome was read (sys.retention's
+ * pass, client.deleteJobs); `'retentionZero'` it never found it, in a namespace that deletes a job
+ * at its success, under an id the database had issued: most likely it succeeded and was deleted
+ * before observe / result first reached the database (a job is watched from then on, not from its
+ * enqueue). Either way its outcome cannot be read any more.
+ */
+export class JobDeletedError extends JobNotFoundError {
+  constructor(
+    jobId: string,
+    readonly reason: 'whileFollowed' | 'retentionZero',
+  ) {
+    super(
+      jobId,
+      reason === 'whileFollowed'
+        ? `job ${jobId} was deleted (by sys.retention or client.deleteJobs) before its outcome was read`
+        : `the namespace has no job ${jobId}: it deletes a job at its success (retention zero: sys.retention's succeededMs 0), so the job most likely succeeded and was deleted before observe / result first reached the database; a namespace whose clients read results keeps succeededMs above 0 (docs/retention.md)`,
+      'ACTA_JOB_DELETED',
+    );
   }
 }
 

@@ -61,6 +61,7 @@ export {
   HookFailedError,
   InvalidJsonError,
   JobCancelledError,
+  JobDeletedError,
   JobFailedError,
   JobNotFoundError,
   ListenUndeliveredError,

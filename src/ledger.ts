@@ -2,7 +2,7 @@ import { type Db, type ListenHandlers, type ListenOptions, withDeadline } from '
 import { armSchedules, listSchedules, type ScheduleRecord, setSchedulePaused, storedZones, unarmedSchedules } from './db/schedules';
 import { armInstants, schedulesAsStored } from './recurring/schedules';
 import { completeExecutions } from './db/executions';
-import { cancelJob, claimJobs, countJobs, enqueueJobs, type EnqueueRows, type JobCount, type ProgressRow, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
+import { cancelJob, claimJobs, countJobs, enqueueJobs, type EnqueueRows, type JobCount, type ProgressRow, readAbsence, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
 import { type AlertRow, type AlertThresholds, evaluateAlerts, readAlerts } from './db/alerts';
 import { releasePasses } from './db/namespaces';
@@ -76,6 +76,8 @@ export interface Ledger {
   cancelJob(namespace: string, id: string): Promise<CancelAnswer>;
   /** Marks a job observed, so that its changes notify 'acta_job'; false when the namespace has no such job. */
   watchJob(namespace: string, id: string): Promise<boolean>;
+  /** Why the namespace has no job `id` (src/db/jobs.ts, readAbsence). */
+  readAbsence(namespace: string, id: string): Promise<{ retentionZero: boolean; issued: boolean }>;
   /** Stops the claims of a namespace or one definition (acta.pause); the pause that stands. */
   pause(args: PauseScope & { by?: string | null; reason?: string | null }): Promise<PauseAnswer>;
   /** Lifts that scope's pause (acta.resume); true when it was paused. */
@@ -145,6 +147,7 @@ export function sqlLedger(base: Db, options: { deadlineMs?: number } = {}): Ledg
     readJob: (namespace, id) => readJob(db, namespace, id),
     cancelJob: (namespace, id) => cancelJob(db, namespace, id),
     watchJob: (namespace, id) => watchJob(db, namespace, id),
+    readAbsence: (namespace, id) => readAbsence(db, namespace, id),
     pause: (args) => pause(db, args),
     resume: (args) => resume(db, args),
     listPauses: (namespace) => listPauses(db, namespace),

@@ -2,7 +2,7 @@ import { Observable, type SchedulerLike, share, type Subscription } from 'rxjs';
 import { knownKeys, optionsOf } from '../config';
 import { isTransientDbError } from '../db/transient';
 import type { JobId, JobRecord } from '../db/types';
-import { ConfigError, DbClosedError, JobCancelledError, JobFailedError, JobNotFoundError, ResultTimeoutError } from '../errors';
+import { ConfigError, DbClosedError, JobCancelledError, JobDeletedError, JobFailedError, JobNotFoundError, ResultTimeoutError } from '../errors';
 import type { Ledger } from '../ledger';
 import { jobIdText, shown } from './jobId';
 
@@ -115,6 +115,8 @@ export function createFollowers(deps: FollowDeps) {
         return;
       }
       let ended = false;
+      /** A watch or a read found the job: its absence later means it was deleted. */
+      let found = false;
       let lastKey: string | undefined;
       /** watchJob answered true: the job's changes send NOTIFY from now on. */
       let watched = false;
@@ -139,6 +141,27 @@ export function createFollowers(deps: FollowDeps) {
         }
         if (!ended) fail(verdict);
       };
+      /**
+       * The job is not there. Found since it was watched: deleted by the pass or deleteJobs
+       * (a completion keeps a watched row). Otherwise JobDeletedError 'retentionZero' when the
+       * namespace deletes a job at its success and the id was issued (a success before the watch:
+       * docs/retention.md, "Retention zero"), 'whileFollowed' when an earlier read found it,
+       * JobNotFoundError when none of that holds or the question goes unanswered
+       * (test/db/followDeleted.test.ts).
+       */
+      const absent = () => {
+        if (ended) return;
+        if (watched) return fail(new JobDeletedError(text, 'whileFollowed'));
+        ended = true;
+        const seen = found;
+        ledger.readAbsence(namespace, text).then(
+          (why) =>
+            subscriber.error(
+              why.retentionZero && (why.issued || seen) ? new JobDeletedError(text, 'retentionZero') : seen ? new JobDeletedError(text, 'whileFollowed') : new JobNotFoundError(text),
+            ),
+          () => subscriber.error(seen ? new JobDeletedError(text, 'whileFollowed') : new JobNotFoundError(text)),
+        );
+      };
       /** One read at a time; a trigger during a read reads once more after it. */
       const read = () => {
         if (ended) return;
@@ -151,7 +174,8 @@ export function createFollowers(deps: FollowDeps) {
           (job) => {
             reading = false;
             if (ended) return;
-            if (job === null) return fail(new JobNotFoundError(text));
+            if (job === null) return absent();
+            found = true;
             if (firstRead && watched) {
               firstRead = false;
               if (job.status === 'ready' && job.blockedBy === null) deps.wake?.();
@@ -189,11 +213,11 @@ export function createFollowers(deps: FollowDeps) {
         if (ended || watching) return;
         watching = true;
         ledger.watchJob(namespace, text).then(
-          (found) => {
+          (exists) => {
             watching = false;
             if (ended) return;
-            if (!found) return fail(new JobNotFoundError(text));
-            watched = true;
+            if (!exists) return absent();
+            found = watched = true;
             read();
           },
           (err: unknown) => {

@@ -251,6 +251,22 @@ export async function watchJob(q: Queryable, namespace: string, id: string): Pro
   return rows[0]?.found === true;
 }
 
+/**
+ * Why a namespace has no job `id` (client.observe / client.result, JobDeletedError): `retentionZero`
+ * the namespace deletes a job at its success, as acta.complete_executions reads it (its
+ * sys.retention schedule, not paused, payload succeededMs 0); `issued` the job id sequence has
+ * reached `id` (an id never issued had no job anywhere).
+ */
+export async function readAbsence(q: Queryable, namespace: string, id: string): Promise<{ retentionZero: boolean; issued: boolean }> {
+  const { rows } = await q.query<{ retention_zero: boolean; issued: boolean }>(
+    `select exists (select 1 from acta.schedules s
+                    where s.namespace = $1 and s.name = 'sys.retention' and not s.paused and s.payload -> 'succeededMs' = '0'::jsonb) as retention_zero,
+            coalesce($2::bigint <= (select q.last_value from acta.jobs_id_seq q where q.is_called), false) as issued`,
+    [namespace, id],
+  );
+  return { retentionZero: rows[0]?.retention_zero === true, issued: rows[0]?.issued === true };
+}
+
 /** One attempt's latest progress, as acta.report_progress takes it: the value as JSON text. */
 export interface ProgressRow {
   id: JobId;

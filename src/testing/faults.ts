@@ -12,7 +12,7 @@ export type FaultyCall = Exclude<keyof Ledger, 'listen'>;
 const CALLS = [
   'assertReady', 'registerWorker', 'loadPolicies', 'claimJobs', 'completeExecutions', 'heartbeat', 'recoverJobs', 'releasePasses', 'stopWorker',
   'loadSteps', 'recordStep', 'reportProgress', 'armSchedules', 'listSchedules', 'pauseSchedule', 'pruneJobs', 'evaluateAlerts', 'publishEvents',
-  'fanOutEvents', 'readAlerts', 'enqueueJobs', 'readJob', 'cancelJob', 'watchJob', 'pause', 'resume', 'listPauses', 'sendSignal', 'spawnChildren',
+  'fanOutEvents', 'readAlerts', 'enqueueJobs', 'readJob', 'cancelJob', 'watchJob', 'readAbsence', 'pause', 'resume', 'listPauses', 'sendSignal', 'spawnChildren',
   'readChildren', 'countJobs',
 ] as const satisfies readonly FaultyCall[];
 const everyCall: Exclude<FaultyCall, (typeof CALLS)[number]> extends never ? true : false = true;

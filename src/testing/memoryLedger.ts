@@ -7,7 +7,7 @@ import { listPauses, pause, resume } from './memory/pauses';
 import { claimJobs } from './memory/claim';
 import { evaluateAlerts, readAlerts } from './memory/alerts';
 import { fanOutEvents, publishEvents } from './memory/outbox';
-import { pruneJobs } from './memory/retention';
+import { pruneJobs, readAbsence } from './memory/retention';
 import { cancelJob, completeExecutions, countJobs, enqueueJobs, loadSteps, readJob, recordStep, recoverJobs, reportProgress, watchJob } from './memory/jobs';
 import { copyJson, type MemoryDefinition, type MemoryEvent, type MemoryExecution, type MemoryGate, type MemoryJob, type MemoryMeterStart, type MemoryNamespace, type MemoryPass, type MemoryPause, type MemorySchedule, type MemorySignal, type MemoryStep, type MemoryWorker, Store, type Tx } from './memory/state';
 import { heartbeat, loadPolicies, registerWorker, releasePasses, stopWorker } from './memory/workers';
@@ -93,6 +93,7 @@ const ROUND_TRIPS: readonly LedgerRoundTrip[] = [
   'readJob',
   'cancelJob',
   'watchJob',
+  'readAbsence',
   'reportProgress',
   'pause',
   'resume',
@@ -234,6 +235,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     readJob: (namespace, id) => call('readJob', () => readJob(store, namespace, id)),
     cancelJob: (namespace, id) => call('cancelJob', (tx) => cancelJob(store, tx, namespace, id)),
     watchJob: (namespace, id) => call('watchJob', () => watchJob(store, namespace, id)),
+    readAbsence: (namespace, id) => call('readAbsence', () => readAbsence(store, namespace, id)),
     reportProgress: (workerId, rows) => call('reportProgress', () => reportProgress(store, workerId, rows)),
     pause: (args) => call('pause', (tx) => pause(store, tx, args)),
     resume: (args) => call('resume', (tx) => resume(store, tx, args)),

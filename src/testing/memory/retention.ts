@@ -40,9 +40,19 @@ export function pruneJobs(store: Store, tx: Tx, args: { namespace: string; ages:
  * child and a watched row, which the pass takes.
  */
 export function deleteAtCompletion(store: Store, namespace: string, ended: MemoryJob[]): void {
-  const s = store.schedule(namespace, RETENTION_NAME);
-  const payload = s?.payload as { succeededMs?: unknown } | null | undefined;
-  if (!s || s.paused || payload?.succeededMs !== 0) return;
+  if (!retentionZero(store, namespace)) return;
   const ids = ended.filter((j) => j.namespace === namespace && j.status === 'succeeded' && j.parentId === null && !j.watched).map((j) => j.id);
   if (ids.length > 0) store.deleteJobs(namespace, new Set(ids));
+}
+
+/** The namespace's sys.retention keeps Succeeded rows 0 ms and is not paused. */
+function retentionZero(store: Store, namespace: string): boolean {
+  const s = store.schedule(namespace, RETENTION_NAME);
+  const payload = s?.payload as { succeededMs?: unknown } | null | undefined;
+  return s !== undefined && s !== null && !s.paused && payload?.succeededMs === 0;
+}
+
+/** src/db/jobs.ts readAbsence: why the namespace has no job `id`. */
+export function readAbsence(store: Store, namespace: string, id: string): { retentionZero: boolean; issued: boolean } {
+  return { retentionZero: retentionZero(store, namespace), issued: store.issued(Number(id)) };
 }

@@ -329,6 +329,11 @@ export class Store {
     return ++this.lastId;
   }
 
+  /** The id sequence has reached `id` (acta.jobs_id_seq's last_value). */
+  issued(id: number): boolean {
+    return id <= this.lastId;
+  }
+
   nextEventId(): number {
     return ++this.lastEventId;
   }
