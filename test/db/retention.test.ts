@@ -213,12 +213,17 @@ test('the sys.retention definition runs in a worker like any job: a fire with it
 
 test('retention zero in a worker: with succeededMs 0 each job that succeeds goes in its completion with its attempts and steps; a result awaited is still delivered; a failed one stays', async () => {
   const seen: string[] = [];
+  // The awaited job ends once its result's watch is in place: one that ends first is deleted
+  // unwatched (test/db/followDeleted.test.ts).
+  let watched!: () => void;
+  const whenWatched = new Promise<void>((resolve) => (watched = resolve));
   const worker = createWorker({
     db, namespace: ns, logger: silentLogger, listen: false, safetyPollMs: 50, retention: { succeededMs: 0 },
     definitions: [
-      defineJob({ name: 'work', maxAttempts: 1, handler: async (payload: { fail?: boolean }, ctx) => {
+      defineJob({ name: 'work', maxAttempts: 1, handler: async (payload: { fail?: boolean; awaited?: boolean }, ctx) => {
         seen.push(String(ctx.jobId));
         await ctx.step('s', async () => 1);
+        if (payload.awaited) await whenWatched;
         if (payload.fail) throw new Error('no');
         return 'done';
       } }),
@@ -227,11 +232,15 @@ test('retention zero in a worker: with succeededMs 0 each job that succeeds goes
   await worker.start();
   try {
     const client = createClient({ db, namespace: ns });
-    const { id: awaited } = await client.enqueue('work', {});
-    expect(await client.result(awaited, { timeoutMs: 20_000 })).toBe('done');
+    const { id: awaited } = await client.enqueue('work', { awaited: true });
+    const result = client.result(awaited, { timeoutMs: 20_000 });
+    await waitFor(async () => (await db.query<{ watched: boolean }>('select watched from acta.jobs where id = $1', [awaited])).rows[0]?.watched, 'the watch');
+    watched();
+    expect(await result).toBe('done');
     const plain = await Promise.all(Array.from({ length: 5 }, async () => (await client.enqueue('work', {})).id));
     const { id: failed } = await client.enqueue('work', { fail: true });
-    await waitFor(async () => seen.length === 7 && (await remaining([...plain, failed])).jobs.length === 1, 'the jobs to run');
+    // Until the failed one's completion committed (its attempt row), not only its handler ran.
+    await waitFor(async () => seen.length === 7 && (await remaining([...plain, failed])).executions.length === 1 && (await remaining(plain)).jobs.length === 0, 'the jobs to end');
     expect(await remaining([...plain, failed])).toEqual({ jobs: [failed], executions: [failed], steps: [failed] });
     expect((await remaining([awaited])).jobs).toEqual([awaited]); // watched: left to the pass
   } finally {
