@@ -171,7 +171,7 @@ export function spawnWorker(options: { dbUrl: string; events: string; args?: str
   };
 }
 
-/** Kills every worker process still running (afterAll). */
+/** Kills every worker process still running and removes the event files made so far (afterAll). */
 export async function killAll(): Promise<void> {
   const waits = [...spawned].map((child) => new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -180,11 +180,15 @@ export async function killAll(): Promise<void> {
     child.kill('SIGKILL');
   }));
   await Promise.all(waits);
+  for (const dir of eventDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 }
 
-/** A fresh event file for the fixture. */
+const eventDirs: string[] = [];
+
+/** A fresh event file for the fixture, in a folder killAll removes. */
 export function eventsFile(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acta-fault-'));
+  eventDirs.push(dir);
   return path.join(dir, 'events.jsonl');
 }
 
