@@ -45,3 +45,14 @@ test("a child the worker has no definition of is checked by the enqueue's Rule u
   expect(rows.concurrencyKeys).toEqual([null, null, null, 'a', 'b']);
   expect(rows.lanes).toEqual([null, null, null, 'L', 'M']);
 });
+
+test("a concurrencyKey or rateKey given for a child whose definition has no such policy is refused as enqueue refuses it (it would count in another definition's limit of that key)", () => {
+  const plain = { name: 'plain' };
+  const known = (name: string) => (name === 'plain' ? plain : undefined);
+  for (const definition of ['plain', plain]) {
+    expect(() => spawnRows([{ definition, payload: {}, concurrencyKey: 'k' }], known)).toThrow(new ConfigError('concurrencyKey: definition "plain" has no concurrency policy'));
+    expect(() => spawnRows([{ definition, payload: {}, rateKey: 'k' }], known)).toThrow(new ConfigError('rateKey: definition "plain" has no rate policy'));
+  }
+  // A child of a definition the worker does not have is the enqueue Rule's to refuse (rows.checks).
+  expect(spawnRows([{ definition: 'other', payload: {}, concurrencyKey: 'k' }], known).rows.checks).toEqual([true]);
+});

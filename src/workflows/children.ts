@@ -72,6 +72,10 @@ export function spawnRows(items: readonly ChildItem[], known: KnownDefinition = 
     const name = nameOption('definition', given ? given.name : item.definition, MAX_NAME_BYTES);
     rows.definitions.push(name);
     const definition = given ?? known(name);
+    // As enqueue's (src/client/enqueueRows.ts): a key for a policy the definition does not have
+    // would limit nothing, and count in another definition's limit of that key.
+    if (definition && item.concurrencyKey !== undefined && !definition.concurrency) throw new ConfigError(`concurrencyKey: definition "${name}" has no concurrency policy`);
+    if (definition && item.rateKey !== undefined && !definition.rate) throw new ConfigError(`rateKey: definition "${name}" has no rate policy`);
     rows.payloads.push(toJsonText(item.payload === undefined ? null : item.payload));
     if (item.priority !== undefined) intOption('priority', item.priority, -INT4_MAX, INT4_MAX);
     if (item.maxAttempts !== undefined) intOption('maxAttempts', item.maxAttempts, 1, INT4_MAX);
