@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { PIPELINE } from '../config';
 import { type CompletionRow, INT4_MAX, type JobId } from '../db/types';
 import { backoffMs, type Definition, type JobContext } from '../definition';
-import { ChildFailedError, ChildInParentLaneError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, UnstorableStepResultError } from '../errors';
+import { ChildFailedError, ChildInParentLaneError, ClaimExpiredError, ConfigError, JobCancelledError, RateLimitedError, SignalTimeoutError, UnstorableStepResultError } from '../errors';
 import { toJsonText } from '../json';
 import { fireDecision } from '../recurring/schedules';
 import { progressJson } from './progress';
@@ -282,6 +282,9 @@ async function execute(entry: Entry, deps: ExecutorDeps): Promise<Completion> {
     }
     if (!aborted && isInstance(err, ChildFailedError)) return failFinal(a, storedError(err), 'a fail-parent child did not succeed');
     if (!aborted && isInstance(err, ChildInParentLaneError)) return failFinal(a, storedError(err), "a wait for a child in a lane the parent or an ancestor holds");
+    // The timeout is the wait's recorded step: every retry's replay would throw it again at once,
+    // up to hours of backoff for nothing (test/db/signalTimeout.test.ts).
+    if (!aborted && isInstance(err, SignalTimeoutError)) return failFinal(a, storedError(err), 'a signal wait timed out and the handler let SignalTimeoutError through');
     if (!aborted && isInstance(err, UnstorableStepResultError)) {
       return failFinal(a, storedError(err), 'step result cannot be stored');
     }
