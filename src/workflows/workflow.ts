@@ -133,7 +133,12 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
     }
     const step = waitStep('signal', calls.signal++);
     const answer = (await steps()).get(step) as { timedOut?: boolean; name?: string; payload?: unknown } | undefined;
-    if (answer === undefined) return park({ outcome: 'signal_wait', step, names, timeoutMs });
+    if (answer === undefined) {
+      // An aborted attempt's wait throws the abort's typed error, as a step and a spawn do
+      // (docs/reference.md, "Durable steps"), not the internal WaitRequestedError.
+      live();
+      return park({ outcome: 'signal_wait', step, names, timeoutMs });
+    }
     if (answer.timedOut) throw new SignalTimeoutError(names, timeoutMs ?? 0);
     return many ? { name: answer.name, payload: answer.payload } : answer.payload;
   }
@@ -199,6 +204,7 @@ export function createWorkflow(store: WorkflowStore, entry: Entry, registry: Reg
       const ids = spawned.map((c) => c.id);
       if (ids.length === 0) return [];
       if (!(await steps()).has(step)) {
+        live(); // as waitForSignal's park
         // A child in a lane the parent or an unfinished ancestor held at the spawn, that has not
         // ended (cancelled or deleted ones have), could never start while that job holds the lane.
         const inLane = spawned.filter((c) => c.inParentLane);

@@ -46,3 +46,43 @@ test('a SignalTimeoutError let through fails the job without retry; one caught g
     await worker.stop();
   }
 });
+
+test('a wait of an attempt already cancelled throws JobCancelledError, as a step does, not the internal WaitRequestedError (docs/reference.md, "Durable steps")', async () => {
+  const seen: string[] = [];
+  let cancelNow: (() => void) | undefined;
+  const job = defineJob({
+    name: 'wf-wait-after-cancel',
+    handler: async (_p: null, ctx) => {
+      await ctx.step('first', () => 1);
+      const payload = await ctx.waitForSignal('go');
+      // The re-run: the wait above answered from its record; the cancel arrives now.
+      await new Promise<void>((resolve) => {
+        cancelNow = resolve;
+        ctx.signal.addEventListener('abort', () => resolve());
+      });
+      for (const call of [() => ctx.waitForSignal('go'), () => ctx.waitForSignal(['again', 'go'], { timeoutMs: 1_000 })]) {
+        try {
+          await call();
+          seen.push('returned');
+        } catch (err) {
+          seen.push((err as Error).name);
+        }
+      }
+      return payload;
+    },
+  });
+  const client = createClient({ db });
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger, heartbeatIntervalMs: 100 });
+  await worker.start();
+  try {
+    const { id } = await client.enqueue(job, null);
+    expect(await client.signal(id, 'go', 'payload')).toMatchObject({ delivered: true });
+    for (let i = 0; i < 200 && !cancelNow; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await client.cancel(id)).toBe(true);
+    await expect(client.result(id, { timeoutMs: 15_000 })).rejects.toThrow(/cancel/i);
+    // The handler's waits after the abort, neither answered yet (ordinals 1 and 2).
+    expect(seen).toEqual(['JobCancelledError', 'JobCancelledError']);
+  } finally {
+    await worker.stop();
+  }
+});
