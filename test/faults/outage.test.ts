@@ -62,8 +62,10 @@ for (const H of [2_000, 3_000]) {
 
     await waitForStatus(server, [id], 'succeeded', 'the job to succeed', 30_000);
     await expectEachSucceededOnce(server, [id]);
-    const mine = readEvents(events).filter((e) => e.jobId === id);
-    expect(mine.map((e) => e.event)).toEqual(['start', 'done']);
+    const mine = readEvents(events).filter((e) => e.jobId === id).map((e) => e.event);
+    // On a mismatch, the worker's last log lines tell which beat came late, and by how much.
+    const log = mine.join() === 'start,done' ? [] : w.lines.slice(-15).map((l) => JSON.stringify(l));
+    expect({ events: mine, log }).toEqual({ events: ['start', 'done'], log: [] });
     // The outage was seen: the heartbeat failed and was retried.
     expect(w.lines.some((l) => l.msg.includes('heartbeat failed (transient)'))).toBe(true);
     expect(w.lines.filter((l) => l.msg.includes('attempt deadline passed'))).toEqual([]);
