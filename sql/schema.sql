@@ -2850,6 +2850,61 @@ begin
 end
 $function$;
 
+-- acta.retry_jobs: sql/functions/retry_jobs.sql
+CREATE OR REPLACE FUNCTION acta.retry_jobs(p_namespace text, p_ids bigint[])
+ RETURNS bigint[]
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+ SET jit TO 'off'
+AS $function$
+declare
+  v_ids     bigint[];
+  v_parents bigint[];
+begin
+  with done as (
+    update acta.jobs j
+    set status = 'ready', run_at = now(), attempts = 0, uncharged_returns = 0, result = null, finished_at = null,
+        cancel_requested_at = null, blocked_by = null, fair_tag = null, lease_holder = null, lease_expires_at = null,
+        claimed_at = null, started = false
+    where j.id = any (p_ids) and j.status in ('failed', 'cancelled')
+    returning j.id, j.parent_id
+  )
+  select coalesce(array_agg(d.id), '{}'), coalesce(array_agg(distinct d.parent_id) filter (where d.parent_id is not null), '{}')
+  into v_ids, v_parents
+  from done d;
+  if cardinality(v_ids) = 0 then
+    return v_ids;
+  end if;
+  delete from acta.steps s
+  where s.job_id = any (v_ids) and s.name like 'acta:signal:%' and s.result -> 'timedOut' = 'true'::jsonb;
+  if cardinality(v_parents) > 0 then
+    perform 1 from acta.jobs p where p.id = any (v_parents) order by p.id for update;
+    update acta.jobs p
+    set children_open = coalesce(p.children_open, 0) + r.n,
+        children_failed = case when coalesce(p.children_failed, false) then exists (
+            select 1 from acta.jobs c
+            where c.parent_id = p.id and c.fail_parent and c.status in ('failed', 'cancelled')
+          ) else p.children_failed end
+    from (
+      select c.parent_id, count(*)::integer as n from acta.jobs c where c.id = any (v_ids) and c.parent_id is not null group by c.parent_id
+    ) r
+    where p.id = r.parent_id and p.status in ('ready', 'executing', 'waiting');
+    -- A children wait includes every child spawned before it, so those recorded by the spawning
+    -- attempt (it parked there, after the spawn) or a later one.
+    delete from acta.steps w
+    using acta.jobs p
+    where p.id = any (v_parents) and p.status in ('ready', 'executing', 'waiting')
+      and w.job_id = p.id and w.name like 'acta:children:%'
+      and w.execution >= (
+        select min(s.execution) from acta.steps s join acta.jobs c on c.parent_id = s.job_id
+        where s.job_id = p.id and s.name like 'acta:spawn:%' and c.id = any (v_ids) and s.result -> 'ids' ? c.id::text
+      );
+  end if;
+  perform pg_notify('acta_jobs', p_namespace);
+  return v_ids;
+end
+$function$;
+
 -- acta.send_signal: sql/functions/send_signal.sql
 CREATE OR REPLACE FUNCTION acta.send_signal(p_namespace text, p_id bigint, p_job_key text, p_name text, p_payload jsonb, p_idempotency_key text)
  RETURNS TABLE(job_id bigint, outcome text)

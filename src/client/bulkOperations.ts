@@ -26,33 +26,9 @@ export function bulkOperations(context: AdminContext): Pick<Admin, 'retryJobs' |
   return {
     retryJobs: (selection) =>
       inBatches('retryJobs', dbOf('retryJobs'), selection, context.namespace, ['failed'], ['failed', 'cancelled'], run, (picked) => ({
-        ctes: `, done as (
-           update acta.jobs j
-           set status = 'ready', run_at = now(), attempts = 0, uncharged_returns = 0, result = null, finished_at = null,
-               cancel_requested_at = null, blocked_by = null, fair_tag = null, lease_holder = null, lease_expires_at = null,
-               claimed_at = null, started = false
-           where j.id = any (array(select p.id from ${picked} p)) and j.status in ('failed', 'cancelled')
-           returning j.id, j.parent_id
-         ),
-         -- A retried child has not ended for its parent any more: an unfinished parent counts it
-         -- open again, else the child's second end would be counted a second time and resume the
-         -- parent while a sibling still runs (docs/workflows.md, "Child jobs"; test/db/workflows.test.ts,
-         -- "a retried child"). Its 'fail-parent' failure no longer fails the parent's wait unless
-         -- another one's does. Parents after their children (the family's lock order); a parent
-         -- that ended meanwhile is skipped (its status re-read under the lock).
-         reopened as (
-           update acta.jobs p
-           set children_open = coalesce(p.children_open, 0) + r.n,
-               children_failed = case when coalesce(p.children_failed, false) then exists (
-                   select 1 from acta.jobs c
-                   where c.parent_id = p.id and c.fail_parent and c.status in ('failed', 'cancelled')
-                     and c.id <> all (array(select d.id from done d))
-                 ) else p.children_failed end
-           from (select d.parent_id, count(*)::integer as n from done d where d.parent_id is not null group by d.parent_id) r
-           where p.id = r.parent_id and p.status in ('ready', 'executing', 'waiting')
-         ),
-         woken as (select pg_notify('acta_jobs', $1) as n where exists (select 1 from done))`,
-        select: `array(select d.id::text from done d order by d.id desc) as ids, null::text[] as requested, (select count(*) from woken) as woken`,
+        // The retry, and the recorded waits it makes happen anew: acta.retry_jobs (sql/functions/retry_jobs.sql).
+        ctes: `, done as materialized (select unnest(acta.retry_jobs($1, array(select p.id from ${picked} p))) as id)`,
+        select: `array(select d.id::text from done d order by d.id desc) as ids, null::text[] as requested`,
       })).then((r) => r.ids),
     cancelJobs: async (selection) => {
       const r = await inBatches('cancelJobs', dbOf('cancelJobs'), selection, context.namespace, ['ready', 'waiting', 'executing'], ['ready', 'waiting', 'executing'], run, (picked) => ({
