@@ -30,7 +30,7 @@ test('a SignalTimeoutError let through fails the job without retry; one caught g
     },
   });
   const client = createClient({ db });
-  const worker = createWorker({ db, definitions: [uncaught, caught], logger: silentLogger, heartbeatIntervalMs: 100, executors: 2 });
+  const worker = createWorker({ db, definitions: [uncaught, caught], logger: silentLogger, heartbeatIntervalMs: 500, executors: 2 });
   await worker.start();
   try {
     const a = await client.enqueue(uncaught, null);
@@ -72,7 +72,7 @@ test('a wait of an attempt already cancelled throws JobCancelledError, as a step
     },
   });
   const client = createClient({ db });
-  const worker = createWorker({ db, definitions: [job], logger: silentLogger, heartbeatIntervalMs: 100 });
+  const worker = createWorker({ db, definitions: [job], logger: silentLogger, heartbeatIntervalMs: 500 });
   await worker.start();
   try {
     const { id } = await client.enqueue(job, null);
