@@ -108,14 +108,19 @@ export class DataDirVersionError extends ActaError {
 /**
  * The process serving the embedded database to this one (src/db/embeddedShare.ts) closed it or
  * exited. Transient (src/db/transient.ts): a Db from connect() opens the folder again at its next call.
+ * `notTaken`: the holder closed cleanly and said it never started this call, so it did not run and
+ * may be sent again (a Db from connect() does so itself); else it may have run (a kill).
  */
 export class EmbeddedShareClosedError extends ActaError {
-  constructor(socketPath: string, options?: { cause?: unknown }) {
+  readonly notTaken: boolean;
+
+  constructor(socketPath: string, options?: { cause?: unknown; notTaken?: boolean }) {
     super(
       'ACTA_EMBEDDED_SHARE_CLOSED',
-      `the process serving the embedded database (socket ${socketPath}) closed it or exited: a Db from connect() opens the data folder again at its next call (this process takes it if it is free)`,
+      `the process serving the embedded database (socket ${socketPath}) closed it or exited${options?.notTaken ? ' before it started this call' : ''}: a Db from connect() opens the data folder again at its next call (this process takes it if it is free)`,
       options,
     );
+    this.notTaken = options?.notTaken === true;
   }
 }
 

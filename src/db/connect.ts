@@ -6,8 +6,8 @@ import { connectShared, EMBEDDED_HOLDER, embeddedHolder, type HolderAware } from
 import { socketPathFor } from './embeddedShare';
 import { createPgDb, MAX_POOL_SIZE } from './pgDb';
 import { DEFAULT_PROBE_TIMEOUT_MS } from './pgListener';
-import { isAlive, readLock, unsharedPath } from './dataDirLock';
-import { UNSHARED_MARK } from './sideFiles';
+import { isAlive, LOCK_NAME, readLock, unsharedPath } from './dataDirLock';
+import { LOCK_FILE, UNSHARED_MARK } from './sideFiles';
 import { createPgliteDb } from './pgliteDb';
 
 /** Where the embedded default keeps its data when nothing else is said: `./.acta/data`. */
@@ -101,6 +101,8 @@ async function openEmbedded(dataDir: string, onLost: () => void, onHolder?: (hol
       if (!err.elsewhere && !isAlive(err.pid)) return openEmbedded(dataDir, onLost, onHolder);
       // The holder does not serve it: no socket will come.
       if (readLock(unsharedPath(dataDir), UNSHARED_MARK) === String(err.pid)) throw new DataDirLockedError(dataDir, err.pid, true, err.elsewhere);
+      // It closed the folder and lives on (a program after db.close()): the folder is free, or another's.
+      if (readLock(path.join(dataDir, LOCK_NAME), LOCK_FILE) !== String(err.pid)) return openEmbedded(dataDir, onLost, onHolder);
       if (Date.now() >= deadline) throw err;
       await pause();
     }
@@ -127,7 +129,8 @@ const keepsTrying = (err: unknown): err is Error => err instanceof DbUnansweredE
  * A Db on the embedded database served by another process, that outlives that process
  * (docs/operating.md, "Which database"). When the holder goes away, the calls in flight reject
  * with EmbeddedShareClosedError (transient: src/db/transient.ts; a statement in flight may have
- * run, so it is not repeated here), and the next call, or at once an open LISTEN, opens the folder
+ * run, so it is not repeated here) but those it said it did not take (`notTaken`: it closed
+ * cleanly), which are sent again to the next holder; the next call, or at once an open LISTEN, opens the folder
  * again: this process takes it (and serves it) if it is free, else uses the new holder's socket.
  * Open LISTENs hear onDown, then onConnect once listening again; calls do not wait for them.
  * A call's deadline (CallOptions) holds for the whole call, that reopening included: a stopped
@@ -222,26 +225,33 @@ function followHolder(dataDir: string, first: Db): { db: Db; lost: () => void } 
     if (closed) throw new DbClosedError();
     return current ?? (await reopen());
   };
-  /** `fn` on the Db in use, within the call's deadline from now (reopening included), on that Db with what is left of it. */
+  /**
+   * `fn` on the Db in use, within the call's deadline from now (reopening included), on that Db with
+   * what is left of it; sent again to the next Db while a holder closing cleanly says it did not
+   * take it (test/faults/embeddedHolder.test.ts, "a holder closing cleanly").
+   */
   const within = async <T>(call: CallOptions | undefined, fn: (db: Db, call: CallOptions | undefined) => Promise<T>): Promise<T> => {
-    if (call?.deadlineMs === undefined) return fn(await use(), call);
-    const { deadlineMs } = call;
-    const at = Date.now() + deadlineMs;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DbUnansweredError(deadlineMs, undefined, { holder: holderNow() ?? { socketPath: socketPathFor(dataDir) } })), timerDelay(deadlineMs));
-    });
-    let db: Db;
-    try {
-      db = await Promise.race([use(), late]);
-    } finally {
-      clearTimeout(timer);
-    }
-    try {
-      return await fn(db, { deadlineMs: Math.max(1, at - Date.now()) });
-    } catch (err) {
-      // Named by the deadline the caller gave, not by what was left of it.
-      throw err instanceof DbUnansweredError && err.deadlineMs !== deadlineMs ? new DbUnansweredError(deadlineMs, undefined, { cause: err, holder: err.holder }) : err;
+    const deadlineMs = call?.deadlineMs;
+    const at = deadlineMs === undefined ? undefined : Date.now() + deadlineMs;
+    for (let i = 1; ; i++) {
+      try {
+        if (deadlineMs === undefined || at === undefined) return await fn(await use(), call);
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new DbUnansweredError(deadlineMs, undefined, { holder: holderNow() ?? { socketPath: socketPathFor(dataDir) } })), timerDelay(at - Date.now()));
+        });
+        let db: Db;
+        try {
+          db = await Promise.race([use(), late]);
+        } finally {
+          clearTimeout(timer);
+        }
+        return await fn(db, { deadlineMs: Math.max(1, at - Date.now()) });
+      } catch (err) {
+        if (err instanceof EmbeddedShareClosedError && err.notTaken && !closed && i < FOLLOW_TRIES) continue;
+        // Named by the deadline the caller gave, not by what was left of it.
+        throw deadlineMs !== undefined && err instanceof DbUnansweredError && err.deadlineMs !== deadlineMs ? new DbUnansweredError(deadlineMs, undefined, { cause: err, holder: err.holder }) : err;
+      }
     }
   };
 

@@ -7,7 +7,7 @@ import { timerDelay } from '../config';
 import { DbClosedError, DbUnansweredError, type EmbeddedHolder, EmbeddedShareClosedError } from '../errors';
 import type { CallOptions, Db, ListenHandlers, ListenOptions, Queryable } from './Db';
 import { DEFAULT_PROBE_TIMEOUT_MS } from './pgListener';
-import { checkSocketDir, CLOSING, decode, encode, errorFrom, EXPIRED, readLines, type Request } from './embeddedShare';
+import { checkSocketDir, CLOSING, decode, encode, errorFrom, EXPIRED, GOODBYE, HELLO, readLines, type Request } from './embeddedShare';
 
 /**
  * The key of a follower Db's account of the process holding its folder (socket, pid when known),
@@ -24,6 +24,9 @@ export function embeddedHolder(db: unknown): EmbeddedHolder | undefined {
   const holder = db !== null && typeof db === 'object' ? (db as { [EMBEDDED_HOLDER]?: unknown })[EMBEDDED_HOLDER] : undefined;
   return typeof holder === 'function' ? (holder as () => EmbeddedHolder | undefined)() : undefined;
 }
+
+/** How long a follower waits for the holder's HELLO: a holder's event loop is held by PGlite work (a migration) for seconds. */
+const HELLO_WAIT_MS = 20_000;
 
 /** A call's deadline: its length as given (for the error) and the instant it ends (epoch ms). */
 interface Deadline {
@@ -44,6 +47,8 @@ const listenDeadline = (options: ListenOptions | undefined): Deadline => deadlin
  * keeps no listener its caller gave up on (test/embeddedShare.test.ts). Once the serving process
  * goes away, every pending and later call rejects with EmbeddedShareClosedError, listeners get
  * `onDown` once and `onLost` is called (connect() then finds the folder's next holder: connect.ts);
+ * the error has `notTaken` set for a call the holder said it did not start: refused as it closes,
+ * unanswered at its GOODBYE, or made after either (embeddedShare.ts, "Close");
  * after close(), calls reject with DbClosedError and listeners get `onClosed`, as on the other Dbs.
  */
 export async function connectShared(socketPath: string, options: { onLost?: () => void; holderPid?: number } = {}): Promise<Db> {
@@ -57,8 +62,22 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
     });
   });
   const holder: EmbeddedHolder = { socketPath, pid: options.holderPid };
+  // Nothing is sent before the holder's HELLO: a connection it never took closes without one.
+  let greet: { resolve: () => void; reject: (err: Error) => void } | undefined;
+  const greeted = new Promise<void>((resolve, reject) => (greet = { resolve, reject }));
+  const greetTimer = setTimeout(() => greet?.reject(new Error(`the process holding the embedded database did not greet on ${socketPath} within ${HELLO_WAIT_MS} ms`)), HELLO_WAIT_MS);
   let nextId = 1;
   let closed: Error | undefined;
+  /** The holder said it closes (a CLOSING refusal, or GOODBYE): it takes no request from now on. */
+  let closing = false;
+  const notTaken = () => new EmbeddedShareClosedError(socketPath, { notTaken: true });
+  /** The holder is gone for this Db: onLost once, at the first sign. */
+  let lostSaid = false;
+  const sayLost = () => {
+    if (lostSaid || closed || greet) return;
+    lostSaid = true;
+    options.onLost?.();
+  };
   const pending = new Map<number, { resolve: (rows: unknown[]) => void; reject: (err: Error) => void; deadline?: Deadline }>();
   /** What to do with the answer to a request given up on at its deadline, when it comes. */
   const late = new Map<number, (frame: Record<string, unknown>) => void>();
@@ -66,12 +85,32 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
   /** The holder's error frame as the error a follower is told: its refusals typed, a database error with its fields. */
   const refused = (frame: Record<string, unknown>, deadline: Deadline | undefined): Error => {
     if (frame.code === EXPIRED && deadline) return new DbUnansweredError(deadline.ms, undefined, { holder });
+    if (frame.code === CLOSING) {
+      closing = true;
+      sayLost();
+      return notTaken();
+    }
     // ACTA_DB_CLOSED: the holder's Db closed under the request (its close began as it arrived).
-    if (frame.code === CLOSING || frame.code === 'ACTA_DB_CLOSED') return new EmbeddedShareClosedError(socketPath);
+    if (frame.code === 'ACTA_DB_CLOSED') return new EmbeddedShareClosedError(socketPath);
     return errorFrom(frame);
   };
   readLines(socket, (line) => {
     const frame = decode(line);
+    if (frame[HELLO] !== undefined) {
+      clearTimeout(greetTimer);
+      greet?.resolve();
+      greet = undefined;
+      return;
+    }
+    if (frame[GOODBYE] === true) {
+      greet?.reject(notTaken());
+      // Every request it took was answered before this: the others it never started.
+      closing = true;
+      sayLost();
+      for (const waiter of pending.values()) waiter.reject(notTaken());
+      pending.clear();
+      return;
+    }
     if (typeof frame.sub === 'number') {
       subs.get(frame.sub)?.onNotify(String(frame.payload));
       return;
@@ -89,9 +128,12 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
   });
   socket.on('error', () => undefined);
   socket.on('close', () => {
-    if (!closed) options.onLost?.();
-    closed ??= new EmbeddedShareClosedError(socketPath);
-    for (const waiter of pending.values()) waiter.reject(closed);
+    greet?.reject(new EmbeddedShareClosedError(socketPath, { notTaken: true }));
+    sayLost();
+    // Closed without GOODBYE (a kill, even one mid-close): a request in flight may have run.
+    const inFlight = closed ?? new EmbeddedShareClosedError(socketPath);
+    closed ??= closing ? notTaken() : inFlight;
+    for (const waiter of pending.values()) waiter.reject(inFlight);
     pending.clear();
     late.clear();
     for (const handlers of subs.values()) handlers.onDown?.(closed);
@@ -99,6 +141,7 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
   });
   const call = (req: Omit<Request, 'id' | 'deadlineAt'>, deadline?: Deadline, onLate?: (frame: Record<string, unknown>) => void): Promise<unknown[]> => {
     if (closed) return Promise.reject(closed);
+    if (closing) return Promise.reject(notTaken());
     const id = nextId++;
     return new Promise<unknown[]>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
@@ -134,15 +177,18 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
         if (err instanceof DbUnansweredError) void call({ op: 'rollback', tx: begin }).catch(() => undefined);
         throw err;
       }
+      // Once begun, a part the holder did not take means it rolled the transaction back; `fn` ran
+      // meanwhile, so the whole is not sent again (not `notTaken`).
+      const begun = (err: unknown) => (err instanceof EmbeddedShareClosedError && err.notTaken ? new EmbeddedShareClosedError(socketPath, { cause: err }) : err);
       let result: T;
       try {
-        result = await fn({ query: ((text: string, params?: unknown[]) => query(text, params, deadline, begin)) as Queryable['query'] });
+        result = await fn({ query: ((text: string, params?: unknown[]) => query(text, params, deadline, begin).catch((err: unknown) => Promise.reject(begun(err)))) as Queryable['query'] });
       } catch (err) {
         // Not waited for past the deadline: the holder rolls back what it finds of this transaction either way.
         await call({ op: 'rollback', tx: begin }, deadline).catch(() => undefined);
-        throw err;
+        throw begun(err);
       }
-      await call({ op: 'commit', tx: begin }, deadline); // rejects if the commit failed (a deferred constraint)
+      await call({ op: 'commit', tx: begin }, deadline).catch((err: unknown) => Promise.reject(begun(err))); // rejects if the commit failed (a deferred constraint)
       return result;
     },
     async listen(channel: string, handlers: ListenHandlers, options?: ListenOptions) {
@@ -175,6 +221,13 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
       socket.destroy();
     },
   };
+  try {
+    await greeted;
+  } catch (err) {
+    clearTimeout(greetTimer);
+    socket.destroy();
+    throw err;
+  }
   return db;
 }
 

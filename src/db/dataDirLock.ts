@@ -13,7 +13,7 @@ import { LIVENESS_SOCKET, LOCK_FILE, openSideFile, removeSideFile, UNSHARED_MARK
 const LOCK_TRIES = 50;
 
 /** The lock file's name in its folder; its holder's own file is `acta.lock.<pid>[.<incarnation>]`. */
-const LOCK = 'acta.lock';
+export const LOCK_NAME = 'acta.lock';
 
 /**
  * Takes `<dataDir>/acta.lock` for this process: two processes on one PGlite data folder silently
@@ -45,7 +45,7 @@ const LOCK = 'acta.lock';
  */
 export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
-  const lockPath = path.join(dataDir, LOCK);
+  const lockPath = path.join(dataDir, LOCK_NAME);
   const self = incarnation(process.pid);
   const mine = self === undefined ? `${lockPath}.${process.pid}` : `${lockPath}.${process.pid}.${self}`;
   const ino = writeOwn(mine, lockPath, dataDir);
@@ -135,7 +135,7 @@ export function readHolder(file: string): LockHolder | undefined {
     const content = fs.readFileSync(fd, 'utf8');
     const holder: LockHolder = { content, ino, close: () => fs.closeSync(fd) };
     // The holder's own file, a link of the same inode: `acta.lock.<pid>.<incarnation>` beside it.
-    const prefix = `${LOCK}.${content}.`;
+    const prefix = `${LOCK_NAME}.${content}.`;
     if (nlink > 1n && PID.test(content)) {
       for (const name of fs.readdirSync(path.dirname(file))) {
         const link = path.join(path.dirname(file), name);
@@ -144,7 +144,7 @@ export function readHolder(file: string): LockHolder | undefined {
         }
       }
       // An older acta's own file, left beside its lock when it was killed in between: removed with it.
-      const old = path.join(path.dirname(file), `${LOCK}.${content}`);
+      const old = path.join(path.dirname(file), `${LOCK_NAME}.${content}`);
       if (fileIno(old) === ino) return { ...holder, link: old };
     }
     return holder;

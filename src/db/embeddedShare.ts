@@ -5,7 +5,10 @@
  * same user finds that socket and uses it: `acta enqueue`, `acta job`, `acta cancel`, a client or a
  * second worker beside a running `acta worker` (docs/operating.md, "The embedded database").
  *
- * Protocol: newline-delimited JSON frames over the socket. A request carries an `id` and one `op`:
+ * Protocol: newline-delimited JSON frames over the socket. The holder's first frame on a connection
+ * it took is `{ hello: 1 }`; the follower sends nothing before it, since a connection can be made
+ * (queued by the kernel) that the holder never takes: closed without a word, nothing on it ran.
+ * A request carries an `id` and one `op`:
  * `q` (a statement, optionally inside an open transaction `tx`), `begin`, `commit`, `rollback`,
  * `listen`, `unlisten`; the answer carries the same `id` with `rows` or `error`; a notification is
  * `{ sub, payload }`. A remote transaction runs inside the holder's own `db.transaction`, so it is
@@ -22,9 +25,13 @@
  * is taken only within its deadline too, and one answered after it was given up on is ended by its
  * follower (`unlisten` is done however late). The connection stays: what it carries later is answered.
  *
- * Close: the holder takes no new request, rolls back the open remote transactions, answers every
- * statement it had taken, and then closes the connections: an answer says a statement ran, and an
- * EmbeddedShareClosedError that it did not (test/faults/embeddedHolder.test.ts).
+ * Close: the holder takes no new request (refusing each with CLOSING), rolls back the open remote
+ * transactions, answers every request it had taken, and then sends each connection the frame
+ * `{ closing: true }` (GOODBYE) before closing it: every request it took was answered before that
+ * frame, so one unanswered at it was not taken, and none is taken after it. The follower sends
+ * those again to the folder's next holder (connect.ts, followHolder). A connection that closes
+ * without it (a kill) leaves its requests in flight unknown: they may have run, and are not sent
+ * again (test/faults/embeddedHolder.test.ts, "a holder closing cleanly").
  *
  * Values cross as JSON; a Date is tagged (DATE_TAG) so it comes back a Date, and a database error
  * keeps its fields (`code`, `detail`, …) so transient-error rules and SQLSTATEs work as on a server.
@@ -103,6 +110,9 @@ const refusal = (code: string, message: string) => Object.assign(new Error(messa
 const expired = (req: Request) => req.deadlineAt !== undefined && Date.now() > req.deadlineAt;
 const tooLate = () => refusal(EXPIRED, "not started: the caller's deadline had passed");
 const closing = () => refusal(CLOSING, 'not started: the holder is closing the database');
+/** The holder's last frame on a connection it closes cleanly, and its first on one it took (see the module doc). */
+export const GOODBYE = 'closing';
+export const HELLO = 'hello';
 
 export function encode(frame: unknown): string {
   return `${JSON.stringify(frame, function (this: Record<string, unknown>, key, value) {
@@ -203,6 +213,9 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
   };
   const server = net.createServer((socket) => {
     connections.add(socket);
+    socket.on('error', () => undefined);
+    if (closingDown) return void socket.end(encode({ [GOODBYE]: true }));
+    socket.write(encode({ [HELLO]: 1 }));
     const txs = new Map<number, RemoteTx>();
     const unlistens = new Map<number, () => Promise<void>>();
     const send = (frame: unknown) => {
@@ -262,24 +275,21 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
       } else if (req.op === 'begin') runTx(req);
       else if (req.op === 'listen') {
         if (expired(req)) return send({ id: req.id, error: errorFrame(tooLate()) });
-        void answer(
-          req.id,
-          db
-            .listen(req.channel ?? '', { onNotify: (payload) => send({ sub: req.id, payload }) })
-            .then(async (unlisten) => {
-              // Its connection went away while it waited for the session: nobody left to end it.
-              if (socket.destroyed) await unlisten();
-              else unlistens.set(req.id, unlisten);
-              return [];
-            }),
-        );
+        const listening = db
+          .listen(req.channel ?? '', { onNotify: (payload) => send({ sub: req.id, payload }) })
+          .then(async (unlisten) => {
+            // Its connection went away while it waited for the session: nobody left to end it.
+            if (socket.destroyed) await unlisten();
+            else unlistens.set(req.id, unlisten);
+            return [];
+          });
+        track(answer(req.id, listening));
       } else if (req.op === 'unlisten') {
         const unlisten = unlistens.get(req.sub ?? -1);
         unlistens.delete(req.sub ?? -1);
-        void answer(req.id, (unlisten?.() ?? Promise.resolve()).then(() => []));
+        track(answer(req.id, (unlisten?.() ?? Promise.resolve()).then(() => [])));
       }
     });
-    socket.on('error', () => undefined);
     socket.on('close', () => {
       connections.delete(socket);
       for (const remote of txs.values()) remote.end(new Error('the remote process went away: rolled back'));
@@ -303,6 +313,20 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const remote of open) remote.end(closing());
       while (taken.size > 0) await Promise.allSettled([...taken]);
+      // Flushed before the socket goes: a destroy drops what is still buffered (answers, GOODBYE).
+      await Promise.all(
+        [...connections].map(
+          (socket) =>
+            socket.destroyed ||
+            new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, 1_000);
+              socket.end(encode({ [GOODBYE]: true }), () => {
+                clearTimeout(timer);
+                resolve();
+              });
+            }),
+        ),
+      );
       for (const socket of connections) socket.destroy();
       await stopped;
       fs.rmSync(socketPath, { force: true });

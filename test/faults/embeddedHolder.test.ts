@@ -260,6 +260,54 @@ test('the holder exiting cleanly while followers are mid-call: what it ran it an
   }
 }, 60_000);
 
+test('a holder closing cleanly while a follower sends calls: each call it did not take goes to the next holder (here this process), every call succeeds and none runs twice', async () => {
+  const holder = await startHolder();
+  const db = await connect({ dataDir: data });
+  const other = await connect({ dataDir: data });
+  try {
+    await db.query('create table probe (stream int, n int)');
+    // A statement the holder took holds its session as it closes: the calls read meanwhile it refuses (not taken).
+    const slow = other.query('select pg_sleep(1)');
+    await sleep(100);
+    let stop = false;
+    const streams = [0, 1, 2, 3].map(async (stream) => {
+      let n = 0;
+      while (!stop) await db.query('insert into probe values ($1, $2)', [stream, ++n]);
+      return n;
+    });
+    holder.kill('SIGTERM');
+    await holder.said('closed');
+    await sleep(500); // the calls go on through the next holder
+    stop = true;
+    const sent = await Promise.all(streams); // rejects if any call failed
+    await slow;
+    await waitFor(() => holder.exitCode !== null, 'the holder to exit', 10_000);
+    expect(holder.exitCode).toBe(0);
+    const { rows } = await db.query<{ stream: number; rows: string; distinct_n: string; top: number }>(
+      'select stream, count(*)::text as rows, count(distinct n)::text as distinct_n, max(n) as top from probe group by stream order by stream',
+    );
+    expect(rows).toEqual(sent.map((n, stream) => ({ stream, rows: String(n), distinct_n: String(n), top: n })));
+  } finally {
+    await db.close();
+    await other.close();
+  }
+}, 60_000);
+
+test('a short-lived holder closing with connections it never took (queued while its event loop was held, as by a migration): the follower connects to the next holder and its call succeeds', async () => {
+  const holder = await startHolder();
+  holder.kill('SIGUSR2'); // holds its event loop 1.5 s, then closes and exits
+  await sleep(300);
+  const db = await connect({ dataDir: data });
+  try {
+    const { rows } = await db.query<{ one: number }>('select 1 as one');
+    expect(rows).toEqual([{ one: 1 }]);
+    await waitFor(() => holder.exitCode !== null, 'the holder to exit', 10_000);
+    expect(holder.exitCode).toBe(0);
+  } finally {
+    await db.close();
+  }
+}, 60_000);
+
 test('two `acta migrate` and two first runs of a program (connect, migrate, a worker, a job) at once on a new folder: each ends 0, with one migrated schema', async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, ACTA_DATA_DIR: data, ACTA_LOG_LEVEL: 'silent' };
   delete env.DATABASE_URL;
