@@ -165,8 +165,12 @@ export function jobHeader(r: { id: string; definition: string; status: JobStatus
   };
 }
 
+/** The finished attempts readJob returns: the newest, as the dashboard's job page shows them (a job retried without end has thousands). */
+export const EXECUTIONS_SHOWN = 100;
+
 /**
- * One job of `namespace` and its finished attempts, in one statement; null when no such job.
+ * One job of `namespace` and its newest EXECUTIONS_SHOWN finished attempts with their count, in one
+ * statement; null when no such job.
  * The attempts travel as one json array (their times as ISO text) and are decoded here.
  * blockedBy is read for a Ready row only: a parked row that was cancelled keeps its blocked_by
  * (acta.cancel_job leaves it), and is no longer waiting for anything.
@@ -197,6 +201,7 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
     schedule: string | null;
     scheduled_at: Date | null;
     executions: { execution: number; worker_id: string | null; claimed_at: string; finished_at: string; outcome: ExecutionOutcome; charged: boolean; error: StoredError | null }[];
+    execution_count: number;
   }>(
     `select j.id::text as id, j.definition, j.status, j.payload, j.result, j.error, j.attempts, j.max_attempts, ${DEFINITION_MAX_ATTEMPTS_SQL},
             j.execution, j.priority, j.run_at, j.created_at, j.finished_at, j.idempotency_key,
@@ -206,7 +211,8 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
                                'execution', e.execution, 'worker_id', e.worker_id, 'claimed_at', e.claimed_at,
                                'finished_at', e.finished_at, 'outcome', e.outcome, 'charged', e.charged, 'error', e.error)
                              order by e.execution)
-                      from acta.all_executions e where e.job_id = j.id), '[]'::json) as executions
+                      from (select * from acta.all_executions e where e.job_id = j.id order by e.execution desc limit ${EXECUTIONS_SHOWN}) e), '[]'::json) as executions,
+            (select count(*)::int from acta.all_executions e where e.job_id = j.id) as execution_count
        from acta.all_jobs j
       where j.id = $1::bigint and j.namespace = $2`,
     [id, namespace],
@@ -231,6 +237,7 @@ export async function readJob(q: Queryable, namespace: string, id: string): Prom
       charged: e.charged,
       error: e.error,
     })),
+    executionCount: r.execution_count,
   };
 }
 

@@ -277,8 +277,10 @@ export interface JobRecord<P = unknown, R = unknown> {
   /** A schedule's fire (docs/schedules.md): its schedule's name and its scheduled instant (ctx.scheduledAt); null for every other job. */
   schedule: string | null;
   scheduledAt: Date | null;
-  /** Finished attempts in execution order; an attempt still running has no row yet. */
+  /** The newest finished attempts (at most 100: EXECUTIONS_SHOWN, src/db/jobs.ts), in execution order; an attempt still running has no row yet. */
   executions: ExecutionRecord[];
+  /** How many finished attempts the job has: more than `executions` holds when it was cut to the newest. */
+  executionCount: number;
 }
 
 /** What a worker declares at registration (acta.register_worker; src/db/workers.ts registerWorker). */

@@ -11,6 +11,19 @@ import { waitFor } from '../helpers/wait';
 const { db, tdb } = useTestDatabase();
 beforeEach(() => db.query('truncate acta.jobs, acta.succeeded_jobs, acta.executions'));
 
+test("a job with more finished attempts than getJob returns: its newest 100, in order, and their count (was: every one, unbounded)", async () => {
+  const client = createClient({ force: true, db });
+  const { id } = await client.enqueue('send-mail', {});
+  // 150 handed-back attempts, written as the ledger keeps them (a job handed back without end).
+  await db.query(
+    `insert into acta.executions (job_id, execution, claimed_at, outcome, charged) select $1::bigint, n, now(), 'handed_back', false from generate_series(1, 150) n`,
+    [id],
+  );
+  const job = (await client.getJob(id))!;
+  expect(job.executionCount).toBe(150);
+  expect(job.executions.map((e) => e.execution)).toEqual(Array.from({ length: 100 }, (_, i) => 51 + i));
+});
+
 test('a queued job reads as Ready with its payload, options and no attempts', async () => {
   const client = createClient({ force: true, db });
   const before = await db.query<{ now: Date }>('select now() as now');
@@ -43,6 +56,7 @@ test('a queued job reads as Ready with its payload, options and no attempts', as
     schedule: null,
     scheduledAt: null,
     executions: [],
+    executionCount: 0,
   });
   expect(job!.createdAt.getTime()).toBeGreaterThanOrEqual(before.rows[0].now.getTime());
   expect(job!.payload.to).toBe('a@example.com'); // typed by the stated P

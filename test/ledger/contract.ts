@@ -664,6 +664,7 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
         schedule: null,
         scheduledAt: null,
         executions: [],
+        executionCount: 0,
       });
       const p = await job(ns, plain);
       expect(p).toMatchObject({ payload: [1, 'two', { three: 3 }], priority: 0, maxAttempts: null, effectiveMaxAttempts: 25, maxAttemptsFrom: 'default', idempotencyKey: null, concurrencyKey: null, lane: null });

@@ -47,7 +47,7 @@ export function registerJobCommand(cli: Command, withClient: WithClient): void {
   cli
     .command('job <id>')
     .description(
-      'print one job as JSON: status, payload, result, last error, attempts and its finished attempts (client.getJob); with --children or --signals, a page of its child jobs or of the signals sent to it instead (as its dashboard page lists them); exits 1 if the namespace has no such job',
+      'print one job as JSON: status, payload, result, last error, attempts, its newest 100 finished attempts and their count (client.getJob); with --children or --signals, a page of its child jobs or of the signals sent to it instead (as its dashboard page lists them); exits 1 if the namespace has no such job',
     )
     .option('--namespace <name>', 'queue namespace', name(MAX_NAME_BYTES), 'default')
     .addOption(new Option('--children', 'its child jobs, in the order spawned, a page at a time').conflicts('signals'))

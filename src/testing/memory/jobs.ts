@@ -5,7 +5,7 @@
 import { PIPELINE } from '../../config';
 import { missingPolicyKeys, unusedPolicyKeys } from '../../policies/enqueueRule';
 import { retryDelayParam } from '../../db/executions';
-import { attemptLimit, type DepthStatus, type EnqueueRows, type JobCount, type ProgressRow } from '../../db/jobs';
+import { attemptLimit, type DepthStatus, type EnqueueRows, EXECUTIONS_SHOWN, type JobCount, type ProgressRow } from '../../db/jobs';
 import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
 import { releaseGate } from './gates';
 import { deleteAtCompletion } from './retention';
@@ -361,6 +361,7 @@ export function readJob(store: Store, namespace: string, id: string): JobRecord 
   const j = store.jobs.get(jobIdOf(id));
   if (!j || j.namespace !== namespace) return null;
   const date = (ms: number | null) => (ms === null ? null : new Date(ms));
+  const finished = store.executions.filter((e) => e.jobId === j.id).sort((a, b) => a.execution - b.execution);
   return {
     id: String(j.id),
     definition: j.definition,
@@ -385,18 +386,16 @@ export function readJob(store: Store, namespace: string, id: string): JobRecord 
     cancelRequestedAt: date(j.cancelRequestedAt),
     schedule: j.schedule,
     scheduledAt: date(j.scheduledAt),
-    executions: store.executions
-      .filter((e) => e.jobId === j.id)
-      .sort((a, b) => a.execution - b.execution)
-      .map((e) => ({
+    executions: finished.slice(-EXECUTIONS_SHOWN).map((e) => ({
         execution: e.execution,
         workerId: e.workerId,
         claimedAt: new Date(e.claimedAt),
         finishedAt: new Date(e.finishedAt),
         outcome: e.outcome,
         charged: e.charged,
-        error: copyJson(e.error) as StoredError | null,
-      })),
+      error: copyJson(e.error) as StoredError | null,
+    })),
+    executionCount: finished.length,
   };
 }
 
