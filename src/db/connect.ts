@@ -92,19 +92,27 @@ async function openEmbedded(dataDir: string, onLost: () => void, onHolder?: (hol
     if (!(err instanceof DataDirLockedError) || err.pid <= 0 || (err.pid === process.pid && !err.elsewhere)) throw err;
     const holder: EmbeddedHolder = { socketPath: socketPathFor(dataDir), pid: err.elsewhere ? undefined : err.pid };
     onHolder?.(holder);
-    const deadline = Date.now() + SOCKET_WAIT_MS;
+    let deadline = Date.now() + SOCKET_WAIT_MS;
+    let closing = false;
     for (;;) {
-      const shared = await connectShared(holder.socketPath, { onLost, holderPid: holder.pid }).catch(() => undefined);
+      const shared = await connectShared(holder.socketPath, { onLost, holderPid: holder.pid }).catch((e: unknown) => {
+        // It closes the folder (its share said so): its lock goes once its database is closed, waited for once more.
+        if (e instanceof EmbeddedShareClosedError && e.notTaken && !closing) {
+          closing = true;
+          deadline = Math.max(deadline, Date.now() + SOCKET_WAIT_MS);
+        }
+        return undefined;
+      });
       if (shared) return { db: shared, shared: true };
       // The holder died before serving (killed while PGlite started): its lock is stale, the folder
       // free. (A holder of another pid namespace is not seen here by its pid: its socket is waited for.)
       if (!err.elsewhere && !isAlive(err.pid)) return openEmbedded(dataDir, onLost, onHolder);
       // The holder does not serve it: no socket will come.
       if (readLock(unsharedPath(dataDir), UNSHARED_MARK) === String(err.pid)) throw new DataDirLockedError(dataDir, err.pid, true, err.elsewhere);
+      await pause();
       // It closed the folder and lives on (a program after db.close()): the folder is free, or another's.
       if (readLock(path.join(dataDir, LOCK_NAME), LOCK_FILE) !== String(err.pid)) return openEmbedded(dataDir, onLost, onHolder);
       if (Date.now() >= deadline) throw err;
-      await pause();
     }
   }
 }

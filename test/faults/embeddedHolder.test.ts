@@ -272,7 +272,11 @@ test('a holder closing cleanly while a follower sends calls: each call it did no
     let stop = false;
     const streams = [0, 1, 2, 3].map(async (stream) => {
       let n = 0;
-      while (!stop) await db.query('insert into probe values ($1, $2)', [stream, ++n]);
+      while (!stop) {
+        await db.query('insert into probe values ($1, $2)', [stream, ++n]);
+        // Once this process holds the folder its PGlite answers without I/O: the timers must get their turn.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       return n;
     });
     holder.kill('SIGTERM');
