@@ -25,9 +25,6 @@ export function embeddedHolder(db: unknown): EmbeddedHolder | undefined {
   return typeof holder === 'function' ? (holder as () => EmbeddedHolder | undefined)() : undefined;
 }
 
-/** How long a follower waits for the holder's HELLO: a holder's event loop is held by PGlite work (a migration) for seconds. */
-const HELLO_WAIT_MS = 20_000;
-
 /** A call's deadline: its length as given (for the error) and the instant it ends (epoch ms). */
 interface Deadline {
   ms: number;
@@ -62,10 +59,9 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
     });
   });
   const holder: EmbeddedHolder = { socketPath, pid: options.holderPid };
-  // Nothing is sent before the holder's HELLO: a connection it never took closes without one.
-  let greet: { resolve: () => void; reject: (err: Error) => void } | undefined;
-  const greeted = new Promise<void>((resolve, reject) => (greet = { resolve, reject }));
-  const greetTimer = setTimeout(() => greet?.reject(new Error(`the process holding the embedded database did not greet on ${socketPath} within ${HELLO_WAIT_MS} ms`)), HELLO_WAIT_MS);
+  // The holder's HELLO comes before it reads anything on a connection it took: one that closes
+  // without it (queued by the kernel, never taken) ran none of what was sent on it.
+  let greeted = false;
   let nextId = 1;
   let closed: Error | undefined;
   /** The holder said it closes (a CLOSING refusal, or GOODBYE): it takes no request from now on. */
@@ -74,7 +70,7 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
   /** The holder is gone for this Db: onLost once, at the first sign. */
   let lostSaid = false;
   const sayLost = () => {
-    if (lostSaid || closed || greet) return;
+    if (lostSaid || closed) return;
     lostSaid = true;
     options.onLost?.();
   };
@@ -97,13 +93,10 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
   readLines(socket, (line) => {
     const frame = decode(line);
     if (frame[HELLO] !== undefined) {
-      clearTimeout(greetTimer);
-      greet?.resolve();
-      greet = undefined;
+      greeted = true;
       return;
     }
     if (frame[GOODBYE] === true) {
-      greet?.reject(notTaken());
       // Every request it took was answered before this: the others it never started.
       closing = true;
       sayLost();
@@ -128,10 +121,10 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
   });
   socket.on('error', () => undefined);
   socket.on('close', () => {
-    greet?.reject(new EmbeddedShareClosedError(socketPath, { notTaken: true }));
     sayLost();
-    // Closed without GOODBYE (a kill, even one mid-close): a request in flight may have run.
-    const inFlight = closed ?? new EmbeddedShareClosedError(socketPath);
+    // Closed without GOODBYE (a kill, even one mid-close): a request in flight may have run, unless
+    // the holder never took the connection (no HELLO).
+    const inFlight = closed ?? (greeted ? new EmbeddedShareClosedError(socketPath) : notTaken());
     closed ??= closing ? notTaken() : inFlight;
     for (const waiter of pending.values()) waiter.reject(inFlight);
     pending.clear();
@@ -221,13 +214,6 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
       socket.destroy();
     },
   };
-  try {
-    await greeted;
-  } catch (err) {
-    clearTimeout(greetTimer);
-    socket.destroy();
-    throw err;
-  }
   return db;
 }
 

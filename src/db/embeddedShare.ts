@@ -6,8 +6,9 @@
  * second worker beside a running `acta worker` (docs/operating.md, "The embedded database").
  *
  * Protocol: newline-delimited JSON frames over the socket. The holder's first frame on a connection
- * it took is `{ hello: 1 }`; the follower sends nothing before it, since a connection can be made
- * (queued by the kernel) that the holder never takes: closed without a word, nothing on it ran.
+ * it took is `{ hello: 1 }`, written before it reads anything there: a connection can be made
+ * (queued by the kernel) that the holder never takes, and one that closes without HELLO ran none
+ * of what the follower sent on it.
  * A request carries an `id` and one `op`:
  * `q` (a statement, optionally inside an open transaction `tx`), `begin`, `commit`, `rollback`,
  * `listen`, `unlisten`; the answer carries the same `id` with `rows` or `error`; a notification is
