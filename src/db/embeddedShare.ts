@@ -113,6 +113,8 @@ const tooLate = () => refusal(EXPIRED, "not started: the caller's deadline had p
 const closing = () => refusal(CLOSING, 'not started: the holder is closing the database');
 /** The holder's last frame on a connection it closes cleanly, and its first on one it took (see the module doc). */
 export const GOODBYE = 'closing';
+/** How long a closing holder waits for a connection to take its last frames (a follower that stopped reading). */
+const FLUSH_MS = 5_000;
 export const HELLO = 'hello';
 
 export function encode(frame: unknown): string {
@@ -219,8 +221,9 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
     socket.write(encode({ [HELLO]: 1 }));
     const txs = new Map<number, RemoteTx>();
     const unlistens = new Map<number, () => Promise<void>>();
+    // Nothing after GOODBYE: a write after end() destroys the socket, and with it a GOODBYE still buffered.
     const send = (frame: unknown) => {
-      if (!socket.destroyed) socket.write(encode(frame));
+      if (!socket.destroyed && !socket.writableEnded) socket.write(encode(frame));
     };
     const answer = (id: number, work: Promise<unknown>) =>
       work.then(
@@ -320,7 +323,7 @@ export async function shareDb(db: Db, socketPath: string): Promise<EmbeddedShare
           (socket) =>
             socket.destroyed ||
             new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, 1_000);
+              const timer = setTimeout(resolve, FLUSH_MS);
               socket.end(encode({ [GOODBYE]: true }), () => {
                 clearTimeout(timer);
                 resolve();
