@@ -60,6 +60,8 @@ export const SIGNATURES = {
   prune_jobs: 'p_namespace text, p_succeeded_ms bigint, p_cancelled_ms bigint, p_failed_ms bigint, p_limit integer',
   // Called by prune_jobs, complete_executions and the admin's deleteJobs only.
   delete_jobs: 'p_ids bigint[]',
+  // The admin's retryJobs (src/client/bulkOperations.ts), inside its batch statement.
+  retry_jobs: 'p_namespace text, p_ids bigint[]',
   // Called by delete_jobs and complete_executions (retention zero) only.
   delete_job_references: 'p_ids bigint[]',
   evaluate_alerts:
