@@ -92,17 +92,9 @@ async function openEmbedded(dataDir: string, onLost: () => void, onHolder?: (hol
     if (!(err instanceof DataDirLockedError) || err.pid <= 0 || (err.pid === process.pid && !err.elsewhere)) throw err;
     const holder: EmbeddedHolder = { socketPath: socketPathFor(dataDir), pid: err.elsewhere ? undefined : err.pid };
     onHolder?.(holder);
-    let deadline = Date.now() + SOCKET_WAIT_MS;
-    let closing = false;
+    const deadline = Date.now() + SOCKET_WAIT_MS;
     for (;;) {
-      const shared = await connectShared(holder.socketPath, { onLost, holderPid: holder.pid }).catch((e: unknown) => {
-        // It closes the folder (its share said so): its lock goes once its database is closed, waited for once more.
-        if (e instanceof EmbeddedShareClosedError && e.notTaken && !closing) {
-          closing = true;
-          deadline = Math.max(deadline, Date.now() + SOCKET_WAIT_MS);
-        }
-        return undefined;
-      });
+      const shared = await connectShared(holder.socketPath, { onLost, holderPid: holder.pid }).catch(() => undefined);
       if (shared) return { db: shared, shared: true };
       // The holder died before serving (killed while PGlite started): its lock is stale, the folder
       // free. (A holder of another pid namespace is not seen here by its pid: its socket is waited for.)
