@@ -165,7 +165,7 @@ export function jobHeader(r: { id: string; definition: string; status: JobStatus
   };
 }
 
-/** The finished attempts readJob returns: the newest, as the dashboard's job page shows them (a job retried without end has thousands). */
+/** The finished attempts readJob returns, and the dashboard's job page shows: the newest (a job retried without end has thousands). */
 export const EXECUTIONS_SHOWN = 100;
 
 /**

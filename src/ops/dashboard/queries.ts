@@ -5,15 +5,15 @@
  * statement, values as parameters; test/dashboard/plans.test.ts reads their plans on a large table.
  */
 import type { Queryable } from '../../db/Db';
-import { DEFINITION_MAX_ATTEMPTS_SQL, type JobHeader, jobHeader } from '../../db/jobs';
+import { DEFINITION_MAX_ATTEMPTS_SQL, EXECUTIONS_SHOWN, type JobHeader, jobHeader } from '../../db/jobs';
 import type { JobStatus } from '../../db/types';
 
 /** Characters of a payload, result, error or progress a job's page shows; the rest is cut by the database. */
 export const SHOWN_CHARS = 65_536;
 /** A value shown in a table's row (a step's result, a signal's payload), characters. */
 const ROW_VALUE_CHARS = 2_048;
-/** The newest attempts and the first steps a job's page lists (with the totals). */
-const PAGE_ROWS = 100;
+/** The newest attempts and the first steps a job's page lists (with the totals): as many attempts as getJob reads. */
+const PAGE_ROWS = EXECUTIONS_SHOWN;
 /** A job's children, and its signals, a page at a time: the dashboard's page, the CLI's default. */
 export const FAMILY_PAGE = 50;
 /** Where a count of a job's children or signals stops ("≥"), as the overview's counts. */
