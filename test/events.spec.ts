@@ -120,3 +120,36 @@ test('WorkerEvents: a start still held when the worker stops (its job\'s write n
   events.stopped('w');
   expect(seen).toEqual(['started', 'stopped']);
 });
+
+test("a fatal stop's last try tells what it wrote: the held completion's end and the running attempt's hand-back come before stopped", async () => {
+  const clock = new VirtualClock();
+  const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  const quick = defineJob({ name: 'quick', handler: () => 'done' });
+  const slow = defineJob({ name: 'slow', handler: (_: null, ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve())) });
+  // The heartbeat is refused (a non-transient error): the worker stops itself at its first beat.
+  const refused = { ...ledger, heartbeat: () => Promise.reject(Object.assign(new Error('permission denied for function heartbeat'), { code: '42501' })) };
+  const worker = createWorker({
+    ledger: refused,
+    definitions: [quick, slow],
+    // quick's completion is held an hour: the fatal stop's last try writes it.
+    hooks: { aroundHandler: (_a, run) => run.pipe(delay(3_600_000, clock.scheduler)) },
+    scheduler: clock.scheduler,
+    random: () => 0,
+    executors: 2,
+    heartbeatIntervalMs: 10_000,
+    logger: silent,
+  });
+  const recorded = clock.record(worker.events$);
+  worker.done.catch(() => undefined);
+  await clock.await(worker.start());
+  const client = createClient({ force: true, ledger, definitions: [quick, slow] });
+  const { id: quickId } = await clock.await(client.enqueue(quick, null));
+  const { id: slowId } = await clock.await(client.enqueue(slow, null));
+  await clock.advanceUntil(() => recorded.completedAt !== undefined, { stepMs: 10, maxMs: 60_000 });
+  expect(ledger.state().jobs.map((j) => [j.definition, j.status])).toEqual([['quick', 'succeeded'], ['slow', 'ready']]);
+  const events = recorded.entries.map((e) => e.value);
+  expect(ofJob(events, quickId)).toEqual(['started 1.1', 'succeeded 1.1']);
+  expect(ofJob(events, slowId)).toEqual(['started 1.1', 'handed_back 1.1']);
+  expect(events.find((e) => e.type === 'handed_back')).toMatchObject({ reason: 'shutdown' });
+  expect(events[events.length - 1]).toMatchObject({ type: 'stopped', error: { code: '42501' } });
+});

@@ -57,7 +57,7 @@ export interface FailedEvent extends AttemptEventFields {
 /** The attempt went back to Ready uncharged, and that was written. */
 export interface HandedBackEvent extends AttemptEventFields {
   readonly type: 'handed_back';
-  /** `shutdown`: the worker is stopping; `expired`: the claim reached the handler after its deadline; `hook`: a hook handed it back. */
+  /** `shutdown`: the worker is stopping (a stop, or one it made itself); `expired`: the claim reached the handler after its deadline; `hook`: a hook handed it back. */
   readonly reason: 'shutdown' | 'expired' | 'hook';
   /** Set when a stop cut a running handler short. */
   readonly runMs: number | null;
@@ -239,7 +239,7 @@ export class WorkerEvents {
       case 'rate_limited':
         return { type: 'rate_limited', ...fields, retryAfterMs: row.retryDelayMs, runMs };
       default: {
-        const reason = row.outcome === 'expired' ? 'expired' : entry.abortCause === 'shutdown' ? 'shutdown' : 'hook';
+        const reason = row.outcome === 'expired' ? 'expired' : entry.abortCause === 'shutdown' || entry.abortCause === 'fatal' ? 'shutdown' : 'hook';
         return { type: 'handed_back', ...fields, reason, runMs };
       }
     }

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { SchedulerLike } from 'rxjs';
 import type { CompletionAck, CompletionRow } from '../db/types';
-import { handBackCompletion } from './executor';
+import { type Completion, handBackCompletion } from './executor';
+import type { FinalizerConfig } from './finalizer';
 import type { Registry } from './registry';
 import { raceTimeout } from './shutdown';
 
@@ -17,6 +18,8 @@ export interface FatalStopDeps {
   write: (rows: CompletionRow[]) => Promise<CompletionAck[]>;
   /** Rejects the worker's `done`. */
   rejectDone: (err: unknown) => void;
+  /** The bookkeeping of a written batch, the finalizer's own (completionsWritten.ts): what the last try wrote is told on events$ as any write is. */
+  onWritten?: FinalizerConfig['onWritten'];
 }
 
 /**
@@ -32,21 +35,29 @@ export function fatalStop(err: unknown, deps: FatalStopDeps): void {
   const { registry, logger } = deps;
   logger.error({ err }, 'worker stopping: fatal error');
   deps.teardown();
-  const ended: CompletionRow[] = [];
-  const unfinished: CompletionRow[] = [];
+  const ended: Completion[] = [];
+  const unfinished: Completion[] = [];
   for (const entry of registry.snapshot()) {
     registry.abort(entry, 'fatal');
-    if (entry.completion) ended.push(entry.completion.row);
-    else unfinished.push(handBackCompletion(entry).row);
+    if (entry.completion) ended.push(entry.completion);
+    else unfinished.push(handBackCompletion(entry));
   }
+  // Told before `stopped` (done rejects after the last try): a written end is an event whoever
+  // wrote it (docs/reference.md, "Events"; test/events.spec.ts, "a fatal stop's last try").
+  const write = async (batch: Completion[]): Promise<CompletionAck[] | undefined> => {
+    if (batch.length === 0) return undefined;
+    const acks = await deps.write(batch.map((c) => c.row));
+    deps.onWritten?.(batch, acks);
+    return acks;
+  };
   // Two calls: a completion the database refuses for its content (the finalizer would have split
   // its batch: finalizer.ts) must not keep the hand-backs from landing.
   const lastTry = Promise.all([
-    lastWrite(deps.write, ended).then(
+    lastWrite(write, ended).then(
       (n) => n && logger.info({ written: n.applied, fencedOut: n.stale }, 'completions of ended attempts written'),
       (writeErr: unknown) => logger.warn({ err: writeErr, rows: ended.length }, 'could not write the completions of ended attempts; recovery returns their rows after their lease'),
     ),
-    lastWrite(deps.write, unfinished).then(
+    lastWrite(write, unfinished).then(
       (n) => n && logger.info({ handedBack: n.applied, fencedOut: n.stale }, 'unfinished rows handed back'),
       (writeErr: unknown) => logger.warn({ err: writeErr, rows: unfinished.length }, 'could not hand the unfinished rows back; recovery returns them after their lease'),
     ),
@@ -55,9 +66,9 @@ export function fatalStop(err: unknown, deps: FatalStopDeps): void {
 }
 
 /** One call of a fatal stop's last try: how many rows it applied, and how many the fence refused (stale); undefined when there is nothing to write. */
-async function lastWrite(write: FatalStopDeps['write'], rows: CompletionRow[]): Promise<{ applied: number; stale: number } | undefined> {
-  if (rows.length === 0) return undefined;
-  const acks = await write(rows);
+async function lastWrite(write: (batch: Completion[]) => Promise<CompletionAck[] | undefined>, batch: Completion[]): Promise<{ applied: number; stale: number } | undefined> {
+  const acks = await write(batch);
+  if (acks === undefined) return undefined;
   const stale = acks.filter((a) => a.status === 'stale').length;
-  return { applied: rows.length - stale, stale };
+  return { applied: batch.length - stale, stale };
 }

@@ -147,6 +147,8 @@ export function createWorker(options: WorkerOptions): Worker {
     if (more !== moreComing.value) moreComing.next(more);
   };
 
+  /** After each written batch, the finalizer's or a fatal stop's last try: registry, metrics, events$. */
+  const onWritten = completionsWritten({ registry, metrics, logger, events, sawDatabase, wakeups });
   const finalizer = new Finalizer({
     executors,
     logger: logger.child({ component: 'finalizer' }),
@@ -157,7 +159,7 @@ export function createWorker(options: WorkerOptions): Worker {
     // The heartbeat succeeding again after failures: a write waiting up to 30 s is repeated now.
     retryNow$: healthy.pipe(skip(1), filter(Boolean)),
     moreComing$: moreComing,
-    onWritten: completionsWritten({ registry, metrics, logger, events, sawDatabase, wakeups }),
+    onWritten,
   });
 
   /** One claim call: what it claims is registered (state Claimed) before the claimer hands it on. */
@@ -236,7 +238,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const fatal = (err: unknown) => {
     if (state === 'stopped' || state === 'new') return;
     state = 'stopped';
-    fatalStop(err, { registry, logger, scheduler, heartbeatIntervalMs: clock.heartbeatIntervalMs, teardown, write: (rows) => ledger.completeExecutions(id, rows), rejectDone });
+    fatalStop(err, { registry, logger, scheduler, heartbeatIntervalMs: clock.heartbeatIntervalMs, teardown, write: (rows) => ledger.completeExecutions(id, rows), rejectDone, onWritten });
   };
 
   /** Starts the pipeline and the heartbeat (after a successful registration). */
