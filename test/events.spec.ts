@@ -4,10 +4,10 @@
 // job due (a retry after 0 ms, a hand-back) and NOTIFYs, and a claim on another connection can take
 // it and start it while the write's answer is still on its way back.
 import pino from 'pino';
-import { delay, Subject } from 'rxjs';
+import { delay, Subject, timer } from 'rxjs';
 import { type Attempt, createClient, createWorker, type Definition, defineJob, type JobId, type WorkerEvent, type WorkerHooks } from '../src';
 import type { ClaimedRow, CompletionAck } from '../src/db/types';
-import { memoryLedger, VirtualClock } from '../src/testing';
+import { injectFaults, memoryLedger, VirtualClock } from '../src/testing';
 import type { Completion } from '../src/worker/executor';
 import { WorkerEvents } from '../src/worker/events';
 import { Registry } from '../src/worker/registry';
@@ -152,4 +152,27 @@ test("a fatal stop's last try tells what it wrote: the held completion's end and
   expect(ofJob(events, slowId)).toEqual(['started 1.1', 'handed_back 1.1']);
   expect(events.find((e) => e.type === 'handed_back')).toMatchObject({ reason: 'shutdown' });
   expect(events[events.length - 1]).toMatchObject({ type: 'stopped', error: { code: '42501' } });
+});
+
+test('an attempt its worker claims again while it runs (injectFaults deliverTwice: the row came back by recovery) ends in events$ as lease_lost, before the new attempt starts', async () => {
+  const clock = new VirtualClock();
+  const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  const faults = injectFaults(ledger, { scheduler: clock.scheduler });
+  const long = defineJob({
+    name: 'long',
+    handler: (_: null, ctx) => new Promise<void>((resolve) => {
+      const sub = timer(20_000, clock.scheduler).subscribe(() => resolve());
+      ctx.signal.addEventListener('abort', () => sub.unsubscribe());
+    }),
+  });
+  const worker = createWorker({ ledger: faults.ledger, definitions: [long], scheduler: clock.scheduler, random: () => 0, executors: 2, heartbeatIntervalMs: 1_000, logger: silent });
+  const recorded = clock.record(worker.events$);
+  await clock.await(worker.start());
+  const { id } = await clock.await(createClient({ force: true, ledger, definitions: [long] }).enqueue(long, null));
+  faults.deliverTwice(id);
+  await clock.advance(60_000);
+  await clock.await(worker.stop());
+  expect(ledger.state().executions.map((e) => [e.execution, e.outcome])).toEqual([[1, 'lost_uncharged'], [2, 'succeeded']]);
+  // Was: 'started 1.1', 'started 1.2', 'succeeded 1.2': the first attempt never ended in events$.
+  expect(ofJob(recorded.entries.map((e) => e.value), id)).toEqual(['started 1.1', 'lease_lost 1.1', 'started 1.2', 'succeeded 1.2']);
 });
