@@ -176,3 +176,29 @@ test('an attempt its worker claims again while it runs (injectFaults deliverTwic
   // Was: 'started 1.1', 'started 1.2', 'succeeded 1.2': the first attempt never ended in events$.
   expect(ofJob(recorded.entries.map((e) => e.value), id)).toEqual(['started 1.1', 'lease_lost 1.1', 'started 1.2', 'succeeded 1.2']);
 });
+
+test('a completion the database refuses for its content is written as failed_final, and events$ tells that failure, not the outcome refused', async () => {
+  const clock = new VirtualClock();
+  const ledger = memoryLedger({ scheduler: clock.scheduler, latencyMs: 1 });
+  // As a LATIN1 database refuses a result it cannot encode (22P05): any call carrying that result.
+  const refusing = {
+    ...ledger,
+    completeExecutions: (workerId: string, rows: Parameters<typeof ledger.completeExecutions>[1]) =>
+      rows.some((r) => r.result?.includes('🙂'))
+        ? Promise.reject(Object.assign(new Error('character with byte sequence 0xf0 0x9f 0x99 0x82 in encoding "UTF8" has no equivalent in encoding "LATIN1"'), { code: '22P05' }))
+        : ledger.completeExecutions(workerId, rows),
+  };
+  const greet = defineJob({ name: 'greet', handler: (p: { smile: boolean }) => (p.smile ? 'hi 🙂' : 'hi') });
+  const worker = createWorker({ ledger: refusing, definitions: [greet], scheduler: clock.scheduler, random: () => 0, executors: 2, heartbeatIntervalMs: 10_000, logger: silent });
+  const recorded = clock.record(worker.events$);
+  await clock.await(worker.start());
+  const client = createClient({ force: true, ledger, definitions: [greet] });
+  const { id } = await clock.await(client.enqueue(greet, { smile: true }));
+  await clock.advance(1_000);
+  await clock.await(worker.stop());
+  expect(ledger.state().jobs.map((j) => j.status)).toEqual(['failed']);
+  const ends = recorded.entries.map((e) => e.value).filter((e) => 'jobId' in e && e.jobId === id && e.type !== 'started');
+  // Was: { type: 'succeeded' } for a job that ended Failed.
+  expect(ends).toEqual([expect.objectContaining({ type: 'failed', retry: false, error: expect.objectContaining({ name: 'UnstorableOutcome' }) })]);
+  expect(await clock.await(worker.metrics.registry.getSingleMetricAsString('acta_completions_total'))).toMatch(/outcome="failed_final"[^\n]* 1/);
+});

@@ -135,7 +135,14 @@ export class Finalizer {
   }
 
   private writeBatch(batch: Completion[]): Observable<WrittenBatch> {
-    return this.writeRows(batch.map((c) => c.row)).pipe(
+    // A row written in another's place (writeRows: failed_final) becomes its completion's: what
+    // onWritten tells (events$, metrics) and a fatal stop writes is what the ledger holds
+    // (test/events.spec.ts, "refuses for its content").
+    const replaced = (original: CompletionRow, replacement: CompletionRow) => {
+      const completion = batch.find((c) => c.row === original);
+      if (completion) completion.row = replacement;
+    };
+    return this.writeRows(batch.map((c) => c.row), replaced).pipe(
       map((acks) => {
         this.pending -= batch.length;
         this.updateIntake();
@@ -149,20 +156,21 @@ export class Finalizer {
    * Writes `rows` (one call, repeated until it lands); if the database refuses them for their
    * content, writes each half on its own, and a single refused row as failed_final. Never errors.
    */
-  private writeRows(rows: CompletionRow[]): Observable<CompletionAck[]> {
+  private writeRows(rows: CompletionRow[], replaced: (original: CompletionRow, replacement: CompletionRow) => void): Observable<CompletionAck[]> {
     const { logger } = this.config;
     return this.call(rows, (err) => !isContentError(err, rows)).pipe(
       catchError((err: unknown) => {
         if (rows.length > 1) {
           logger.warn({ err, batchSize: rows.length }, 'completion batch refused for its content; writing each half on its own');
           const half = Math.ceil(rows.length / 2);
-          return concat(this.writeRows(rows.slice(0, half)), this.writeRows(rows.slice(half))).pipe(
+          return concat(this.writeRows(rows.slice(0, half), replaced), this.writeRows(rows.slice(half), replaced)).pipe(
             reduce((all: CompletionAck[], acks: CompletionAck[]) => all.concat(acks), []),
           );
         }
         const [row] = rows;
         logger.error({ err, jobId: row.id, execution: row.execution, outcome: row.outcome }, 'outcome cannot be stored: job fails without retry');
         const replacement: CompletionRow = { ...row, outcome: 'failed_final', result: null, error: errorJson(err, 'UnstorableOutcome'), retryDelayMs: 0 };
+        replaced(row, replacement);
         return this.call([replacement], () => true);
       }),
     );
