@@ -174,9 +174,10 @@ export function createWorker(options: WorkerOptions): Worker {
         const answeredAt = scheduler.now();
         events.claimed(n, result.rows.length, answeredAt - startedAt);
         // A job this worker still runs, claimed again (the server lost the earlier claim; the row came
-        // back by recovery): addClaimed aborts that attempt as lost, and events$ tells it so, before
-        // anything of the new one (test/events.spec.ts, "claims again while it runs").
-        const superseded = events.observed ? result.rows.map((row) => registry.get(row.id)).filter((e): e is Entry => e !== undefined && e.completion === undefined) : [];
+        // back by recovery): addClaimed aborts that attempt as lost, and events$ tells it so (unless a
+        // heartbeat told it already), before anything of the new one (test/events.spec.ts, "claims
+        // again while it runs").
+        const superseded = events.observed ? result.rows.map((row) => registry.get(row.id)).filter((e): e is Entry => e !== undefined && e.completion === undefined && e.abortCause !== 'lost') : [];
         const entries = registry.addClaimed(result.rows, startedAt + clock.attemptDeadlineMs, answeredAt);
         for (const entry of superseded) events.leaseLost(entry);
         lastClaimFull = result.rows.length > 0 && result.rows.length === n;
