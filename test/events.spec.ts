@@ -150,7 +150,10 @@ test("a fatal stop's last try tells what it wrote: the held completion's end and
   const events = recorded.entries.map((e) => e.value);
   expect(ofJob(events, quickId)).toEqual(['started 1.1', 'succeeded 1.1']);
   expect(ofJob(events, slowId)).toEqual(['started 1.1', 'handed_back 1.1']);
-  expect(events.find((e) => e.type === 'handed_back')).toMatchObject({ reason: 'shutdown' });
+  // Its handler ran from its start until the stop at the first beat: runMs is that time, as a graceful stop's.
+  const handedBack = events.find((e) => e.type === 'handed_back');
+  expect(handedBack).toMatchObject({ reason: 'shutdown' });
+  expect((handedBack as { runMs: number | null }).runMs).toBeGreaterThan(9_000);
   expect(events[events.length - 1]).toMatchObject({ type: 'stopped', error: { code: '42501' } });
 });
 

@@ -40,7 +40,11 @@ export function fatalStop(err: unknown, deps: FatalStopDeps): void {
   for (const entry of registry.snapshot()) {
     registry.abort(entry, 'fatal');
     if (entry.completion) ended.push(entry.completion);
-    else unfinished.push(handBackCompletion(entry));
+    else {
+      // A running handler cut short: its time runs to this stop, as a graceful stop's does (events$ runMs).
+      if (entry.startedAt >= 0 && entry.endedAt < 0) entry.endedAt = deps.scheduler.now();
+      unfinished.push(handBackCompletion(entry));
+    }
   }
   // Told before `stopped` (done rejects after the last try): a written end is an event whoever
   // wrote it (docs/reference.md, "Events"; test/events.spec.ts, "a fatal stop's last try").

@@ -302,6 +302,15 @@ describe('timeout and abort', () => {
     expect(run).toMatchObject({ outcome: 'handed_back', retryDelayMs: 0, error: null, abortCause: 'shutdown' });
   });
 
+  test("a signal aborted before the run with cause 'cancelled': the handler never runs and the job ends cancelled, as a job cancelled before its start", async () => {
+    let ran = false;
+    const def = defineJob({ name: 'never', handler: () => void (ran = true) });
+    const run = await runAttempt(def, null, { signal: AbortSignal.abort('cancelled') });
+    await Promise.resolve();
+    expect(ran).toBe(false);
+    expect(run).toMatchObject({ outcome: 'cancelled', abortCause: 'cancelled', retryDelayMs: null });
+  });
+
   test("a cancel (abortAfter cause 'cancelled', as client.cancel reaches a running attempt): the attempt ends 'cancelled' with JobCancelledError", async () => {
     const scheduler = new VirtualTimeScheduler();
     let waiting!: () => void;
