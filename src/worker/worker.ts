@@ -397,7 +397,12 @@ export function createWorker(options: WorkerOptions): Worker {
           // so it leaves no live worker row and takes no recovery pass it would never run.
           if (settings.metricsPort !== undefined) {
             metricsServer = await serveMetrics(metrics.registry, settings.metricsPort);
-            if (state !== 'starting') closeMetricsServer(); // stop() came while it opened
+            // stop() came while it opened: its cancel of the registration's retries has passed,
+            // so nothing is registered at all (test/stopDuringStart.test.ts).
+            if (state !== 'starting') {
+              closeMetricsServer();
+              return;
+            }
           }
           await register({ settings, id, logger, passes: passes.schedules, policies, armSchedules: passes.armSchedules, registration, starting: () => state === 'starting', cancel$: cancelStart });
         } catch (err) {
