@@ -3,6 +3,7 @@ import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import { intOption, knownKeys, timerDelay } from '../config';
 import { ConfigError, DbClosedError, DbUnansweredError } from '../errors';
 import type { Db, ListenHandlers, ListenOptions, Queryable } from './Db';
+import { endingTx } from './endedTx';
 import { listenOnOwnConnection } from './pgListener';
 
 /** Options of a Db on a PostgreSQL server. */
@@ -28,9 +29,15 @@ async function inTransaction<T>(client: PoolClient, fn: (tx: Queryable) => Promi
   // A checked-out client has no pool listener: its connection's loss must fail the call, not the process.
   const onError = () => undefined;
   client.on('error', onError);
+  const { tx, end } = endingTx(client);
   try {
     await client.query('begin');
-    const value = await fn(client);
+    let value: T;
+    try {
+      value = await fn(tx);
+    } finally {
+      end(); // before the commit: a statement sent after it would run outside the transaction
+    }
     await client.query('commit');
     return value;
   } catch (err) {
@@ -41,6 +48,7 @@ async function inTransaction<T>(client: PoolClient, fn: (tx: Queryable) => Promi
     }
     throw err;
   } finally {
+    end();
     client.release(broken);
     client.removeListener('error', onError);
   }

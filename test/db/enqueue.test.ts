@@ -2,7 +2,7 @@
 // input order, and enqueue inside the caller's own transaction (the job and its NOTIFY exist only
 // at commit).
 import { DatabaseError } from 'pg';
-import { type ActaError, ConfigError, createClient, createWorker, defineJob, InvalidJsonError, migrate, SchemaNotMigratedError, type Db } from '../../src';
+import { type ActaError, ConfigError, createClient, createWorker, defineJob, InvalidJsonError, migrate, SchemaNotMigratedError, type Db, type Queryable } from '../../src';
 import { createTestDatabase, useTestDatabase, withPgClient } from '../helpers/db';
 import { silentLogger } from '../helpers/silentLogger';
 import { waitFor } from '../helpers/wait';
@@ -462,4 +462,29 @@ test('enqueueMany names the item its error is about (index and message), and wri
   const one = await client.enqueue('job', 1n).catch((err: ActaError) => err);
   expect(one).toMatchObject({ item: undefined, message: expect.stringMatching(/^value at \$ cannot/) });
   expect(await jobCount()).toBe(0);
+});
+
+test("a tx used after its db.transaction ended is refused with ConfigError, nothing written: on a server its connection went back to the pool, where another caller's transaction may hold it", async () => {
+  const client = createClient({ force: true, db });
+  let stale!: Queryable;
+  await db.transaction(async (tx) => {
+    stale = tx;
+  });
+  // Without the check the enqueue ran on the released pool client: outside any transaction, or
+  // inside whichever transaction had taken that client since, here one that rolls back, so the
+  // job promised by `created: true` was lost with it.
+  let answer: unknown;
+  await expect(
+    db.transaction(async () => {
+      answer = await client.enqueue('after-end', { n: 1 }, { tx: stale }).catch((err: unknown) => err);
+      throw new Error('roll back');
+    }),
+  ).rejects.toThrow('roll back');
+  expect(answer).toBeInstanceOf(ConfigError);
+  expect((answer as Error).message).toMatch(/^tx was used after its transaction ended/);
+  await expect(client.enqueueMany([{ definition: 'after-end', payload: {} }], { tx: stale })).rejects.toBeInstanceOf(ConfigError);
+  expect(await jobCount()).toBe(0);
+  // Inside its transaction it works as before.
+  await db.transaction((tx) => client.enqueue('after-end', { n: 2 }, { tx }));
+  expect(await jobCount()).toBe(1);
 });
