@@ -12,7 +12,7 @@
 -- p_dead_window_ms), no_live_worker (a declared definition with a Ready row due and no live worker
 -- declaring it), oldest_ready (its oldest due Ready row waited past p_ready_age_ms): neither for a
 -- definition acta.pauses holds (its own pause or the namespace's), failure_rate
--- (of its jobs that ended within p_failure_window_ms, at least p_failure_min_jobs, the Failed share
+-- (of its jobs that ended within p_failure_window_ms, narrowed to what sys.retention keeps, at least p_failure_min_jobs, the Failed share
 -- at least p_failure_rate), schedule_late (a schedule's armed fire, Ready, due more than
 -- p_schedule_late_ms ago and not claimed; resolved once it is claimed; none for a fire whose
 -- definition acta.pauses holds, as oldest_ready).
@@ -45,11 +45,31 @@ as $$
 declare
   v_failed   jsonb;
   v_changes  jsonb;
+  v_window   bigint := p_failure_window_ms;
 begin
   perform pg_advisory_xact_lock(hashtextextended('acta.alerts/' || p_namespace, 0));
 
   delete from acta.alerts a
   where a.namespace = p_namespace and a.resolved_at < now() - p_keep_resolved_ms * interval '1 millisecond';
+
+  -- failure_rate judges only the time the namespace's sys.retention (not paused) keeps both
+  -- outcomes: a Succeeded or Failed row past its age is deleted, and a rate over what is left would
+  -- count failures against successes already gone (under retention zero, none: every failure a
+  -- 100 % rate). The window is the least of failureWindowMs and those two ages (an absent age: its
+  -- default, src/recurring/retention.ts, 1 day and 7 days; null, kept for ever: no bound; one that is
+  -- no age fails every pass, which deletes nothing: no bound). docs/alerts.md, "Rules";
+  -- test/ledger/retentionZero.ts, "failure_rate judges".
+  select least(p_failure_window_ms::numeric,
+               case when not (s.payload ? 'succeededMs') then 86400000
+                    when jsonb_typeof(s.payload -> 'succeededMs') = 'number'
+                    then case when (s.payload ->> 'succeededMs')::numeric >= 0 then (s.payload ->> 'succeededMs')::numeric end end,
+               case when not (s.payload ? 'failedMs') then 604800000
+                    when jsonb_typeof(s.payload -> 'failedMs') = 'number'
+                    then case when (s.payload ->> 'failedMs')::numeric >= 0 then (s.payload ->> 'failedMs')::numeric end end)::bigint
+  into v_window
+  from acta.schedules s
+  where s.namespace = p_namespace and s.name = 'sys.retention' and not s.paused and jsonb_typeof(s.payload) = 'object';
+  v_window := coalesce(v_window, p_failure_window_ms);
 
   -- Failed rows are few; the definitions that have some in the window, with their count.
   select jsonb_object_agg(f.definition, f.n) into v_failed
@@ -57,7 +77,7 @@ begin
         from acta.jobs j
         where hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/failed', 0)
           and j.namespace = p_namespace and j.status = 'failed' and j.finished_at is not null
-          and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
+          and j.finished_at > now() - v_window * interval '1 millisecond'
         group by j.definition) f;
 
   with declared as (
@@ -86,7 +106,7 @@ begin
     where v_failed is not null
       and hashtextextended(j.namespace || '/' || j.status, 0) = hashtextextended(p_namespace || '/succeeded', 0)
       and j.namespace = p_namespace and j.status = 'succeeded' and j.finished_at is not null
-      and j.finished_at > now() - p_failure_window_ms * interval '1 millisecond'
+      and j.finished_at > now() - v_window * interval '1 millisecond'
       and j.definition in (select jsonb_object_keys(v_failed))
     group by j.definition
   ),
@@ -107,7 +127,7 @@ begin
     where d.oldest_run_at < now() - p_ready_age_ms * interval '1 millisecond'
     union all
     select 'failure_rate', f.key,
-           jsonb_build_object('failed', f.value::bigint, 'succeeded', coalesce(s.n, 0), 'windowMs', p_failure_window_ms)
+           jsonb_build_object('failed', f.value::bigint, 'succeeded', coalesce(s.n, 0), 'windowMs', v_window)
     from jsonb_each_text(coalesce(v_failed, '{}')) f
     left join succeeded s on s.definition = f.key
     where f.value::bigint + coalesce(s.n, 0) >= p_failure_min_jobs

@@ -127,4 +127,20 @@ export function retentionZeroCases(get: () => LedgerUnderTest): void {
     // The key's slot and the lane are free: the rows behind them are claimed next.
     expect([...(await t.byId()).keys()].sort()).toEqual([keyedNext, lanedNext].sort());
   });
+  test("failure_rate judges only the time sys.retention keeps both outcomes: under retention zero no success is left to count, so failures are no rate; with a shorter age the window narrows to it", async () => {
+    const thresholds = { deadWindowMs: 900_000, readyAgeMs: 300_000, failureWindowMs: 900_000, failureRate: 0.5, failureMinJobs: 3, keepResolvedMs: 86_400_000, scheduleLateMs: 60_000 };
+    const run = async (t: Awaited<ReturnType<typeof setup>>) => {
+      await t.enqueue(10);
+      const first = [...(await t.byId()).values()];
+      await t.complete(first.map((r, i) => ended(r, i < 3 ? 'failed_final' : 'succeeded'))); // 3 of 10 failed
+      return t.ledger.evaluateAlerts({ namespace: t.namespace, thresholds, onAlert: null });
+    };
+    expect((await run(await setup({ succeededMs: 0 }))).filter((a) => a.rule === 'failure_rate')).toEqual([]);
+    const narrowed = await setup({ succeededMs: 60_000 });
+    await narrowed.enqueue(3);
+    await narrowed.complete([...(await narrowed.byId()).values()].map((r) => ended(r, 'failed_final')));
+    expect((await narrowed.ledger.evaluateAlerts({ namespace: narrowed.namespace, thresholds, onAlert: null })).map((a) => [a.rule, a.detail])).toEqual([
+      ['failure_rate', { failed: 3, succeeded: 0, windowMs: 60_000 }],
+    ]);
+  });
 }

@@ -1,5 +1,6 @@
 import type { AlertRow, AlertThresholds } from '../../db/alerts';
 import { enqueueJobs } from './jobs';
+import { keptWindowMs } from './retention';
 import type { Store, Tx } from './state';
 
 /** A row of acta.alerts (migration 0014). */
@@ -40,9 +41,11 @@ export function evaluateAlerts(store: Store, tx: Tx, args: { namespace: string; 
     if (oldest <= now && !live.has(d.name)) holds.push({ rule: 'no_live_worker', subject: d.name, detail: { oldestDueAt: new Date(oldest).toISOString() } });
     if (oldest < now - t.readyAgeMs) holds.push({ rule: 'oldest_ready', subject: d.name, detail: { oldestDueAt: new Date(oldest).toISOString(), ageMs: now - oldest } });
   }
+  // Only the time sys.retention keeps both outcomes (evaluate_alerts.sql, failure_rate's window).
+  const windowMs = keptWindowMs(store, ns, t.failureWindowMs);
   const ended = new Map<string, { failed: number; succeeded: number }>();
   for (const j of jobs) {
-    if ((j.status !== 'failed' && j.status !== 'succeeded') || j.finishedAt === null || !(j.finishedAt > now - t.failureWindowMs)) continue;
+    if ((j.status !== 'failed' && j.status !== 'succeeded') || j.finishedAt === null || !(j.finishedAt > now - windowMs)) continue;
     const e = ended.get(j.definition) ?? { failed: 0, succeeded: 0 };
     e[j.status]++;
     ended.set(j.definition, e);
@@ -50,7 +53,7 @@ export function evaluateAlerts(store: Store, tx: Tx, args: { namespace: string; 
   for (const [definition, e] of ended) {
     const total = e.failed + e.succeeded;
     if (e.failed > 0 && total >= t.failureMinJobs && e.failed / total >= t.failureRate) {
-      holds.push({ rule: 'failure_rate', subject: definition, detail: { failed: e.failed, succeeded: e.succeeded, windowMs: t.failureWindowMs } });
+      holds.push({ rule: 'failure_rate', subject: definition, detail: { failed: e.failed, succeeded: e.succeeded, windowMs } });
     }
   }
 

@@ -1,5 +1,5 @@
 import type { RetentionAges } from '../../db/retention';
-import { RETENTION_NAME } from '../../recurring/retention';
+import { DEFAULT_FAILED_AGE_MS, DEFAULT_SUCCEEDED_AGE_MS, RETENTION_NAME } from '../../recurring/retention';
 import type { MemoryJob, Store, Tx } from './state';
 
 const FINISHED = ['succeeded', 'cancelled', 'failed'] as const;
@@ -50,6 +50,20 @@ function retentionZero(store: Store, namespace: string): boolean {
   const s = store.schedule(namespace, RETENTION_NAME);
   const payload = s?.payload as { succeededMs?: unknown } | null | undefined;
   return s !== undefined && s !== null && !s.paused && payload?.succeededMs === 0;
+}
+
+/**
+ * failure_rate's window as acta.evaluate_alerts narrows it: the least of `windowMs` and the ages the
+ * namespace's sys.retention (not paused) keeps Succeeded and Failed rows (absent: the default; null
+ * or not an age: no bound), so a rate never counts failures against successes already deleted.
+ */
+export function keptWindowMs(store: Store, namespace: string, windowMs: number): number {
+  const s = store.schedule(namespace, RETENTION_NAME);
+  const payload = s?.payload;
+  if (!s || s.paused || payload === null || typeof payload !== 'object' || Array.isArray(payload)) return windowMs;
+  const age = (v: unknown, fallback: number) => (v === undefined ? fallback : typeof v === 'number' && v >= 0 ? v : Infinity);
+  const p = payload as { succeededMs?: unknown; failedMs?: unknown };
+  return Math.min(windowMs, age(p.succeededMs, DEFAULT_SUCCEEDED_AGE_MS), age(p.failedMs, DEFAULT_FAILED_AGE_MS));
 }
 
 /** src/db/jobs.ts readAbsence: why the namespace has no job `id`. */
