@@ -9,7 +9,7 @@ import { ConfigError } from '../errors';
  * - Fixed hours (the hour field is neither `*` nor `*∕n`, e.g. `30 2 * * *`, `0 9,17 * * 1-5`):
  *   each matching wall time fires once. One that does not exist (spring forward) fires at the end
  *   of the gap, the first instant after it; one that exists twice (fall back) fires at the first.
- * - Hour `*` or `*∕n`: every real instant whose wall time matches, nothing shifted: `0 * * * *`
+ * - Hour `*` or `*∕n` (or croner's `?`, `?∕n`, its alias of `*`): every real instant whose wall time matches, nothing shifted: `0 * * * *`
  *   fires once per real hour, the repeated hour included, and never in a gap (Vixie cron's rule).
  * - A schedule fires at most once per instant: wall times that map to the same instant (several
  *   in one gap) are one fire.
@@ -43,7 +43,8 @@ export function cronSchedule(expr: string, timeZone = 'UTC'): CronSchedule {
   } catch (err) {
     throw new ConfigError(`cron "${expr}" is not valid: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const hour = fields[fields.length - 5 + 1];
+  // croner reads '?' as '*' (its README): hour '?' and '?/n' are hour '*' and '*/n' here too.
+  const hour = fields[fields.length - 5 + 1].replace(/^\?/, '*');
   const fixedHours = !(hour === '*' || hour.startsWith('*/'));
   /** The first matching wall time (as UTC ms) at or after `wall`, or null. */
   const wallAtOrAfter = (wall: number): number | null => walk.nextRun(new Date(wall - 1))?.getTime() ?? null;

@@ -117,6 +117,11 @@ describe('the DST rule at known transitions', () => {
     expect(day[24]).toBe('2026-11-02T04:00:00.000Z');
     expect(new Set(day).size).toBe(25);
   });
+  it("hour '?' (croner's alias of '*') and '?/n' are hour '*' and '*/n': the repeated hour fires too on the fall-back day", () => {
+    expect(fires('0 ? * * *', 'America/New_York', '2026-11-01T03:59:59Z', 25)).toEqual(fires('0 * * * *', 'America/New_York', '2026-11-01T03:59:59Z', 25));
+    expect(fires('0 ?/2 * * *', 'America/New_York', '2026-11-01T03:59:59Z', 13)).toEqual(fires('0 */2 * * *', 'America/New_York', '2026-11-01T03:59:59Z', 13));
+    expect(fires('0 0 ? * * *', 'America/New_York', '2026-11-01T03:59:59Z', 25)).toEqual(fires('0 0 * * * *', 'America/New_York', '2026-11-01T03:59:59Z', 25));
+  });
   it('Lord_Howe 02:15 on the 30-minute spring shift fires at 02:30, the end of the gap', () => {
     // 2026-10-04 02:00 +10:30 becomes 02:30 +11:00 (15:30 UTC on the 3rd).
     expect(fires('15 2 * * *', 'Australia/Lord_Howe', '2026-10-03T00:00:00Z', 2)).toEqual(['2026-10-03T15:30:00.000Z', '2026-10-04T15:15:00.000Z']);
