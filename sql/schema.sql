@@ -1786,6 +1786,9 @@ declare
   v_failed   jsonb;
   v_changes  jsonb;
   v_window   bigint := p_failure_window_ms;
+  v_ckey     text;
+  v_rkey     text;
+  v_lane     text;
 begin
   perform pg_advisory_xact_lock(hashtextextended('acta.alerts/' || p_namespace, 0));
 
@@ -1908,8 +1911,20 @@ begin
         select r.*, 'resolved' from resolved r) c;
 
   if p_on_alert is not null and v_changes is not null then
+    -- Admitted by the onAlert definition's policies as it is stored: key functions cannot run here,
+    -- so each policy it declares keys its jobs by its name (one concurrency limit, one rate meter,
+    -- one lane in raise order), as sys.outbox keys a subscriber's (fan_out_events.sql; docs/alerts.md).
+    select case when jsonb_typeof(d.policy -> 'concurrency') = 'object' then d.name end,
+           case when jsonb_typeof(d.policy -> 'rate') = 'object' then d.name end,
+           case when d.policy -> 'lane' = 'true'::jsonb then d.name end
+      into v_ckey, v_rkey, v_lane
+    from acta.definitions d
+    where d.namespace = p_namespace and d.name = p_on_alert;
     perform acta.enqueue_jobs(p_namespace, array_fill(p_on_alert, array[jsonb_array_length(v_changes)]), v_changes,
-                              null, null, null, null, null, null, null);
+                              null, null, null, null,
+                              array_fill(v_ckey, array[jsonb_array_length(v_changes)]),
+                              array_fill(v_rkey, array[jsonb_array_length(v_changes)]),
+                              array_fill(v_lane, array[jsonb_array_length(v_changes)]));
   end if;
 
   return query

@@ -5,7 +5,7 @@
 -- of acta.alerts of the namespace after that; `change` is 'raised' or 'resolved' for the rows this
 -- call changed, else null. Resolved rows older than p_keep_resolved_ms are deleted first.
 -- With p_on_alert, one job of that definition per change is enqueued (acta.enqueue_jobs) in this
--- transaction, in (rule, subject) order, payload { rule, subject, change, raisedAt, resolvedAt,
+-- transaction, in (rule, subject) order, keyed by its name for each policy it declares, payload { rule, subject, change, raisedAt, resolvedAt,
 -- detail }: delivered durably. raisedAt and resolvedAt are ISO 8601 text in UTC to the millisecond,
 -- as JavaScript's toISOString() writes the Date the log line has, truncated (test/db/alerts.test.ts).
 -- Rules: worker_dead (a worker recovery marked dead whose last heartbeat is within
@@ -46,6 +46,9 @@ declare
   v_failed   jsonb;
   v_changes  jsonb;
   v_window   bigint := p_failure_window_ms;
+  v_ckey     text;
+  v_rkey     text;
+  v_lane     text;
 begin
   perform pg_advisory_xact_lock(hashtextextended('acta.alerts/' || p_namespace, 0));
 
@@ -168,8 +171,20 @@ begin
         select r.*, 'resolved' from resolved r) c;
 
   if p_on_alert is not null and v_changes is not null then
+    -- Admitted by the onAlert definition's policies as it is stored: key functions cannot run here,
+    -- so each policy it declares keys its jobs by its name (one concurrency limit, one rate meter,
+    -- one lane in raise order), as sys.outbox keys a subscriber's (fan_out_events.sql; docs/alerts.md).
+    select case when jsonb_typeof(d.policy -> 'concurrency') = 'object' then d.name end,
+           case when jsonb_typeof(d.policy -> 'rate') = 'object' then d.name end,
+           case when d.policy -> 'lane' = 'true'::jsonb then d.name end
+      into v_ckey, v_rkey, v_lane
+    from acta.definitions d
+    where d.namespace = p_namespace and d.name = p_on_alert;
     perform acta.enqueue_jobs(p_namespace, array_fill(p_on_alert, array[jsonb_array_length(v_changes)]), v_changes,
-                              null, null, null, null, null, null, null);
+                              null, null, null, null,
+                              array_fill(v_ckey, array[jsonb_array_length(v_changes)]),
+                              array_fill(v_rkey, array[jsonb_array_length(v_changes)]),
+                              array_fill(v_lane, array[jsonb_array_length(v_changes)]));
   end if;
 
   return query

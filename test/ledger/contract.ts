@@ -869,6 +869,21 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       ]);
     });
 
+    test("onAlert's jobs are admitted by its definition's policies: keyed by its name for a concurrency limit or a rate, and one lane, as sys.outbox keys a subscriber's", async () => {
+      const ns = fresh();
+      const notify = defineJob({ name: 'notify', handler, concurrency: { key: () => 'slack', limit: 1 }, rate: { key: () => 'slack', limit: 1, perMs: 60_000 }, lane: () => 'slack' });
+      const worker = await declare(ns, ['a', 'b', notify]);
+      await ids(ns, [{ definition: 'a' }, { definition: 'b' }]);
+      await h.advance(thresholds.readyAgeMs + 1);
+      expect(changes(await ledger.evaluateAlerts({ namespace: ns, thresholds, onAlert: 'notify' }))).toEqual([
+        ['raised', 'oldest_ready', 'a'],
+        ['raised', 'oldest_ready', 'b'],
+      ]);
+      const claimed = (await claim(ns, worker, ['notify'], 100)).rows;
+      expect(claimed.length).toBe(1); // one at a time, one start a minute
+      expect(await ledger.readJob(ns, claimed[0].id as string)).toMatchObject({ concurrencyKey: 'notify', rateKey: 'notify', lane: 'notify' });
+    });
+
     test("a pause (the definition's or the namespace's) raises no oldest_ready or no_live_worker for the due jobs it holds; its resume raises them", async () => {
       const ns = fresh();
       const silent = await declare(ns, ['held', 'orphan']); // recovery marks it dead: 'orphan' has no live worker

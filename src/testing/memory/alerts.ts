@@ -86,16 +86,19 @@ export function evaluateAlerts(store: Store, tx: Tx, args: { namespace: string; 
   const changes = rows.filter((r) => r.change !== null);
   if (args.onAlert !== null && changes.length > 0) {
     const none = changes.map(() => null);
+    const onAlert = args.onAlert;
+    const policy = store.definition(ns, onAlert)?.policy;
     enqueueJobs(store, tx, ns, {
-      definitions: changes.map(() => args.onAlert as string),
+      definitions: changes.map(() => onAlert),
       payloads: changes.map((r) => JSON.stringify({ rule: r.rule, subject: r.subject, change: r.change, raisedAt: r.raisedAt, resolvedAt: r.resolvedAt, detail: r.detail })),
       priorities: none,
       runAts: none,
       maxAttempts: none,
       idempotencyKeys: none,
-      concurrencyKeys: none,
-      rateKeys: none,
-      lanes: none,
+      // Keyed by its name for each policy it declares, as stored (evaluate_alerts.sql, onAlert).
+      concurrencyKeys: changes.map(() => (policy?.concurrency ? onAlert : null)),
+      rateKeys: changes.map(() => (policy?.rate ? onAlert : null)),
+      lanes: changes.map(() => (policy?.lane === true ? onAlert : null)),
     });
   }
   return rows;
