@@ -48,7 +48,7 @@ export function systemDefinitions(options: { ledger: Ledger; namespace: string; 
     out.push({ ...retentionDefinition(options), schedule: { name: 'sys.retention', cron: RETENTION_CRON, payload } } as Definition);
   }
   if (asked(options.alerts)) {
-    if (options.alerts !== true && (options.alerts === null || typeof options.alerts !== 'object')) throw new ConfigError('alerts must be true, false or an object of thresholds and onAlert');
+    if (options.alerts !== true && (options.alerts === null || typeof options.alerts !== 'object' || Array.isArray(options.alerts))) throw new ConfigError('alerts must be true, false or an object of thresholds and onAlert');
     const given = options.alerts === true ? {} : (options.alerts as AlertsPayload & { onAlert?: string });
     knownKeys('alerts option', given, ['onAlert', ...ALERTS_PAYLOAD_KEYS]);
     const { onAlert, ...thresholds } = given;

@@ -58,6 +58,8 @@ it('a worker not asked declares neither; bad settings are a ConfigError before a
   expect((await db.query('select name from acta.schedules where namespace = $1', [namespace])).rows).toEqual([]);
   expect(() => createWorker({ db, namespace, definitions: [noop], retention: { succeededMs: -1 } })).toThrow(ConfigError);
   expect(() => createWorker({ db, namespace, definitions: [noop], alerts: { nope: 1 } as never })).toThrow(ConfigError);
+  // An array is no object of settings, as retention's and outbox's refuse it (it declared sys.alerts with the defaults).
+  expect(() => createWorker({ db, namespace, definitions: [noop], alerts: [] as never })).toThrow(/alerts must be true, false or an object of thresholds and onAlert/);
   // An age past 100 years is refused: subtracted from now() in SQL it would fail every pass.
   expect(() => createWorker({ db, namespace, definitions: [noop], retention: { failedMs: 2 ** 52 } })).toThrow(/failedMs of the sys.retention payload must be an integer 0..3155760000000/);
   expect(() => createWorker({ db, namespace, definitions: [noop], alerts: { deadWindowMs: 2 ** 52 } })).toThrow(ConfigError);
