@@ -7,7 +7,7 @@ import { embeddedHolder } from '../db/connectShared';
 import { dbWaiting } from '../db/pgDb';
 import { isTransientDbError } from '../db/transient';
 import type { PassSchedule } from '../db/types';
-import { declaredPolicy } from '../definition';
+import { declaredPolicy, schedulesOf } from '../definition';
 import { StartTimeoutError } from '../errors';
 import { retryErrorFields } from '../logger';
 import type { Policies } from '../policies/policies';
@@ -55,6 +55,7 @@ export function register(deps: RegisterDeps): Promise<void> {
       registration.call = (async () => {
         await ledger.assertReady();
         if (!deps.starting() || timedOut) return; // stop() or the start timeout came meanwhile: do not register at all
+        const taken = await takenScheduleNames(settings);
         registration.sent = true;
         const registered = await ledger.registerWorker({
           workerId: id,
@@ -69,6 +70,12 @@ export function register(deps: RegisterDeps): Promise<void> {
           policies: Object.fromEntries([...definitions].map(([name, d]) => [name, declaredPolicy(d)])),
         });
         registration.duePasses = registered.duePasses;
+        for (const t of taken) {
+          logger.warn(
+            { ...t, namespace },
+            "a declared schedule has the name of another definition's schedule in the namespace: one name is one schedule, the newest declaration wins and the other definition's fires stop; moved to this definition in this deploy, nothing to do, else give one of them another name",
+          );
+        }
         await policies.load();
         // An onAlert no worker of the namespace declares is likely a typo: its alert jobs would wait
         // until one does (docs/alerts.md). Said, not refused: another service may declare it later.
@@ -125,4 +132,21 @@ export function register(deps: RegisterDeps): Promise<void> {
 /** An rxjs/testing TestScheduler, told by its own methods (not imported: rxjs/testing stays out of a worker). */
 function isTestScheduler(scheduler: unknown): boolean {
   return typeof (scheduler as { createHotObservable?: unknown }).createHotObservable === 'function';
+}
+
+/**
+ * The schedules this worker declares whose name the namespace has as another definition's declared
+ * schedule, one this worker does not run (read before the registration reconciles them). A
+ * schedule's name is one schedule in the namespace (docs/schedules.md, "Declared schedules:
+ * reconciliation"): createWorker refuses two of one worker; two services' workers would otherwise
+ * take one row from each other in silence (test/recurring/scheduleNames.test.ts).
+ */
+async function takenScheduleNames(settings: WorkerSettings): Promise<{ schedule: string; definition: string; storedDefinition: string }[]> {
+  const declared = [...settings.definitions.values()].flatMap((d) => (d.schedule === undefined ? [] : schedulesOf(d).map((s) => ({ schedule: s.name, definition: d.name }))));
+  if (declared.length === 0 || !settings.ledger.listSchedules) return [];
+  const stored = new Map((await settings.ledger.listSchedules(settings.namespace)).filter((s) => s.source === 'declared').map((s) => [s.name, s.definition]));
+  return declared.flatMap((d) => {
+    const other = stored.get(d.schedule);
+    return other === undefined || settings.definitions.has(other) ? [] : [{ ...d, storedDefinition: other }];
+  });
 }
