@@ -62,6 +62,9 @@ export function checkScheduleSpec(where: string, spec: unknown, defaultName: str
   return { name, cron: s.cron.trim().split(/\s+/).join(' '), timeZone, payload, catchUp, catchUpWindowMs, priority, concurrencyKey: key('concurrencyKey'), rateKey: key('rateKey'), lane: key('lane') };
 }
 
+/** acta's system schedules, each its definition's own (src/recurring/system.ts: RETENTION_NAME, ALERTS_NAME, OUTBOX_NAME). */
+const SYSTEM_SCHEDULES = ['sys.retention', 'sys.alerts', 'sys.outbox'];
+
 /** A definition's `schedule` field: one spec or several, names unique. */
 export function checkSchedules(definition: string, value: unknown): DeclaredSchedule[] {
   const specs = Array.isArray(value) ? value : [value];
@@ -69,8 +72,9 @@ export function checkSchedules(definition: string, value: unknown): DeclaredSche
   const names = new Set<string>();
   for (const s of out) {
     // Names beginning "sys." are acta's system schedules, each declared by its own definition of that
-    // name (src/recurring/system.ts): another definition under one would take the slot's fires.
-    if (s.name.startsWith('sys.') && s.name !== definition) throw new ConfigError(`schedule "${s.name}" of definition "${definition}": names beginning "sys." are acta's system schedules (sys.retention, sys.alerts, sys.outbox), declared by worker options; give it another name`);
+    // name (src/recurring/system.ts): another definition under one would take the slot's fires, and
+    // one of yours named "sys.…" would be told to be a worker option's (test/testing/schedules.spec.ts).
+    if (s.name.startsWith('sys.') && !(s.name === definition && SYSTEM_SCHEDULES.includes(definition))) throw new ConfigError(`schedule "${s.name}" of definition "${definition}": names beginning "sys." are acta's system schedules (sys.retention, sys.alerts, sys.outbox), declared by worker options; give it another name`);
     if (names.has(s.name)) throw new ConfigError(`definition "${definition}" declares two schedules named "${s.name}": give each a name`);
     names.add(s.name);
   }

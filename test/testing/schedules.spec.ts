@@ -54,4 +54,8 @@ test('two definitions of one worker declaring schedules of one name: ConfigError
   expect(() => defineJob({ name: 'c', schedule: { name: 'sys.retention', cron: '0 2 * * *' }, handler: () => null })).toThrow(/schedule "sys.retention" of definition "c": names beginning "sys\." are acta's system schedules/);
   expect(() => defineJob({ name: 'c', schedule: [{ name: 'ok', cron: '0 2 * * *' }, { name: 'sys.x', cron: '0 2 * * *' }], handler: () => null })).toThrow(/schedule "sys.x" of definition "c"/);
   expect(() => createWorker({ ledger, definitions: [a], logger: silent, retention: true })).not.toThrow();
+  // A definition of yours named "sys.…" declares its schedule under that name by default: refused too
+  // (it could not be removed at runtime, and is told to be a worker option's).
+  expect(() => defineJob({ name: 'sys.nightly', schedule: { cron: '0 2 * * *' }, handler: () => null })).toThrow(/schedule "sys.nightly" of definition "sys.nightly": names beginning "sys\." are acta's system schedules/);
+  expect(() => createWorker({ ledger, definitions: [a], logger: silent, retention: true, alerts: true, outbox: true })).not.toThrow();
 });
