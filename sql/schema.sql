@@ -1853,19 +1853,21 @@ begin
       and j.definition in (select jsonb_object_keys(v_failed))
     group by j.definition
   ),
+  -- detail's instants are text as raisedAt and resolvedAt are (below): toISOString()'s form in UTC,
+  -- not jsonb's, which follows the session's TimeZone (test/ledger/contract.ts, "detail's instants").
   holds (rule, subject, detail) as (
     select 'worker_dead', w.id::text,
-           jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'lastHeartbeatAt', w.last_heartbeat_at)
+           jsonb_build_object('hostname', w.hostname, 'pid', w.pid, 'lastHeartbeatAt', to_char(w.last_heartbeat_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
     from acta.workers w
     where w.namespace = p_namespace and w.status = 'dead'
       and w.last_heartbeat_at > now() - p_dead_window_ms * interval '1 millisecond'
     union all
-    select 'no_live_worker', d.name, jsonb_build_object('oldestDueAt', d.oldest_run_at)
+    select 'no_live_worker', d.name, jsonb_build_object('oldestDueAt', to_char(d.oldest_run_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
     from declared d
     where d.oldest_run_at <= now() and d.name not in (select l.name from live l)
     union all
     select 'oldest_ready', d.name,
-           jsonb_build_object('oldestDueAt', d.oldest_run_at, 'ageMs', floor(extract(epoch from now() - d.oldest_run_at) * 1000))
+           jsonb_build_object('oldestDueAt', to_char(d.oldest_run_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'ageMs', floor(extract(epoch from now() - d.oldest_run_at) * 1000))
     from declared d
     where d.oldest_run_at < now() - p_ready_age_ms * interval '1 millisecond'
     union all
@@ -1877,7 +1879,8 @@ begin
       and f.value::double precision / (f.value::bigint + coalesce(s.n, 0)) >= p_failure_rate
     union all
     select 'schedule_late', s.name,
-           jsonb_build_object('definition', s.definition, 'scheduledAt', j.scheduled_at, 'dueAt', j.run_at,
+           jsonb_build_object('definition', s.definition, 'scheduledAt', to_char(j.scheduled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                              'dueAt', to_char(j.run_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                               'lateMs', floor(extract(epoch from now() - j.run_at) * 1000))
     from acta.schedules s
     join acta.jobs j on j.id = s.job_id

@@ -869,6 +869,18 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       ]);
     });
 
+    test("detail's instants are ISO 8601 in UTC as toISOString writes them, as raisedAt and resolvedAt are, whatever the session's TimeZone", async () => {
+      const ns = fresh();
+      await declare(ns, ['d']);
+      await ids(ns, [{ definition: 'd' }]);
+      await h.advance(DEAD_AFTER_MS + 1);
+      await recover(ns); // marks the silent worker dead
+      const rows = await ledger.evaluateAlerts({ namespace: ns, thresholds, onAlert: null });
+      const instants = rows.flatMap((r) => Object.entries(r.detail ?? {}).filter(([k]) => k.endsWith('At')).map(([k, v]) => [r.rule, k, v]));
+      expect(instants.map(([rule, k]) => [rule, k])).toEqual([['no_live_worker', 'oldestDueAt'], ['oldest_ready', 'oldestDueAt'], ['worker_dead', 'lastHeartbeatAt']]);
+      for (const [, , v] of instants) expect(v).toEqual(new Date(v as string).toISOString());
+    });
+
     test("onAlert's jobs are admitted by its definition's policies: keyed by its name for a concurrency limit or a rate, and one lane, as sys.outbox keys a subscriber's", async () => {
       const ns = fresh();
       const notify = defineJob({ name: 'notify', handler, concurrency: { key: () => 'slack', limit: 1 }, rate: { key: () => 'slack', limit: 1, perMs: 60_000 }, lane: () => 'slack' });
