@@ -52,6 +52,9 @@ export function systemDefinitions(options: { ledger: Ledger; namespace: string; 
     const given = options.alerts === true ? {} : (options.alerts as AlertsPayload & { onAlert?: string });
     knownKeys('alerts option', given, ['onAlert', ...ALERTS_PAYLOAD_KEYS]);
     const { onAlert, ...thresholds } = given;
+    // onAlert's jobs carry the alert payload (docs/alerts.md): a "sys." definition is acta's own,
+    // which checks its own payload and would fail each one, the notification lost.
+    if (typeof onAlert === 'string' && onAlert.startsWith('sys.')) throw new ConfigError(`alerts.onAlert must name a definition of yours that takes the alert payload, got ${JSON.stringify(onAlert)}: names beginning "sys." are acta's system definitions`);
     alertThresholds(thresholds);
     out.push({ ...alertsDefinition({ ledger: options.ledger, namespace: options.namespace, onAlert }), schedule: { name: 'sys.alerts', cron: ALERTS_CRON, payload: thresholds, priority: ALERTS_PRIORITY } } as Definition);
   }

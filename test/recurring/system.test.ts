@@ -63,6 +63,12 @@ it('a worker not asked declares neither; bad settings are a ConfigError before a
   // An age past 100 years is refused: subtracted from now() in SQL it would fail every pass.
   expect(() => createWorker({ db, namespace, definitions: [noop], retention: { failedMs: 2 ** 52 } })).toThrow(/failedMs of the sys.retention payload must be an integer 0..3155760000000/);
   expect(() => createWorker({ db, namespace, definitions: [noop], alerts: { deadWindowMs: 2 ** 52 } })).toThrow(ConfigError);
+  // onAlert's jobs carry the alert payload: acta's own definitions check theirs and would fail every
+  // one (docs/alerts.md), on this worker or another.
+  for (const onAlert of ['sys.retention', 'sys.alerts', 'sys.outbox', 'sys.other']) {
+    expect(() => createWorker({ db, namespace, definitions: [noop], alerts: { onAlert } })).toThrow(/onAlert must name a definition of yours/);
+  }
+  expect(() => createWorker({ db, namespace, definitions: [noop], retention: true, alerts: { onAlert: 'sys.retention' } })).toThrow(ConfigError);
   const { rows } = await db.query<{ n: number }>('select acta.prune_jobs($1, $2, $2, $2, 10) as n', [namespace, MAX_AGE_MS]);
   expect(rows).toEqual([{ n: 0 }]);
 });
