@@ -47,7 +47,10 @@ begin
       from acta.definitions d
       cross join lateral jsonb_array_elements(case when jsonb_typeof(d.policy -> 'schedules') = 'array' then d.policy -> 'schedules' else '[]'::jsonb end) as x
       where d.namespace = p_namespace and d.name = any (v_defs)
-      order by x ->> 'name', d.name
+      -- A name two definitions declare is the newest declaration's: the definition whose applied
+      -- policy came from the most recently started worker (registered_at), as a reconcile of that
+      -- definition alone gives it (docs/schedules.md, "Declared schedules"); the name breaks a tie.
+      order by x ->> 'name', d.registered_at desc, d.name
     )
     select coalesce(ds.name, s.name) as name, s.job_id, s.name is null as added, ds.name is null as dropped,
            ds.definition, ds.cron, ds.time_zone, ds.payload, ds.catch_up, ds.window_ms, ds.priority,

@@ -33,3 +33,27 @@ test("a worker that declares a schedule name another definition's schedule has i
   expect(own.said).toEqual([]);
   for (const w of [b.w, again.w, own.w]) await w.stop();
 });
+
+test('one reconcile of both definitions that declare a name gives it to the newest declaration, not the first definition by name', async () => {
+  const namespace = `names-${randomUUID().slice(0, 8)}`;
+  const quiet = pino({ level: 'silent' });
+  const billing = defineJob({ name: 'billing-report', handler: () => undefined, schedule: { name: 'nightly', cron: '0 2 * * *' } });
+  const cleanup = defineJob({ name: 'cleanup', handler: () => undefined, schedule: { name: 'nightly', cron: '0 3 * * *' } });
+  const start = async (definitions: ReturnType<typeof defineJob>[]) => {
+    const w = createWorker({ db, namespace, logger: quiet, listen: false, definitions });
+    await w.start();
+    return w;
+  };
+  const owner = async () => (await createClient({ db, namespace }).schedules.list('nightly')).map((s) => s.definition);
+  const a = await start([billing]);
+  const b = await start([cleanup]); // declared last: cleanup's
+  expect(await owner()).toEqual(['cleanup']);
+  // A canary running both definitions without the schedule: its stop gives both policies back to
+  // the older builds in one refresh, which reconciles both definitions at once.
+  const canary = await start([defineJob({ name: 'billing-report', handler: () => undefined }), defineJob({ name: 'cleanup', handler: () => undefined })]);
+  expect(await owner()).toEqual([]);
+  await canary.stop();
+  expect(await owner()).toEqual(['cleanup']);
+  await a.stop();
+  await b.stop();
+});

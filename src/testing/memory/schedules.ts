@@ -43,7 +43,9 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
   const defs = names.filter((n) => store.definition(namespace, n)?.policy != null).sort();
   if (defs.length === 0) return;
   const desired = new Map<string, DeclaredSchedule & { definition: string }>();
-  for (const d of defs) {
+  // A name two definitions declare is the newest declaration's (registeredAt), then the first by name.
+  const newestFirst = [...defs].sort((x, y) => store.definition(namespace, y)!.registeredAt - store.definition(namespace, x)!.registeredAt);
+  for (const d of newestFirst) {
     for (const x of store.definition(namespace, d)!.policy!.schedules ?? []) if (!desired.has(x.name)) desired.set(x.name, { ...x, definition: d });
   }
   const same = (s: MemorySchedule, d: DeclaredSchedule & { definition: string }) =>
