@@ -416,4 +416,26 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     const rows = await ledger.evaluateAlerts({ namespace, thresholds: { ...alertThresholds({}), scheduleLateMs: 0 }, onAlert: null });
     expect(rows.filter((r) => r.rule === 'schedule_late')).toEqual([]);
   });
+
+  // docs/schedules.md, "Declared schedules": a name two definitions declare is the newest declaration's.
+  test('a name two definitions declare, reconciled at once, is the newest declaration\'s, whatever the definitions\' names', async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    const register = async (policies: Record<string, ReturnType<typeof declaredPolicy>>, build: string) => {
+      const workerId = randomUUID();
+      const definitions = Object.keys(policies);
+      await ledger.registerWorker({ workerId, namespace, hostname: 'contract', pid: 1, definitions, maxAttempts: definitions.map(() => null), leaseMs: LEASE_MS, build, policies });
+      return workerId;
+    };
+    const def = (name: string, cron?: string) => declaredPolicy(defineJob({ name, handler: () => undefined, ...(cron ? { schedule: { name: 'nightly', cron } } : {}) }));
+    await register({ 'billing-report': def('billing-report', '0 2 * * *') }, 'billing-1');
+    await get().advance(10);
+    await register({ cleanup: def('cleanup', '0 3 * * *') }, 'cleanup-1');
+    expect((await list(namespace, 'nightly')).definition).toBe('cleanup');
+    await get().advance(10);
+    const canary = await register({ 'billing-report': def('billing-report'), cleanup: def('cleanup') }, 'canary');
+    expect(await list(namespace, 'nightly')).toBeUndefined();
+    await ledger.stopWorker(canary); // both go back to their own service's build in one reconcile
+    expect(await list(namespace, 'nightly')).toMatchObject({ definition: 'cleanup', cron: '0 3 * * *' });
+  });
 }
