@@ -1,6 +1,6 @@
 import { type Db, type ListenHandlers, type ListenOptions, withDeadline } from './db/Db';
 import { armSchedules, listSchedules, type ScheduleRecord, setSchedulePaused, storedZones, unarmedSchedules } from './db/schedules';
-import { armInstants, schedulesAsStored } from './recurring/schedules';
+import { armInstants, schedulesAsStored, type UnparsableSchedule } from './recurring/schedules';
 import { completeExecutions } from './db/executions';
 import { cancelJob, claimJobs, countJobs, enqueueJobs, type EnqueueRows, type JobCount, type ProgressRow, readAbsence, readJob, recoverJobs, reportProgress, watchJob } from './db/jobs';
 import { assertMigrated } from './db/migrator';
@@ -37,8 +37,12 @@ export interface Ledger {
   recordStep(args: { workerId: string; jobId: JobId; execution: number; name: string; resultJson: string }): Promise<StepRecord>;
   /** The latest ctx.progress value of running attempts (src/worker/progress.ts); how many rows took theirs. */
   reportProgress(workerId: string, rows: ProgressRow[]): Promise<number>;
-  /** The schedules pass (docs/schedules.md): arms every schedule of the namespace that needs a fire; how many. Absent: the ledger keeps no schedules. */
-  armSchedules?(namespace: string): Promise<number>;
+  /**
+   * The schedules pass (docs/schedules.md): arms every schedule of the namespace that needs a fire;
+   * how many. One this runtime cannot parse stays unarmed and is told to `onUnparsable`. Absent:
+   * the ledger keeps no schedules.
+   */
+  armSchedules?(namespace: string, onUnparsable?: (u: UnparsableSchedule) => void): Promise<number>;
   /** The namespace's schedules (or the one named), as client.schedules.list shows them. */
   listSchedules?(namespace: string, name?: string): Promise<ScheduleRecord[]>;
   /** Pauses (its unstarted armed fire deleted) or resumes a schedule; false: no such schedule. A resumed one is armed by the next pass. */
@@ -130,8 +134,8 @@ export function sqlLedger(base: Db, options: { deadlineMs?: number } = {}): Ledg
     loadSteps: (jobId) => loadSteps(db, jobId),
     recordStep: (args) => recordStep(db, args),
     reportProgress: (workerId, rows) => reportProgress(db, workerId, rows),
-    armSchedules: async (namespace) => {
-      const { names, versions, instants } = armInstants(await unarmedSchedules(db, namespace));
+    armSchedules: async (namespace, onUnparsable) => {
+      const { names, versions, instants } = armInstants(await unarmedSchedules(db, namespace), onUnparsable);
       return armSchedules(db, namespace, names, versions, instants);
     },
     pruneJobs: (args) => pruneJobs(within(args.timeoutMs), args),

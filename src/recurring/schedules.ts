@@ -175,8 +175,20 @@ export interface UnarmedSchedule {
   now: Date;
 }
 
-/** The instants to arm: the next after the ended fire's instant, else the next after the database's now (a schedule added, changed or resumed). */
-export function armInstants(unarmed: UnarmedSchedule[]): { names: string[]; versions: number[]; instants: (Date | null)[] } {
+/** A stored schedule this runtime cannot parse (its ICU lacks the zone, or the cron is a newer build's): left unarmed. */
+export interface UnparsableSchedule {
+  name: string;
+  cron: string;
+  timeZone: string;
+  err: Error;
+}
+
+/**
+ * The instants to arm: the next after the ended fire's instant, else the next after the database's
+ * now (a schedule added, changed or resumed). A schedule this runtime cannot parse gets none (left
+ * unarmed: another worker's runtime may) and is told to `onUnparsable`.
+ */
+export function armInstants(unarmed: UnarmedSchedule[], onUnparsable?: (u: UnparsableSchedule) => void): { names: string[]; versions: number[]; instants: (Date | null)[] } {
   const names: string[] = [];
   const versions: number[] = [];
   const instants: (Date | null)[] = [];
@@ -184,8 +196,9 @@ export function armInstants(unarmed: UnarmedSchedule[]): { names: string[]; vers
     let at: Date | null;
     try {
       at = scheduleOf(u.cron, u.timeZone).next(u.afterFire ?? u.now);
-    } catch {
-      at = null; // a stored expression this build cannot parse: left unarmed
+    } catch (err) {
+      at = null;
+      onUnparsable?.({ name: u.name, cron: u.cron, timeZone: u.timeZone, err: err instanceof Error ? err : new Error(String(err)) });
     }
     names.push(u.name);
     versions.push(u.version);

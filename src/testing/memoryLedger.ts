@@ -249,7 +249,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): MemoryLedger {
     countJobs: (namespace, cap) => call('countJobs', () => countJobs(store, namespace, cap)),
     publishEvents: (namespace, rows) => call('publishEvents', (tx) => publishEvents(store, tx, namespace, rows)),
     fanOutEvents: (args) => call('fanOutEvents', (tx) => fanOutEvents(store, tx, args)),
-    armSchedules: (namespace) => call('armSchedules', (tx) => armSchedules(store, tx, namespace)),
+    armSchedules: (namespace, onUnparsable) => call('armSchedules', (tx) => armSchedules(store, tx, namespace, onUnparsable)),
     listSchedules: (namespace, name) => call('listSchedules', () => listSchedules(store, namespace, name)),
     pauseSchedule: (namespace, name, paused) => call('pauseSchedule', (tx) => pauseSchedule(store, tx, namespace, name, paused)),
     listen(channel, handlers) {

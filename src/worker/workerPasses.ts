@@ -3,6 +3,7 @@ import { finalize, type SchedulerLike, type Subscription } from 'rxjs';
 import { type LeaseClock, PIPELINE } from '../config';
 import type { PassSchedule } from '../db/types';
 import type { Ledger } from '../ledger';
+import type { UnparsableSchedule } from '../recurring/schedules';
 import type { WorkerMetrics } from './metrics';
 import { recoveryPass } from './recovery';
 
@@ -39,9 +40,23 @@ export function workerPasses(deps: WorkerPassesDeps): WorkerPasses {
   const { ledger, namespace, clock, logger, metrics, wakeups, scheduler, random } = deps;
   const recoveries = new Set<Subscription>();
 
+  // A stored schedule this worker cannot parse stays unarmed: said once per schedule and spec, not
+  // at every pass (test/recurring/unparsable.test.ts).
+  const unparsableSaid = new Set<string>();
+  const onUnparsable = (u: UnparsableSchedule) => {
+    const key = JSON.stringify([u.name, u.cron, u.timeZone]);
+    if (unparsableSaid.has(key)) return;
+    if (unparsableSaid.size > 1_000) unparsableSaid.clear();
+    unparsableSaid.add(key);
+    logger.warn(
+      { schedule: u.name, cron: u.cron, timeZone: u.timeZone, err: u.err, namespace },
+      "a stored schedule this worker cannot parse (a zone its Node's ICU does not know, or a cron a newer build accepted) stays unarmed: upgrade this worker's Node, or change the schedule",
+    );
+  };
+
   let arming: Promise<void> | undefined;
   const armSchedules = (): Promise<void> =>
-    (arming ??= Promise.resolve(ledger.armSchedules?.(namespace))
+    (arming ??= Promise.resolve(ledger.armSchedules?.(namespace, onUnparsable))
       .then((armed) => {
         if (armed) logger.debug({ armed }, 'schedules armed');
       })

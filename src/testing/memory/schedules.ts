@@ -6,7 +6,7 @@
  */
 import type { ScheduleRecord } from '../../db/schedules';
 import type { ClaimedFire, DeclaredSchedule } from '../../db/types';
-import { armInstants } from '../../recurring/schedules';
+import { armInstants, type UnparsableSchedule } from '../../recurring/schedules';
 import { copyJson, type MemoryJob, type MemorySchedule, type Store, type Tx } from './state';
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -85,14 +85,14 @@ export function reconcileSchedules(store: Store, tx: Tx, namespace: string, name
  * longer that fire's); how many were armed. One changed while its fire runs (nextFireAt null) gets
  * the pending instant after now, which that fire's end arms (acta.arm_schedules).
  */
-export function armSchedules(store: Store, tx: Tx, namespace: string): number {
+export function armSchedules(store: Store, tx: Tx, namespace: string, onUnparsable?: (u: UnparsableSchedule) => void): number {
   const unarmed = store.schedulesIn(namespace).flatMap((s) => {
     const j = s.jobId === null ? undefined : store.jobs.get(s.jobId);
     if (s.paused || (j && !ENDED.has(j.status) && s.nextFireAt !== null)) return [];
     const afterFire = j && ENDED.has(j.status) && s.nextFireAt === j.scheduledAt ? new Date(j.scheduledAt as number) : null;
     return [{ name: s.name, version: s.version, cron: s.cron, timeZone: s.timeZone, afterFire, now: new Date(tx.now) }];
   });
-  const { names, versions, instants } = armInstants(unarmed);
+  const { names, versions, instants } = armInstants(unarmed, onUnparsable);
   let armed = 0;
   names.forEach((name, i) => {
     const s = store.schedule(namespace, name);
