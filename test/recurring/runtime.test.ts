@@ -193,6 +193,14 @@ describe('acta schedule', () => {
     if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'ops', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build`');
   });
 
+  test('list: a schedule this Node cannot parse (a zone its ICU lacks) is said on stderr, its line unchanged', async () => {
+    const ns = `cli-${randomUUID().slice(0, 8)}`;
+    await db.query(`insert into acta.schedules (namespace, name, definition, cron, time_zone, source) values ($1, 'mars', 'report', '0 2 * * *', 'Mars/Olympus_Mons', 'runtime')`, [ns]);
+    const list = await acta(['schedule', 'list', '--namespace', ns]);
+    expect(list).toMatchObject({ code: 0, stdout: 'mars\treport\t"0 2 * * *"\tMars/Olympus_Mons\truntime\tactive\tnext=-\tlast=-\toutcome=-\n' });
+    expect(list.stderr).toMatch(/^note: schedule "mars" \(cron "0 2 \* \* \*" in Mars\/Olympus_Mons\) cannot be parsed by this Node: .+; a worker on such a Node leaves it unarmed and says so in a warn line\n$/);
+  });
+
   test('add, list, pause, resume, trigger, remove: each does what client.schedules does; an unknown name exits 1', async () => {
     const ns = `cli-${randomUUID().slice(0, 8)}`;
     const args = ['schedule', 'add', 'report', '0 9 * * 1-5', '--name', 'weekday', '--time-zone', 'America/New_York', '--payload', '{"k":1}', '--catch-up', 'all', '--catch-up-window-ms', '3600000', '--namespace', ns];

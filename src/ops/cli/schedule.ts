@@ -7,7 +7,18 @@ import { setPausedAnswer } from '../../client/schedules';
 import type { Db } from '../../db/Db';
 import type { ScheduleRecord } from '../../db/schedules';
 import { ConfigError } from '../../errors';
+import { scheduleOf } from '../../recurring/schedules';
 import { jsonArgument } from './jsonArgument';
+
+/** The error this runtime gives parsing a stored schedule's cron in its zone, or null: it parses. */
+function unparsable(cron: string, timeZone: string): string | null {
+  try {
+    scheduleOf(cron, timeZone);
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
 
 /** `acta schedule add|list|pause|resume|trigger|remove` (client.schedules; docs/schedules.md). */
 export function scheduleCommands(cli: Command, withClient: <T>(namespace: string, fn: (client: Client, db: Db) => Promise<T>) => Promise<T>): void {
@@ -60,6 +71,12 @@ export function scheduleCommands(cli: Command, withClient: <T>(namespace: string
       const list = await withClient(o.namespace, (c) => c.schedules.list(name));
       if (name !== undefined && list.length === 0) notFound(name, o.namespace);
       for (const s of list) console.log(o.json ? JSON.stringify(s) : line(s));
+      // A schedule with no next fire that this Node cannot parse: a worker on such a Node leaves it
+      // unarmed (docs/schedules.md, "How a fire happens"). Said on stderr, the lines unchanged.
+      for (const s of list) {
+        const err = s.nextFireAt === null && !s.paused ? unparsable(s.cron, s.timeZone) : null;
+        if (err !== null) console.error(`note: schedule ${JSON.stringify(s.name)} (cron ${JSON.stringify(s.cron)} in ${s.timeZone}) cannot be parsed by this Node: ${err}; a worker on such a Node leaves it unarmed and says so in a warn line`);
+      }
     });
   // A no-op says so, exit 0, as `acta pause` ('already paused') and `acta resume` ('was not paused') do.
   const toggles = [
