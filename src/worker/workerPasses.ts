@@ -50,7 +50,7 @@ export function workerPasses(deps: WorkerPassesDeps): WorkerPasses {
     unparsableSaid.add(key);
     logger.warn(
       { schedule: u.name, cron: u.cron, timeZone: u.timeZone, err: u.err, namespace },
-      "a stored schedule this worker cannot parse (a zone its Node's ICU does not know, or a cron a newer build accepted) stays unarmed: upgrade this worker's Node, or change the schedule",
+      `a stored schedule this worker cannot parse (a zone its Node's ICU does not know, or a cron a newer build accepted) stays unarmed: upgrade this worker's Node, or change the schedule`,
     );
   };
 
