@@ -26,6 +26,7 @@ import { jsonArgument } from './jsonArgument';
 import { registerPublishCommand } from './publish';
 import { registerSignalCommand } from './signal';
 import { registerDashboardCommand } from './dashboard';
+import { installWorkerSignals } from './workerSignals';
 import { deadlineOption, MIGRATE_DEADLINE_S, SQL_DEADLINE_S, withinDeadline } from './deadline';
 
 /**
@@ -242,8 +243,16 @@ export function program(): Command {
     .action(async (modulePath: string, opts: Record<string, unknown>) => {
       if (opts.onAlert !== undefined && opts.alerts !== true) throw new ActaError('ACTA_CLI_USAGE', '--on-alert goes with --alerts (sys.alerts raises the alerts it is told of)');
       const logger = createLogger();
+      const signals = installWorkerSignals(logger);
       const definitions = loadDefinitions(modulePath);
       const db = await connect();
+      // A signal during the module's loading or the connect: nothing was claimed; close and exit 0.
+      const endStart = async () => {
+        signals.stopped();
+        await raceTimeout(db.close().catch(() => undefined), CLOSE_AFTER_FAILURE_MS, asyncScheduler);
+        process.exit(0);
+      };
+      if (signals.stopping) return endStart();
       let redis: { disconnect(): void } | undefined;
       if (typeof opts.redis === 'string') {
         const { Redis } = await import('ioredis');
@@ -279,18 +288,11 @@ export function program(): Command {
         await db.close().catch(() => undefined);
         throw err;
       }
-      let signals = 0;
-      const onSignal = (signal: NodeJS.Signals) => {
-        signals++;
-        if (signals > 1) {
-          logger.warn({ signal }, 'second signal: exiting at once; held rows return through recovery');
-          process.exit(1);
-        }
-        logger.info({ signal }, 'signal: stopping gracefully (send it again to exit at once)');
-        void worker.stop();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
+      if (signals.stopping) {
+        redis?.disconnect();
+        return endStart();
+      }
+      signals.attach(worker);
       try {
         await worker.start();
       } catch (err) {
@@ -304,9 +306,10 @@ export function program(): Command {
         process.exit(1);
       }
       // A signal during start() (e.g. while the database is unreachable) already stopped it.
-      if (signals === 0) logger.info({ target: describeTarget() }, 'acta worker running');
+      if (!signals.stopping) logger.info({ target: describeTarget() }, 'acta worker running');
       try {
         await worker.done;
+        signals.stopped();
         redis?.disconnect(); // not quit(): with Redis down, a QUIT would wait in ioredis' offline queue
         // Bounded: everything is written by now, and a connect in flight to a server that does not
         // answer would hold the close until its connect timeout.
