@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { assertMigrated, connect, createClient, createPgliteDb, DataDirLockedError, type Db, DbUnansweredError, EmbeddedShareClosedError, migrate } from '../src';
+import { assertMigrated, ConfigError, connect, createClient, createPgliteDb, DataDirLockedError, type Db, DbUnansweredError, EmbeddedShareClosedError, migrate, type Queryable } from '../src';
 import { connectShared } from '../src/db/connectShared';
 import { shareDb, socketPathFor, tempSocketPath } from '../src/db/embeddedShare';
 import { waitFor } from './helpers/wait';
@@ -189,6 +189,20 @@ describe('the share on its own (one process serving, another Db reading through 
       }),
     ).rejects.toThrow('body failed');
     expect((await holder.query<{ n: number }>('select count(*)::int as n from t')).rows[0].n).toBe(1);
+    await remote.close();
+  });
+
+  test('a remote tx used after its transaction ended is refused with ConfigError, as on a server (src/db/endedTx.ts), nothing sent', async () => {
+    const remote = await connectShared(socketPath);
+    let stale!: Queryable;
+    await remote.transaction(async (tx) => {
+      stale = tx;
+      await tx.query('insert into t values (4, null, null)');
+    });
+    const err = await stale.query('insert into t values (5, null, null)').then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/^tx was used after its transaction ended/);
+    expect((await holder.query<{ id: number }>('select id from t')).rows).toEqual([{ id: 4 }]);
     await remote.close();
   });
 

@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type Client, connect, createClient, createPgliteDb, createWorker, DataDirLockedError, DataDirUnusableError, DataDirVersionError, defineJob, migrate, type Db, type Queryable } from '../src';
+import { type Client, ConfigError, connect, createClient, createPgliteDb, createWorker, DataDirLockedError, DataDirUnusableError, DataDirVersionError, defineJob, migrate, type Db, type Queryable } from '../src';
 import { lockDataDir, readHolder, removeStaleLock, takeoverPath } from '../src/db/dataDirLock';
 import { livenessPath } from '../src/db/holderLiveness';
 import { EMBEDDED_PG_MAJOR, unusable } from '../src/db/pgliteDb';
@@ -126,6 +126,24 @@ describe('errors on PGlite', () => {
       await db.close();
     }
   });
+});
+
+test('a tx used after its db.transaction ended is refused with ConfigError, as on a server (src/db/endedTx.ts), nothing written; inside its transaction it works', async () => {
+  const db = await createPgliteDb({ dataDir: 'memory://' });
+  try {
+    await db.query('create table t (n int)');
+    let stale!: Queryable;
+    await db.transaction(async (tx) => {
+      stale = tx;
+      await tx.query('insert into t values (1)');
+    });
+    const err = await stale.query('insert into t values (2)').then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/^tx was used after its transaction ended/);
+    expect((await db.query<{ n: number }>('select n from t')).rows).toEqual([{ n: 1 }]);
+  } finally {
+    await db.close();
+  }
 });
 
 describe('the data folder lock', () => {

@@ -6,6 +6,7 @@ import * as net from 'node:net';
 import { timerDelay } from '../config';
 import { DbClosedError, DbUnansweredError, type EmbeddedHolder, EmbeddedShareClosedError } from '../errors';
 import type { CallOptions, Db, ListenHandlers, ListenOptions, Queryable } from './Db';
+import { endingTx } from './endedTx';
 import { DEFAULT_PROBE_TIMEOUT_MS } from './pgListener';
 import { checkSocketDir, CLOSING, decode, encode, errorFrom, EXPIRED, GOODBYE, HELLO, readLines, type Request } from './embeddedShare';
 
@@ -174,13 +175,17 @@ export async function connectShared(socketPath: string, options: { onLost?: () =
       // meanwhile, so the whole is not sent again (not `notTaken`).
       const begun = (err: unknown) => (err instanceof EmbeddedShareClosedError && err.notTaken ? new EmbeddedShareClosedError(socketPath, { cause: err }) : err);
       let result: T;
+      // A tx kept past its transaction is refused as on a server, nothing sent (endedTx.ts), not the holder's "no open transaction".
+      const { tx, end } = endingTx({ query: ((text: string, params?: unknown[]) => query(text, params, deadline, begin).catch((err: unknown) => Promise.reject(begun(err)))) as Queryable['query'] });
       try {
-        result = await fn({ query: ((text: string, params?: unknown[]) => query(text, params, deadline, begin).catch((err: unknown) => Promise.reject(begun(err)))) as Queryable['query'] });
+        result = await fn(tx);
       } catch (err) {
+        end();
         // Not waited for past the deadline: the holder rolls back what it finds of this transaction either way.
         await call({ op: 'rollback', tx: begin }, deadline).catch(() => undefined);
         throw begun(err);
       }
+      end();
       await call({ op: 'commit', tx: begin }, deadline).catch((err: unknown) => Promise.reject(begun(err))); // rejects if the commit failed (a deferred constraint)
       return result;
     },

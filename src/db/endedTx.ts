@@ -7,7 +7,9 @@ import type { Queryable } from './Db';
  * back to the pool at its end, where another caller may hold it in a transaction of its own: a
  * statement sent on a `tx` kept past its end (an enqueue not awaited in `fn`, a tx captured for
  * later) ran outside the caller's transaction, or inside that other one and was lost with its
- * rollback (test/db/enqueue.test.ts, "a tx used after its db.transaction ended"). Everything but
+ * rollback (test/db/enqueue.test.ts, "a tx used after its db.transaction ended"). PGlite's and an
+ * embedded folder's follower's transactions end theirs alike (test/pglite.test.ts,
+ * test/embeddedShare.test.ts), where their own errors were plain ones. Everything but
  * `query` is the inner object's own (a pg client's other methods stay usable).
  */
 export function endingTx<T extends Queryable>(inner: T): { tx: T; end: () => void } {

@@ -5,6 +5,7 @@ import type { PGliteInterface } from '@electric-sql/pglite';
 import { DataDirUnusableError, DataDirVersionError, DbClosedError } from '../errors';
 import { lockDataDir, markUnshared, readLock } from './dataDirLock';
 import type { Db, ListenHandlers, Queryable } from './Db';
+import { endingTx } from './endedTx';
 import { type EmbeddedShare, shareDb, socketPathFor } from './embeddedShare';
 import { removeSideFile, SHARE_SOCKET } from './sideFiles';
 
@@ -141,7 +142,18 @@ export async function createPgliteDb(options: PgliteDbOptions): Promise<Db> {
       kind: 'pglite',
       query: ((text: string, params?: unknown[]) => guarded(() => query(text, params))) as Db['query'],
       prepared: (_name, text, params) => guarded(() => query(text, params)),
-      transaction: (fn) => guarded(() => pglite.transaction((tx) => fn({ query: run(tx) as Queryable['query'] }))),
+      // A tx kept past its transaction is refused as on a server (endedTx.ts), not PGlite's plain "Transaction is closed".
+      transaction: (fn) =>
+        guarded(() =>
+          pglite.transaction(async (tx) => {
+            const { tx: ending, end } = endingTx({ query: run(tx) as Queryable['query'] });
+            try {
+              return await fn(ending);
+            } finally {
+              end();
+            }
+          }),
+        ),
       async listen(channel: string, handlers: ListenHandlers) {
         const unlisten = await guarded(() => tracked(pglite.listen(channel, (payload) => handlers.onNotify(payload))));
         if (closed) throw new DbClosedError(); // closed while LISTEN ran: close() ends the instance
