@@ -138,16 +138,31 @@ export class EmbeddedShareClosedError extends ActaError {
 export class DbUnansweredError extends ActaError {
   /** The embedded holder the call went to (its socket, and its pid when known); undefined for a server. */
   readonly holder?: EmbeddedHolder;
+  /** On a server: the backend process of the dropped connection, when it had been made (pg_stat_activity's pid). */
+  readonly backendPid?: number;
+  /**
+   * True when the server was asked afterwards, on a new connection, and its backend was still
+   * running the statement: the server was reached and the statement was slow, not the network
+   * silent (the CLI's `--deadline`: src/ops/cli/deadline.ts; test/cli.test.ts).
+   */
+  readonly stillRunning?: boolean;
 
   /** `advice`: what to do next, in the caller's words (the CLI's `--deadline`), after the message. */
   constructor(
     readonly deadlineMs: number,
     advice?: string,
-    options?: { cause?: unknown; holder?: EmbeddedHolder },
+    options?: { cause?: unknown; holder?: EmbeddedHolder; backendPid?: number; stillRunning?: boolean },
   ) {
-    super('ACTA_DB_UNANSWERED', `${unanswered(deadlineMs, options?.holder)}${advice ? `; ${advice}` : ''}`, options && { cause: options.cause });
+    const what = options?.stillRunning ? stillRunningMessage(deadlineMs) : unanswered(deadlineMs, options?.holder);
+    super('ACTA_DB_UNANSWERED', `${what}${advice ? `; ${advice}` : ''}`, options && { cause: options.cause });
     if (options?.holder !== undefined) this.holder = options.holder;
+    if (options?.backendPid !== undefined) this.backendPid = options.backendPid;
+    if (options?.stillRunning) this.stillRunning = true;
   }
+}
+
+function stillRunningMessage(deadlineMs: number): string {
+  return `the statement was still running on the database after ${deadlineMs} ms: its connection was dropped, and the statement may still finish there`;
 }
 
 /** The process holding an embedded folder, as a follower reaches it (src/db/embeddedShare.ts). */

@@ -233,6 +233,13 @@ test('`acta sql` and `acta migrate` take --deadline <s> (default 300 and 3600 s;
   }
 });
 
+test('`acta sql` past its --deadline on a server that took the statement and is still running it says so, not that the database was not reached (the silent network\'s case: test/faults/partition.test.ts)', async () => {
+  const slow = await acta(['sql', 'select pg_sleep(3)', '--deadline', '1']);
+  expect(slow.code).toBe(1);
+  expect(slow.stderr).toMatch(/^acta: the statement was still running on the database after 1000 ms: its connection was dropped, and the statement may still finish there; a longer statement needs a larger --deadline <s> \(now 1\) \(the database: postgres:\/\/.*\)\n$/);
+  expect(slow.stderr).not.toContain('was not reached');
+});
+
 test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>` cancels a Ready one; another namespace\'s job, a malformed id, a job not Ready: exit 1 with a message', async () => {
   const enqueued = await acta(['enqueue', 'cli-echo', '{"look":"here"}', '--namespace', 'cli-job', '--max-attempts', '2', '--force']); // no worker in cli-job
   expect(enqueued.code).toBe(0);

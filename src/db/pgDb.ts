@@ -347,7 +347,9 @@ function onClientWithin<T>(pool: Pool, ms: number, fn: (client: PoolClient) => P
         setImmediate(() => {
           if (settled) return;
           settled = true;
-          reject(new DbUnansweredError(ms));
+          // The backend's pid lets a caller ask the server whether it still runs the statement (src/db/backendProbe.ts).
+          const backendPid = (client as { processID?: number | null } | undefined)?.processID ?? undefined;
+          reject(new DbUnansweredError(ms, undefined, { backendPid }));
           if (client) destroyConnection(client);
         }),
       waitMs,

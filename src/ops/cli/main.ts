@@ -354,10 +354,12 @@ function printFailure(err: unknown): void {
   const holder = err instanceof DbUnansweredError && err.holder !== undefined;
   // A schema not migrated is named too: with DATABASE_URL unset (a new shell), the command read an
   // embedded folder of the current one, and "run acta migrate" would migrate that (test/cli.test.ts).
+  // A statement the server was still running at the deadline reached it (deadline.ts).
+  const running = err instanceof DbUnansweredError && err.stillRunning === true;
   const where =
-    (!expected || err instanceof DbUnansweredError) && !holder && isUnreachableError(err)
+    (!expected || err instanceof DbUnansweredError) && !holder && !running && isUnreachableError(err)
       ? ` (the database ${describeTarget()} was not reached: is the server up and reachable, and DATABASE_URL right?)`
-      : err instanceof SchemaNotMigratedError
+      : err instanceof SchemaNotMigratedError || running
         ? ` (the database: ${describeTarget()})`
         : '';
   console.error(`acta: ${err.message}${where}${expected ? '' : ' (set ACTA_DEBUG=1 for the stack)'}`);
