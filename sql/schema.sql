@@ -2383,6 +2383,30 @@ begin
 end
 $function$;
 
+-- acta.recheck_gates: sql/functions/recheck_gates.sql
+CREATE OR REPLACE FUNCTION acta.recheck_gates(p_namespace text, p_names text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  update acta.gates g set recheck_at = now()
+  where (g.namespace, g.kind, g.key) in (
+    select x.namespace, x.kind, x.key
+    from acta.gates x
+    where x.namespace = p_namespace and x.recheck_at > now() and x.kind in ('concurrency', 'rate')
+      and exists (select 1 from acta.jobs p
+                  where p.namespace = p_namespace and p.blocked_by = x.kind
+                    and (case p.blocked_by when 'rate' then p.rate_key else p.concurrency_key end) = x.key
+                    and p.status = 'ready' and p.definition = any (p_names))
+    order by x.kind, x.key
+    for update skip locked
+  );
+  if found then
+    perform pg_notify('acta_jobs', p_namespace);
+  end if;
+end
+$function$;
+
 -- acta.reconcile_schedules: sql/functions/reconcile_schedules.sql
 CREATE OR REPLACE FUNCTION acta.reconcile_schedules(p_namespace text, p_names text[])
  RETURNS void
@@ -2501,6 +2525,7 @@ AS $function$
 #variable_conflict use_column
 declare
   v_dead_definitions text[];
+  v_version  bigint;
   v_ids      bigint[];
   v_execs    integer[];
   v_statuses text[];
@@ -2522,6 +2547,7 @@ begin
   from dead d cross join lateral unnest(d.definitions) as x(name);
   -- A dead worker's declarations give way to the live workers' (acta.refresh_definitions).
   if v_dead_definitions is not null then
+    select n.policy_version into v_version from acta.namespaces n where n.name = p_namespace;
     perform acta.refresh_definitions(p_namespace, v_dead_definitions);
   end if;
 
@@ -2599,6 +2625,10 @@ begin
   if v_released then
     perform pg_notify('acta_jobs', p_namespace);
   end if;
+  if v_dead_definitions is not null
+     and exists (select 1 from acta.namespaces n where n.name = p_namespace and n.policy_version is distinct from v_version) then
+    perform acta.recheck_gates(p_namespace, v_dead_definitions);
+  end if;
   return query select * from unnest(v_ids, v_execs, v_statuses, v_charged);
 end
 $function$;
@@ -2663,7 +2693,9 @@ CREATE OR REPLACE FUNCTION acta.register_worker(p_worker uuid, p_namespace text,
  LANGUAGE plpgsql
 AS $function$
 declare
-  v_repeat boolean;
+  v_repeat  boolean;
+  v_version bigint;
+  v_passes  text[];
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
   insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts, build, policies, lease_ms)
@@ -2674,11 +2706,18 @@ begin
   select p_namespace, d.name from unnest(p_definitions) as d(name)
   order by d.name
   on conflict (namespace, name) do nothing;
+  select n.policy_version into v_version from acta.namespaces n where n.name = p_namespace;
   perform acta.refresh_definitions(p_namespace, p_definitions);
   if v_repeat then
-    return p_passes; -- see Repeatable
+    v_passes := p_passes; -- see Repeatable
+  else
+    v_passes := array(select acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms));
   end if;
-  return array(select acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms));
+  -- A policy that changed applies at once to the rows parked under the old one; last (its Locks).
+  if exists (select 1 from acta.namespaces n where n.name = p_namespace and n.policy_version is distinct from v_version) then
+    perform acta.recheck_gates(p_namespace, p_definitions);
+  end if;
+  return v_passes;
 end
 $function$;
 
@@ -3101,13 +3140,18 @@ AS $function$
 declare
   v_namespace   text;
   v_definitions text[];
+  v_version     bigint;
 begin
   update acta.workers set status = 'stopped', stopped_at = now() where id = p_worker
   returning namespace, definitions into v_namespace, v_definitions;
   if not found then
     return false;
   end if;
+  select n.policy_version into v_version from acta.namespaces n where n.name = v_namespace;
   perform acta.refresh_definitions(v_namespace, v_definitions);
+  if exists (select 1 from acta.namespaces n where n.name = v_namespace and n.policy_version is distinct from v_version) then
+    perform acta.recheck_gates(v_namespace, v_definitions);
+  end if;
   return true;
 end
 $function$;

@@ -11,7 +11,8 @@
 -- A job's limit is its own max_attempts, else its definition's, else 25 (migration 0004). Each
 -- returned attempt gets its acta.executions row ('lost', charged, with the error; or
 -- 'lost_uncharged'). Workers silent for longer than p_dead_after_ms are marked dead, their policies
--- given back to the live workers (acta.refresh_definitions). Returns the rows it moved: job_id,
+-- given back to the live workers (acta.refresh_definitions; a policy that changed applies at once to
+-- the rows parked under the old one: acta.recheck_gates, last). Returns the rows it moved: job_id,
 -- execution (of the lost attempt), new status, charged.
 -- Hand-on, as acta.complete_executions': a returned row frees its key's slot; a lane head that
 -- ended Failed or Cancelled hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
@@ -20,7 +21,8 @@
 -- Time: one clock read once the returned rows are locked is their attempts' finished_at and run_at:
 -- a step recorded before carries an earlier time (docs/decisions/2026-12-05-ledger-times.md).
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
--- returns p_limit rows); then the gates of the returned rows in increasing order (acta.gate_lock).
+-- returns p_limit rows); then the gates of the returned rows in increasing order (acta.gate_lock);
+-- last, when a dead worker's declarations changed a policy, gate rows (acta.recheck_gates).
 -- Plan: the expired rows through jobs_lease_idx in lease order, then by primary key from their
 -- ids; no sequential scans (test/db/plans.test.ts).
 create or replace function acta.recover_jobs(
@@ -35,6 +37,7 @@ as $$
 #variable_conflict use_column
 declare
   v_dead_definitions text[];
+  v_version  bigint;
   v_ids      bigint[];
   v_execs    integer[];
   v_statuses text[];
@@ -56,6 +59,7 @@ begin
   from dead d cross join lateral unnest(d.definitions) as x(name);
   -- A dead worker's declarations give way to the live workers' (acta.refresh_definitions).
   if v_dead_definitions is not null then
+    select n.policy_version into v_version from acta.namespaces n where n.name = p_namespace;
     perform acta.refresh_definitions(p_namespace, v_dead_definitions);
   end if;
 
@@ -132,6 +136,10 @@ begin
   end loop;
   if v_released then
     perform pg_notify('acta_jobs', p_namespace);
+  end if;
+  if v_dead_definitions is not null
+     and exists (select 1 from acta.namespaces n where n.name = p_namespace and n.policy_version is distinct from v_version) then
+    perform acta.recheck_gates(p_namespace, v_dead_definitions);
   end if;
   return query select * from unnest(v_ids, v_execs, v_statuses, v_charged);
 end

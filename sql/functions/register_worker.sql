@@ -19,7 +19,8 @@
 -- of a version before migration 0022, which does not pass it, during a rolling upgrade): counted live.
 -- Locks: the acta.definitions rows, inserted and updated in name order (two workers starting at
 -- once take them in the same order); the namespace's row when a policy changed; the pass rows it
--- takes.
+-- takes; then, when a policy changed, gate rows (acta.recheck_gates: a limit that changed applies
+-- at once to the rows parked under the old one), last.
 drop function if exists acta.register_worker(uuid, text, text, integer, text[]);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[]);
 drop function if exists acta.register_worker(uuid, text, text, integer, text[], integer[], integer);
@@ -40,7 +41,9 @@ create or replace function acta.register_worker(
 ) returns text[]
 language plpgsql as $$
 declare
-  v_repeat boolean;
+  v_repeat  boolean;
+  v_version bigint;
+  v_passes  text[];
 begin
   insert into acta.namespaces (name) values (p_namespace) on conflict do nothing;
   insert into acta.workers (id, namespace, hostname, pid, definitions, max_attempts, build, policies, lease_ms)
@@ -51,10 +54,17 @@ begin
   select p_namespace, d.name from unnest(p_definitions) as d(name)
   order by d.name
   on conflict (namespace, name) do nothing;
+  select n.policy_version into v_version from acta.namespaces n where n.name = p_namespace;
   perform acta.refresh_definitions(p_namespace, p_definitions);
   if v_repeat then
-    return p_passes; -- see Repeatable
+    v_passes := p_passes; -- see Repeatable
+  else
+    v_passes := array(select acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms));
   end if;
-  return array(select acta.take_passes(p_namespace, p_passes, p_pass_intervals_ms));
+  -- A policy that changed applies at once to the rows parked under the old one; last (its Locks).
+  if exists (select 1 from acta.namespaces n where n.name = p_namespace and n.policy_version is distinct from v_version) then
+    perform acta.recheck_gates(p_namespace, p_definitions);
+  end if;
+  return v_passes;
 end
 $$;

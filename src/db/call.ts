@@ -34,6 +34,7 @@ export const SIGNATURES = {
   gate_lock: 'p_namespace text, p_kind text, p_key text',
   gate_room: 'p_namespace text, p_kind text, p_key text, p_definition text, p_at timestamp with time zone, OUT room integer, OUT next_at timestamp with time zone',
   release_gate: 'p_namespace text, p_kind text, p_key text',
+  recheck_gates: 'p_namespace text, p_names text[]',
   pause: 'p_namespace text, p_definition text, p_by text, p_reason text',
   resume: 'p_namespace text, p_definition text',
   arm_schedules: 'p_namespace text, p_names text[], p_versions integer[], p_instants timestamp with time zone[]',

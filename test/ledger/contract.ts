@@ -1225,36 +1225,36 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect((await claim(ns, randomUUID(), ['solo'], 10)).rows).toEqual([]);
     });
 
-    test('a gate whose recheck has come releases what it has room for, and wakes the namespace: a limit raised by a new declaration lets parked rows run', async () => {
+    test('a gate whose recheck has come releases what it has room for, and wakes the namespace: a limit raised by a new declaration lets parked rows run at the next claim', async () => {
       const ns = fresh();
       const worker = await declare(ns, [defineJob({ name: 'grow', handler, concurrency: { limit: 1 } })]);
       const jobIds = await ids(ns, [0, 1, 2, 3].map((i) => ({ definition: 'grow', payload: { i }, concurrencyKey: 'k' })));
       expect((await claim(ns, worker, ['grow'], 10)).rows).toHaveLength(1);
       expect(await parked(ns, jobIds)).toHaveLength(3);
       await ledger.stopWorker(worker);
+      // The policy changed: the key's recheck is now (acta.recheck_gates), not after the bounce.
       const next = await declare(ns, [defineJob({ name: 'grow', handler, concurrency: { limit: 3 } })], { build: 'b2' });
-      expect((await claim(ns, next, ['grow'], 10)).rows).toEqual([]); // the recheck has not come
-      await h.advance(2_001);
       let got: ClaimedRow[] = [];
       expect(await woken(async () => (got = (await claim(ns, next, ['grow'], 10)).rows))).toEqual([ns]);
       expect(iOf(got)).toEqual([1, 2]);
       expect(await parked(ns, jobIds)).toEqual([[3, 'concurrency']]);
     });
 
-    test('a new row of a key does not pass its parked rows even while the key has room: the claim parks it behind them and releases them', async () => {
+    test('a new row of a key does not pass its parked rows even while the key has room: the claim parks it behind them, and the slot handed on goes to them first', async () => {
       const ns = fresh();
-      const worker = await declare(ns, [defineJob({ name: 'grow', handler, concurrency: { limit: 1 } })]);
-      const jobIds = await ids(ns, [0, 1, 2, 3].map((i) => ({ definition: 'grow', payload: { i }, concurrencyKey: 'k' })));
-      expect((await claim(ns, worker, ['grow'], 10)).rows).toHaveLength(1);
-      await ledger.stopWorker(worker);
-      const next = await declare(ns, [defineJob({ name: 'grow', handler, concurrency: { limit: 3 } })], { build: 'b2' });
+      // Two definitions share the key: "wide" has room (1 of 3 held) while "narrow"'s rows wait parked.
+      const worker = await declare(ns, [defineJob({ name: 'narrow', handler, concurrency: { limit: 1 } }), defineJob({ name: 'wide', handler, concurrency: { limit: 3 } })]);
+      const jobIds = await ids(ns, [0, 1, 2].map((i) => ({ definition: 'narrow', payload: { i }, concurrencyKey: 'k' })));
+      const first = await claim(ns, worker, ['narrow', 'wide'], 10);
+      expect(iOf(first.rows)).toEqual([0]);
       await h.advance(10);
-      const [late] = await ids(ns, [{ definition: 'grow', payload: { i: 4 }, concurrencyKey: 'k' }]);
-      let got: ClaimedRow[] = [];
-      expect(await woken(async () => (got = (await claim(ns, next, ['grow'], 10)).rows))).toEqual([ns]);
-      expect(got).toEqual([]);
-      expect(await parked(ns, [...jobIds, late])).toEqual([3, 4].map((i) => [i, 'concurrency']));
-      expect(iOf((await claim(ns, next, ['grow'], 10)).rows)).toEqual([1, 2]);
+      const [late] = await ids(ns, [{ definition: 'wide', payload: { i: 3 }, concurrencyKey: 'k' }]);
+      expect((await claim(ns, worker, ['narrow', 'wide'], 10)).rows).toEqual([]);
+      expect(await parked(ns, [...jobIds, late])).toEqual([1, 2, 3].map((i) => [i, 'concurrency']));
+      // The slot handed on goes to the first parked row, not to the newer one.
+      expect(await woken(() => complete(worker, completion(first.rows)))).toEqual([ns]);
+      expect(iOf((await claim(ns, worker, ['narrow', 'wide'], 10)).rows)).toEqual([1]);
+      expect(await parked(ns, [...jobIds, late])).toEqual([2, 3].map((i) => [i, 'concurrency']));
     });
   });
 
@@ -1614,6 +1614,24 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       await complete(worker, completion(rows));
       await h.advance(1_001);
       expect(iOf((await claim(ns, worker, ['call'], 10)).rows)).toEqual([]);
+    });
+
+    test('a rate limit raised by a deploy, or dropped, applies to the rows parked under the old one at the next claim, not at the old meter\'s next token', async () => {
+      const ns = fresh();
+      const old = await declare(ns, [defineJob({ name: 'call', handler, rate: { limit: 2, perMs: 3_600_000 } }), defineJob({ name: 'pull', handler, rate: { limit: 1, perMs: 3_600_000 } })], { build: 'b1' });
+      await h.advance(10);
+      const worker = await declare(ns, [defineJob({ name: 'call', handler, rate: { limit: 10, perMs: 3_600_000 } }), defineJob({ name: 'pull', handler })], { build: 'b2' });
+      const callIds = await ids(ns, [0, 1, 2, 3, 4, 5].map((i) => ({ definition: 'call', payload: { i }, rateKey: 'call' })));
+      const pullIds = await ids(ns, [0, 1, 2].map((i) => ({ definition: 'pull', payload: { i }, rateKey: 'pull' })));
+      const first = await claim(ns, old, ['call', 'pull'], 10);
+      expect(first.rows.map((r) => [r.definition, (r.payload as { i: number }).i])).toEqual([['call', 0], ['call', 1], ['pull', 0]]);
+      expect(await parked(ns, callIds)).toEqual([2, 3, 4, 5].map((i) => [i, 'rate']));
+      expect(await parked(ns, pullIds)).toEqual([1, 2].map((i) => [i, 'rate']));
+      await complete(old, completion(first.rows));
+      // b1 gone: 10 an hour for "call" (8 tokens left), no meter for "pull".
+      await ledger.stopWorker(old);
+      const next = await claim(ns, worker, ['call', 'pull'], 10);
+      expect(next.rows.map((r) => [r.definition, (r.payload as { i: number }).i])).toEqual([['call', 2], ['call', 3], ['call', 4], ['call', 5], ['pull', 1], ['pull', 2]]);
     });
 
     test('a worker silent for deadAfterMs is marked dead by the recovery pass, and its declaration gives way', async () => {

@@ -73,3 +73,19 @@ export function releaseGate(store: Store, tx: Tx, namespace: string, kind: GateK
   }
   return released;
 }
+
+/**
+ * acta.recheck_gates (sql/functions/recheck_gates.sql): after a policy change of `names`, the
+ * concurrency keys and rate meters their rows are parked at are rechecked by the next claim.
+ */
+export function recheckGates(store: Store, tx: Tx, namespace: string, names: readonly string[]): void {
+  let moved = false;
+  for (const g of store.gatesIn(namespace)) {
+    if (g.kind === 'lane' || g.recheckAt === null || g.recheckAt <= tx.now) continue;
+    const kind = g.kind;
+    if (!store.jobsIn(namespace).some((p) => p.status === 'ready' && p.blockedBy === kind && gateKeyOf(p, kind) === g.key && names.includes(p.definition))) continue;
+    g.recheckAt = tx.now;
+    moved = true;
+  }
+  if (moved) tx.notify(namespace);
+}

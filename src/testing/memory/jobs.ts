@@ -7,7 +7,7 @@ import { missingPolicyKeys, unusedPolicyKeys } from '../../policies/enqueueRule'
 import { retryDelayParam } from '../../db/executions';
 import { attemptLimit, type DepthStatus, type EnqueueRows, EXECUTIONS_SHOWN, type JobCount, type ProgressRow } from '../../db/jobs';
 import type { CancelAnswer, CompletionAck, CompletionOutcome, CompletionRow, ExecutionOutcome, JobId, JobRecord, JobStatus, RecoveredRow, StepRecord, StoredError } from '../../db/types';
-import { releaseGate } from './gates';
+import { recheckGates, releaseGate } from './gates';
 import { deleteAtCompletion } from './retention';
 import { fireEnded } from './schedules';
 import { copyJson, type GateKind, jobIdOf, type MemoryJob, parseJsonb, SqlStateError, type Store, type Tx } from './state';
@@ -242,7 +242,7 @@ export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; dea
       w.definitions.forEach((d) => dead.add(d));
     }
   }
-  if (dead.size > 0) refreshDefinitions(store, tx, namespace, [...dead]);
+  const changed = dead.size > 0 && refreshDefinitions(store, tx, namespace, [...dead]);
 
   const expired = store
     .jobsIn(namespace)
@@ -287,6 +287,7 @@ export function recoverJobs(store: Store, tx: Tx, args: { namespace: string; dea
     if ((kind === 'lane' || store.gate(namespace, kind, key)) && releaseGate(store, tx, namespace, kind, key) > 0) released = true;
   }
   if (released) tx.notify(namespace);
+  if (changed) recheckGates(store, tx, namespace, [...dead]);
   return out;
 }
 

@@ -2,6 +2,7 @@
  * Workers, their heartbeat and passes, and the policies they declare (docs/DESIGN.md, "The lease
  * clock" and "Policies"; migrations 0004, 0007, 0008).
  */
+import { recheckGates } from './gates';
 import { releaseWaits } from './workflows';
 import { reconcileSchedules } from './schedules';
 import type { DeclaredPolicy, HeartbeatResult, PassSchedule } from '../../db/types';
@@ -34,17 +35,18 @@ export function registerWorker(store: Store, tx: Tx, args: RegisterArgs): { dueP
     });
   }
   for (const name of [...args.definitions].sort()) store.ensureDefinition(args.namespace, name, tx.now);
-  refreshDefinitions(store, tx, args.namespace, args.definitions);
-  if (repeat) return { duePasses: passes.map((p) => p.name) };
-  return { duePasses: takePasses(store, tx, args.namespace, passes) };
+  const changed = refreshDefinitions(store, tx, args.namespace, args.definitions);
+  const duePasses = repeat ? passes.map((p) => p.name) : takePasses(store, tx, args.namespace, passes);
+  if (changed) recheckGates(store, tx, args.namespace, args.definitions);
+  return { duePasses };
 }
 
 /** Canonical JSON, so that two policies compare as jsonb does (key order aside). */
 const canonical = (value: unknown): string =>
   JSON.stringify(value, (_k, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
 
-/** acta.refresh_definitions (sql/functions/refresh_definitions.sql): the policies the live workers' declarations give. */
-export function refreshDefinitions(store: Store, tx: Tx, namespace: string, names: string[]): void {
+/** acta.refresh_definitions (sql/functions/refresh_definitions.sql): the policies the live workers' declarations give; whether one changed. */
+export function refreshDefinitions(store: Store, tx: Tx, namespace: string, names: string[]): boolean {
   const live: { name: string; maxAttempts: number | null; startedAt: number; build: string | null; policy: DeclaredPolicy | null; seq: number }[] = [];
   let seq = 0;
   for (const w of store.workers.values()) {
@@ -85,6 +87,7 @@ export function refreshDefinitions(store: Store, tx: Tx, namespace: string, name
   const ns = store.namespaces.get(namespace);
   if (changed > 0 && ns) ns.policyVersion++;
   if (changed > 0) reconcileSchedules(store, tx, namespace, names);
+  return changed > 0;
 }
 
 /** acta.stop_worker (sql/functions/stop_worker.sql). */
@@ -93,7 +96,7 @@ export function stopWorker(store: Store, tx: Tx, workerId: string): void {
   if (!w) return;
   w.status = 'stopped';
   w.stoppedAt = tx.now;
-  refreshDefinitions(store, tx, w.namespace, w.definitions);
+  if (refreshDefinitions(store, tx, w.namespace, w.definitions)) recheckGates(store, tx, w.namespace, w.definitions);
 }
 
 /** acta.take_passes (sql/functions/take_passes.sql). */
