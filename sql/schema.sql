@@ -2639,12 +2639,15 @@ CREATE OR REPLACE FUNCTION acta.refresh_definitions(p_namespace text, p_names te
  LANGUAGE plpgsql
 AS $function$
 declare
-  v_changed integer;
+  v_changed  integer;
+  v_was_fair text[];
+  v_name     text;
 begin
   perform 1 from acta.definitions d
   where d.namespace = p_namespace and d.name = any (p_names)
   order by d.name
   for update;
+  v_was_fair := array(select d.name from acta.definitions d where d.namespace = p_namespace and d.name = any (p_names) and d.fair);
   with live as (
     select x.name, x.max_attempts, w.started_at, w.build, w.policies -> x.name as policy
     from acta.workers w
@@ -2680,6 +2683,23 @@ begin
     and (d.max_attempts, d.timeout_ms, d.concurrency_limit, d.rate_limit, d.rate_per_ms, d.fair, d.build, d.policy)
         is distinct from (p.max_attempts, p.timeout_ms, p.concurrency_limit, p.rate_limit, p.rate_per_ms, p.fair, p.build, p.policy);
   get diagnostics v_changed = row_count;
+  for v_name in select d.name from acta.definitions d where d.namespace = p_namespace and d.name = any (p_names) and not d.fair order by d.name loop
+    update acta.jobs j set fair_tag = null
+    where j.id = any (array(
+      select r.id from acta.jobs r
+      where hashtextextended(r.namespace || '/' || r.definition, 0) = hashtextextended(p_namespace || '/' || v_name, 0)
+        and r.namespace = p_namespace and r.definition = v_name and r.status = 'ready' and r.fair_tag is not null
+      order by r.id
+      for update));
+    if v_name = any (v_was_fair) then
+      update acta.jobs j set fair_tag = null
+      where j.id = any (array(
+        select r.id from acta.jobs r
+        where r.namespace = p_namespace and r.status in ('executing', 'waiting') and r.definition = v_name and r.fair_tag is not null
+        order by r.id
+        for update));
+    end if;
+  end loop;
   if v_changed > 0 then
     update acta.namespaces set policy_version = policy_version + 1 where name = p_namespace;
     perform acta.reconcile_schedules(p_namespace, p_names);

@@ -11,18 +11,27 @@
 -- maxAttempts. Bumps the namespace's policy_version when a policy changed (the heartbeat reports
 -- it and workers reload), and then reconciles the declared schedules (acta.reconcile_schedules). Called by acta.register_worker, acta.stop_worker and acta.recover_jobs
 -- (a worker marked dead): rare, off the claim and completion paths.
+-- A definition that is not fair (any more) has no row with a fair turn: a plain claim takes only
+-- untagged rows (jobs_due_idx), so a row that took its turn while the definition was fair (tagged
+-- by a fair claim, then parked and released, handed back, returned by recovery) waited for ever
+-- once a deploy turned fair order off (test/ledger/contract.ts, "fair order turned off"). Its Ready
+-- rows lose their turn at every refresh (jobs_fair_key_idx: none, usually), and when fair order
+-- is turned off its Executing and Waiting ones too, which come back Ready with it.
 -- Locks: the acta.definitions rows it updates, in name order (as acta.register_worker takes them);
--- the namespace's row when a policy changed.
+-- the namespace's row when a policy changed; the rows that lose their turn, in id order.
 create or replace function acta.refresh_definitions(p_namespace text, p_names text[])
 returns void
 language plpgsql as $$
 declare
-  v_changed integer;
+  v_changed  integer;
+  v_was_fair text[];
+  v_name     text;
 begin
   perform 1 from acta.definitions d
   where d.namespace = p_namespace and d.name = any (p_names)
   order by d.name
   for update;
+  v_was_fair := array(select d.name from acta.definitions d where d.namespace = p_namespace and d.name = any (p_names) and d.fair);
   with live as (
     select x.name, x.max_attempts, w.started_at, w.build, w.policies -> x.name as policy
     from acta.workers w
@@ -58,6 +67,23 @@ begin
     and (d.max_attempts, d.timeout_ms, d.concurrency_limit, d.rate_limit, d.rate_per_ms, d.fair, d.build, d.policy)
         is distinct from (p.max_attempts, p.timeout_ms, p.concurrency_limit, p.rate_limit, p.rate_per_ms, p.fair, p.build, p.policy);
   get diagnostics v_changed = row_count;
+  for v_name in select d.name from acta.definitions d where d.namespace = p_namespace and d.name = any (p_names) and not d.fair order by d.name loop
+    update acta.jobs j set fair_tag = null
+    where j.id = any (array(
+      select r.id from acta.jobs r
+      where hashtextextended(r.namespace || '/' || r.definition, 0) = hashtextextended(p_namespace || '/' || v_name, 0)
+        and r.namespace = p_namespace and r.definition = v_name and r.status = 'ready' and r.fair_tag is not null
+      order by r.id
+      for update));
+    if v_name = any (v_was_fair) then
+      update acta.jobs j set fair_tag = null
+      where j.id = any (array(
+        select r.id from acta.jobs r
+        where r.namespace = p_namespace and r.status in ('executing', 'waiting') and r.definition = v_name and r.fair_tag is not null
+        order by r.id
+        for update));
+    end if;
+  end loop;
   if v_changed > 0 then
     update acta.namespaces set policy_version = policy_version + 1 where name = p_namespace;
     perform acta.reconcile_schedules(p_namespace, p_names);

@@ -1616,6 +1616,27 @@ export function ledgerContract(open: () => LedgerUnderTest | Promise<LedgerUnder
       expect(iOf((await claim(ns, worker, ['call'], 10)).rows)).toEqual([]);
     });
 
+    test('fair order turned off by a deploy: the rows that took turns under it (parked, released, handed back) are claimed in plain order', async () => {
+      const ns = fresh();
+      const fair = await declare(ns, [defineJob({ name: 'f', handler, fair: true, concurrency: { key: (p: { k: string }) => p.k, limit: 1 } })], { build: 'b1' });
+      const item = (k: string, i: number): Item => ({ definition: 'f', payload: { k, i }, concurrencyKey: k });
+      await enqueue(ns, [item('a', 0), item('a', 1), item('a', 2), item('b', 3), item('b', 4)]);
+      const first = await claim(ns, fair, ['f'], 10);
+      expect(iOf(first.rows)).toEqual([0, 3]);
+      await h.advance(10);
+      const plain = await declare(ns, [defineJob({ name: 'f', handler, concurrency: { key: (p: { k: string }) => p.k, limit: 1 } })], { build: 'b2' });
+      expect((await ledger.loadPolicies(ns, ['f'])).policies[0]).toMatchObject({ fair: false });
+      // b1 ends one attempt and hands the other back as it stops (due now: behind 4, due before).
+      const [a0, b3] = byId(first.rows);
+      await complete(fair, [...completion([a0]), ...completion([b3], 'handed_back')]);
+      await ledger.stopWorker(fair);
+      await h.advance(2_001);
+      const next = await claim(ns, plain, ['f'], 10);
+      expect(iOf(next.rows)).toEqual([1, 4]);
+      await complete(plain, completion(next.rows));
+      expect(iOf((await claim(ns, plain, ['f'], 10)).rows)).toEqual([2, 3]);
+    });
+
     test('a rate limit raised by a deploy, or dropped, applies to the rows parked under the old one at the next claim, not at the old meter\'s next token', async () => {
       const ns = fresh();
       const old = await declare(ns, [defineJob({ name: 'call', handler, rate: { limit: 2, perMs: 3_600_000 } }), defineJob({ name: 'pull', handler, rate: { limit: 1, perMs: 3_600_000 } })], { build: 'b1' });

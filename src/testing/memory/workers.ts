@@ -60,6 +60,7 @@ export function refreshDefinitions(store: Store, tx: Tx, namespace: string, name
     }
   }
   let changed = 0;
+  const wasFair = names.filter((name) => store.definition(namespace, name)?.fair === true);
   for (const name of [...new Set(live.map((l) => l.name))].sort()) {
     const declared = live.filter((l) => l.name === name);
     // The newest declaration (started last; one instant: registered last).
@@ -83,6 +84,14 @@ export function refreshDefinitions(store: Store, tx: Tx, namespace: string, name
     if (canonical(before) === canonical(next)) continue;
     Object.assign(d, copyJson(next), { registeredAt: newest.startedAt });
     changed++;
+  }
+  // A definition that is not fair has no row with a fair turn (refresh_definitions.sql): its Ready
+  // rows lose theirs, and its Executing and Waiting ones when fair order was just turned off.
+  for (const name of names) {
+    const d = store.definition(namespace, name);
+    if (!d || d.fair) continue;
+    const statuses = wasFair.includes(name) ? ['ready', 'executing', 'waiting'] : ['ready'];
+    for (const j of store.jobsIn(namespace)) if (j.definition === name && j.fairTag !== null && statuses.includes(j.status)) j.fairTag = null;
   }
   const ns = store.namespaces.get(namespace);
   if (changed > 0 && ns) ns.policyVersion++;
