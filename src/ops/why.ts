@@ -124,12 +124,20 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
        (select max(w.last_heartbeat_at) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and not (${LIVE}) and j.definition = any (w.definitions)) as last_beat,
        (select array_agg(distinct w.build order by w.build) from acta.workers w
           where w.namespace = j.namespace and w.status = 'alive' and ${LIVE} and not j.definition = any (w.definitions)) as builds_lacking,
-       (select count(*) from (select 1 from acta.jobs a
-          where hashtextextended(a.namespace || '/' || a.definition, 0) = hashtextextended(j.namespace || '/' || j.definition, 0)
-            and a.namespace = j.namespace and a.definition = j.definition and a.status = 'ready' and a.blocked_by is null and a.fair_tag is null
-            and a.run_at <= now()
-            and (a.priority > j.priority or (a.priority = j.priority and (a.run_at, a.id) < (j.run_at, j.id)))
-          limit 10000) a) as ahead
+       case when j.fair_tag is null then
+         (select count(*) from (select 1 from acta.jobs a
+            where hashtextextended(a.namespace || '/' || a.definition, 0) = hashtextextended(j.namespace || '/' || j.definition, 0)
+              and a.namespace = j.namespace and a.definition = j.definition and a.status = 'ready' and a.blocked_by is null and a.fair_tag is null
+              and a.run_at <= now()
+              and (a.priority > j.priority or (a.priority = j.priority and (a.run_at, a.id) < (j.run_at, j.id)))
+            limit 10000) a)
+       else
+         -- A row with its fair turn: the claim takes them by priority, then turn (jobs_fair_idx).
+         (select count(*) from (select 1 from acta.jobs a
+            where hashtextextended(a.namespace || '/' || a.definition, 0) = hashtextextended(j.namespace || '/' || j.definition, 0)
+              and a.namespace = j.namespace and a.definition = j.definition and a.status = 'ready' and a.blocked_by is null and a.fair_tag is not null
+              and (a.priority > j.priority or (a.priority = j.priority and (a.fair_tag, a.id) < (j.fair_tag, j.id)))
+            limit 10000) a) end as ahead
 from acta.all_jobs j
 left join acta.definitions d on d.namespace = j.namespace and d.name = j.definition
 where j.id = $2::bigint and j.namespace = $1`;

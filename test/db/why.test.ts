@@ -57,6 +57,19 @@ test('claimable: the jobs ahead of it are counted in claim order, higher priorit
   expect((await reason(low)).message).toContain('(5 due jobs of "plain" ahead of it)');
 });
 
+test('claimable, fair order: the jobs ahead of it are those whose turns come first (priority, then turn), which a claim gave them', async () => {
+  const fair = defineJob({ name: 'fair', handler, fair: true, concurrency: { key: (p: { t: string }) => p.t } });
+  const workerId = await worker([fair]);
+  const a = [];
+  for (let i = 0; i < 4; i++) a.push((await client.enqueue(fair, { t: 'a' })).id);
+  const b = (await client.enqueue(fair, { t: 'b' })).id;
+  // One claim of one row gives every due row its turn: a0 runs; b's turn is second, then a1..a3.
+  expect((await claim(workerId, 'fair', 1)).rows.map((r) => r.id)).toEqual([a[0]]);
+  expect((await reason(b)).message).toContain('(0 due jobs of "fair" ahead of it)');
+  expect((await reason(a[1])).message).toContain('(1 due jobs of "fair" ahead of it)');
+  expect((await reason(a[3])).message).toContain('(3 due jobs of "fair" ahead of it)');
+});
+
 test('not due until T', async () => {
   await worker([plain]);
   const runAt = new Date(Date.now() + 3_600_000);
