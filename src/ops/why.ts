@@ -79,7 +79,7 @@ interface Facts {
   key_held: string | null;
   meter: { room: number | null; next_at: string | null } | null;
   gate_recheck_at: Date | null;
-  lane_head: { id: string; status: JobStatus } | null;
+  lane_head: { id: string; status: JobStatus; run_at: string } | null;
   handling: string;
   alive: string;
   silent_handling: string;
@@ -116,7 +116,7 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
        case when j.lane is not null then coalesce(
          (select jsonb_build_object('id', l.id::text, 'status', l.status) from acta.jobs l
             where l.namespace = j.namespace and l.lane = j.lane and l.status in ('executing', 'waiting') order by l.lane_seq limit 1),
-         (select jsonb_build_object('id', l.id::text, 'status', l.status) from acta.jobs l
+         (select jsonb_build_object('id', l.id::text, 'status', l.status, 'run_at', l.run_at) from acta.jobs l
             where l.namespace = j.namespace and l.lane = j.lane and l.status = 'ready' order by l.lane_seq limit 1)) end as lane_head,
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and ${LIVE} and j.definition = any (w.definitions)) as handling,
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and ${LIVE}) as alive,
@@ -217,7 +217,16 @@ function readyReasons(f: Facts, now: number, add: (r: WhyReason) => void): void 
   }
   if (new Date(f.run_at).getTime() > now) add({ cause: 'not-due', message: `not due until ${iso(f.run_at)}`, until: f.run_at });
   if (f.lane !== null && f.lane_head !== null && f.lane_head.id !== f.id) {
-    add({ cause: 'lane', message: `lane "${f.lane}": its head is job ${f.lane_head.id} (${f.lane_head.status})`, blockers: [f.lane_head.id] });
+    // A Ready head due later holds its lane until then (docs/policies.md, "Lanes": due time does not
+    // reorder a lane), e.g. a schedule's armed fire: say until when.
+    const head = f.lane_head;
+    const later = head.status === 'ready' && head.run_at !== undefined && new Date(head.run_at).getTime() > now ? new Date(head.run_at) : null;
+    add({
+      cause: 'lane',
+      message: `lane "${f.lane}": its head is job ${head.id} (${head.status}${later ? `, not due until ${iso(later)}` : ''})`,
+      blockers: [head.id],
+      ...(later ? { until: later } : {}),
+    });
   }
   if (f.concurrency_key !== null && f.concurrency_limit !== null) {
     const held = Number(f.key_held ?? 0);

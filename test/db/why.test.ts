@@ -119,6 +119,16 @@ test('rate meter shut until T', async () => {
   expect(r.until!.getTime()).toBeGreaterThan(Date.now() + 50_000); // the token frees a window after the first start
 });
 
+test('lane: a head not due yet is named with its due time, when the lane moves on (a schedule\'s armed fire, a delayed job)', async () => {
+  await worker([laned]);
+  const runAt = new Date(Date.now() + 3_600_000);
+  const head = (await client.enqueue(laned, {}, { runAt })).id;
+  const { id } = await client.enqueue(laned, {});
+  const r = await reason(id);
+  expect(r).toMatchObject({ cause: 'lane', blockers: [head], until: runAt });
+  expect(r.message).toBe(`lane "L": its head is job ${head} (ready, not due until ${runAt.toISOString()})`);
+});
+
 test("lane: its head is job Z", async () => {
   const w = await worker([laned]);
   const [a, b] = await client.enqueueMany([{ definition: laned, payload: {} }, { definition: laned, payload: {} }]);
