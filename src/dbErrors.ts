@@ -146,23 +146,31 @@ export class DbUnansweredError extends ActaError {
    * silent (the CLI's `--deadline`: src/ops/cli/deadline.ts; test/cli.test.ts).
    */
   readonly stillRunning?: boolean;
+  /**
+   * With stillRunning: true when the statement was then cancelled on the server and its backend
+   * was seen no longer running it, so nothing of it committed (its transaction rolled back); absent
+   * when the cancel was not confirmed, and the statement may still finish there.
+   */
+  readonly cancelled?: boolean;
 
   /** `advice`: what to do next, in the caller's words (the CLI's `--deadline`), after the message. */
   constructor(
     readonly deadlineMs: number,
     advice?: string,
-    options?: { cause?: unknown; holder?: EmbeddedHolder; backendPid?: number; stillRunning?: boolean },
+    options?: { cause?: unknown; holder?: EmbeddedHolder; backendPid?: number; stillRunning?: boolean; cancelled?: boolean },
   ) {
-    const what = options?.stillRunning ? stillRunningMessage(deadlineMs) : unanswered(deadlineMs, options?.holder);
+    const what = options?.stillRunning ? stillRunningMessage(deadlineMs, options.cancelled === true) : unanswered(deadlineMs, options?.holder);
     super('ACTA_DB_UNANSWERED', `${what}${advice ? `; ${advice}` : ''}`, options && { cause: options.cause });
     if (options?.holder !== undefined) this.holder = options.holder;
     if (options?.backendPid !== undefined) this.backendPid = options.backendPid;
     if (options?.stillRunning) this.stillRunning = true;
+    if (options?.stillRunning && options.cancelled) this.cancelled = true;
   }
 }
 
-function stillRunningMessage(deadlineMs: number): string {
-  return `the statement was still running on the database after ${deadlineMs} ms: its connection was dropped, and the statement may still finish there`;
+function stillRunningMessage(deadlineMs: number, cancelled: boolean): string {
+  const then = cancelled ? 'it was cancelled there (nothing of it committed)' : 'its cancel there was not confirmed: the statement may still finish there';
+  return `the statement was still running on the database after ${deadlineMs} ms: its connection was dropped, and ${then}`;
 }
 
 /** The process holding an embedded folder, as a follower reaches it (src/db/embeddedShare.ts). */

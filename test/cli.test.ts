@@ -233,11 +233,35 @@ test('`acta sql` and `acta migrate` take --deadline <s> (default 300 and 3600 s;
   }
 });
 
-test('`acta sql` past its --deadline on a server that took the statement and is still running it says so, not that the database was not reached (the silent network\'s case: test/faults/partition.test.ts)', async () => {
-  const slow = await acta(['sql', 'select pg_sleep(3)', '--deadline', '1']);
+test('`acta sql` past its --deadline on a server still running the statement cancels it there and says so, not that the database was not reached (the silent network\'s case: test/faults/partition.test.ts); a write in it is rolled back, and so is an `acta migrate`', async () => {
+  // The backends of this test's database running pg_sleep, the asking one aside.
+  const sleeping = () => count("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and query like '%pg_sleep%'");
+  const slow = await acta(['sql', 'select pg_sleep(30)', '--deadline', '1']);
   expect(slow.code).toBe(1);
-  expect(slow.stderr).toMatch(/^acta: the statement was still running on the database after 1000 ms: its connection was dropped, and the statement may still finish there; a longer statement needs a larger --deadline <s> \(now 1\) \(the database: postgres:\/\/.*\)\n$/);
+  expect(slow.stderr).toMatch(/^acta: the statement was still running on the database after 1000 ms: its connection was dropped, and it was cancelled there \(nothing of it committed\); a longer statement needs a larger --deadline <s> \(now 1\) \(the database: postgres:\/\/.*\)\n$/);
   expect(slow.stderr).not.toContain('was not reached');
+  expect(await sleeping()).toBe(0);
+
+  await db.query('create table cli_deadline_scratch (x int)');
+  try {
+    const write = await acta(['sql', 'insert into cli_deadline_scratch values (1); select pg_sleep(5)', '--deadline', '1']);
+    expect(write.code).toBe(1);
+    expect(write.stderr).toContain('it was cancelled there (nothing of it committed)');
+    expect(await sleeping()).toBe(0);
+    expect(await count('select count(*) as n from cli_deadline_scratch')).toBe(0);
+  } finally {
+    await db.query('drop table cli_deadline_scratch');
+  }
+
+  // `acta migrate` waiting past its --deadline for another migrate's lock: cancelled, its transaction rolled back.
+  const { MIGRATION_LOCK_KEY } = await import('../src/db/migrator');
+  await db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    const migrate = await acta(['migrate', '--deadline', '1']);
+    expect(migrate.code).toBe(1);
+    expect(migrate.stderr).toContain('it was cancelled there (nothing of it committed); it commits all or nothing, so acta migrate again is safe');
+    expect(await count("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and query like '%pg_advisory_xact_lock%'")).toBe(0);
+  });
 });
 
 test('`acta job <id>` prints the job as JSON (client.getJob), `acta cancel <id>` cancels a Ready one; another namespace\'s job, a malformed id, a job not Ready: exit 1 with a message', async () => {

@@ -6,7 +6,7 @@
  */
 import { Option } from 'commander';
 import { MAX_TIMER_MS } from '../../config';
-import { backendStillRunning } from '../../db/backendProbe';
+import { cancelIfStillRunning } from '../../db/backendProbe';
 import { type Db, withDeadline } from '../../db/Db';
 import { DbUnansweredError } from '../../errors';
 import { int } from './args';
@@ -26,15 +26,18 @@ export function deadlineOption(what: string, defaultS: number): Option {
   return new Option('--deadline <s>', `${what} must be answered within this many seconds, else the command fails (0: no deadline)`).argParser(int(0, Math.floor(MAX_TIMER_MS / 1_000))).default(defaultS);
 }
 
-/** How long the server may take to say whether it still runs a statement past its deadline, ms. */
+/** How long the server may take to say whether it still runs a statement past its deadline, and to confirm its cancel, ms. */
 const PROBE_MS = 3_000;
 
 /**
  * `fn` on `db` with every call within `seconds` (none for 0): a call unanswered by then fails as
  * DbUnansweredError, its connection dropped (withDeadline), its message ending with `advice`. On a
  * server whose connection had been made, a new connection asks whether the statement is still
- * running there: then the error says so (stillRunning), where a slow statement was reported as a
- * database not reached; a silent network answers that neither, and keeps its message.
+ * running there, and cancels it if so (a cancel rolls back its transaction: all of `acta migrate`,
+ * one transaction), waiting within the same budget until it stops: the error then says it was
+ * running (stillRunning) and whether it was cancelled (cancelled) or may still finish, where a
+ * slow statement was reported as a database not reached; a silent network answers that neither,
+ * and keeps its message.
  */
 export async function withinDeadline<T>(db: Db, seconds: number, advice: string, fn: (db: Db) => Promise<T>): Promise<T> {
   try {
@@ -42,7 +45,7 @@ export async function withinDeadline<T>(db: Db, seconds: number, advice: string,
   } catch (err) {
     if (!(err instanceof DbUnansweredError)) throw err;
     const url = process.env.DATABASE_URL;
-    const running = err.holder === undefined && err.backendPid !== undefined && url ? await backendStillRunning(url, err.backendPid, PROBE_MS) : false;
-    throw new DbUnansweredError(err.deadlineMs, advice, { cause: err, holder: err.holder, backendPid: err.backendPid, stillRunning: running });
+    const verdict = err.holder === undefined && err.backendPid !== undefined && url ? await cancelIfStillRunning(url, err.backendPid, PROBE_MS) : 'idle';
+    throw new DbUnansweredError(err.deadlineMs, advice, { cause: err, holder: err.holder, backendPid: err.backendPid, stillRunning: verdict !== 'idle', cancelled: verdict === 'cancelled' });
   }
 }
