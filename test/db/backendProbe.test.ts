@@ -14,6 +14,21 @@ afterAll(async () => {
   await tdb.drop();
 });
 
+/** Until backend `pid` runs a statement (pg_stat_activity, asked on a connection of its own). */
+async function untilActive(pid: number): Promise<void> {
+  const watcher = new Client({ connectionString: tdb.url });
+  await watcher.connect();
+  try {
+    for (;;) {
+      const { rows } = await watcher.query("select 1 from pg_stat_activity where pid = $1 and state = 'active'", [pid]);
+      if (rows.length > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await watcher.end();
+  }
+}
+
 /** A connection of its own on the test database, and its backend's pid. */
 async function session(url = tdb.url): Promise<{ client: Client; pid: number }> {
   const client = new Client({ connectionString: url });
@@ -31,7 +46,7 @@ test('a backend running a statement is cancelled there, and rolls it back; an id
       () => 'finished',
       (err: { code?: string }) => err.code,
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await untilActive(pid);
     expect(await cancelIfStillRunning(tdb.url, pid, 3_000)).toBe('cancelled');
     expect(await sleeping).toBe('57014'); // query_canceled
     expect((await client.query('select count(*)::int as n from probe_scratch')).rows).toEqual([{ n: 0 }]);
@@ -44,7 +59,7 @@ test('a backend running a statement is cancelled there, and rolls it back; an id
       url.username = role;
       url.password = 'probe';
       const held = client.query('select pg_sleep(2)');
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await untilActive(pid);
       expect(await cancelIfStillRunning(url.toString(), pid, 1_000)).toBe('running');
       await held;
     } finally {
