@@ -5,7 +5,8 @@
 -- holder p_worker, claimed_at (also its meter's start) the instant it was admitted, once the claim
 -- holds its gates' locks, and its lease p_lease_ms from then; returned in claim order: priority,
 -- then due time (a fair definition: its turn, fair_tag), then id. A candidate is admitted when its
--- lane has nothing running or waiting and it is the lane's first Ready row by lane_seq, its key has
+-- lane has nothing running or waiting and it is the lane's first Ready row by lane_seq (an armed
+-- fire not yet due left out: docs/policies.md, "Lanes"), its key has
 -- a free slot and no parked row ahead of it, and its meter a token (acta.gate_room); else it is
 -- PARKED (blocked_by: out of the claim's indexes, its place kept) until its gate's hand-on or
 -- recheck (acta.release_gate). Nothing claimable: one row, job_id null, next_due_in_ms the next due
@@ -497,13 +498,15 @@ begin
           where j.id = any (v_ids)
         ),
         -- 1. Its lane's first Ready row in commit order (lane_seq: migration 0012), with nothing of the
-        -- lane running or waiting.
+        -- lane running or waiting. A schedule's armed fire not yet due (never claimed, its instant
+        -- to come) holds no place before its instant (docs/policies.md, "Lanes").
         l as (
           select c.*, not c.busy and (c.lane is null or (
                    not exists (select 1 from acta.jobs h
                                where h.namespace = p_namespace and h.lane = c.lane and h.status in ('executing', 'waiting'))
                    and not exists (select 1 from acta.jobs r
-                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.lane_seq < c.lane_seq))) as lane_ok
+                                   where r.namespace = p_namespace and r.lane = c.lane and r.status = 'ready' and r.lane_seq < c.lane_seq
+                                     and not (r.schedule is not null and r.execution = 0 and r.run_at > now())))) as lane_ok
           from c
         ),
         -- 2. Its key: the slots free go to the key's candidates in claim order, but not past a parked
@@ -608,13 +611,16 @@ begin
             and x.run_at <= now() and x.definition = any (p_definitions)
           limit 10000
           for update skip locked));
-        -- A lane's rows behind its first Ready row (that one is its head, running or not).
+        -- A lane's rows behind its first Ready row (that one is its head, running or not). An armed
+        -- fire not yet due is neither (see the lane's rule above): parked, no hand-on would reach it.
         update acta.jobs j set blocked_by = 'lane'
         where j.id = any (array(
           select x.id from acta.jobs x
           join unnest(v_gate_kinds, v_gate_keys) as g(kind, key) on g.kind = 'lane' and x.lane = g.key
           where x.namespace = p_namespace and x.status = 'ready' and x.blocked_by is null
-            and x.lane_seq > (select min(f.lane_seq) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready')
+            and not (x.schedule is not null and x.execution = 0 and x.run_at > now())
+            and x.lane_seq > (select min(f.lane_seq) from acta.jobs f where f.namespace = p_namespace and f.lane = g.key and f.status = 'ready'
+                                and not (f.schedule is not null and f.execution = 0 and f.run_at > now()))
           limit 10000
           for update skip locked));
       end if;

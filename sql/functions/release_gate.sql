@@ -2,7 +2,8 @@
 -- and set when the rest are reconsidered (docs/DESIGN.md, "Policies"; migration 0008).
 --
 -- Contract: 'lane': when nothing of the lane is Executing or Waiting, its first Ready row (by
--- lane_seq: the lane's order, commit order; migration 0012) is its head; parked for the lane, it is released (a head parked on a key or a
+-- lane_seq: the lane's order, commit order; migration 0012; a schedule's armed fire not yet due
+-- left out, docs/policies.md, "Lanes") is its head; parked for the lane, it is released (a head parked on a key or a
 -- meter waits for that gate). A head another transaction holds (only a cancel can: every other
 -- write of a parked row holds its gate's lock) is left to it, and the lane gets a recheck after the
 -- bounce, in case that transaction rolls back; a lane's gate row exists only for that. 'concurrency' / 'rate': the first parked rows in claim order
@@ -37,6 +38,7 @@ begin
       select r.id, r.blocked_by into v_head, v_head_gate
       from acta.jobs r
       where r.namespace = p_namespace and r.lane = p_key and r.status = 'ready'
+        and not (r.schedule is not null and r.execution = 0 and r.run_at > now())
       order by r.lane_seq limit 1;
       if v_head_gate = 'lane' then
         update acta.jobs j set blocked_by = null

@@ -117,7 +117,8 @@ select j.id::text as id, j.namespace, j.definition, j.status, now() as now, j.ru
          (select jsonb_build_object('id', l.id::text, 'status', l.status) from acta.jobs l
             where l.namespace = j.namespace and l.lane = j.lane and l.status in ('executing', 'waiting') order by l.lane_seq limit 1),
          (select jsonb_build_object('id', l.id::text, 'status', l.status, 'run_at', l.run_at) from acta.jobs l
-            where l.namespace = j.namespace and l.lane = j.lane and l.status = 'ready' order by l.lane_seq limit 1)) end as lane_head,
+            where l.namespace = j.namespace and l.lane = j.lane and l.status = 'ready'
+              and not (l.schedule is not null and l.execution = 0 and l.run_at > now()) order by l.lane_seq limit 1)) end as lane_head,
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and ${LIVE} and j.definition = any (w.definitions)) as handling,
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and ${LIVE}) as alive,
        (select count(*) from acta.workers w where w.namespace = j.namespace and w.status = 'alive' and not (${LIVE}) and j.definition = any (w.definitions)) as silent_handling,
@@ -218,7 +219,8 @@ function readyReasons(f: Facts, now: number, add: (r: WhyReason) => void): void 
   if (new Date(f.run_at).getTime() > now) add({ cause: 'not-due', message: `not due until ${iso(f.run_at)}`, until: f.run_at });
   if (f.lane !== null && f.lane_head !== null && f.lane_head.id !== f.id) {
     // A Ready head due later holds its lane until then (docs/policies.md, "Lanes": due time does not
-    // reorder a lane), e.g. a schedule's armed fire: say until when.
+    // reorder a lane), e.g. a job enqueued with runAt: say until when. A schedule's armed fire not yet due
+    // is no head (lane_head above leaves it out, as the claim does).
     const head = f.lane_head;
     const later = head.status === 'ready' && head.run_at !== undefined && new Date(head.run_at).getTime() > now ? new Date(head.run_at) : null;
     add({

@@ -337,6 +337,68 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     expect(await ledger.readJob(namespace, (await list(namespace)).jobId!)).toMatchObject({ priority: 0 });
   });
 
+  test("a lane's armed fire not yet due holds no place in it: due rows enqueued after it run first; due, the fire takes its place by its arming, behind the lane's running head", async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    const workerId = randomUUID();
+    const tick = defineJob({ name: 'tick', handler: () => undefined, lane: () => 'L', schedule: { cron: YEARLY } });
+    await ledger.registerWorker({
+      workerId, namespace, hostname: 'contract', pid: 1, definitions: ['tick'], maxAttempts: [null], leaseMs: LEASE_MS, build: 'b1', policies: { tick: declaredPolicy(tick) },
+    });
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    const fire = (await list(namespace)).jobId!;
+    expect(await ledger.readJob(namespace, fire)).toMatchObject({ status: 'ready', lane: 'L' });
+    const n = 2;
+    const enqueued = (await ledger.enqueueJobs(namespace, {
+      definitions: Array(n).fill('tick'), payloads: [JSON.stringify({ i: 0 }), JSON.stringify({ i: 1 })], priorities: Array(n).fill(null), runAts: Array(n).fill(null),
+      maxAttempts: Array(n).fill(null), idempotencyKeys: Array(n).fill(null), concurrencyKeys: Array(n).fill(null), rateKeys: Array(n).fill(null), lanes: Array(n).fill('L'),
+    })).map((e) => e.id);
+    // Before the fire's instant: the lane's head is the first row due, and the fire is not parked.
+    const first = await claim(namespace, workerId);
+    expect(first.rows.map((r) => r.id)).toEqual([enqueued[0]]);
+    expect(await ledger.readJob(namespace, fire)).toMatchObject({ status: 'ready', blockedBy: null });
+    // Its instant come while the lane runs: it waits for the head, then runs before the row
+    // enqueued after its arming (commit order among due rows).
+    await get().advance(366 * 24 * 60 * MINUTE);
+    expect((await claim(namespace, workerId)).rows).toEqual([]);
+    await ledger.completeExecutions(workerId, [ended(first.rows[0], 'succeeded', null)]);
+    const second = await claim(namespace, workerId);
+    expect(second.rows.map((r) => r.id)).toEqual([fire]);
+    await ledger.completeExecutions(workerId, [ended(second.rows[0], 'succeeded', null)]);
+    expect((await claim(namespace, workerId)).rows.map((r) => r.id)).toEqual([enqueued[1]]);
+  });
+
+  test("a lane's armed fire not yet due is not parked behind the lane's head, so it runs at its instant after the lane has emptied", async () => {
+    const { ledger } = get();
+    const namespace = ns();
+    const workerId = randomUUID();
+    const tick = defineJob({ name: 'tick', handler: () => undefined, lane: () => 'L', schedule: { cron: YEARLY } });
+    await ledger.registerWorker({
+      workerId, namespace, hostname: 'contract', pid: 1, definitions: ['tick'], maxAttempts: [null], leaseMs: LEASE_MS, build: 'b1', policies: { tick: declaredPolicy(tick) },
+    });
+    const inL = (i: number) => ({
+      definitions: ['tick'], payloads: [JSON.stringify({ i })], priorities: [null], runAts: [null],
+      maxAttempts: [null], idempotencyKeys: [null], concurrencyKeys: [null], rateKeys: [null], lanes: ['L'],
+    });
+    const [head] = (await ledger.enqueueJobs(namespace, inL(0))).map((e) => e.id);
+    const running = await claim(namespace, workerId);
+    expect(running.rows.map((r) => r.id)).toEqual([head]);
+    const [behind] = (await ledger.enqueueJobs(namespace, inL(1))).map((e) => e.id);
+    expect(await ledger.armSchedules!(namespace)).toBe(1);
+    const fire = (await list(namespace)).jobId!;
+    // A round refused whole parks the lane's rows behind its head: the due one, not the fire.
+    expect((await claim(namespace, workerId)).rows).toEqual([]);
+    expect(await ledger.readJob(namespace, behind!)).toMatchObject({ blockedBy: 'lane' });
+    expect(await ledger.readJob(namespace, fire)).toMatchObject({ blockedBy: null });
+    await ledger.completeExecutions(workerId, [ended(running.rows[0], 'succeeded', null)]);
+    const next = await claim(namespace, workerId);
+    expect(next.rows.map((r) => r.id)).toEqual([behind]);
+    await ledger.completeExecutions(workerId, [ended(next.rows[0], 'succeeded', null)]);
+    expect((await claim(namespace, workerId)).rows).toEqual([]);
+    await get().advance(366 * 24 * 60 * MINUTE);
+    expect((await claim(namespace, workerId)).rows.map((r) => r.id)).toEqual([fire]);
+  });
+
   test('a paused schedule arms nothing: its unstarted fire goes, a running one arms no next; resumed, it fires from the next instant after now', async () => {
     const { ledger, now } = get();
     const namespace = ns();

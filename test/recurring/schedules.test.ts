@@ -360,6 +360,32 @@ it("a schedule's fires carry their definition's policy keys: a concurrency limit
   for (let i = 1; i < sorted.length; i++) expect(sorted[i].start).toBeGreaterThanOrEqual(sorted[i - 1].end);
 });
 
+// docs/policies.md, "Lanes": an armed fire not yet due holds no place in its lane. Was: it held the
+// lane until its instant, so a trigger of a daily schedule and the lane's jobs waited a day.
+it("a lane's armed fire due tomorrow does not hold the lane: a trigger and an enqueued job run now", async () => {
+  const { createClient, createWorker, defineJob } = await import('../../src');
+  const { silentLogger } = await import('../helpers/silentLogger');
+  const ns = `s-${randomUUID()}`;
+  const ran: string[] = [];
+  const nightly = defineJob({ name: 'nightly', lane: () => 'reports', schedule: { cron: '0 2 * * *' }, handler: (_p, ctx) => {
+    ran.push(ctx.jobId);
+  } });
+  const worker = createWorker({ db, namespace: ns, definitions: [nightly], logger: silentLogger });
+  await worker.start();
+  try {
+    const client = createClient({ db, namespace: ns, definitions: [nightly] });
+    await waitFor(async () => (await schedule(ns, 'nightly'))?.job_id != null, 'the armed fire');
+    const armed = (await schedule(ns, 'nightly')).job_id!;
+    const triggered = (await client.schedules.trigger('nightly'))!;
+    const { id } = await client.enqueue(nightly, {});
+    await waitFor(() => ran.length === 2, 'the trigger and the job to run', 10_000);
+    expect(ran).toEqual([triggered, id]);
+    expect(ran).not.toContain(armed);
+  } finally {
+    await worker.stop();
+  }
+});
+
 // docs/schedules.md, "Changes": a schedule never runs two of its own fires at once. Was: a change
 // while a fire ran detached it and armed the new next instant at once, which a free executor ran
 // beside it. The ledger decides: no two attempts of the schedule's fires overlap in

@@ -4,7 +4,7 @@
  */
 import type { ClaimResult, ClaimedRow } from '../../db/types';
 import type { ClaimArgs } from '../../ledger';
-import { firstParked, gateRoom, releaseGate } from './gates';
+import { firstParked, gateRoom, inLaneOrder, releaseGate } from './gates';
 import { recordStarts } from './meter';
 import { claimedFire } from './schedules';
 import { byClaimOrder, byDueOrder, copyJson, type GateKind, type MemoryDefinition, type MemoryJob, SqlStateError, type Store, type Tx } from './state';
@@ -188,7 +188,7 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
     laneOk.set(
       c,
       lane === null ||
-        (!jobs.some((h) => h.lane === lane && (h.status === 'executing' || h.status === 'waiting')) && !jobs.some((r) => r.lane === lane && r.status === 'ready' && r.id < c.job.id)),
+        (!jobs.some((h) => h.lane === lane && (h.status === 'executing' || h.status === 'waiting')) && !jobs.some((r) => r.lane === lane && r.status === 'ready' && r.id < c.job.id && inLaneOrder(r, tx.now))),
     );
   }
 
@@ -248,12 +248,12 @@ function admit(store: Store, tx: Tx, namespace: string, names: string[], ids: Me
     );
     const heads = new Map<string, number>();
     for (const lane of keysOf('lane')) {
-      const head = jobs.find((f) => f.lane === lane && f.status === 'ready');
+      const head = jobs.find((f) => f.lane === lane && f.status === 'ready' && inLaneOrder(f, tx.now));
       if (head) heads.set(lane, head.id);
     }
     parkAll(
       'lane',
-      jobs.filter((x) => x.status === 'ready' && x.blockedBy === null && x.lane !== null && heads.has(x.lane) && x.id > (heads.get(x.lane) as number)),
+      jobs.filter((x) => x.status === 'ready' && x.blockedBy === null && x.lane !== null && inLaneOrder(x, tx.now) && heads.has(x.lane) && x.id > (heads.get(x.lane) as number)),
     );
   }
 

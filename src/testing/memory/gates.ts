@@ -13,6 +13,9 @@ const UNLIMITED_RELEASE = 1_000;
 /** The key a row is parked under at a gate of `kind`. */
 export const gateKeyOf = (job: MemoryJob, kind: GateKind): string | null => (kind === 'rate' ? job.rateKey : kind === 'lane' ? job.lane : job.concurrencyKey);
 
+/** A Ready row of a lane in its order: all but a schedule's armed fire not yet due, never claimed (docs/policies.md, "Lanes"; claim_jobs.sql). */
+export const inLaneOrder = (job: MemoryJob, now: number): boolean => !(job.schedule !== null && job.execution === 0 && job.runAt > now);
+
 /** The gate's parked rows, in the order they are released (jobs_parked_idx). */
 function parkedAt(store: Store, namespace: string, kind: 'concurrency' | 'rate', key: string): MemoryJob[] {
   return store
@@ -47,7 +50,7 @@ export function releaseGate(store: Store, tx: Tx, namespace: string, kind: GateK
   const jobs = store.jobsIn(namespace);
   if (kind === 'lane') {
     if (jobs.some((h) => h.lane === key && (h.status === 'executing' || h.status === 'waiting'))) return 0;
-    const head = jobs.find((r) => r.lane === key && r.status === 'ready');
+    const head = jobs.find((r) => r.lane === key && r.status === 'ready' && inLaneOrder(r, tx.now));
     if (head?.blockedBy !== 'lane') return 0;
     head.blockedBy = null;
     return 1;
