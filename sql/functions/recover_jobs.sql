@@ -3,26 +3,23 @@
 --
 -- Contract: every Executing row whose OWN lease has expired (never judged by its holder's status)
 -- goes back to Ready; to Failed when a charged return uses up its attempts (error WorkerLost); to
--- Cancelled when its cancel was
--- requested while it ran (acta.cancel_job). A return is charged only if the attempt had started (a
--- heartbeat reported its handler, or it recorded a step), or once the job has gone back uncharged 3
--- times (jobs.uncharged_returns; PIPELINE.unchargedReturnsMax): a poison job that kills its worker
--- before its first beat ends Failed within max_attempts + 3 returns (test/faults/recovery.test.ts).
--- A job's limit is its own max_attempts, else its definition's, else 25 (migration 0004). Each
--- returned attempt gets its acta.executions row ('lost', charged, with the error; or
+-- Cancelled when its cancel was requested while it ran (acta.cancel_job). A return is charged only
+-- if the attempt had started (a heartbeat reported its handler, or it recorded a step), or once the
+-- job has gone back uncharged 3 times (PIPELINE.unchargedReturnsMax): a poison job that kills its
+-- worker before its first beat ends Failed within max_attempts + 3 returns
+-- (test/faults/recovery.test.ts). A job's limit: its own max_attempts, else its definition's, else
+-- 25. Each returned attempt gets its acta.executions row ('lost', charged, with the error; or
 -- 'lost_uncharged'). Workers silent for longer than p_dead_after_ms are marked dead, their policies
--- given back to the live workers (acta.refresh_definitions; a policy that changed applies at once to
--- the rows parked under the old one: acta.recheck_gates, last). Returns the rows it moved: job_id,
--- execution (of the lost attempt), new status, charged.
+-- given back to the live workers (acta.refresh_definitions; a changed policy reaches the rows parked
+-- under the old one: acta.recheck_gates, last). Returns job_id, execution, new status, charged.
 -- Hand-on, as acta.complete_executions': a returned row frees its key's slot; a lane head that
 -- ended Failed or Cancelled hands its lane on (acta.release_gate; NOTIFY acta_jobs when one does).
 -- Fence: the returned row is no longer Executing under its holder, so the lost attempt's later
--- writes are stale (test/db/fencing.test.ts). Durability: the caller's commit.
--- Time: one clock read once the returned rows are locked is their attempts' finished_at and run_at:
--- a step recorded before carries an earlier time (docs/decisions/2026-12-05-ledger-times.md).
+-- writes are stale (test/db/fencing.test.ts). Durability: the caller's commit. Time: one clock read
+-- once the returned rows are locked (docs/decisions/2026-12-05-ledger-times.md).
 -- Locks: FOR UPDATE SKIP LOCKED, at most p_limit rows per call (the caller repeats while a call
--- returns p_limit rows); then the gates of the returned rows in increasing order (acta.gate_lock);
--- last, when a dead worker's declarations changed a policy, gate rows (acta.recheck_gates).
+-- returns p_limit rows); then the returned rows' gates in increasing order (acta.gate_lock); last,
+-- when a dead worker's declarations changed a policy, gate rows (acta.recheck_gates).
 -- Plan: the expired rows through jobs_lease_idx in lease order, then by primary key from their
 -- ids; no sequential scans (test/db/plans.test.ts).
 create or replace function acta.recover_jobs(
