@@ -1,7 +1,7 @@
 // The command line with real processes against a real PostgreSQL (DATABASE_URL in the child's
 // environment): migrate, enqueue, and two `acta worker` processes sharing a batch of jobs, each
 // stopping with exit code 0 on SIGTERM. Runs the built bin (`npm test` builds first).
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -11,10 +11,9 @@ import { createClient, createWorker, type Db, defineJob } from '../src';
 import { withoutPassword } from '../src/db/connect';
 import { redisChannel } from '../src/worker/wakeups';
 import { createTestDatabase, type TestDatabase } from './helpers/db';
+import { ROOT, runActa, spawnActa } from './helpers/cli';
 import { waitFor } from './helpers/wait';
 
-const ROOT = path.resolve(__dirname, '..');
-const BIN = path.join(ROOT, 'bin', 'acta.js');
 const FIXTURE = path.join('test', 'fixtures', 'cli-jobs.js');
 
 let tdb: TestDatabase;
@@ -35,23 +34,12 @@ const env = () => ({ ...process.env, DATABASE_URL: tdb.url, ACTA_LOG_LEVEL: 'war
 
 /** Runs `acta <args>` to completion. */
 function acta(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...env(), ...extraEnv }, timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runActa(args, { ...env(), ...extraEnv });
 }
 
 /** Starts `acta worker <fixture>`; resolves its exit code when it exits. */
 function startWorker(): { child: ChildProcess; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>; output: () => string } {
-  const child = spawn(process.execPath, [BIN, 'worker', FIXTURE, '--heartbeat', '1000', '--executors', '8'], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, exited, output: () => output };
+  return spawnActa(['worker', FIXTURE, '--heartbeat', '1000', '--executors', '8'], env(), children);
 }
 
 /** A localhost TCP port nothing listens on (bound, then closed). */

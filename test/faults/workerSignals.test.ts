@@ -4,15 +4,13 @@
  * (docs/operating.md, "Workers in production", Signals: graceful, exit 0; a second signal exits 1
  * only while something is still held).
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';
 import { waitFor } from '../helpers/wait';
-import { ROOT } from './harness';
-
-const BIN = path.join(ROOT, 'bin', 'acta.js');
+import { runActa, spawnActa } from '../helpers/cli';
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -23,13 +21,7 @@ function worker(module: string, env: Record<string, string>) {
   const base = { ...process.env };
   delete base.DATABASE_URL;
   delete base.ACTA_DATA_DIR;
-  const child = spawn(process.execPath, [BIN, 'worker', module, '--heartbeat', '1000'], { cwd: ROOT, env: { ...base, ACTA_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, exited, output: () => output };
+  return spawnActa(['worker', module, '--heartbeat', '1000'], { ...base, ACTA_LOG_LEVEL: 'info', ...env }, children);
 }
 
 test('SIGINT while `acta worker` connects to a new embedded folder ends the start cleanly: exit 0, the folder not held', async () => {
@@ -46,11 +38,7 @@ test('SIGINT while `acta worker` connects to a new embedded folder ends the star
     // Nothing held: another process opens the folder at once.
     const base = { ...process.env };
     delete base.DATABASE_URL;
-    const sql = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, [BIN, 'sql', 'select 1 as one'], { cwd: ROOT, env: { ...base, ACTA_DATA_DIR: dataDir }, timeout: 60_000 }, (err, stdout, stderr) =>
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
-      ),
-    );
+    const sql = await runActa(['sql', 'select 1 as one'], { ...base, ACTA_DATA_DIR: dataDir }, 60_000);
     expect(sql).toEqual({ code: 0, stdout: '{"one":1}\n', stderr: '' });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -337,14 +337,20 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
     expect(await ledger.readJob(namespace, (await list(namespace)).jobId!)).toMatchObject({ priority: 0 });
   });
 
-  test("a lane's armed fire not yet due holds no place in it: due rows enqueued after it run first; due, the fire takes its place by its arming, behind the lane's running head", async () => {
-    const { ledger } = get();
+  /** A worker of a new namespace running "tick": a yearly schedule whose jobs take lane L. */
+  const laneTickWorker = async (): Promise<{ namespace: string; workerId: string }> => {
     const namespace = ns();
     const workerId = randomUUID();
     const tick = defineJob({ name: 'tick', handler: () => undefined, lane: () => 'L', schedule: { cron: YEARLY } });
-    await ledger.registerWorker({
+    await get().ledger.registerWorker({
       workerId, namespace, hostname: 'contract', pid: 1, definitions: ['tick'], maxAttempts: [null], leaseMs: LEASE_MS, build: 'b1', policies: { tick: declaredPolicy(tick) },
     });
+    return { namespace, workerId };
+  };
+
+  test("a lane's armed fire not yet due holds no place in it: due rows enqueued after it run first; due, the fire takes its place by its arming, behind the lane's running head", async () => {
+    const { ledger } = get();
+    const { namespace, workerId } = await laneTickWorker();
     expect(await ledger.armSchedules!(namespace)).toBe(1);
     const fire = (await list(namespace)).jobId!;
     expect(await ledger.readJob(namespace, fire)).toMatchObject({ status: 'ready', lane: 'L' });
@@ -370,12 +376,7 @@ export function scheduleCases(get: () => LedgerUnderTest): void {
 
   test("a lane's armed fire not yet due is not parked behind the lane's head, so it runs at its instant after the lane has emptied", async () => {
     const { ledger } = get();
-    const namespace = ns();
-    const workerId = randomUUID();
-    const tick = defineJob({ name: 'tick', handler: () => undefined, lane: () => 'L', schedule: { cron: YEARLY } });
-    await ledger.registerWorker({
-      workerId, namespace, hostname: 'contract', pid: 1, definitions: ['tick'], maxAttempts: [null], leaseMs: LEASE_MS, build: 'b1', policies: { tick: declaredPolicy(tick) },
-    });
+    const { namespace, workerId } = await laneTickWorker();
     const inL = (i: number) => ({
       definitions: ['tick'], payloads: [JSON.stringify({ i })], priorities: [null], runAts: [null],
       maxAttempts: [null], idempotencyKeys: [null], concurrencyKeys: [null], rateKeys: [null], lanes: ['L'],
